@@ -1,0 +1,67 @@
+"""The Algorithm interface every DG method implements.
+
+An algorithm is an ``nn.Module`` built from ``(input_shape, n_classes, n_domains, hparams)``
+with a ``featurizer`` (g: x → z) and a ``classifier`` (h: z → logits) so estimators can
+reach the representation, ``update(minibatches, step) -> dict[str, float]`` doing one
+optimisation step on one minibatch per training domain (list of ``(x, y)`` with x float
+in [0, 1], shape [B, C, H, W]), and ``predict(x) -> logits``.
+
+``hparams`` holds the base hyperparameters (:data:`dganalysis.hparams.BASE_HPARAMS`),
+the algorithm's own (its ``HPARAMS``), and ``steps`` (the job length, set by the
+trainer, used by schedules and warm-ups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from dganalysis.hparams import HParam
+from dganalysis.nets import build_classifier, build_featurizer
+from dganalysis.optim import make_optimizer, make_scheduler
+
+Minibatches = Sequence[tuple[torch.Tensor, torch.Tensor]]
+
+
+class Algorithm(nn.Module):
+    """Base class: featurizer + classifier, one optimiser and schedule over all parameters."""
+
+    HPARAMS: ClassVar[dict[str, HParam]] = {}
+
+    def __init__(self, input_shape: tuple[int, ...], n_classes: int, n_domains: int, hparams: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.input_shape = tuple(input_shape)
+        self.n_classes = n_classes
+        self.n_domains = n_domains
+        self.hparams = dict(hparams)
+        self.featurizer = build_featurizer(self.input_shape, self.hparams)
+        self.classifier = build_classifier(self.featurizer.n_outputs, n_classes, bool(self.hparams.get("nonlinear_classifier", False)))
+        self.network = nn.Sequential(self.featurizer, self.classifier)
+
+    # -- optimisation helpers --------------------------------------------------------
+    def configure_optimizer(self, params=None, lr: float | None = None) -> tuple[torch.optim.Optimizer, Any]:
+        """Optimiser and schedule from the hparams over ``params`` (default: all parameters)."""
+        opt = make_optimizer(self.parameters() if params is None else params, self.hparams, lr=lr)
+        return opt, make_scheduler(opt, self.hparams)
+
+    def step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, scheduler: Any = None) -> None:
+        """zero_grad → backward → optimiser step → schedule step."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+
+    # -- interface -------------------------------------------------------------------
+    def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
+        raise NotImplementedError
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network(x)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The representation z = g(x) used by the shift and worst-case estimators."""
+        return self.featurizer(x)

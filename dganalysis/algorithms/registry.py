@@ -1,0 +1,37 @@
+"""Algorithms by name: ``@register_algorithm("ERM")`` on an :class:`Algorithm` subclass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dganalysis.algorithms.base import Algorithm
+from dganalysis.hparams import BASE_HPARAMS, HParam, resolve
+from dganalysis.registry import Registry
+
+ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
+register_algorithm = ALGORITHMS.register
+
+
+def available() -> list[str]:
+    """Names of all registered algorithms."""
+    return ALGORITHMS.names()
+
+
+def get_algorithm(name: str) -> type[Algorithm]:
+    """The class registered as ``name``; unknown names fail listing the known ones."""
+    return ALGORITHMS.get(name)
+
+
+def hparam_specs(name: str) -> dict[str, HParam]:
+    """Base hyperparameters plus those the algorithm declares (its own win)."""
+    return {**BASE_HPARAMS, **get_algorithm(name).HPARAMS}
+
+
+def default_hparams(name: str, hparams_seed: int = 0, **kw: Any) -> dict[str, Any]:
+    """Concrete hparams for ``name`` (defaults for seed 0, a random-search draw otherwise)."""
+    return resolve(hparam_specs(name), hparams_seed, **kw)
+
+
+def create(name: str, input_shape: tuple[int, ...], n_classes: int, n_domains: int, hparams: dict[str, Any]) -> Algorithm:
+    """Build the algorithm ``name``."""
+    return get_algorithm(name)(input_shape, n_classes, n_domains, hparams)

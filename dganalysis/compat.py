@@ -1,0 +1,52 @@
+"""Compatibility shims for the CPU-only torch build used on CPU machines.
+
+The torchvision 0.28.0 wheel is a CUDA build. Imported next to a CPU build of
+torch it fails with ``operator torchvision::nms does not exist`` because its
+Python layer registers fake kernels for C++ operators that the CPU torch does
+not have. Defining the two missing schemas (``nms`` and ``qnms``) first lets the
+Python parts of torchvision (models, transforms v2 on tensors) import. The C++
+ops and image decoding stay unavailable: we load images with Pillow.
+
+The shim is only applied when ``torch.version.cuda is None``; on a CUDA machine
+torchvision imports normally.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+_installed = False
+
+
+def install() -> None:
+    """Register the missing torchvision op schemas on CPU-only torch (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        return
+    if torch.version.cuda is not None:
+        return
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 - probe: exists when C++ ops are loaded
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    # keep a reference so the fragment is not garbage-collected
+    globals()["_torchvision_fragment"] = lib
+    log.debug("registered torchvision nms/qnms schemas for CPU-only torch")
+
+
+def torchvision():
+    """Import torchvision after installing the shim and return the module."""
+    install()
+    import torchvision as tv
+
+    return tv

@@ -1,0 +1,67 @@
+"""Atomic file writes: write to a temporary file in the same folder, then rename."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _atomic(path: Path, write, mode: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Atomically write ``text`` to ``path``."""
+    return _atomic(Path(path), lambda fh: fh.write(text), "w")
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Atomically write ``data`` to ``path``."""
+    return _atomic(Path(path), lambda fh: fh.write(data), "wb")
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """Atomically write ``obj`` as indented JSON."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def write_npy(path: str | Path, array: np.ndarray) -> Path:
+    """Atomically save one array in ``.npy`` format (memory-mappable on load)."""
+    return _atomic(Path(path), lambda fh: np.save(fh, np.ascontiguousarray(array)), "wb")
+
+
+def append_jsonl(path: str | Path, obj: Any) -> None:
+    """Append one JSON line (records are append-only; a torn last line is ignored on read)."""
+    with open(path, "a") as fh:
+        fh.write(json.dumps(obj, sort_keys=True, default=_json_default) + "\n")
+        fh.flush()
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
