@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.registry import Registry
 
 DATASETS: Registry[Callable[..., DomainDataset]] = Registry("dataset")
 register_dataset = DATASETS.register
+
+
+def default_data_dir() -> Path:
+    """Where builders cache datasets: ``$DGANALYSIS_DATA`` or ``~/.cache/dganalysis``."""
+    return Path(os.environ.get("DGANALYSIS_DATA", Path.home() / ".cache" / "dganalysis")).expanduser()
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path:
+    """``data_dir`` as a Path, or the default cache folder when None."""
+    return Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
 
 
 def available() -> list[str]:

@@ -4,6 +4,9 @@
 - ``resnet18`` / ``resnet50``: torchvision ResNets without the fc layer; ``conv1_3x3``
   replaces the 7×7/2 stem and max-pool by a 3×3/1 conv, as the PaHCC paper (seed 000,
   Sec. 4) does for 64×64 glyphs.
+- ``smallcnn``: a light 4-conv GroupNorm CNN (32, 64, 64, 128 channels; the first and third
+  convs with stride 2), ~10× cheaper than ``cnn``: the CPU quick profile's network (the
+  DESIGN feasibility probe used this shape on 32×32 glyphs).
 - ``mlp``: a 3-layer MLP on flattened pixels (DomainBed's MLP), for toy data.
 ``auto`` picks ``cnn`` for images up to 32 px and ``resnet18`` above.
 """
@@ -32,6 +35,25 @@ class MNISTCNN(nn.Module):
                 nn.ReLU(inplace=True),
                 nn.GroupNorm(8, chans[i + 1]),
             ]
+        self.body = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.body(x)).flatten(1)
+
+
+class SmallCNN(nn.Module):
+    """Four 3×3 convs (32, 64, 64, 128 channels; strides 2, 1, 2, 1), ReLU + GroupNorm(8), GAP → 128-d."""
+
+    n_outputs = 128
+
+    def __init__(self, in_channels: int) -> None:
+        super().__init__()
+        chans, strides = [in_channels, 32, 64, 64, 128], [2, 1, 2, 1]
+        layers: list[nn.Module] = []
+        for i in range(4):
+            layers += [nn.Conv2d(chans[i], chans[i + 1], 3, stride=strides[i], padding=1), nn.ReLU(inplace=True),
+                       nn.GroupNorm(8, chans[i + 1])]
         self.body = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
 
@@ -78,13 +100,23 @@ class ResNet(nn.Module):
 
 
 def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
-    """The featurizer named by ``hparams['featurizer']`` for inputs of ``input_shape`` (C, H, W)."""
+    """The featurizer named by ``hparams['featurizer']`` for inputs of ``input_shape`` (C, H, W),
+    with ``pretrained`` weights loaded and ``linear_probe``/``freeze_stages`` applied
+    (:func:`dganalysis.nets.pretrained.apply_init_hparams`)."""
+    from dganalysis.nets.pretrained import apply_init_hparams
+
+    return apply_init_hparams(_build(input_shape, hparams), hparams)
+
+
+def _build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
     kind = hparams.get("featurizer", "auto")
     c, h = input_shape[0], input_shape[-1]
     if kind == "auto":
         kind = "cnn" if h <= 32 else "resnet18"
     if kind == "cnn":
         return MNISTCNN(c)
+    if kind == "smallcnn":
+        return SmallCNN(c)
     if kind == "mlp":
         n = 1
         for s in input_shape:
@@ -92,7 +124,7 @@ def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -
         return MLP(n)
     if kind in ("resnet18", "resnet50"):
         return ResNet(int(kind[6:]), c, bool(hparams.get("conv1_3x3", False)), float(hparams.get("resnet_dropout", 0.0)))
-    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, mlp, resnet18 or resnet50")
+    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, smallcnn, mlp, resnet18 or resnet50")
 
 
 def build_classifier(n_features: int, n_classes: int, nonlinear: bool = False) -> nn.Module:

@@ -1,0 +1,61 @@
+"""Reader for the IDX format of the MNIST raw files (LeCun et al., 1998).
+
+Header: two zero bytes, a type byte (0x08 = uint8), the number of dimensions, then one
+big-endian uint32 per dimension; the data follow in C order. ``.gz`` files are read
+transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from pathlib import Path
+
+import numpy as np
+
+_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Read one IDX file (optionally gzipped) into a numpy array."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: IDX file not found")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    if len(data) < 4:
+        raise ValueError(f"{path}: {len(data)} bytes, too short for an IDX header (4 bytes)")
+    zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype_code not in _TYPES:
+        raise ValueError(f"{path}: bad IDX magic at byte 0 (got {data[:4].hex()}, expected 0000 08.. for uint8)")
+    head = 4 + 4 * ndim
+    if len(data) < head:
+        raise ValueError(f"{path}: truncated header, expected {head} bytes, file has {len(data)}")
+    shape = struct.unpack(f">{ndim}I", data[4:head])
+    dtype = np.dtype(_TYPES[dtype_code])
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(data) - head != expected:
+        raise ValueError(
+            f"{path}: data section has {len(data) - head} bytes at offset {head}, expected {expected} for shape {shape}"
+        )
+    return np.frombuffer(data, dtype=dtype, offset=head).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def find_mnist(root: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Images uint8[N, 28, 28] and labels of MNIST train+test from the raw IDX files in ``root``."""
+    root = Path(root)
+    parts = []
+    for split in ("train", "t10k"):
+        found = []
+        for kind in ("images-idx3-ubyte", "labels-idx1-ubyte"):
+            cands = [root / f"{split}-{kind}", root / f"{split}-{kind}.gz", root / "raw" / f"{split}-{kind}",
+                     root / "raw" / f"{split}-{kind}.gz"]
+            hit = next((c for c in cands if c.is_file()), None)
+            if hit is None:
+                raise FileNotFoundError(f"{root}: no {split}-{kind}[.gz] (expected the MNIST raw IDX files)")
+            found.append(read_idx(hit))
+        parts.append(found)
+    images = np.concatenate([p[0] for p in parts])
+    labels = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    return images, labels
