@@ -83,3 +83,64 @@ def _latex_escape(text: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
         text = text.replace(a, b)
     return text
+
+
+def domain_grid(ds, per_domain: int = 8, seed: int = 0, title: str | None = None):
+    """A Fig. 7-style grid: one row per domain, ``per_domain`` random samples each (2-channel images
+    are shown as red/green, 1-channel as gray). Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    fig, axes = plt.subplots(len(ds.domains), per_domain, figsize=(per_domain * 0.9, len(ds.domains) * 0.95),
+                             squeeze=False)
+    for r, d in enumerate(ds.domains):
+        idx = np.sort(rng.choice(len(d), size=min(per_domain, len(d)), replace=False))
+        for c in range(per_domain):
+            ax = axes[r, c]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+            if c >= len(idx):
+                ax.axis("off")
+                continue
+            img = np.asarray(d.images[idx[c]])
+            if img.shape[0] == 1:
+                ax.imshow(img[0], cmap="gray", vmin=0, vmax=255)
+            else:
+                rgb = np.zeros(img.shape[1:] + (3,), np.uint8)
+                rgb[..., : img.shape[0]] = img[:3].transpose(1, 2, 0)
+                ax.imshow(rgb)
+            if c == 0:
+                ax.set_ylabel(d.name, rotation=0, ha="right", va="center")
+            ax.set_title(ds.classes[int(d.labels[idx[c]])], fontsize=7)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def accuracy_by_domain(summary, hue: str = "selection", title: str = "", ylabel: str = "test accuracy (%)"):
+    """Grouped bars of mean accuracy per test domain with ±SE error bars.
+
+    ``summary``: a frame with columns ``domain``, ``mean``, ``se`` (fractions) and ``hue``
+    (e.g. the output of :func:`dganalysis.selection.summarize` for several selection methods).
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    domains = list(dict.fromkeys(summary["domain"]))
+    groups = list(dict.fromkeys(summary[hue]))
+    width = 0.8 / max(1, len(groups))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(domains) * max(1, len(groups)) / 2 + 2), 3.2))
+    x = np.arange(len(domains))
+    for i, g in enumerate(groups):
+        part = summary[summary[hue] == g].set_index("domain").reindex(domains)
+        ax.bar(x + (i - (len(groups) - 1) / 2) * width, 100 * part["mean"], width,
+               yerr=100 * part["se"].fillna(0), capsize=2, label=str(g))
+    ax.set_xticks(x, domains)
+    ax.set_xlabel("held-out domain")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8, frameon=False)
+    if title:
+        ax.set_title(title)
+    return fig

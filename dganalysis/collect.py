@@ -1,0 +1,75 @@
+"""``dganalysis collect DIR ...``: model-selection tables of a job store or of DomainBed sweep output dirs.
+
+The equivalent of DomainBed's ``python -m domainbed.scripts.collect_results --input_dir DIR [--latex]`` (which prints
+training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof 0`` reproduces its error bars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dganalysis import io
+from dganalysis.results import load
+from dganalysis.selection import METHODS
+from dganalysis.tables import FORMATS, selection_table
+
+DOMAINBED_METHODS = ("training_domain", "leave_one_out", "oracle")
+
+
+def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of the ``collect`` verb."""
+    parser.description = (
+        "Print DomainBed-style model-selection tables (rows algorithms, columns test domains + Avg, cells "
+        "mean ± SE over trial seeds, in %) for job stores or DomainBed sweep output dirs. Unfinished and "
+        "failed jobs are skipped."
+    )
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
+    parser.add_argument(
+        "--selection", default="all", choices=[*METHODS, "all"],
+        help="model selection method; 'all' = DomainBed's three (training_domain, leave_one_out, oracle). "
+             "Default: all",
+    )
+    parser.add_argument("--format", default="text", choices=FORMATS, help="output format (default text)")
+    parser.add_argument(
+        "--test-domains", default="auto",
+        help="which runs make the columns: 'auto' (per dataset, the runs with the fewest test domains), "
+             "'all', or a number K of test domains per run (default auto)",
+    )
+    parser.add_argument(
+        "--se-ddof", type=int, default=1, choices=[0, 1],
+        help="standard error = std(ddof)/sqrt(n); 1 = sample std (default), 0 = DomainBed's population std",
+    )
+    parser.add_argument("--digits", type=int, default=1, help="decimals of the percentages (default 1)")
+    parser.add_argument("--include-unfinished", action="store_true",
+                        help="also read jobs without a 'done' file (as DomainBed's collect_results does)")
+    parser.add_argument("-o", "--output", default=None, help="also write the tables to this file")
+
+
+def main_collect(args: argparse.Namespace) -> int:
+    """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
+    df = load(args.dirs, include_unfinished=args.include_unfinished)
+    if df.empty:
+        sys.stderr.write(f"collect: no finished jobs with records under {', '.join(args.dirs)}\n")
+        return 1
+    methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
+    parts = []
+    for i, method in enumerate(methods):
+        text = selection_table(df, method, fmt=args.format, test_domains=args.test_domains, ddof=args.se_ddof,
+                               digits=args.digits)
+        if args.format == "csv":
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines if i == 0 else lines[1:])  # one header for the whole CSV
+        elif args.format == "latex":
+            text = f"% ===== model selection: {METHODS[method]}\n" + text
+        elif args.format == "markdown":
+            text = f"## Model selection: {METHODS[method]}\n\n" + text
+        else:
+            text = f"===== Model selection: {METHODS[method]}\n" + text
+        parts.append(text)
+    sep = "" if args.format == "csv" else "\n"
+    out = sep.join(parts)
+    sys.stdout.write(out)
+    if args.output:
+        io.write_text(args.output, out)
+    return 0

@@ -1,0 +1,226 @@
+"""Read checkpoint records into one tidy DataFrame: our job stores and DomainBed sweep directories.
+
+A job (a *run* in DomainBed's words) is a folder holding ``results.jsonl`` (one JSON record per checkpoint) and,
+once finished, a ``done`` file; our engine writes ``failed`` instead when a job crashed. Records carry
+DomainBed's keys (``step``, ``env{i}_in_acc``, ``env{i}_out_acc``, ``hparams``, ``args`` with ``dataset``,
+``algorithm``, ``test_envs``, ``hparams_seed``, ``trial_seed``); ours add ``domains``, ``train_domains``,
+``test_domains`` and ``val_domains`` (names). Records written by DomainBed itself (Gulrajani & Lopez-Paz 2021,
+``domainbed/scripts/train.py``) have no names: we use the dataset's ``ENVIRONMENTS`` for DomainBed's standard
+datasets (:data:`DOMAINBED_ENVIRONMENTS`) and ``env0, env1, ...`` otherwise; every non-test environment is a
+training domain, except ``args['val_envs']`` (OoD-Bench's fork of DomainBed, Ye et al. 2022), which are validation.
+
+Output (:func:`load`): one row per (job, step, domain, split) with the columns of :data:`COLUMNS`; accuracies are
+fractions in [0, 1] as in the records. Choices: unfinished and failed jobs are skipped (with a logged count) unless
+``include_unfinished=True`` (DomainBed's own ``collect_results`` reads unfinished runs too); a torn *last* line
+(a job killed mid-write) is skipped with a warning, any other unreadable line is an error naming file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+log = logging.getLogger(__name__)
+
+COLUMNS = [
+    "job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains",
+    "hparams_seed", "trial_seed", "step", "domain", "split", "role", "acc", "hparams",
+]
+
+#: Environment names of DomainBed's datasets (``ENVIRONMENTS`` in ``domainbed/datasets.py``), in env-index order.
+DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
+    "Debug28": ["0", "1", "2"],
+    "Debug224": ["0", "1", "2"],
+    "ColoredMNIST": ["+90%", "+80%", "-90%"],
+    "RotatedMNIST": ["0", "15", "30", "45", "60", "75"],
+    "VLCS": ["C", "L", "S", "V"],
+    "PACS": ["A", "C", "P", "S"],
+    "OfficeHome": ["A", "C", "P", "R"],
+    "TerraIncognita": ["L100", "L38", "L43", "L46"],
+    "DomainNet": ["clip", "info", "paint", "quick", "real", "sketch"],
+    "SVIRO": ["aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"],
+    "WILDSCamelyon": [f"hospital_{i}" for i in range(5)],
+    "WILDSFMoW": [f"region_{i}" for i in range(6)],
+}
+
+_ENV_KEY = re.compile(r"^env(\d+)_(in|out)_acc$")
+_META = [c for c in COLUMNS if c not in ("domain", "split", "role", "acc")]
+_REQUIRED_ARGS = ("dataset", "algorithm", "test_envs", "hparams_seed", "trial_seed")
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    records = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            if n == len(lines):
+                log.warning("%s:%d: torn last record skipped (%s)", path, n, err.msg)
+                break
+            raise ValueError(f"{path}:{n}: unreadable JSON record ({err.msg}); expected one JSON object per line") from err
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
+        records.append(rec)
+    return records
+
+
+def find_jobs(path: str | Path) -> list[Path]:
+    """Job folders under ``path``: ``path`` itself if it holds ``results.jsonl``, else every folder below that does."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"results directory {path} does not exist (expected a job store or sweep output dir)")
+    if (path / "results.jsonl").is_file():
+        return [path]
+    jobs = []
+    for root, dirs, files in os.walk(path):
+        if "results.jsonl" in files:
+            jobs.append(Path(root))
+            dirs[:] = []  # a job folder's sub-folders are not jobs
+        else:
+            dirs.sort()
+    return sorted(jobs)
+
+
+def job_status(job_dir: str | Path) -> str:
+    """``"done"``, ``"failed"`` or ``"unfinished"`` from the sentinel files of a job folder."""
+    job_dir = Path(job_dir)
+    if (job_dir / "done").exists():
+        return "done"
+    if (job_dir / "failed").exists():
+        return "failed"
+    return "unfinished"
+
+
+def load(
+    path: str | Path | Iterable[str | Path], include_unfinished: bool = False, progress: bool = True
+) -> pd.DataFrame:
+    """Tidy results of every finished job under ``path`` (one folder or a list of folders).
+
+    Works on our job stores and on DomainBed sweep output dirs (see the module docstring for the conventions).
+    Returns one row per (job, step, domain, split) with columns :data:`COLUMNS`, in job-folder, record and env order.
+    """
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("load: expected at least one results directory, got an empty list")
+    jobs = [j for p in paths for j in find_jobs(p)]
+    counts = {"done": 0, "failed": 0, "unfinished": 0}
+    meta: dict[str, list] = {c: [] for c in _META}  # one entry per record
+    rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}  # one entry per row
+    seen: set[str] = set()
+    for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
+        status = job_status(job_dir)
+        counts[status] += 1
+        if status == "failed" or (status == "unfinished" and not include_unfinished):
+            continue
+        job_id = job_dir.name
+        if job_id in seen:
+            log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
+            continue
+        seen.add(job_id)
+        results = job_dir / "results.jsonl"
+        for n, rec in enumerate(read_records(results), start=1):
+            _append_rows(meta, rows, rec, job_id, f"{results}:{n}")
+    skipped = counts["failed"] + (0 if include_unfinished else counts["unfinished"])
+    log.info(
+        "read %d jobs from %s; skipped %d failed and %d unfinished",
+        len(seen), ", ".join(map(str, paths)), counts["failed"], skipped - counts["failed"],
+    )
+    record = np.asarray(rows.pop("record"), dtype=np.int64)
+    data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
+    df = pd.DataFrame({**data, **rows}, columns=COLUMNS)
+    df = df.astype({"hparams_seed": "int64", "trial_seed": "int64", "step": "int64", "acc": "float64"})
+    n = len(df)
+    # a job resumed after a crash may hold a checkpoint twice: keep the last record of each step
+    df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last")
+    if len(df) < n:
+        log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)", n - len(df))
+    return df.reset_index(drop=True)
+
+
+def load_many(paths: Iterable[str | Path], include_unfinished: bool = False, progress: bool = True) -> pd.DataFrame:
+    """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
+    return load(list(paths), include_unfinished=include_unfinished, progress=progress)
+
+
+def _append_rows(meta: dict[str, list], rows: dict[str, list], rec: dict[str, Any], job_id: str, where: str) -> None:
+    args = rec.get("args")
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
+    missing = [k for k in _REQUIRED_ARGS if k not in args]
+    if missing or "step" not in rec:
+        raise ValueError(f"{where}: record lacks {missing + ([] if 'step' in rec else ['step'])}")
+    accs = {}
+    for key, value in rec.items():
+        m = _ENV_KEY.match(key)
+        if m:
+            accs[(int(m.group(1)), m.group(2))] = float("nan") if value is None else float(value)
+    if not accs:
+        raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
+    n_envs = max(i for i, _ in accs) + 1
+    names = _domain_names(rec, args, n_envs, where)
+    order = {name: i for i, name in enumerate(names)}
+    roles = _roles(rec, args, names, where)
+
+    def joined(role: str) -> str:
+        return ",".join(sorted((d for d, r in roles.items() if r == role), key=order.__getitem__))
+
+    index = len(meta["job_id"])
+    for key, value in (
+        ("job_id", job_id), ("dataset", str(args["dataset"])), ("algorithm", str(args["algorithm"])),
+        ("train_domains", joined("train")), ("test_domains", joined("test")), ("val_domains", joined("val")),
+        ("hparams_seed", int(args["hparams_seed"])), ("trial_seed", int(args["trial_seed"])),
+        ("step", int(rec["step"])), ("hparams", json.dumps(rec.get("hparams", {}), sort_keys=True, default=str)),
+    ):
+        meta[key].append(value)
+    for (i, split), acc in sorted(accs.items()):
+        rows["record"].append(index)
+        rows["domain"].append(names[i])
+        rows["split"].append(split)
+        rows["role"].append(roles[names[i]])
+        rows["acc"].append(acc)
+
+
+def _domain_names(rec: dict[str, Any], args: dict[str, Any], n_envs: int, where: str) -> list[str]:
+    names = rec.get("domains")
+    if names is not None:
+        if len(names) < n_envs:
+            raise ValueError(f"{where}: 'domains' names {len(names)} domains but the record has {n_envs} envs")
+        return [str(n) for n in names]
+    known = DOMAINBED_ENVIRONMENTS.get(str(args["dataset"]))
+    if known is not None and len(known) == n_envs:
+        return list(known)
+    return [f"env{i}" for i in range(n_envs)]
+
+
+def _roles(rec: dict[str, Any], args: dict[str, Any], names: list[str], where: str) -> dict[str, str]:
+    if "test_domains" in rec and "train_domains" in rec:
+        roles = dict.fromkeys(names, "unused")
+        for role in ("train", "test", "val"):
+            for d in rec.get(f"{role}_domains") or []:
+                if d not in roles:
+                    raise ValueError(f"{where}: {role}_domains names {d!r}, not one of the domains {names}")
+                roles[d] = role
+        return roles
+    test = set(args["test_envs"])
+    val = set(args.get("val_envs") or [])
+    bad = [i for i in test | val if not 0 <= int(i) < len(names)]
+    if bad:
+        raise ValueError(f"{where}: test_envs/val_envs {sorted(bad)} out of range for {len(names)} envs")
+    return {n: "test" if i in test else "val" if i in val else "train" for i, n in enumerate(names)}

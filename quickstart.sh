@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up everything dganalysis needs on a fresh machine, then run the main job
+# (every notebook with the quick profile into outputs/quick/).
+#   bash quickstart.sh            # set up + run the quick profile
+#   bash quickstart.sh --setup-only
+set -euo pipefail
+cd "$(dirname "$0")"
+SETUP_ONLY=0
+for a in "$@"; do
+  case "$a" in
+    --setup-only) SETUP_ONLY=1 ;;
+    *) echo "quickstart.sh: unknown argument '$a' (expected --setup-only)" >&2; exit 2 ;;
+  esac
+done
+PY=${PYTHON:-python3}
+
+echo "== 1/4 system packages: Chinese fonts (apt) and stroke data / brush faces (npm) for PaHCC"
+bash dganalysis/data/pahcc/install_fonts.sh
+
+echo "== 2/4 Python environment in .venv"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+# torch is pinned explicitly so pip never resolves an unpinned torch (that would pull GBs of CUDA wheels
+# on a CPU machine); on this project's CPU machines 2.13.0 is a local CPU build, on CUDA machines the
+# same pins give the CUDA builds from PyPI.
+.venv/bin/python -m pip install -q "torch==2.13.0" "torchvision==0.28.0"
+.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -c "import dganalysis, torch, torchvision; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'torchvision', torchvision.__version__)"
+
+echo "== 3/4 Jupyter kernel 'dganalysis' (shown as 'Python (dganalysis)' in JupyterLab)"
+.venv/bin/python -m ipykernel install --user --name dganalysis --display-name "Python (dganalysis)" >/dev/null
+
+if [ "$SETUP_ONLY" = 1 ]; then echo "setup done"; exit 0; fi
+echo "== 4/4 main job: all notebooks, quick profile -> outputs/quick/ (index: outputs/quick/index.md)"
+.venv/bin/dganalysis run --profile quick

@@ -1,0 +1,394 @@
+"""Model selection and tables on hand-made records with known answers (no training)."""
+
+from __future__ import annotations
+
+import argparse
+import io as _io
+import itertools
+import json
+import math
+from collections import defaultdict
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dganalysis import results, selection, tables
+from dganalysis.collect import add_collect_arguments, main_collect
+
+# ---------------------------------------------------------------- writers of fake job folders
+
+
+def write_run(root: Path, name: str, records: list[dict], status: str = "done") -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if status in ("done", "failed"):
+        (d / status).write_text("")
+    return d
+
+
+def db_record(dataset, algorithm, test_envs, hseed, tseed, step, accs, val_envs=None):
+    """A DomainBed-style record; ``accs`` = list of (in_acc, out_acc) per env."""
+    args = {"dataset": dataset, "algorithm": algorithm, "test_envs": list(test_envs), "hparams_seed": hseed,
+            "trial_seed": tseed, "holdout_fraction": 0.2}
+    if val_envs is not None:
+        args["val_envs"] = list(val_envs)
+    rec = {"step": step, "epoch": step / 10, "loss": 0.5, "args": args, "hparams": {"lr": 1e-3 * (hseed + 1)}}
+    for i, (a_in, a_out) in enumerate(accs):
+        rec[f"env{i}_in_acc"] = a_in
+        rec[f"env{i}_out_acc"] = a_out
+    return rec
+
+
+def our_record(dataset, algorithm, domains, train, test, val, hseed, tseed, step, accs):
+    rec = db_record(dataset, algorithm, [domains.index(d) for d in test], hseed, tseed, step, accs)
+    rec.update(domains=list(domains), train_domains=list(train), test_domains=list(test), val_domains=list(val))
+    return rec
+
+
+def random_domainbed_sweep(root: Path, dataset="ColoredMNIST", n_envs=3, algorithms=("ERM", "CORAL"),
+                           n_hparams=3, trials=(0, 1, 2), steps=(0, 100, 200), seed=0) -> list[dict]:
+    """A DomainBed sweep with single-test-env and [test, val] pair runs; accuracies drawn at random."""
+    rng = np.random.default_rng(seed)
+    all_records = []
+    test_env_sets = [[i] for i in range(n_envs)] + [list(p) for p in itertools.combinations(range(n_envs), 2)]
+    for alg, tenvs, h, t in itertools.product(algorithms, test_env_sets, range(n_hparams), trials):
+        recs = [db_record(dataset, alg, tenvs, h, t, s, rng.uniform(0.3, 1.0, size=(n_envs, 2)).round(6).tolist())
+                for s in steps]
+        name = f"{alg}_{'-'.join(map(str, tenvs))}_h{h}_t{t}"
+        write_run(root, name, recs)
+        all_records += recs
+    return all_records
+
+
+# ---------------------------------------------------------------- an independent port of DomainBed's definitions
+
+
+def domainbed_reference(records: list[dict], method: str) -> dict[tuple, float]:
+    """(trial_seed, dataset, algorithm, test_env) → selected test acc, following domainbed/model_selection.py."""
+    groups = defaultdict(list)
+    for r in records:
+        for e in r["args"]["test_envs"]:
+            groups[(r["args"]["trial_seed"], r["args"]["dataset"], r["args"]["algorithm"], e)].append(r)
+    out = {}
+    for key, recs in groups.items():
+        test_env = key[3]
+        by_h = defaultdict(list)
+        for r in recs:
+            by_h[r["args"]["hparams_seed"]].append(r)
+        best = None
+        for rr in by_h.values():
+            single = [r for r in rr if len(r["args"]["test_envs"]) == 1]
+            n_envs = sum(1 for k in rr[0] if k.endswith("_out_acc"))
+            cands = []
+            if method == "oracle" and single:
+                last = max(single, key=lambda r: r["step"])
+                cands = [(last[f"env{test_env}_out_acc"], last[f"env{test_env}_in_acc"])]
+            elif method == "training_domain":
+                cands = [(np.mean([r[f"env{i}_out_acc"] for i in range(n_envs) if i != test_env]),
+                          r[f"env{test_env}_in_acc"]) for r in single]
+            elif method == "leave_one_out":
+                for step in sorted({r["step"] for r in rr}):
+                    at = [r for r in rr if r["step"] == step]
+                    tr = [r for r in at if len(r["args"]["test_envs"]) == 1]
+                    if len(tr) != 1:
+                        continue
+                    val = {}
+                    for r in at:
+                        if len(r["args"]["test_envs"]) == 2:
+                            v = (set(r["args"]["test_envs"]) - {test_env}).pop()
+                            val[v] = r[f"env{v}_in_acc"]
+                    if len(val) == n_envs - 1:
+                        cands.append((sum(val.values()) / (n_envs - 1), tr[0][f"env{test_env}_in_acc"]))
+            if cands:
+                run_best = max(cands, key=lambda c: c[0])
+                if best is None or run_best[0] > best[0]:
+                    best = run_best
+        if best is not None:
+            out[key] = best[1]
+    return out
+
+
+@pytest.mark.parametrize("method", ["training_domain", "leave_one_out", "oracle"])
+def test_matches_domainbed_definitions_on_random_sweep(tmp_path, method):
+    records = random_domainbed_sweep(tmp_path)
+    df = results.load(tmp_path, progress=False)
+    sel = selection.select(df, method)
+    names = results.DOMAINBED_ENVIRONMENTS["ColoredMNIST"]
+    ref = domainbed_reference(records, method)
+    single = sel[~sel["test_domains"].str.contains(",")]
+    got = {(r.trial_seed, r.dataset, r.algorithm, names.index(r.domain)): r.acc for r in single.itertuples()}
+    assert got.keys() == ref.keys() and len(got) == 3 * 2 * 3
+    for k, v in ref.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
+
+
+def test_domainbed_table_numbers_with_population_se(tmp_path):
+    """ddof=0 reproduces collect_results.format_mean: 100*mean, 100*np.std(x/sqrt(n))."""
+    records = random_domainbed_sweep(tmp_path, algorithms=("ERM",))
+    df = results.load(tmp_path, progress=False)
+    ref = domainbed_reference(records, "training_domain")
+    text = tables.selection_table(df, "training_domain", fmt="csv", ddof=0, digits=3)
+    cells = pd.read_csv(_io.StringIO(text))
+    for env, name in enumerate(["+90%", "+80%", "-90%"]):
+        accs = np.array([ref[(t, "ColoredMNIST", "ERM", env)] for t in (0, 1, 2)])
+        row = cells[(cells["dataset"] == "ColoredMNIST") & (cells["column"] == name)].iloc[0]
+        assert row["mean"] == pytest.approx(100 * accs.mean())
+        assert row["se"] == pytest.approx(100 * np.std(accs / np.sqrt(3)))
+        assert row["n"] == 3
+    # averages table: per-trial mean over test envs, then mean ± se over trials
+    per_trial = [np.mean([ref[(t, "ColoredMNIST", "ERM", e)] for e in range(3)]) for t in (0, 1, 2)]
+    avg = cells[(cells["dataset"] == "Averages") & (cells["column"] == "ColoredMNIST")].iloc[0]
+    assert avg["mean"] == pytest.approx(100 * np.mean(per_trial))
+    assert avg["se"] == pytest.approx(100 * np.std(per_trial) / np.sqrt(3))
+
+
+# ---------------------------------------------------------------- small hand-computed cases
+
+
+@pytest.fixture
+def tiny_domainbed(tmp_path):
+    """PACS-like, 2 hparams x 1 trial, test env A(0); 3 checkpoints. Known answers in the tests below."""
+    root = tmp_path / "sweep"
+    acc = {  # hparams_seed -> step -> [(in, out) for A, C, P, S]
+        0: {0: [(.10, .11), (.50, .50), (.50, .50), (.50, .50)],
+            1: [(.60, .61), (.90, .90), (.90, .90), (.90, .90)],   # best training-domain val (0.9)
+            2: [(.20, .70), (.80, .80), (.80, .80), (.80, .80)]},  # last: A out 0.70
+        1: {0: [(.30, .30), (.40, .40), (.40, .40), (.40, .40)],
+            1: [(.40, .40), (.70, .70), (.70, .70), (.70, .70)],
+            2: [(.55, .75), (.85, .85), (.85, .85), (.85, .85)]},  # last: A out 0.75 -> oracle picks h1, in .55
+    }
+    for h, steps in acc.items():
+        write_run(root, f"h{h}", [db_record("PACS", "ERM", [0], h, 0, s, a) for s, a in steps.items()])
+    return root
+
+
+def test_training_domain_uses_best_checkpoint(tiny_domainbed):
+    sel = selection.select(results.load(tiny_domainbed, progress=False), "training_domain")
+    assert len(sel) == 1
+    row = sel.iloc[0]
+    assert (row["domain"], row["hparams_seed"], row["step"]) == ("A", 0, 1)
+    assert row["acc"] == pytest.approx(0.60) and row["val_acc"] == pytest.approx(0.90)
+    assert row["train_domains"] == "C,P,S" and row["test_domains"] == "A" and row["selection"] == "training_domain"
+
+
+def test_oracle_uses_last_checkpoint_only(tiny_domainbed):
+    sel = selection.select(results.load(tiny_domainbed, progress=False), "oracle")
+    row = sel.iloc[0]
+    assert (row["hparams_seed"], row["step"]) == (1, 2)
+    assert row["acc"] == pytest.approx(0.55) and row["val_acc"] == pytest.approx(0.75)
+
+
+def test_leave_one_out_needs_pair_runs(tiny_domainbed):
+    df = results.load(tiny_domainbed, progress=False)
+    assert selection.select(df, "leave_one_out").empty  # no [test, val] runs: no answer (DomainBed prints X)
+    # add helpers test_envs [0, v] for h0 only, v = C, P, S, with in-accs on v at steps 0..2
+    held = {0: [.2, .3, .4], 1: [.9, .6, .6], 2: [.5, .6, .7]}  # step -> in-acc on C, P, S when held out
+    for v in (1, 2, 3):
+        recs = []
+        for s in (0, 1, 2):
+            accs = [(0.0, 0.0)] * 4
+            accs[v] = (held[s][v - 1], 0.0)
+            recs.append(db_record("PACS", "ERM", [0, v], 0, 0, s, accs))
+        write_run(tiny_domainbed, f"h0_pair{v}", recs)
+    sel = selection.select(results.load(tiny_domainbed, progress=False), "leave_one_out")
+    sel = sel[sel["test_domains"] == "A"]
+    row = sel.iloc[0]  # scores: step0 0.2+0.3+0.4=.9/3, step1 (.9+.6+.6)/3=.7, step2 (.5+.6+.7)/3=.6 -> step 1
+    assert (row["hparams_seed"], row["step"]) == (0, 1)
+    assert row["val_acc"] == pytest.approx(0.7) and row["acc"] == pytest.approx(0.60)
+    # one helper missing at step 1 -> that step is skipped, step 2 wins (0.6 > 0.3)
+    lines = (tiny_domainbed / "h0_pair2" / "results.jsonl").read_text().splitlines()
+    (tiny_domainbed / "h0_pair2" / "results.jsonl").write_text(lines[0] + "\n" + lines[2] + "\n")
+    row = selection.select(results.load(tiny_domainbed, progress=False), "leave_one_out").iloc[0]
+    assert row["step"] == 2 and row["acc"] == pytest.approx(0.20)
+
+
+@pytest.fixture
+def multi_test(tmp_path):
+    """Our store: 5 domains a..e, train {a, b}, test {c, d}, val {e}; 3 hparams; 2 trials; steps 0, 10."""
+    root = tmp_path / "store"
+    doms = ["a", "b", "c", "d", "e"]
+    # (hseed) -> step -> [(in, out)] for a, b, c, d, e; trial 1 = trial 0 shifted by +0.01
+    acc = {
+        0: {0: [(.9, .5), (.9, .5), (.30, .30), (.30, .30), (.2, .2)],
+            10: [(.9, .9), (.9, .8), (.40, .50), (.50, .60), (.3, .3)]},  # train-out mean .85 (best), pooled .55
+        1: {0: [(.9, .6), (.9, .6), (.35, .35), (.35, .35), (.6, .9)],     # val e out .9 (best ood val)
+            10: [(.9, .7), (.9, .7), (.60, .90), (.20, .10), (.6, .5)]},  # c out .90 best; pooled .50
+        2: {0: [(.9, .4), (.9, .4), (.10, .10), (.10, .10), (.2, .2)],
+            10: [(.9, .6), (.9, .6), (.45, .40), (.65, .80), (.4, .4)]},  # d out .80 best; pooled .60 best
+    }
+    for t in (0, 1):
+        for h, steps in acc.items():
+            recs = [our_record("Toy", "ERM", doms, ["a", "b"], ["c", "d"], ["e"], h, t, s,
+                               [(i + 0.01 * t, o + 0.01 * t) for i, o in a]) for s, a in steps.items()]
+            write_run(root, f"h{h}t{t}", recs)
+    return root
+
+
+def _by_domain(sel, trial=0):
+    part = sel[sel["trial_seed"] == trial]
+    return {r.domain: (r.hparams_seed, r.step, round(r.acc, 6)) for r in part.itertuples()}
+
+
+def test_multi_test_domain_methods(multi_test):
+    df = results.load(multi_test, progress=False)
+    assert set(df.loc[df["domain"] == "e", "role"]) == {"val"}
+    td = selection.select(df, "training_domain")
+    assert len(td) == 4  # 2 trials x 2 test domains, one choice per (config, trial)
+    assert _by_domain(td) == {"c": (0, 10, 0.40), "d": (0, 10, 0.50)}
+    assert _by_domain(td, 1) == {"c": (0, 10, 0.41), "d": (0, 10, 0.51)}
+    orc = selection.select(df, "oracle")  # per test domain, last checkpoint
+    assert _by_domain(orc) == {"c": (1, 10, 0.60), "d": (2, 10, 0.65)}
+    pooled = selection.select(df, "oracle_pooled")  # one choice by mean(out c, out d)
+    assert _by_domain(pooled) == {"c": (2, 10, 0.45), "d": (2, 10, 0.65)}
+    assert pooled.loc[pooled["trial_seed"] == 0, "val_acc"].tolist() == pytest.approx([0.6, 0.6])
+    ood = selection.select(df, "ood_validation")  # early stopping allowed: h1 step 0 (e out .9)
+    assert _by_domain(ood) == {"c": (1, 0, 0.35), "d": (1, 0, 0.35)}
+    # pooled oracle over a subset (K = 1): dropping test-domain d rows equals the per-domain oracle on c
+    sub = selection.select(df[df["domain"] != "d"], "oracle_pooled")
+    assert _by_domain(sub) == {"c": (1, 10, 0.60)}
+    # no val domains -> ood_validation gives nothing; no helper runs -> leave_one_out gives nothing
+    assert selection.select(df[df["role"] != "val"], "ood_validation").empty
+    assert selection.select(df, "leave_one_out").empty
+
+
+def test_leave_one_out_with_our_helper_runs(multi_test):
+    # helpers: train {b} with a held out (as val) and train {a} with b held out (as test); same hparams/trial
+    doms = ["a", "b", "c", "d", "e"]
+    for h, score in ((0, .5), (1, .8), (2, .6)):
+        for held, train in (("a", "b"), ("b", "a")):
+            recs = []
+            for s in (0, 10):
+                accs = [(0.0, 0.0)] * 5
+                accs[doms.index(held)] = (score if s == 10 else 0.1, 0.0)
+                test, val = (["c", "d"], [held]) if held == "a" else ([held, "c", "d"], [])
+                recs.append(our_record("Toy", "ERM", doms, [train], test, val, h, 0, s, accs))
+            write_run(multi_test, f"h{h}_hold_{held}", recs)
+    sel = selection.select(results.load(multi_test, progress=False), "leave_one_out")
+    main = sel[(sel["train_domains"] == "a,b") & (sel["trial_seed"] == 0)]
+    assert _by_domain(main) == {"c": (1, 10, 0.60), "d": (1, 10, 0.20)}
+    assert main["val_acc"].tolist() == pytest.approx([0.8, 0.8])
+    assert (sel["trial_seed"] == 1).sum() == 0  # trial 1 has no helpers
+
+
+def test_select_rejects_bad_input(multi_test):
+    df = results.load(multi_test, progress=False)
+    with pytest.raises(ValueError, match="unknown method 'best'"):
+        selection.select(df, "best")
+    with pytest.raises(ValueError, match="lacks columns"):
+        selection.select(df.drop(columns=["role"]), "oracle")
+
+
+# ---------------------------------------------------------------- summary statistics
+
+
+def test_summarize_standard_error():
+    sel = pd.DataFrame({"dataset": "D", "algorithm": "ERM", "domain": ["x"] * 3 + ["y"],
+                        "trial_seed": [0, 1, 2, 0], "acc": [0.5, 0.7, 0.9, 0.4]})
+    s = selection.summarize(sel, by=["dataset", "algorithm", "domain"]).set_index("domain")
+    assert s.loc["x", "mean"] == pytest.approx(0.7)
+    assert s.loc["x", "se"] == pytest.approx(0.2 / math.sqrt(3))  # sample std 0.2 (ddof=1)
+    assert s.loc["x", "n"] == 3
+    assert math.isnan(s.loc["y", "se"]) and s.loc["y", "mean"] == pytest.approx(0.4)
+    s0 = selection.summarize(sel, by=["domain"], ddof=0).set_index("domain")
+    assert s0.loc["x", "se"] == pytest.approx(math.sqrt(0.08 / 3) / math.sqrt(3))  # population std
+    assert s0.loc["y", "se"] == 0.0
+    with pytest.raises(ValueError, match="lacks columns"):
+        selection.summarize(sel, by=["nope"])
+
+
+# ---------------------------------------------------------------- tables and the collect verb
+
+
+def test_table_formats(tiny_domainbed, multi_test):
+    # add a second trial to the PACS sweep so that SEs exist: trial 1 = same records + 0.1 on every acc
+    for h in (0, 1):
+        lines = (tiny_domainbed / f"h{h}" / "results.jsonl").read_text().splitlines()
+        recs = [json.loads(x) for x in lines]
+        for r in recs:
+            r["args"]["trial_seed"] = 1
+            for k in list(r):
+                if k.endswith("_acc"):
+                    r[k] = round(r[k] + 0.1, 6)
+        write_run(tiny_domainbed, f"pacs_h{h}t1", recs)
+    df = results.load([tiny_domainbed, multi_test], progress=False)
+    text = tables.selection_table(df, "training_domain", fmt="text")
+    # PACS, test A: trials 0.60 and 0.70 -> 65.0 ± 5.0 (sample std 0.0707/sqrt 2)
+    assert "Dataset: PACS, model selection method: training-domain validation set" in text
+    assert "65.0 ± 5.0" in text
+    assert "Averages, model selection method" in text
+    # Toy: c = 40.0/41.0 -> 40.5 ± 0.5; Avg over c, d = (40.5 + 50.5)/2 = 45.5 without SE
+    assert "40.5 ± 0.5" in text and "45.5" in text
+    md = tables.selection_table(df, "training_domain", fmt="markdown")
+    assert "| ERM " in md and "**Dataset: Toy" in md
+    tex = tables.selection_table(df, "oracle", fmt="latex")
+    assert "\\toprule" in tex and "$\\pm$" in tex and "\\end{tabular}" in tex
+    csv = pd.read_csv(_io.StringIO(tables.selection_table(df, "training_domain", fmt="csv")))
+    assert set(csv.columns) == {"table", "dataset", "algorithm", "column", "mean", "se", "n", "cell"}
+    pacs_avg = csv[(csv["dataset"] == "PACS") & (csv["column"] == "Avg")].iloc[0]
+    assert pacs_avg["mean"] == pytest.approx(65.0) and pacs_avg["cell"] == "65.0"
+    av = csv[(csv["dataset"] == "Averages") & (csv["column"] == "Avg")].iloc[0]
+    assert av["mean"] == pytest.approx((65.0 + 45.5) / 2)
+    with pytest.raises(ValueError, match="format 'html'"):
+        tables.selection_table(df, "oracle", fmt="html")
+
+
+def test_table_single_trial_and_latex_escape(tmp_path):
+    write_run(tmp_path, "r0", [db_record("ColoredMNIST", "ERM", [2], 0, 0, 0, [(.9, .9), (.8, .8), (.1, .123)])])
+    df = results.load(tmp_path, progress=False)
+    text = tables.selection_table(df, "oracle", fmt="text")
+    assert "10.0 ± —" in text  # one trial: no SE with ddof=1
+    assert "+90%" not in text  # only test domains that were run make columns
+    tex = tables.selection_table(df, "oracle", fmt="latex")
+    assert "\\textbf{-90\\%}" in tex
+
+
+def test_columns_disambiguated_for_several_splits(tmp_path):
+    doms = ["p", "q", "r", "hw"]
+    for train in (["p", "q"], ["p", "q", "r"]):
+        recs = [our_record("Dyn", "ERM", doms, train, ["hw"], [], 0, 0, 5, [(.5, .5), (.5, .5), (.5, .5), (.3, .3)])]
+        write_run(tmp_path, "j" + "".join(train), recs)
+    text = tables.selection_table(results.load(tmp_path, progress=False), "oracle", fmt="markdown")
+    assert "hw (train: p,q)" in text and "hw (train: p,q,r)" in text
+
+
+def test_test_domains_option(multi_test):
+    doms = ["a", "b", "c", "d", "e"]
+    write_run(multi_test, "single", [our_record("Toy", "ERM", doms, ["a", "b", "d"], ["c"], [], 0, 0, 10,
+                                                [(.9, .9)] * 2 + [(.77, .7), (.9, .9), (.5, .5)])])
+    df = results.load(multi_test, progress=False)
+    auto = tables.selection_table(df, "training_domain", fmt="csv")
+    assert "77.0" in auto and "40.5" not in auto  # auto: fewest test domains per dataset
+    two = tables.selection_table(df, "training_domain", fmt="csv", test_domains=2)
+    assert "40.5" in two and "77.0" not in two
+    both = tables.selection_table(df, "training_domain", fmt="csv", test_domains="all")
+    assert "c (train: a,b,d; test: c; val: -)" in both and "c (train: a,b; test: c,d; val: e)" in both
+    with pytest.raises(ValueError, match="test_domains='x'"):
+        tables.selection_table(df, "training_domain", test_domains="x")
+
+
+def test_collect_verb(tiny_domainbed, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_collect_arguments(parser)
+    out = tmp_path / "t.md"
+    args = parser.parse_args([str(tiny_domainbed), "--format", "markdown", "-o", str(out)])
+    buf = _io.StringIO()
+    with redirect_stdout(buf):
+        assert main_collect(args) == 0
+    text = buf.getvalue()
+    for name in ("training-domain validation set", "leave-one-domain-out", "test-domain validation set (oracle)"):
+        assert f"## Model selection: {name}" in text
+    assert out.read_text() == text
+    args = parser.parse_args([str(tiny_domainbed), "--selection", "oracle", "--format", "csv", "--se-ddof", "0"])
+    buf = _io.StringIO()
+    with redirect_stdout(buf):
+        main_collect(args)
+    csv = pd.read_csv(_io.StringIO(buf.getvalue()))
+    assert csv.loc[csv["column"] == "A", "mean"].item() == pytest.approx(55.0)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main_collect(parser.parse_args([str(empty)])) == 1
+    assert "no finished jobs" in capsys.readouterr().err
