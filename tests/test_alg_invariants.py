@@ -1,0 +1,337 @@
+"""One invariant per algorithm that a wrong implementation would break (CPU, tiny data)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_algorithms import BATCH, N_CLASSES, make, tiny_minibatches
+
+import dganalysis.algorithms as A
+from dganalysis.algorithms._utils import grad_reverse
+from dganalysis.algorithms.andmask import and_mask, sand_mask_values
+from dganalysis.algorithms.coral import coral_penalty, mmd_penalty
+from dganalysis.algorithms.dann import class_balanced_weights
+from dganalysis.algorithms.fishr import fishr_penalty, gradient_variance, per_sample_head_grads
+from dganalysis.algorithms.groupdro import groupdro_weights
+from dganalysis.algorithms.iga import iga_penalty
+from dganalysis.algorithms.irm import ib_penalty, irm_penalty
+from dganalysis.algorithms.mixup import mixup_loss
+from dganalysis.algorithms.rsc import rsc_mask, top_fraction_mask
+from dganalysis.algorithms.sagnet import sagnet_randomize
+from dganalysis.algorithms.sd import sd_penalty
+from dganalysis.algorithms.selfreg import same_class_permutation, selfreg_penalty
+from dganalysis.algorithms.swad import swad_window
+from dganalysis.algorithms.vrex import vrex_penalty
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def params_after_one_step(name: str, minibatches, init_from=None, **overrides):
+    """Parameters of ``network`` after one SGD update (SGD, so the step is proportional to the gradient)."""
+    alg = make(name, optimizer="sgd", lr=0.1, **overrides)
+    if init_from is not None:
+        alg.network.load_state_dict(init_from.network.state_dict())
+    alg.update(minibatches, 0)
+    return alg, [p.detach().clone() for p in alg.network.parameters()]
+
+
+def assert_same_step_as_erm(name: str, minibatches=None, **overrides):
+    mbs = minibatches or tiny_minibatches()
+    erm = make("ERM", optimizer="sgd", lr=0.1)
+    ref = make("ERM", optimizer="sgd", lr=0.1)
+    ref.network.load_state_dict(erm.network.state_dict())
+    _, got = params_after_one_step(name, mbs, init_from=erm, **overrides)
+    ref.update(mbs, 0)
+    for a, b in zip(got, ref.network.parameters()):
+        torch.testing.assert_close(a, b.detach(), atol=1e-6, rtol=1e-5)
+
+
+def test_erm_loss_is_pooled_cross_entropy():
+    alg, mbs = make("ERM"), tiny_minibatches()
+    x, y = torch.cat([b[0] for b in mbs]), torch.cat([b[1] for b in mbs])
+    with torch.no_grad():
+        expected = F.cross_entropy(alg.predict(x), y).item()
+    assert alg.update(mbs, 0)["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+# --- distribution matching ----------------------------------------------------------------
+def test_coral_penalty_vanishes_on_identical_domains_only():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32, 5, generator=g)
+    assert coral_penalty(x, x).item() == pytest.approx(0.0, abs=1e-10)
+    assert coral_penalty(x, x + 1.0).item() == pytest.approx(1.0, rel=1e-5)  # mean shift of 1 on every entry
+    assert coral_penalty(x, 2 * x).item() > 0.01  # covariance ×4
+    assert coral_penalty(x, x[torch.randperm(32, generator=g)]).item() == pytest.approx(0.0, abs=1e-10)
+
+
+def test_mmd_penalty_vanishes_on_identical_domains_and_grows_with_shift():
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(16, 4, generator=g), torch.randn(16, 4, generator=g)
+    assert mmd_penalty(x, x).item() == pytest.approx(0.0, abs=1e-5)
+    assert mmd_penalty(x, y + 3).item() > mmd_penalty(x, y + 0.5).item() > 0
+    torch.testing.assert_close(mmd_penalty(x, y), mmd_penalty(y, x))
+
+
+# --- invariance penalties -----------------------------------------------------------------
+def test_irm_penalty_zero_where_dummy_scale_gradient_is_zero():
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    # logits 0: d/dw CE(w · 0, y) = 0 exactly
+    assert irm_penalty(torch.zeros(6, 3), y).item() == 0.0
+    assert irm_penalty(torch.zeros(6, 3), y, unbiased=False).item() == 0.0
+    # the biased penalty is the squared derivative w.r.t. the scale (finite differences)
+    logits = torch.randn(6, 3, generator=torch.Generator().manual_seed(1))
+    eps = 1e-3
+    d = (F.cross_entropy(logits * (1 + eps), y) - F.cross_entropy(logits * (1 - eps), y)) / (2 * eps)
+    assert irm_penalty(logits, y, unbiased=False).item() == pytest.approx(d.item() ** 2, rel=1e-3)
+
+
+def test_ib_penalty_is_mean_feature_variance():
+    z = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))
+    assert ib_penalty(torch.ones(10, 4)).item() == 0.0
+    assert ib_penalty(z).item() == pytest.approx(z.var(0).mean().item())
+    alg = make("IB_IRM")  # the IB term is part of IB_IRM's objective
+    assert "ib_penalty" in alg.update(tiny_minibatches(), 0)
+
+
+def test_ib_erm_without_bottleneck_equals_erm():
+    assert_same_step_as_erm("IB_ERM", ib_lambda=0.0, ib_penalty_anneal_iters=0)
+
+
+def test_vrex_penalty_zero_when_domain_losses_equal():
+    assert vrex_penalty(torch.tensor([0.7, 0.7, 0.7])).item() == 0.0
+    assert vrex_penalty(torch.tensor([1.0, 3.0])).item() == pytest.approx(1.0)
+
+
+def test_fishr_penalty_zero_for_identical_domains_and_per_sample_grads_exact():
+    head = torch.nn.Linear(5, 3)
+    g = torch.Generator().manual_seed(0)
+    z, y = torch.randn(6, 5, generator=g), torch.randint(0, 3, (6,), generator=g)
+    ps = per_sample_head_grads(head, z, y)
+    for i in range(6):
+        gi = torch.autograd.grad(F.cross_entropy(head(z[i : i + 1]), y[i : i + 1]), list(head.parameters()))
+        torch.testing.assert_close(ps[i], torch.cat([t.flatten() for t in gi]))
+    v = gradient_variance(ps)
+    assert fishr_penalty(torch.stack([v, v, v])).item() == 0.0
+    assert fishr_penalty(torch.stack([v, 2 * v])).item() > 0
+    # Fishr's penalty is differentiable w.r.t. the features (it trains the featurizer)
+    zr = z.clone().requires_grad_(True)
+    pen = fishr_penalty(torch.stack([gradient_variance(per_sample_head_grads(head, zr[:3], y[:3])),
+                                     gradient_variance(per_sample_head_grads(head, zr[3:], y[3:]))]))
+    assert torch.autograd.grad(pen, zr)[0].abs().sum() > 0
+
+
+def test_iga_identical_domains_zero_penalty_and_erm_step():
+    grads = [[torch.ones(2, 2), torch.zeros(3)]] * 3
+    assert iga_penalty(grads, [torch.ones(2, 2), torch.zeros(3)]).item() == 0.0
+    x, y = tiny_minibatches()[0]
+    assert_same_step_as_erm("IGA", [(x, y)] * 3)
+
+
+# --- robust optimisation ------------------------------------------------------------------
+def test_groupdro_weights_on_simplex_and_shift_to_worse_group():
+    q = torch.full((3,), 1 / 3)
+    losses = torch.tensor([0.5, 2.0, 1.0])
+    for _ in range(5):
+        q = groupdro_weights(q, losses, 0.1)
+        assert q.min() >= 0 and q.sum().item() == pytest.approx(1.0)
+    assert q.argmax().item() == 1 and q[1] > q[2] > q[0]
+    alg = make("GroupDRO")
+    mbs = tiny_minibatches()
+    for s in range(3):
+        alg.update(mbs, s)
+        assert alg.q.sum().item() == pytest.approx(1.0, abs=1e-6) and (alg.q >= 0).all()
+
+
+# --- data augmentation / regularisation ---------------------------------------------------
+def test_mixup_at_lambda_one_equals_erm(monkeypatch):
+    net = make("ERM").network
+    (xi, yi), (xj, yj) = tiny_minibatches()[:2]
+    torch.testing.assert_close(mixup_loss(net, xi, yi, xj, yj, 1.0), F.cross_entropy(net(xi), yi))
+    monkeypatch.setattr(A.get_algorithm("Mixup"), "sample_lambda", lambda self: 1.0)
+    assert_same_step_as_erm("Mixup")
+
+
+def test_sd_without_penalty_equals_erm_and_penalty_value():
+    logits = torch.tensor([[1.0, -2.0], [0.0, 3.0]])
+    assert sd_penalty(logits).item() == pytest.approx((1 + 4 + 0 + 9) / 4)
+    assert_same_step_as_erm("SD", sd_reg=0.0)
+
+
+def test_rsc_masks_top_gradients_and_reduces_to_erm():
+    grads = torch.tensor([[0.1, 0.9, 0.5, -1.0], [2.0, 0.0, 1.0, 3.0]])
+    mask = top_fraction_mask(grads, 0.5, dim=1)
+    assert mask.tolist() == [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]]
+    full = rsc_mask(grads, torch.tensor([0.3, -0.1]), 0.5, 0.5)  # only example 0 (largest drop) is muted
+    assert full.tolist() == [[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+    assert_same_step_as_erm("RSC", rsc_f_drop_factor=0.0, rsc_b_drop_factor=0.0)
+
+
+def test_selfreg_pairs_same_class_and_penalty_zero_for_identical_class_members():
+    torch.manual_seed(0)
+    y = torch.tensor([2, 0, 1, 0, 2, 2, 1, 0])
+    perm = same_class_permutation(y)
+    assert sorted(perm.tolist()) == list(range(len(y))) and torch.equal(y[perm], y)
+    proto_o, proto_p = torch.randn(3, 4), torch.randn(3, 6)
+    pen = selfreg_penalty(proto_o[y], proto_p[y], perm, same_class_permutation(y), 0.3)
+    assert pen.item() == pytest.approx(0.0, abs=1e-12)
+    noisy = selfreg_penalty(proto_o[y] + torch.randn(8, 4), proto_p[y], perm, same_class_permutation(y), 0.3)
+    assert noisy.item() > 0
+
+
+# --- gradient agreement -------------------------------------------------------------------
+def test_andmask_threshold_zero_equals_erm_and_mask_drops_disagreement():
+    g = torch.tensor([[1.0, 1.0, -1.0], [2.0, -1.0, -3.0]])
+    out = and_mask(g, 1.0)  # entries 0 and 2 agree → kept, rescaled by 3/2
+    torch.testing.assert_close(out, torch.tensor([1.5, 0.0, -2.0]) * 1.5)
+    assert_same_step_as_erm("ANDMask", tau=0.0)
+
+
+def test_sandmask_values_in_unit_interval_zero_on_conflict():
+    agree = torch.tensor([[1.0, 2.0, -1.0], [1.1, 2.5, -0.9], [0.9, 1.5, -1.2]])
+    conflict = torch.tensor([[1.0, 2.0], [-1.0, -2.0]])
+    m = sand_mask_values(agree, tau=0.5, k=10.0)
+    assert ((m >= 0) & (m <= 1)).all() and (m > 0.99).all()
+    assert (sand_mask_values(conflict, tau=0.5, k=10.0) == 0).all()
+
+
+# --- adversarial ---------------------------------------------------------------------------
+def test_dann_gradient_reversal_sign():
+    alg = make("DANN", dann_lambda=0.7)
+    z = torch.randn(6, alg.featurizer.n_outputs, requires_grad=True)
+    d, y = torch.tensor([0, 1, 2, 0, 1, 2]), torch.zeros(6, dtype=torch.long)
+    g_rev = torch.autograd.grad(alg.domain_loss(z, y, d, 0.7), z)[0]
+    g_plain = torch.autograd.grad(F.cross_entropy(alg.discriminator(z), d), z)[0]
+    torch.testing.assert_close(g_rev, -0.7 * g_plain)
+    # the discriminator itself descends its loss (no reversal on its own parameters)
+    w = alg.discriminator[0].weight
+    torch.testing.assert_close(torch.autograd.grad(alg.domain_loss(z, y, d, 0.7), w)[0],
+                               torch.autograd.grad(F.cross_entropy(alg.discriminator(z), d), w)[0])
+    x = torch.randn(3, requires_grad=True)
+    assert torch.autograd.grad(grad_reverse(x, 2.0).sum(), x)[0].tolist() == [-2.0] * 3
+    warm = make("DANN", dann_lambda=2.0, dann_lambda_schedule="ganin", steps=100)
+    assert warm.current_lambda(0) == 0.0 and warm.current_lambda(100) == pytest.approx(2.0, rel=1e-3)
+
+
+def test_cdann_class_balanced_conditional_discriminator():
+    y = torch.tensor([0, 0, 0, 1, 2, 2])
+    w = class_balanced_weights(y, 4)
+    assert w.sum().item() == pytest.approx(1.0)
+    for c in (0, 1, 2):
+        assert w[y == c].sum().item() == pytest.approx(1 / 3)
+    alg = make("CDANN")
+    z, d = torch.randn(6, alg.featurizer.n_outputs), torch.tensor([0, 1, 2, 0, 1, 2])
+    # the discriminator is conditioned on the class: other labels, other loss
+    assert alg.domain_loss(z, y, d, 1.0).item() != pytest.approx(alg.domain_loss(z, (y + 1) % 3, d, 1.0).item())
+
+
+def test_erdg_entropy_term_trains_featurizer_only_and_aux_heads_own_domain():
+    alg = make("ERDG")
+    t = alg.losses(tiny_minibatches())
+    aux_params = list(alg.domain_classifiers.parameters())
+    feat_params = list(alg.featurizer.parameters())
+    g_er = torch.autograd.grad(t["er"], aux_params + feat_params, allow_unused=True, retain_graph=True)
+    assert all(g is None or g.abs().sum() == 0 for g in g_er[: len(aux_params)])
+    assert any(g is not None and g.abs().sum() > 0 for g in g_er[len(aux_params):])
+    g_aux = torch.autograd.grad(t["aux"], feat_params, allow_unused=True, retain_graph=True)
+    assert all(g is None or g.abs().sum() == 0 for g in g_aux)
+    # auxiliary head k only sees domain k: changing domain 1's data leaves head 0's gradient unchanged
+    mbs = tiny_minibatches()
+    mbs2 = [mbs[0], tiny_minibatches(seed=5)[1], mbs[2]]
+    h0 = list(alg.domain_classifiers[0].parameters())
+    ga = torch.autograd.grad(alg.losses(mbs)["aux"], h0)
+    gb = torch.autograd.grad(alg.losses(mbs2)["aux"], h0)
+    for a, b in zip(ga, gb):
+        torch.testing.assert_close(a, b)
+
+
+def test_sagnet_randomizations_swap_only_style_or_content():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(6, 10, generator=g) * torch.rand(6, 1, generator=g) * 3 + torch.randn(6, 1, generator=g)
+    perm, alpha = torch.tensor([1, 2, 3, 4, 5, 0]), torch.rand(6, generator=g)
+
+    def normed(t):
+        return (t - t.mean(1, keepdim=True)) / t.std(1, keepdim=True)
+
+    s = sagnet_randomize(z, "style", alpha, perm)
+    torch.testing.assert_close(normed(s), normed(z), atol=1e-4, rtol=1e-4)  # content kept
+    assert not torch.allclose(s.mean(1), z.mean(1))
+    c = sagnet_randomize(z, "content", alpha, perm)
+    torch.testing.assert_close(c.mean(1), z.mean(1), atol=1e-5, rtol=1e-5)  # style kept
+    torch.testing.assert_close(normed(c), normed(z)[perm], atol=1e-4, rtol=1e-4)  # content swapped
+    torch.testing.assert_close(sagnet_randomize(z, "style", torch.ones(6), perm), z, atol=1e-5, rtol=1e-5)
+
+
+# --- meta-learning / weight averaging -------------------------------------------------------
+def test_fish_meta_step_interpolates():
+    mbs = tiny_minibatches()
+    start = make("Fish")
+    p0 = [p.detach().clone() for p in start.network.parameters()]
+    moved = {}
+    for eps in (1.0, 0.25):
+        alg = make("Fish", meta_lr=eps)
+        alg.network.load_state_dict(start.network.state_dict())
+        torch.manual_seed(7)  # same domain order
+        alg.update(mbs, 0)
+        moved[eps] = [p.detach() - q for p, q in zip(alg.network.parameters(), p0)]
+    for a, b in zip(moved[1.0], moved[0.25]):
+        torch.testing.assert_close(b, 0.25 * a, atol=1e-6, rtol=1e-5)
+    assert sum(a.abs().sum() for a in moved[1.0]) > 0
+
+
+def test_mldg_without_meta_test_equals_erm():
+    assert_same_step_as_erm("MLDG", mldg_beta=0.0)
+
+
+def test_swad_average_equals_mean_of_averaged_weights():
+    alg = make("SWAD", steps=4, swad_start=0.5, swad_end=1.0)
+    mbs = tiny_minibatches()
+    snaps = []
+    for step in range(5):
+        alg.update(mbs, step)
+        snaps.append([p.detach().clone() for p in alg.online.parameters()])
+        if step == 0:  # before the window the returned model is the online one
+            for a, b in zip(alg.network.parameters(), alg.online.parameters()):
+                torch.testing.assert_close(a, b)
+    assert int(alg.n_averaged) == 3
+    for i, p in enumerate(alg.network.parameters()):
+        torch.testing.assert_close(p, torch.stack([s[i] for s in snaps[2:]]).mean(0), atol=1e-6, rtol=1e-5)
+    assert swad_window([5, 4, 3, 3.1, 3.2, 3.0, 5, 5, 5], n_converge=3, n_tolerance=3, tolerance_ratio=0.3) == (2, 5)
+
+
+# --- adaptive / context models ----------------------------------------------------------------
+def test_mtl_embedding_is_domain_mean_and_predict_uses_batch_mean():
+    alg = make("MTL", mtl_ema=1.0)
+    mbs = tiny_minibatches()
+    with torch.no_grad():
+        means = [alg.featurizer.base(x).mean(0) for x, _ in mbs]
+    alg.update(mbs, 0)
+    for d in range(3):
+        torch.testing.assert_close(alg.embeddings[d], means[d])
+    x = mbs[0][0]
+    with torch.no_grad():
+        z = alg.featurizer.base(x)
+        expected = alg.classifier(torch.cat([z, z.mean(0).expand_as(z)], 1))
+        torch.testing.assert_close(alg.predict(x), expected)
+        assert not torch.allclose(alg.predict(x)[:2], alg.predict(x[:2]))  # depends on the batch (domain)
+
+
+def test_arm_context_is_shared_over_the_support_set():
+    alg = make("ARM")
+    alg.update(tiny_minibatches(), 0)
+    alg.eval()
+    x = tiny_minibatches(seed=2)[0][0]
+    perm = torch.randperm(BATCH)
+    with torch.no_grad():
+        out = alg.predict(x)
+        torch.testing.assert_close(alg.predict(x[perm]), out[perm], atol=1e-5, rtol=1e-5)
+        x2 = x.clone()
+        x2[-1] = 1.0 - x2[-1]  # change one member of the support set
+        assert not torch.allclose(alg.predict(x2)[0], out[0])
+        assert alg.predict(x).shape == (BATCH, N_CLASSES)
