@@ -26,6 +26,34 @@ def setup_style() -> None:
 
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.1)
     mpl.rcParams.update({"figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight", "pdf.fonttype": 42})
+    # CJK fallback so Chinese class names (PaHCC) render; matplotlib falls back along the family list
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    cjk = [n for n in ("Noto Sans CJK SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback",
+                       "AR PL UMing CN") if n in installed]
+    if not cjk:
+        cjk = _register_cjk_font(font_manager)
+    if cjk:
+        mpl.rcParams["font.family"] = ["sans-serif", *cjk]
+
+
+def _register_cjk_font(font_manager) -> list[str]:
+    """Ask fontconfig for a Chinese font matplotlib's (possibly stale) cache does not know; add it."""
+    import subprocess
+
+    try:
+        path = subprocess.run(["fc-match", "-f", "%{file}", "sans:lang=zh-cn"], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if not path or not Path(path).is_file():
+        return []
+    try:
+        font_manager.fontManager.addfont(path)
+        return [font_manager.FontProperties(fname=path).get_name()]
+    except (OSError, RuntimeError, ValueError):
+        return []
 
 
 def _check_name(name: str) -> str:
