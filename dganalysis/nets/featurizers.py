@@ -124,7 +124,12 @@ def _build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Modul
         return MLP(n)
     if kind in ("resnet18", "resnet50"):
         return ResNet(int(kind[6:]), c, bool(hparams.get("conv1_3x3", False)), float(hparams.get("resnet_dropout", 0.0)))
-    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, smallcnn, mlp, resnet18 or resnet50")
+    if kind.startswith("vit_"):
+        from dganalysis.nets.vit import ViT
+
+        return ViT(kind, c, h, float(hparams.get("resnet_dropout", 0.0)))
+    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, smallcnn, mlp, resnet18, resnet50, "
+                     "vit_b_16 or vit_tiny_16")
 
 
 def build_classifier(n_features: int, n_classes: int, nonlinear: bool = False) -> nn.Module:

@@ -1,0 +1,53 @@
+"""Shared pieces of the pretraining loops: building the featurizer, sampling batches, results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from dganalysis.nets import build_featurizer
+
+
+@dataclass
+class PretrainResult:
+    """A pretraining run: the checkpoint ``path`` (None when not saved), per-step ``losses``, the ``featurizer``."""
+
+    path: Path | None
+    featurizer: nn.Module
+    losses: list[float] = field(default_factory=list)
+    reused: bool = False
+
+
+def as_uint8_tensor(images: Any, name: str = "images") -> torch.Tensor:
+    """uint8[N, C, H, W] as a CPU tensor (numpy or torch input)."""
+    t = torch.as_tensor(np.asarray(images)) if not isinstance(images, torch.Tensor) else images
+    if t.ndim != 4 or t.dtype != torch.uint8:
+        raise ValueError(f"{name}: expected uint8[N, C, H, W], got {t.dtype}{list(t.shape)}")
+    if len(t) == 0:
+        raise ValueError(f"{name}: no images")
+    return t
+
+
+def make_featurizer(input_shape: tuple[int, ...], featurizer: str, extra: dict[str, Any] | None) -> nn.Module:
+    """A fresh (randomly initialised, unfrozen) featurizer."""
+    hp = {"featurizer": featurizer, **(extra or {})}
+    for k in ("pretrained", "linear_probe", "freeze_stages"):
+        hp.pop(k, None)
+    return build_featurizer(tuple(input_shape), hp)
+
+
+def batches(n: int, batch_size: int, steps: int, generator: torch.Generator):
+    """``steps`` index batches: shuffled epochs without replacement."""
+    perm = torch.randperm(n, generator=generator)
+    pos = 0
+    for _ in range(steps):
+        if pos + batch_size > n:
+            perm, pos = torch.randperm(n, generator=generator), 0
+        idx = perm[pos:pos + min(batch_size, n)]
+        pos += len(idx)
+        yield idx

@@ -1,0 +1,336 @@
+"""Pretraining leakage (seed 002, "Rethinking the Evaluation Protocol of DG", Sec. 2.1).
+
+- LP vs FT per test domain (Tables 1, 3, 6-8): linear probing (frozen featurizer) against full
+  fine-tuning from the same pretrained weights; the relative gap (Table 2)
+  ``Gap = (Acc_LP − Acc_FT) / Acc_FT``. LP ≥ FT signals that test accuracy comes from the
+  pretrained weights rather than from the training domains, i.e. test information leakage.
+- Accuracy vs number of frozen stages (Fig. 1).
+- A distribution distance between the pretraining data and each test domain (Table 2's FID):
+  the Fréchet distance ``‖μ₁ − μ₂‖² + Tr(Σ₁ + Σ₂ − 2 (Σ₁ Σ₂)^{1/2})`` (Heusel et al., 2017, FID)
+  between Gaussian fits of features. With a local torchvision Inception-v3 state dict this is FID
+  (note: torchvision's weights, not the TF-Inception of the reference implementation, so values
+  are not comparable with published FIDs); otherwise a *named substitute* extractor (a randomly
+  initialised CNN, or one of our own networks), and the metric name says which.
+
+Runs are annotated from their hparams (``pretrained``, ``linear_probe``, ``freeze_stages``) and
+model selection is done separately per (pretraining, mode) setting, since LP and FT of the same
+algorithm share every other key of the tidy frame.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+SETTING_COLS = ["pretraining", "mode"]
+
+
+# -- annotating runs ---------------------------------------------------------------------------
+def mode_of(hparams: Mapping[str, Any]) -> str:
+    """``"LP"`` (linear probe), ``"FT"`` (nothing frozen) or ``"FT-freeze{k}"``."""
+    if bool(hparams.get("linear_probe", False)):
+        return "LP"
+    k = int(hparams.get("freeze_stages", 0) or 0)
+    return "FT" if k == 0 else f"FT-freeze{k}"
+
+
+def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+    """Add ``pretraining`` (a name for the ``pretrained`` path; ``"none"`` for random init),
+    ``linear_probe``, ``freeze_stages`` and ``mode`` columns, parsed from the ``hparams`` JSON column.
+
+    ``pretrained_names`` maps a display name to a checkpoint path (paths are compared resolved);
+    unnamed paths keep their file stem.
+    """
+    if "hparams" not in df.columns:
+        raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.results.load returns")
+    by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
+    cache: dict[str, dict[str, Any]] = {}
+
+    def parse(s: Any) -> dict[str, Any]:
+        key = s if isinstance(s, str) else json.dumps(s, sort_keys=True)
+        if key not in cache:
+            hp = json.loads(s) if isinstance(s, str) else dict(s)
+            path = hp.get("pretrained")
+            name = "none" if not path else by_path.get(str(Path(path).resolve()), Path(path).stem)
+            cache[key] = {"pretraining": name, "linear_probe": bool(hp.get("linear_probe", False)),
+                          "freeze_stages": int(hp.get("freeze_stages", 0) or 0), "mode": mode_of(hp)}
+        return cache[key]
+
+    extra = pd.DataFrame([parse(s) for s in df["hparams"]], index=df.index)
+    return pd.concat([df.drop(columns=[c for c in extra.columns if c in df.columns]), extra], axis=1)
+
+
+def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str] = ("pretraining", "mode", "freeze_stages"),
+                       select: Callable[..., pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Model selection (``dganalysis.selection.select``) run separately in each setting; setting columns kept."""
+    if select is None:
+        from dganalysis.selection import select
+    parts = []
+    for key, sub in df.groupby(list(setting_cols), sort=True):
+        out = select(sub, method)
+        for col, val in zip(setting_cols, key if isinstance(key, tuple) else (key,)):
+            out[col] = val
+        parts.append(out)
+    if not parts:
+        raise ValueError("select_per_setting: empty frame")
+    return pd.concat(parts, ignore_index=True)
+
+
+# -- LP vs FT tables -----------------------------------------------------------------------------
+def _mean_se(values: pd.Series) -> pd.Series:
+    v = values.to_numpy(dtype=float)
+    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
+    return pd.Series({"mean": v.mean(), "se": se, "n": len(v)})
+
+
+def accuracy_table(selected: pd.DataFrame, by: Sequence[str] = ("pretraining", "mode"), scale: float = 100.0,
+                   seed_col: str = "trial_seed") -> pd.DataFrame:
+    """Long table: mean, se, n of test accuracy per (``by``…, domain), plus ``domain == "Avg"``
+    (per-seed mean over the test domains, then mean ± se over seeds, as DomainBed averages).
+
+    ``selected`` has one row per (setting, seed, test domain) with ``acc`` in [0, 1]; ``scale``
+    turns it into percent.
+    """
+    by = list(by)
+    need = set(by) | {"domain", "acc", seed_col}
+    if need - set(selected.columns):
+        raise KeyError(f"accuracy_table: missing columns {sorted(need - set(selected.columns))}")
+    d = selected.assign(acc=selected["acc"] * scale)
+    per = d.groupby(by + ["domain"], sort=False)["acc"].apply(_mean_se).unstack().reset_index()
+    avg_seed = d.groupby(by + [seed_col])["acc"].mean().reset_index()
+    avg = avg_seed.groupby(by, sort=False)["acc"].apply(_mean_se).unstack().reset_index().assign(domain="Avg")
+    out = pd.concat([per, avg], ignore_index=True)
+    out["n"] = out["n"].astype(int)
+    return out
+
+
+def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digits: int = 1,
+                modes: Sequence[str] = ("LP", "FT")) -> pd.DataFrame:
+    """Seed 002 Table 1/3 layout: rows (``by``…, mode ∈ LP/FT), columns test domains + Avg, cells "mean±se"."""
+    from dganalysis.plots import format_mean_se
+
+    t = table[table["mode"].isin(modes)].copy()
+    t["cell"] = [format_mean_se(m, s, digits) for m, s in zip(t["mean"], t["se"])]
+    wide = t.pivot_table(index=list(by) + ["mode"], columns="domain", values="cell", aggfunc="first", sort=False)
+    cols = [c for c in dict.fromkeys(t["domain"]) if c != "Avg"] + ["Avg"]
+    wide = wide[cols]
+    order = {m: i for i, m in enumerate(modes)}
+    wide = wide.reset_index().sort_values(list(by) + ["mode"], key=lambda s: s.map(order) if s.name == "mode" else s,
+                                          kind="stable")
+    wide.columns.name = None
+    return wide.set_index(list(by) + ["mode"])
+
+
+def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.DataFrame:
+    """Seed 002 Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies."""
+    by = list(by)
+    m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)
+    if not {"LP", "FT"} <= set(m.columns):
+        raise ValueError(f"gap_table: need both LP and FT rows, found modes {sorted(m.columns)}")
+    gap = ((m["LP"] - m["FT"]) / m["FT"]).rename("gap").reset_index()
+    wide = gap.pivot_table(index=by, columns="domain", values="gap", sort=False)
+    cols = [c for c in dict.fromkeys(gap["domain"]) if c != "Avg"] + ["Avg"]
+    wide = wide[cols]
+    wide.columns.name = None
+    return wide
+
+
+# -- frozen stages (Fig. 1) --------------------------------------------------------------------------
+def frozen_stages_curve(table: pd.DataFrame, n_stages: int | None = None) -> pd.DataFrame:
+    """Long frame (``pretraining``, domain, ``frozen``, mean, se): ``frozen`` = number of frozen stages,
+    FT = 0, ``FT-freeze{k}`` = k, LP = ``n_stages`` (the whole featurizer) when given, else dropped."""
+    def k_of(mode: str) -> float:
+        if mode == "FT":
+            return 0
+        if mode.startswith("FT-freeze"):
+            return int(mode[len("FT-freeze"):])
+        return n_stages if (mode == "LP" and n_stages is not None) else np.nan
+
+    out = table.assign(frozen=table["mode"].map(k_of)).dropna(subset=["frozen"])
+    out["frozen"] = out["frozen"].astype(int)
+    return out.sort_values([c for c in ("pretraining", "domain", "frozen") if c in out.columns]).reset_index(drop=True)
+
+
+def plot_frozen_stages(curve: pd.DataFrame, lp_at: int | None = None):
+    """Fig. 1: test accuracy vs number of frozen stages, one line per test domain, one panel per pretraining."""
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys(curve["pretraining"])) if "pretraining" in curve else [None]
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.0), squeeze=False, sharey=True)
+    for ax, g in zip(axes[0], groups):
+        sub = curve if g is None else curve[curve["pretraining"] == g]
+        for dom, d in sub.groupby("domain", sort=False):
+            d = d.sort_values("frozen")
+            ax.errorbar(d["frozen"], d["mean"], yerr=d["se"].fillna(0), marker="o", capsize=2, label=str(dom),
+                        ls="--" if dom == "Avg" else "-")
+        ticks = sorted(sub["frozen"].unique())
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(["LP" if (lp_at is not None and t == lp_at) else str(t) for t in ticks])
+        ax.set_xlabel("frozen stages")
+        ax.set_title(f"pretraining: {g}" if g is not None else "")
+    axes[0][0].set_ylabel("test accuracy (%)")
+    axes[0][-1].legend(title="test domain", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+# -- distribution distance (Table 2, FID) ----------------------------------------------------------
+def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma2: np.ndarray) -> float:
+    """Fréchet (2-Wasserstein) distance between N(μ₁, Σ₁) and N(μ₂, Σ₂) (FID, Heusel et al., 2017, Eq. 6):
+    ``‖μ₁ − μ₂‖² + Tr Σ₁ + Tr Σ₂ − 2 Tr (Σ₁^{1/2} Σ₂ Σ₁^{1/2})^{1/2}``, computed with symmetric
+    eigendecompositions (Tr (Σ₁Σ₂)^{1/2} equals the trace of the symmetric form); tiny negative
+    eigenvalues from round-off are clipped to 0."""
+    mu1, mu2 = np.asarray(mu1, float), np.asarray(mu2, float)
+    s1, s2 = np.atleast_2d(np.asarray(sigma1, float)), np.atleast_2d(np.asarray(sigma2, float))
+    if s1.shape != s2.shape or s1.shape != (len(mu1), len(mu1)) or mu1.shape != mu2.shape:
+        raise ValueError(f"frechet_distance: shapes μ {mu1.shape}/{mu2.shape}, Σ {s1.shape}/{s2.shape} do not agree")
+    w, v = np.linalg.eigh((s1 + s1.T) / 2)
+    root1 = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+    m = root1 @ s2 @ root1
+    tr_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((m + m.T) / 2), 0, None)).sum()
+    return float(((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * tr_sqrt)
+
+
+def gaussian_fit(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance (ddof = 1) of features [N, d]."""
+    f = np.asarray(features, dtype=np.float64)
+    if f.ndim != 2 or len(f) < 2:
+        raise ValueError(f"gaussian_fit: need features [N ≥ 2, d], got {list(f.shape)}")
+    return f.mean(0), np.cov(f, rowvar=False)
+
+
+@dataclass
+class FeatureExtractor:
+    """A named map from uint8 images [N, C, H, W] to features [N, d]; ``name`` labels the distance metric."""
+
+    name: str
+    network: nn.Module
+    preprocess: Callable[[torch.Tensor], torch.Tensor]
+    batch_size: int = 256
+
+    @torch.no_grad()
+    def __call__(self, images: Any) -> np.ndarray:
+        x_all = torch.as_tensor(np.asarray(images))
+        self.network.eval()
+        feats = []
+        for i in range(0, len(x_all), self.batch_size):
+            feats.append(self.network(self.preprocess(x_all[i:i + self.batch_size].float() / 255.0)).double().numpy())
+        return np.concatenate(feats)
+
+
+def _to_rgb(x: torch.Tensor) -> torch.Tensor:
+    c = x.shape[1]
+    if c == 1:
+        return x.repeat(1, 3, 1, 1)
+    if c == 2:  # two colour channels (ColoredDigits: red, green) → RGB with an empty blue channel
+        return torch.cat([x, torch.zeros_like(x[:, :1])], 1)
+    return x[:, :3]
+
+
+def inception_extractor(weights_path: str | Path, batch_size: int = 64) -> FeatureExtractor:
+    """FID features: torchvision Inception-v3 (local state dict at ``weights_path``), 2048-d pool features,
+    images resized to 299² and replicated to RGB, ImageNet-normalised (torchvision's convention)."""
+    from dganalysis.compat import torchvision
+
+    path = Path(weights_path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"inception weights {str(path)!r} do not exist (torchvision inception_v3 state dict)")
+    net = torchvision().models.inception_v3(weights=None, aux_logits=True, init_weights=False, transform_input=True)
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    net.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
+    net.fc = nn.Identity()
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+
+    def prep(x: torch.Tensor) -> torch.Tensor:
+        x = F.interpolate(_to_rgb(x), size=(299, 299), mode="bilinear", align_corners=False)
+        return (x - mean) / std
+
+    return FeatureExtractor("FID (torchvision Inception-v3)", net, prep, batch_size)
+
+
+def network_extractor(featurizer: nn.Module, name: str, batch_size: int = 256) -> FeatureExtractor:
+    """Fréchet distance on the features of ``featurizer`` (e.g. our SSL network); ``name`` says which."""
+    return FeatureExtractor(f"Fréchet distance on {name} features (FID substitute)", featurizer, lambda x: x, batch_size)
+
+
+def random_network_extractor(input_shape: Sequence[int], featurizer: str = "cnn", seed: int = 0,
+                             batch_size: int = 256) -> FeatureExtractor:
+    """Fréchet distance on a *randomly initialised* ``featurizer`` (seeded): the substitute when no
+    Inception weights are available locally. Random conv features still capture low-level image
+    statistics (strokes, orientation), not semantics."""
+    from dganalysis.pretrain._loop import make_featurizer
+
+    torch.manual_seed(seed)
+    net = make_featurizer(tuple(input_shape), featurizer, None)
+    return FeatureExtractor(f"Fréchet distance on random-init {featurizer} features, seed {seed} (FID substitute)",
+                            net, lambda x: x, batch_size)
+
+
+def default_extractor(input_shape: Sequence[int], inception_weights: str | Path | None = None,
+                      featurizer: str = "cnn", seed: int = 0) -> FeatureExtractor:
+    """Inception FID when ``inception_weights`` exists, else :func:`random_network_extractor` (logged)."""
+    if inception_weights and Path(inception_weights).expanduser().is_file():
+        return inception_extractor(inception_weights)
+    log.info("no Inception weights at %r: using the random-network Fréchet distance substitute", inception_weights)
+    return random_network_extractor(input_shape, featurizer, seed)
+
+
+def distance_table(reference: Any, domains: Mapping[str, Any], extractor: FeatureExtractor,
+                   reference_name: str = "pretraining") -> pd.DataFrame:
+    """Fréchet distance between ``reference`` images (the pretraining data) and each domain's images.
+
+    Returns columns ``reference, domain, distance, metric, n_reference, n_domain``.
+    """
+    mu_r, s_r = gaussian_fit(extractor(reference))
+    rows = []
+    for name, imgs in domains.items():
+        mu, s = gaussian_fit(extractor(imgs))
+        rows.append({"reference": reference_name, "domain": name, "distance": frechet_distance(mu_r, s_r, mu, s),
+                     "metric": extractor.name, "n_reference": len(reference), "n_domain": len(imgs)})
+    return pd.DataFrame(rows)
+
+
+# -- job grids ---------------------------------------------------------------------------------------
+def mode_overrides(mode: str) -> dict[str, Any]:
+    """hparams for a mode name: ``LP`` → linear_probe, ``FT`` → nothing frozen, ``FT-freeze{k}`` → freeze_stages=k."""
+    if mode == "LP":
+        return {"linear_probe": True, "freeze_stages": 0}
+    if mode == "FT":
+        return {"linear_probe": False, "freeze_stages": 0}
+    if mode.startswith("FT-freeze") and mode[len("FT-freeze"):].isdigit():
+        return {"linear_probe": False, "freeze_stages": int(mode[len("FT-freeze"):])}
+    raise ValueError(f"mode {mode!r}: expected 'LP', 'FT' or 'FT-freeze<k>'")
+
+
+def make_leakage_jobs(
+    dataset: str, dataset_kwargs: Mapping[str, Any] | None, splits: Any, pretrained: Mapping[str, str | Path | None],
+    modes: Sequence[str], *, algorithms: Sequence[str] = ("ERM",), n_hparams: int = 1, n_trials: int = 1,
+    steps: int = 100, checkpoint_freq: int = 50, hparams_overrides: Mapping[str, Any] | None = None, **kw: Any,
+) -> list:
+    """Jobs (``dganalysis.sweep.make_jobs``) for every (pretraining, mode): ``pretrained`` maps a name to a
+    checkpoint path (None = random init; paths are resolved to absolute), ``modes`` as :func:`mode_overrides`.
+    Extra keyword arguments go to ``make_jobs``."""
+    from dganalysis.sweep import make_jobs
+
+    jobs = []
+    for path in pretrained.values():
+        for mode in modes:
+            over = {**dict(hparams_overrides or {}), **mode_overrides(mode),
+                    "pretrained": str(Path(path).resolve()) if path else None}
+            jobs += make_jobs(dataset, dict(dataset_kwargs or {}), list(algorithms), splits, n_hparams, n_trials, steps,
+                              checkpoint_freq, hparams_overrides=over, **kw)
+    log.info("%d leakage jobs for pretrainings %s × modes %s", len(jobs), list(pretrained), list(modes))
+    return jobs
