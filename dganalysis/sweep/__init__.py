@@ -1,0 +1,10 @@
+"""Sweeps: the job grid, job hashing, launchers (local process pool, submitit/Slurm), resume.
+
+``from dganalysis.sweep import Job, make_jobs, run_sweep``.
+"""
+
+from dganalysis.sweep.grid import expand_splits, load_sweep_yaml, make_jobs
+from dganalysis.sweep.job import Job
+from dganalysis.sweep.launcher import job_state, run_sweep
+
+__all__ = ["Job", "expand_splits", "job_state", "load_sweep_yaml", "make_jobs", "run_sweep"]

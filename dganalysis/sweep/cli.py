@@ -1,0 +1,147 @@
+"""The ``dganalysis sweep`` verb: a job grid from a YAML file or flags, trained into a store.
+
+Examples::
+
+    dganalysis sweep --config sweeps/rotated.yaml --store outputs/quick/store --workers 2
+    dganalysis sweep --dataset RotatedDigits --algorithms ERM CORAL --splits leave_one_out \\
+        --steps 1000 --checkpoint-freq 200 --store store --dry-run
+    dganalysis sweep --config big.yaml --store /scratch/store --launcher slurm --slurm-partition gpu --gpus-per-node 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the sweep flags to ``parser``."""
+    g = parser.add_argument_group("what to train (a YAML file, or flags; flags override the file)")
+    g.add_argument("--config", help="sweep YAML with keys dataset, dataset_kwargs, algorithms, splits, n_hparams, "
+                                    "n_trials, steps, checkpoint_freq, hparams_overrides, search_overrides, save_model")
+    g.add_argument("--dataset", help="registered dataset name")
+    g.add_argument("--dataset-kwargs", type=json.loads, help='JSON dict of builder arguments, e.g. \'{"binarize": true}\'')
+    g.add_argument("--algorithms", nargs="+", help="algorithm names")
+    g.add_argument("--splits", type=_json_arg, help="leave_one_out, '{\"leave_one_group_out\": 2}' or a JSON list of "
+                                                    "{train, test, val} dicts (default leave_one_out)")
+    g.add_argument("--n-hparams", type=int, help="hparam draws per algorithm and split (seed 0 = defaults; default 1)")
+    g.add_argument("--n-trials", type=int, help="trials (data split + init seeds; default 1)")
+    g.add_argument("--steps", type=int, help="training steps per job")
+    g.add_argument("--checkpoint-freq", type=int, help="steps between evaluation records")
+    g.add_argument("--hparams-overrides", type=json.loads, help="JSON dict of fixed hparams (flat or per algorithm)")
+    g.add_argument("--search-overrides", type=json.loads, help="JSON dict of search distributions")
+    g.add_argument("--save-model", action="store_true", default=None, help="save each job's final model (model.pt)")
+
+    r = parser.add_argument_group("where and how")
+    r.add_argument("--store", required=True, help="job store folder (one sub-folder per job)")
+    r.add_argument("--data-dir", help="dataset cache folder (default $DGANALYSIS_DATA or ~/.cache/dganalysis)")
+    r.add_argument("--launcher", choices=["local", "slurm"], default="local", help="local processes or Slurm via submitit")
+    r.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in this process)")
+    r.add_argument("--device", help="torch device (default: CUDA when available, else CPU)")
+    r.add_argument("--compile", action="store_true", help="torch.compile the networks")
+    r.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                   help="auto = bf16 autocast on CUDA, fp32 on CPU")
+    r.add_argument("--no-retry-failed", action="store_true", help="leave jobs marked failed alone")
+    r.add_argument("--import", dest="imports", action="append", default=[],
+                   help="module or .py file registering extra datasets/algorithms (repeatable)")
+    r.add_argument("--dry-run", action="store_true", help="list the jobs and their state; train nothing")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    s = parser.add_argument_group("slurm (submitit)")
+    s.add_argument("--slurm-partition", help="Slurm partition")
+    s.add_argument("--slurm-cluster", help="submitit cluster: slurm (default when available), local or debug")
+    s.add_argument("--timeout-min", type=int, default=24 * 60, help="time limit per job in minutes")
+    s.add_argument("--gpus-per-node", type=int, default=None, help="GPUs per job")
+    s.add_argument("--cpus-per-task", type=int, default=None, help="CPU cores per job")
+    s.add_argument("--mem-gb", type=float, default=None, help="memory per job in GB")
+    s.add_argument("--array-parallelism", type=int, default=None, help="max jobs running at once")
+
+
+def jobs_from_args(args: argparse.Namespace):
+    """The job list described by the parsed flags (and ``--config``)."""
+    from dganalysis.sweep.grid import load_sweep_yaml, make_jobs
+
+    flags = {
+        "dataset": args.dataset,
+        "dataset_kwargs": args.dataset_kwargs,
+        "algorithms": args.algorithms,
+        "splits": args.splits,
+        "n_hparams": args.n_hparams,
+        "n_trials": args.n_trials,
+        "steps": args.steps,
+        "checkpoint_freq": args.checkpoint_freq,
+        "hparams_overrides": args.hparams_overrides,
+        "search_overrides": args.search_overrides,
+        "save_model": args.save_model,
+    }
+    if args.config:
+        return load_sweep_yaml(args.config, data_dir=args.data_dir, **flags)
+    missing = [f"--{k.replace('_', '-')}" for k in ("dataset", "algorithms", "steps", "checkpoint_freq") if flags[k] is None]
+    if missing:
+        raise SystemExit(f"dganalysis sweep: give --config or the flags {', '.join(missing)}")
+    return make_jobs(
+        dataset=flags["dataset"],
+        dataset_kwargs=flags["dataset_kwargs"] or {},
+        algorithms=flags["algorithms"],
+        splits=flags["splits"] or "leave_one_out",
+        n_hparams=flags["n_hparams"] or 1,
+        n_trials=flags["n_trials"] or 1,
+        steps=flags["steps"],
+        checkpoint_freq=flags["checkpoint_freq"],
+        hparams_overrides=flags["hparams_overrides"],
+        search_overrides=flags["search_overrides"],
+        save_model=bool(flags["save_model"]),
+        data_dir=args.data_dir,
+    )
+
+
+def main_sweep(args: argparse.Namespace) -> int:
+    """Run the ``sweep`` verb; exit status 1 when any job failed."""
+    from dganalysis.sweep.launcher import run_sweep
+
+    for imp in args.imports:  # registrations must exist before the grid is built
+        from dganalysis.sweep.launcher import import_plugins
+
+        import_plugins([imp])
+    jobs = jobs_from_args(args)
+    slurm = {
+        k: v
+        for k, v in {
+            "cluster": args.slurm_cluster,
+            "slurm_partition": args.slurm_partition,
+            "timeout_min": args.timeout_min,
+            "gpus_per_node": args.gpus_per_node,
+            "cpus_per_task": args.cpus_per_task,
+            "mem_gb": args.mem_gb,
+            "slurm_array_parallelism": args.array_parallelism,
+        }.items()
+        if v is not None
+    }
+    status = run_sweep(
+        jobs,
+        args.store,
+        data_dir=args.data_dir,
+        launcher=args.launcher,
+        n_workers=args.workers,
+        progress=not args.no_progress,
+        dry_run=args.dry_run,
+        retry_failed=not args.no_retry_failed,
+        device=args.device,
+        compile=args.compile,
+        precision=args.precision,
+        imports=args.imports,
+        slurm=slurm,
+    )
+    cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]
+    print(status[cols].to_string(index=False))
+    counts = status["status"].value_counts().to_dict()
+    print("jobs: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return 1 if counts.get("failed", 0) else 0

@@ -1,0 +1,245 @@
+"""The job grid: datasets × algorithms × splits × hparam draws × trials, and sweep YAML files.
+
+Splits (which domains train, which are tested, which validate):
+
+- ``"leave_one_out"``: each domain in turn is the test domain, all others train
+  (DomainBed's protocol).
+- ``{"leave_one_group_out": k}``: every k-combination of domains is a test group, the
+  rest train (the leave-one-group-out protocol of seed 002, Yu et al.; k = 1 equals
+  leave-one-out).
+- a list of ``{"train": [...], "test": [...], "val": [...]}`` dicts of domain names
+  (``val`` optional), e.g. the dynamic studies' ``{d0, d1} → hw``. Domains in none of the
+  lists are unused (still evaluated, never trained on).
+
+Hparam draws follow DomainBed: ``hparams_seed`` 0 … n_hparams−1 with seed 0 giving the
+defaults (see :mod:`dganalysis.hparams`); trials are ``trial_seed`` 0 … n_trials−1 and
+change the in/out split and the initialisation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dganalysis.sweep.job import Job
+
+Split = dict[str, list[str]]
+
+#: keys a sweep YAML file may hold
+SWEEP_KEYS = (
+    "dataset",
+    "dataset_kwargs",
+    "algorithms",
+    "splits",
+    "n_hparams",
+    "n_trials",
+    "steps",
+    "checkpoint_freq",
+    "hparams_overrides",
+    "search_overrides",
+    "save_model",
+    "holdout_fraction",
+)
+
+
+def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
+    """Turn a ``splits`` spec into a list of ``{"train", "test", "val"}`` dicts."""
+    if isinstance(splits, str):
+        splits = {splits: 1} if splits == "leave_one_out" else splits
+        if isinstance(splits, str):
+            raise ValueError(
+                f"splits: unknown protocol {splits!r}; expected 'leave_one_out', {{'leave_one_group_out': k}} "
+                "or a list of {train, test, val} dicts"
+            )
+    if isinstance(splits, Mapping):
+        if set(splits) == {"leave_one_out"}:
+            k = 1
+        elif set(splits) == {"leave_one_group_out"}:
+            k = int(splits["leave_one_group_out"])
+        else:
+            raise ValueError(f"splits: expected {{'leave_one_group_out': k}}, got {dict(splits)}")
+        if domains is None:
+            raise ValueError("splits: leave-one-(group-)out needs the dataset's domain names")
+        if not 1 <= k < len(domains):
+            raise ValueError(f"splits: leave_one_group_out k must be in [1, {len(domains) - 1}], got {k}")
+        out = []
+        for test in itertools.combinations(domains, k):
+            out.append({"train": [d for d in domains if d not in test], "test": list(test), "val": []})
+        return out
+    if isinstance(splits, Sequence):
+        out = []
+        for i, s in enumerate(splits):
+            if not isinstance(s, Mapping) or "train" not in s:
+                raise ValueError(f"splits[{i}]: expected a dict with keys train, test (and optional val), got {s!r}")
+            extra = set(s) - {"train", "test", "val"}
+            if extra:
+                raise ValueError(f"splits[{i}]: unknown keys {sorted(extra)}; expected train, test, val")
+            split = {k: [str(d) for d in _as_list(s.get(k, []), f"splits[{i}].{k}")] for k in ("train", "test", "val")}
+            if domains is not None:
+                for k, names in split.items():
+                    bad = [d for d in names if d not in domains]
+                    if bad:
+                        raise ValueError(f"splits[{i}].{k}: unknown domains {bad}; the dataset has {list(domains)}")
+            out.append(split)
+        return out
+    raise TypeError(f"splits: unsupported type {type(splits).__name__}")
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        return list(value)
+    raise TypeError(f"{name}: expected a list of domain names, got {value!r}")
+
+
+def _needs_domains(splits: Any) -> bool:
+    return isinstance(splits, (str, Mapping))
+
+
+def overrides_for(algorithm: str, overrides: Mapping[str, Any] | None, what: str = "hparams_overrides") -> dict[str, Any]:
+    """The overrides that apply to ``algorithm``.
+
+    ``overrides`` may mix flat entries (``{"lr": 1e-4}``, applied to every algorithm that
+    has that hyperparameter) and per-algorithm entries (``{"MMD": {"mmd_gamma": 1.0}}``,
+    which win). A flat name that no algorithm of the sweep knows is caught by
+    :func:`make_jobs`.
+    """
+    from dganalysis.algorithms import available, hparam_specs
+
+    specs = hparam_specs(algorithm)
+    names = set(available())
+    out: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        if key in names:
+            continue
+        if key in specs:
+            out[key] = value
+    per_alg = (overrides or {}).get(algorithm)
+    if per_alg is not None:
+        if not isinstance(per_alg, Mapping):
+            raise TypeError(f"{what}.{algorithm}: expected a dict of hparams, got {per_alg!r}")
+        unknown = set(per_alg) - set(specs)
+        if unknown:
+            raise KeyError(f"{what}.{algorithm}: unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
+        out.update(per_alg)
+    return out
+
+
+def _check_flat_overrides(algorithms: Sequence[str], overrides: Mapping[str, Any] | None, what: str) -> None:
+    from dganalysis.algorithms import available, hparam_specs
+
+    names = set(available())
+    known = set().union(*(hparam_specs(a) for a in algorithms)) if algorithms else set()
+    bad = [k for k in (overrides or {}) if k not in names and k not in known]
+    if bad:
+        raise KeyError(f"{what}: hyperparameters {bad} belong to none of the algorithms {list(algorithms)}")
+
+
+def make_jobs(
+    dataset: str,
+    dataset_kwargs: dict | None,
+    algorithms: list[str],
+    splits: Any,
+    n_hparams: int,
+    n_trials: int,
+    steps: int,
+    checkpoint_freq: int,
+    hparams_overrides: dict | None = None,
+    search_overrides: dict | None = None,
+    save_model: bool = False,
+    holdout_fraction: float = 0.2,
+    domains: Sequence[str] | None = None,
+    data_dir: str | Path | None = None,
+) -> list[Job]:
+    """The full job grid, in a stable order (algorithm, split, hparams seed, trial).
+
+    ``domains``: the dataset's domain names, needed by leave-one-(group-)out; when None
+    they are read by loading the dataset (from ``data_dir``). Explicit split lists are
+    checked against them when known.
+    """
+    from dganalysis.algorithms import get_algorithm
+
+    if isinstance(algorithms, str):
+        algorithms = [algorithms]
+    for a in algorithms:
+        get_algorithm(a)  # unknown names fail with the list of known ones
+    if n_hparams < 1 or n_trials < 1:
+        raise ValueError(f"make_jobs: n_hparams and n_trials must be ≥ 1, got {n_hparams}, {n_trials}")
+    dataset_kwargs = dict(dataset_kwargs or {})
+    if domains is None and _needs_domains(splits):
+        from dganalysis.data import load_dataset
+
+        domains = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs).domain_names
+    split_list = expand_splits(splits, list(domains) if domains is not None else None)
+    _check_flat_overrides(algorithms, hparams_overrides, "hparams_overrides")
+    _check_flat_overrides(algorithms, search_overrides, "search_overrides")
+    jobs = []
+    for alg in algorithms:
+        hp_over = overrides_for(alg, hparams_overrides, "hparams_overrides")
+        search_over = overrides_for(alg, search_overrides, "search_overrides")
+        for split in split_list:
+            for hp_seed in range(n_hparams):
+                for trial in range(n_trials):
+                    jobs.append(
+                        Job(
+                            dataset=dataset,
+                            algorithm=alg,
+                            train_domains=split["train"],
+                            test_domains=split["test"],
+                            val_domains=split.get("val", []),
+                            hparams_seed=hp_seed,
+                            trial_seed=trial,
+                            steps=steps,
+                            checkpoint_freq=checkpoint_freq,
+                            holdout_fraction=holdout_fraction,
+                            dataset_kwargs=dataset_kwargs,
+                            hparams_overrides=hp_over,
+                            search_overrides=search_over,
+                            save_model=save_model,
+                        )
+                    )
+    return jobs
+
+
+def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **overrides: Any) -> list[Job]:
+    """Jobs from a sweep YAML file holding the keys of :func:`make_jobs` (see :data:`SWEEP_KEYS`).
+
+    ``overrides`` replace keys of the file (e.g. ``steps`` from the command line).
+    Unknown keys are an error naming the file and the key.
+    """
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: sweep file not found")
+    try:
+        cfg = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({e})") from e
+    if not isinstance(cfg, Mapping):
+        raise ValueError(f"{path}: expected a mapping of sweep settings at the top level")
+    cfg = {**cfg, **{k: v for k, v in overrides.items() if v is not None}}
+    unknown = [k for k in cfg if k not in SWEEP_KEYS]
+    if unknown:
+        raise KeyError(f"{path}: unknown key(s) {unknown}; allowed: {list(SWEEP_KEYS)}")
+    for key in ("dataset", "algorithms", "splits", "steps", "checkpoint_freq"):
+        if key not in cfg:
+            raise KeyError(f"{path}: missing required key {key!r}")
+    return make_jobs(
+        dataset=cfg["dataset"],
+        dataset_kwargs=cfg.get("dataset_kwargs") or {},
+        algorithms=list(_as_list(cfg["algorithms"], f"{path}: algorithms")),
+        splits=cfg["splits"],
+        n_hparams=int(cfg.get("n_hparams", 1)),
+        n_trials=int(cfg.get("n_trials", 1)),
+        steps=int(cfg["steps"]),
+        checkpoint_freq=int(cfg["checkpoint_freq"]),
+        hparams_overrides=cfg.get("hparams_overrides"),
+        search_overrides=cfg.get("search_overrides"),
+        save_model=bool(cfg.get("save_model", False)),
+        holdout_fraction=float(cfg.get("holdout_fraction", 0.2)),
+        data_dir=data_dir,
+    )

@@ -1,0 +1,115 @@
+"""One training job: a frozen, JSON-serialisable spec and its hash.
+
+As in DomainBed (Gulrajani & Lopez-Paz, 2021) a job's folder in the store is named by a
+hash of its spec, so the same job requested twice (by two notebooks, or by a resumed
+sweep) is trained once. We hash the canonical JSON of every field that changes the
+numbers; ``save_model`` is left out (it only adds a file), and so are paths such as
+``data_dir`` (they are not part of the spec at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+#: fields that do not change a job's results and so are not hashed
+UNHASHED_FIELDS = ("save_model",)
+
+
+def _canonical(obj: Any) -> Any:
+    """Plain JSON types with sorted dict keys (tuples → lists)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return obj.item()
+    return obj
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything needed to train one (dataset, algorithm, split, hparams draw, trial).
+
+    ``train_domains`` / ``test_domains`` / ``val_domains`` are domain names; domains of the
+    dataset in none of them are unused (neither trained on nor selected on, but still
+    evaluated). ``hparams_overrides`` fix hyperparameters outright; ``search_overrides``
+    replace search distributions (see :func:`dganalysis.hparams.resolve`).
+    """
+
+    dataset: str
+    algorithm: str
+    train_domains: tuple[str, ...]
+    test_domains: tuple[str, ...]
+    val_domains: tuple[str, ...] = ()
+    hparams_seed: int = 0
+    trial_seed: int = 0
+    steps: int = 5000
+    checkpoint_freq: int = 500
+    holdout_fraction: float = 0.2
+    dataset_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    hparams_overrides: Mapping[str, Any] = field(default_factory=dict)
+    search_overrides: Mapping[str, Any] = field(default_factory=dict)
+    save_model: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("train_domains", "test_domains", "val_domains"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise TypeError(f"Job.{name}: expected a list of domain names, got the string {value!r}")
+            object.__setattr__(self, name, tuple(str(v) for v in value))
+        for name in ("dataset_kwargs", "hparams_overrides", "search_overrides"):
+            object.__setattr__(self, name, _canonical(dict(getattr(self, name) or {})))
+        if "data_dir" in self.dataset_kwargs:
+            raise ValueError("Job.dataset_kwargs: 'data_dir' is not part of a job; pass data_dir to run_sweep/run_job")
+        if not self.train_domains:
+            raise ValueError("Job.train_domains: at least one training domain is needed")
+        roles = [*self.train_domains, *self.test_domains, *self.val_domains]
+        if len(set(roles)) != len(roles):
+            raise ValueError(
+                f"Job: a domain has two roles (train={list(self.train_domains)}, test={list(self.test_domains)}, "
+                f"val={list(self.val_domains)})"
+            )
+        if int(self.steps) < 1 or int(self.checkpoint_freq) < 1:
+            raise ValueError(f"Job: steps and checkpoint_freq must be ≥ 1, got {self.steps}, {self.checkpoint_freq}")
+        if not 0.0 <= float(self.holdout_fraction) < 1.0:
+            raise ValueError(f"Job.holdout_fraction: expected a value in [0, 1), got {self.holdout_fraction}")
+        for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "holdout_fraction", float(self.holdout_fraction))
+        object.__setattr__(self, "save_model", bool(self.save_model))
+
+    # ------------------------------------------------------------------ identity
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain JSON types."""
+        return _canonical(asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Job:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known - {"job_id"}
+        if unknown:
+            raise KeyError(f"Job spec: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    @property
+    def job_id(self) -> str:
+        """Short hash (16 hex digits of SHA-256) of the canonical spec, minus :data:`UNHASHED_FIELDS`."""
+        spec = {k: v for k, v in self.to_dict().items() if k not in UNHASHED_FIELDS}
+        text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __hash__(self) -> int:
+        return hash(self.job_id)
+
+    def describe(self) -> str:
+        """A one-line human-readable summary."""
+        val = f" val={','.join(self.val_domains)}" if self.val_domains else ""
+        return (
+            f"{self.job_id} {self.dataset} {self.algorithm} train={','.join(self.train_domains)} "
+            f"test={','.join(self.test_domains)}{val} hp={self.hparams_seed} trial={self.trial_seed} steps={self.steps}"
+        )
