@@ -1,0 +1,269 @@
+"""Throughput of our ERM job against a DomainBed-style baseline, measured in the same run.
+
+Both sides train the same model (``ERM`` with the small MNIST-CNN featurizer), with the
+same hyperparameters, batch size, number of steps and synthetic 32×32 glyph-like data
+(simulated: random strokes per class, domains differ in stroke width, contrast and noise),
+and both follow DomainBed's checkpoint schedule: after the step ``s`` with
+``s % checkpoint_freq == 0`` or ``s == steps − 1``, accuracy on the in and out split of
+every domain, and one JSON line written.
+
+(a) ours: :func:`dganalysis.train.run_job` — uint8 tensors in memory, minibatches by
+    index with a seeded generator, channels_last, large no-grad eval batches, no worker
+    processes.
+(b) DomainBed-style baseline (written here, following DomainBed's ``train.py`` and
+    ``fast_data_loader.py``): images stored as PNG files in ``<domain>/<class>/`` folders,
+    decoded per sample with Pillow and converted with ``torchvision.transforms``
+    (``Resize`` + ``ToTensor``), one infinite ``DataLoader`` (sampling with replacement,
+    ``--workers`` worker processes) per training domain, evaluation through one persistent
+    ``FastDataLoader``-style loader per split with batch 64, contiguous NCHW fp32.
+
+Images/s counts training images (steps × batch × training domains) over the wall time
+of the whole job, evaluation included. Run: ``python bench/train_throughput.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import dganalysis  # noqa: F401 - installs the torchvision shim before torchvision is imported
+from dganalysis.compat import torchvision
+from dganalysis.data import Domain, DomainDataset, register_dataset
+from dganalysis.data.registry import DATASETS
+from dganalysis.sweep import Job
+from dganalysis.train import run_job, seed_hash, split_indices
+
+BENCH = "_BenchGlyphs"
+_CACHE: dict[tuple, DomainDataset] = {}
+
+
+# --------------------------------------------------------------------------- simulated data
+def make_glyphs(n_domains: int, n_per_domain: int, n_classes: int, size: int, seed: int = 0) -> DomainDataset:
+    """Simulated glyph-like data: each class is 4 random strokes; samples jitter them."""
+    rng = np.random.RandomState(seed)
+    protos = rng.uniform(0.15, 0.85, (n_classes, 4, 2, 2))  # class, stroke, endpoint, xy
+    yy, xx = np.mgrid[0:size, 0:size] / (size - 1)
+    pix = np.stack([xx, yy], -1).reshape(-1, 2)  # P, 2
+    domains = []
+    for d in range(n_domains):
+        width = 0.03 + 0.02 * d
+        labels = rng.randint(n_classes, size=n_per_domain)
+        strokes = protos[labels] + rng.normal(0, 0.04, (n_per_domain, 4, 2, 2))
+        a, b = strokes[:, :, 0], strokes[:, :, 1]  # N, S, 2
+        ab = b - a
+        t = ((pix[None, None] - a[:, :, None]) * ab[:, :, None]).sum(-1) / ((ab**2).sum(-1)[:, :, None] + 1e-9)
+        t = np.clip(t, 0, 1)
+        dist = np.linalg.norm(pix[None, None] - (a[:, :, None] + t[..., None] * ab[:, :, None]), axis=-1).min(1)
+        ink = np.clip(1.5 - dist / width, 0, 1)  # N, P
+        bg, fg = 20 + 40 * d, 230 - 30 * d
+        img = bg + (fg - bg) * ink + rng.normal(0, 8 + 4 * d, ink.shape)
+        images = np.clip(img, 0, 255).astype(np.uint8).reshape(n_per_domain, 1, size, size)
+        domains.append(Domain(f"style{d}", images, labels))
+    return DomainDataset(BENCH, [str(c) for c in range(n_classes)], domains, {"source": "simulated glyphs (bench)"})
+
+
+def _builder(data_dir=None, n_domains=3, n_per_domain=1000, n_classes=10, size=32):
+    key = (n_domains, n_per_domain, n_classes, size)
+    if key not in _CACHE:
+        _CACHE[key] = make_glyphs(*key)
+    return _CACHE[key]
+
+
+if BENCH not in DATASETS:
+    register_dataset(BENCH)(_builder)
+
+
+# --------------------------------------------------------------------------- DomainBed-style baseline
+class ImageFileDataset(torch.utils.data.Dataset):
+    """(path, label) pairs decoded with Pillow per sample, as torchvision's ImageFolder does."""
+
+    def __init__(self, items, transform):
+        self.items, self.transform = items, transform
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        from PIL import Image
+
+        path, label = self.items[i]
+        with Image.open(path) as im:
+            img = im.convert("L")
+        return self.transform(img), label
+
+
+class _InfiniteSampler(torch.utils.data.Sampler):
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+    def __iter__(self):
+        while True:
+            yield from self.sampler
+
+
+def infinite_loader(dataset, batch_size, workers, seed):
+    """DomainBed's InfiniteDataLoader: uniform sampling with replacement, endless batches."""
+    gen = torch.Generator().manual_seed(seed)
+    sampler = torch.utils.data.RandomSampler(dataset, replacement=True, generator=gen)
+    batches = torch.utils.data.BatchSampler(sampler, batch_size=batch_size, drop_last=True)
+    return iter(torch.utils.data.DataLoader(dataset, num_workers=workers, batch_sampler=_InfiniteSampler(batches)))
+
+
+class FastLoader:
+    """DomainBed's FastDataLoader: one persistent iterator over an endless sequential sampler."""
+
+    def __init__(self, dataset, batch_size, workers):
+        batches = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(dataset), batch_size, drop_last=False)
+        self._it = iter(torch.utils.data.DataLoader(dataset, num_workers=workers, batch_sampler=_InfiniteSampler(batches)))
+        self._len = len(batches)
+
+    def __iter__(self):
+        for _ in range(self._len):
+            yield next(self._it)
+
+
+def write_image_folders(dataset: DomainDataset, root: Path) -> list[list[tuple[str, int]]]:
+    """PNG files in DomainBed's ``<domain>/<class>/<i>.png`` layout; returns (path, label) per domain."""
+    from PIL import Image
+
+    out = []
+    for dom in dataset.domains:
+        items = []
+        for i, (img, lab) in enumerate(zip(dom.images, dom.labels)):
+            p = root / dom.name / str(int(lab)) / f"{i:06d}.png"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(img[0]).save(p)
+            items.append((str(p), int(lab)))
+        out.append(items)
+    return out
+
+
+def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out_path: Path) -> tuple[float, float]:
+    """A DomainBed-style job (its train.py loop); returns (wall s, CPU s incl. the loader workers)."""
+    from dganalysis.algorithms import create
+    from dganalysis.train import job_hparams, job_seed
+
+    tv = torchvision()
+    per_domain = write_image_folders(dataset, root)  # the dataset on disk, before the job (not timed)
+    t_start, c_start = time.time(), _cpu_seconds()
+    size = dataset.input_shape[-1]
+    transform = tv.transforms.Compose([tv.transforms.Resize((size, size)), tv.transforms.ToTensor()])
+    in_sets, out_sets = [], []
+    for i, items in enumerate(per_domain):
+        in_idx, out_idx = split_indices(len(items), job.holdout_fraction, seed_hash(job.trial_seed, i))
+        in_sets.append(ImageFileDataset([items[k] for k in in_idx], transform))
+        out_sets.append(ImageFileDataset([items[k] for k in out_idx], transform))
+    names = dataset.domain_names
+    train_idx = [names.index(n) for n in job.train_domains]
+    hparams = job_hparams(job)
+    torch.manual_seed(job_seed(job))
+    train_iters = [infinite_loader(in_sets[i], hparams["batch_size"], workers, job_seed(job) + i) for i in train_idx]
+    eval_loaders = [FastLoader(s, 64, workers) for pair in zip(in_sets, out_sets) for s in pair]
+    eval_names = [f"env{i}_{sp}" for i in range(len(names)) for sp in ("in", "out")]
+    algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_idx), hparams)
+    algorithm.train()
+    vals: dict[str, list[float]] = {}
+    for step in range(job.steps):
+        minibatches = [(x, y) for x, y in (next(it) for it in train_iters)]
+        for k, v in algorithm.update(minibatches, step).items():
+            vals.setdefault(k, []).append(v)
+        if step % job.checkpoint_freq == 0 or step == job.steps - 1:
+            rec = {"step": step, **{k: float(np.mean(v)) for k, v in vals.items()}}
+            for name, loader in zip(eval_names, eval_loaders):
+                algorithm.eval()
+                correct = total = 0
+                with torch.no_grad():
+                    for x, y in loader:
+                        correct += (algorithm.predict(x).argmax(1) == y).float().sum().item()
+                        total += len(x)
+                algorithm.train()
+                rec[f"{name}_acc"] = correct / total
+            rec.update({"hparams": hparams, "args": job.to_dict()})
+            with open(out_path, "a") as fh:
+                fh.write(json.dumps(rec, sort_keys=True) + "\n")
+            vals = {}
+    del train_iters, eval_loaders  # shut the loader workers down so their CPU time is counted
+    gc.collect()
+    return time.time() - t_start, _cpu_seconds() - c_start
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (all threads) plus its finished child processes."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# --------------------------------------------------------------------------- main
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--domains", type=int, default=3)
+    p.add_argument("--n-per-domain", type=int, default=1000)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=64, help="per training domain (DomainBed's default)")
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--checkpoint-freq", type=int, default=25)
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader in the baseline")
+    p.add_argument("--threads", type=int, default=2, help="torch threads of the training process")
+    p.add_argument("--compile", action="store_true", help="also time ours with torch.compile")
+    p.add_argument("--bf16", action="store_true", help="also time ours with bf16 autocast (AMX on recent Xeons)")
+    p.add_argument("--skip-baseline", action="store_true")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(a.threads)
+
+    kwargs = {"n_domains": a.domains, "n_per_domain": a.n_per_domain, "n_classes": a.classes, "size": a.size}
+    dataset = _builder(**kwargs)
+    names = dataset.domain_names
+    job = Job(BENCH, "ERM", names[1:], names[:1], steps=a.steps, checkpoint_freq=a.checkpoint_freq,
+              dataset_kwargs=kwargs, hparams_overrides={"featurizer": "cnn", "batch_size": a.batch_size})
+    n_train = a.steps * a.batch_size * len(job.train_domains)
+    n_evals = len([s for s in range(a.steps) if s % a.checkpoint_freq == 0 or s == a.steps - 1])
+    print(f"data (simulated): {a.domains} domains x {a.n_per_domain} images {a.size}x{a.size}, {a.classes} classes; "
+          f"ERM + small CNN, batch {a.batch_size} x {len(job.train_domains)} domains, {a.steps} steps, "
+          f"{n_evals} evaluations of {a.domains * a.n_per_domain} images; torch threads {a.threads}, "
+          f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        variants = [("ours", {})]
+        if a.bf16:
+            variants.append(("ours bf16", {"precision": "bf16"}))
+        if a.compile:
+            variants.append(("ours compile", {"compile": True}))
+        for name, opts in variants:
+            t0, c0 = time.time(), _cpu_seconds()
+            d = run_job(job, tmp / name.replace(" ", "_"), device="cpu", **opts)
+            results[name] = (time.time() - t0, _cpu_seconds() - c0)
+            last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
+            _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")
+        if not a.skip_baseline:
+            results["baseline"] = baseline_job(job, dataset, tmp / "png", a.workers, tmp / "baseline.jsonl")
+            last = json.loads((tmp / "baseline.jsonl").read_text().splitlines()[-1])
+            _report("DomainBed-style", *results["baseline"], n_train,
+                    f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}; {a.workers} workers per loader")
+            wall, cpu = results["baseline"]
+            for name, (w, c) in results.items():
+                if name != "baseline":
+                    print(f"ratio {name} / DomainBed-style: {wall / w:.2f}x wall-clock img/s, {cpu / c:.2f}x img per CPU-second")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the machine skew wall-clock figures)")
+
+
+def _report(name: str, wall: float, cpu: float, n: int, extra: str) -> None:
+    print(f"{name:15s}: {wall:7.1f} s wall {n / wall:7.1f} img/s | {cpu:7.1f} CPU-s {n / cpu:7.1f} img/CPU-s  ({extra})",
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()
