@@ -15,7 +15,7 @@ from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
 from dganalysis.data.transforms import random_affine, random_affine_matrices
 from dganalysis.sweep import Job
-from dganalysis.train import load_model, run_job, seed_hash, split_indices
+from dganalysis.train import _cpu_default_precision, load_model, run_job, seed_hash, split_indices
 
 if "_EngineNaN" not in ALGORITHMS:
 
@@ -75,7 +75,7 @@ def test_record_schema_and_checkpoint_schedule(tmp_path, monkeypatch):
                 assert 0.0 <= r[f"env{i}_{split}_acc"] <= 1.0
         for key in ("epoch", "loss", "elapsed", "step_time"):
             assert isinstance(r[key], float)
-        assert r["device"] == "cpu" and r["precision"] == "fp32"
+        assert r["device"] == "cpu" and r["precision"] == _cpu_default_precision()
         assert r["domains"] == DOMAINS
         assert (r["train_domains"], r["test_domains"], r["val_domains"]) == (["d0"], ["d2"], ["d1"])
         assert r["hparams"]["steps"] == 12 and r["hparams"]["batch_size"] == 8

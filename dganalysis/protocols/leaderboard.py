@@ -1,0 +1,292 @@
+"""Leaderboards: per-dataset accuracy, average, rank, ΔR, Spearman rank correlation, OoD-Bench ranking score.
+
+Seed 002 (Yu et al., DomainBed-v2) Sec. 3 / Table 5 / App. C: a leaderboard lists, per algorithm, the accuracy on each
+dataset (mean ± SE over trials), the average over datasets and the rank by that average; ΔR is the change of rank
+between two leaderboards (``rank_reference − rank_other``: positive = the algorithm moved up, as in Table 5) and
+leaderboards are compared by Spearman's rank correlation of the algorithms' average accuracies.
+Seed 003 (OoD-Bench, Ye et al.) Tables 1–2: the *ranking score* of an algorithm adds, over datasets, +1 when its
+accuracy is above ERM's standard-error bar, −1 when below, 0 when within (bounds inclusive).
+
+Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, n`` — made from our runs by
+:func:`from_selected` or read from published numbers by :func:`load_published` (the shipped CSV holds seed 002's
+Table 5), so the user's runs and the literature go through the same functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+log = logging.getLogger(__name__)
+
+LONG_COLUMNS = ["leaderboard", "algorithm", "dataset", "acc", "se", "n"]
+PUBLISHED_CSV = Path(__file__).parent / "data" / "yu2023_table5_leaderboards.csv"
+
+
+# ----------------------------------------------------------------------------------------------- building
+def from_selected(
+    selected: pd.DataFrame,
+    leaderboard: str = "ours",
+    method_col: str = "algorithm",
+    acc_col: str = "acc",
+    scale: float = 100.0,
+    dataset_label: str | None = None,
+) -> pd.DataFrame:
+    """Long leaderboard frame from a selected frame (contract of ``dganalysis.selection.select``).
+
+    As DomainBed's ``collect_results``: per (dataset, algorithm, trial_seed) the accuracy is the mean over all
+    selected test-domain rows (leave-one-domain-out: one per domain; leave-one-group-out: one per domain of each
+    group), then mean ± SE over trials (SE = sample std with ddof=1 / sqrt(n), not DomainBed's population std).
+    Trials that miss some of the dataset's test domains are dropped with a warning. ``scale`` multiplies accuracies
+    (100: fractions → percent, as the papers print). ``dataset_label`` renames the dataset (e.g. "RotatedDigits LOGO").
+    """
+    need = {"dataset", method_col, acc_col, "trial_seed", "domain", "test_domains"}
+    missing = need - set(selected.columns)
+    if missing:
+        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
+    if "selection" in selected and selected["selection"].nunique() > 1:
+        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+    df = selected.copy()
+    df["_cell"] = df["test_domains"].astype(str) + "|" + df["domain"].astype(str)
+    rows = []
+    for ds, dsf in df.groupby("dataset", sort=False):
+        cells = set(dsf["_cell"])
+        for alg, g in dsf.groupby(method_col, sort=False):
+            per_trial = g.groupby("trial_seed").agg(acc=(acc_col, "mean"), cells=("_cell", "nunique"))
+            complete = per_trial[per_trial["cells"] == len(cells)]
+            if len(complete) < len(per_trial):
+                log.warning("leaderboard %s: %s/%s drops %d trial(s) missing test domains", leaderboard, ds, alg,
+                            len(per_trial) - len(complete))
+            if complete.empty:
+                continue
+            acc = complete["acc"].to_numpy() * scale
+            n = len(acc)
+            se = float(acc.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+            rows.append(dict(leaderboard=leaderboard, algorithm=alg, dataset=dataset_label or ds, acc=float(acc.mean()),
+                             se=se, n=n))
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
+
+
+def load_published(path: str | Path | None = None) -> pd.DataFrame:
+    """Published leaderboard numbers as a long frame (default: seed 002 Table 5, typed from the paper).
+
+    CSV columns: ``leaderboard, algorithm, dataset, acc, se`` (+ optional ``rank_published, delta_r_published``);
+    lines starting with ``#`` are comments (the shipped file names its source there).
+    """
+    path = Path(path) if path is not None else PUBLISHED_CSV
+    if not path.exists():
+        raise FileNotFoundError(f"published leaderboard CSV not found: {path}")
+    df = pd.read_csv(path, comment="#")
+    missing = {"leaderboard", "algorithm", "dataset", "acc", "se"} - set(df.columns)
+    if missing:
+        raise ValueError(f"{path}: missing columns {sorted(missing)}; expected leaderboard, algorithm, dataset, acc, se")
+    if "n" not in df:
+        df["n"] = np.nan
+    return df
+
+
+# ----------------------------------------------------------------------------------------------- tables
+def leaderboard_table(
+    long: pd.DataFrame, leaderboard: str | None = None, datasets: Sequence[str] | None = None, tie_method: str = "min"
+) -> pd.DataFrame:
+    """Wide table of one leaderboard: per dataset ``acc`` and ``se`` columns (``"<ds>"``, ``"<ds> se"``), ``Average``
+    (unweighted mean over ``datasets``; NaN if one is missing) and ``Ranking`` (1 = best average).
+
+    Ranks use the unrounded average (Table 5's ties in print, e.g. ERM/Mixup 69.6, are broken this way);
+    exact ties share the ``tie_method`` rank (pandas ``rank``).
+    """
+    df = _one(long, leaderboard)
+    datasets = list(datasets) if datasets is not None else list(dict.fromkeys(df["dataset"]))
+    algs = list(dict.fromkeys(df["algorithm"]))
+    acc = df.pivot_table(index="algorithm", columns="dataset", values="acc", aggfunc="first").reindex(algs)
+    se = df.pivot_table(index="algorithm", columns="dataset", values="se", aggfunc="first", dropna=False).reindex(algs)
+    out = pd.DataFrame(index=pd.Index(algs, name="algorithm"))
+    for ds in datasets:
+        out[ds] = acc[ds] if ds in acc else np.nan
+        out[f"{ds} se"] = se[ds] if ds in se else np.nan
+    out["Average"] = out[datasets].mean(axis=1, skipna=False)
+    out["Ranking"] = out["Average"].rank(ascending=False, method=tie_method)
+    return out
+
+
+def _one(long: pd.DataFrame, leaderboard: str | None) -> pd.DataFrame:
+    names = list(dict.fromkeys(long["leaderboard"]))
+    if leaderboard is None:
+        if len(names) != 1:
+            raise ValueError(f"leaderboard: the frame holds {names}; name one")
+        return long
+    if leaderboard not in names:
+        raise ValueError(f"leaderboard {leaderboard!r} not in {names}")
+    return long[long["leaderboard"] == leaderboard]
+
+
+def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method: str = "min") -> pd.DataFrame:
+    """Algorithm × leaderboard table of ranks by average accuracy (see :func:`leaderboard_table`)."""
+    cols = {}
+    for name in dict.fromkeys(long["leaderboard"]):
+        cols[name] = leaderboard_table(long, name, datasets, tie_method)["Ranking"]
+    return pd.DataFrame(cols)
+
+
+def averages(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
+    """Algorithm × leaderboard table of average accuracy over ``datasets``."""
+    return pd.DataFrame({n: leaderboard_table(long, n, datasets)["Average"] for n in dict.fromkeys(long["leaderboard"])})
+
+
+def delta_rank(rank_table: pd.DataFrame, reference: str, other: str) -> pd.Series:
+    """ΔR of seed 002 Table 5: ``rank[reference] − rank[other]`` (positive = ranks higher in ``other``)."""
+    for name in (reference, other):
+        if name not in rank_table:
+            raise ValueError(f"leaderboard {name!r} not in rank table columns {list(rank_table.columns)}")
+    return (rank_table[reference] - rank_table[other]).rename(f"ΔR {reference}→{other}")
+
+
+def spearman_matrix(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
+    """Leaderboard × leaderboard Spearman rank correlation of average accuracy over the algorithms both contain
+    (seed 002 Sec. 3.2, e.g. 0.794 between the MoCo-v2 and MoCo-v3 leaderboards). scipy ``spearmanr`` (ties get
+    average ranks); NaN when fewer than 3 common algorithms."""
+    avg = averages(long, datasets)
+    names = list(avg.columns)
+    mat = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+    for a, b in itertools.combinations(names, 2):
+        common = avg[[a, b]].dropna()
+        rho = stats.spearmanr(common[a], common[b]).statistic if len(common) >= 3 else np.nan
+        mat.loc[a, b] = mat.loc[b, a] = rho
+    return mat
+
+
+# ----------------------------------------------------------------------------------------------- ranking score
+def ranking_marks(
+    df: pd.DataFrame,
+    method_col: str = "algorithm",
+    acc_col: str = "acc",
+    se_col: str = "se",
+    baseline: str = "ERM",
+    dataset_col: str = "dataset",
+    tol: float = 1e-6,
+) -> pd.DataFrame:
+    """Method × dataset marks of OoD-Bench (seed 003 Tables 1–2): +1 if acc > baseline acc + baseline SE, −1 if
+    acc < baseline acc − baseline SE, else 0. Bounds are inclusive (Table 1: Mixup 94.6 vs ERM 94.7 ± 0.1 scores 0),
+    compared with tolerance ``tol`` against floating-point error. A missing baseline SE counts as 0."""
+    missing = {method_col, acc_col, se_col, dataset_col} - set(df.columns)
+    if missing:
+        raise ValueError(f"ranking_score: missing columns {sorted(missing)}")
+    if df.duplicated([method_col, dataset_col]).any():
+        raise ValueError(f"ranking_score: several rows per ({method_col}, {dataset_col}); pass one leaderboard")
+    acc = df.pivot(index=method_col, columns=dataset_col, values=acc_col)
+    se = df.pivot(index=method_col, columns=dataset_col, values=se_col).fillna(0.0)
+    if baseline not in acc.index:
+        raise ValueError(f"baseline {baseline!r} not among methods {list(acc.index)}")
+    hi = acc.loc[baseline] + se.loc[baseline]
+    lo = acc.loc[baseline] - se.loc[baseline]
+    marks = pd.DataFrame(0, index=acc.index, columns=acc.columns, dtype=float)
+    marks[acc.gt(hi + tol, axis=1)] = 1
+    marks[acc.lt(lo - tol, axis=1)] = -1
+    marks[acc.isna()] = np.nan
+    return marks
+
+
+def ranking_score(
+    df: pd.DataFrame,
+    method_col: str = "algorithm",
+    acc_col: str = "acc",
+    se_col: str = "se",
+    baseline: str = "ERM",
+    dataset_col: str = "dataset",
+    tol: float = 1e-6,
+) -> pd.Series:
+    """OoD-Bench ranking score: the sum over datasets of :func:`ranking_marks` (baseline scores 0), sorted."""
+    marks = ranking_marks(df, method_col, acc_col, se_col, baseline, dataset_col, tol)
+    return marks.sum(axis=1, min_count=1).astype("Int64").rename("ranking_score").sort_values(ascending=False)
+
+
+# ----------------------------------------------------------------------------------------------- LaTeX
+def to_latex(
+    long: pd.DataFrame,
+    leaderboards: Sequence[str] | None = None,
+    reference: str | None = None,
+    datasets: Sequence[str] | None = None,
+    titles: dict[str, str] | None = None,
+    caption: str = "",
+    digits: int = 1,
+) -> str:
+    """LaTeX in seed 002 Table 5's layout: one block per leaderboard (title row), columns Algorithm, datasets
+    (mean ± SE), Average, Ranking, ΔR (relative to ``reference``, default the first leaderboard; "-" for no
+    change and for the reference itself; the largest |ΔR| of each block in bold)."""
+    names = list(leaderboards) if leaderboards is not None else list(dict.fromkeys(long["leaderboard"]))
+    reference = reference or names[0]
+    rk = ranks(long[long["leaderboard"].isin(set(names) | {reference})], datasets)
+    datasets = list(datasets) if datasets is not None else list(dict.fromkeys(long["dataset"]))
+    ncol = len(datasets) + 4
+    lines = ["\\begin{table}[t]", "\\centering"]
+    if caption:
+        lines.append("\\caption{" + _esc(caption) + "}")
+    lines += ["\\begin{tabular}{l" + "c" * (ncol - 1) + "}", "\\toprule"]
+    head = "Algorithm & " + " & ".join(_esc(d) for d in datasets) + " & Average & Ranking & $\\Delta$R \\\\"
+    for name in names:
+        tab = leaderboard_table(long, name, datasets)
+        title = (titles or {}).get(name, name)
+        lines += ["\\midrule", f"\\multicolumn{{{ncol}}}{{c}}{{{_esc(title)}}} \\\\", "\\midrule", head, "\\midrule"]
+        dr = delta_rank(rk, reference, name) if name != reference else pd.Series(0, index=tab.index)
+        big = dr.abs().max() if name != reference else 0
+        for alg, r in tab.iterrows():
+            cells = [_esc(str(alg))]
+            for ds in datasets:
+                m, s = r[ds], r[f"{ds} se"]
+                cells.append("-" if pd.isna(m) else f"{m:.{digits}f}" + ("" if pd.isna(s) else f" $\\pm$ {s:.{digits}f}"))
+            cells.append("-" if pd.isna(r["Average"]) else f"{r['Average']:.{digits}f}")
+            cells.append("-" if pd.isna(r["Ranking"]) else f"{int(r['Ranking'])}")
+            d = dr.get(alg, np.nan)
+            txt = "-" if pd.isna(d) or d == 0 else f"{int(d):+d}"
+            cells.append(f"\\textbf{{{txt}}}" if big and not pd.isna(d) and abs(d) == big else txt)
+            lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+    return "\n".join(lines)
+
+
+def _esc(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
+        text = text.replace(a, b)
+    return text
+
+
+# ----------------------------------------------------------------------------------------------- bump chart
+def bump_chart_data(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None = None) -> pd.DataFrame:
+    """Long frame ``leaderboard, position, algorithm, rank`` for a bump chart (x = leaderboard position)."""
+    names = list(leaderboards) if leaderboards is not None else list(rank_table.columns)
+    rows = [dict(leaderboard=n, position=i, algorithm=alg, rank=rank_table.loc[alg, n])
+            for i, n in enumerate(names) for alg in rank_table.index]
+    return pd.DataFrame(rows)
+
+
+def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None = None, ax=None):
+    """Bump chart of rank changes across leaderboards (rank 1 on top), one line per algorithm, labelled at both ends."""
+    import matplotlib.pyplot as plt
+
+    data = bump_chart_data(rank_table, leaderboards)
+    names = list(dict.fromkeys(data["leaderboard"]))
+    n_alg = data["algorithm"].nunique()
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(1.9 * len(names) + 2.5, 0.32 * n_alg + 1.5))
+    for i, (alg, g) in enumerate(data.groupby("algorithm", sort=False)):
+        g = g.sort_values("position")
+        color = f"C{i % 10}"
+        ax.plot(g["position"], g["rank"], marker="o", color=color, lw=2, ms=7)
+        first, last = g.dropna().iloc[0], g.dropna().iloc[-1]
+        ax.annotate(alg, (first["position"], first["rank"]), xytext=(-8, 0), textcoords="offset points",
+                    ha="right", va="center", fontsize="small", color=color)
+        ax.annotate(alg, (last["position"], last["rank"]), xytext=(8, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize="small", color=color)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_xlim(-0.8, len(names) - 0.2)
+    ax.invert_yaxis()
+    ax.set_ylabel("rank")
+    ax.grid(axis="x")
+    fig.tight_layout()
+    return fig
