@@ -288,7 +288,7 @@ def run_sweep(
     try:
         if launcher == "slurm":
             results = _run_submitit(todo, store, data, options, slurm or {}, bar)
-        elif n_workers == 1 or len(todo) == 1:
+        elif n_workers == 1 or len(todo) <= 1:
             import_plugins(imports)
             results = _run_inline(todo, store, data, {**options, "progress": bool(progress)}, bar)
         else:

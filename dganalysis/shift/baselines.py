@@ -1,0 +1,90 @@
+"""One-number shift measures that OoD-Bench compares against (Ye et al., CVPR 2022, Table 3).
+
+- :func:`emd`: Earth Mover's Distance (Rubner et al., 2000) between the two empirical feature
+  distributions, exact optimal transport with Python Optimal Transport (``ot.emd2``), uniform weights,
+  Euclidean ground cost.
+- :func:`mmd`: Maximum Mean Discrepancy (Gretton et al., 2012) with a Gaussian RBF kernel whose
+  bandwidth is the median pairwise distance of the pooled sample (median heuristic); we return the
+  unbiased estimate of MMD^2 (U-statistic, can be slightly negative for i.i.d. samples).
+- :func:`ni_index`: the Non-I.I.D. index of NICO (He et al., 2021, "Towards non-i.i.d. image
+  classification"): for each class, ``|| (mean(F_train) - mean(F_test)) / std(F_train u F_test) ||_2``
+  with the std taken per feature dimension; averaged over the classes present in both sets.
+
+All take features ``[n, d]`` (any representation: raw pixels, pretrained or env-classifier features);
+OoD-Bench leaves the representation of these baselines open, we use the same features as our estimator.
+Large inputs are subsampled to ``max_points`` per side (seeded) to bound the O(n^2) cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _subsample(x: np.ndarray, max_points: int | None, rng: np.random.Generator) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if max_points is not None and len(x) > max_points:
+        x = x[rng.choice(len(x), max_points, replace=False)]
+    return x
+
+
+def _sq_dists(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d = (a**2).sum(1)[:, None] + (b**2).sum(1)[None, :] - 2.0 * a @ b.T
+    return np.maximum(d, 0.0)
+
+
+def emd(z_p: np.ndarray, z_q: np.ndarray, *, max_points: int | None = 2000, seed: int = 0) -> float:
+    """Exact EMD (Wasserstein-1, Euclidean cost) between the empirical distributions of ``z_p`` and ``z_q``."""
+    import ot
+
+    rng = np.random.default_rng(seed)
+    a, b = _subsample(z_p, max_points, rng), _subsample(z_q, max_points, rng)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"emd: z_p has {a.shape[1]} dims, z_q has {b.shape[1]}")
+    cost = np.sqrt(_sq_dists(a, b))
+    wa = np.full(len(a), 1.0 / len(a))
+    wb = np.full(len(b), 1.0 / len(b))
+    return float(ot.emd2(wa, wb, cost, numItermax=1_000_000))
+
+
+def median_bandwidth(z: np.ndarray) -> float:
+    """Median heuristic: the median of the pairwise Euclidean distances (zero distances excluded)."""
+    d = np.sqrt(_sq_dists(z, z))
+    iu = np.triu_indices(len(z), k=1)
+    v = d[iu]
+    v = v[v > 0]
+    return float(np.median(v)) if len(v) else 1.0
+
+
+def mmd(
+    z_p: np.ndarray, z_q: np.ndarray, *, bandwidth: float | None = None, max_points: int | None = 2000, seed: int = 0
+) -> float:
+    """Unbiased MMD^2 with kernel ``exp(-|a - b|^2 / (2 s^2))``, ``s`` = median heuristic unless given."""
+    rng = np.random.default_rng(seed)
+    a, b = _subsample(z_p, max_points, rng), _subsample(z_q, max_points, rng)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("mmd: need at least 2 points per sample")
+    s = median_bandwidth(np.concatenate([a, b])) if bandwidth is None else float(bandwidth)
+    g = -0.5 / s**2
+    kaa, kbb, kab = np.exp(g * _sq_dists(a, a)), np.exp(g * _sq_dists(b, b)), np.exp(g * _sq_dists(a, b))
+    n, m = len(a), len(b)
+    term_a = (kaa.sum() - np.trace(kaa)) / (n * (n - 1))
+    term_b = (kbb.sum() - np.trace(kbb)) / (m * (m - 1))
+    return float(term_a + term_b - 2.0 * kab.mean())
+
+
+def ni_index(z_p: np.ndarray, y_p: np.ndarray, z_q: np.ndarray, y_q: np.ndarray) -> float:
+    """NICO's Non-I.I.D. index, averaged over the classes present in both samples."""
+    z_p, z_q = np.asarray(z_p, dtype=np.float64), np.asarray(z_q, dtype=np.float64)
+    y_p, y_q = np.asarray(y_p).reshape(-1), np.asarray(y_q).reshape(-1)
+    classes = np.intersect1d(np.unique(y_p), np.unique(y_q))
+    if not len(classes):
+        raise ValueError("ni_index: no class present in both samples")
+    values = []
+    for c in classes:  # a handful of classes; each term is vectorised over samples and dims
+        a, b = z_p[y_p == c], z_q[y_q == c]
+        std = np.concatenate([a, b]).std(0)
+        std = np.where(std > 0, std, 1.0)
+        values.append(np.linalg.norm((a.mean(0) - b.mean(0)) / std))
+    return float(np.mean(values))

@@ -1,0 +1,64 @@
+"""OoD-Bench pipeline: coloured-digits generator, balancing, environment classifier → shift, study tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dganalysis.shift.env_classifier import EnvClassifierConfig, balance_and_split, shift_trials, summarize
+from dganalysis.shift.sanity import colored_digits_shift
+from dganalysis.shift.study import ranking_tables
+
+torch.set_num_threads(1)
+
+
+def test_colored_digits_generator():
+    ds = colored_digits_shift(0.1, 0.9, mu_tr=0.0, mu_te=1.0, sigma_tr=0.1, sigma_te=0.1, seed=3)
+    tr, te = ds["train"], ds["test"]
+    assert tr.images.shape[1:] == (3, 8, 8) and tr.images.dtype == np.uint8
+    assert set(np.unique(tr.labels)) == {0, 1}
+    # colour agrees with the label with probability 1 - rho
+    assert abs(np.mean(tr.meta["color"] == tr.labels) - 0.9) < 0.04
+    assert abs(np.mean(te.meta["color"] == te.labels) - 0.1) < 0.04
+    assert tr.meta["blue"].mean() < 0.15 and te.meta["blue"].mean() > 0.85
+    assert np.all((tr.meta["blue"] >= 0) & (tr.meta["blue"] <= 1))
+    again = colored_digits_shift(0.1, 0.9, mu_tr=0.0, mu_te=1.0, sigma_tr=0.1, sigma_te=0.1, seed=3)
+    np.testing.assert_array_equal(again["test"].images, te.images)
+
+
+def test_balance_and_split_removes_label_shift():
+    rng = np.random.default_rng(0)
+    y_p = rng.choice(3, 600, p=[0.6, 0.3, 0.1])
+    y_q = rng.choice(3, 500, p=[0.2, 0.3, 0.5])
+    tr_p, ho_p, tr_q, ho_q = balance_and_split(y_p, y_q, 0.5, rng)
+    assert not set(tr_p) & set(ho_p) and not set(tr_q) & set(ho_q)
+    cp = np.bincount(y_p[np.r_[tr_p, ho_p]], minlength=3)
+    cq = np.bincount(y_q[np.r_[tr_q, ho_q]], minlength=3)
+    np.testing.assert_array_equal(cp, cq)
+    np.testing.assert_array_equal(cp, np.minimum(np.bincount(y_p, minlength=3), np.bincount(y_q, minlength=3)))
+
+
+def test_pipeline_separates_the_two_shifts():
+    cfg = EnvClassifierConfig(steps=80)
+    cor = shift_trials(colored_digits_shift(0.1, 0.9, seed=1), "train", "test", n_trials=1, cfg=cfg,
+                       n_samples=1500, device="cpu")
+    div = shift_trials(colored_digits_shift(0.1, 0.1, mu_tr=0.0, mu_te=1.0, seed=1), "train", "test", n_trials=1,
+                       cfg=cfg, n_samples=1500, device="cpu")
+    assert cor["correlation"].iloc[0] > 0.4 and cor["diversity"].iloc[0] < 0.05
+    assert div["diversity"].iloc[0] > 0.9 and div["correlation"].iloc[0] < 0.1
+    s = summarize(pd.concat([cor, cor]))
+    assert s["n_trials"] == 2 and s["correlation_se"] == 0.0
+
+
+def test_ranking_tables_group_by_dominant_shift():
+    summary = pd.DataFrame({
+        "dataset": ["A", "A", "B", "B", "C", "C"],
+        "algorithm": ["ERM", "X", "ERM", "X", "ERM", "X"],
+        "acc": [50.0, 52.0, 60.0, 59.9, 70.0, 60.0],
+        "se": [1.0, 0.5, 0.5, 0.5, 1.0, 1.0],
+    })
+    tables = ranking_tables(summary, {"A": "diversity", "B": "diversity", "C": "correlation"})
+    assert tables["diversity"].loc["X", "Ranking score"] == 1  # +1 on A, 0 on B (within ERM's error bar)
+    assert tables["correlation"].loc["X", "Ranking score"] == -1
+    assert "↑" in tables["diversity"].loc["X", "A"]
