@@ -120,8 +120,23 @@ def run_notebooks(
             log.error("%s: %s (partial notebook saved to %s)", n, err, target)
         runs.append(NotebookRun(n, target, ok, time.time() - start, err,
                                 _new_files(out / "figures", start), _new_files(out / "tables", start)))
-        write_index(out, profile, runs)
+        write_index(out, profile, _merge_history(out, runs[-1]))
     return runs
+
+
+def _merge_history(out: Path, run: NotebookRun) -> list[NotebookRun]:
+    """Record ``run`` in ``<out>/runs.json`` and return the latest run of every notebook, in reading order
+    (so running one notebook keeps the others' entries in the index)."""
+    import json
+
+    path = out / "runs.json"
+    history = json.loads(path.read_text()) if path.is_file() else {}
+    history[run.name] = {"output": str(run.output), "ok": run.ok, "seconds": run.seconds, "error": run.error,
+                         "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables]}
+    io.write_json(path, history)
+    return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
+                        [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
+            for name, h in sorted(history.items())]
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:

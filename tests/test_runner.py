@@ -61,3 +61,15 @@ def test_failing_notebook_is_saved_and_reported(tmp_path):
     saved = nbformat.read(root / "outputs" / "quick" / "notebooks" / "00_demo.ipynb", as_version=4)
     assert any(o.get("ename") == "RuntimeError" for c in saved.cells for o in c.get("outputs", []))
     assert "FAILED" in (root / "outputs" / "quick" / "index.md").read_text()
+
+
+def test_index_keeps_notebooks_not_rerun(tmp_path):
+    root = _project(tmp_path, WRITE)
+    nb = root / "notebooks" / "00_demo.ipynb"
+    (root / "notebooks" / "01_other.ipynb").write_text(nb.read_text().replace("'demo'", "'other'"))
+    for n in ("00_demo", "01_other"):
+        (root / "params" / "quick" / f"{n}.yaml").write_text("{}\n")
+    run_notebooks("quick", root=root, progress=False)
+    run_notebooks("quick", ["01_other"], root=root, progress=False)
+    index = (root / "outputs" / "quick" / "index.md").read_text()
+    assert "## 00_demo" in index and "## 01_other" in index and "figures/demo.png" in index
