@@ -105,7 +105,7 @@ class WCDG(Algorithm):
             wc, info = self.worst_case_term(self._pending)
             self._pending = None
             loss = loss + float(self.hparams["wc_weight"]) * wc
-            self._info = {**info, "wc_term": float(wc)}
+            self._info = {**info, "wc_term": float(wc.detach())}
         Algorithm.step(self.base, loss, optimizer, scheduler)
 
     # -- interface ---------------------------------------------------------------------------
@@ -119,7 +119,7 @@ class WCDG(Algorithm):
                 self._fallback_opt = self.configure_optimizer(self.network.parameters())[0]
             wc, info = self.worst_case_term(minibatches)
             Algorithm.step(self, float(self.hparams["wc_weight"]) * wc, self._fallback_opt)
-            self._info = {**info, "wc_term": float(wc)}
+            self._info = {**info, "wc_term": float(wc.detach())}
         self._pending = None
         out.update(self._info)
         return out
