@@ -71,7 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dganalysis`` command."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, KeyError, FileNotFoundError) as e:  # bad input: one clear line, no traceback
+        if args.verbose:
+            raise
+        print(f"dganalysis {args.verb}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -67,3 +67,41 @@ def rank_correlation(table: pd.DataFrame, x: str, y: str) -> tuple[float, float]
         return float("nan"), float("nan")
     res = spearmanr(table[x], table[y])
     return float(res.statistic), float(res.pvalue)
+
+
+MEASURES = ("nominal_ce", "wc_ce", "wc_hinge", "wc_01")
+
+
+def predictive_table(curves: pd.DataFrame, info: pd.DataFrame, rho_small: float,
+                     acc_col: str = "test_acc") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Does the worst-case loss at a small ρ predict accuracy on unseen domains (WC-DG poster, "key results")?
+
+    ``curves``: long frame of worst-case curves (columns model, loss, rho, worst_case_loss) for every model;
+    ``info``: one row per model with ``acc_col``. Returns (per-model table with the nominal CE at ρ = 0 and the
+    CE / hinge / 0-1 worst cases at ``rho_small``, Spearman table of each measure against ``acc_col``).
+    """
+    def at(rho: float, loss: str) -> pd.Series:
+        d = curves[(curves["loss"] == loss) & np.isclose(curves["rho"], rho)]
+        return d.set_index("model")["worst_case_loss"]
+
+    pred = info.set_index("model").assign(
+        nominal_ce=at(0.0, "ce"), wc_ce=at(rho_small, "ce"), wc_hinge=at(rho_small, "hinge"), wc_01=at(rho_small, "01"),
+    ).reset_index()
+    rows = []
+    for m in MEASURES:
+        r, p = rank_correlation(pred, m, acc_col)
+        rows.append({"measure": m, "spearman": r, "p_value": p, "n_models": len(pred)})
+    return pred, pd.DataFrame(rows)
+
+
+def plot_predictive(pred: pd.DataFrame, corr: pd.DataFrame, rho_small: float, acc_col: str = "test_acc"):
+    """Scatter of the worst-case CE at ``rho_small`` against unseen accuracy, one colour per algorithm."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    sns.scatterplot(data=pred, x="wc_ce", y=acc_col, hue="algorithm", ax=ax)
+    r = corr.set_index("measure")["spearman"]
+    ax.set(xlabel=f"worst-case CE at ρ = {rho_small}", ylabel="accuracy on unseen rotations",
+           title=f"Spearman {r['wc_ce']:.2f} (nominal CE: {r['nominal_ce']:.2f})")
+    return fig
