@@ -91,3 +91,13 @@ def test_errors():
         oracle_k_select(tidy_frame(), ks=[4])
     with pytest.raises(ValueError, match="iid_selected"):
         oracle_k_table(iid_frame({"z": 0.1}), oracle_k_select(tidy_frame()))
+
+
+def test_reduction_undefined_without_leakage_at_k1():
+    rows = [("a", 0, "a", 0.50), ("b", 0, "b", 0.50), ("a,b", 0, "a", 0.40), ("a,b", 0, "b", 0.45)]
+    orc = pd.DataFrame([dict(KEY, test_domains=t, trial_seed=s, domain=d, acc=v, selection="oracle")
+                        for t, s, d, v in rows])
+    iid = pd.concat([iid_frame({"a": 0.5}, "a"), iid_frame({"b": 0.5}, "b")])
+    tab = oracle_k_table(iid, orc).set_index("row")
+    assert tab.loc["K=1", "leakage"] == pytest.approx(0.0) and tab.loc["K=2", "leakage"] == pytest.approx(-7.5)
+    assert tab["reduction_%"].isna().all()

@@ -80,12 +80,14 @@ def oracle_k_table(
     oracle_selected: pd.DataFrame,
     by: Sequence[str] = tuple(GROUP),
     scale: float = 100.0,
+    min_leakage: float = 0.5,
 ) -> pd.DataFrame:
     """Table 4 of seed 002: per group (``by``) rows ``IID``, ``K=1``, ``K=2``, …; one column per test domain
     (accuracy × ``scale``), ``Avg``, ``leakage`` (Avg − IID Avg) and ``reduction_%`` ((leak_K − leak_1)/leak_1 · 100).
 
     ``oracle_selected`` needs ``subset`` and ``k`` columns (from :func:`oracle_k_select`), otherwise the subset is
-    its ``test_domains``. Each domain's accuracy is first averaged over trials per subset, then over the subsets of
+    its ``test_domains``. ``reduction_%`` is left undefined (NaN) when the K=1 leakage is below ``min_leakage``
+    (in the units of ``scale``: percentage points by default), where a ratio would be noise. Each domain's accuracy is first averaged over trials per subset, then over the subsets of
     size K that contain it. IID accuracy per domain is averaged over trials (and runs) of ``iid_selected``.
     """
     by = list(by)
@@ -118,7 +120,8 @@ def oracle_k_table(
         t["leakage"] = t["Avg"] - t["Avg"].iloc[0]
         leak1 = t.loc[t["k"] == 1, "leakage"]
         base = leak1.iloc[0] if len(leak1) else np.nan
-        if np.isnan(base) or abs(base) < 1e-12:
+        if np.isnan(base) or base < min_leakage:
+            # no (or negative) leakage at K=1: a relative reduction is undefined, not ±hundreds of %
             t["reduction_%"] = np.nan
         else:
             t["reduction_%"] = ((t["leakage"] - base) / base * 100).where(t["k"] > 0)
