@@ -24,8 +24,9 @@ def _pick(n_total: int, n: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n_total, size=min(n, n_total), replace=False))
 
 
-def domain_grid(ds: DomainDataset, rows: int = 3, cols: int = 10, seed: int = 0):
-    """Fig. 7-style figure: a grid of random samples per domain (one panel per domain)."""
+def domain_mosaics(ds: DomainDataset, rows: int = 3, cols: int = 10, seed: int = 0):
+    """Fig. 7 of seed 000: one unlabelled rows×cols mosaic panel per domain (side by side). For a labelled
+    grid with one row per domain, any dataset, see :func:`dganalysis.plots.domain_grid`."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(ds), figsize=(3.2 * len(ds), 3.2 * rows / cols * 1.1 + 0.6))
