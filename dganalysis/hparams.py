@@ -95,7 +95,7 @@ BASE_HPARAMS: dict[str, HParam] = {
     "weight_decay": HParam(0.0, log10_uniform(-6, -2), "L2 weight decay"),
     "optimizer": HParam("adam", fixed("adam"), "adam | adamw | sgd (momentum 0.9)"),
     "schedule": HParam("constant", fixed("constant"), "constant | step | cosine (annealing to 0 over the job)"),
-    "featurizer": HParam("auto", fixed("auto"), "auto | cnn | smallcnn | resnet18 | resnet50 | mlp"),
+    "featurizer": HParam("auto", fixed("auto"), "auto | cnn | smallcnn | smallcnn_bn | resnet18 | resnet50 | mlp"),
     "conv1_3x3": HParam(False, fixed(False), "ResNet stem: 3x3 stride-1 conv1 without max-pool (PaHCC paper)"),
     "nonlinear_classifier": HParam(False, fixed(False), "MLP head instead of linear"),
     "resnet_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "dropout before the head (ResNets)"),

@@ -35,7 +35,7 @@ def test_hparams_one_rng_per_name():
         hparams.parse_distribution({"gauss": [0, 1]}, "c")
 
 
-@pytest.mark.parametrize("kind,shape,n", [("cnn", (1, 16, 16), 128), ("smallcnn", (3, 16, 16), 128),
+@pytest.mark.parametrize("kind,shape,n", [("cnn", (1, 16, 16), 128), ("smallcnn", (3, 16, 16), 128), ("smallcnn_bn", (1, 16, 16), 128),
                                           ("mlp", (2, 8, 8), 128), ("resnet18", (1, 32, 32), 512)])
 def test_featurizers(kind, shape, n):
     f = build_featurizer(shape, {"featurizer": kind, "conv1_3x3": True})

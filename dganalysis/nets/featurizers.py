@@ -43,17 +43,19 @@ class MNISTCNN(nn.Module):
 
 
 class SmallCNN(nn.Module):
-    """Four 3×3 convs (32, 64, 64, 128 channels; strides 2, 1, 2, 1), ReLU + GroupNorm(8), GAP → 128-d."""
+    """Four 3×3 convs (32, 64, 64, 128 channels; strides 2, 1, 2, 1), ReLU + GroupNorm(8) (or BatchNorm with
+    ``batchnorm=True``: ``smallcnn_bn``, whose running statistics make it sensitive to intensity shifts, as the
+    BatchNorm ResNet-18 of the PaHCC paper is), GAP → 128-d."""
 
     n_outputs = 128
 
-    def __init__(self, in_channels: int) -> None:
+    def __init__(self, in_channels: int, batchnorm: bool = False) -> None:
         super().__init__()
         chans, strides = [in_channels, 32, 64, 64, 128], [2, 1, 2, 1]
         layers: list[nn.Module] = []
         for i in range(4):
-            layers += [nn.Conv2d(chans[i], chans[i + 1], 3, stride=strides[i], padding=1), nn.ReLU(inplace=True),
-                       nn.GroupNorm(8, chans[i + 1])]
+            norm = nn.BatchNorm2d(chans[i + 1]) if batchnorm else nn.GroupNorm(8, chans[i + 1])
+            layers += [nn.Conv2d(chans[i], chans[i + 1], 3, stride=strides[i], padding=1), nn.ReLU(inplace=True), norm]
         self.body = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool2d(1)
 
@@ -115,8 +117,8 @@ def _build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Modul
         kind = "cnn" if h <= 32 else "resnet18"
     if kind == "cnn":
         return MNISTCNN(c)
-    if kind == "smallcnn":
-        return SmallCNN(c)
+    if kind in ("smallcnn", "smallcnn_bn"):
+        return SmallCNN(c, batchnorm=kind == "smallcnn_bn")
     if kind == "mlp":
         n = 1
         for s in input_shape:
@@ -128,7 +130,7 @@ def _build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Modul
         from dganalysis.nets.vit import ViT
 
         return ViT(kind, c, h, float(hparams.get("resnet_dropout", 0.0)))
-    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, smallcnn, mlp, resnet18, resnet50, "
+    raise ValueError(f"hparam 'featurizer': unknown {kind!r}; expected auto, cnn, smallcnn, smallcnn_bn, mlp, resnet18, resnet50, "
                      "vit_b_16 or vit_tiny_16")
 
 
