@@ -23,11 +23,28 @@ Sampler = Callable[[np.random.RandomState], Any]
 
 @dataclass(frozen=True)
 class HParam:
-    """A hyperparameter: its default and a sampler for random search."""
+    """A hyperparameter: its default and a sampler for random search.
+
+    ``default`` and ``sample`` are DomainBed's values for its small-image datasets (``SMALL_IMAGES``: Debug28,
+    RotatedMNIST, ColoredMNIST); ``large``, when given, is the ``(default, sample)`` pair DomainBed uses for every
+    other dataset (Gulrajani & Lopez-Paz, 2021, ``hparams_registry.py``). Without ``large`` both regimes agree.
+    """
 
     default: Any
     sample: Sampler
     doc: str = ""
+    large: tuple[Any, Sampler] | None = None
+
+    def regime(self, small_images: bool) -> tuple[Any, Sampler]:
+        """``(default, sample)`` for a small-image (True) or large-image (False) dataset."""
+        if small_images or self.large is None:
+            return self.default, self.sample
+        return self.large
+
+
+def seed_hash(*args: Any) -> int:
+    """DomainBed's ``misc.seed_hash``: an integer in [0, 2^31) from the MD5 of ``str(args)``."""
+    return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
 
 
 def log10_uniform(low: float, high: float) -> Sampler:
