@@ -11,6 +11,7 @@ algorithm whose extra modules are named differently passes its own ``key_map``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,19 @@ def default_key_map(name: str) -> str:
     for pat, rep in _CNN:
         name = re.sub(pat, rep, name)
     return name
+
+
+@contextlib.contextmanager
+def default_float64():
+    """torch's default dtype float64 inside: DomainBed builds some tensors without a dtype (``torch.zeros(n)``
+    for per-domain losses in VREx/GroupDRO, the dummy IRM scale, RSC's percentile thresholds); in float32 they
+    would round a float64 comparison at 1e-7."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
 
 
 def seed_all(seed: int) -> None:
@@ -71,10 +85,12 @@ def build_pair(
     our_extra: Mapping[str, Any] | None = None,
     key_map: Callable[[str], str] = default_key_map,
     seed: int = 0,
+    ignore: Sequence[str] = (),
 ) -> Pair:
     """Build DomainBed's ``name`` with its default hparams for ``dataset`` updated by ``hparams``, and ours
     (``our_name``, default ``name``) with the same values for every hparam both know, plus ``our_extra``;
-    copy DomainBed's weights into ours (every floating parameter and buffer must find its partner)."""
+    copy DomainBed's weights into ours (every floating parameter and buffer must find its partner, except the
+    mapped names in ``ignore``: state both sides build lazily, e.g. GroupDRO's ``q``)."""
     db_hp = dict(domainbed.hparams_registry.default_hparams(name, dataset))
     db_hp.update(hparams or {})
     ours_hp = default_hparams(our_name or name)
@@ -85,15 +101,18 @@ def build_pair(
     theirs = domainbed.algorithms.get_algorithm_class(name)(input_shape, n_classes, n_domains, db_hp).double()
     seed_all(seed + 1)
     ours = create(our_name or name, input_shape, n_classes, n_domains, ours_hp).double()
-    copied = copy_weights(theirs, ours, key_map)
+    copied = copy_weights(theirs, ours, key_map, ignore)
     return Pair(theirs, ours, db_hp, ours_hp, copied)
 
 
-def copy_weights(src: nn.Module, dst: nn.Module, key_map: Callable[[str], str] = default_key_map) -> list[str]:
-    """Copy ``src``'s floating parameters/buffers into ``dst`` by mapped name; both sides must be covered exactly."""
+def copy_weights(
+    src: nn.Module, dst: nn.Module, key_map: Callable[[str], str] = default_key_map, ignore: Sequence[str] = ()
+) -> list[str]:
+    """Copy ``src``'s floating parameters/buffers into ``dst`` by mapped name; both sides must be covered exactly
+    (names in ``ignore``, after mapping, are left out on both sides)."""
     dst_state = dst.state_dict()
-    src_state = {key_map(k): v for k, v in src.state_dict().items() if v.is_floating_point()}
-    dst_float = {k for k, v in dst_state.items() if v.is_floating_point()}
+    src_state = {key_map(k): v for k, v in src.state_dict().items() if v.is_floating_point() and key_map(k) not in ignore}
+    dst_float = {k for k, v in dst_state.items() if v.is_floating_point() and k not in ignore}
     missing = sorted(dst_float - set(src_state))
     extra = sorted(set(src_state) - dst_float)
     assert not missing and not extra, f"weights do not line up: ours only {missing}; DomainBed only {extra}"
