@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,12 +15,13 @@ from dganalysis.algorithms._utils import grad_reverse
 from dganalysis.algorithms.andmask import and_mask, sand_mask_values
 from dganalysis.algorithms.coral import coral_penalty, mmd_penalty
 from dganalysis.algorithms.dann import class_balanced_weights
-from dganalysis.algorithms.fishr import fishr_penalty, gradient_variance, per_sample_head_grads
+from dganalysis.algorithms.fishr import corrected_ema, fishr_penalty, gradient_variance, per_sample_head_grads
 from dganalysis.algorithms.groupdro import groupdro_weights
 from dganalysis.algorithms.iga import iga_penalty
 from dganalysis.algorithms.irm import ib_penalty, irm_penalty
 from dganalysis.algorithms.mixup import mixup_loss
-from dganalysis.algorithms.rsc import rsc_mask, top_fraction_mask
+from dganalysis.algorithms.mldg import meta_train_test_pairs
+from dganalysis.algorithms.rsc import below_quantile, rsc_mask
 from dganalysis.algorithms.sagnet import sagnet_randomize
 from dganalysis.algorithms.sd import sd_penalty
 from dganalysis.algorithms.selfreg import same_class_permutation, selfreg_penalty
@@ -118,6 +122,11 @@ def test_fishr_penalty_zero_for_identical_domains_and_per_sample_grads_exact():
         gi = torch.autograd.grad(F.cross_entropy(head(z[i : i + 1]), y[i : i + 1]), list(head.parameters()))
         torch.testing.assert_close(ps[i], torch.cat([t.flatten() for t in gi]))
     v = gradient_variance(ps)
+    # DomainBed's corrected moving average: the first value is the current one; later ones m_t / (1 − ema)
+    out, m = corrected_ema(None, v, 0.9)
+    torch.testing.assert_close(out, v)
+    out2, _ = corrected_ema(m, 2 * v, 0.9)
+    torch.testing.assert_close(out2, (0.9 * 0.1 * v + 0.1 * 2 * v) / 0.1)
     assert fishr_penalty(torch.stack([v, v, v])).item() == 0.0
     assert fishr_penalty(torch.stack([v, 2 * v])).item() > 0
     # Fishr's penalty is differentiable w.r.t. the features (it trains the featurizer)
@@ -149,6 +158,20 @@ def test_groupdro_weights_on_simplex_and_shift_to_worse_group():
         assert alg.q.sum().item() == pytest.approx(1.0, abs=1e-6) and (alg.q >= 0).all()
 
 
+def test_groupdro_forwards_each_domain_separately():
+    """As DomainBed, one forward pass per domain: with BatchNorm the batch statistics are per domain."""
+    alg = make("GroupDRO", featurizer="smallcnn_bn")
+    mbs = [(x.expand(-1, 1, 8, 8) * (1 + d), y) for d, (x, y) in enumerate(tiny_minibatches())]
+    q = alg.q.clone()
+    with torch.no_grad():
+        per_domain = torch.stack([F.cross_entropy(copy.deepcopy(alg.network)(x), y) for x, y in mbs])
+        logits = copy.deepcopy(alg.network)(torch.cat([x for x, _ in mbs])).split(BATCH)
+        pooled = torch.stack([F.cross_entropy(lo, y) for lo, (_, y) in zip(logits, mbs)])
+    assert (per_domain - pooled).abs().max() > 1e-4  # the check can tell the two apart
+    expected = groupdro_weights(q, per_domain, float(alg.hparams["groupdro_eta"]))
+    assert alg.update(mbs, 0)["loss"] == pytest.approx(float((expected * per_domain).sum()), rel=1e-5)
+
+
 # --- data augmentation / regularisation ---------------------------------------------------
 def test_mixup_at_lambda_one_equals_erm(monkeypatch):
     net = make("ERM").network
@@ -164,13 +187,17 @@ def test_sd_without_penalty_equals_erm_and_penalty_value():
     assert_same_step_as_erm("SD", sd_reg=0.0)
 
 
-def test_rsc_masks_top_gradients_and_reduces_to_erm():
+def test_rsc_mask_mutes_top_quantile_of_the_most_affected_examples():
     grads = torch.tensor([[0.1, 0.9, 0.5, -1.0], [2.0, 0.0, 1.0, 3.0]])
-    mask = top_fraction_mask(grads, 0.5, dim=1)
-    assert mask.tolist() == [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]]
+    assert below_quantile(grads, 0.5, dim=1).tolist() == [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]]
+    # a drop factor of 0 (quantile 1) still mutes each example's largest entry, as DomainBed's percentile cut
+    assert below_quantile(grads, 1.0, dim=1).tolist() == [[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
     full = rsc_mask(grads, torch.tensor([0.3, -0.1]), 0.5, 0.5)  # only example 0 (largest drop) is muted
     assert full.tolist() == [[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
-    assert_same_step_as_erm("RSC", rsc_f_drop_factor=0.0, rsc_b_drop_factor=0.0)
+    # thresholds are numpy's linear-interpolation percentiles (DomainBed's np.percentile)
+    g = torch.randn(6, 10, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    thr = torch.as_tensor(np.percentile(g.numpy(), 70.0, axis=1)).unsqueeze(1)
+    assert torch.equal(below_quantile(g, 0.7, dim=1), g.lt(thr).double())
 
 
 def test_selfreg_pairs_same_class_and_penalty_zero_for_identical_class_members():
@@ -285,8 +312,23 @@ def test_fish_meta_step_interpolates():
     assert sum(a.abs().sum() for a in moved[1.0]) > 0
 
 
-def test_mldg_without_meta_test_equals_erm():
-    assert_same_step_as_erm("MLDG", mldg_beta=0.0)
+def test_mldg_split_and_first_order_meta_train_gradient():
+    torch.manual_seed(0)
+    pairs = meta_train_test_pairs(4, 2)
+    torch.manual_seed(0)
+    perm = torch.randperm(4).tolist()
+    assert pairs == [(perm[0], perm[2]), (perm[1], perm[3])]
+    # without the meta-test term the step follows (1/n) Σ_{meta-train i} ∇L_i (n = all training domains)
+    mbs = tiny_minibatches()
+    alg = make("MLDG", optimizer="sgd", lr=0.1, mldg_beta=0.0, n_meta_test=1)
+    ref = copy.deepcopy(alg.network)
+    torch.manual_seed(3)
+    meta_train = torch.randperm(3).tolist()[:2]
+    torch.manual_seed(3)
+    alg.update(mbs, 0)
+    loss = sum(F.cross_entropy(ref(mbs[i][0]), mbs[i][1]) for i in meta_train) / 3
+    for p, q, g in zip(alg.network.parameters(), ref.parameters(), torch.autograd.grad(loss, list(ref.parameters()))):
+        torch.testing.assert_close(p.detach(), (q - 0.1 * g).detach())
 
 
 def test_swad_average_equals_mean_of_averaged_weights():
