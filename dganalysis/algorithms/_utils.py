@@ -91,3 +91,14 @@ def mlp(n_in: int, n_out: int, width: int, depth: int, dropout: float = 0.0) -> 
         d = width
     layers.append(nn.Linear(d, n_out))
     return nn.Sequential(*layers)
+
+
+def upcast(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32 if it is a half-precision tensor (bf16/fp16 under autocast), else unchanged (float64 stays)."""
+    return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+
+
+def no_autocast(t: torch.Tensor):
+    """A context with autocast off on ``t``'s device: penalties computed inside run in the precision of their inputs
+    (pass them through :func:`upcast`), so bf16 rounding does not reach cancellation-prone formulas."""
+    return torch.autocast(t.device.type, enabled=False)

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from dganalysis.algorithms._utils import reset_optimizer_state
+from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, log10_uniform, uniform
@@ -75,11 +75,12 @@ class Fishr(Algorithm):
         sizes = [len(b) for _, b in minibatches]
         z = self.featurizer(x)
         nll = F.cross_entropy(self.classifier(z), y)
-        g = per_sample_head_grads(self.classifier, z, y)
-        var = torch.stack([gradient_variance(gd) for gd in g.split(sizes)])
-        previous = self.ema_var if self.ema_var.shape == var.shape else None
-        var, self.ema_var = corrected_ema(previous, var, float(self.hparams["ema"]))
-        penalty = fishr_penalty(var)
+        with no_autocast(z):  # the penalty in fp32 under bf16 autocast (differences of small variances)
+            g = per_sample_head_grads(self.classifier, upcast(z), y)
+            var = torch.stack([gradient_variance(gd) for gd in g.split(sizes)])
+            previous = self.ema_var if self.ema_var.shape == var.shape else None
+            var, self.ema_var = corrected_ema(previous, var, float(self.hparams["ema"]))
+            penalty = fishr_penalty(var)
         anneal = self.hparams["penalty_anneal_iters"]
         w = float(self.hparams["lambda"]) if step >= anneal else 0.0
         if step == anneal != 0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from dganalysis.algorithms._utils import reset_optimizer_state
+from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.irm import annealed, ib_penalty, per_domain
 from dganalysis.algorithms.registry import register_algorithm
@@ -36,7 +36,8 @@ class IB_ERM(Algorithm):
         z = self.featurizer(torch.cat([x for x, _ in minibatches]))
         logits = per_domain(minibatches, self.classifier(z))
         nll = torch.stack([F.cross_entropy(lo, y) for lo, (_, y) in zip(logits, minibatches)]).mean()
-        ib = torch.stack([ib_penalty(zd) for zd in per_domain(minibatches, z)]).mean()
+        with no_autocast(z):
+            ib = torch.stack([ib_penalty(upcast(zd)) for zd in per_domain(minibatches, z)]).mean()
         loss = nll + w * ib
         if step == anneal:
             reset_optimizer_state(self.optimizer)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from dganalysis.algorithms._utils import reset_optimizer_state
+from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, log10_uniform
@@ -73,7 +73,8 @@ class IRM(Algorithm):
         logits = per_domain(minibatches, self.classifier(z))
         ys = [y for _, y in minibatches]
         nll = torch.stack([F.cross_entropy(lo, y) for lo, y in zip(logits, ys)]).mean()
-        irm = torch.stack([irm_penalty(lo, y) for lo, y in zip(logits, ys)]).mean()
+        with no_autocast(z):  # fp32 under bf16 autocast: a product of two small gradients
+            irm = torch.stack([irm_penalty(upcast(lo), y) for lo, y in zip(logits, ys)]).mean()
         return per_domain(minibatches, z), nll, irm
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
@@ -101,7 +102,8 @@ class IB_IRM(IRM):
         w_irm = annealed(step, self.hparams["irm_penalty_anneal_iters"], self.hparams["irm_lambda"], 1.0)
         w_ib = annealed(step, self.hparams["ib_penalty_anneal_iters"], self.hparams["ib_lambda"], 0.0)
         feats, nll, irm = self._terms(minibatches)
-        ib = torch.stack([ib_penalty(z) for z in feats]).mean()
+        with no_autocast(nll):
+            ib = torch.stack([ib_penalty(upcast(z)) for z in feats]).mean()
         loss = nll + w_irm * irm + w_ib * ib
         if step in (self.hparams["irm_penalty_anneal_iters"], self.hparams["ib_penalty_anneal_iters"]):
             reset_optimizer_state(self.optimizer)

@@ -6,7 +6,7 @@ are muted (Eq. 2–3: mask 0 where g ≥ the quantile, so the largest entry is a
 (Sec. 3.3): the drop of the true-class probability under that muting is computed per example, and only examples
 whose drop reaches the ``(1 − rsc_b_drop_factor)`` quantile of the drops keep the feature mask; the others are
 left unmuted. The loss is the cross-entropy of the classifier on the masked features (Eq. 4–5).
-Quantiles interpolate linearly between order statistics (numpy's ``percentile`` default, DomainBed's choice).
+The masks are computed in fp32 under bf16 autocast. Quantiles interpolate linearly between order statistics (numpy's ``percentile`` default, DomainBed's choice).
 Defaults: DomainBed (1/3 and 1/3, U(0, 0.5) each).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from dganalysis.algorithms._utils import no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, uniform
@@ -53,15 +54,17 @@ class RSC(Algorithm):
         x = torch.cat([x for x, _ in minibatches])
         y = torch.cat([y for _, y in minibatches])
         z = self.featurizer(x)
-        logits = self.classifier(z)
-        onehot = F.one_hot(y, self.n_classes).to(logits.dtype)
-        z_grad = torch.autograd.grad((logits * onehot).sum(), z, retain_graph=True)[0]
         f_drop, b_drop = float(self.hparams["rsc_f_drop_factor"]), float(self.hparams["rsc_b_drop_factor"])
-        with torch.no_grad():
-            mask_f = below_quantile(z_grad, 1.0 - f_drop, dim=1)
-            p_true = (F.softmax(logits, 1) * onehot).sum(1)
-            p_muted = (F.softmax(self.classifier(z * mask_f), 1) * onehot).sum(1)
-            mask = rsc_mask(z_grad, p_true - p_muted, f_drop, b_drop)
+        with no_autocast(z):  # the masks in fp32 under bf16 autocast: quantile cuts are sensitive to rounding
+            zf = upcast(z)
+            logits = self.classifier(zf)
+            onehot = F.one_hot(y, self.n_classes).to(logits.dtype)
+            z_grad = torch.autograd.grad((logits * onehot).sum(), zf, retain_graph=True)[0]
+            with torch.no_grad():
+                mask_f = below_quantile(z_grad, 1.0 - f_drop, dim=1)
+                p_true = (F.softmax(logits, 1) * onehot).sum(1)
+                p_muted = (F.softmax(self.classifier(zf * mask_f), 1) * onehot).sum(1)
+                mask = rsc_mask(z_grad, p_true - p_muted, f_drop, b_drop).to(z.dtype)
         loss = F.cross_entropy(self.classifier(z * mask), y)
         self.step(loss, self.optimizer, self.scheduler)
         return {"loss": loss.item()}
