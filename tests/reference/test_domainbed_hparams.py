@@ -36,13 +36,13 @@ NOT_IMPLEMENTED_BASE: dict[str, str] = {
 
 #: DomainBed algorithm hyperparameters we lack; the algorithm engineers may add them (then they are compared).
 NOT_IMPLEMENTED_ALG: dict[tuple[str, str], str] = {
-    **{(alg, name): "our DANN/CDANN train one optimiser through a gradient-reversal layer, not DomainBed's "
-                    "alternating discriminator/generator steps, so these have no meaning yet"
+    **{(alg, name): "our DANN/CDANN train one optimiser through a gradient-reversal layer (dann.py), not "
+                    "DomainBed's alternating discriminator/generator steps, so these have no meaning yet"
        for alg in ("DANN", "CDANN")
        for name in ("weight_decay_d", "d_steps_per_g_step", "grad_penalty", "beta1", "lr_g", "lr_d",
                     "weight_decay_g")},
-    ("MLDG", "n_meta_test"): "our MLDG uses every other training domain as meta-test (DomainBed's n_meta_test=2 "
-                             "pairs domains); not implemented",
+    ("MLDG", "n_meta_test"): "our MLDG pairs each meta-train domain with one random meta-test domain "
+                             "(random_pairs); DomainBed's number of meta-test domains is not an hparam here yet",
 }
 
 SMALL = ["RotatedMNIST", "ColoredMNIST", "Debug28"]
