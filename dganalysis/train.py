@@ -161,11 +161,13 @@ def evaluate(algorithm, splits: Sequence[tuple[Split, Split]], batch_size: int, 
 
 # --------------------------------------------------------------------------- job helpers
 def job_hparams(job: Job) -> dict[str, Any]:
-    """The job's concrete hyperparameters (defaults or a random-search draw, overrides, ``steps``)."""
+    """The job's concrete hyperparameters (defaults or DomainBed's draw for (dataset, hparams_seed, trial_seed),
+    overrides, ``steps``)."""
     from dganalysis.algorithms import default_hparams
 
     hp = default_hparams(
-        job.algorithm, job.hparams_seed, overrides=dict(job.hparams_overrides), search_overrides=dict(job.search_overrides)
+        job.algorithm, job.hparams_seed, overrides=dict(job.hparams_overrides), search_overrides=dict(job.search_overrides),
+        trial_seed=job.trial_seed, dataset=job.dataset,
     )
     hp["steps"] = job.steps
     return hp

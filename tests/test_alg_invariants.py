@@ -230,7 +230,7 @@ def test_sandmask_values_in_unit_interval_zero_on_conflict():
 
 # --- adversarial ---------------------------------------------------------------------------
 def test_dann_gradient_reversal_sign():
-    alg = make("DANN", dann_lambda=0.7)
+    alg = make("DANN", **{"lambda": 0.7})
     z = torch.randn(6, alg.featurizer.n_outputs, requires_grad=True)
     d, y = torch.tensor([0, 1, 2, 0, 1, 2]), torch.zeros(6, dtype=torch.long)
     g_rev = torch.autograd.grad(alg.domain_loss(z, y, d, 0.7), z)[0]
@@ -242,7 +242,7 @@ def test_dann_gradient_reversal_sign():
                                torch.autograd.grad(F.cross_entropy(alg.discriminator(z), d), w)[0])
     x = torch.randn(3, requires_grad=True)
     assert torch.autograd.grad(grad_reverse(x, 2.0).sum(), x)[0].tolist() == [-2.0] * 3
-    warm = make("DANN", dann_lambda=2.0, dann_lambda_schedule="ganin", steps=100)
+    warm = make("DANN", **{"lambda": 2.0}, dann_lambda_schedule="ganin", steps=100)
     assert warm.current_lambda(0) == 0.0 and warm.current_lambda(100) == pytest.approx(2.0, rel=1e-3)
 
 

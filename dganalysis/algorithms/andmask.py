@@ -84,7 +84,9 @@ class SANDMask(_GradMask):
     """SAND-mask: smooth agreement mask scaled by the inverse gradient variance."""
 
     HPARAMS = {
-        "tau": HParam(0.5, uniform(0.0, 1.0), "agreement threshold τ"),
+        # DomainBed's default τ = 1 zeroes the mask max(tanh(k(|mean sign| − τ)), 0) everywhere, so the default run
+        # never moves; kept for fidelity (its random search draws τ ~ U(0, 1))
+        "tau": HParam(1.0, uniform(0.0, 1.0), "agreement threshold τ (DomainBed's default 1 masks every entry)"),
         "k": HParam(10.0, log10_uniform(-3, 5), "steepness k of the tanh"),
     }
 

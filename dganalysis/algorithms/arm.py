@@ -8,10 +8,13 @@ extra channel before the featurizer. Training minimises the CE of the adapted pr
 (the meta-objective of ARM, Eq. 2, with the CML adaptation).
 
 ``featurizer`` is the wrapper x ↦ g([x, mean_support f_ctx(x)]) so ``features``/``predict`` are coherent;
-z is the representation *after* adaptation to the support set. No extra hyperparameters.
+z is the representation *after* adaptation to the support set. No extra hyperparameters; on large-image datasets
+the batch size is DomainBed's fixed 8.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +22,7 @@ from torch import nn
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
+from dganalysis.hparams import BASE_HPARAMS, fixed
 from dganalysis.nets import build_featurizer
 
 
@@ -47,6 +51,9 @@ class ContextFeaturizer(nn.Module):
 @register_algorithm("ARM")
 class ARM(Algorithm):
     """Adaptive risk minimisation with a batch context (CML)."""
+
+    # DomainBed: batch size 8 (not drawn) on every large-image dataset, DomainNet included
+    HPARAMS = {"batch_size": replace(BASE_HPARAMS["batch_size"], large=(8, fixed(8)), datasets={})}
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)

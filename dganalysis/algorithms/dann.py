@@ -11,7 +11,8 @@ alternates discriminator and generator steps; the GRL form is the paper's and ke
 CDANN makes the domain discriminator class-conditional, as DomainBed: D sees ``g(x) + e_y`` (a learnt
 class embedding) and the domain loss is class-balanced (each class weighs the same), approximating the
 per-class discriminators of Li et al.
-Defaults/search: DomainBed's (λ = 1, 10^U(−2, 2); discriminator MLP width 256, depth 3, dropout 0).
+Defaults/search: DomainBed's (``lambda`` = 1, 10^U(−2, 2); discriminator MLP width 256, int(2^U(6, 10)), depth 3,
+one of 3/4/5, dropout 0, one of 0/0.1/0.5).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torch import nn
 from dganalysis.algorithms._utils import domain_index, grad_reverse, mlp
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, fixed, log10_uniform
+from dganalysis.hparams import HParam, choice, fixed, log2_uniform_int, log10_uniform
 
 
 def class_balanced_weights(y: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -38,9 +39,9 @@ def class_balanced_weights(y: torch.Tensor, n_classes: int) -> torch.Tensor:
 class _AbstractDANN(Algorithm):
     conditional = False
     HPARAMS = {
-        "dann_lambda": HParam(1.0, log10_uniform(-2, 2), "weight λ of the reversed domain gradient"),
+        "lambda": HParam(1.0, log10_uniform(-2, 2), "weight λ of the reversed domain gradient (DomainBed's name)"),
         "dann_lambda_schedule": HParam("constant", fixed("constant"), "constant | ganin (warm-up of λ)"),
-        "mlp_width": HParam(256, choice([256, 512, 1024]), "discriminator width"),
+        "mlp_width": HParam(256, log2_uniform_int(6, 10), "discriminator width"),
         "mlp_depth": HParam(3, choice([3, 4, 5]), "discriminator depth (linear layers)"),
         "mlp_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "discriminator dropout"),
     }
@@ -54,7 +55,7 @@ class _AbstractDANN(Algorithm):
         self.optimizer, self.scheduler = self.configure_optimizer()
 
     def current_lambda(self, step: int) -> float:
-        lam = float(self.hparams["dann_lambda"])
+        lam = float(self.hparams["lambda"])
         if self.hparams.get("dann_lambda_schedule", "constant") == "ganin":
             p = min(1.0, step / max(1, int(self.hparams.get("steps", 1))))
             lam *= 2.0 / (1.0 + math.exp(-10.0 * p)) - 1.0

@@ -22,7 +22,7 @@ from torch.func import functional_call, grad, vmap
 from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, uniform
+from dganalysis.hparams import HParam, log10_uniform, uniform, uniform_int
 
 
 def per_sample_head_grads(head: nn.Module, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -59,8 +59,8 @@ class Fishr(Algorithm):
     """Match the domain-level variances of the classifier's per-sample gradients."""
 
     HPARAMS = {
-        "lambda": HParam(1000.0, log10_uniform(1, 4), "penalty weight λ"),
-        "penalty_anneal_iters": HParam(1500, lambda r: int(r.uniform(0, 5000)), "steps before the penalty"),
+        "lambda": HParam(1000.0, log10_uniform(1, 4), "penalty weight λ (DomainBed's name)"),
+        "penalty_anneal_iters": HParam(1500, uniform_int(0, 5000), "steps before the penalty"),
         "ema": HParam(0.95, uniform(0.90, 0.99), "moving-average rate of the variances"),
     }
 

@@ -14,7 +14,7 @@ from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upc
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.irm import annealed, ib_penalty, per_domain
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 @register_algorithm("IB_ERM")
@@ -23,7 +23,7 @@ class IB_ERM(Algorithm):
 
     HPARAMS = {
         "ib_lambda": HParam(1e2, log10_uniform(-1, 5), "IB penalty weight (0 before ib_penalty_anneal_iters)"),
-        "ib_penalty_anneal_iters": HParam(500, lambda r: int(10 ** r.uniform(0, 4)), "steps with IB weight 0"),
+        "ib_penalty_anneal_iters": HParam(500, log10_uniform_int(0, 4), "steps with IB weight 0"),
     }
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:

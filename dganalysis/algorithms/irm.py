@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 def irm_penalty(logits: torch.Tensor, y: torch.Tensor, unbiased: bool = True) -> torch.Tensor:
@@ -60,7 +60,7 @@ class IRM(Algorithm):
 
     HPARAMS = {
         "irm_lambda": HParam(1e2, log10_uniform(-1, 5), "IRM penalty weight λ"),
-        "irm_penalty_anneal_iters": HParam(500, lambda r: int(10 ** r.uniform(0, 4)), "steps with weight 1 before λ"),
+        "irm_penalty_anneal_iters": HParam(500, log10_uniform_int(0, 4), "steps with weight 1 before λ"),
     }
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
@@ -95,7 +95,7 @@ class IB_IRM(IRM):
     HPARAMS = {
         **IRM.HPARAMS,
         "ib_lambda": HParam(1e2, log10_uniform(-1, 5), "IB penalty weight (0 before ib_penalty_anneal_iters)"),
-        "ib_penalty_anneal_iters": HParam(500, lambda r: int(10 ** r.uniform(0, 4)), "steps with IB weight 0"),
+        "ib_penalty_anneal_iters": HParam(500, log10_uniform_int(0, 4), "steps with IB weight 0"),
     }
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:

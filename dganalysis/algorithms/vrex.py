@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import reset_optimizer_state
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 def vrex_penalty(losses: torch.Tensor) -> torch.Tensor:
@@ -28,7 +28,7 @@ class VREx(Algorithm):
 
     HPARAMS = {
         "vrex_lambda": HParam(1e1, log10_uniform(-1, 5), "variance penalty weight β"),
-        "vrex_penalty_anneal_iters": HParam(500, lambda r: int(10 ** r.uniform(0, 4)), "steps with weight 1 before β"),
+        "vrex_penalty_anneal_iters": HParam(500, log10_uniform_int(0, 4), "steps with weight 1 before β"),
     }
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:

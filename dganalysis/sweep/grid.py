@@ -12,8 +12,10 @@ Splits (which domains train, which are tested, which validate):
   lists are unused (still evaluated, never trained on).
 
 Hparam draws follow DomainBed: ``hparams_seed`` 0 … n_hparams−1 with seed 0 giving the
-defaults (see :mod:`dganalysis.hparams`); trials are ``trial_seed`` 0 … n_trials−1 and
-change the in/out split and the initialisation.
+defaults; trials are ``trial_seed`` 0 … n_trials−1 and change the in/out split, the
+initialisation and, for seeds ≠ 0, the draw itself (DomainBed seeds it with
+``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.train.job_hparams``,
+see :mod:`dganalysis.hparams`).
 """
 
 from __future__ import annotations
