@@ -15,7 +15,24 @@ import logging
 import sys
 
 
+def _cmd_dry_run(args: argparse.Namespace) -> int:
+    from dganalysis.dryrun import dry_run, format_dry_run
+
+    if not args.verbose:  # papermill's per-notebook lines and the planners' INFO lines would bury the report
+        for name in ("papermill", "dganalysis"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    result = dry_run(args.profile, args.notebooks or None, throughput=args.throughput)
+    print(format_dry_run(result))
+    if args.jobs_csv:
+        from dganalysis import io
+
+        print(f"jobs: {io.write_text(args.jobs_csv, result.jobs.to_csv(index=False))}")
+    return 0 if result.ok else 1
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _cmd_dry_run(args)
     from dganalysis.runner import run_notebooks
 
     runs = run_notebooks(args.profile, args.notebooks or None, progress=not args.no_progress)
@@ -68,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="quick", choices=["quick", "paper"], help="parameter profile (default quick)")
     r.add_argument("notebooks", nargs="*", help="notebook names, e.g. 00_quickstart (default: all)")
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
+    r.add_argument("--dry-run", action="store_true",
+                   help="train nothing: validate every YAML, list each notebook's jobs and their count, estimate "
+                        "CPU/GPU-hours from dganalysis/throughput.yaml, report missing datasets and weights "
+                        "(exit status 1 on any problem)")
+    r.add_argument("--throughput", default=None, help="with --dry-run: a throughput YAML replacing the shipped one")
+    r.add_argument("--jobs-csv", default=None, help="with --dry-run: write every planned job (one row each) here")
     r.set_defaults(func=_cmd_run)
 
     rp = sub.add_parser("report", help="write outputs/<profile>/report.html (one self-contained page)",

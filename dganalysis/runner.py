@@ -77,6 +77,14 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
     return params
 
 
+def injected_params(profile: str, root: Path, output_root: Path | None = None) -> dict[str, str]:
+    """The folders the runner sets in every notebook of ``profile`` (see :data:`INJECTED`)."""
+    base = output_root or root / "outputs"
+    out = base / profile
+    return {"output_dir": str(out.resolve()), "store_dir": str((out / "store").resolve()),
+            "data_dir": str((base / "data").resolve())}
+
+
 def _new_files(folder: Path, since: float) -> list[Path]:
     if not folder.is_dir():
         return []
@@ -99,11 +107,7 @@ def run_notebooks(
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or root / "outputs") / profile
     params_all = {n: load_params(profile, n, root) for n in names}  # validate everything before running anything
-    inject = {
-        "output_dir": str(out.resolve()),
-        "store_dir": str((out / "store").resolve()),
-        "data_dir": str(((output_root or root / "outputs") / "data").resolve()),
-    }
+    inject = injected_params(profile, root, output_root)
     runs = []
     for i, n in enumerate(names, 1):
         log.info("[%d/%d] %s (profile %s)", i, len(names), n, profile)

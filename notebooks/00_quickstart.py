@@ -45,13 +45,13 @@ hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 workers = 2
 
 # %%
-import matplotlib
 import pandas as pd
 from IPython.display import Markdown, display
 
 from dganalysis import plots, results, selection, tables
 from dganalysis.data import load_dataset
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.plans import quickstart_plan
+from dganalysis.sweep import run_sweep
 
 plots.setup_style()
 dataset_kwargs = {"image_size": image_size, "angles": angles}
@@ -67,10 +67,10 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 # selection needs. Jobs are hashed: rerunning the notebook trains nothing that is already in the store.
 
 # %%
-common = dict(n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-              hparams_overrides=hparams_overrides, data_dir=data_dir)
-jobs = make_jobs("RotatedDigits", dataset_kwargs, algorithms, "leave_one_out", **common)
-jobs += make_jobs("RotatedDigits", dataset_kwargs, algorithms, {"leave_one_group_out": 2}, **common)
+# the same call as `dganalysis run --dry-run` makes to list and count these jobs
+jobs = quickstart_plan(angles=angles, image_size=image_size, algorithms=algorithms, n_hparams=n_hparams,
+                       n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                       hparams_overrides=hparams_overrides).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
 display(status["status"].value_counts().to_frame())
 df = results.load(store_dir)

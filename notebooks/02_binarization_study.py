@@ -60,7 +60,8 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols.binarization import binarization_table, plot_binarization_bars, side_by_side
 from dganalysis.results import load
 from dganalysis.selection import select
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.plans import binarization_plan
+from dganalysis.sweep import run_sweep
 
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -70,17 +71,13 @@ setup_style()
 
 # %%
 base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-domains = base.domain_names
 source = base.info.get("source", dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
-splits = [{"train": list(t), "test": [d for d in domains if d not in t]} for t in train_sets]
-arms = {"gray": {**dataset_kwargs, "binarize": False}, "binary": {**dataset_kwargs, "binarize": True}}
-if full_dataset_kwargs:
-    arms["full binary"] = {**full_dataset_kwargs, "binarize": True}
-arm_jobs = {arm: make_jobs(dataset, kw, algorithms, splits if arm != "full binary" else splits[-1:], n_hparams=n_hparams,
-                           n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                           hparams_overrides=hparams_overrides, data_dir=data_dir)
-            for arm, kw in arms.items()}
+# each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
+arm_jobs = binarization_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, full_dataset_kwargs=full_dataset_kwargs,
+                             train_sets=train_sets, algorithms=algorithms, n_hparams=n_hparams, n_trials=n_trials,
+                             steps=steps, checkpoint_freq=checkpoint_freq, hparams_overrides=hparams_overrides,
+                             extra_bars_csv=extra_bars_csv, data_dir=data_dir).sweeps
 status = run_sweep([j for js in arm_jobs.values() for j in js], store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

@@ -85,15 +85,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-import dganalysis
 from dganalysis.data import load_dataset
+from dganalysis.plans import shift_estimation_plan
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.results import load
-from dganalysis.selection import select, summarize
+from dganalysis.shift import benchmark, study
 from dganalysis.shift.env_classifier import EnvClassifierConfig
-from dganalysis.shift import study
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.sweep import run_sweep
 
+# %%
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 cfg = EnvClassifierConfig(z_dim=z_dim, steps=env_steps)
@@ -171,30 +171,28 @@ shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se"
 # algorithms that beat ERM under one kind of shift tend to lose under the other.
 
 # %%
-jobs = []
-for spec in ranking_datasets:
-    jobs += make_jobs(spec["name"], spec.get("kwargs", {}), ranking_algorithms,
-                      [{"train": spec["train"], "test": spec["test"]}], n_hparams=ranking_n_hparams,
-                      n_trials=ranking_n_trials, steps=ranking_steps, checkpoint_freq=ranking_checkpoint_freq,
-                      hparams_overrides=ranking_hparams_overrides, data_dir=data_dir)
+# the same call as `dganalysis run --dry-run` makes to list and count these jobs
+jobs = shift_estimation_plan(
+    ranking_datasets=ranking_datasets, ranking_algorithms=ranking_algorithms, ranking_n_hparams=ranking_n_hparams,
+    ranking_n_trials=ranking_n_trials, ranking_steps=ranking_steps, ranking_checkpoint_freq=ranking_checkpoint_freq,
+    ranking_hparams_overrides=ranking_hparams_overrides, map_datasets=map_datasets, folder_root=folder_root,
+    folder_image_size=folder_image_size, fig4_rho=fig4_rho, fig4_mu=fig4_mu, fig4_trials=fig4_trials,
+    table3_rho_te=table3_rho_te, table3_trials=table3_trials, map_trials=map_trials, env_steps=env_steps,
+    data_dir=data_dir).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
-df = load(store_dir)
-df = df[df["job_id"].isin({j.job_id for j in jobs})]
-selected = select(df, selection_method)
-per_trial = selected.groupby(["dataset", "algorithm", "trial_seed"], as_index=False)["acc"].mean()
-summary = summarize(per_trial, by=["dataset", "algorithm"]).rename(columns={"mean": "acc"})
-summary[["acc", "se"]] *= 100
-dominant = dict(zip(shift_map["dataset"], shift_map["dominant"]))
-dominant.update(ranking_dominant)
+# test accuracy (%) per dataset and algorithm: mean ± SE over trials after `selection_method`
+summary = benchmark.sweep_accuracy(load(store_dir), [j.job_id for j in jobs], selection_method)
+summary.round(2)
+
+# %%
+dominant = benchmark.dominant_shift(shift_map, ranking_dominant)
 missing = sorted(set(summary["dataset"]) - set(dominant))
 if missing:
     display(Markdown(f"No shift estimate for {missing}: add them to `map_datasets` or `ranking_dominant`."))
-tables = study.ranking_tables(summary, dominant)
-for shift, table in tables.items():
+for shift, table in study.ranking_tables(summary, dominant).items():
     display(Markdown(f"**Datasets dominated by {shift} shift** (selection: {selection_method})"))
     save_table(table.reset_index(), f"06_ranking_{shift}", output_dir)
     display(table)
-summary.round(2)
 
 # %% [markdown]
 # ## Reading the results
