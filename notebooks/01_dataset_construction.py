@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 01 — PaHCC dataset construction
 #
-# Paper (seed 000), **Sec. 3**, Fig. 7 and Tables 3–6: PaHCC has three *printed* domains split by font type —
+# Zhang, Zhang & Liu, *Towards Reliable Domain Generalization: A New Dataset and Evaluations*, **Sec. 3**, Fig. 7 and Tables 3–6: PaHCC has three *printed* domains split by font type —
 # **d0** standard printed, **d1** distorted printed, **d2** handwriting-style printed — and one *handwritten*
 # domain (**hw**, CASIA-HWDB scans in the paper). The paper's sources cannot be downloaded here, so
 # `dganalysis.data.pahcc.build_pahcc` renders the installed fonts (`install_fonts.sh`) and, unless a user gives

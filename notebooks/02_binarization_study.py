@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 02 — The grayscale-vs-binary shortcut on PaHCC
 #
-# Zhang, Zhang & Liu (seed 000), Sec. 4.1: Table 7, Fig. 8 and Table 8. Trained on printed characters, ERM generalizes
+# Zhang, Zhang & Liu, *Towards Reliable Domain Generalization*, Sec. 4.1: Table 7, Fig. 8 and Table 8. Trained on printed characters, ERM generalizes
 # well to a held-out printed font domain (90%+). On scanned handwriting it collapses in grayscale (16%) and recovers
 # after binarization (61%). The model has learned pixel statistics, a shortcut, instead of character structure.
 #

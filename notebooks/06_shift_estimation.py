@@ -16,7 +16,7 @@
 # # 06 — Diversity and correlation shift (OoD-Bench)
 #
 # Ye et al., *OoD-Bench: Quantifying and Understanding Two Dimensions of Out-of-Distribution Generalization*
-# (CVPR 2022, seed 003). Definition 1 splits the shift between a training distribution p and a test distribution q
+# (Ye et al., CVPR 2022). Definition 1 splits the shift between a training distribution p and a test distribution q
 # into **diversity shift** (features seen in only one environment, p·q ≈ 0) and **correlation shift** (features seen
 # in both, whose relation to the label differs). Practical estimation (Sec. 2): train an environment classifier
 # h(g(x), y) (Theorem 1), take its low-dimensional features z on held-out data, estimate p(z), q(z), p(z|y), q(z|y)
