@@ -197,7 +197,7 @@ def _check_files(plan: Plan) -> tuple[list[str], list[str]]:
     produced = set(plan.produced)
     for key, path in plan.files.items():
         (found if Path(path).expanduser().exists() else missing).append(f"{key}: {path}")
-    weights = {j.hparams_overrides.get("pretrained") for j in plan.jobs} - {None}
+    weights = {j.hparams_overrides.get("pretrained") for js in plan.sweeps.values() for j in js} - {None}
     for w in sorted(weights):
         if w in produced:
             found.append(f"weights {w} (written by the notebook's pretraining)")
