@@ -125,7 +125,10 @@ def render_report(out: Path, profile: str) -> str:
                                 f"run `dganalysis run --profile {profile}` first")
     figures, tables = out / "figures", out / "tables"
     summary = index_summary(index.read_text(encoding="utf-8"), [r.name for r in runs]) if index.is_file() else ""
-    summary = "\n".join(line for line in summary.splitlines() if line.strip() != LINK_LINE)
+    lines = summary.splitlines()
+    if lines and lines[0].startswith("# "):  # the page has its own title
+        lines = lines[1:]
+    summary = "\n".join(line for line in lines if line.strip() != LINK_LINE)
     sections, seen_fig, seen_tab = [], set(), set()
     for run in runs:
         text, f, t = _section(run, figures, tables)
