@@ -238,7 +238,7 @@ def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
 
     fn = PLANS.get(notebook)
     names = list(inspect.signature(fn).parameters)
-    missing = [n for n in names if n not in params and inspect.signature(fn).parameters[n].default is inspect._empty]
+    missing = [n for n in names if n not in params and inspect.signature(fn).parameters[n].default is inspect.Parameter.empty]
     if missing:
         raise KeyError(f"{notebook}: parameters {missing} are needed to plan its jobs but are not set")
     return fn(**{n: params[n] for n in names if n in params})
