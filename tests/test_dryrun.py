@@ -72,18 +72,22 @@ def _project(tmp_path, edits: dict[str, str]) -> Path:
 
 
 def test_bad_yaml_and_missing_inputs_are_reported(tmp_path, capsys, monkeypatch):
-    root = _project(tmp_path, {"07_worst_case": "\nbogus_parameter: 1\n", "00_quickstart": "\nalgorithms: [NoSuchAlg]\n",
-                               "06_shift_estimation": "\nfolder_root: /nonexistent/images\n",
-                               "04_leakage_oracle": "\ninception_weights: /nonexistent/inception.pt\n"})
-    names = ["00_quickstart", "04_leakage_oracle", "06_shift_estimation", "07_worst_case"]
+    root = _project(tmp_path, {
+        "01_dataset_construction": "\nbogus_parameter: 1\n", "07_worst_case": "\nalgorithms: [NoSuchAlg]\n",
+        "00_quickstart": "\nhparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}\n",
+        "06_shift_estimation": "\nfolder_root: /nonexistent/images\n",
+        "04_leakage_oracle": "\ninception_weights: /nonexistent/inception.pt\n"})
+    names = ["00_quickstart", "01_dataset_construction", "04_leakage_oracle", "06_shift_estimation", "07_worst_case"]
     result = dry_run("paper", names, root=root)
     by = {n.name: n for n in result.notebooks}
     assert not result.ok
-    assert "07_worst_case.yaml: unknown parameter(s) ['bogus_parameter']" in by["07_worst_case"].error
-    assert "NoSuchAlg" in by["00_quickstart"].error
+    assert "01_dataset_construction.yaml: unknown parameter(s) ['bogus_parameter']" in by["01_dataset_construction"].error
+    assert "NoSuchAlg" in by["07_worst_case"].error
+    assert by["00_quickstart"].missing == ["weights /nonexistent/cnn.pt"]
     assert any("folder_root" in m and "/nonexistent/images" in m for m in by["06_shift_estimation"].missing)
     assert "inception_weights: /nonexistent/inception.pt" in by["04_leakage_oracle"].missing
-    assert set(result.jobs["notebook"]) == {"04_leakage_oracle", "06_shift_estimation"}  # the others cannot be planned
+    # the others are still planned and listed
+    assert set(result.jobs["notebook"]) == {"00_quickstart", "04_leakage_oracle", "06_shift_estimation"}
     monkeypatch.chdir(root)  # the command finds the project from the current folder
     assert main(["run", "--profile", "paper", "--dry-run", *names]) == 1
     out = capsys.readouterr().out
