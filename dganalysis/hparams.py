@@ -116,6 +116,7 @@ BASE_HPARAMS: dict[str, HParam] = {
     "conv1_3x3": HParam(False, fixed(False), "ResNet stem: 3x3 stride-1 conv1 without max-pool (PaHCC paper)"),
     "nonlinear_classifier": HParam(False, fixed(False), "MLP head instead of linear"),
     "resnet_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "dropout before the head (ResNets)"),
+    "freeze_bn": HParam(False, fixed(False), "ResNets: BatchNorm layers kept in eval mode while training (DomainBed's)"),
     "augment": HParam(False, fixed(False), "batched random-affine augmentation on the device"),
     "pretrained": HParam(None, fixed(None), "featurizer checkpoint path (None = random init); see nets.pretrained"),
     "pretrained_layout": HParam("auto", fixed("auto"), "auto | torchvision | timm | moco_v2 | moco_v3 | simclr"),
