@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from dganalysis.algorithms.base import Algorithm, Minibatches
+from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, log10_uniform, uniform
 
@@ -42,7 +42,9 @@ def sand_mask_values(grads: torch.Tensor, tau: float, k: float) -> torch.Tensor:
     variance (one domain) counts as 1e-17, and an undefined mask value (0 · ∞ where the variance is 0 and the
     agreement equals τ) as 1e-17."""
     agree = torch.sign(grads).mean(0).abs()
-    var = grads.var(0)
+    # unbiased variance over domains, written out: ``Tensor.var(0)`` takes a slow strided path on CPU (~40× here)
+    dev = grads - grads.mean(0)
+    var = dev.mul(dev).sum(0) / (len(grads) - 1) if len(grads) > 1 else torch.full_like(grads[0], float("nan"))
     var = torch.where(torch.isnan(var), torch.full_like(var, 1e-17), var)
     mask = torch.tanh(k * var.pow(-1) * (agree - tau))
     mask = torch.max(mask, torch.zeros_like(mask))
@@ -74,6 +76,7 @@ class _GradMask(Algorithm):
         for i, p in enumerate(params):
             p.grad = self.combine(torch.stack([g[i] for g in per_domain]))
         self.optimizer.step()
+        fresh_casts()
         self.scheduler.step()
         return {"loss": mean_loss}
 

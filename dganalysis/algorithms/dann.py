@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dganalysis.algorithms._utils import domain_index, grad_reverse, mlp
-from dganalysis.algorithms.base import Algorithm, Minibatches
+from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, choice, fixed, log2_uniform_int, log10_uniform
 from dganalysis.optim import make_scheduler
@@ -119,6 +119,7 @@ class _AbstractDANN(Algorithm):
             self.disc_opt.zero_grad(set_to_none=True)
             disc_loss.backward()
             self.disc_opt.step()
+            fresh_casts()
             out = {"disc_loss": disc_loss.item()}
         else:
             nll = F.cross_entropy(self.classifier(z), y)
@@ -127,6 +128,7 @@ class _AbstractDANN(Algorithm):
             self.gen_opt.zero_grad(set_to_none=True)
             gen_loss.backward()
             self.gen_opt.step()
+            fresh_casts()
             out = {"gen_loss": gen_loss.item()}
         with warnings.catch_warnings():  # both schedules follow the update count, whichever optimiser stepped
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)

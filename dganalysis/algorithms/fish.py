@@ -19,7 +19,7 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from dganalysis.algorithms.base import Algorithm, Minibatches
+from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, choice
 
@@ -65,4 +65,5 @@ class Fish(Algorithm):
             self.step(loss, opt)
         sched.step()
         interpolate_(self.network, inner, float(self.hparams["meta_lr"]))
+        fresh_casts()
         return {"loss": loss.item()}
