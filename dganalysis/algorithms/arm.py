@@ -8,7 +8,8 @@ featurizer, and the cross-entropy of the adapted predictions is minimised.
 of ``batch_size`` images when the batch size is a multiple of it (in training: one domain's minibatch each),
 otherwise the whole batch is one support set; and its Adam optimiser covers only featurizer and classifier —
 the context network is created after the optimiser, so its weights keep their initial values (its BatchNorm
-running statistics do move). Note that evaluation therefore depends on the evaluation batch size.
+running statistics do move). Predictions depend on how the evaluated images are batched, so the trainer
+evaluates ARM in DomainBed's evaluation batches of 64 (``EVAL_BATCH_SIZE``).
 
 ``ARM_CML`` departs from DomainBed to train the context network jointly, as Zhang et al.'s Alg. 2 does, and
 at test time chunks the batch into support sets of ``batch_size`` (the last one smaller).
@@ -58,6 +59,8 @@ class ContextFeaturizer(nn.Module):
 
 class _ARM(Algorithm):
     train_context = False
+    #: predictions depend on the batch (its support sets): evaluate in DomainBed's evaluation batches of 64
+    EVAL_BATCH_SIZE = 64
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)

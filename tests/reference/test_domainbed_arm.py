@@ -45,3 +45,29 @@ def test_arm_cml_variant_departs(domainbed):
     pair = build_pair(domainbed, "ARM", our_name="ARM_CML", hparams={"batch_size": BATCH}, key_map=arm_key_map)
     with pytest.raises(AssertionError, match="parameters differ"):
         run_steps(pair, 1, key_map=arm_key_map, batch_size=BATCH)
+
+
+def test_arm_is_evaluated_in_domainbed_batches(domainbed):
+    """DomainBed evaluates in batches of 64 (``FastDataLoader(batch_size=64)``); ARM's prediction depends on the
+    batch, so ``train.evaluate`` uses ARM's ``EVAL_BATCH_SIZE`` = 64 whatever the job's evaluation batch size."""
+    import re
+    from pathlib import Path
+
+    from dganalysis.train import Split, evaluate
+
+    src = (Path(domainbed.root) / "domainbed" / "scripts" / "train.py").read_text()
+    assert re.search(r"eval_loaders = \[FastDataLoader\(\s*dataset=env,\s*batch_size=64", src)
+    pair = build_pair(domainbed, "ARM", hparams={"batch_size": BATCH}, key_map=arm_key_map)
+    g = torch.Generator().manual_seed(0)
+    n = 64 * 2 + 9
+    images = (torch.rand((n, *INPUT_SHAPE), generator=g) * 255).to(torch.uint8).numpy()
+    labels = torch.randint(0, 3, (n,), generator=g).numpy()
+    split = Split(images, labels, torch.device("cpu"), False)
+    pair.ours.float()
+    got = evaluate(pair.ours, [(split, split)], batch_size=512, autocast=False)["env0_in_acc"]
+    pair.theirs.float().eval()
+    x = torch.from_numpy(images).float() / 255
+    with torch.no_grad():
+        logits = torch.cat([pair.theirs.predict(x[i:i + 64]) for i in range(0, n, 64)])
+        assert not torch.allclose(logits, pair.theirs.predict(x))  # the batching matters
+    assert got == int((logits.argmax(1) == torch.from_numpy(labels)).sum()) / n
