@@ -69,3 +69,19 @@ def test_resnet18_dropout_and_freeze_bn_match_domainbed(domainbed, no_download, 
     theirs.eval()
     ours.eval()
     torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-10)
+
+
+def test_auto_featurizer_departs_from_domainbed_above_28px(domainbed, no_download):
+    """Named departure: ``featurizer: auto`` picks our MNIST-CNN up to 32 px and ResNet-18 above; DomainBed picks
+    MNIST-CNN at 28 px, a Wide-ResNet-16-2 at 32 px and ResNet-50 (``resnet18 = False``) at 224 px — by default
+    (``resnet50_augmix = True``) timm's AugMix-trained ``resnet50.ram_in1k`` weights, else torchvision's. Set
+    ``featurizer`` explicitly (``cnn``, ``resnet50``) to get DomainBed's trunk; the 32 px Wide-ResNet has no
+    counterpart here, and which ImageNet weights a ResNet-50 starts from is the ``pretrained`` hparam's business."""
+    hp = dict(domainbed.hparams_registry.default_hparams("ERM", "PACS"))
+    assert type(domainbed.networks.Featurizer((3, 28, 28), hp)).__name__ == "MNIST_CNN"
+    assert type(build_featurizer((3, 28, 28), {"featurizer": "auto"})).__name__ == "MNISTCNN"
+    assert type(domainbed.networks.Featurizer((3, 32, 32), hp)).__name__ == "Wide_ResNet"
+    assert type(build_featurizer((3, 32, 32), {"featurizer": "auto"})).__name__ == "MNISTCNN"
+    hp["resnet50_augmix"] = False  # True by default (a timm model); DomainBed's torchvision ResNet-50 otherwise
+    assert domainbed.networks.Featurizer((3, 224, 224), hp).n_outputs == 2048
+    assert build_featurizer((3, 224, 224), {"featurizer": "auto"}).n_outputs == 512
