@@ -204,6 +204,7 @@ BASE_HPARAMS: dict[str, HParam] = {
     "schedule": HParam("constant", fixed("constant"), "constant | step | cosine (annealing to 0 over the job)"),
     "featurizer": HParam("auto", fixed("auto"), "auto | cnn | smallcnn | smallcnn_bn | resnet18 | resnet50 | mlp"),
     "conv1_3x3": HParam(False, fixed(False), "ResNet stem: 3x3 stride-1 conv1 without max-pool (PaHCC paper)"),
+    "freeze_bn": HParam(False, fixed(False), "ResNets: BatchNorm layers kept in eval mode while training (DomainBed's)"),
     "augment": HParam(False, fixed(False), "batched random-affine augmentation on the device"),
     "pretrained": HParam(None, fixed(None), "featurizer checkpoint path (None = random init); see nets.pretrained"),
     "pretrained_layout": HParam("auto", fixed("auto"), "auto | torchvision | timm | moco_v2 | moco_v3 | simclr"),

@@ -146,7 +146,9 @@ def accuracy(algorithm, split: Split, batch_size: int = 1024, autocast: bool = F
 
 
 def evaluate(algorithm, splits: Sequence[tuple[Split, Split]], batch_size: int, autocast: bool) -> dict[str, float]:
-    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, in eval mode."""
+    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, in eval mode. An algorithm whose predictions
+    depend on the batch (e.g. ARM's support sets) fixes its own evaluation batch size (``EVAL_BATCH_SIZE``)."""
+    batch_size = getattr(algorithm, "EVAL_BATCH_SIZE", None) or batch_size
     was_training = algorithm.training
     algorithm.eval()
     try:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import nn
 
-from dganalysis.algorithms.base import Minibatches
+from dganalysis.algorithms.base import Minibatches, fresh_casts
 
 
 def concat(minibatches: Minibatches) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,6 +53,7 @@ def apply_grads(
     for p, g in zip(params, grads):
         p.grad = None if g is None else g.detach().clone()
     optimizer.step()
+    fresh_casts()
     if scheduler is not None:
         scheduler.step()
 
@@ -64,6 +65,7 @@ def multi_step(loss: torch.Tensor, optimizers: Sequence[torch.optim.Optimizer]) 
     loss.backward()
     for opt in optimizers:
         opt.step()
+    fresh_casts()
 
 
 class _GradReverse(torch.autograd.Function):

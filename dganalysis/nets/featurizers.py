@@ -79,10 +79,15 @@ class MLP(nn.Module):
 
 
 class ResNet(nn.Module):
-    """A torchvision ResNet trunk with ``fc`` removed; optional 3×3 stem and dropout."""
+    """A torchvision ResNet trunk with ``fc`` removed; optional 3×3 stem and dropout.
 
-    def __init__(self, depth: int, in_channels: int, conv1_3x3: bool, dropout: float) -> None:
+    ``freeze_bn`` (DomainBed's hparam of that name): every BatchNorm layer of the trunk stays in eval mode, also
+    after ``train()`` (running statistics used, never updated; affine parameters still train), as DomainBed's
+    ``networks.ResNet``."""
+
+    def __init__(self, depth: int, in_channels: int, conv1_3x3: bool, dropout: float, freeze_bn: bool = False) -> None:
         super().__init__()
+        self.freeze_bn = bool(freeze_bn)
         from dganalysis.compat import torchvision
 
         models = torchvision().models
@@ -96,6 +101,15 @@ class ResNet(nn.Module):
         net.fc = nn.Identity()
         self.network = net
         self.dropout = nn.Dropout(dropout)
+        self.train()
+
+    def train(self, mode: bool = True) -> ResNet:
+        super().train(mode)
+        if self.freeze_bn:
+            for m in self.network.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+        return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.network(x))
@@ -125,7 +139,8 @@ def _build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Modul
             n *= s
         return MLP(n)
     if kind in ("resnet18", "resnet50"):
-        return ResNet(int(kind[6:]), c, bool(hparams.get("conv1_3x3", False)), float(hparams.get("resnet_dropout", 0.0)))
+        return ResNet(int(kind[6:]), c, bool(hparams.get("conv1_3x3", False)), float(hparams.get("resnet_dropout", 0.0)),
+                      freeze_bn=bool(hparams.get("freeze_bn", False)))
     if kind.startswith("vit_"):
         from dganalysis.nets.vit import ViT
 

@@ -113,14 +113,28 @@ def copy_weights(
     dst_state = dst.state_dict()
     src_state = {key_map(k): v for k, v in src.state_dict().items() if v.is_floating_point() and key_map(k) not in ignore}
     dst_float = {k for k, v in dst_state.items() if v.is_floating_point() and k not in ignore}
-    missing = sorted(dst_float - set(src_state))
+    # names of one tensor (a module reachable by two paths, e.g. ``featurizer`` and ``network.0``) form one group;
+    # a group is covered when any of its names has a partner
+    alias = _alias_groups(dst_state, dst_float)
+    missing = sorted(k for k in dst_float if k not in src_state and not (alias[k] & set(src_state)))
     extra = sorted(set(src_state) - dst_float)
     assert not missing and not extra, f"weights do not line up: ours only {missing}; DomainBed only {extra}"
     with torch.no_grad():
         for k in dst_float:
-            assert dst_state[k].shape == src_state[k].shape, f"{k}: ours {tuple(dst_state[k].shape)} vs {tuple(src_state[k].shape)}"
-            dst_state[k].copy_(src_state[k])
+            partner = k if k in src_state else sorted(alias[k] & set(src_state))[0]
+            assert dst_state[k].shape == src_state[partner].shape, (
+                f"{k}: ours {tuple(dst_state[k].shape)} vs {tuple(src_state[partner].shape)}")
+            dst_state[k].copy_(src_state[partner])
     return sorted(dst_float)
+
+
+def _alias_groups(state: Mapping[str, torch.Tensor], names: set[str]) -> dict[str, set[str]]:
+    """For each name, every name of ``state`` sharing its storage (same data pointer, shape and strides)."""
+    by_ptr: dict[tuple, set[str]] = {}
+    for k in names:
+        v = state[k]
+        by_ptr.setdefault((v.data_ptr(), tuple(v.shape), tuple(v.stride())), set()).add(k)
+    return {k: by_ptr[(state[k].data_ptr(), tuple(state[k].shape), tuple(state[k].stride()))] for k in names}
 
 
 def make_minibatches(
@@ -157,16 +171,18 @@ def run_steps(
     n_steps: int,
     *,
     batch_size: int = 8,
-    loss_keys: Mapping[str, str] | None = None,
+    loss_keys: Mapping[str, str] | str | None = None,
     atol: float = 1e-9,
     key_map: Callable[[str], str] = default_key_map,
     update_theirs: Callable[[nn.Module, Sequence], dict] | None = None,
     update_ours: Callable[[nn.Module, Sequence, int], dict] | None = None,
 ) -> list[tuple[dict, dict]]:
     """Feed both the same minibatches for ``n_steps`` steps (same global seeds before each side's update) and
-    assert after every step: the losses named in ``loss_keys`` (DomainBed key → our key; default ``loss``) agree
+    assert after every step: the losses named in ``loss_keys`` (DomainBed key → our key; default ``loss``; ``"common"``:
+    every key DomainBed returns, under the same name, e.g. DANN's alternating ``disc_loss``/``gen_loss``) agree
     and every parameter agrees within ``atol``. Returns the per-step loss dicts."""
-    loss_keys = dict(loss_keys or {"loss": "loss"})
+    common = loss_keys == "common"
+    loss_keys = {} if common else dict(loss_keys or {"loss": "loss"})
     update_theirs = update_theirs or (lambda m, mb: m.update(mb))
     update_ours = update_ours or (lambda m, mb, s: m.update(mb, s))
     pair.theirs.train()
@@ -178,6 +194,9 @@ def run_steps(
         lt = update_theirs(pair.theirs, [(x.clone(), y.clone()) for x, y in mb])
         seed_all(step)
         lo = update_ours(pair.ours, [(x.clone(), y.clone()) for x, y in mb], step)
+        if common:
+            assert lt and set(lt) <= set(lo), f"step {step}: DomainBed returned {sorted(lt)}, ours {sorted(lo)}"
+            loss_keys = {k: k for k in lt}
         for kt, ko in loss_keys.items():
             assert abs(float(lt[kt]) - float(lo[ko])) <= atol * max(1.0, abs(float(lt[kt]))), (
                 f"step {step}: DomainBed {kt}={lt[kt]!r} vs ours {ko}={lo[ko]!r}")
