@@ -54,7 +54,7 @@ def test_seed_hash_values():
 
 @pytest.mark.parametrize("dataset", ["RotatedDigits", "PACS"])
 def test_seed_zero_is_defaults_for_every_trial(dataset):
-    specs = A.hparam_specs("DANN")
+    specs = A.hparam_specs("DANN_GRL")  # the GRL variant has the extra dann_lambda_schedule
     d0 = resolve(specs, 0, trial_seed=0, dataset=dataset)
     assert resolve(specs, 0, trial_seed=3, dataset=dataset) == d0
     small = is_small_images(dataset)
@@ -74,7 +74,7 @@ def test_trial_seed_changes_the_draw_as_domainbed():
 def test_extra_hparams_never_change_domainbed_draws():
     domainbed_names = ["lr", "batch_size", "weight_decay", "resnet_dropout", "nonlinear_classifier", "lambda",
                        "mlp_width", "mlp_depth", "mlp_dropout"]
-    specs = A.hparam_specs("DANN")
+    specs = A.hparam_specs("DANN_GRL")  # the GRL variant has the extra dann_lambda_schedule
     plain = resolve(specs, 4, trial_seed=1, dataset="PACS")
     extra = {"featurizer": "resnet18", "schedule": "cosine", "augment": True, "optimizer": "sgd",
              "dann_lambda_schedule": "ganin", "conv1_3x3": True}
