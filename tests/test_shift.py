@@ -66,6 +66,21 @@ def test_estimate_matches_transcribed_quantify(legacy):
     assert np.isclose(e64.per_class_correlation.sum(), e64.correlation, atol=1e-12)
 
 
+def test_fit_for_given_thresholds_changes_nothing():
+    rng = np.random.default_rng(9)
+    z_p, y_p = colour_features(150, 0.2, rng)
+    z_q, y_q = colour_features(150, 0.7, rng)
+    z_q[:60, 1] += 6.0
+    kw = dict(eps_div=1e-3, eps_cor=2e-2)
+    part = fit_densities(z_p, y_p, z_q, y_q, n_samples=800, seed=2, thresholds=(1e-3, 2e-2))
+    full = fit_densities(z_p, y_p, z_q, y_q, n_samples=800, seed=2)
+    a, b = part.estimate(**kw), full.estimate(**kw)
+    assert (a.diversity, a.correlation) == (b.diversity, b.correlation)
+    assert np.isinf(part.w).any() and 0 < a.extra["share_evaluated"] < 1  # some points skipped
+    with pytest.raises(ValueError, match="thresholds"):
+        part.estimate(eps_div=1e-12, eps_cor=2e-2)
+
+
 def test_draws_are_scipys():
     rng = np.random.default_rng(1)
     data = rng.normal(size=(300, 3))

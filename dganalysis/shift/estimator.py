@@ -132,12 +132,16 @@ class ShiftDensities:
     classes: np.ndarray
     skipped: np.ndarray  # [C] bool
     bandwidth: str
+    thresholds: tuple[float, float] | None = None  # (eps_div, eps_cor) if fitted for these only, else None
 
     def estimate(self, *, eps_div: float = EPS_DIV, eps_cor: float = EPS_COR,
                  formula: Literal["eq5", "hellinger"] = "eq5") -> ShiftEstimate:
         """D_div and D_cor at thresholds ``eps_div``/``eps_cor`` with ``formula`` (see module docstring)."""
         if formula not in FORMULAS:
             raise ValueError(f"estimate_shift: formula must be one of {FORMULAS}, got {formula!r}")
+        if self.thresholds is not None and (eps_div, eps_cor) != self.thresholds:
+            raise ValueError(f"ShiftDensities.estimate: fitted for (eps_div, eps_cor) = {self.thresholds} only; "
+                             f"call fit_densities(..., thresholds=None) to estimate at other thresholds")
         t = shift_terms(self, eps_div, eps_cor, formula)
         m = len(self.w)
         cor = t["cor_class"].sum(1)
@@ -160,6 +164,7 @@ class ShiftDensities:
             eps_cor=float(eps_cor),
             formula=formula,
             bandwidth=self.bandwidth,
+            extra={"share_evaluated": float((t["in_div"] | t["in_cor"]).mean())},
         )
 
 
@@ -230,11 +235,16 @@ def fit_densities(
     strict: bool = False,
     precision: Literal["float32", "float64"] = "float32",
     device: torch.device | str | None = None,
+    thresholds: tuple[float, float] | None = None,
 ) -> ShiftDensities:
     """Steps 1–3 of the module docstring: standardise, draw (or take) the Monte-Carlo points, evaluate
     the importance density, p, q and every class density there with one batched torch KDE per group kind.
 
     ``points`` (standardised space, ``[m, d]``) replaces the draws, e.g. to compare implementations.
+    ``thresholds=(eps_div, eps_cor)`` evaluates only what those thresholds use (the result is identical):
+    p and q everywhere, w only where a point counts for D_div or D_cor (elsewhere ``inf``), class densities
+    only where it counts for D_cor (elsewhere 0); the returned densities then refuse other thresholds.
+    ``None`` (for calibration) evaluates everything.
     """
     z_p, y_p = _check(z_p, y_p, "z_p/y_p")
     z_q, y_q = _check(z_q, y_q, "z_q/y_q")
@@ -282,27 +292,31 @@ def fit_densities(
         points = np.asarray(points, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] != d:
             raise ValueError(f"estimate_shift: points must be [m, {d}] (standardised space), got {points.shape}")
-    kw = dict(device=device, chunk_elems=2**21, max_abs_err=_KDE_MAX_ABS_ERR,
+    kw = dict(device=device, chunk_elems=2**18, max_abs_err=_KDE_MAX_ABS_ERR,
               dtype=torch.float64 if precision == "float64" else torch.float32)
     inv = np.searchsorted(classes, np.concatenate([y_p, y_q]))
     groups = inv.copy()
     groups[n_p:] += C
     env = (np.arange(n_p + n_q) >= n_p).astype(np.int64)
+    m = len(points)
     if bandwidth == "scott":
-        packed, valid, _ = pack_groups(pooled, np.zeros(n_p + n_q, dtype=np.int64), 1)
-        w = np.exp(grouped_kde_logpdf(points, packed, valid, chol_w[None], **kw))[:, 0]
         packed, valid, _ = pack_groups(pooled, env, 2)
         pq = np.exp(grouped_kde_logpdf(points, packed, valid, env_chols, **kw))
-        packed, valid, _ = pack_groups(pooled, groups, 2 * C)
-        lc = grouped_kde_logpdf(points, packed, valid, class_chols, **kw)
+        need_w, need_c = _needed(pq, thresholds)
+        w = np.full(m, np.inf)
+        if need_w.any():
+            packed, valid, _ = pack_groups(pooled, np.zeros(n_p + n_q, dtype=np.int64), 1)
+            w[need_w] = np.exp(grouped_kde_logpdf(points[need_w], packed, valid, chol_w[None], **kw))[:, 0]
+        dens_c = np.zeros((m, 2 * C))
+        if need_c.any():
+            packed, valid, _ = pack_groups(pooled, groups, 2 * C)
+            dens_c[need_c] = np.exp(grouped_kde_logpdf(points[need_c], packed, valid, class_chols, **kw))
     else:  # one kernel: class densities give p, q and w as exact mixtures
         packed, valid, _ = pack_groups(pooled, groups, 2 * C)
-        lc = grouped_kde_logpdf(points, packed, valid, chol_w, **kw)
+        dens_c = np.exp(grouped_kde_logpdf(points, packed, valid, chol_w, **kw))
         counts_g = np.bincount(groups, minlength=2 * C).astype(np.float64)
-        dens_c = np.exp(lc)
         pq = np.stack([dens_c[:, :C] @ (counts_g[:C] / n_p), dens_c[:, C:] @ (counts_g[C:] / n_q)], 1)
         w = (n_p * pq[:, 0] + n_q * pq[:, 1]) / (n_p + n_q)
-    dens_c = np.exp(lc)
     dens_c[:, np.r_[skipped, skipped]] = 0.0
     cnt_p = np.array([np.sum(y_p == c) for c in classes], dtype=np.float64) * ~skipped
     cnt_q = np.array([np.sum(y_q == c) for c in classes], dtype=np.float64) * ~skipped
@@ -310,7 +324,18 @@ def fit_densities(
         raise ValueError("estimate_shift: no class has enough points for a KDE in both environments")
     return ShiftDensities(points=points, w=w, p=pq[:, 0], q=pq[:, 1], p_y=dens_c[:, :C], q_y=dens_c[:, C:],
                           prior_p=cnt_p / cnt_p.sum(), prior_q=cnt_q / cnt_q.sum(), classes=classes,
-                          skipped=skipped, bandwidth=bandwidth)
+                          skipped=skipped, bandwidth=bandwidth,
+                          thresholds=None if thresholds is None else (float(thresholds[0]), float(thresholds[1])))
+
+
+def _needed(pq: np.ndarray, thresholds: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Points where w resp. the class densities are used by ``thresholds`` (all points for None)."""
+    if thresholds is None:
+        return np.ones(len(pq), dtype=bool), np.ones(len(pq), dtype=bool)
+    eps_div, eps_cor = thresholds
+    in_div = (pq < eps_div).any(1)
+    in_cor = (pq > eps_cor).all(1)
+    return in_div | in_cor, in_cor
 
 
 def estimate_shift(
@@ -339,5 +364,5 @@ def estimate_shift(
     if formula not in FORMULAS:
         raise ValueError(f"estimate_shift: formula must be one of {FORMULAS}, got {formula!r}")
     dens = fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
-                         strict=strict, precision=precision, device=device)
+                         strict=strict, precision=precision, device=device, thresholds=(eps_div, eps_cor))
     return dens.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula)

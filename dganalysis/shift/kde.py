@@ -158,11 +158,24 @@ def grouped_kde_logpdf(
     def augment(p: torch.Tensor) -> torch.Tensor:
         return torch.cat([p, -0.5 * (p**2).sum(-1, keepdim=True), torch.ones_like(p[..., :1])], -1).to(dtype)
 
-    def block(p: torch.Tensor) -> torch.Tensor:  # exponents -|a - b|^2 / 2, [c, G, n_max]
+    b_t = b_aug.reshape(-1, d + 2).T.contiguous() if shared else b_aug.transpose(1, 2).contiguous()
+    buf = torch.empty((rows, G * n_max) if shared else (G, rows, n_max), dtype=dtype, device=device)
+
+    def exponents(p: torch.Tensor, reuse: bool = False) -> torch.Tensor:
+        """-|a - b|^2 / 2 as [c, G * n_max] (shared) or [G, c, n_max]; into the reused buffer for full chunks."""
         if shared:
-            return (augment(p @ inv.T) @ b_aug.T).view(len(p), G, n_max)
+            a = augment(p @ inv.T)
+            return torch.mm(a, b_t, out=buf) if reuse and len(p) == rows else a @ b_t
         a = augment(torch.einsum("md,ged->gme", p, inv) - shift_w[:, None])  # [G, c, d + 2]
-        return torch.bmm(a, b_aug.transpose(1, 2)).transpose(0, 1)  # [c, G, n_max]
+        return torch.bmm(a, b_t, out=buf) if reuse and len(p) == rows else torch.bmm(a, b_t)
+
+    def block(p: torch.Tensor) -> torch.Tensor:  # exponents as [c, G, n_max]
+        ex = exponents(p)
+        return ex.view(len(p), G, n_max) if shared else ex.transpose(0, 1)
+
+    def kernel_sums(p: torch.Tensor) -> torch.Tensor:  # clamped kernel sums per group, [c, G]
+        ex = exponents(p, reuse=True).clamp_min_(CLAMP).exp_()
+        return ex.view(len(p), G, n_max).sum(-1) if shared else ex.sum(-1).T
 
     floor = n_max * math.exp(CLAMP) * 1e6
     check = nonempty
@@ -172,7 +185,7 @@ def grouped_kde_logpdf(
     bad_rows = []
     for s in range(0, m, rows):
         e = min(m, s + rows)
-        sums = block(pts[s:e]).clamp_min_(CLAMP).exp_().sum(-1)  # [c, G]
+        sums = kernel_sums(pts[s:e])  # [c, G]
         out[s:e] = torch.log(sums.to(torch.float64))
         bad = ((sums < floor) & check).any(1)
         if bool(bad.any()):

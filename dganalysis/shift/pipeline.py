@@ -110,7 +110,8 @@ def shift_trials(
             rng = np.random.default_rng([seed, t])
             sp, sq = _subsample(len(y_p), len(y_q), max_per_env, rng)
             f = trial_features(x_p[sp], y_p[sp], x_q[sq], y_q[sq], dataset.n_classes, cfg, rng, device=device)
-            d = fit_densities(f["z_p"], f["y_p"], f["z_q"], f["y_q"], seed=int(rng.integers(2**31)), **est_kw)
+            d = fit_densities(f["z_p"], f["y_p"], f["z_q"], f["y_q"], seed=int(rng.integers(2**31)),
+                              thresholds=(eps_div, eps_cor), **est_kw)
             est = d.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula)
             rows.append({"trial": t, **est.as_dict(), **cal_cols, "env_acc": f["env_acc"], "n_p": len(f["y_p"]),
                          "n_q": len(f["y_q"])})
