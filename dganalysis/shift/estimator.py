@@ -321,7 +321,9 @@ def fit_densities(
     cnt_p = np.array([np.sum(y_p == c) for c in classes], dtype=np.float64) * ~skipped
     cnt_q = np.array([np.sum(y_q == c) for c in classes], dtype=np.float64) * ~skipped
     if cnt_p.sum() == 0:
-        raise ValueError("estimate_shift: no class has enough points for a KDE in both environments")
+        raise ValueError(f"estimate_shift: no class has a KDE in both environments (scipy needs more than d = {d} "
+                         f"points per class and a non-singular covariance; class counts in p: "
+                         f"{[int(np.sum(y_p == c)) for c in classes][:20]}); use fewer feature dimensions or more data")
     return ShiftDensities(points=points, w=w, p=pq[:, 0], q=pq[:, 1], p_y=dens_c[:, :C], q_y=dens_c[:, C:],
                           prior_p=cnt_p / cnt_p.sum(), prior_q=cnt_q / cnt_q.sum(), classes=classes,
                           skipped=skipped, bandwidth=bandwidth,
