@@ -292,7 +292,7 @@ def fit_densities(
         points = np.asarray(points, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] != d:
             raise ValueError(f"estimate_shift: points must be [m, {d}] (standardised space), got {points.shape}")
-    kw = dict(device=device, chunk_elems=2**18, max_abs_err=_KDE_MAX_ABS_ERR,
+    kw = dict(device=device, chunk_elems=2**20, max_abs_err=_KDE_MAX_ABS_ERR,
               dtype=torch.float64 if precision == "float64" else torch.float32)
     inv = np.searchsorted(classes, np.concatenate([y_p, y_q]))
     groups = inv.copy()

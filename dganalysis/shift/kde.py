@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 LOG_2PI = math.log(2.0 * math.pi)
+LOG2E = 1.0 / math.log(2.0)  # kernel exponents are computed in base 2: exp2 is ~4x faster than exp on CPU
 CLAMP = -80.0  # kernel exponents below this are clamped before exp (see grouped_kde_logpdf)
 
 
@@ -158,23 +159,24 @@ def grouped_kde_logpdf(
     def augment(p: torch.Tensor) -> torch.Tensor:
         return torch.cat([p, -0.5 * (p**2).sum(-1, keepdim=True), torch.ones_like(p[..., :1])], -1).to(dtype)
 
+    b_aug = b_aug * LOG2E  # exponents in base 2
     b_t = b_aug.reshape(-1, d + 2).T.contiguous() if shared else b_aug.transpose(1, 2).contiguous()
     buf = torch.empty((rows, G * n_max) if shared else (G, rows, n_max), dtype=dtype, device=device)
 
     def exponents(p: torch.Tensor, reuse: bool = False) -> torch.Tensor:
-        """-|a - b|^2 / 2 as [c, G * n_max] (shared) or [G, c, n_max]; into the reused buffer for full chunks."""
+        """-|a - b|^2 / (2 ln 2) as [c, G * n_max] (shared) or [G, c, n_max]; into the reused buffer for full chunks."""
         if shared:
             a = augment(p @ inv.T)
             return torch.mm(a, b_t, out=buf) if reuse and len(p) == rows else a @ b_t
         a = augment(torch.einsum("md,ged->gme", p, inv) - shift_w[:, None])  # [G, c, d + 2]
         return torch.bmm(a, b_t, out=buf) if reuse and len(p) == rows else torch.bmm(a, b_t)
 
-    def block(p: torch.Tensor) -> torch.Tensor:  # exponents as [c, G, n_max]
+    def block(p: torch.Tensor) -> torch.Tensor:  # base-2 exponents as [c, G, n_max]
         ex = exponents(p)
         return ex.view(len(p), G, n_max) if shared else ex.transpose(0, 1)
 
     def kernel_sums(p: torch.Tensor) -> torch.Tensor:  # clamped kernel sums per group, [c, G]
-        ex = exponents(p, reuse=True).clamp_min_(CLAMP).exp_()
+        ex = exponents(p, reuse=True).clamp_min_(CLAMP * LOG2E).exp2_()
         return ex.view(len(p), G, n_max).sum(-1) if shared else ex.sum(-1).T
 
     floor = n_max * math.exp(CLAMP) * 1e6
@@ -196,7 +198,7 @@ def grouped_kde_logpdf(
             sel = idx[s : s + rows]
             ex = block(pts[sel])
             top = ex.amax(-1, keepdim=True)
-            lse = (ex - top).clamp_min_(CLAMP).exp_().sum(-1).log() + top.squeeze(-1)
+            lse = (ex - top).clamp_min_(CLAMP * LOG2E).exp2_().sum(-1).log() + top.squeeze(-1) / LOG2E
             out[sel] = lse.to(torch.float64)
     out = out + log_norm
     out = torch.nan_to_num(out, nan=-math.inf, neginf=-math.inf)
