@@ -43,12 +43,14 @@ Our choices beyond OoD-Bench's code:
   density, covariance ``scott_factor((n_p + n_q) / 2, d)**2`` times the mean of the two environments'
   covariances (within-environment, so separated environments are not smoothed into each other). Then
   p(z) = sum_y p(y) p(z|y) and w = (n_p p + n_q q) / N hold exactly (the eq. 5 posteriors sum to one)
-  and one distance matrix serves every density (about 2x faster). Its draws follow the same scipy
-  random stream with that kernel.
+  and one distance matrix serves every density (faster when most points count for D_cor). Its draws
+  follow the same scipy random stream with that kernel.
 - Estimates are not clipped (OoD-Bench does not clip); each carries its Monte-Carlo standard error.
 - Densities come from one batched torch KDE (:func:`dganalysis.shift.kde.grouped_kde_logpdf`, vectorised
   over classes) instead of one ``gaussian_kde`` call per density and Python loops over points; its float32
-  kernel sums agree with scipy to about 1e-5 relative (``precision="float64"`` to about 1e-12).
+  densities agree with scipy to about 3e-5 relative (``precision="float64"`` to about 1e-12). With fixed
+  thresholds it evaluates the pooled KDE only at points counted for D_div or D_cor and the class KDEs only
+  at points counted for D_cor (:func:`fit_densities` ``thresholds=``); every other term is multiplied by 0.
 """
 
 from __future__ import annotations
