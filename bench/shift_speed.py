@@ -12,7 +12,8 @@ thresholds and 10,000 points); ``--bandwidth shared`` adds our shared-kernel opt
 8-d simulated features, n_p = n_q = 5,000 with equal class counts, 2 and 100 classes. Prints both times,
 their ratio, the share of points where a point counts for D_div or D_cor ("in S|T": we evaluate the pooled KDE
 only there and the class KDEs only in T, which changes no result; OoD-Bench evaluates every density everywhere)
-and the largest difference of the estimates (identical Monte-Carlo points, so float32 rounding only).
+and the largest difference of the estimates from OoD-Bench's (identical Monte-Carlo points, so float32 rounding
+only for ``scott``; ``shared`` is a different estimator, so its difference is real).
 
     OODBENCH_SRC=/path/to/OoD-Bench python bench/shift_speed.py [--n 5000] [--samples 10000] [--dim 8] [--repeat 3]
 """
