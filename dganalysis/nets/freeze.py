@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from torch import nn
 
+from dganalysis.nets.archs import MLP, MNISTCNN, SmallCNN, backbone_of
+
 Stage = list[nn.Module | nn.Parameter]
 
 
 def stages(featurizer: nn.Module) -> list[Stage]:
     """The featurizer's stages in input → output order (see the module doc)."""
-    from dganalysis.nets.featurizers import MLP, MNISTCNN, SmallCNN
-    from dganalysis.nets.pretrained import backbone_of
-
     net = backbone_of(featurizer)
     if all(hasattr(net, a) for a in ("conv1", "bn1", "layer1", "layer4")):
         return [[net.conv1, net.bn1, net.layer1], [net.layer2], [net.layer3], [net.layer4]]

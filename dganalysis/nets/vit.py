@@ -39,6 +39,7 @@ class ViT(nn.Module):
             net.conv_proj = nn.Conv2d(in_channels, dim, kernel_size=patch, stride=patch)
         net.heads = nn.Identity()
         self.network = net
+        self.arch = arch
         self.n_outputs = dim
         self.dropout = nn.Dropout(dropout)
 
