@@ -1,0 +1,263 @@
+"""DomainBed's image pipeline, batched on the device.
+
+DomainBed (Gulrajani & Lopez-Paz, 2021, ``datasets.MultipleEnvironmentImageFolder``) transforms every image
+of its image benchmarks one at a time with torchvision, on the CPU:
+
+- evaluation: ``Resize((224, 224))``, ``ToTensor``, ``Normalize(ImageNet mean, std)``;
+- training (hparam ``data_augmentation``, default on): ``RandomResizedCrop(224, scale=(0.7, 1))``,
+  ``RandomHorizontalFlip()``, ``ColorJitter(0.3, 0.3, 0.3, 0.3)``, ``RandomGrayscale()`` (p = 0.1),
+  ``ToTensor``, ``Normalize``.
+
+:class:`DomainBedPipeline` does the same on a whole uint8 batch already on the training device, with every
+random draw from one ``torch.Generator``. Its inputs are the images decoded at the evaluation size S × S
+(DomainBed's ``Resize((S, S))``, aspect not kept) and, per image, the original width and height. Choices:
+
+- the crop box is drawn exactly as torchvision's ``RandomResizedCrop.get_params`` draws it *in the original
+  image's pixels* (10 tries of area fraction U(scale) and log-uniform aspect ratio, rounded; a centred
+  fallback), then mapped into the S × S frame and resampled bilinearly (``grid_sample``). The distribution
+  of crop boxes is DomainBed's; the pixels are interpolated from the S × S image rather than from the
+  original, a resolution difference only (at S = 224 and scale ≥ 0.7 the crop is upsampled anyway);
+- colour jitter works on float images in [0, 1] (torchvision's tensor path; DomainBed's PIL path rounds to
+  uint8 after each of the four operations), in a random order per image, as ``ColorJitter`` does;
+- without the original sizes the images are taken as square.
+
+``tests/test_pipeline.py`` compares the distributions drawn here with torchvision's per-sample ``v2``
+transforms on fixed images (crop geometry, flip rate, colour statistics, grayscale rate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+GRAY_WEIGHTS = (0.2989, 0.587, 0.114)  # ITU-R 601-2 luma, as torchvision's rgb_to_grayscale
+
+
+def _rand(shape, generator, device) -> torch.Tensor:
+    return torch.rand(shape, generator=generator, device=device)
+
+
+def crop_boxes(
+    widths: torch.Tensor, heights: torch.Tensor, scale: tuple[float, float] = (0.7, 1.0),
+    ratio: tuple[float, float] = (3 / 4, 4 / 3), generator: torch.Generator | None = None, tries: int = 10,
+) -> torch.Tensor:
+    """Crop boxes ``(x0, y0, w, h)`` in pixels, float[B, 4], drawn per image as torchvision's
+    ``RandomResizedCrop.get_params`` draws them for an image of ``widths[b]`` × ``heights[b]`` pixels."""
+    dev = widths.device
+    W, H = widths.double()[:, None], heights.double()[:, None]
+    n = len(widths)
+    area = W * H
+    target = area * (_rand((n, tries), generator, dev).double() * (scale[1] - scale[0]) + scale[0])
+    lo, hi = math.log(ratio[0]), math.log(ratio[1])
+    aspect = torch.exp(_rand((n, tries), generator, dev).double() * (hi - lo) + lo)
+    w = torch.round(torch.sqrt(target * aspect))
+    h = torch.round(torch.sqrt(target / aspect))
+    ok = (w > 0) & (w <= W) & (h > 0) & (h <= H)
+    first = ok.double().argmax(1, keepdim=True)
+    found = ok.any(1)
+    w, h = w.gather(1, first)[:, 0], h.gather(1, first)[:, 0]
+    u = _rand((n, 2), generator, dev).double()
+    y0 = torch.floor(u[:, 0] * (H[:, 0] - h + 1))
+    x0 = torch.floor(u[:, 1] * (W[:, 0] - w + 1))
+    # fallback (no try fits): the centred crop of the largest allowed aspect ratio
+    Wf, Hf = W[:, 0], H[:, 0]
+    in_ratio = Wf / Hf
+    fw = torch.where(in_ratio < ratio[0], Wf, torch.where(in_ratio > ratio[1], torch.round(Hf * ratio[1]), Wf))
+    fh = torch.where(in_ratio < ratio[0], torch.round(Wf / ratio[0]), Hf)
+    fx0, fy0 = torch.div(Wf - fw, 2, rounding_mode="floor"), torch.div(Hf - fh, 2, rounding_mode="floor")
+    box = torch.stack([torch.where(found, x0, fx0), torch.where(found, y0, fy0),
+                       torch.where(found, w, fw), torch.where(found, h, fh)], 1)
+    return box.float()
+
+
+def resized_crop(x: torch.Tensor, boxes: torch.Tensor, frame: torch.Tensor, size: int, flip: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    """Crop ``boxes`` (pixels of an original of ``frame`` = (W, H) per image, [B, 2]) out of ``x`` [B, C, S, S]
+    (that original resized to S × S), resize to ``size`` × ``size`` bilinearly, mirror where ``flip``."""
+    fw, fh = frame[:, 0].to(x.dtype), frame[:, 1].to(x.dtype)
+    x0, y0, w, h = (boxes[:, i].to(x.dtype) for i in range(4))
+    sx, sy = w / fw, h / fh  # half-extent of the box in normalised [-1, 1] coordinates
+    cx, cy = 2 * x0 / fw + sx - 1, 2 * y0 / fh + sy - 1
+    if flip is not None:
+        sx = torch.where(flip, -sx, sx)
+    zero = torch.zeros_like(sx)
+    theta = torch.stack([torch.stack([sx, zero, cx], 1), torch.stack([zero, sy, cy], 1)], 1)
+    grid = F.affine_grid(theta, [len(x), x.shape[1], size, size], align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def grayscale(x: torch.Tensor) -> torch.Tensor:
+    """Luma [B, 1, H, W] of RGB ``x`` [B, 3, H, W]."""
+    w = torch.tensor(GRAY_WEIGHTS, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    return (x * w).sum(1, keepdim=True)
+
+
+def rgb_to_hsv(x: torch.Tensor) -> torch.Tensor:
+    """RGB in [0, 1] → HSV with hue in [0, 1) (hexcone model)."""
+    r, g, b = x.unbind(1)
+    maxc, _ = x.max(1)
+    minc, _ = x.min(1)
+    delta = maxc - minc
+    gray = delta == 0
+    s = delta / torch.where(gray, torch.ones_like(maxc), maxc)
+    d = torch.where(gray, torch.ones_like(delta), delta)
+    h = torch.where(maxc == r, (g - b) / d, torch.where(maxc == g, 2.0 + (b - r) / d, 4.0 + (r - g) / d))
+    h = torch.where(gray, torch.zeros_like(h), h)
+    return torch.stack([torch.remainder(h / 6.0, 1.0), s, maxc], 1)
+
+
+def hsv_to_rgb(x: torch.Tensor) -> torch.Tensor:
+    """HSV (hue in [0, 1)) → RGB in [0, 1]."""
+    h, s, v = x.unbind(1)
+    h6 = h * 6.0
+    sector = torch.floor(h6)
+    f = h6 - sector
+    sector = torch.remainder(sector, 6).long()
+    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
+    # (r, g, b) per sector 0..5
+    table = torch.stack([
+        torch.stack([v, t, p], 1), torch.stack([q, v, p], 1), torch.stack([p, v, t], 1),
+        torch.stack([p, q, v], 1), torch.stack([t, p, v], 1), torch.stack([v, p, q], 1)], 1)  # B, 6, 3, H, W
+    idx = sector[:, None, None].expand(-1, 1, 3, -1, -1)
+    return table.gather(1, idx)[:, 0]
+
+
+def _blend(x: torch.Tensor, other: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    return (f.view(-1, 1, 1, 1) * x + (1 - f.view(-1, 1, 1, 1)) * other).clamp_(0, 1)
+
+
+def color_jitter(x: torch.Tensor, brightness: float = 0.3, contrast: float = 0.3, saturation: float = 0.3,
+                 hue: float = 0.3, generator: torch.Generator | None = None) -> torch.Tensor:
+    """torchvision's ``ColorJitter`` per image of ``x`` [B, 3, H, W] in [0, 1]: factors U(1 ± b), U(1 ± c),
+    U(1 ± s) and a hue shift U(± h), applied in a random order drawn per image."""
+    n, dev = len(x), x.device
+    u = _rand((n, 4), generator, dev)
+    fb = 1 + brightness * (2 * u[:, 0] - 1)
+    fc = 1 + contrast * (2 * u[:, 1] - 1)
+    fs = 1 + saturation * (2 * u[:, 2] - 1)
+    fh = hue * (2 * u[:, 3] - 1)
+    order = torch.argsort(_rand((n, 4), generator, dev), 1)  # a uniform random permutation per image
+    x = x.clone()
+    for pos in range(4):
+        for op in range(4):
+            sel = (order[:, pos] == op).nonzero()[:, 0]
+            if len(sel) == 0:
+                continue
+            xs = x[sel]
+            if op == 0:
+                xs = (xs * fb[sel].view(-1, 1, 1, 1)).clamp_(0, 1)
+            elif op == 1:
+                xs = _blend(xs, grayscale(xs).mean((1, 2, 3), keepdim=True), fc[sel])
+            elif op == 2:
+                xs = _blend(xs, grayscale(xs), fs[sel])
+            else:
+                hsv = rgb_to_hsv(xs)
+                hsv[:, 0] = torch.remainder(hsv[:, 0] + fh[sel].view(-1, 1, 1), 1.0)
+                xs = hsv_to_rgb(hsv)
+            x[sel] = xs
+    return x
+
+
+def random_grayscale(x: torch.Tensor, p: float = 0.1, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Each image replaced by its luma (repeated over the channels) with probability ``p``."""
+    pick = _rand(len(x), generator, x.device) < p
+    return torch.where(pick.view(-1, 1, 1, 1), grayscale(x).expand_as(x), x)
+
+
+def normalize(x: torch.Tensor, mean=IMAGENET_MEAN, std=IMAGENET_STD) -> torch.Tensor:
+    """(x − mean) / std per channel (ImageNet statistics by default)."""
+    m = torch.tensor(mean, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)
+    s = torch.tensor(std, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)
+    return (x - m) / s
+
+
+def to_float(x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+    """uint8 → float32 in [0, 1] (keeping channels_last when asked)."""
+    fmt = torch.channels_last if channels_last and x.ndim == 4 else torch.contiguous_format
+    return x.to(dtype=torch.float32, memory_format=fmt).mul_(1.0 / 255.0)
+
+
+@dataclass(frozen=True)
+class DomainBedPipeline:
+    """DomainBed's train/eval transforms on uint8 batches (see the module doc). ``size``: output side."""
+
+    size: int = 224
+    augment: bool = True
+    normalize: bool = True
+    scale: tuple[float, float] = (0.7, 1.0)
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    jitter: float = 0.3
+    grayscale_p: float = 0.1
+    flip_p: float = 0.5
+
+    def _frame(self, x: torch.Tensor, orig_size: torch.Tensor | None) -> torch.Tensor:
+        if orig_size is None:
+            return torch.tensor([[x.shape[-1], x.shape[-2]]], device=x.device).expand(len(x), 2)
+        return orig_size.to(x.device)
+
+    def train(self, x: torch.Tensor, orig_size: torch.Tensor | None = None, generator: torch.Generator | None = None,
+              channels_last: bool = False) -> torch.Tensor:
+        """Augmented, normalised float batch [B, 3, size, size] from uint8 ``x`` [B, 3, S, S]."""
+        if not self.augment:
+            return self.eval(x, channels_last)
+        x = to_float(x)
+        frame = self._frame(x, orig_size)
+        boxes = crop_boxes(frame[:, 0], frame[:, 1], self.scale, self.ratio, generator)
+        flip = _rand(len(x), generator, x.device) < self.flip_p
+        x = resized_crop(x, boxes, frame, self.size, flip)
+        x = color_jitter(x, self.jitter, self.jitter, self.jitter, self.jitter, generator)
+        x = random_grayscale(x, self.grayscale_p, generator)
+        return self._finish(x, channels_last)
+
+    def eval(self, x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+        """Resized (when S ≠ size) and normalised float batch."""
+        x = to_float(x)
+        if x.shape[-1] != self.size or x.shape[-2] != self.size:
+            x = F.interpolate(x, size=(self.size, self.size), mode="bilinear", align_corners=False, antialias=True)
+        return self._finish(x, channels_last)
+
+    def _finish(self, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
+        if self.normalize:
+            x = normalize(x)
+        return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
+@dataclass(frozen=True)
+class PlainPipeline:
+    """Our default for arrays at their final size: float/255, and the batched random affine warp of
+    :func:`dganalysis.data.transforms.random_affine` when ``augment`` (hparam ``augment``); optional ImageNet
+    normalisation (used with torchvision's ImageNet weights)."""
+
+    augment: bool = False
+    normalize: bool = False
+
+    def train(self, x: torch.Tensor, orig_size: torch.Tensor | None = None, generator: torch.Generator | None = None,
+              channels_last: bool = False) -> torch.Tensor:
+        from dganalysis.data.transforms import random_affine
+
+        x = to_float(x, channels_last)
+        if self.augment:
+            x = random_affine(x, generator=generator)
+        return normalize(x) if self.normalize else x
+
+    def eval(self, x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+        x = to_float(x, channels_last)
+        return normalize(x) if self.normalize else x
+
+
+def make_pipeline(info: dict, hparams: dict, input_shape: tuple[int, ...]) -> DomainBedPipeline | PlainPipeline:
+    """The pipeline a dataset asks for (``info['pipeline'] == 'domainbed'``: DomainBed's, augmenting when hparam
+    ``data_augmentation``, default True) or :class:`PlainPipeline`. ImageNet normalisation: always for DomainBed's
+    pipeline (as DomainBed); otherwise when the featurizer starts from torchvision's ImageNet weights
+    (``pretrained: imagenet``) and the images have 3 channels."""
+    from dganalysis.nets.torchhub import is_hub_spec
+
+    if info.get("pipeline") == "domainbed":
+        return DomainBedPipeline(size=int(input_shape[-1]), augment=bool(hparams.get("data_augmentation", True)))
+    imagenet = bool(hparams.get("pretrained")) and is_hub_spec(str(hparams["pretrained"])) and input_shape[0] == 3
+    return PlainPipeline(augment=bool(hparams.get("augment", False)), normalize=imagenet)
