@@ -100,31 +100,25 @@ def grayscale(x: torch.Tensor) -> torch.Tensor:
 def rgb_to_hsv(x: torch.Tensor) -> torch.Tensor:
     """RGB in [0, 1] → HSV with hue in [0, 1) (hexcone model)."""
     r, g, b = x.unbind(1)
-    maxc, _ = x.max(1)
-    minc, _ = x.min(1)
-    delta = maxc - minc
+    maxc = x.amax(1)
+    delta = maxc - x.amin(1)
     gray = delta == 0
-    s = delta / torch.where(gray, torch.ones_like(maxc), maxc)
-    d = torch.where(gray, torch.ones_like(delta), delta)
-    h = torch.where(maxc == r, (g - b) / d, torch.where(maxc == g, 2.0 + (b - r) / d, 4.0 + (r - g) / d))
-    h = torch.where(gray, torch.zeros_like(h), h)
-    return torch.stack([torch.remainder(h / 6.0, 1.0), s, maxc], 1)
+    s = delta / torch.where(gray, 1.0, maxc)
+    d = torch.where(gray, 1.0, delta)
+    h = torch.where(maxc == r, (g - b) / d, torch.where(maxc == g, (b - r) / d + 2.0, (r - g) / d + 4.0))
+    h = torch.where(gray, 0.0, h)
+    return torch.stack([torch.remainder(h.div_(6.0), 1.0), s, maxc], 1)
+
+
+_HSV_K = (5.0, 3.0, 1.0)
 
 
 def hsv_to_rgb(x: torch.Tensor) -> torch.Tensor:
-    """HSV (hue in [0, 1)) → RGB in [0, 1]."""
-    h, s, v = x.unbind(1)
-    h6 = h * 6.0
-    sector = torch.floor(h6)
-    f = h6 - sector
-    sector = torch.remainder(sector, 6).long()
-    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    # (r, g, b) per sector 0..5
-    table = torch.stack([
-        torch.stack([v, t, p], 1), torch.stack([q, v, p], 1), torch.stack([p, v, t], 1),
-        torch.stack([p, q, v], 1), torch.stack([t, p, v], 1), torch.stack([v, p, q], 1)], 1)  # B, 6, 3, H, W
-    idx = sector[:, None, None].expand(-1, 1, 3, -1, -1)
-    return table.gather(1, idx)[:, 0]
+    """HSV (hue in [0, 1)) → RGB in [0, 1]: channel n of (r, g, b) is v − v·s·clamp(min(k, 4 − k), 0, 1) with
+    k = (n + 6h) mod 6 for n = 5, 3, 1 (the piecewise-linear hexcone, without a per-sector table)."""
+    h, s, v = x[:, 0:1], x[:, 1:2], x[:, 2:3]
+    k = torch.remainder(torch.tensor(_HSV_K, dtype=x.dtype, device=x.device).view(1, 3, 1, 1) + h * 6.0, 6.0)
+    return v - v * s * torch.minimum(k, 4.0 - k).clamp_(0.0, 1.0)
 
 
 def _blend(x: torch.Tensor, other: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
