@@ -182,3 +182,37 @@ def test_erm_end_to_end_on_a_real_layout_with_imagenet_weights(tmp_path, monkeyp
     assert [r["step"] for r in recs] == [0, 2] and recs[-1]["data_path"] == mode
     assert all(0 <= recs[-1][f"env{i}_out_acc"] <= 1 for i in range(4)) and np.isfinite(recs[-1]["loss"])
     assert (out / "done").is_file()
+
+
+def _fake_camelyon(root, per_center: int = 2):
+    """camelyon17_v1.0/{RELEASE_v1.0.txt, metadata.csv, patches/patient_*_node_*/patch_*.png} with tiny patches."""
+    base = root / "camelyon17_v1.0"
+    rows = ["," + ",".join(["patient", "node", "x_coord", "y_coord", "tumor", "slide", "center", "split"])]
+    k = 0
+    for center in range(5):
+        patient, node = f"{center:03d}", 1
+        d = base / "patches" / f"patient_{patient}_node_{node}"
+        d.mkdir(parents=True, exist_ok=True)
+        for i in range(per_center):
+            x, y, tumor = 100 + i, 200 + i, (center + i) % 2
+            Image.fromarray(np.full((6, 6, 3), 40 * center + i, np.uint8)).save(
+                d / f"patch_patient_{patient}_node_{node}_x_{x}_y_{y}.png")
+            rows.append(f"{k},{patient},{node},{x},{y},{tumor},{center * 10 + node},{center},0")
+            k += 1
+    (base / "metadata.csv").write_text("\n".join(rows) + "\n")
+    (base / "RELEASE_v1.0.txt").write_text("fake\n")
+    return root
+
+
+def test_wilds_camelyon_through_the_wilds_package(tmp_path):
+    pytest.importorskip("wilds", reason="WILDSCamelyon reads its data through `wilds`: pip install wilds==2.0.0")
+    root = _fake_camelyon(tmp_path / "wilds")
+    ds = load_dataset("WILDSCamelyon", root=root, image_size=8, data_dir=tmp_path / "c")
+    assert ds.domain_names == DOMAINBED_ENVIRONMENTS["WILDSCamelyon"] and ds.classes == ["0", "1"]
+    assert [len(d) for d in ds.domains] == [2] * 5
+    assert ds["hospital_3"].labels.tolist() == [1, 0]
+    assert ds["hospital_0"].sizes.tolist() == [[8, 8], [8, 8]]  # DomainBed resizes before cropping
+    arr = ds.to_arrays(workers=1)
+    assert arr["hospital_2"].images[1].mean() == pytest.approx(81, abs=1)
+    with pytest.raises(FileNotFoundError, match="camelyon17_v1.0 not found"):
+        load_dataset("WILDSCamelyon", root=tmp_path / "none")

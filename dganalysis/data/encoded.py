@@ -171,11 +171,13 @@ def _probe(path: Path) -> tuple[int, int, str]:
 
 def pack_files(
     out: str | Path, name: str, classes: Sequence[str], listing: dict[str, list[tuple[Path, int]]], image_size: int,
-    info: dict[str, Any] | None = None, files_of: dict[str, str] | None = None,
+    info: dict[str, Any] | None = None, files_of: dict[str, str] | None = None, square_frame: bool = False,
 ) -> EncodedDataset:
     """Concatenate each domain's files (``listing``: domain → [(path, label)]) into ``out``; manifest last.
 
     ``files_of`` maps a domain name to a file-safe stem (default: the name with spaces replaced).
+    ``square_frame``: record every size as ``image_size`` × ``image_size`` instead of the file's, for pipelines
+    that resize before cropping (DomainBed's WILDS transforms), so the crop is drawn in the resized frame.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -189,7 +191,7 @@ def pack_files(
         def write(fh, items=items, offsets=offsets, sizes=sizes, formats=formats) -> None:
             for i, (path, _) in enumerate(items):
                 w, h, fmt = _probe(path)
-                sizes[i] = (w, h)
+                sizes[i] = (image_size, image_size) if square_frame else (w, h)
                 formats.add(fmt)
                 blob = Path(path).read_bytes()
                 fh.write(blob)

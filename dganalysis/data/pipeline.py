@@ -136,25 +136,35 @@ def color_jitter(x: torch.Tensor, brightness: float = 0.3, contrast: float = 0.3
     fs = 1 + saturation * (2 * u[:, 2] - 1)
     fh = hue * (2 * u[:, 3] - 1)
     order = torch.argsort(_rand((n, 4), generator, dev), 1)  # a uniform random permutation per image
-    x = x.clone()
-    for pos in range(4):
-        for op in range(4):
-            sel = (order[:, pos] == op).nonzero()[:, 0]
-            if len(sel) == 0:
-                continue
-            xs = x[sel]
-            if op == 0:
-                xs = (xs * fb[sel].view(-1, 1, 1, 1)).clamp_(0, 1)
-            elif op == 1:
-                xs = _blend(xs, grayscale(xs).mean((1, 2, 3), keepdim=True), fc[sel])
-            elif op == 2:
-                xs = _blend(xs, grayscale(xs), fs[sel])
-            else:
-                hsv = rgb_to_hsv(xs)
-                hsv[:, 0] = torch.remainder(hsv[:, 0] + fh[sel].view(-1, 1, 1), 1.0)
-                xs = hsv_to_rgb(hsv)
-            x[sel] = xs
-    return x
+    # images grouped by their permutation (at most 24 groups): one gather in, contiguous slices, one scatter out
+    code = (order * torch.tensor([64, 16, 4, 1], device=dev)).sum(1)
+    codes, counts = torch.unique(code, return_counts=True)
+    perm = torch.argsort(code, stable=True)
+    xs, f = x[perm], torch.stack([fb, fc, fs, fh], 1)[perm]
+    out, start = torch.empty_like(xs), 0
+    for c, k in zip(codes.tolist(), counts.tolist()):
+        sl = slice(start, start + k)
+        y = xs[sl]
+        for op in (c // 64, c // 16 % 4, c // 4 % 4, c % 4):
+            y = _jitter_op(y, op, f[sl, op])
+        out[sl] = y
+        start += k
+    result = torch.empty_like(out)
+    result[perm] = out
+    return result
+
+
+def _jitter_op(x: torch.Tensor, op: int, f: torch.Tensor) -> torch.Tensor:
+    """One of ColorJitter's operations (0 brightness, 1 contrast, 2 saturation, 3 hue) with per-image factors."""
+    if op == 0:
+        return (x * f.view(-1, 1, 1, 1)).clamp_(0, 1)
+    if op == 1:
+        return _blend(x, grayscale(x).mean((1, 2, 3), keepdim=True), f)
+    if op == 2:
+        return _blend(x, grayscale(x), f)
+    hsv = rgb_to_hsv(x)
+    hsv[:, 0] = torch.remainder(hsv[:, 0] + f.view(-1, 1, 1), 1.0)
+    return hsv_to_rgb(hsv)
 
 
 def random_grayscale(x: torch.Tensor, p: float = 0.1, generator: torch.Generator | None = None) -> torch.Tensor:
