@@ -26,7 +26,8 @@ PACS-layout folder (real folder names, simulated content), in one run:
 (1) ours, on the device: the files decoded once (timed separately as setup), uint8 in memory, batched
     augmentation (:class:`dganalysis.data.pipeline.DomainBedPipeline`);
 (2) ours, streamed: JPEG bytes on the host, decoded per batch by Pillow in threads with prefetch, batched
-    augmentation (:mod:`dganalysis.data.stream`);
+    augmentation on the device (:mod:`dganalysis.data.stream`), and the same with the augmentation done per
+    sample by Pillow in the decode threads (``stream+host-aug``, the CPU default);
 (3) DomainBed-style: torchvision ``ImageFolder``-like per-sample Pillow decoding and DomainBed's per-sample
     transforms, one ``InfiniteDataLoader`` per training domain with ``--workers`` worker processes.
 """
@@ -256,9 +257,11 @@ def pipeline_bench(a) -> None:
         n = a.steps * a.batch_size * 3
         sink = torch.zeros((), device=device)
         res = {}
-        for mode in ("device", "stream"):
+        variants = {"device": ("device", False), "stream": ("stream", False), "stream+host-aug": ("stream", True)}
+        for name, (mode, host_aug) in variants.items():
             t0 = time.time()
-            feed = make_feed(enc, index, device, True, pipe, seed=0, mode=mode, workers=a.workers, prefetch=a.prefetch)
+            feed = make_feed(enc, index, device, True, pipe, seed=0, mode=mode, workers=a.workers, prefetch=a.prefetch,
+                             host_augment=host_aug)
             setup = time.time() - t0
             gen = torch.Generator(device=device).manual_seed(0)
             for s in feed[:3]:  # warm-up: one batch each (starts the stream producers)
@@ -270,10 +273,12 @@ def pipeline_bench(a) -> None:
                     sink += x.float().mean()
             if device.type == "cuda":
                 torch.cuda.synchronize()
-            res[mode] = (time.time() - t0, _cpu_seconds() - c0)
+            res[name] = (time.time() - t0, _cpu_seconds() - c0)
             feed.close()
-            _report(f"ours, {mode}", *res[mode], n, f"setup {setup:.1f} s: "
-                    f"{'decode everything once' if mode == 'device' else 'open the packed bytes'}")
+            how = {"device": "decoded once (setup), batched augmentation on the device",
+                   "stream": "Pillow decode per batch in threads, batched augmentation on the device",
+                   "stream+host-aug": "Pillow decode + per-sample Pillow augmentation in threads"}[name]
+            _report(f"ours, {name}", *res[name], n, f"{how}; setup {setup:.1f} s")
 
         T = tv.transforms
         aug = T.Compose([T.RandomResizedCrop(a.size, scale=(0.7, 1.0)), T.RandomHorizontalFlip(),
@@ -299,9 +304,9 @@ def pipeline_bench(a) -> None:
         _report("DomainBed-style", *res["domainbed"], n, f"per-sample PIL + torchvision transforms, {a.workers} "
                 "DataLoader workers per training domain; CPU-s include worker start-up and warm-up batch")
         w_db, c_db = res["domainbed"]
-        for mode in ("device", "stream"):
-            w, c = res[mode]
-            print(f"ratio ours {mode} / DomainBed-style: {w_db / w:.2f}x wall-clock img/s, {c_db / c:.2f}x img per CPU-second")
+        for name in variants:
+            w, c = res[name]
+            print(f"ratio ours {name} / DomainBed-style: {w_db / w:.2f}x wall-clock img/s, {c_db / c:.2f}x img per CPU-second")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the machine skew wall-clock figures)")
 
 
@@ -379,7 +384,7 @@ def main(argv=None) -> None:
 
 
 def _report(name: str, wall: float, cpu: float, n: int, extra: str) -> None:
-    print(f"{name:15s}: {wall:7.1f} s wall {n / wall:7.1f} img/s | {cpu:7.1f} CPU-s {n / cpu:7.1f} img/CPU-s  ({extra})",
+    print(f"{name:22s}: {wall:7.1f} s wall {n / wall:7.1f} img/s | {cpu:7.1f} CPU-s {n / cpu:7.1f} img/CPU-s  ({extra})",
           flush=True)
 
 

@@ -138,8 +138,11 @@ def test_auto_mode_streams_when_data_exceed_device_memory(tmp_path, monkeypatch)
     assert choose_mode(enc, torch.device("cpu")) == "device"
     monkeypatch.setattr(feed, "free_memory", lambda device: enc.decoded_nbytes())
     assert choose_mode(enc, torch.device("cpu")) == "stream"
+    assert choose_mode(enc, torch.device("cpu"), pipeline=DomainBedPipeline(size=8)) == "stream"  # Pillow on the host
+    monkeypatch.setattr(feed, "free_memory", lambda device: 10 * enc.decoded_nbytes())
+    assert choose_mode(enc, torch.device("cpu"), pipeline=DomainBedPipeline(size=8, augment=False)) == "device"
     monkeypatch.setenv("DGANALYSIS_FEED", "device")
-    assert choose_mode(enc, torch.device("cpu")) == "device"
+    assert choose_mode(enc, torch.device("cpu"), pipeline=DomainBedPipeline(size=8)) == "device"
     monkeypatch.setenv("DGANALYSIS_FEED", "gpu")
     with pytest.raises(ValueError, match="DGANALYSIS_FEED"):
         choose_mode(enc, torch.device("cpu"))
@@ -216,3 +219,32 @@ def test_wilds_camelyon_through_the_wilds_package(tmp_path):
     assert arr["hospital_2"].images[1].mean() == pytest.approx(81, abs=1)
     with pytest.raises(FileNotFoundError, match="camelyon17_v1.0 not found"):
         load_dataset("WILDSCamelyon", root=tmp_path / "none")
+
+
+def test_host_augmentation_uses_the_original_pixels(tmp_path):
+    """Streaming with Pillow augmentation on the host: a crop that covers the whole image (scale 1, the image's own
+    aspect ratio) reproduces DomainBed's evaluation resize exactly; the default draws are seeded."""
+    root = _fake_tree(tmp_path / "data", "PACS", per_class=1, w=12, h=9)
+    enc = load_dataset("PACS", root=root, image_size=8, data_dir=tmp_path / "c")
+    index = [(np.arange(len(d)), np.arange(0)) for d in enc.domains]
+    whole = DomainBedPipeline(size=8, scale=(1.0, 1.0), ratio=(12 / 9, 12 / 9), jitter=0.0, grayscale_p=0.0, flip_p=0.0)
+    feed = make_feed(enc, index, torch.device("cpu"), False, whole, mode="stream", workers=2, host_augment=True)
+    split = feed[1][0]
+    assert split.host_augment
+    x, y = split.sample(5, None)
+    ev_x, ev_y = (torch.cat(t) for t in zip(*split.eval_batches(100)))
+    dist = (x[:, None] - ev_x[None]).abs().amax((2, 3, 4))  # [5, n]
+    best = dist.argmin(1)
+    # every augmented image is one evaluation image, up to one uint8 level (PIL's HSV round trip of a zero hue
+    # shift, which DomainBed's ColorJitter also does): 1 / 255 / 0.224 < 0.02 in normalised units
+    assert dist.min(1).values.max() < 0.02, dist.min(1).values
+    assert ev_y[best].tolist() == y.tolist()
+    feed.close()
+    pipe = DomainBedPipeline(size=8)
+    a = make_feed(enc, index, torch.device("cpu"), False, pipe, seed=5, mode="stream", workers=2, host_augment=True)
+    b = make_feed(enc, index, torch.device("cpu"), False, pipe, seed=5, mode="stream", workers=2, host_augment=True)
+    xa, ya = a[0][0].sample(6)
+    xb, yb = b[0][0].sample(6)
+    assert torch.equal(xa, xb) and torch.equal(ya, yb) and xa.shape == (6, 3, 8, 8)
+    a.close()
+    b.close()

@@ -10,7 +10,10 @@ Two paths with one interface (``len``, ``sample(batch_size, generator)``, ``eval
 
 ``mode="auto"`` (the default, or ``$DGANALYSIS_FEED``) picks ``device`` when the decoded dataset takes at most
 ``DEVICE_FRACTION`` of the free memory of the device (CUDA: ``torch.cuda.mem_get_info``; CPU: the host's
-``MemAvailable``), else ``stream``. In both, the pipeline (:mod:`dganalysis.data.pipeline`) converts and augments
+``MemAvailable``), else ``stream``. One exception: on a CPU device, encoded images under DomainBed's augmentation
+are streamed and augmented per sample by Pillow in the decode threads (measured ~10x more images per CPU-second
+than the batched float augmentation on this project's CPUs, and ~2x DomainBed's DataLoader loop:
+``bench/train_throughput.py --image-pipeline``). In both, the pipeline (:mod:`dganalysis.data.pipeline`) converts and augments
 batches on the device.
 """
 
@@ -103,13 +106,18 @@ def free_memory(device: torch.device) -> int:
     return 8 * 2**30
 
 
-def choose_mode(dataset: DomainDataset | EncodedDataset, device: torch.device, mode: str | None = None) -> str:
+def choose_mode(dataset: DomainDataset | EncodedDataset, device: torch.device, mode: str | None = None,
+                pipeline=None) -> str:
     """``device`` or ``stream`` (see the module doc); an explicit ``mode`` or ``$DGANALYSIS_FEED`` wins."""
     mode = mode or os.environ.get("DGANALYSIS_FEED", "auto")
     if mode not in MODES:
         raise ValueError(f"feed mode {mode!r} ($DGANALYSIS_FEED or mode=): expected one of {MODES}")
     if mode != "auto":
         return mode
+    if (device.type == "cpu" and isinstance(dataset, EncodedDataset) and getattr(pipeline, "augment", False)
+            and hasattr(pipeline, "augment_pil")):
+        log.info("CPU device, DomainBed augmentation of encoded images → stream (augmented per sample by Pillow)")
+        return "stream"
     need, free = decoded_nbytes(dataset), free_memory(device)
     chosen = "device" if need <= DEVICE_FRACTION * free else "stream"
     log.info("data %.2f GB decoded, %.2f GB free on %s → %s", need / 2**30, free / 2**30, device, chosen)
@@ -119,17 +127,18 @@ def choose_mode(dataset: DomainDataset | EncodedDataset, device: torch.device, m
 def make_feed(
     dataset: DomainDataset | EncodedDataset, index: Sequence[tuple[np.ndarray, np.ndarray]], device: torch.device,
     channels_last: bool, pipeline, seed: int = 0, mode: str | None = None, workers: int | None = None,
-    prefetch: int = 2, gpu_decode: bool | None = None,
+    prefetch: int = 2, gpu_decode: bool | None = None, host_augment: bool | None = None,
 ) -> Feed:
     """The (in, out) splits of every domain at ``index`` (per domain: in indices, out indices).
 
     ``workers``: decoding threads (default: the CPU count, at most 16). ``gpu_decode`` (default: on CUDA with
-    JPEG files) decodes streamed batches with torchvision's CUDA decoder.
+    JPEG files) decodes streamed batches with torchvision's CUDA decoder. ``host_augment`` (default: on CPU
+    devices) augments streamed encoded training images per sample with Pillow in the decode threads.
     """
     device = torch.device(device)
     if len(index) != len(dataset.domains):
         raise ValueError(f"make_feed: {len(index)} index pairs for {len(dataset.domains)} domains")
-    mode = choose_mode(dataset, device, mode)
+    mode = choose_mode(dataset, device, mode, pipeline)
     workers = workers or min(16, os.cpu_count() or 1)
     encoded = isinstance(dataset, EncodedDataset)
     pool = ThreadPoolExecutor(workers) if encoded else None
@@ -145,10 +154,12 @@ def make_feed(
             pool.shutdown()
         return Feed(pairs, "device")
     gpu = device.type == "cuda" if gpu_decode is None else bool(gpu_decode)
+    host_aug = device.type == "cpu" if host_augment is None else bool(host_augment)
     size = dataset.input_shape[-1]
     pairs = []
     for d, (dom, (in_idx, out_idx)) in enumerate(zip(dataset.domains, index)):
         src = HostSource(dom, size, pool, gpu_decode=gpu)
         pairs.append(tuple(StreamSplit(src, i, pipeline, device, channels_last, seed=(seed, d, k),
-                                       prefetch=prefetch) for k, i in enumerate((in_idx, out_idx))))
+                                       prefetch=prefetch, host_augment=host_aug and k == 0)
+                           for k, i in enumerate((in_idx, out_idx))))
     return Feed(pairs, "stream", pool)

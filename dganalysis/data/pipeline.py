@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -125,22 +126,33 @@ def _blend(x: torch.Tensor, other: torch.Tensor, f: torch.Tensor) -> torch.Tenso
     return (f.view(-1, 1, 1, 1) * x + (1 - f.view(-1, 1, 1, 1)) * other).clamp_(0, 1)
 
 
+def jitter_params(n: int, brightness: float = 0.3, contrast: float = 0.3, saturation: float = 0.3, hue: float = 0.3,
+                  generator: torch.Generator | None = None, device: torch.device | str = "cpu"
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ColorJitter``'s draws for ``n`` images: factors [n, 4] (U(1 ± b), U(1 ± c), U(1 ± s), hue shift U(± h))
+    and the order of the four operations [n, 4] (a uniform random permutation per image)."""
+    u = _rand((n, 4), generator, device)
+    lo = torch.tensor([1 - brightness, 1 - contrast, 1 - saturation, -hue], device=device)
+    hi = torch.tensor([1 + brightness, 1 + contrast, 1 + saturation, hue], device=device)
+    order = torch.argsort(_rand((n, 4), generator, device), 1)
+    return lo + (hi - lo) * u, order
+
+
 def color_jitter(x: torch.Tensor, brightness: float = 0.3, contrast: float = 0.3, saturation: float = 0.3,
-                 hue: float = 0.3, generator: torch.Generator | None = None) -> torch.Tensor:
+                 hue: float = 0.3, generator: torch.Generator | None = None,
+                 params: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """torchvision's ``ColorJitter`` per image of ``x`` [B, 3, H, W] in [0, 1]: factors U(1 ± b), U(1 ± c),
-    U(1 ± s) and a hue shift U(± h), applied in a random order drawn per image."""
-    n, dev = len(x), x.device
-    u = _rand((n, 4), generator, dev)
-    fb = 1 + brightness * (2 * u[:, 0] - 1)
-    fc = 1 + contrast * (2 * u[:, 1] - 1)
-    fs = 1 + saturation * (2 * u[:, 2] - 1)
-    fh = hue * (2 * u[:, 3] - 1)
-    order = torch.argsort(_rand((n, 4), generator, dev), 1)  # a uniform random permutation per image
+    U(1 ± s) and a hue shift U(± h), applied in a random order drawn per image (or ``params`` from
+    :func:`jitter_params`)."""
+    dev = x.device
+    factors, order = params if params is not None else jitter_params(len(x), brightness, contrast, saturation, hue,
+                                                                     generator, dev)
+    factors, order = factors.to(dev), order.to(dev)
     # images grouped by their permutation (at most 24 groups): one gather in, contiguous slices, one scatter out
     code = (order * torch.tensor([64, 16, 4, 1], device=dev)).sum(1)
     codes, counts = torch.unique(code, return_counts=True)
     perm = torch.argsort(code, stable=True)
-    xs, f = x[perm], torch.stack([fb, fc, fs, fh], 1)[perm]
+    xs, f = x[perm], factors[perm]
     out, start = torch.empty_like(xs), 0
     for c, k in zip(codes.tolist(), counts.tolist()):
         sl = slice(start, start + k)
@@ -167,9 +179,10 @@ def _jitter_op(x: torch.Tensor, op: int, f: torch.Tensor) -> torch.Tensor:
     return hsv_to_rgb(hsv)
 
 
-def random_grayscale(x: torch.Tensor, p: float = 0.1, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Each image replaced by its luma (repeated over the channels) with probability ``p``."""
-    pick = _rand(len(x), generator, x.device) < p
+def random_grayscale(x: torch.Tensor, p: float = 0.1, generator: torch.Generator | None = None,
+                     pick: torch.Tensor | None = None) -> torch.Tensor:
+    """Each image replaced by its luma (repeated over the channels) with probability ``p`` (or where ``pick``)."""
+    pick = (_rand(len(x), generator, x.device) < p) if pick is None else pick.to(x.device)
     return torch.where(pick.view(-1, 1, 1, 1), grayscale(x).expand_as(x), x)
 
 
@@ -204,19 +217,47 @@ class DomainBedPipeline:
             return torch.tensor([[x.shape[-1], x.shape[-2]]], device=x.device).expand(len(x), 2)
         return orig_size.to(x.device)
 
+    def draw(self, frame: torch.Tensor, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """Every random choice for a batch of images whose crop frames (W, H) are ``frame`` [B, 2]: crop boxes,
+        flips, colour-jitter factors and order, grayscale picks (in this order from ``generator``)."""
+        dev = frame.device
+        boxes = crop_boxes(frame[:, 0], frame[:, 1], self.scale, self.ratio, generator)
+        flip = _rand(len(frame), generator, dev) < self.flip_p
+        factors, order = jitter_params(len(frame), self.jitter, self.jitter, self.jitter, self.jitter, generator, dev)
+        gray = _rand(len(frame), generator, dev) < self.grayscale_p
+        return {"boxes": boxes, "flip": flip, "factors": factors, "order": order, "gray": gray}
+
     def train(self, x: torch.Tensor, orig_size: torch.Tensor | None = None, generator: torch.Generator | None = None,
               channels_last: bool = False) -> torch.Tensor:
-        """Augmented, normalised float batch [B, 3, size, size] from uint8 ``x`` [B, 3, S, S]."""
+        """Augmented, normalised float batch [B, 3, size, size] from uint8 ``x`` [B, 3, S, S], batched on x's device."""
         if not self.augment:
             return self.eval(x, channels_last)
         x = to_float(x)
         frame = self._frame(x, orig_size)
-        boxes = crop_boxes(frame[:, 0], frame[:, 1], self.scale, self.ratio, generator)
-        flip = _rand(len(x), generator, x.device) < self.flip_p
-        x = resized_crop(x, boxes, frame, self.size, flip)
-        x = color_jitter(x, self.jitter, self.jitter, self.jitter, self.jitter, generator)
-        x = random_grayscale(x, self.grayscale_p, generator)
+        p = self.draw(frame, generator)
+        x = resized_crop(x, p["boxes"], frame, self.size, p["flip"])
+        x = color_jitter(x, params=(p["factors"], p["order"]))
+        x = random_grayscale(x, pick=p["gray"])
         return self._finish(x, channels_last)
+
+    def augment_pil(self, image, params: dict[str, torch.Tensor], j: int) -> np.ndarray:
+        """Image ``j`` of a batch augmented on the host with Pillow (torchvision's PIL functions, DomainBed's
+        own per-sample path, including its uint8 rounding between operations) from the batch's ``params``
+        (:meth:`draw`, the crop box in ``image``'s pixels): uint8[3, size, size]."""
+        from dganalysis.compat import torchvision
+
+        TF = torchvision().transforms.functional
+        x0, y0, w, h = (int(v) for v in params["boxes"][j].tolist())
+        im = TF.resized_crop(image, y0, x0, h, w, [self.size, self.size])
+        if bool(params["flip"][j]):
+            im = TF.hflip(im)
+        f = params["factors"][j].tolist()
+        ops = (TF.adjust_brightness, TF.adjust_contrast, TF.adjust_saturation, TF.adjust_hue)
+        for op in params["order"][j].tolist():
+            im = ops[op](im, f[op])
+        if bool(params["gray"][j]):
+            im = TF.rgb_to_grayscale(im, num_output_channels=3)
+        return np.asarray(im, dtype=np.uint8).transpose(2, 0, 1)
 
     def eval(self, x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
         """Resized (when S ≠ size) and normalised float batch."""

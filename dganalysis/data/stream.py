@@ -11,6 +11,11 @@ pipeline then runs batched on the device.
 - **Decoding on CUDA** (``gpu_decode``; JPEG files only): the host reads the encoded bytes, and
   ``torchvision.io.decode_jpeg(..., device='cuda')`` decodes the batch on the GPU, then each image is resized
   to S × S (bilinear, antialiased). *Written for CUDA machines, untested here (no GPU in this project's CI).*
+- **Augmenting on the host** (``host_augment``; encoded data, the default on CPU devices): each training image is
+  decoded at full size and augmented with Pillow in the decode threads, with DomainBed's per-sample functions
+  and the batch's random choices drawn at once (:meth:`~dganalysis.data.pipeline.DomainBedPipeline.draw`) —
+  DomainBed's own path, crops taken from the original pixels. On a CPU this is several times cheaper than the
+  batched float path (``bench/train_throughput.py --image-pipeline``); on CUDA the batched path runs on the GPU.
 - **Prefetch**: training batches are produced ahead by a background thread per split (a queue of
   ``prefetch`` batches, pinned memory on CUDA, copied with ``non_blocking``); evaluation reads the next
   ``prefetch`` chunks in a reader thread while the model runs on the current one.
@@ -23,6 +28,7 @@ distributed) minibatch sequences.
 
 from __future__ import annotations
 
+import io as _pyio
 import logging
 import queue
 import threading
@@ -35,6 +41,7 @@ import torch.nn.functional as F
 
 from dganalysis.data.dataset import Domain
 from dganalysis.data.encoded import EncodedDomain
+from dganalysis.data.pipeline import to_float
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +76,33 @@ class HostSource:
         out[order] = self.domain.images[index[order]]
         return out, orig, self.labels[index]
 
+    def load_augmented(self, index: np.ndarray, pipeline, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Training samples decoded at full size and augmented per sample with Pillow on the host (encoded data
+        only): the batch's random choices are drawn at once from ``generator`` (:meth:`DomainBedPipeline.draw`)."""
+        frames = self.orig[index]
+        params = pipeline.draw(torch.from_numpy(np.ascontiguousarray(frames)), generator)
+        out = np.empty((len(index), 3, pipeline.size, pipeline.size), np.uint8)
+
+        def one(j: int) -> None:
+            out[j] = _augment_one(self.domain, int(index[j]), tuple(int(v) for v in frames[j]), pipeline, params, j)
+
+        if self.pool is None:
+            for j in range(len(index)):
+                one(j)
+        else:
+            list(self.pool.map(one, range(len(index))))
+        return out, self.labels[index]
+
+
+def _augment_one(domain: EncodedDomain, i: int, frame: tuple[int, int], pipeline, params, j: int) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(_pyio.BytesIO(bytes(domain.raw(i)))) as im:
+        im = im.convert("RGB")
+    if im.size != frame:  # the crop frame is the resized image (DomainBed's WILDS transforms)
+        im = im.resize(frame, Image.BILINEAR)
+    return pipeline.augment_pil(im, params, j)
+
 
 def decode_jpeg_cuda(raw: list[np.ndarray], size: int, device: torch.device) -> torch.Tensor:
     """JPEG bytes → uint8[B, 3, size, size] on ``device`` with torchvision's CUDA decoder (untested: no GPU here)."""
@@ -87,11 +121,14 @@ class StreamSplit:
     """One split (``index`` into a domain) streamed from the host, augmented on ``device`` by ``pipeline``."""
 
     def __init__(self, source: HostSource, index: np.ndarray, pipeline, device: torch.device, channels_last: bool,
-                 seed: int | tuple[int, ...], prefetch: int = 2) -> None:
+                 seed: int | tuple[int, ...], prefetch: int = 2, host_augment: bool = False) -> None:
         self.source, self.index = source, np.asarray(index, np.int64)
         self.pipeline, self.device, self.channels_last = pipeline, device, channels_last
         self.prefetch = max(1, int(prefetch))
         self._rng = np.random.default_rng(list(seed) if isinstance(seed, tuple) else seed)
+        self.host_augment = bool(host_augment and source.encoded and not source.gpu_decode
+                                 and getattr(pipeline, "augment", False) and hasattr(pipeline, "augment_pil"))
+        self._tgen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self._queue: queue.Queue | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -126,7 +163,11 @@ class StreamSplit:
         try:
             while not self._stop.is_set():
                 rows = self._rng.integers(0, len(self.index), batch_size)
-                item = self._host_batch(rows)
+                if self.host_augment:
+                    x, y = self.source.load_augmented(self.index[rows], self.pipeline, self._tgen)
+                    item = (torch.from_numpy(x), None, torch.from_numpy(y))
+                else:
+                    item = self._host_batch(rows)
                 while not self._stop.is_set():
                     try:
                         self._queue.put(item, timeout=0.1)
@@ -149,6 +190,8 @@ class StreamSplit:
         if isinstance(item, BaseException):
             raise item
         x, orig, y = self._to_device(item)
+        if self.host_augment:  # augmented on the host: only float conversion and normalisation here
+            return self.pipeline._finish(to_float(x), self.channels_last), y
         return self.pipeline.train(x, orig, generator, self.channels_last), y
 
     # ---------------------------------------------------------------- evaluation
