@@ -174,8 +174,13 @@ class StreamSplit:
                         break
                     except queue.Full:
                         continue
-        except BaseException as e:  # surfaced in sample()
-            self._queue.put(e)
+        except BaseException as e:  # surfaced in sample() (dropped when the split is being closed)
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(e, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """A training minibatch (uniform with replacement), prefetched by a background thread."""
