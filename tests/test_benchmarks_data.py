@@ -248,3 +248,19 @@ def test_host_augmentation_uses_the_original_pixels(tmp_path):
     assert torch.equal(xa, xb) and torch.equal(ya, yb) and xa.shape == (6, 3, 8, 8)
     a.close()
     b.close()
+
+
+def test_a_broken_file_fails_the_batch_naming_the_sample(tmp_path):
+    root = _fake_tree(tmp_path / "data", "PACS", per_class=1, w=64, h=64)
+    bad = root / "PACS" / "cartoon" / "dog" / "img_0.jpg"
+    data = bad.read_bytes()
+    bad.write_bytes(data[: len(data) * 2 // 3])  # the header survives (the import reads it), the pixels do not
+    enc = load_dataset("PACS", root=root, image_size=8, data_dir=tmp_path / "c")
+    index = [(np.zeros(4, np.int64), np.zeros(0, np.int64)) for _ in enc.domains]  # sample 0 = the dog image
+    for host in (False, True):
+        feed = make_feed(enc, index, torch.device("cpu"), False, DomainBedPipeline(size=8), mode="stream",
+                         workers=1, host_augment=host)
+        feed[0][0].sample(2)  # another domain is fine
+        with pytest.raises(ValueError, match="domain 'C' sample 0: unreadable image"):
+            feed[1][0].sample(2)
+        feed.close()

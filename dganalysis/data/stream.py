@@ -95,10 +95,13 @@ class HostSource:
 
 
 def _augment_one(domain: EncodedDomain, i: int, frame: tuple[int, int], pipeline, params, j: int) -> np.ndarray:
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
-    with Image.open(_pyio.BytesIO(bytes(domain.raw(i)))) as im:
-        im = im.convert("RGB")
+    try:
+        with Image.open(_pyio.BytesIO(bytes(domain.raw(i)))) as im:
+            im = im.convert("RGB")
+    except (UnidentifiedImageError, OSError) as e:
+        raise ValueError(f"domain {domain.name!r} sample {i}: unreadable image ({e})") from e
     if im.size != frame:  # the crop frame is the resized image (DomainBed's WILDS transforms)
         im = im.resize(frame, Image.BILINEAR)
     return pipeline.augment_pil(im, params, j)
