@@ -2,7 +2,7 @@
 
 - ``cnn``: DomainBed's MNIST-CNN shape (4 conv layers, GroupNorm, global average pool, 128-d).
 - ``resnet18`` / ``resnet50``: torchvision ResNets without the fc layer; ``conv1_3x3``
-  replaces the 7×7/2 stem and max-pool by a 3×3/1 conv, as the PaHCC paper (seed 000,
+  replaces the 7×7/2 stem and max-pool by a 3×3/1 conv, as the PaHCC paper (Zhang, Zhang & Liu,
   Sec. 4) does for 64×64 glyphs.
 - ``smallcnn``: a light 4-conv GroupNorm CNN (32, 64, 64, 128 channels; the first and third
   convs with stride 2), ~10× cheaper than ``cnn``: the CPU quick profile's network (the

@@ -1,6 +1,6 @@
 """Load pretrained backbones from local checkpoint files (no downloads).
 
-Seed 002 (Sec. 2.1, Tables 1-3) compares supervised ImageNet weights (torchvision/timm
+Yu et al. (2024, Sec. 2.1, Tables 1-3) compare supervised ImageNet weights (torchvision/timm
 ResNet-18/50, ViT-B/16) with self-supervised ones (MoCo, MoCo-v2, SimCLR for ResNet-50; MoCo-v3
 for ViT-B/16). Each family ships its weights in its own layout; :func:`load_pretrained` maps
 them onto our featurizers:

@@ -1,6 +1,6 @@
 """ViT featurizer: a torchvision ``VisionTransformer`` trunk with the classification head removed.
 
-Seed 002 (Sec. 2.1, Table 3) compares supervised and MoCo-v3 pretrained ViT-B/16. We keep
+Yu et al. (2024, Sec. 2.1, Table 3) compare supervised and MoCo-v3 pretrained ViT-B/16. We keep
 torchvision's module layout (``conv_proj``, ``class_token``, ``encoder.pos_embedding``,
 ``encoder.layers.encoder_layer_{i}``, ``encoder.ln``) so torchvision state dicts load as they
 are and timm/MoCo-v3 ones are remapped by :mod:`dganalysis.nets.pretrained`.
