@@ -210,6 +210,8 @@ BASE_HPARAMS: dict[str, HParam] = {
     "pretrained_layout": HParam("auto", fixed("auto"), "auto | torchvision | timm | moco_v2 | moco_v3 | simclr"),
     "linear_probe": HParam(False, fixed(False), "LP: freeze the whole featurizer (params + BatchNorm stats)"),
     "freeze_stages": HParam(0, fixed(0), "freeze the first k featurizer stages (0 = fine-tune all); see nets.freeze"),
+    "data_augmentation": HParam(True, fixed(True), "DomainBed's training augmentation on its image benchmarks "
+                                "(data.pipeline; other datasets use 'augment')"),
 }
 
 
