@@ -71,8 +71,6 @@ def make(name: str, seed: int = 0, **overrides):
     ):
         if k in hp and k not in overrides:
             hp[k] = 1
-    if name == "SANDMask" and "tau" not in overrides:
-        hp["tau"] = 0.5  # DomainBed's default τ = 1 masks every gradient entry: nothing would move
     torch.manual_seed(seed)
     return A.create(name, SHAPE, N_CLASSES, N_DOMAINS, hp)
 

@@ -53,7 +53,9 @@ def test_arm_is_evaluated_in_domainbed_batches(domainbed):
     import re
     from pathlib import Path
 
-    from dganalysis.train import Split, evaluate
+    from dganalysis.data.feed import DeviceSplit
+    from dganalysis.data.pipeline import PlainPipeline
+    from dganalysis.train import evaluate
 
     src = (Path(domainbed.root) / "domainbed" / "scripts" / "train.py").read_text()
     assert re.search(r"eval_loaders = \[FastDataLoader\(\s*dataset=env,\s*batch_size=64", src)
@@ -62,7 +64,7 @@ def test_arm_is_evaluated_in_domainbed_batches(domainbed):
     n = 64 * 2 + 9
     images = (torch.rand((n, *INPUT_SHAPE), generator=g) * 255).to(torch.uint8).numpy()
     labels = torch.randint(0, 3, (n,), generator=g).numpy()
-    split = Split(images, labels, torch.device("cpu"), False)
+    split = DeviceSplit(images, labels, torch.device("cpu"), False, PlainPipeline())
     pair.ours.float()
     got = evaluate(pair.ours, [(split, split)], batch_size=512, autocast=False)["env0_in_acc"]
     pair.theirs.float().eval()

@@ -40,7 +40,8 @@ def test_split_matches_domainbed(domainbed, n, trial_seed, env_i):
 
 def test_make_splits_seeds_each_domain_as_domainbed(domainbed):
     """``make_splits`` seeds domain i with ``seed_hash(trial_seed, i)`` (labels carry the example index)."""
-    dataset = SimpleNamespace(domains=[_Dom(np.zeros((n, 1, 2, 2), np.uint8), np.arange(n)) for n in (20, 31)])
+    dataset = SimpleNamespace(domains=[_Dom(np.zeros((n, 1, 2, 2), np.uint8), np.arange(n)) for n in (20, 31)],
+                              input_shape=(1, 2, 2))
     splits = make_splits(dataset, 0.2, 5, torch.device("cpu"), False)
     for i, (in_split, out_split) in enumerate(splits):
         n = len(dataset.domains[i])
@@ -51,7 +52,7 @@ def test_make_splits_seeds_each_domain_as_domainbed(domainbed):
 
 class _Dom:
     def __init__(self, images, labels):
-        self.images, self.labels = images, labels
+        self.images, self.labels, self.meta = images, labels, {}
 
     def __len__(self):
         return len(self.labels)
