@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis.sweep.job import Job
+from dganalysis.job import Job
 
 Split = dict[str, list[str]]
 
