@@ -2,7 +2,8 @@
 
 ``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile;
 the runner checks every name against the notebook's ``parameters`` cell (an unknown
-name is an error naming the YAML file), injects the profile's folders
+name is an error naming the YAML file) and every value against the kind of the cell's default (an
+integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.check_notebook_params`), injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
 ``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing each
@@ -20,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from dganalysis import io
+from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
@@ -66,13 +68,15 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
         raise ValueError(f"{ypath}: not valid YAML ({e})") from e
     if not isinstance(params, dict):
         raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(params).__name__}")
-    known = set(pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb")))
+    inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
+    known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
         raise ValueError(f"{ypath}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
     clash = sorted(set(params) & set(INJECTED))
     if clash:
         raise ValueError(f"{ypath}: {clash} are set by the runner per profile; remove them")
+    check_notebook_params(params, inspected, str(ypath))
     return params
 
 
