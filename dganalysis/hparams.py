@@ -34,6 +34,9 @@ class HParam:
     sample: Sampler
     doc: str = ""
     large: tuple[Any, Sampler] | None = None
+    #: optional constraint on values (e.g. ``dganalysis.validation.Check("float", low=0)``); without one a value
+    #: must be of the default's kind (see :func:`dganalysis.validation.hparam_check`)
+    check: Callable[[Any, str], Any] | None = None
 
     def regime(self, small_images: bool) -> tuple[Any, Sampler]:
         """``(default, sample)`` for a small-image (True) or large-image (False) dataset."""
