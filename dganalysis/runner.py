@@ -143,6 +143,19 @@ def _merge_history(out: Path, run: NotebookRun) -> list[NotebookRun]:
             for name, h in sorted(history.items())]
 
 
+def _store_summary(store: Path) -> str:
+    """One line counting the profile's jobs by state (tables and figures use finished jobs only)."""
+    from collections import Counter
+
+    from dganalysis.results import job_status
+
+    if not store.is_dir():
+        return ""
+    counts = Counter(job_status(d) for d in store.iterdir() if d.is_dir() and not d.name.startswith("."))
+    return (f"Job store `store/`: {counts['done']} done, {counts['failed']} failed, {counts['unfinished']} "
+            "unfinished or running (tables and figures use finished jobs only).")
+
+
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     """``<out>/index.md``: each notebook with its status, time, figures (PNG) and tables (Markdown)."""
     lines = [f"# dganalysis outputs — profile `{profile}`", "",
@@ -150,6 +163,9 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     for r in runs:
         status = "ok" if r.ok else f"FAILED ({r.error})"
         lines.append(f"| [{r.name}](notebooks/{r.name}.ipynb) | {status} | {r.seconds / 60:.1f} |")
+    store_line = _store_summary(out / "store")
+    if store_line:
+        lines += ["", store_line]
     for r in runs:
         lines += ["", f"## {r.name}", ""]
         pngs = [p for p in r.figures if p.suffix == ".png"]
