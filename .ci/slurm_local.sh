@@ -11,17 +11,23 @@ if [ "$action" = stop ]; then
   exit 0
 fi
 command -v slurmctld >/dev/null || { echo "slurm_local: slurmctld not installed (apt-get install -y slurm-wlm munge)"; exit 1; }
+if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mix)'; then echo "slurm up (already running)"; exit 0; fi
+marker="# written by dganalysis .ci/slurm_local.sh"
+if [ -f "$conf" ] && ! grep -qF "$marker" "$conf"; then
+  echo "slurm_local: $conf exists and is not ours; not overwriting it"; exit 1
+fi
 cpus="$(nproc)"
 mem_mb="$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)"
 mkdir -p /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge
 cat > "$conf" <<CONF
+$marker
 ClusterName=dgalocal
 SlurmctldHost=${node}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none

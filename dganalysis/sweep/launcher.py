@@ -283,17 +283,54 @@ def _run_submitit(todo, store, data_dir, options, policy, slurm: Mapping[str, An
     sub = executor.map_array(execute_job, specs, dirs, [data_dir] * len(todo), [options] * len(todo), policies)
     log.info("submitted %d jobs through submitit (%s)", len(sub), executor.cluster)
     results: dict[str, dict[str, Any]] = {}
-    index = {id(s): i for i, s in enumerate(sub)}
-    for s in submitit.helpers.as_completed(sub):
-        i = index[id(s)]
-        try:
-            res = s.result()
-        except Exception as e:  # noqa: BLE001 - the cluster job itself failed (timeout, preemption, scancel)
-            res = {"status": "failed", "elapsed": None, "error": f"submitit job failed: {type(e).__name__}: {e}"}
-            record_abandoned(todo[i], dirs[i], res["error"])
-        results[todo[i].job_id] = res
-        _tick(bar, res)
+    pending = dict(enumerate(sub))
+    gone: dict[int, float] = {}
+    poll = float(policy.get("poll_s", 1.0))
+    while pending:
+        queued = _slurm_queue(sub[0].job_id) if executor.cluster == "slurm" else None
+        for i, s in list(pending.items()):
+            res, abandoned = None, False
+            if s.done():
+                try:
+                    res = s.result()
+                except Exception as e:  # noqa: BLE001 - the cluster job itself failed (timeout, preemption, scancel)
+                    res = {"status": "failed", "elapsed": None, "error": f"submitit job failed: {type(e).__name__}: {e}"}
+                    abandoned = True
+            elif queued is not None and not _in_queue(s.job_id, queued):
+                # left the queue without a result (killed); without accounting (sacct) submitit would wait forever
+                gone.setdefault(i, time.monotonic())
+                if time.monotonic() - gone[i] > 5 * poll:  # a result file is written before the task exits
+                    res = {"status": "failed", "elapsed": None,
+                           "error": f"Slurm task {s.job_id} ended without a result (killed or cancelled)"}
+                    abandoned = True
+            if res is None:
+                continue
+            if abandoned:
+                record_abandoned(todo[i], dirs[i], res["error"])
+            del pending[i]
+            results[todo[i].job_id] = res
+            _tick(bar, res)
+        if pending:
+            time.sleep(poll)
     return results
+
+
+def _slurm_queue(job_id: str) -> str | None:
+    """``squeue``'s ids of the array of ``job_id`` (None when squeue cannot tell)."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["squeue", "-h", "-o", "%i", "-j", str(job_id).split("_")[0]], capture_output=True,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def _in_queue(job_id: str, queued: str) -> bool:
+    ids = queued.split()
+    array = str(job_id).split("_")[0]
+    return str(job_id) in ids or any(i.startswith(f"{array}_[") for i in ids)
 
 
 def _tick(bar, res: Mapping[str, Any]) -> None:
