@@ -168,22 +168,21 @@ def hparam_check(name: str, spec: Any) -> Check:
 
 # --------------------------------------------------------------------------- dataset arguments
 def _kwarg_check(name: str, default: Any) -> Check:
-    """A rule for a builder argument from its name (sizes and counts positive, fractions in [0, 1]) and default."""
+    """A rule for a builder argument from its name (``*_size`` and ``n_*`` positive integers, ``seed`` ≥ 0,
+    ``*fraction`` in [0, 1]) or else the kind of its default when the builder declares one."""
     low = name.lower()
-    if low.endswith("size") or low.startswith(("n_", "num_")):
+    if low.endswith("_size") or low.startswith(("n_", "num_")):
         return Check("int", low=1)
     if low == "seed":
         return Check("int", low=0)
-    if low.endswith(("fraction", "_prob", "noise")) and not isinstance(default, (list, tuple, bool)):
+    if low.endswith("fraction"):
         return Check("float", low=0.0, high=1.0)
-    if low.endswith(("_dir", "_path", "root", "_file")):
-        return Check("str", nullable=True)
     return Check("any") if default is None else like(default)
 
 
 def check_dataset_kwargs(dataset: str, kwargs: Mapping[str, Any], where: str) -> None:
     """Check ``kwargs`` of dataset ``dataset`` before it is built: a known name, a mapping, and each value by
-    :func:`_kwarg_check` (the builder's own checks run when it is loaded)."""
+    :func:`_kwarg_check` (the builder's own checks, e.g. unknown argument names, run when it is loaded)."""
     import inspect
 
     from dganalysis.data.registry import DATASETS, available
