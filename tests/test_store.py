@@ -65,9 +65,11 @@ def test_stale_claim_of_a_dead_node_is_taken_over_and_a_live_one_is_not(tmp_path
     # a claim of this host whose process is gone is stale at once, whatever its lease
     _foreign_claim(store / "dead", age_s=0.0, lease_s=1e6, host=__import__("socket").gethostname())
     assert read_claim(store / "dead").is_stale()  # pid 4242 is (almost surely) not running here
-    # an unreadable claim file counts as stale
+    # an unreadable claim file (being written, or damaged) is respected for a default lease, then taken over
     (store / "torn").mkdir()
     (store / "torn" / "claim").write_text('{"host": "x", "pi')
+    assert isinstance(try_claim(store / "torn"), ClaimInfo)
+    os.utime(store / "torn" / "claim", (time.time() - 1e4, time.time() - 1e4))
     assert not isinstance(try_claim(store / "torn"), ClaimInfo)
 
 

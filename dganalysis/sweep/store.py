@@ -127,8 +127,9 @@ def read_claim(job_dir: str | Path) -> ClaimInfo | None:
         return ClaimInfo(str(d["host"]), int(d["pid"]), str(d["token"]), float(d["started"]), float(d["lease_s"]),
                          st.st_mtime)
     except (ValueError, KeyError, TypeError):
-        log.warning("%s: unreadable claim file; treating it as stale", path)
-        return ClaimInfo("?", -1, f"unreadable:{st.st_ino}:{st.st_mtime_ns}", 0.0, 0.0, 0.0)
+        # being written (file systems without hard links) or damaged: stale once a default lease has passed
+        log.warning("%s: unreadable claim file; stale %g s after its last change", path, DEFAULT_LEASE_S)
+        return ClaimInfo("?", -1, f"unreadable:{st.st_ino}:{st.st_mtime_ns}", 0.0, DEFAULT_LEASE_S, st.st_mtime)
 
 
 def live_claim(job_dir: str | Path) -> ClaimInfo | None:
@@ -236,6 +237,19 @@ class Claim:
         self.release()
 
 
+def _create_exclusive(tmp: Path, path: Path) -> None:
+    """Make ``path`` a copy of ``tmp`` atomically, failing with FileExistsError if it exists: a hard link (atomic
+    on local and network file systems), or ``O_CREAT | O_EXCL`` where hard links are not supported."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some FUSE/SMB mounts)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(tmp.read_text())
+
+
 def try_claim(job_dir: str | Path, lease_s: float | None = None) -> Claim | ClaimInfo:
     """Claim ``job_dir`` for this process: a :class:`Claim`, or the live holder's :class:`ClaimInfo`.
 
@@ -252,7 +266,7 @@ def try_claim(job_dir: str | Path, lease_s: float | None = None) -> Claim | Clai
     try:
         for _ in range(20):
             try:
-                os.link(tmp, job_dir / CLAIM)
+                _create_exclusive(tmp, job_dir / CLAIM)
             except FileExistsError:
                 pass
             else:
