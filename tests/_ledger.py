@@ -1,8 +1,8 @@
 """Test-only algorithm for the shared-store tests: ERM that logs each training start to a ledger file.
 
-``_EngineLedger`` appends ``<torch seed> <pid>`` to ``$DGA_TEST_LEDGER`` at its first update (the torch seed is
-the job's seed, :func:`dganalysis.train.job_seed`, so the line names the job without any help from the store
-code under test) and sleeps ``$DGA_TEST_STEP_SLEEP`` seconds per step, so jobs last long enough to be killed
+``_EngineLedger`` appends ``start <torch seed> <pid>`` to ``$DGA_TEST_LEDGER`` at its first update and
+``end <torch seed> <pid>`` at its last (the torch seed is the job's seed, :func:`dganalysis.train.job_seed`, so
+the line names the job without any help from the store code under test) and sleeps ``$DGA_TEST_STEP_SLEEP`` seconds per step, so jobs last long enough to be killed
 mid-job without using CPU. Importable by spawned processes as a file (``--import tests/_ledger.py``).
 """
 
@@ -28,8 +28,16 @@ if LEDGER_ALG not in ALGORITHMS:
         """ERM that records its training start in ``$DGA_TEST_LEDGER`` and sleeps per step."""
 
         def update(self, minibatches, step):
-            if step == 0 and os.environ.get("DGA_TEST_LEDGER"):
-                with open(os.environ["DGA_TEST_LEDGER"], "a") as fh:
-                    fh.write(f"{torch.initial_seed()} {os.getpid()}\n")
+            if step == 0:
+                self._log("start")
             time.sleep(float(os.environ.get("DGA_TEST_STEP_SLEEP", "0")))
-            return super().update(minibatches, step)
+            out = super().update(minibatches, step)
+            if step == int(self.hparams["steps"]) - 1:
+                self._log("end")
+            return out
+
+        @staticmethod
+        def _log(event: str) -> None:
+            if os.environ.get("DGA_TEST_LEDGER"):
+                with open(os.environ["DGA_TEST_LEDGER"], "a") as fh:
+                    fh.write(f"{event} {torch.initial_seed()} {os.getpid()}\n")
