@@ -19,6 +19,17 @@ every domain, and one JSON line written.
 
 Images/s counts training images (steps × batch × training domains) over the wall time
 of the whole job, evaluation included. Run: ``python bench/train_throughput.py``.
+
+``--image-pipeline`` times DomainBed's image pipeline instead (training minibatches delivered to the
+model, augmented and normalised, no model step), on simulated photo-like JPEGs of varied sizes in a
+PACS-layout folder (real folder names, simulated content), in one run:
+(1) ours, on the device: the files decoded once (timed separately as setup), uint8 in memory, batched
+    augmentation (:class:`dganalysis.data.pipeline.DomainBedPipeline`);
+(2) ours, streamed: JPEG bytes on the host, decoded per batch by Pillow in threads with prefetch, batched
+    augmentation on the device (:mod:`dganalysis.data.stream`), and the same with the augmentation done per
+    sample by Pillow in the decode threads (``stream+host-aug``, the CPU default);
+(3) DomainBed-style: torchvision ``ImageFolder``-like per-sample Pillow decoding and DomainBed's per-sample
+    transforms, one ``InfiniteDataLoader`` per training domain with ``--workers`` worker processes.
 """
 
 from __future__ import annotations
@@ -197,6 +208,108 @@ def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out
     return time.time() - t_start, _cpu_seconds() - c_start
 
 
+# --------------------------------------------------------------------------- image pipeline (DomainBed benchmarks)
+def make_photo_tree(root: Path, n_per_class: int, seed: int = 0) -> Path:
+    """Simulated photo-like JPEGs (smooth colour fields plus a class-coloured ellipse, 64–128 px sides) in
+    PACS's layout ``root/PACS/<env>/<class>/`` (the real folder and class names, simulated content)."""
+    from PIL import Image
+
+    from dganalysis.data.benchmarks import BENCHMARKS
+
+    b = BENCHMARKS["PACS"]
+    rng = np.random.RandomState(seed)
+    for e, env in enumerate(b.env_folders):
+        for k, c in enumerate(b.classes):
+            d = root / b.folder / env / c
+            d.mkdir(parents=True, exist_ok=True)
+            for i in range(n_per_class):
+                w, h = rng.randint(64, 129, 2)
+                yy, xx = np.mgrid[0:h, 0:w] / max(w, h)
+                base = rng.uniform(0, 255, (3, 1, 1)) * (0.5 + 0.5 * np.sin(6 * xx + rng.uniform(0, 6, (3, 1, 1))))
+                cx, cy, r = rng.uniform(0.3, 0.7), rng.uniform(0.3, 0.7), rng.uniform(0.1, 0.3)
+                blob = ((xx - cx) ** 2 + (yy - cy) ** 2 < r * r)[None]
+                col = np.array([40 * k % 255, 80 + 20 * e, 255 - 30 * k])[:, None, None]
+                img = np.where(blob, col, base) + rng.normal(0, 8, (3, h, w))
+                Image.fromarray(np.clip(img, 0, 255).astype(np.uint8).transpose(1, 2, 0)).save(d / f"{i:05d}.jpg", quality=90)
+    return root
+
+
+def pipeline_bench(a) -> None:
+    """Images/s of DomainBed's training pipeline: ours on the device, ours streamed, DomainBed-style DataLoader."""
+    from dganalysis.data import load_dataset
+    from dganalysis.data.feed import make_feed
+    from dganalysis.data.pipeline import IMAGENET_MEAN, IMAGENET_STD, DomainBedPipeline
+
+    tv = torchvision()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root = make_photo_tree(tmp / "data", a.n_per_class)
+        enc = load_dataset("PACS", root=root, image_size=a.size, data_dir=tmp / "cache")
+        n_img = sum(len(d) for d in enc.domains)
+        print(f"data (simulated photo-like JPEGs, PACS layout): {n_img} images, 64-128 px, "
+              f"{enc.encoded_nbytes() / 2**20:.1f} MiB encoded, {enc.decoded_nbytes() / 2**20:.1f} MiB decoded at {a.size} px; "
+              f"batch {a.batch_size} x 3 training domains, {a.steps} steps; device {device}; {a.workers} decode "
+              f"threads / DataLoader workers; torch threads {a.threads}; load average {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} cores", flush=True)
+        index = [(np.arange(len(d)), np.arange(0)) for d in enc.domains]
+        pipe = DomainBedPipeline(size=a.size)
+        n = a.steps * a.batch_size * 3
+        sink = torch.zeros((), device=device)
+        res = {}
+        variants = {"device": ("device", False), "stream": ("stream", False), "stream+host-aug": ("stream", True)}
+        for name, (mode, host_aug) in variants.items():
+            t0 = time.time()
+            feed = make_feed(enc, index, device, True, pipe, seed=0, mode=mode, workers=a.workers, prefetch=a.prefetch,
+                             host_augment=host_aug)
+            setup = time.time() - t0
+            gen = torch.Generator(device=device).manual_seed(0)
+            for s in feed[:3]:  # warm-up: one batch each (starts the stream producers)
+                s[0].sample(a.batch_size, gen)
+            t0, c0 = time.time(), _cpu_seconds()
+            for _ in range(a.steps):
+                for s in feed[:3]:
+                    x, y = s[0].sample(a.batch_size, gen)
+                    sink += x.float().mean()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            res[name] = (time.time() - t0, _cpu_seconds() - c0)
+            feed.close()
+            how = {"device": "decoded once (setup), batched augmentation on the device",
+                   "stream": "Pillow decode per batch in threads, batched augmentation on the device",
+                   "stream+host-aug": "Pillow decode + per-sample Pillow augmentation in threads"}[name]
+            _report(f"ours, {name}", *res[name], n, f"{how}; setup {setup:.1f} s")
+
+        T = tv.transforms
+        aug = T.Compose([T.RandomResizedCrop(a.size, scale=(0.7, 1.0)), T.RandomHorizontalFlip(),
+                         T.ColorJitter(0.3, 0.3, 0.3, 0.3), T.RandomGrayscale(), T.ToTensor(),
+                         T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+        base = root / "PACS"
+        c0 = _cpu_seconds()  # workers' CPU time is counted once they exit (del iters below)
+        iters = []
+        for env in ("art_painting", "cartoon", "photo"):
+            ds = tv.datasets.ImageFolder(str(base / env), transform=aug)
+            iters.append(infinite_loader(ds, a.batch_size, a.workers, 0))
+        for it in iters:
+            next(it)
+        t0 = time.time()
+        for _ in range(a.steps):
+            for it in iters:
+                x, y = next(it)
+                sink += x.to(device).float().mean()
+        wall = time.time() - t0
+        del iters
+        gc.collect()
+        res["domainbed"] = (wall, _cpu_seconds() - c0)
+        _report("DomainBed-style", *res["domainbed"], n, f"per-sample PIL + torchvision transforms, {a.workers} "
+                "DataLoader workers per training domain; CPU-s include worker start-up and warm-up batch")
+        w_db, c_db = res["domainbed"]
+        for name in variants:
+            w, c = res[name]
+            print(f"ratio ours {name} / DomainBed-style: {w_db / w:.2f}x wall-clock img/s, {c_db / c:.2f}x img per CPU-second")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the machine skew wall-clock figures)")
+
+
 def _cpu_seconds() -> float:
     """CPU time of this process (all threads) plus its finished child processes."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -209,18 +322,28 @@ def main(argv=None) -> None:
     p.add_argument("--domains", type=int, default=3)
     p.add_argument("--n-per-domain", type=int, default=1000)
     p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--size", type=int, default=32)
-    p.add_argument("--batch-size", type=int, default=64, help="per training domain (DomainBed's default)")
-    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--size", type=int, default=None, help="image side (default 32; --image-pipeline: 224)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="per training domain (DomainBed's defaults: 64; --image-pipeline: 32, its large-image batch)")
+    p.add_argument("--steps", type=int, default=None, help="default 60; --image-pipeline: 10")
     p.add_argument("--checkpoint-freq", type=int, default=25)
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per loader in the baseline")
     p.add_argument("--threads", type=int, default=2, help="torch threads of the training process")
     p.add_argument("--compile", action="store_true", help="also time ours with torch.compile")
     p.add_argument("--bf16", action="store_true", help="also time ours with bf16 autocast (AMX on recent Xeons)")
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--image-pipeline", action="store_true",
+                   help="time DomainBed's image pipeline instead: device path, streaming path, DomainBed-style loader")
+    p.add_argument("--n-per-class", type=int, default=20, help="--image-pipeline: images per class and domain (PACS: 7 x 4)")
+    p.add_argument("--prefetch", type=int, default=3, help="--image-pipeline: batches read ahead per split (streaming)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(a.threads)
+    defaults = (224, 32, 10) if a.image_pipeline else (32, 64, 60)
+    a.size, a.batch_size, a.steps = (v if v is not None else d for v, d in zip((a.size, a.batch_size, a.steps), defaults))
+    if a.image_pipeline:
+        pipeline_bench(a)
+        return
 
     kwargs = {"n_domains": a.domains, "n_per_domain": a.n_per_domain, "n_classes": a.classes, "size": a.size}
     dataset = _builder(**kwargs)
@@ -261,7 +384,7 @@ def main(argv=None) -> None:
 
 
 def _report(name: str, wall: float, cpu: float, n: int, extra: str) -> None:
-    print(f"{name:15s}: {wall:7.1f} s wall {n / wall:7.1f} img/s | {cpu:7.1f} CPU-s {n / cpu:7.1f} img/CPU-s  ({extra})",
+    print(f"{name:22s}: {wall:7.1f} s wall {n / wall:7.1f} img/s | {cpu:7.1f} CPU-s {n / cpu:7.1f} img/CPU-s  ({extra})",
           flush=True)
 
 

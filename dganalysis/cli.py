@@ -1,7 +1,8 @@
 """The ``dganalysis`` command.
 
 Verbs:
-  run      execute study notebooks with papermill for a profile (quick | paper)
+  run      execute study notebooks with papermill for a profile (quick | paper); --dry-run plans only
+  report   write outputs/<profile>/report.html: the index summary, every figure and table on one page
   sweep    train a grid of jobs (YAML file or flags) into a job store, resumably
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
   list     list notebooks, datasets and algorithms
@@ -14,7 +15,24 @@ import logging
 import sys
 
 
+def _cmd_dry_run(args: argparse.Namespace) -> int:
+    from dganalysis.dryrun import dry_run, format_dry_run
+
+    if not args.verbose:  # papermill's per-notebook lines and the planners' INFO lines would bury the report
+        for name in ("papermill", "dganalysis"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    result = dry_run(args.profile, args.notebooks or None, throughput=args.throughput)
+    print(format_dry_run(result))
+    if args.jobs_csv:
+        from dganalysis import io
+
+        print(f"jobs: {io.write_text(args.jobs_csv, result.jobs.to_csv(index=False))}")
+    return 0 if result.ok else 1
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _cmd_dry_run(args)
     from dganalysis.runner import run_notebooks
 
     runs = run_notebooks(args.profile, args.notebooks or None, progress=not args.no_progress)
@@ -23,7 +41,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{'ok    ' if r.ok else 'FAILED'} {r.name:28s} {r.seconds / 60:5.1f} min  {r.error}")
     if runs:
         print(f"index: {runs[0].output.parent.parent / 'index.md'}")
+        print(f"report: {runs[0].output.parent.parent / 'report.html'}")
     return 1 if failed else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dganalysis.report import write_report
+    from dganalysis.runner import repo_root
+
+    out = Path(args.outputs) if args.outputs else repo_root() / "outputs" / args.profile
+    if not out.is_dir():
+        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; run `dganalysis run --profile "
+                                f"{args.profile}` first")
+    print(f"report: {write_report(out, args.profile, Path(args.output) if args.output else None)}")
+    return 0
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -52,7 +85,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="quick", choices=["quick", "paper"], help="parameter profile (default quick)")
     r.add_argument("notebooks", nargs="*", help="notebook names, e.g. 00_quickstart (default: all)")
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
+    r.add_argument("--dry-run", action="store_true",
+                   help="train nothing: validate every YAML, list each notebook's jobs and their count, estimate "
+                        "CPU/GPU-hours from dganalysis/throughput.yaml, report missing datasets and weights "
+                        "(exit status 1 on any problem)")
+    r.add_argument("--throughput", default=None, help="with --dry-run: a throughput YAML replacing the shipped one")
+    r.add_argument("--jobs-csv", default=None, help="with --dry-run: write every planned job (one row each) here")
     r.set_defaults(func=_cmd_run)
+
+    rp = sub.add_parser("report", help="write outputs/<profile>/report.html (one self-contained page)",
+                        description="Rebuild the HTML report of a profile from what is on disk: the summary of "
+                                    "index.md, then per notebook its status, every figure (embedded PNG) and every "
+                                    "table. `dganalysis run` writes it after each run.")
+    rp.add_argument("--profile", default="quick", help="profile whose outputs to report (default quick)")
+    rp.add_argument("--outputs", default=None, help="the outputs folder (default outputs/<profile>)")
+    rp.add_argument("-o", "--output", default=None, help="write the page here instead of <outputs>/report.html")
+    rp.set_defaults(func=_cmd_report)
 
     s = sub.add_parser("sweep", help="train a grid of jobs into a job store (resumable)")
     add_sweep_arguments(s)

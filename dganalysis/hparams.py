@@ -1,19 +1,29 @@
-"""Hyperparameters: defaults plus random-search distributions, one RNG per name.
+"""Hyperparameters: defaults plus random-search distributions, drawn exactly as DomainBed draws them.
 
-Follows DomainBed's convention (Gulrajani & Lopez-Paz, 2021): ``hparams_seed == 0``
-gives the defaults; any other seed draws every hyperparameter from its search
-distribution with its *own* random state, seeded from ``(hparams_seed, name)``, so
-adding a hyperparameter never changes the values drawn for the others.
+DomainBed (Gulrajani & Lopez-Paz, 2021; ``hparams_registry.py`` and ``scripts/train.py``):
 
-Search spaces can be overridden from a params YAML with small specs such as
-``{"log10_uniform": [-2, 0]}`` (seed 002: MMD γ ∈ 10^U(−2,0)); see :func:`parse_distribution`.
+* ``hparams_seed == 0`` gives the defaults, whatever the trial;
+* otherwise the draw is seeded by ``random_seed = seed_hash(hparams_seed, trial_seed)`` and every hyperparameter
+  ``name`` is drawn by its *own* ``np.random.RandomState(seed_hash(random_seed, name))``, so a hyperparameter's value
+  depends only on (hparams_seed, trial_seed, name, its distribution): our extra hyperparameters (featurizer,
+  schedule, augment, ...) never change the values drawn for DomainBed's;
+* defaults and distributions depend on the dataset: DomainBed's small-image datasets (``SMALL_IMAGES``) use one
+  regime (lr 1e-3, batch 64, no weight decay), every other dataset another (lr 5e-5, batch 32, weight decay drawn),
+  with a few per-dataset exceptions (DomainNet's batch size). See :class:`HParam` and :func:`is_small_images`.
+
+So ``resolve(specs, hparams_seed, trial_seed, dataset=...)`` on DomainBed's names returns DomainBed's very dict for
+the same (algorithm, dataset, hparams_seed, trial_seed); ``tests/reference/test_domainbed_hparams.py`` checks this
+against ``hparams_registry`` for every algorithm both projects have.
+
+Search spaces can be overridden from a params YAML with small specs such as ``{"log10_uniform": [-2, 0]}``
+(Yu et al. 2024: MMD γ ∈ 10^U(−2,0)); see :func:`parse_distribution`.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,18 +38,23 @@ class HParam:
     ``default`` and ``sample`` are DomainBed's values for its small-image datasets (``SMALL_IMAGES``: Debug28,
     RotatedMNIST, ColoredMNIST); ``large``, when given, is the ``(default, sample)`` pair DomainBed uses for every
     other dataset (Gulrajani & Lopez-Paz, 2021, ``hparams_registry.py``). Without ``large`` both regimes agree.
+    ``datasets`` holds per-dataset exceptions ``{dataset name: (default, sample)}`` that win over both regimes
+    (DomainBed's DomainNet batch size).
     """
 
     default: Any
     sample: Sampler
     doc: str = ""
     large: tuple[Any, Sampler] | None = None
+    datasets: Mapping[str, tuple[Any, Sampler]] = field(default_factory=dict)
     #: optional constraint on values (e.g. ``dganalysis.validation.Check("float", low=0)``); without one a value
     #: must be of the default's kind (see :func:`dganalysis.validation.hparam_check`)
     check: Callable[[Any, str], Any] | None = None
 
-    def regime(self, small_images: bool) -> tuple[Any, Sampler]:
-        """``(default, sample)`` for a small-image (True) or large-image (False) dataset."""
+    def regime(self, small_images: bool, dataset: str | None = None) -> tuple[Any, Sampler]:
+        """``(default, sample)`` for a small-image (True) or large-image (False) dataset named ``dataset``."""
+        if dataset is not None and dataset in self.datasets:
+            return self.datasets[dataset]
         if small_images or self.large is None:
             return self.default, self.sample
         return self.large
@@ -50,9 +65,32 @@ def seed_hash(*args: Any) -> int:
     return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
 
 
+def draw_seed(hparams_seed: int, trial_seed: int) -> int:
+    """The seed of a random-search draw: ``seed_hash(hparams_seed, trial_seed)`` as DomainBed's ``train.py``."""
+    return seed_hash(int(hparams_seed), int(trial_seed))
+
+
+def name_state(random_seed: int, name: str) -> np.random.RandomState:
+    """The random state hyperparameter ``name`` is drawn from (``hparams_registry._hparam``)."""
+    return np.random.RandomState(seed_hash(random_seed, name))
+
+
+# ---------------------------------------------------------------- distributions (each DomainBed's expression)
+
+
+def _py(value: Any) -> Any:
+    """A numpy scalar as the Python scalar of the same value (JSON-friendly)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def log10_uniform(low: float, high: float) -> Sampler:
-    """10^U(low, high)."""
+    """10^U(low, high) — DomainBed's ``10**r.uniform(low, high)``."""
     return lambda r: float(10 ** r.uniform(low, high))
+
+
+def log10_uniform_int(low: float, high: float) -> Sampler:
+    """int(10^U(low, high)) — DomainBed's anneal-iteration distributions."""
+    return lambda r: int(10 ** r.uniform(low, high))
 
 
 def uniform(low: float, high: float) -> Sampler:
@@ -60,10 +98,17 @@ def uniform(low: float, high: float) -> Sampler:
     return lambda r: float(r.uniform(low, high))
 
 
+def uniform_int(low: float, high: float) -> Sampler:
+    """int(U(low, high)) — e.g. Fishr's ``penalty_anneal_iters``."""
+    return lambda r: int(r.uniform(low, high))
+
+
 def choice(options: list[Any]) -> Sampler:
-    """One of ``options`` uniformly."""
+    """One of ``options`` uniformly — DomainBed's ``r.choice(options)``, returned as a Python scalar."""
     opts = list(options)
-    return lambda r: opts[int(r.randint(len(opts)))]
+    if not opts:
+        raise ValueError("choice: expected at least one option")
+    return lambda r: _py(r.choice(opts))
 
 
 def log2_uniform_int(low: float, high: float) -> Sampler:
@@ -72,13 +117,15 @@ def log2_uniform_int(low: float, high: float) -> Sampler:
 
 
 def fixed(value: Any) -> Sampler:
-    """Always ``value``."""
+    """Always ``value`` (draws nothing)."""
     return lambda r: value
 
 
 _DISTS: dict[str, Callable[..., Sampler]] = {
     "log10_uniform": log10_uniform,
+    "log10_uniform_int": log10_uniform_int,
     "uniform": uniform,
+    "uniform_int": uniform_int,
     "choice": lambda *opts: choice(list(opts)),
     "log2_uniform_int": log2_uniform_int,
     "fixed": fixed,
@@ -88,8 +135,9 @@ _DISTS: dict[str, Callable[..., Sampler]] = {
 def parse_distribution(spec: Any, name: str = "?") -> Sampler:
     """Turn a YAML spec into a sampler.
 
-    ``{"log10_uniform": [lo, hi]}``, ``{"uniform": [lo, hi]}``, ``{"choice": [a, b, ...]}``,
-    ``{"log2_uniform_int": [lo, hi]}``; a plain scalar means a fixed value.
+    ``{"log10_uniform": [lo, hi]}``, ``{"log10_uniform_int": [lo, hi]}``, ``{"uniform": [lo, hi]}``,
+    ``{"uniform_int": [lo, hi]}``, ``{"choice": [a, b, ...]}``, ``{"log2_uniform_int": [lo, hi]}``; a plain scalar
+    means a fixed value.
     """
     if not isinstance(spec, Mapping):
         return fixed(spec)
@@ -99,31 +147,74 @@ def parse_distribution(spec: Any, name: str = "?") -> Sampler:
     if kind not in _DISTS:
         raise ValueError(f"hparam {name!r}: unknown distribution {kind!r}; known: {sorted(_DISTS)}")
     args = list(args) if isinstance(args, (list, tuple)) else [args]
-    return _DISTS[kind](*args)
+    try:
+        return _DISTS[kind](*args)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"hparam {name!r}: bad arguments {args} for {kind!r} ({err})") from None
 
 
-def _seed_for(hparams_seed: int, name: str) -> int:
-    digest = hashlib.md5(f"{hparams_seed}:{name}".encode()).hexdigest()
-    return int(digest[:8], 16)
+# ---------------------------------------------------------------- which regime a dataset uses
+
+#: Datasets drawn in DomainBed's small-image regime: its ``SMALL_IMAGES`` (Debug28, RotatedMNIST, ColoredMNIST) and
+#: our digit datasets built the same way (28×28 or smaller). Every other dataset is large-image (PACS, VLCS,
+#: OfficeHome, TerraIncognita, DomainNet, ImageFolder, CSVImages, PaHCC, ...) unless its registered builder carries
+#: ``small_images = True`` or a job overrides ``image_regime``.
+SMALL_IMAGE_DATASETS: frozenset[str] = frozenset({"Debug28", "RotatedMNIST", "ColoredMNIST", "RotatedDigits",
+                                                  "ColoredDigits"})
+
+IMAGE_REGIMES = ("auto", "small", "large")
 
 
-# Hyperparameters every algorithm has (DomainBed's defaults and search spaces, adjusted
-# for the optimiser/schedule choices of seed 002).
+def is_small_images(dataset: str | None) -> bool:
+    """Whether ``dataset`` draws in the small-image regime (see :data:`SMALL_IMAGE_DATASETS`).
+
+    ``None`` (no dataset given, e.g. a unit test building an algorithm directly) counts as small-image, the regime
+    our defaults were always in. A registered dataset builder may declare ``small_images = True/False`` as an
+    attribute; a name in :data:`SMALL_IMAGE_DATASETS` is small whatever its builder says.
+    """
+    if dataset is None or dataset in SMALL_IMAGE_DATASETS:
+        return True
+    from dganalysis.data.registry import DATASETS, _import_builtin
+
+    _import_builtin()
+    if dataset in DATASETS:
+        flag = getattr(DATASETS.get(dataset), "small_images", None)
+        if flag is not None:
+            return bool(flag)
+    return False
+
+
+# ---------------------------------------------------------------- the base hyperparameters
+
+# DomainBed's base hyperparameters (names, defaults and spaces of ``hparams_registry._hparams``) plus ours under
+# names DomainBed does not use (optimizer, schedule, featurizer, ...); the DomainBed names we do not implement are
+# listed with a reason in tests/reference/test_domainbed_hparams.py.
 BASE_HPARAMS: dict[str, HParam] = {
-    "lr": HParam(1e-3, log10_uniform(-4.5, -2.5), "learning rate"),
-    "batch_size": HParam(64, log2_uniform_int(3, 9), "examples per training domain per step"),
-    "weight_decay": HParam(0.0, log10_uniform(-6, -2), "L2 weight decay"),
+    "lr": HParam(1e-3, log10_uniform(-4.5, -2.5), "learning rate", large=(5e-5, log10_uniform(-5, -3.5))),
+    "batch_size": HParam(
+        64, log2_uniform_int(3, 9), "examples per training domain per step",
+        large=(32, log2_uniform_int(3, 5.5)), datasets={"DomainNet": (32, log2_uniform_int(3, 5))},
+    ),
+    "weight_decay": HParam(0.0, fixed(0.0), "L2 weight decay", large=(0.0, log10_uniform(-6, -2))),
+    "resnet_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "dropout before the head (ResNets)"),
+    "nonlinear_classifier": HParam(False, fixed(False), "MLP head instead of linear (never drawn, as DomainBed)"),
+    "image_regime": HParam(
+        "auto", fixed("auto"),
+        "auto | small | large: DomainBed's small- or large-image defaults and spaces; auto = by dataset "
+        "(dganalysis.hparams.is_small_images); the resolved dict records the regime used",
+    ),
     "optimizer": HParam("adam", fixed("adam"), "adam | adamw | sgd (momentum 0.9)"),
     "schedule": HParam("constant", fixed("constant"), "constant | step | cosine (annealing to 0 over the job)"),
     "featurizer": HParam("auto", fixed("auto"), "auto | cnn | smallcnn | smallcnn_bn | resnet18 | resnet50 | mlp"),
     "conv1_3x3": HParam(False, fixed(False), "ResNet stem: 3x3 stride-1 conv1 without max-pool (PaHCC paper)"),
-    "nonlinear_classifier": HParam(False, fixed(False), "MLP head instead of linear"),
-    "resnet_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "dropout before the head (ResNets)"),
+    "freeze_bn": HParam(False, fixed(False), "ResNets: BatchNorm layers kept in eval mode while training (DomainBed's)"),
     "augment": HParam(False, fixed(False), "batched random-affine augmentation on the device"),
     "pretrained": HParam(None, fixed(None), "featurizer checkpoint path (None = random init); see nets.pretrained"),
     "pretrained_layout": HParam("auto", fixed("auto"), "auto | torchvision | timm | moco_v2 | moco_v3 | simclr"),
     "linear_probe": HParam(False, fixed(False), "LP: freeze the whole featurizer (params + BatchNorm stats)"),
     "freeze_stages": HParam(0, fixed(0), "freeze the first k featurizer stages (0 = fine-tune all); see nets.freeze"),
+    "data_augmentation": HParam(True, fixed(True), "DomainBed's training augmentation on its image benchmarks "
+                                "(data.pipeline; other datasets use 'augment')"),
 }
 
 
@@ -132,24 +223,43 @@ def resolve(
     hparams_seed: int,
     overrides: Mapping[str, Any] | None = None,
     search_overrides: Mapping[str, Any] | None = None,
+    *,
+    trial_seed: int = 0,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
-    """Concrete hyperparameters for one job.
+    """Concrete hyperparameters for one job: DomainBed's dict for (algorithm, dataset, hparams_seed, trial_seed).
 
-    ``specs``: base plus algorithm hyperparameters. ``search_overrides`` replaces search
-    distributions (YAML specs, see :func:`parse_distribution`) and is used for seeds ≠ 0;
-    ``overrides`` fixes values outright, whatever the seed.
+    ``specs``: base plus algorithm hyperparameters. ``hparams_seed == 0`` gives the defaults; any other seed draws
+    every hyperparameter from its own random state (see the module docstring). The regime (small or large images)
+    comes from ``overrides["image_regime"]`` when it is "small" or "large", else from ``dataset``
+    (:func:`is_small_images`). ``search_overrides`` replaces search distributions (YAML specs, see
+    :func:`parse_distribution`) and matters for seeds ≠ 0; ``overrides`` fixes values outright, whatever the seed
+    (DomainBed's ``--hparams`` JSON).
     """
     search_overrides = dict(search_overrides or {})
     overrides = dict(overrides or {})
     unknown = (set(search_overrides) | set(overrides)) - set(specs)
     if unknown:
         raise KeyError(f"unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
+    if int(hparams_seed) < 0 or int(trial_seed) < 0:
+        raise ValueError(f"resolve: hparams_seed and trial_seed must be ≥ 0, got {hparams_seed}, {trial_seed}")
+    regime = overrides.get("image_regime", "auto")
+    if regime not in IMAGE_REGIMES:
+        raise ValueError(f"hparam 'image_regime': expected one of {IMAGE_REGIMES}, got {regime!r}")
+    small = is_small_images(dataset) if regime == "auto" else regime == "small"
+    random_seed = draw_seed(hparams_seed, trial_seed)
     out: dict[str, Any] = {}
     for name, hp in specs.items():
-        if hparams_seed == 0:
-            value = hp.default
+        default, sampler = hp.regime(small, dataset)
+        if name in overrides:
+            value = overrides[name]
+        elif int(hparams_seed) == 0:
+            value = default
         else:
-            sampler = parse_distribution(search_overrides[name], name) if name in search_overrides else hp.sample
-            value = sampler(np.random.RandomState(_seed_for(hparams_seed, name)))
-        out[name] = overrides.get(name, value)
+            if name in search_overrides:
+                sampler = parse_distribution(search_overrides[name], name)
+            value = sampler(name_state(random_seed, name))
+        out[name] = value
+    if "image_regime" in out:
+        out["image_regime"] = "small" if small else "large"
     return out

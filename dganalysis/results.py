@@ -10,7 +10,11 @@ datasets (:data:`DOMAINBED_ENVIRONMENTS`) and ``env0, env1, ...`` otherwise; eve
 training domain, except ``args['val_envs']`` (OoD-Bench's fork of DomainBed, Ye et al. 2022), which are validation.
 
 Output (:func:`load`): one row per (job, step, domain, split) with the columns of :data:`COLUMNS`; accuracies are
-fractions in [0, 1] as in the records. Choices: unfinished and failed jobs are skipped (with a logged count) unless
+fractions in [0, 1] as in the records. ``setting`` is the canonical JSON of everything else that makes two runs
+different experiments: the record's ``args`` minus :data:`SETTING_IGNORED_ARGS` (so ``steps``, ``checkpoint_freq``,
+``holdout_fraction``, ``dataset_kwargs``, DomainBed's ``--hparams`` overrides, ``task``, ...) plus, for our jobs,
+the ``hparams_overrides``/``search_overrides`` of ``spec.json``. Model selection lets only runs with equal setting
+compete (:mod:`dganalysis.selection`). Choices: unfinished and failed jobs are skipped (with a logged count) unless
 ``include_unfinished=True`` (DomainBed's own ``collect_results`` reads unfinished runs too); a torn *last* line
 (a job killed mid-write) is skipped with a warning, any other unreadable line (bad JSON, invalid UTF-8, a missing
 key, an accuracy that is not a number) is an error naming file and line — or, with ``strict=False``, that
@@ -37,9 +41,20 @@ from tqdm.auto import tqdm
 log = logging.getLogger(__name__)
 
 COLUMNS = [
-    "job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains",
+    "job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
     "hparams_seed", "trial_seed", "step", "domain", "split", "role", "acc", "hparams",
 ]
+
+#: Record ``args`` that do not make two runs different experiments, left out of ``setting``: where the run lives
+#: (``output_dir``, ``data_dir``, ``job_id``), what is saved (``skip_model_save``, ``save_model_every_checkpoint``,
+#: ``save_model``), the seed DomainBed's sweep derives from (dataset, algorithm, test_envs, hparams_seed, trial_seed)
+#: (``seed``), and the fields that have their own columns.
+SETTING_IGNORED_ARGS = frozenset({
+    "output_dir", "data_dir", "job_id", "skip_model_save", "save_model_every_checkpoint", "save_model", "seed",
+    "dataset", "algorithm", "test_envs", "train_envs", "val_envs", "hparams_seed", "trial_seed",
+})
+#: Fields of our ``spec.json`` that records' ``args`` lack and that change the experiment.
+SETTING_SPEC_FIELDS = ("hparams_overrides", "search_overrides")
 
 #: Environment names of DomainBed's datasets (``ENVIRONMENTS`` in ``domainbed/datasets.py``), in env-index order.
 DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
@@ -155,11 +170,12 @@ def load(
         results = job_dir / "results.jsonl"
         mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
         try:
+            spec = _read_spec(job_dir)
             records = read_records(results)
             for n, rec in enumerate(records, start=1):
                 where = f"{results}:{n}"
                 try:
-                    _append_rows(meta, rows, rec, job_id, where)
+                    _append_rows(meta, rows, rec, job_id, where, spec)
                 except ValueError as err:
                     if str(err).startswith(where):
                         raise
@@ -231,7 +247,31 @@ def load_many(paths: Iterable[str | Path], include_unfinished: bool = False, pro
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
 
 
-def _append_rows(meta: dict[str, list], rows: dict[str, list], rec: dict[str, Any], job_id: str, where: str) -> None:
+def _read_spec(job_dir: Path) -> dict[str, Any]:
+    """Our job's spec fields that records lack (:data:`SETTING_SPEC_FIELDS`); {} for DomainBed runs."""
+    path = job_dir / "spec.json"
+    if not path.is_file():
+        return {}
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start}); expected the JSON written by dganalysis") from err
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: unreadable job spec ({err.msg}); expected the JSON written by dganalysis") from err
+    return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
+
+
+def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
+    """The ``setting`` of a record: canonical JSON of ``args`` minus :data:`SETTING_IGNORED_ARGS`, plus ``spec``."""
+    kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS}
+    kept.update(spec or {})
+    return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _append_rows(
+    meta: dict[str, list], rows: dict[str, list], rec: dict[str, Any], job_id: str, where: str,
+    spec: dict[str, Any] | None = None,
+) -> None:
     args = rec.get("args")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
@@ -259,6 +299,7 @@ def _append_rows(meta: dict[str, list], rows: dict[str, list], rec: dict[str, An
     for key, value in (
         ("job_id", job_id), ("dataset", str(args["dataset"])), ("algorithm", str(args["algorithm"])),
         ("train_domains", joined("train")), ("test_domains", joined("test")), ("val_domains", joined("val")),
+        ("setting", setting_key(args, spec)),
         ("hparams_seed", int(args["hparams_seed"])), ("trial_seed", int(args["trial_seed"])),
         ("step", int(rec["step"])), ("hparams", json.dumps(rec.get("hparams", {}), sort_keys=True, default=str)),
     ):

@@ -7,7 +7,8 @@ integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
 ``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing each
-notebook with its status, run time, figures and tables. A failing notebook is still saved
+notebook with its status, run time, figures and tables, and ``outputs/<profile>/report.html``
+(:mod:`dganalysis.report`: the same on one self-contained page). A failing notebook is still saved
 (papermill writes the partial output) and the failing cell is reported.
 """
 
@@ -80,6 +81,14 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
     return params
 
 
+def injected_params(profile: str, root: Path, output_root: Path | None = None) -> dict[str, str]:
+    """The folders the runner sets in every notebook of ``profile`` (see :data:`INJECTED`)."""
+    base = output_root or root / "outputs"
+    out = base / profile
+    return {"output_dir": str(out.resolve()), "store_dir": str((out / "store").resolve()),
+            "data_dir": str((base / "data").resolve())}
+
+
 def _new_files(folder: Path, since: float) -> list[Path]:
     if not folder.is_dir():
         return []
@@ -102,11 +111,7 @@ def run_notebooks(
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or root / "outputs") / profile
     params_all = {n: load_params(profile, n, root) for n in names}  # validate everything before running anything
-    inject = {
-        "output_dir": str(out.resolve()),
-        "store_dir": str((out / "store").resolve()),
-        "data_dir": str(((output_root or root / "outputs") / "data").resolve()),
-    }
+    inject = injected_params(profile, root, output_root)
     runs = []
     for i, n in enumerate(names, 1):
         log.info("[%d/%d] %s (profile %s)", i, len(names), n, profile)
@@ -125,6 +130,10 @@ def run_notebooks(
         runs.append(NotebookRun(n, target, ok, time.time() - start, err,
                                 _new_files(out / "figures", start), _new_files(out / "tables", start)))
         write_index(out, profile, _merge_history(out, runs[-1]))
+    if runs:
+        from dganalysis.report import write_report
+
+        log.info("HTML report: %s", write_report(out, profile))
     return runs
 
 
@@ -138,9 +147,23 @@ def _merge_history(out: Path, run: NotebookRun) -> list[NotebookRun]:
     history[run.name] = {"output": str(run.output), "ok": run.ok, "seconds": run.seconds, "error": run.error,
                          "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables]}
     io.write_json(path, history)
-    return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
-                        [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
-            for name, h in sorted(history.items())]
+    return read_history(out)
+
+
+def read_history(out: Path) -> list[NotebookRun]:
+    """The latest run of every notebook recorded in ``<out>/runs.json``, in reading order ([] when none)."""
+    import json
+
+    path = Path(out) / "runs.json"
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text())
+        return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
+                            [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
+                for name, h in sorted(history.items())]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a run history written by `dganalysis run` ({e})") from e
 
 
 def _store_summary(store: Path) -> str:

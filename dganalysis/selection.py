@@ -1,10 +1,12 @@
 """Model selection over hyperparameters (and checkpoints) on the tidy results of :func:`dganalysis.results.load`.
 
 Definitions follow DomainBed (Gulrajani & Lopez-Paz, *In Search of Lost Domain Generalization*, ICLR 2021, Sec. 3
-and ``domainbed/model_selection.py``), extended to runs with several test domains (Yu et al., *Rethinking the
+and ``domainbed/model_selection.py``), extended to runs with several test domains (Yu et al. 2024, *Rethinking the
 Evaluation Protocol of DG*, Sec. 2.2 and Table 4: leave-one-group-out, oracle over K test domains) and to a held-out
-validation domain (Ye et al., *OoD-Bench*, Sec. 5 "OoD validation"). A *config* is one (dataset, algorithm,
-train_domains, test_domains, val_domains, trial_seed); within a config the candidates are its jobs (one per
+validation domain (Ye et al. 2022, *OoD-Bench*, Sec. 5 "OoD validation"). A *config* is one (dataset, algorithm,
+train_domains, test_domains, val_domains, setting, trial_seed) — ``setting`` (see :func:`dganalysis.results.load`)
+holds everything else that makes two jobs differ (dataset_kwargs, hparams overrides, steps, holdout fraction, ...), so
+only runs that differ in ``hparams_seed`` alone compete. Within a config the candidates are its jobs (one per
 ``hparams_seed``) and, where the method allows early stopping, their checkpoints. The reported accuracy is always the
 test domain's **'in' split** at the chosen (job, step), as DomainBed reports it.
 
@@ -13,22 +15,35 @@ Methods (``select(df, method)``):
 * ``training_domain`` — training-domain validation: argmax over (hparams, step) of the mean 'out'-split accuracy of
   the training domains (DomainBed's ``IIDAccuracySelectionMethod``, which allows early stopping, i.e. every
   checkpoint is a candidate). With several test domains, one choice per config; every test domain is reported.
+* ``training_domain_last`` — the same score at each run's last checkpoint only (no early stopping). Not a DomainBed
+  method: it compares like with like against ``oracle``, which never early-stops (see
+  :mod:`dganalysis.protocols.oracle_k`).
 * ``leave_one_out`` — leave-one-domain-out cross-validation (DomainBed's ``LeaveOneOutSelectionMethod``): for a
-  config with training domains T, each d in T needs a *helper* job with the same dataset, algorithm, trial_seed and
-  hparams_seed trained on T \\ {d} with d held out (DomainBed: ``test_envs = [test, d]``; ours: d a test or val
-  domain). The score of (hparams, step) is the mean over d in T of the helper's 'in'-split accuracy on d at that
-  step. Steps where any helper is missing are skipped; configs without any complete candidate give no row (DomainBed
-  returns None and prints "X").
+  config with training domains T, each d in T needs a *helper* job with the same dataset, algorithm, setting,
+  trial_seed and hparams_seed trained on T \\ {d} with d held out (DomainBed: ``test_envs = [test, d]``; ours: d a test
+  or val domain). The score of (hparams, step) is the mean over d in T of the helper's 'in'-split accuracy on d at
+  that step. Steps where any helper is missing are skipped; configs without any complete candidate give no row
+  (DomainBed returns None and prints "X").
 * ``oracle`` — test-domain validation (DomainBed's ``OracleSelectionMethod``): last checkpoint only (no early
   stopping), argmax over hparams of the test domain's 'out'-split accuracy, chosen separately for each test domain.
 * ``oracle_pooled`` — one oracle choice per config by the mean 'out'-split accuracy over its test domains at the last
-  checkpoint (Yu et al. Table 4's oracle with K test domains). The mean runs over the test domains present in
+  checkpoint (Yu et al. 2024, Table 4's oracle with K test domains). The mean runs over the test domains present in
   ``df``, so dropping test-domain rows beforehand selects by a subset of K domains.
 * ``ood_validation`` — argmax over (hparams, step) of the mean 'out'-split accuracy of the validation domains
-  (``val_domains``; a domain with no 'out' split uses 'in'), as OoD-Bench's ``OODValidationSelectionMethod``.
+  (``val_domains``; a domain with no 'out' split uses 'in'), OoD-Bench's OoD-validation selection.
 
-Ties (choice left open by DomainBed, whose order depends on the file system): highest score, then lowest
-``hparams_seed``, then earliest step, then job id.
+Ties and float arithmetic, as DomainBed's ``collect_results``: a score is computed with DomainBed's own arithmetic
+(``np.mean`` over the domains in environment order; leave-one-out: ``np.sum(...) / n``), so equal scores are equal
+floats exactly when DomainBed's are. Among checkpoints of a run with equal score the earliest wins (its
+``argmax`` = Python's ``max``, first maximum in record order); among runs with equal score the highest
+``hparams_seed`` wins (``hparams_accs`` sorts runs by ascending seed, stable-sorts by score and reverses); then the
+job id. ``tie_tol`` > 0 also treats scores within ``tie_tol`` of the best as ties; the default 0 keeps
+bit-for-bit agreement with DomainBed, whose pick between two mathematically equal scores that round differently
+(e.g. mean(.1, .2, .3) vs mean(.3, .2, .1)) is decided by that rounding. NaN scores are never chosen.
+
+Deliberate departure (pinned by tests/test_selection.py): DomainBed groups runs by (trial_seed, dataset, algorithm,
+test_env) only, so two runs with the same hparams_seed but other settings (e.g. ``--steps``) written to one output
+folder are merged into one "run" and compete; here they are different configs and are selected separately.
 """
 
 from __future__ import annotations
@@ -43,12 +58,13 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "trial_seed"]
+CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
 OUTPUT = [*CONFIG, "domain", "acc", "val_acc", "hparams_seed", "job_id", "step", "hparams", "selection"]
 
 #: Method key → the name printed in table headers (DomainBed's names where it has the method).
 METHODS: dict[str, str] = {
     "training_domain": "training-domain validation set",
+    "training_domain_last": "training-domain validation set, last checkpoint (no early stopping)",
     "leave_one_out": "leave-one-domain-out cross-validation",
     "oracle": "test-domain validation set (oracle)",
     "oracle_pooled": "test-domain validation set, pooled over test domains (oracle)",
@@ -56,35 +72,43 @@ METHODS: dict[str, str] = {
 }
 
 
-def select(df: pd.DataFrame, method: str) -> pd.DataFrame:
+def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
     """Selected test accuracy per (config, test domain) under ``method`` (see the module docstring).
 
     Returns columns :data:`OUTPUT`: one row per (dataset, algorithm, train_domains, test_domains, val_domains,
-    trial_seed, domain) with ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain`` and ``val_acc``
-    the selection score of the chosen (job, step).
+    setting, trial_seed, domain) with ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain`` and
+    ``val_acc`` the selection score of the chosen (job, step). ``tie_tol``: scores within it of the best are ties
+    (default 0: exact, as DomainBed). A frame without a ``setting`` column (built by hand) is one setting.
     """
     if method not in METHODS:
         raise ValueError(f"select: unknown method {method!r}; expected one of {list(METHODS)}")
-    missing = [c for c in (*CONFIG, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc") if c not in df]
+    if not (isinstance(tie_tol, (int, float)) and tie_tol >= 0 and math.isfinite(tie_tol)):
+        raise ValueError(f"select: tie_tol must be a finite number ≥ 0, got {tie_tol!r}")
+    need = [c for c in CONFIG if c != "setting"]
+    missing = [c for c in (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc") if c not in df]
     if missing:
         raise ValueError(f"select: df lacks columns {missing}; expected the tidy frame of dganalysis.results.load")
     if "hparams" not in df:
         df = df.assign(hparams="{}")
+    if "setting" not in df:
+        df = df.assign(setting="")
     if df.empty:
         return pd.DataFrame({c: [] for c in OUTPUT})
     test_in = df.loc[(df["role"] == "test") & (df["split"] == "in"), ["job_id", "step", "domain", "acc"]]
     if method == "oracle":
-        chosen = _oracle_per_domain(df)
+        wide = _last_test_rows(df).rename(columns={"out": "val_acc", "in": "acc"})
+        chosen = _argmax(_with_meta(wide, df), [*CONFIG, "domain"], tie_tol)
     else:
         scores = {
             "training_domain": _training_domain_scores,
+            "training_domain_last": _training_domain_last_scores,
             "leave_one_out": _leave_one_out_scores,
             "oracle_pooled": _oracle_pooled_scores,
             "ood_validation": _ood_validation_scores,
         }[method](df)
         # a candidate checkpoint must hold test-domain records (DomainBed: the single-test-env record of the step)
         scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
-        best = _argmax(_with_meta(scores, df), CONFIG)
+        best = _argmax(_with_meta(scores, df), CONFIG, tie_tol)
         chosen = best.merge(test_in, on=["job_id", "step"])
     n_configs = df[CONFIG].drop_duplicates().shape[0]
     n_chosen = chosen[CONFIG].drop_duplicates().shape[0]
@@ -120,41 +144,76 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
 # ---------------------------------------------------------------- per-method candidate scores: (job_id, step, val_acc)
 
 
+def _row_means(rows: pd.DataFrame, keys: list[str], reduce: str = "mean") -> pd.DataFrame:
+    """``np.mean`` (or ``np.sum(...) / n``) of ``acc`` per ``keys`` over the rows in frame order, as DomainBed does.
+
+    The tidy frame lists a record's domains in environment order, so each group's values reach numpy in DomainBed's
+    order; groups of equal size are reduced together along the last axis (the same pairwise summation as a 1-D
+    ``np.mean``), so the floats are DomainBed's bit for bit.
+    """
+    if rows.empty:
+        return pd.DataFrame({**{k: pd.Series(dtype=rows[k].dtype) for k in keys}, "val_acc": pd.Series(dtype=float)})
+    g = rows.groupby(keys, sort=False)
+    pos = g.cumcount().to_numpy()
+    size = g["acc"].transform("size").to_numpy()
+    gid = g.ngroup().to_numpy()
+    first = rows.loc[pos == 0, keys].reset_index(drop=True)
+    acc = rows["acc"].to_numpy(dtype=np.float64)
+    out = np.empty(len(first))
+    n_of_group = np.empty(len(first), dtype=np.int64)
+    n_of_group[gid] = size
+    for n in np.unique(size):
+        groups = np.flatnonzero(n_of_group == n)
+        sel = size == n
+        mat = np.empty((len(groups), n))
+        index = np.searchsorted(groups, gid[sel])
+        mat[index, pos[sel]] = acc[sel]
+        out[groups] = np.mean(mat, axis=1) if reduce == "mean" else np.sum(mat, axis=1) / n
+    return first.assign(val_acc=out)
+
+
 def _training_domain_scores(df: pd.DataFrame) -> pd.DataFrame:
     rows = df[(df["role"] == "train") & (df["split"] == "out")]
-    return rows.groupby(["job_id", "step"], as_index=False)["acc"].mean().rename(columns={"acc": "val_acc"})
+    return _row_means(rows, ["job_id", "step"])
+
+
+def _training_domain_last_scores(df: pd.DataFrame) -> pd.DataFrame:
+    last = df.groupby("job_id")["step"].transform("max")
+    return _training_domain_scores(df[df["step"] == last])
 
 
 def _ood_validation_scores(df: pd.DataFrame) -> pd.DataFrame:
     rows = df[df["role"] == "val"]
-    # 'out' split where present, else 'in' (sort puts 'out' last, so keep="last" prefers it)
-    rows = rows.sort_values("split", kind="stable").drop_duplicates(["job_id", "step", "domain"], keep="last")
-    return rows.groupby(["job_id", "step"], as_index=False)["acc"].mean().rename(columns={"acc": "val_acc"})
+    # 'out' split where present, else 'in'
+    has_out = rows[rows["split"] == "out"][["job_id", "step", "domain"]].drop_duplicates().assign(_out=True)
+    rows = rows.merge(has_out, on=["job_id", "step", "domain"], how="left")
+    rows = rows[(rows["split"] == "out") | rows["_out"].isna()].drop(columns="_out")
+    return _row_means(rows, ["job_id", "step"])
 
 
 def _last_test_rows(df: pd.DataFrame) -> pd.DataFrame:
     last = df.groupby("job_id")["step"].transform("max")
     rows = df[(df["step"] == last) & (df["role"] == "test")]
     wide = rows.set_index(["job_id", "step", "domain", "split"])["acc"].unstack("split")
-    return wide.reindex(columns=["in", "out"]).reset_index()
+    wide = wide.reindex(columns=["in", "out"]).reset_index()
+    order = rows[["job_id", "domain"]].drop_duplicates().reset_index(drop=True).reset_index()
+    wide = wide.merge(order, on=["job_id", "domain"]).sort_values("index", kind="stable")
+    return wide.drop(columns="index").reset_index(drop=True)
 
 
 def _oracle_pooled_scores(df: pd.DataFrame) -> pd.DataFrame:
     wide = _last_test_rows(df)
-    return wide.groupby(["job_id", "step"], as_index=False)["out"].mean().rename(columns={"out": "val_acc"})
-
-
-def _oracle_per_domain(df: pd.DataFrame) -> pd.DataFrame:
-    wide = _last_test_rows(df).rename(columns={"out": "val_acc", "in": "acc"})
-    best = _argmax(_with_meta(wide, df), [*CONFIG, "domain"])
-    return best
+    return _row_means(wide.rename(columns={"out": "acc"})[["job_id", "step", "acc"]], ["job_id", "step"])
 
 
 def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
     jobs = _job_table(df)
+    order = {}  # domain -> env index, per dataset (records list domains in env order)
+    for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items():
+        order[ds] = {d: i for i, d in enumerate(doms)}
     helpers: dict[tuple, list[tuple[str, frozenset]]] = defaultdict(list)
     for j in jobs.itertuples(index=False):
-        key = (j.dataset, j.algorithm, j.trial_seed, j.hparams_seed, _split(j.train_domains))
+        key = (j.dataset, j.algorithm, j.setting, j.trial_seed, j.hparams_seed, _split(j.train_domains))
         helpers[key].append((j.job_id, _split(j.test_domains) | _split(j.val_domains)))
     pairs = []
     n_train = {}
@@ -163,20 +222,23 @@ def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
         if len(train) < 2:
             continue
         n_train[j.job_id] = len(train)
-        for d in train:
-            for helper, held_out in helpers.get((j.dataset, j.algorithm, j.trial_seed, j.hparams_seed, train - {d}), []):
+        for d in sorted(train, key=order[j.dataset].__getitem__):
+            for helper, held_out in helpers.get((j.dataset, j.algorithm, j.setting, j.trial_seed, j.hparams_seed,
+                                                 train - {d}), []):
                 if d in held_out:
-                    pairs.append((j.job_id, d, helper))
+                    pairs.append((j.job_id, d, helper, order[j.dataset][d]))
     if not pairs:
         return pd.DataFrame({"job_id": pd.Series(dtype=str), "step": pd.Series(dtype="int64"), "val_acc": []})
-    pairs = pd.DataFrame(pairs, columns=["job_id", "domain", "helper"])
+    pairs = pd.DataFrame(pairs, columns=["job_id", "domain", "helper", "env"])
     held = df.loc[df["split"] == "in", ["job_id", "step", "domain", "acc"]].rename(columns={"job_id": "helper"})
     m = pairs.merge(held, on=["helper", "domain"])
     # several helpers for the same (job, held-out domain) are equivalent evaluations: average them
-    m = m.groupby(["job_id", "step", "domain"], as_index=False)["acc"].mean()
-    agg = m.groupby(["job_id", "step"], as_index=False).agg(val_acc=("acc", "mean"), n=("domain", "size"))
-    complete = agg["n"].to_numpy() == agg["job_id"].map(n_train).to_numpy()
-    return agg.loc[complete, ["job_id", "step", "val_acc"]]
+    m = m.groupby(["job_id", "step", "env", "domain"], as_index=False)["acc"].mean()
+    m = m.sort_values(["job_id", "step", "env"], kind="stable")
+    n = m.groupby(["job_id", "step"], sort=False)["acc"].transform("size")
+    m = m[n.to_numpy() == m["job_id"].map(n_train).to_numpy()]  # every training domain has its helper at the step
+    # DomainBed: np.sum(val_accs) / (n_envs - 1), the held-out accuracies in env order
+    return _row_means(m, ["job_id", "step"], reduce="sum_div")
 
 
 # ---------------------------------------------------------------- helpers
@@ -194,10 +256,15 @@ def _with_meta(scores: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
     return scores.merge(_job_table(df), on="job_id")
 
 
-def _argmax(cand: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Row with the highest ``val_acc`` per ``keys``; ties → lowest hparams_seed, earliest step, job id."""
+def _argmax(cand: pd.DataFrame, keys: list[str], tie_tol: float = 0.0) -> pd.DataFrame:
+    """Row with the highest ``val_acc`` per ``keys``, DomainBed's ties: highest hparams_seed, then earliest step.
+
+    Candidates within ``tie_tol`` of the group's best are ties (0: equal floats only); then the job id decides.
+    """
     cand = cand[cand["val_acc"].notna()]
-    order = cand.sort_values(
-        ["val_acc", "hparams_seed", "step", "job_id"], ascending=[False, True, True, True], kind="stable"
-    )
+    if cand.empty:
+        return cand
+    best = cand.groupby(keys, sort=False, dropna=False)["val_acc"].transform("max")
+    cand = cand[cand["val_acc"].to_numpy() >= best.to_numpy() - tie_tol]
+    order = cand.sort_values(["hparams_seed", "step", "job_id"], ascending=[False, True, True], kind="stable")
     return order.drop_duplicates(keys, keep="first")

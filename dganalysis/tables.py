@@ -17,6 +17,7 @@ and test domains) to tell them apart. CSV output is long: one line per cell with
 from __future__ import annotations
 
 import io
+import json
 import math
 from dataclasses import dataclass
 
@@ -186,20 +187,46 @@ def _dataset_order(names) -> list[str]:
 
 
 def _column_labels(sel: pd.DataFrame) -> pd.Series:
-    """The domain name, extended with the split where one dataset has the domain under several splits."""
+    """The domain name, extended with the split where one dataset has the domain under several splits, and with the
+    setting (``steps=…``, overrides, …) where one algorithm has the same column under several settings: runs of
+    different settings are never one cell. Settings that differ only between algorithms (per-algorithm overrides)
+    share the column."""
     labels = sel["domain"].astype(str)
+    tags = _setting_tags(sel) if "setting" in sel else pd.Series("", index=sel.index)
     splits = sel[["dataset", "domain", *_SPLIT]].drop_duplicates()
     for (_ds, _dom), grp in splits.groupby(["dataset", "domain"]):
-        if len(grp) < 2:
-            continue
-        parts = [p for p in _SPLIT if grp[p].nunique() > 1] or ["train_domains"]
+        parts = [p for p in _SPLIT if grp[p].nunique() > 1] or (["train_domains"] if len(grp) > 1 else [])
         for _, row in grp.iterrows():
-            tag = "; ".join(f"{p.split('_')[0]}: {row[p] or '-'}" for p in parts)
             mask = (sel["dataset"] == row["dataset"]) & (sel["domain"] == row["domain"])
             for p in _SPLIT:
                 mask &= sel[p] == row[p]
-            labels = labels.mask(mask, f"{row['domain']} ({tag})")
+            split_tag = "; ".join(f"{p.split('_')[0]}: {row[p] or '-'}" for p in parts)
+            for tag in tags[mask].unique():
+                full = "; ".join(t for t in (split_tag, tag) if t)
+                if full:
+                    labels = labels.mask(mask & (tags == tag), f"{row['domain']} ({full})")
     return labels
+
+
+def _setting_tags(sel: pd.DataFrame) -> pd.Series:
+    """Per row, ``key=value`` of the setting keys in which one algorithm's runs of the same column differ."""
+    tags = pd.Series("", index=sel.index)
+    col = ["dataset", "domain", *_SPLIT]
+    for _, grp in sel.groupby(col, sort=False):
+        if grp["setting"].nunique() < 2:
+            continue
+        parsed = {st: (json.loads(st) if st else {}) for st in grp["setting"].unique()}
+        keys = set()
+        for _, per_alg in grp.groupby("algorithm"):
+            sts = per_alg["setting"].unique()
+            for k in set().union(*(parsed[st] for st in sts)):
+                if len({json.dumps(parsed[st].get(k), sort_keys=True) for st in sts}) > 1:
+                    keys.add(k)
+        if keys:
+            text = {st: "; ".join(f"{k}={json.dumps(p.get(k), sort_keys=True)}" for k in sorted(keys))
+                    for st, p in parsed.items()}
+            tags.loc[grp.index] = grp["setting"].map(text)
+    return tags
 
 
 def _column_order(part: pd.DataFrame, dataset: str, domain_order: dict[str, list[str]]) -> list[str]:

@@ -15,7 +15,9 @@ be read by DomainBed-aware tools:
 Unlike DomainBed, the data never go through a ``DataLoader``: every domain's images are
 kept as one uint8 tensor on the device, minibatches are gathered with ``torch.randint``
 on a seeded ``torch.Generator``, converted to float/255 on the fly, and optionally
-augmented in one batched affine warp (hparam ``augment``). Evaluation runs in large
+augmented in one batched affine warp (hparam ``augment``); DomainBed's image benchmarks get
+DomainBed's augmentation and ImageNet normalisation, batched on the device; data larger than the
+device are streamed from the host with prefetch (:mod:`dganalysis.data.feed`, recorded as ``data_path``). Evaluation runs in large
 batches under ``torch.inference_mode``. On CUDA the job uses bf16 autocast and
 channels_last; on CPU channels_last, with bf16 autocast on CPUs that have AMX-bf16 units
 (measured ~2.5x faster per job on this project's CPU machines at equal accuracy) and fp32
@@ -86,67 +88,39 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-# --------------------------------------------------------------------------- data on the device
-class Split:
-    """One split of one domain held as tensors on the device: uint8 images and int64 labels."""
-
-    def __init__(self, images: np.ndarray, labels: np.ndarray, device: torch.device, channels_last: bool) -> None:
-        x = torch.from_numpy(np.ascontiguousarray(images))
-        if channels_last and x.ndim == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
-        self.images = x.to(device)
-        self.labels = torch.from_numpy(np.ascontiguousarray(labels, dtype=np.int64)).to(device)
-        self.channels_last = channels_last and x.ndim == 4
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def batch(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Float images in [0, 1] and labels at ``index``."""
-        return to_float(self.images[index], self.channels_last), self.labels[index]
-
-
-def to_float(x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
-    """uint8 → float32 in [0, 1] (keeping channels_last when asked)."""
-    fmt = torch.channels_last if channels_last and x.ndim == 4 else torch.contiguous_format
-    return x.to(dtype=torch.float32, memory_format=fmt).mul_(1.0 / 255.0)
-
-
+# --------------------------------------------------------------------------- data (on the device or streamed)
 def make_splits(
-    dataset, holdout_fraction: float, trial_seed: int, device: torch.device, channels_last: bool
-) -> list[tuple[Split, Split]]:
-    """``(in, out)`` splits of every domain of ``dataset``, in domain order."""
-    out = []
-    for i, dom in enumerate(dataset.domains):
-        in_idx, out_idx = split_indices(len(dom), holdout_fraction, seed_hash(trial_seed, i))
-        images = np.asarray(dom.images)
-        out.append(
-            (
-                Split(images[in_idx], dom.labels[in_idx], device, channels_last),
-                Split(images[out_idx], dom.labels[out_idx], device, channels_last),
-            )
-        )
-    return out
+    dataset, holdout_fraction: float, trial_seed: int, device: torch.device, channels_last: bool,
+    pipeline=None, seed: int = 0, mode: str | None = None,
+):
+    """``(in, out)`` splits of every domain of ``dataset``, in domain order: a :class:`dganalysis.data.feed.Feed`
+    (on the device, or streamed from the host when the data do not fit; ``mode`` / ``$DGANALYSIS_FEED``)."""
+    from dganalysis.data.feed import make_feed
+    from dganalysis.data.pipeline import PlainPipeline
+
+    index = [split_indices(len(dom), holdout_fraction, seed_hash(trial_seed, i)) for i, dom in enumerate(dataset.domains)]
+    return make_feed(dataset, index, device, channels_last, pipeline or PlainPipeline(), seed=seed, mode=mode)
 
 
 # --------------------------------------------------------------------------- evaluation
 @torch.inference_mode()
-def accuracy(algorithm, split: Split, batch_size: int = 1024, autocast: bool = False) -> float:
+def accuracy(algorithm, split, batch_size: int = 1024, autocast: bool = False) -> float:
     """Top-1 accuracy of ``algorithm.predict`` on ``split`` (the caller sets eval mode)."""
     if len(split) == 0:
         return float("nan")
     correct = torch.zeros((), dtype=torch.int64, device=split.labels.device)
     dev = split.labels.device.type
-    for start in range(0, len(split), batch_size):
-        x = to_float(split.images[start : start + batch_size], split.channels_last)
+    for x, y in split.eval_batches(batch_size):
         with torch.autocast(dev, dtype=torch.bfloat16, enabled=autocast):
             logits = algorithm.predict(x)
-        correct += (logits.argmax(1) == split.labels[start : start + batch_size]).sum()
+        correct += (logits.argmax(1) == y).sum()
     return correct.item() / len(split)
 
 
-def evaluate(algorithm, splits: Sequence[tuple[Split, Split]], batch_size: int, autocast: bool) -> dict[str, float]:
-    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, in eval mode."""
+def evaluate(algorithm, splits, batch_size: int, autocast: bool) -> dict[str, float]:
+    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, in eval mode. An algorithm whose predictions
+    depend on the batch (e.g. ARM's support sets) fixes its own evaluation batch size (``EVAL_BATCH_SIZE``)."""
+    batch_size = getattr(algorithm, "EVAL_BATCH_SIZE", None) or batch_size
     was_training = algorithm.training
     algorithm.eval()
     try:
@@ -161,11 +135,13 @@ def evaluate(algorithm, splits: Sequence[tuple[Split, Split]], batch_size: int, 
 
 # --------------------------------------------------------------------------- job helpers
 def job_hparams(job: Job) -> dict[str, Any]:
-    """The job's concrete hyperparameters (defaults or a random-search draw, overrides, ``steps``)."""
+    """The job's concrete hyperparameters (defaults or DomainBed's draw for (dataset, hparams_seed, trial_seed),
+    overrides, ``steps``)."""
     from dganalysis.algorithms import default_hparams
 
     hp = default_hparams(
-        job.algorithm, job.hparams_seed, overrides=dict(job.hparams_overrides), search_overrides=dict(job.search_overrides)
+        job.algorithm, job.hparams_seed, overrides=dict(job.hparams_overrides), search_overrides=dict(job.search_overrides),
+        trial_seed=job.trial_seed, dataset=job.dataset,
     )
     hp["steps"] = job.steps
     return hp
@@ -225,7 +201,7 @@ def run_job(
     :mod:`dganalysis.sweep.store`).
     """
     from dganalysis.algorithms import create
-    from dganalysis.data.transforms import random_affine
+    from dganalysis.data.pipeline import make_pipeline
 
     job = job if isinstance(job, Job) else Job.from_dict(job)
     job_dir = Path(job_dir)
@@ -256,17 +232,19 @@ def run_job(
     train_idx = domain_indices(job.train_domains, names, "train")
     test_idx = domain_indices(job.test_domains, names, "test")
     val_idx = domain_indices(job.val_domains, names, "val")
-    splits = make_splits(dataset, job.holdout_fraction, job.trial_seed, device, channels_last)
+    seed = job_seed(job)
+    hparams = job_hparams(job)
+    pipeline = make_pipeline(dict(getattr(dataset, "info", {})), hparams, dataset.input_shape)
+    splits = make_splits(dataset, job.holdout_fraction, job.trial_seed, device, channels_last, pipeline, seed)
     train_splits = [splits[i][0] for i in train_idx]
     for i, s in zip(train_idx, train_splits):
         if len(s) == 0:
+            splits.close()
             raise ValueError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
 
     # ---- model
-    seed = job_seed(job)
     torch.manual_seed(seed)
     np.random.seed(seed % (2**32))
-    hparams = job_hparams(job)
     algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_idx), hparams)
     algorithm.to(device)
     if channels_last:
@@ -279,7 +257,6 @@ def run_job(
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     batch_size = int(hparams["batch_size"])
-    augment = bool(hparams.get("augment", False))
     steps_per_epoch = min(len(s) for s in train_splits) / batch_size
 
     args = {
@@ -306,6 +283,7 @@ def run_job(
         "val_domains": list(job.val_domains),
         "device": _device_name(device),
         "precision": precision,
+        "data_path": splits.mode,
         "host": socket.gethostname(),
     }
     log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
@@ -324,11 +302,7 @@ def run_job(
             t0 = time.perf_counter()
             minibatches = []
             for s in train_splits:
-                idx = torch.randint(len(s), (batch_size,), generator=gen, device=device)
-                x, y = s.batch(idx)
-                if augment:
-                    x = random_affine(x, generator=gen)
-                minibatches.append((x, y))
+                minibatches.append(s.sample(batch_size, gen))
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
                 out = algorithm.update(minibatches, step)
             for k, v in out.items():
@@ -358,6 +332,7 @@ def run_job(
                 window.clear()
                 step_times.clear()
     finally:
+        splits.close()
         if bar is not None:
             bar.close()
 

@@ -167,9 +167,9 @@ def hparam_check(name: str, spec: Any) -> Check:
 
 
 # --------------------------------------------------------------------------- dataset arguments
-def _kwarg_check(name: str, default: Any) -> Check:
-    """A rule for a builder argument from its name (``*_size`` and ``n_*`` positive integers, ``seed`` ≥ 0,
-    ``*fraction`` in [0, 1]) or else the kind of its default when the builder declares one."""
+def _kwarg_check(name: str) -> Check:
+    """A rule for a builder argument from its name: ``*_size`` and ``n_*`` positive integers, ``seed`` ≥ 0,
+    ``*fraction`` in [0, 1] (other arguments are the builder's to check)."""
     low = name.lower()
     if low.endswith("_size") or low.startswith(("n_", "num_")):
         return Check("int", low=1)
@@ -177,31 +177,49 @@ def _kwarg_check(name: str, default: Any) -> Check:
         return Check("int", low=0)
     if low.endswith("fraction"):
         return Check("float", low=0.0, high=1.0)
-    return Check("any") if default is None else like(default)
+    return Check("any")
+
+
+def _builder_parameters(dataset: str) -> list[str] | None:
+    """Argument names the dataset's builder takes (following the built-in ``**kw`` wrappers to the function they
+    call); None when it takes any keyword."""
+    import inspect
+
+    from dganalysis.data.registry import DATASETS
+
+    fn = DATASETS.get(dataset)
+    if dataset in ("RotatedDigits", "RotatedMNIST", "ColoredDigits", "ColoredMNIST", "PaHCC"):
+        from dganalysis.data import digits, pahcc
+
+        fn = {"RotatedDigits": digits.rotated_digits, "RotatedMNIST": digits.rotated_digits,
+              "ColoredDigits": digits.colored_digits, "ColoredMNIST": digits.colored_digits,
+              "PaHCC": pahcc.build_pahcc}[dataset]
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.name != "data_dir"]
 
 
 def check_dataset_kwargs(dataset: str, kwargs: Mapping[str, Any], where: str) -> None:
-    """Check ``kwargs`` of dataset ``dataset`` before it is built: a known name, a mapping, and each value by
-    :func:`_kwarg_check` (the builder's own checks, e.g. unknown argument names, run when it is loaded)."""
-    import inspect
-
-    from dganalysis.data.registry import DATASETS, available
+    """Check ``kwargs`` of dataset ``dataset`` without building it: a known dataset, a mapping, argument names the
+    builder takes, and values by :func:`_kwarg_check` (the builder checks the rest when it is built)."""
+    from dganalysis.data.registry import available
 
     if not isinstance(dataset, str):
-        raise ConfigError(f"{where.rsplit('.', 1)[0]}.dataset: expected a dataset name, got {_got(dataset)}")
+        raise ConfigError(f"dataset: expected a dataset name, got {_got(dataset)}")
     if dataset not in available():
         raise ConfigError(f"dataset: unknown dataset {dataset!r}; known: {', '.join(available())}")
     if not isinstance(kwargs, Mapping):
         raise ConfigError(f"{where}: expected a mapping of builder arguments, got {_got(kwargs)}")
-    defaults: dict[str, Any] = {}
-    try:
-        for p in inspect.signature(DATASETS.get(dataset)).parameters.values():
-            if p.default is not inspect.Parameter.empty:
-                defaults[p.name] = p.default
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        pass
+    known = _builder_parameters(dataset)
+    unknown = sorted(str(k) for k in kwargs if known is not None and k not in known)
+    if unknown:
+        raise ConfigError(f"{where}: {dataset} takes no argument(s) {unknown}; it takes {sorted(known or [])}")
     for key, value in kwargs.items():
-        _kwarg_check(str(key), defaults.get(key))(value, f"{where}.{key}")
+        _kwarg_check(str(key))(value, f"{where}.{key}")
 
 
 def load_checked_dataset(dataset: str, kwargs: Mapping[str, Any], data_dir: Any, where: str):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,16 +14,17 @@ import dganalysis.algorithms as A
 from dganalysis.algorithms._utils import grad_reverse
 from dganalysis.algorithms.andmask import and_mask, sand_mask_values
 from dganalysis.algorithms.coral import coral_penalty, mmd_penalty
-from dganalysis.algorithms.dann import class_balanced_weights
-from dganalysis.algorithms.fishr import fishr_penalty, gradient_variance, per_sample_head_grads
+from dganalysis.algorithms.dann import class_balanced_weights, domainbed_class_weights
+from dganalysis.algorithms.fishr import corrected_ema, fishr_penalty, gradient_variance, per_sample_head_grads
 from dganalysis.algorithms.groupdro import groupdro_weights
 from dganalysis.algorithms.iga import iga_penalty
 from dganalysis.algorithms.irm import ib_penalty, irm_penalty
 from dganalysis.algorithms.mixup import mixup_loss
-from dganalysis.algorithms.rsc import rsc_mask, top_fraction_mask
+from dganalysis.algorithms.mldg import meta_train_test_pairs
+from dganalysis.algorithms.rsc import below_quantile, rsc_mask
 from dganalysis.algorithms.sagnet import sagnet_randomize
 from dganalysis.algorithms.sd import sd_penalty
-from dganalysis.algorithms.selfreg import same_class_permutation, selfreg_penalty
+from dganalysis.algorithms.selfreg import class_blocks, same_class_partners, selfreg_penalty
 from dganalysis.algorithms.swad import swad_window
 from dganalysis.algorithms.vrex import vrex_penalty
 
@@ -118,6 +122,11 @@ def test_fishr_penalty_zero_for_identical_domains_and_per_sample_grads_exact():
         gi = torch.autograd.grad(F.cross_entropy(head(z[i : i + 1]), y[i : i + 1]), list(head.parameters()))
         torch.testing.assert_close(ps[i], torch.cat([t.flatten() for t in gi]))
     v = gradient_variance(ps)
+    # DomainBed's corrected moving average: the first value is the current one; later ones m_t / (1 − ema)
+    out, m = corrected_ema(None, v, 0.9)
+    torch.testing.assert_close(out, v)
+    out2, _ = corrected_ema(m, 2 * v, 0.9)
+    torch.testing.assert_close(out2, (0.9 * 0.1 * v + 0.1 * 2 * v) / 0.1)
     assert fishr_penalty(torch.stack([v, v, v])).item() == 0.0
     assert fishr_penalty(torch.stack([v, 2 * v])).item() > 0
     # Fishr's penalty is differentiable w.r.t. the features (it trains the featurizer)
@@ -131,7 +140,8 @@ def test_iga_identical_domains_zero_penalty_and_erm_step():
     grads = [[torch.ones(2, 2), torch.zeros(3)]] * 3
     assert iga_penalty(grads, [torch.ones(2, 2), torch.zeros(3)]).item() == 0.0
     x, y = tiny_minibatches()[0]
-    assert_same_step_as_erm("IGA", [(x, y)] * 3)
+    # λ = 10: the penalty is zero analytically; float32 rounding of g_e − ḡ (two graphs) is amplified by λ
+    assert_same_step_as_erm("IGA", [(x, y)] * 3, penalty=10.0)
 
 
 # --- robust optimisation ------------------------------------------------------------------
@@ -149,6 +159,20 @@ def test_groupdro_weights_on_simplex_and_shift_to_worse_group():
         assert alg.q.sum().item() == pytest.approx(1.0, abs=1e-6) and (alg.q >= 0).all()
 
 
+def test_groupdro_forwards_each_domain_separately():
+    """As DomainBed, one forward pass per domain: with BatchNorm the batch statistics are per domain."""
+    alg = make("GroupDRO", featurizer="smallcnn_bn")
+    mbs = [(x.expand(-1, 1, 8, 8) * (1 + d), y) for d, (x, y) in enumerate(tiny_minibatches())]
+    q = alg.q.clone()
+    with torch.no_grad():
+        per_domain = torch.stack([F.cross_entropy(copy.deepcopy(alg.network)(x), y) for x, y in mbs])
+        logits = copy.deepcopy(alg.network)(torch.cat([x for x, _ in mbs])).split(BATCH)
+        pooled = torch.stack([F.cross_entropy(lo, y) for lo, (_, y) in zip(logits, mbs)])
+    assert (per_domain - pooled).abs().max() > 1e-4  # the check can tell the two apart
+    expected = groupdro_weights(q, per_domain, float(alg.hparams["groupdro_eta"]))
+    assert alg.update(mbs, 0)["loss"] == pytest.approx(float((expected * per_domain).sum()), rel=1e-5)
+
+
 # --- data augmentation / regularisation ---------------------------------------------------
 def test_mixup_at_lambda_one_equals_erm(monkeypatch):
     net = make("ERM").network
@@ -164,25 +188,37 @@ def test_sd_without_penalty_equals_erm_and_penalty_value():
     assert_same_step_as_erm("SD", sd_reg=0.0)
 
 
-def test_rsc_masks_top_gradients_and_reduces_to_erm():
+def test_rsc_mask_mutes_top_quantile_of_the_most_affected_examples():
     grads = torch.tensor([[0.1, 0.9, 0.5, -1.0], [2.0, 0.0, 1.0, 3.0]])
-    mask = top_fraction_mask(grads, 0.5, dim=1)
-    assert mask.tolist() == [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]]
+    assert below_quantile(grads, 0.5, dim=1).tolist() == [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]]
+    # a drop factor of 0 (quantile 1) still mutes each example's largest entry, as DomainBed's percentile cut
+    assert below_quantile(grads, 1.0, dim=1).tolist() == [[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
     full = rsc_mask(grads, torch.tensor([0.3, -0.1]), 0.5, 0.5)  # only example 0 (largest drop) is muted
     assert full.tolist() == [[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
-    assert_same_step_as_erm("RSC", rsc_f_drop_factor=0.0, rsc_b_drop_factor=0.0)
+    # thresholds are numpy's linear-interpolation percentiles (DomainBed's np.percentile)
+    g = torch.randn(6, 10, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    thr = torch.as_tensor(np.percentile(g.numpy(), 70.0, axis=1)).unsqueeze(1)
+    assert torch.equal(below_quantile(g, 0.7, dim=1), g.lt(thr).double())
 
 
 def test_selfreg_pairs_same_class_and_penalty_zero_for_identical_class_members():
     torch.manual_seed(0)
-    y = torch.tensor([2, 0, 1, 0, 2, 2, 1, 0])
-    perm = same_class_permutation(y)
-    assert sorted(perm.tolist()) == list(range(len(y))) and torch.equal(y[perm], y)
-    proto_o, proto_p = torch.randn(3, 4), torch.randn(3, 6)
-    pen = selfreg_penalty(proto_o[y], proto_p[y], perm, same_class_permutation(y), 0.3)
+    y, _ = torch.sort(torch.tensor([2, 0, 1, 0, 2, 2, 1, 0]))
+    assert class_blocks(y) == [3, 5, 8]
+    assert class_blocks(torch.tensor([1, 1, 2])) == [0, 2, 3]  # DomainBed's scan starts from label 0
+    i2, i3 = same_class_partners(y)
+    for idx in (i2, i3):
+        assert sorted(idx.tolist()) == list(range(len(y))) and torch.equal(y[idx], y)
+    proto_o, proto_f = torch.randn(3, 4), torch.randn(3, 6)
+    # the feature term compares z with the partners' projections: zero when P(z) equals the class prototype
+    pen = selfreg_penalty(proto_o[y], proto_f[y], proto_f[y], i2, i3, 0.3)
     assert pen.item() == pytest.approx(0.0, abs=1e-12)
-    noisy = selfreg_penalty(proto_o[y] + torch.randn(8, 4), proto_p[y], perm, same_class_permutation(y), 0.3)
+    noisy = selfreg_penalty(proto_o[y] + torch.randn(8, 4), proto_f[y], proto_f[y], i2, i3, 0.3)
     assert noisy.item() > 0
+    alg = make("SelfReg")
+    before = [p.detach().clone() for p in alg.cdpl.parameters()]
+    alg.update(tiny_minibatches(), 0)
+    assert all(torch.equal(a, b) for a, b in zip(before, alg.cdpl.parameters()))  # as DomainBed: P not trained
 
 
 # --- gradient agreement -------------------------------------------------------------------
@@ -203,7 +239,7 @@ def test_sandmask_values_in_unit_interval_zero_on_conflict():
 
 # --- adversarial ---------------------------------------------------------------------------
 def test_dann_gradient_reversal_sign():
-    alg = make("DANN", dann_lambda=0.7)
+    alg = make("DANN_GRL", **{"lambda": 0.7})
     z = torch.randn(6, alg.featurizer.n_outputs, requires_grad=True)
     d, y = torch.tensor([0, 1, 2, 0, 1, 2]), torch.zeros(6, dtype=torch.long)
     g_rev = torch.autograd.grad(alg.domain_loss(z, y, d, 0.7), z)[0]
@@ -215,8 +251,22 @@ def test_dann_gradient_reversal_sign():
                                torch.autograd.grad(F.cross_entropy(alg.discriminator(z), d), w)[0])
     x = torch.randn(3, requires_grad=True)
     assert torch.autograd.grad(grad_reverse(x, 2.0).sum(), x)[0].tolist() == [-2.0] * 3
-    warm = make("DANN", dann_lambda=2.0, dann_lambda_schedule="ganin", steps=100)
+    warm = make("DANN_GRL", **{"lambda": 2.0}, dann_lambda_schedule="ganin", steps=100)
     assert warm.current_lambda(0) == 0.0 and warm.current_lambda(100) == pytest.approx(2.0, rel=1e-3)
+
+
+def test_dann_alternates_discriminator_and_generator_steps():
+    alg = make("DANN", d_steps_per_g_step=2)
+    assert [alg.is_disc_step(s) for s in range(6)] == [True, False, True, True, False, True]
+    disc0 = [p.detach().clone() for p in alg.discriminator.parameters()]
+    gen0 = [p.detach().clone() for p in alg.network.parameters()]
+    assert "disc_loss" in alg.update(tiny_minibatches(), 0)  # discriminator step: only D moves
+    assert all(torch.equal(a, b) for a, b in zip(gen0, alg.network.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(disc0, alg.discriminator.parameters()))
+    disc1 = [p.detach().clone() for p in alg.discriminator.parameters()]
+    assert "gen_loss" in alg.update(tiny_minibatches(), 1)  # generator step: only g, h move
+    assert all(torch.equal(a, b) for a, b in zip(disc1, alg.discriminator.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(gen0, alg.network.parameters()))
 
 
 def test_cdann_class_balanced_conditional_discriminator():
@@ -225,7 +275,8 @@ def test_cdann_class_balanced_conditional_discriminator():
     assert w.sum().item() == pytest.approx(1.0)
     for c in (0, 1, 2):
         assert w[y == c].sum().item() == pytest.approx(1 / 3)
-    alg = make("CDANN")
+    torch.testing.assert_close(domainbed_class_weights(y), w.to(torch.get_default_dtype()))  # all classes ≤ max present
+    alg = make("CDANN_GRL")
     z, d = torch.randn(6, alg.featurizer.n_outputs), torch.tensor([0, 1, 2, 0, 1, 2])
     # the discriminator is conditioned on the class: other labels, other loss
     assert alg.domain_loss(z, y, d, 1.0).item() != pytest.approx(alg.domain_loss(z, (y + 1) % 3, d, 1.0).item())
@@ -285,8 +336,23 @@ def test_fish_meta_step_interpolates():
     assert sum(a.abs().sum() for a in moved[1.0]) > 0
 
 
-def test_mldg_without_meta_test_equals_erm():
-    assert_same_step_as_erm("MLDG", mldg_beta=0.0)
+def test_mldg_split_and_first_order_meta_train_gradient():
+    torch.manual_seed(0)
+    pairs = meta_train_test_pairs(4, 2)
+    torch.manual_seed(0)
+    perm = torch.randperm(4).tolist()
+    assert pairs == [(perm[0], perm[2]), (perm[1], perm[3])]
+    # without the meta-test term the step follows (1/n) Σ_{meta-train i} ∇L_i (n = all training domains)
+    mbs = tiny_minibatches()
+    alg = make("MLDG", optimizer="sgd", lr=0.1, mldg_beta=0.0, n_meta_test=1)
+    ref = copy.deepcopy(alg.network)
+    torch.manual_seed(3)
+    meta_train = torch.randperm(3).tolist()[:2]
+    torch.manual_seed(3)
+    alg.update(mbs, 0)
+    loss = sum(F.cross_entropy(ref(mbs[i][0]), mbs[i][1]) for i in meta_train) / 3
+    for p, q, g in zip(alg.network.parameters(), ref.parameters(), torch.autograd.grad(loss, list(ref.parameters()))):
+        torch.testing.assert_close(p.detach(), (q - 0.1 * g).detach())
 
 
 def test_swad_average_equals_mean_of_averaged_weights():
@@ -307,7 +373,7 @@ def test_swad_average_equals_mean_of_averaged_weights():
 
 # --- adaptive / context models ----------------------------------------------------------------
 def test_mtl_embedding_is_domain_mean_and_predict_uses_batch_mean():
-    alg = make("MTL", mtl_ema=1.0)
+    alg = make("MTL_KME", mtl_ema=1.0)
     mbs = tiny_minibatches()
     with torch.no_grad():
         means = [alg.featurizer.base(x).mean(0) for x, _ in mbs]
@@ -322,9 +388,31 @@ def test_mtl_embedding_is_domain_mean_and_predict_uses_batch_mean():
         assert not torch.allclose(alg.predict(x)[:2], alg.predict(x[:2]))  # depends on the batch (domain)
 
 
-def test_arm_context_is_shared_over_the_support_set():
-    alg = make("ARM")
+def test_mtl_domainbed_feeds_noise_but_tracks_embeddings():
+    alg = make("MTL", mtl_ema=1.0)
+    mbs = tiny_minibatches()
+    with torch.no_grad():
+        means = [alg.featurizer.base(x).mean(0) for x, _ in mbs]
+    alg.update(mbs, 0)
+    for d in range(3):
+        torch.testing.assert_close(alg.embeddings[d], means[d])
+    x = mbs[0][0]
+    with torch.no_grad():
+        torch.manual_seed(1)
+        a = alg.predict(x)
+        torch.manual_seed(1)
+        z = alg.featurizer.base(x)
+        torch.testing.assert_close(a, alg.classifier(torch.cat([z, torch.empty_like(z).normal_()], 1)))
+        assert not torch.allclose(alg.predict(x), a)  # a fresh draw each call
+
+
+@pytest.mark.parametrize("name", ["ARM", "ARM_CML"])
+def test_arm_context_is_shared_over_the_support_set(name):
+    alg = make(name)
+    ctx0 = [p.detach().clone() for p in alg.featurizer.context_net.parameters()]
     alg.update(tiny_minibatches(), 0)
+    ctx_moved = any(not torch.equal(a, b) for a, b in zip(ctx0, alg.featurizer.context_net.parameters()))
+    assert ctx_moved == (name == "ARM_CML")  # DomainBed's ARM never steps its context network
     alg.eval()
     x = tiny_minibatches(seed=2)[0][0]
     perm = torch.randperm(BATCH)

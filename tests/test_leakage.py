@@ -132,3 +132,28 @@ def test_select_per_setting_keeps_settings_apart():
     assert len(seen) == 3 and all(m == "oracle" for _, m in seen)
     assert sorted(zip(out["pretraining"], out["mode"], out["acc"])) == [("n", "FT", 0.3), ("s", "FT", 0.2),
                                                                         ("s", "LP", 0.1)]
+
+
+def test_lp_and_ft_jobs_never_compete_in_selection(tmp_path):
+    """LP and FT jobs of one algorithm differ only in hparams overrides: the tidy frame's ``setting`` keeps them
+    apart, so plain ``select`` and ``select_per_setting`` make the same picks (LP better on val, FT on test)."""
+    from dganalysis import results, selection
+
+    doms = ["a", "b", "c"]
+    for mode, lp, val, test in (("LP", True, 0.9, 0.3), ("FT", False, 0.6, 0.8)):
+        for h in (0, 1):
+            d = tmp_path / f"{mode}{h}"
+            d.mkdir()
+            rec = {"args": {"dataset": "Toy", "algorithm": "ERM", "test_envs": [2], "hparams_seed": h, "trial_seed": 0,
+                            "steps": 10}, "step": 10, "hparams": json.loads(_hp("sup.pt", lp)),
+                   "domains": doms, "train_domains": ["a", "b"], "test_domains": ["c"], "val_domains": [],
+                   "env0_in_acc": 1.0, "env0_out_acc": val - 0.1 * h, "env1_in_acc": 1.0, "env1_out_acc": val,
+                   "env2_in_acc": test - 0.1 * h, "env2_out_acc": 0.5}
+            (d / "results.jsonl").write_text(json.dumps(rec) + "\n")
+            (d / "spec.json").write_text(json.dumps({"hparams_overrides": {"pretrained": "sup.pt", "linear_probe": lp}}))
+            (d / "done").write_text("")
+    df = annotate(results.load(tmp_path, progress=False), {"sup": "sup.pt"})
+    plain = selection.select(df, "training_domain")
+    assert sorted(plain["acc"]) == pytest.approx([0.3, 0.8])  # one pick per mode, h0 in each
+    per = select_per_setting(df, "training_domain_last")
+    assert dict(zip(per["mode"], per["acc"])) == pytest.approx({"LP": 0.3, "FT": 0.8})

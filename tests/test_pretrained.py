@@ -243,3 +243,112 @@ def test_stage_splits_and_bounds():
     assert not any(p.requires_grad for p in cnn.parameters())
     with pytest.raises(TypeError, match="cannot split"):
         stages(nn.Linear(2, 2))
+
+
+# -- torchvision's own weight files from the torch hub cache ($TORCH_HOME) -------------------------------------------
+def test_imagenet_weights_from_torch_home(tmp_path, monkeypatch, tv_resnet18):
+    from dganalysis.nets.torchhub import resolve_pretrained, torchvision_weights_file
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    ckpts = tmp_path / "th" / "hub" / "checkpoints"
+    assert torchvision_weights_file("resnet18") == ckpts / "resnet18-f37072fd.pth"
+    assert torchvision_weights_file("resnet50") == ckpts / "resnet50-0676ba61.pth"  # DomainBed's pretrained=True
+    assert torchvision_weights_file("resnet50", "IMAGENET1K_V2") == ckpts / "resnet50-11ad3fa6.pth"
+    assert torchvision_weights_file("vit_b_16") == ckpts / "vit_b_16-c867db91.pth"
+    with pytest.raises(FileNotFoundError, match=r"resnet18-f37072fd\.pth.*TORCH_HOME"):
+        create("ERM", (3, 16, 16), 4, 2, {**default_hparams("ERM", overrides={"featurizer": "resnet18",
+                                                                              "pretrained": "imagenet"}), "steps": 1})
+    with pytest.raises(ValueError, match="no torchvision ImageNet weights for featurizer 'cnn'"):
+        resolve_pretrained("imagenet", "cnn")
+    with pytest.raises(ValueError, match="no weights 'IMAGENET9K'"):
+        resolve_pretrained("imagenet:IMAGENET9K", "resnet18")
+    ckpts.mkdir(parents=True)
+    torch.save(tv_resnet18, ckpts / "resnet18-f37072fd.pth")  # torchvision's key layout, random values
+    hp = default_hparams("ERM", overrides={"featurizer": "resnet18", "pretrained": "imagenet"})
+    alg = create("ERM", (3, 16, 16), 4, 2, {**hp, "steps": 1})
+    _assert_loaded(alg.featurizer, tv_resnet18)
+
+
+def test_freeze_bn_keeps_running_stats_but_trains_affine(tv_resnet18):
+    """DomainBed's freeze_bn: BatchNorm in eval mode even after train(); γ, β still learn."""
+    hp = default_hparams("ERM", overrides={"featurizer": "resnet18", "freeze_bn": True, "resnet_dropout": 0.5})
+    alg = create("ERM", (3, 16, 16), 4, 2, {**hp, "steps": 2})
+    alg.featurizer.network.load_state_dict(_no_fc(tv_resnet18))
+    alg.train()
+    bns = [m for m in alg.featurizer.modules() if isinstance(m, nn.BatchNorm2d)]
+    assert bns and not any(m.training for m in bns) and alg.featurizer.dropout.training
+    before = _snapshot(alg.featurizer)
+    for s in range(2):
+        alg.update(_batch(seed=s), s)
+    changed = _changed(before, alg.featurizer)
+    assert not any(k.endswith(("running_mean", "running_var", "num_batches_tracked")) for k in changed)
+    assert any(k.endswith("bn1.weight") for k in changed)
+    plain = create("ERM", (3, 16, 16), 4, 2, {**default_hparams("ERM", overrides={"featurizer": "resnet18"}), "steps": 1})
+    plain.train()
+    assert all(m.training for m in plain.featurizer.modules() if isinstance(m, nn.BatchNorm2d))
+
+
+_FORK_IMPORTS = r"""
+import os, sys, traceback
+import numpy, torch  # heavy third-party modules once; no dganalysis module is loaded before the fork
+bad = []
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            __import__(name)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1] != 0:
+        bad.append(name)
+print("FAILED", bad) if bad else print("OK")
+sys.exit(1 if bad else 0)
+"""
+
+
+def test_each_nets_module_imports_alone():
+    """No import cycle: every module of dganalysis.nets imports first, alone, in a fresh interpreter (one
+    interpreter loads torch, then forks one child per module, so no dganalysis module is loaded before it)."""
+    import subprocess
+    import sys
+
+    names = ["dganalysis.nets"] + [f"dganalysis.nets.{m}" for m in
+                                   ("archs", "vit", "freeze", "pretrained", "torchhub", "featurizers")]
+    res = subprocess.run([sys.executable, "-c", _FORK_IMPORTS, *names], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr[-3000:]
+
+
+def test_nets_import_graph_is_acyclic():
+    """Counting imports inside functions too (lazy imports hide cycles): the dganalysis.nets modules form a DAG."""
+    import ast
+    from pathlib import Path
+
+    import dganalysis.nets as pkg
+
+    graph = {}
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        mod = path.stem
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dganalysis.nets."):
+                deps.add(node.module.rsplit(".", 1)[1])
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("dganalysis.nets.")}
+        graph[mod] = deps - {mod}
+    done, stack = set(), []
+
+    def visit(m):
+        assert m not in stack, f"import cycle: {' -> '.join(stack[stack.index(m):] + [m])}"
+        if m in done:
+            return
+        stack.append(m)
+        for d in graph.get(m, ()):
+            visit(d)
+        stack.pop()
+        done.add(m)
+
+    for m in graph:
+        visit(m)
+    assert "featurizers" in graph["__init__"] and "featurizers" not in graph["pretrained"] | graph["freeze"]

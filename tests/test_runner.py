@@ -37,6 +37,9 @@ def test_run_writes_outputs_and_index(tmp_path):
     assert (out / "figures" / "demo.png").is_file() and (out / "tables" / "demo_table.csv").read_text() == "v\n5\n"
     index = (out / "index.md").read_text()
     assert "00_demo" in index and "figures/demo.png" in index and "tables/demo_table.md" in index
+    # the HTML report is written after the run and linked from the index
+    page = (out / "report.html").read_text()
+    assert "[report.html](report.html)" in index and 'id="nb-00_demo"' in page and "data:image/png;base64," in page
 
 
 def test_unknown_parameter_is_an_error_naming_the_file(tmp_path):

@@ -392,3 +392,86 @@ def test_collect_verb(tiny_domainbed, tmp_path, capsys):
     empty.mkdir()
     assert main_collect(parser.parse_args([str(empty)])) == 1
     assert "no finished jobs" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- DomainBed's ties and the setting key
+
+
+def test_ties_follow_domainbed(tmp_path):
+    """Equal validation accuracy: the earliest checkpoint of a run, then the highest hparams_seed (DomainBed's
+    sorted-then-reversed ``hparams_accs``); oracle ties too."""
+    for h in (0, 1, 2):
+        recs = [db_record("PACS", "ERM", [0], h, 0, s, [(0.1 * h + 0.01 * s, 0.5), (.8, .8), (.8, .8), (.8, .8)])
+                for s in (0, 1, 2)]
+        write_run(tmp_path, f"h{h}", recs)
+    df = results.load(tmp_path, progress=False)
+    row = selection.select(df, "training_domain").iloc[0]
+    assert (row["hparams_seed"], row["step"]) == (2, 0)
+    assert row["acc"] == pytest.approx(0.2)
+    row = selection.select(df, "oracle").iloc[0]
+    assert (row["hparams_seed"], row["step"]) == (2, 2)
+    row = selection.select(df, "training_domain_last").iloc[0]
+    assert (row["hparams_seed"], row["step"]) == (2, 2)
+
+
+def test_float_noise_ties_only_with_tie_tol(tmp_path):
+    # mean(.3,.2,.1) = 0.2 exactly; mean(.1,.2,.3) = 0.20000000000000004: DomainBed picks the later step
+    recs = [db_record("PACS", "ERM", [3], 0, 0, s, [(.5, o[0]), (.5, o[1]), (.5, o[2]), (t, .5)])
+            for s, o, t in ((0, (.3, .2, .1), .25), (1, (.1, .2, .3), .75))]
+    write_run(tmp_path, "r", recs)
+    df = results.load(tmp_path, progress=False)
+    assert selection.select(df, "training_domain")["acc"].item() == 0.75
+    assert selection.select(df, "training_domain", tie_tol=1e-12)["acc"].item() == 0.25
+    with pytest.raises(ValueError, match="tie_tol"):
+        selection.select(df, "training_domain", tie_tol=-1)
+
+
+def test_training_domain_last_compares_like_with_oracle(tiny_domainbed):
+    df = results.load(tiny_domainbed, progress=False)
+    early = selection.select(df, "training_domain").iloc[0]
+    last = selection.select(df, "training_domain_last").iloc[0]
+    assert early["step"] == 1 and last["step"] == 2  # early stopping vs last checkpoint
+    # at the last step h1 has training-domain val 0.85 > h0's 0.80
+    assert last["hparams_seed"] == 1 and last["acc"] == pytest.approx(0.55) and last["val_acc"] == pytest.approx(0.85)
+
+
+def test_runs_with_different_settings_never_compete(tmp_path):
+    """DomainBed would merge runs that share (trial, dataset, algorithm, test env, hparams_seed) whatever their other
+    arguments; here steps, overrides (our spec.json) and DomainBed's --hparams each make a separate config."""
+    doms = ["a", "b", "c"]
+    for steps, acc_c in ((100, 0.9), (200, 0.3)):
+        for h in (0, 1):
+            rec = our_record("Toy", "ERM", doms, ["a", "b"], ["c"], [], h, 0, 10,
+                             [(.9, .9 - 0.1 * h), (.9, .9), (acc_c + 0.01 * h, .5)])
+            rec["args"]["steps"] = steps
+            write_run(tmp_path / "store", f"s{steps}h{h}", [rec])
+    # two jobs equal but for hparams_overrides (only in spec.json)
+    for lr, acc_c in ((1e-3, 0.6), (1e-2, 0.1)):
+        rec = our_record("Toy", "MMD", doms, ["a", "b"], ["c"], [], 0, 0, 10, [(.9, .9), (.9, .9), (acc_c, .5)])
+        d = write_run(tmp_path / "store", f"mmd{lr}", [rec])
+        (d / "spec.json").write_text(json.dumps({"hparams_overrides": {"lr": lr}, "search_overrides": {}}))
+    df = results.load(tmp_path / "store", progress=False)
+    assert df.groupby("algorithm")["setting"].nunique().to_dict() == {"ERM": 2, "MMD": 2}
+    sel = selection.select(df, "training_domain")
+    erm = sel[sel["algorithm"] == "ERM"].sort_values("acc")
+    assert erm["acc"].tolist() == pytest.approx([0.3, 0.9])  # one pick per setting, each from its own runs
+    assert sorted(sel.loc[sel["algorithm"] == "MMD", "acc"]) == pytest.approx([0.1, 0.6])
+    text = tables.selection_table(df, "training_domain", fmt="csv")
+    # ERM's runs differ in steps, MMD's in overrides: each algorithm's settings get their own column
+    assert 'c (hparams_overrides=null; steps=100)' in text and 'c (hparams_overrides=null; steps=200)' in text
+    assert 'c (hparams_overrides={""lr"": 0.001}; steps=null)' in text
+    # per-algorithm overrides alone (one setting per algorithm) share the column
+    one = df[df["setting"].isin([df.loc[df["algorithm"] == a, "setting"].iloc[0] for a in ("ERM", "MMD")])]
+    assert ',c,' in tables.selection_table(one, "training_domain", fmt="csv")
+    # DomainBed records: --hparams and steps are part of the setting, output_dir and seed are not
+    db = tmp_path / "db"
+    for i, hp in enumerate((None, '{"lr": 0.1}')):
+        rec = db_record("PACS", "ERM", [0], 0, 0, 0, [(.5, .5)] * 4)
+        rec["args"].update(hparams=hp, output_dir=str(db / f"r{i}"), seed=i)
+        write_run(db, f"r{i}", [rec])
+    rec = db_record("PACS", "ERM", [0], 1, 0, 0, [(.5, .5)] * 4)
+    rec["args"].update(hparams=None, output_dir=str(db / "r9"), seed=9)
+    write_run(db, "r9", [rec])
+    dbf = results.load(db, progress=False)
+    assert dbf["setting"].nunique() == 2
+    assert len(selection.select(dbf, "oracle")) == 2

@@ -37,7 +37,7 @@ CASES = {
     "image_size": (BASE.replace(TINY, "RotatedDigits") + "dataset_kwargs: {image_size: -16}\n",
                    r"dataset_kwargs\.image_size: expected an integer in \[1"),
     "kwarg_name": (BASE.replace(TINY, "RotatedDigits") + "dataset_kwargs: {imagesize: 16}\n",
-                   r"dataset_kwargs: the RotatedDigits builder does not take .*imagesize"),
+                   r"dataset_kwargs: RotatedDigits takes no argument\(s\) \['imagesize'\]; it takes .*image_size"),
     "kwargs_list": (BASE + "dataset_kwargs: [1]\n", r"dataset_kwargs: expected a mapping"),
     "algorithm": (BASE.replace("[ERM]", "[ERM, Nope]"), r"algorithms: unknown algorithm 'Nope'"),
     "unknown_key": (BASE + "stepz: 3\n", r"unknown key\(s\) \['stepz'\]"),

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import nn
 
-from dganalysis.algorithms.base import Minibatches
+from dganalysis.algorithms.base import Minibatches, fresh_casts
 
 
 def concat(minibatches: Minibatches) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,6 +53,7 @@ def apply_grads(
     for p, g in zip(params, grads):
         p.grad = None if g is None else g.detach().clone()
     optimizer.step()
+    fresh_casts()
     if scheduler is not None:
         scheduler.step()
 
@@ -64,6 +65,7 @@ def multi_step(loss: torch.Tensor, optimizers: Sequence[torch.optim.Optimizer]) 
     loss.backward()
     for opt in optimizers:
         opt.step()
+    fresh_casts()
 
 
 class _GradReverse(torch.autograd.Function):
@@ -91,3 +93,14 @@ def mlp(n_in: int, n_out: int, width: int, depth: int, dropout: float = 0.0) -> 
         d = width
     layers.append(nn.Linear(d, n_out))
     return nn.Sequential(*layers)
+
+
+def upcast(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32 if it is a half-precision tensor (bf16/fp16 under autocast), else unchanged (float64 stays)."""
+    return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+
+
+def no_autocast(t: torch.Tensor):
+    """A context with autocast off on ``t``'s device: penalties computed inside run in the precision of their inputs
+    (pass them through :func:`upcast`), so bf16 rounding does not reach cancellation-prone formulas."""
+    return torch.autocast(t.device.type, enabled=False)

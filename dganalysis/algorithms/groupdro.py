@@ -2,6 +2,7 @@
 
 Online mirror ascent on the group weights q ∈ Δ: ``q_g ← q_g · exp(η · R_g)``, renormalised, then a
 descent step on ``Σ_g q_g R_g``. η = ``groupdro_eta`` (DomainBed: 1e-2, 10^U(−3, −1)).
+As DomainBed, each domain's minibatch goes through the network in its own forward pass (matters for BatchNorm).
 """
 
 from __future__ import annotations
@@ -35,9 +36,7 @@ class GroupDRO(Algorithm):
         n = len(minibatches)
         if self.q.numel() != n:
             self.q = torch.full((n,), 1.0 / n, device=minibatches[0][0].device)
-        x = torch.cat([x for x, _ in minibatches])
-        logits = self.predict(x).split([len(y) for _, y in minibatches])
-        losses = torch.stack([F.cross_entropy(lo, y) for lo, (_, y) in zip(logits, minibatches)])
+        losses = torch.stack([F.cross_entropy(self.predict(x), y) for x, y in minibatches])
         self.q = groupdro_weights(self.q, losses, float(self.hparams["groupdro_eta"]))
         loss = (self.q * losses).sum()
         self.step(loss, self.optimizer, self.scheduler)

@@ -4,11 +4,14 @@ Wang et al., 2020, "Heterogeneous Domain Generalization via Domain Mixup"), as i
 Domains are paired at random (π_k, π_{k+1}); for each pair, λ ~ Beta(α, α),
 ``x̃ = λ x_i + (1 − λ) x_j`` and the loss is ``λ CE(f(x̃), y_i) + (1 − λ) CE(f(x̃), y_j)``;
 the objective is the mean over pairs. α = ``mixup_alpha`` (DomainBed: 0.2, 10^U(−1, 1)).
-Pairs are truncated to the shorter minibatch.
+Pairs are truncated to the shorter minibatch. As DomainBed, the pairing permutation comes from torch's global
+generator and λ from numpy's global generator (``np.random.beta``), in the same order, so a seeded run draws
+DomainBed's numbers.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,8 +42,9 @@ class Mixup(Algorithm):
         self.optimizer, self.scheduler = self.configure_optimizer()
 
     def sample_lambda(self) -> float:
-        a = torch.tensor(float(self.hparams["mixup_alpha"]))
-        return float(torch.distributions.Beta(a, a).sample())
+        """λ ~ Beta(α, α) from numpy's global generator (DomainBed's draw)."""
+        a = float(self.hparams["mixup_alpha"])
+        return float(np.random.beta(a, a))
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
         pairs = random_pairs(len(minibatches))

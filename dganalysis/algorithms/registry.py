@@ -28,7 +28,11 @@ def hparam_specs(name: str) -> dict[str, HParam]:
 
 
 def default_hparams(name: str, hparams_seed: int = 0, **kw: Any) -> dict[str, Any]:
-    """Concrete hparams for ``name`` (defaults for seed 0, a random-search draw otherwise)."""
+    """Concrete hparams for ``name`` (defaults for seed 0, DomainBed's random-search draw otherwise).
+
+    Keywords go to :func:`dganalysis.hparams.resolve`: ``overrides``, ``search_overrides``, ``trial_seed`` and
+    ``dataset`` (which picks DomainBed's small- or large-image regime; None = small-image).
+    """
     return resolve(hparam_specs(name), hparams_seed, **kw)
 
 

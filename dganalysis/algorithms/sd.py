@@ -8,14 +8,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from dganalysis.algorithms._utils import upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, log10_uniform
 
 
 def sd_penalty(logits: torch.Tensor) -> torch.Tensor:
-    """Mean squared logit."""
-    return logits.pow(2).mean()
+    """Mean squared logit (in fp32 when the logits are bf16)."""
+    return upcast(logits).pow(2).mean()
 
 
 @register_algorithm("SD")

@@ -1,6 +1,6 @@
-"""Freezing featurizer stages: linear probing (LP) and partial fine-tuning (seed 002, Sec. 2.1, Fig. 1).
+"""Freezing featurizer stages: linear probing (LP) and partial fine-tuning (Yu et al. 2024, Sec. 2.1, Fig. 1).
 
-Seed 002 treats ResNet-50 as a 4-stage network and fine-tunes it with the first 1, 2 or 3
+Yu et al. (2024) treat ResNet-50 as a 4-stage network and fine-tune it with the first 1, 2 or 3
 stages frozen; LP freezes the whole featurizer and trains only the head. Our stages:
 
 - ResNet (ours or torchvision): stage 1 = stem (``conv1``, ``bn1``) + ``layer1``; stages 2-4 = ``layer2..4``.
@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from torch import nn
 
+from dganalysis.nets.archs import MLP, MNISTCNN, SmallCNN, backbone_of
+
 Stage = list[nn.Module | nn.Parameter]
 
 
 def stages(featurizer: nn.Module) -> list[Stage]:
     """The featurizer's stages in input → output order (see the module doc)."""
-    from dganalysis.nets.featurizers import MLP, MNISTCNN, SmallCNN
-    from dganalysis.nets.pretrained import backbone_of
-
     net = backbone_of(featurizer)
     if all(hasattr(net, a) for a in ("conv1", "bn1", "layer1", "layer4")):
         return [[net.conv1, net.bn1, net.layer1], [net.layer2], [net.layer3], [net.layer4]]

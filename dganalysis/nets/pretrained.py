@@ -1,6 +1,6 @@
 """Load pretrained backbones from local checkpoint files (no downloads).
 
-Seed 002 (Sec. 2.1, Tables 1-3) compares supervised ImageNet weights (torchvision/timm
+Yu et al. (2024, Sec. 2.1, Tables 1-3) compare supervised ImageNet weights (torchvision/timm
 ResNet-18/50, ViT-B/16) with self-supervised ones (MoCo, MoCo-v2, SimCLR for ResNet-50; MoCo-v3
 for ViT-B/16). Each family ships its weights in its own layout; :func:`load_pretrained` maps
 them onto our featurizers:
@@ -47,6 +47,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from dganalysis.nets.archs import backbone_of
+from dganalysis.nets.freeze import freeze_featurizer, freeze_stages
+from dganalysis.nets.torchhub import resolve_pretrained
+
+__all__ = ["LAYOUTS", "LoadReport", "PretrainedKeyError", "apply_init_hparams", "backbone_of", "detect_layout",
+           "load_pretrained", "read_checkpoint", "remap", "state_dict_bytes", "unwrap_state_dict"]
 
 log = logging.getLogger(__name__)
 
@@ -192,14 +199,6 @@ def remap(state: Mapping[str, torch.Tensor], layout: str) -> tuple[dict[str, tor
     return kept, ignored, outside
 
 
-def backbone_of(featurizer: nn.Module) -> nn.Module:
-    """The module whose state dict a checkpoint describes: ``.network`` for our ResNet/ViT wrappers."""
-    from dganalysis.nets.featurizers import ResNet
-    from dganalysis.nets.vit import ViT
-
-    return featurizer.network if isinstance(featurizer, (ResNet, ViT)) else featurizer
-
-
 def _adapt(key: str, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor | None:
     """A source tensor reshaped to the target's shape by a documented rule, or None."""
     if src.ndim == 4 and dst.ndim == 4 and src.shape[0] == dst.shape[0] and src.shape[2:] == dst.shape[2:]:
@@ -270,13 +269,13 @@ def load_pretrained(featurizer: nn.Module, path: str | Path, layout: str = "auto
 
 
 def apply_init_hparams(featurizer: nn.Module, hparams: Mapping[str, Any]) -> nn.Module:
-    """The hook :func:`dganalysis.nets.build_featurizer` calls: load ``pretrained`` (path, layout
+    """The hook :func:`dganalysis.nets.build_featurizer` calls: load ``pretrained`` (a path, or
+    ``imagenet[:<weights>]`` for torchvision's cached file, see :mod:`dganalysis.nets.torchhub`; layout
     ``pretrained_layout``), then freeze (``linear_probe`` → whole featurizer, else the first
     ``freeze_stages`` stages; see :mod:`dganalysis.nets.freeze`). Returns ``featurizer``."""
-    from dganalysis.nets.freeze import freeze_featurizer, freeze_stages
-
-    path = hparams.get("pretrained")
-    if path:
+    spec = hparams.get("pretrained")
+    if spec:
+        path = resolve_pretrained(spec, getattr(featurizer, "arch", None))
         load_pretrained(featurizer, path, str(hparams.get("pretrained_layout", "auto")))
     if bool(hparams.get("linear_probe", False)):
         freeze_featurizer(featurizer)

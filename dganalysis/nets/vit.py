@@ -1,6 +1,6 @@
 """ViT featurizer: a torchvision ``VisionTransformer`` trunk with the classification head removed.
 
-Seed 002 (Sec. 2.1, Table 3) compares supervised and MoCo-v3 pretrained ViT-B/16. We keep
+Yu et al. (2024, Sec. 2.1, Table 3) compare supervised and MoCo-v3 pretrained ViT-B/16. We keep
 torchvision's module layout (``conv_proj``, ``class_token``, ``encoder.pos_embedding``,
 ``encoder.layers.encoder_layer_{i}``, ``encoder.ln``) so torchvision state dicts load as they
 are and timm/MoCo-v3 ones are remapped by :mod:`dganalysis.nets.pretrained`.
@@ -39,6 +39,7 @@ class ViT(nn.Module):
             net.conv_proj = nn.Conv2d(in_channels, dim, kernel_size=patch, stride=patch)
         net.heads = nn.Identity()
         self.network = net
+        self.arch = arch
         self.n_outputs = dim
         self.dropout = nn.Dropout(dropout)
 

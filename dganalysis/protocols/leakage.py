@@ -1,4 +1,4 @@
-"""Pretraining leakage (seed 002, "Rethinking the Evaluation Protocol of DG", Sec. 2.1).
+"""Pretraining leakage (Yu et al. 2024, "Rethinking the Evaluation Protocol of DG", Sec. 2.1).
 
 - LP vs FT per test domain (Tables 1, 3, 6-8): linear probing (frozen featurizer) against full
   fine-tuning from the same pretrained weights; the relative gap (Table 2)
@@ -13,8 +13,14 @@
   initialised CNN, or one of our own networks), and the metric name says which.
 
 Runs are annotated from their hparams (``pretrained``, ``linear_probe``, ``freeze_stages``) and
-model selection is done separately per (pretraining, mode) setting, since LP and FT of the same
-algorithm share every other key of the tidy frame.
+model selection is done separately per (pretraining, mode) setting. Jobs made by :func:`make_leakage_jobs` differ
+in their hparams overrides, so the tidy frame's ``setting`` key already keeps them apart in
+``dganalysis.selection.select``; :func:`select_per_setting` also separates runs whose LP/FT choice came from
+anywhere else (e.g. records of another tool) and labels the output.
+
+Oracle-selection leakage (Sec. 2.2, Table 4) is :mod:`dganalysis.protocols.oracle_k`; compare its oracle (last
+checkpoint) with ``select(df, "training_domain_last")`` for leakage alone, or with DomainBed's early-stopping
+``"training_domain"`` (see that module).
 """
 
 from __future__ import annotations
@@ -74,7 +80,11 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
 
 def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str] = ("pretraining", "mode", "freeze_stages"),
                        select: Callable[..., pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Model selection (``dganalysis.selection.select``) run separately in each setting; setting columns kept."""
+    """Model selection (``dganalysis.selection.select``) run separately in each setting; setting columns kept.
+
+    ``method`` is any of ``dganalysis.selection.METHODS`` (e.g. DomainBed's early-stopping ``"training_domain"``
+    or ``"training_domain_last"``).
+    """
     if select is None:
         from dganalysis.selection import select
     parts = []

@@ -1,4 +1,4 @@
-"""Oracle-selection leakage vs the number K of test domains (seed 002, Yu et al., Sec. 2.2, Table 4).
+"""Oracle-selection leakage vs the number K of test domains (Yu et al. 2024, Sec. 2.2, Table 4).
 
 Train on one group of domains, test on the K' domains of another group. *IID* (training-domain validation) selects
 by validation accuracy on the training domains; *oracle* selects the candidate with the highest accuracy on the
@@ -7,14 +7,26 @@ at K is the average over all K-subsets S ∋ d of d's accuracy under the candida
 ``Avg_oracle(K) − Avg_IID`` (Avg = mean over the test domains) and its reduction is
 ``(leak(K) − leak(1)) / leak(1)`` in percent (Table 4: DomainNet −31% at K=2).
 
-Two ways in:
+Two ways in, both giving the oracle selections for :func:`oracle_k_table`:
 
 * one run per training group that tests on all K' domains: :func:`oracle_k_select` makes the oracle-K selections
   from the tidy frame (``dganalysis.results.load``);
-* separate runs per test-domain subset, oracle-selected by ``dganalysis.selection.select(df, "oracle")``: the frame's
-  ``test_domains`` is the subset.
+* separate runs per test-domain subset S: ``dganalysis.selection.select(df, "oracle_pooled")``, which chooses one
+  candidate per run by the mean over *its* test domains (the frame's ``test_domains`` is S). Not
+  ``select(df, "oracle")``: DomainBed's oracle chooses separately for each test domain, so with it every K would be
+  K=1 (:func:`oracle_k_table` refuses such a frame).
 
-Either goes into :func:`oracle_k_table` with the IID selection (``select(df, "training_domain")``).
+Like with like. The oracle uses each run's last checkpoint (DomainBed's ``OracleSelectionMethod``: no early
+stopping). DomainBed's training-domain validation (``select(df, "training_domain")``) also chooses the checkpoint
+(early stopping), so ``oracle − IID`` then mixes test-data leakage with the value of early stopping and can be
+negative; ``select(df, "training_domain_last")`` restricts IID selection to the last checkpoint too, and the
+difference is leakage alone. Yu et al. (2024, Sec. 2.2) describe both selections as choosing among hyperparameter
+sets ("the hyperparameters with the highest accuracy on validation data"; "the highest test accuracy across all
+hyperparameter sets") and say nothing of checkpoints; with the oracle at the last checkpoint, that reading is
+``training_domain_last``. The paper otherwise adheres to DomainBed's training-domain validation (Sec. 6), which early
+stops — which one their Table 4 used is not stated. Pass either to :func:`oracle_k_table` and say which.
+
+Ties follow DomainBed's: among candidates with equal score the highest ``hparams_seed``, then the earliest step.
 """
 
 from __future__ import annotations
@@ -34,14 +46,17 @@ def oracle_k_select(
     select_split: str = "out",
     report_split: str = "in",
     last_step: bool = True,
+    tie_tol: float = 0.0,
 ) -> pd.DataFrame:
-    """Oracle selection on every K-subset of each run's test domains (seed 002 Sec. 2.2).
+    """Oracle selection on every K-subset of each run's test domains (Yu et al. 2024, Sec. 2.2).
 
-    Candidates are the hyperparameter configurations of a (dataset, algorithm, train_domains, test_domains,
+    Candidates are the hyperparameter configurations of a (dataset, algorithm, train_domains, test_domains, setting,
     trial_seed) group. As DomainBed's oracle, only the last checkpoint of each is a candidate (``last_step``;
-    False = every checkpoint), the score is the mean over S of the ``select_split`` accuracy and the reported
-    accuracy is the ``report_split`` one. Ties go to the lowest (hparams_seed, step). Returns the selection contract's
-    columns plus ``subset`` (comma-joined S) and ``k``; ``selection = "oracle_k"``.
+    False = every checkpoint), the score is the mean over S of the ``select_split`` accuracy (``np.mean`` in
+    environment order, as :func:`dganalysis.selection.select`) and the reported accuracy is the ``report_split`` one.
+    Ties: highest hparams_seed, then earliest step (DomainBed's); ``tie_tol`` as in ``select``. K = 1 gives
+    ``select(tidy, "oracle")`` and K = K' gives ``select(tidy, "oracle_pooled")``. Returns the selection
+    contract's columns plus ``subset`` (comma-joined S) and ``k``; ``selection = "oracle_k"``.
     """
     need = {"dataset", "algorithm", "train_domains", "test_domains", "trial_seed", "hparams_seed", "step",
             "domain", "split", "role", "acc", "job_id"}
@@ -51,27 +66,32 @@ def oracle_k_select(
     test = tidy[tidy["role"] == "test"]
     if test.empty:
         raise ValueError("tidy frame: no rows with role == 'test'")
-    keys = GROUP + ["test_domains", "trial_seed"]
+    keys = GROUP + ["test_domains"] + (["setting"] if "setting" in tidy else []) + ["trial_seed"]
     rows = []
     for key, g in test.groupby(keys, sort=False):
         if last_step:
-            last = g.groupby("hparams_seed")["step"].transform("max")
+            last = g.groupby("job_id")["step"].transform("max")
             g = g[g["step"] == last]
         wide = g.pivot_table(index=["hparams_seed", "step", "job_id"], columns=["split", "domain"], values="acc",
-                             aggfunc="first").sort_index()
+                             aggfunc="first")
         domains = list(dict.fromkeys(g["domain"]))
+        cand = wide.index.to_frame(index=False)
         for k in ks or range(1, len(domains) + 1):
             if not 1 <= k <= len(domains):
                 raise ValueError(f"ks: K={k} outside 1..{len(domains)} test domains of {key}")
             for subset in itertools.combinations(domains, k):
-                score = wide[select_split][list(subset)].mean(axis=1)
-                if score.isna().all():
+                score = np.mean(wide[select_split][list(subset)].to_numpy(dtype=np.float64), axis=1)
+                if np.isnan(score).all():
                     continue
-                best = score.idxmax()
+                best = np.nanmax(score)
+                near = cand[score >= best - tie_tol]
+                pick = near.sort_values(["hparams_seed", "step", "job_id"], ascending=[False, True, True]).iloc[0]
+                at = (pick["hparams_seed"], pick["step"], pick["job_id"])
                 for d in subset:
-                    rows.append(dict(zip(keys, key), domain=d, acc=wide.loc[best, (report_split, d)],
-                                     val_acc=score.loc[best], hparams_seed=best[0], step=best[1], job_id=best[2],
-                                     subset=",".join(subset), k=k, selection="oracle_k"))
+                    rows.append(dict(zip(keys, key), domain=d, acc=wide.loc[at, (report_split, d)],
+                                     val_acc=float(score[wide.index.get_loc(at)]), hparams_seed=int(at[0]),
+                                     step=int(at[1]), job_id=at[2], subset=",".join(subset), k=k,
+                                     selection="oracle_k"))
     return pd.DataFrame(rows)
 
 
@@ -82,17 +102,29 @@ def oracle_k_table(
     scale: float = 100.0,
     min_leakage: float = 0.5,
 ) -> pd.DataFrame:
-    """Table 4 of seed 002: per group (``by``) rows ``IID``, ``K=1``, ``K=2``, …; one column per test domain
-    (accuracy × ``scale``), ``Avg``, ``leakage`` (Avg − IID Avg) and ``reduction_%`` ((leak_K − leak_1)/leak_1 · 100).
+    """Table 4 of Yu et al. (2024): per group (``by``) rows ``IID``, ``K=1``, ``K=2``, …; one column per test domain
+    (accuracy × ``scale``), ``Avg``, ``leakage`` (Avg − IID Avg), ``reduction_%`` ((leak_K − leak_1)/leak_1 · 100)
+    and ``reduction_reliable``.
 
     ``oracle_selected`` needs ``subset`` and ``k`` columns (from :func:`oracle_k_select`), otherwise the subset is
-    its ``test_domains``. ``reduction_%`` is left undefined (NaN) when the K=1 leakage is below ``min_leakage``
-    (in the units of ``scale``: percentage points by default), where a ratio would be noise. Each domain's accuracy is first averaged over trials per subset, then over the subsets of
-    size K that contain it. IID accuracy per domain is averaged over trials (and runs) of ``iid_selected``.
+    its ``test_domains`` (runs per subset selected with ``select(df, "oracle_pooled")``; per-domain ``"oracle"``
+    selections of multi-domain runs are refused, they are K=1 choices). ``reduction_%`` is reported whenever the K=1
+    leakage is non-zero; ``reduction_reliable`` is False where that leakage is below ``min_leakage`` (in the units of
+    ``scale``: percentage points by default), where the ratio is mostly noise (or its sign meaningless, for a
+    negative leakage). Only a K=1 leakage of exactly 0 leaves it undefined (NaN). ``iid_selected``: the output of
+    ``select(df, "training_domain")`` (early stopping, DomainBed's) or ``select(df, "training_domain_last")`` (last
+    checkpoint, like the oracle) — see the module docstring. Each domain's accuracy is first averaged over trials per
+    subset, then over the subsets of size K that contain it. IID accuracy per domain is averaged over trials (and
+    runs) of ``iid_selected``.
     """
     by = list(by)
     orc = oracle_selected.copy()
     if "subset" not in orc:
+        multi = orc["test_domains"].astype(str).str.contains(",")
+        if "selection" in orc and (multi & (orc["selection"] == "oracle")).any():
+            raise ValueError(
+                "oracle_selected: per-domain 'oracle' selections of runs with several test domains choose for each "
+                "domain alone (every K would be K=1); select those runs with select(df, 'oracle_pooled')")
         orc["subset"] = orc["test_domains"]
     if "k" not in orc:
         orc["k"] = orc["subset"].map(lambda s: len([x for x in str(s).split(",") if x]))
@@ -120,10 +152,11 @@ def oracle_k_table(
         t["leakage"] = t["Avg"] - t["Avg"].iloc[0]
         leak1 = t.loc[t["k"] == 1, "leakage"]
         base = leak1.iloc[0] if len(leak1) else np.nan
-        if np.isnan(base) or base < min_leakage:
-            # no (or negative) leakage at K=1: a relative reduction is undefined, not ±hundreds of %
-            t["reduction_%"] = np.nan
+        if np.isnan(base) or base == 0:
+            t["reduction_%"] = np.nan  # no leakage at K=1: a relative reduction is undefined
         else:
             t["reduction_%"] = ((t["leakage"] - base) / base * 100).where(t["k"] > 0)
+        # a K=1 leakage below min_leakage (or negative) makes the ratio noise: reported, flagged
+        t["reduction_reliable"] = bool(np.isfinite(base) and base >= min_leakage)
         out.append(t)
     return pd.concat(out, ignore_index=True)

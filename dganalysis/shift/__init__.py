@@ -1,27 +1,32 @@
 """Diversity and correlation shift (OoD-Bench, Ye et al., CVPR 2022) and baseline shift measures.
 
-- :func:`estimate_shift` (``estimator``): Definition 1 on two labelled feature samples (KDE, importance-sampled
-  Monte Carlo, eq. 5), fast torch KDE in ``kde``.
-- :func:`calibrate_thresholds` (``calibration``): eps_div / eps_cor by bisection on an i.i.d. split.
-- :func:`shift_trials` (``env_classifier``): train the environment classifier, extract z, estimate; per trial.
+- :func:`estimate_shift` (``estimator``): Definition 1 on two labelled feature samples, computed as OoD-Bench's
+  ``quantify.py`` does; ``formula="eq5"`` (default, its legacy mode) or ``"hellinger"`` (its current default);
+  ``bandwidth="scott"`` (default, scipy's rule per density) or ``"shared"``; fast batched torch KDE in ``kde``.
+- :func:`calibrate_thresholds` (``calibration``): eps_div / eps_cor by OoD-Bench's bisection on i.i.d. trials.
+- ``env_classifier``: the environment classifier, recipes ``"oodbench"`` (default) and ``"dganalysis"``.
+- :func:`shift_trials` (``pipeline``): balance, split, train, extract z, (calibrate,) estimate; one row per trial.
 - ``baselines``: :func:`emd`, :func:`mmd`, :func:`ni_index`.
 - ``sanity``: parametric coloured digits of Fig. 4; ``study``: the notebook-06 tables and plots.
 """
 
 from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.calibration import Calibration, calibrate_thresholds
-from dganalysis.shift.env_classifier import EnvClassifierConfig, shift_trials, summarize, train_env_classifier
-from dganalysis.shift.estimator import ShiftEstimate, estimate_shift
+from dganalysis.shift.env_classifier import EnvClassifierConfig, train_env_classifier
+from dganalysis.shift.estimator import ShiftDensities, ShiftEstimate, estimate_shift, fit_densities
+from dganalysis.shift.pipeline import shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
 
 __all__ = [
     "Calibration",
     "EnvClassifierConfig",
+    "ShiftDensities",
     "ShiftEstimate",
     "calibrate_thresholds",
     "colored_digits_shift",
     "emd",
     "estimate_shift",
+    "fit_densities",
     "mmd",
     "ni_index",
     "shift_trials",

@@ -1,94 +1,100 @@
-"""Calibrating the thresholds eps_div and eps_cor on an i.i.d. split (OoD-Bench, Ye et al., CVPR 2022).
+"""Calibrating the thresholds eps_div and eps_cor as OoD-Bench's ``calibrate.py`` does (Ye et al., CVPR 2022).
 
-The estimates of Definition 1 from finite samples are biased upwards (two KDEs of i.i.d. samples
-never agree exactly). OoD-Bench tunes its thresholds so that the shift between i.i.d. data is about
-zero; we make this a documented option: split the *training* environment's features at random
-into two halves, treat them as p and q, and bisect
+Estimates of Definition 1 from finite samples are biased upwards: two KDEs of i.i.d. samples never agree.
+OoD-Bench (``main.py --calibrate``) therefore first runs its whole pipeline on an *i.i.d. split*: the two
+label-balanced environments are each split in half per class and recombined crosswise (p_a ∪ q_b versus
+p_b ∪ q_a), so both new environments have the full sample size of the real ones; an environment
+classifier is trained per trial and features are extracted from its holdout
+(:func:`dganalysis.shift.env_classifier.iid_split`, :func:`dganalysis.shift.env_classifier.shift_trials`).
+Then ``calibrate.py`` bisects both thresholds at once until the *average over trials* of the i.i.d.
+estimates lies in ``[lower_bound, upper_bound]`` (default [5e-3, 1e-2]):
 
-- ``eps_div`` (threshold on p(z) q(z), in log10 space): the largest value whose i.i.d. diversity
-  estimate is at most ``tol`` (D_div grows with eps_div: more points fall into S);
-- then ``eps_cor`` (floor on the posterior total variation, in [0, 1]): the smallest value whose
-  i.i.d. correlation estimate is at most ``tol`` (D_cor falls as the floor rises).
+- ``eps_div`` in [0, 1e-6]: too little i.i.d. diversity → raise it, too much → lower it;
+- ``eps_cor`` in [0, 1]: too little i.i.d. correlation → lower it, too much → raise it;
+- at most ``max_iters = 20`` iterations; the thresholds of the last iteration are returned (with a
+  warning when the bounds were not reached).
 
-Both searches reuse the same KDE log-densities at the same Monte-Carlo points (thresholds do not
-change densities), so calibration costs one estimate plus ``2 * n_iter`` cheap re-weightings.
+Each iteration of ``calibrate.py`` re-runs ``quantify.py`` with the same seed, hence at the same
+Monte-Carlo points with the same densities; we fit the densities of each trial once
+(:class:`dganalysis.shift.estimator.ShiftDensities`) and re-apply thresholds, which gives the same numbers.
+
+``calibrate.py`` calls ``quantify.py`` without ``--legacy_mode``, so OoD-Bench fits its thresholds with the
+squared-Hellinger formulas even when the final estimates use eq. 5; ``formula="hellinger"`` is therefore
+our default here too.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from dganalysis.shift.estimator import draw_samples, log_densities, prepare, shift_terms
+from dganalysis.shift.estimator import FORMULAS, ShiftDensities
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class Calibration:
-    """Thresholds fitted on an i.i.d. split and the i.i.d. estimates they give."""
+    """Thresholds from the bisection and the average i.i.d. estimates at them."""
 
     eps_div: float
     eps_cor: float
     iid_diversity: float
     iid_correlation: float
-    tol: float
+    n_iter: int
+    converged: bool
+    formula: str
 
 
 def calibrate_thresholds(
-    z: np.ndarray,
-    y: np.ndarray,
+    iid_trials: Sequence[ShiftDensities],
     *,
-    tol: float = 0.01,
-    n_samples: int = 10_000,
-    seed: int = 0,
-    bandwidth: str = "shared",
-    n_iter: int = 40,
-    device=None,
+    formula: str = "hellinger",
+    lower_bound: float = 5e-3,
+    upper_bound: float = 1e-2,
+    eps_div_range: tuple[float, float] = (0.0, 1e-6),
+    eps_cor_range: tuple[float, float] = (0.0, 1.0),
+    max_iters: int = 20,
 ) -> Calibration:
-    """Fit ``eps_div`` and ``eps_cor`` so that a random half/half split of ``(z, y)`` shows shift <= ``tol``.
+    """OoD-Bench's threshold search (``calibrate.py``) over the fitted densities of i.i.d. trials.
 
-    Use features of the training environment extracted like the ones to be compared (same network,
-    similar sample size per half: KDE noise shrinks with the sample size).
+    ``iid_trials``: one :class:`ShiftDensities` per i.i.d. trial (features of an environment classifier
+    trained on an i.i.d. split at full sample size). Defaults are OoD-Bench's (``config.add_calib_arguments``).
     """
-    z = np.asarray(z, dtype=np.float64)
-    y = np.asarray(y).reshape(-1)
-    if len(z) != len(y) or len(z) < 8:
-        raise ValueError(f"calibrate_thresholds: need >= 8 labelled points, got z {z.shape}, y {y.shape}")
-    if not 0 < tol < 1:
-        raise ValueError(f"calibrate_thresholds: tol must be in (0, 1), got {tol}")
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(z))
-    a, b = perm[: len(z) // 2], perm[len(z) // 2 :]
-    prep = prepare(z[a], y[a], z[b], y[b], bandwidth=bandwidth)
-    pts = draw_samples(prep, n_samples, rng)
-    lp, lq, lc_p, lc_q = log_densities(prep, pts, device=device)
-
-    def est(eps_div: float, eps_cor: float) -> tuple[float, float]:
-        t = shift_terms(lp, lq, lc_p, lc_q, prep.log_prior_p, prep.log_prior_q, eps_div, eps_cor)
-        return float(t["div"].mean()), float(t["cor_class"].sum(1).mean())
-
-    log_prod = lp + lq
-    finite = log_prod[np.isfinite(log_prod)]
-    lo = np.log10(np.exp(-700.0)) if not len(finite) else float(finite.min() / np.log(10)) - 1.0
-    hi = float(finite.max() / np.log(10)) + 1.0 if len(finite) else 0.0
-    if est(10.0**hi, 0.0)[0] <= tol:  # even putting every point into S gives no i.i.d. diversity
-        lo = hi
-    for _ in range(n_iter):
-        mid = 0.5 * (lo + hi)
-        if est(10.0**mid, 0.0)[0] <= tol:
-            lo = mid
-        else:
-            hi = mid
-    eps_div = 10.0**lo
-    lo_c, hi_c = 0.0, 1.0
-    if est(eps_div, 0.0)[1] <= tol:
-        hi_c = 0.0
-    for _ in range(n_iter):
-        mid = 0.5 * (lo_c + hi_c)
-        if est(eps_div, mid)[1] <= tol:
-            hi_c = mid
-        else:
-            lo_c = mid
-    eps_cor = hi_c
-    d, c = est(eps_div, eps_cor)
-    return Calibration(eps_div=float(eps_div), eps_cor=float(eps_cor), iid_diversity=d, iid_correlation=c, tol=tol)
+    if not iid_trials:
+        raise ValueError("calibrate_thresholds: iid_trials is empty; give the densities of at least one i.i.d. trial")
+    if formula not in FORMULAS:
+        raise ValueError(f"calibrate_thresholds: formula must be one of {FORMULAS}, got {formula!r}")
+    if not 0 <= lower_bound <= upper_bound:
+        raise ValueError(f"calibrate_thresholds: need 0 <= lower_bound <= upper_bound, got {lower_bound}, {upper_bound}")
+    if max_iters < 1:
+        raise ValueError(f"calibrate_thresholds: max_iters must be >= 1, got {max_iters}")
+    lo_div, hi_div = map(float, eps_div_range)
+    lo_cor, hi_cor = map(float, eps_cor_range)
+    converged = False
+    for it in range(1, max_iters + 1):
+        eps_div, eps_cor = (lo_div + hi_div) / 2, (lo_cor + hi_cor) / 2
+        ests = [t.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula) for t in iid_trials]
+        avg_div = float(np.mean([e.diversity for e in ests]))
+        avg_cor = float(np.mean([e.correlation for e in ests]))
+        log.debug("calibration iteration %d: eps_div=%.4e eps_cor=%.4e avg_div=%.4e avg_cor=%.4e",
+                  it, eps_div, eps_cor, avg_div, avg_cor)
+        if min(avg_div, avg_cor) >= lower_bound and max(avg_div, avg_cor) <= upper_bound:
+            converged = True
+            break
+        if avg_div < lower_bound:
+            lo_div = eps_div
+        elif avg_div > upper_bound:
+            hi_div = eps_div
+        if avg_cor < lower_bound:
+            hi_cor = eps_cor
+        elif avg_cor > upper_bound:
+            lo_cor = eps_cor
+    if not converged:
+        log.warning("calibrate_thresholds: bounds [%g, %g] not reached in %d iterations (avg_div=%.4g, avg_cor=%.4g)",
+                    lower_bound, upper_bound, max_iters, avg_div, avg_cor)
+    return Calibration(eps_div=eps_div, eps_cor=eps_cor, iid_diversity=avg_div, iid_correlation=avg_cor,
+                       n_iter=it, converged=converged, formula=formula)

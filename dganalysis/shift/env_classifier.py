@@ -1,120 +1,223 @@
-"""The environment classifier of OoD-Bench and the full shift-estimation pipeline (Ye et al., CVPR 2022).
+"""The environment classifier of OoD-Bench (Ye et al., CVPR 2022, Sec. 2 "Practical estimation", eq. 4).
 
-Sec. 2, "Practical estimation": a network ``g`` (featurizer → low-dimensional z) with a label-
-conditioned head ``h(z, y)`` is trained to tell which environment an example ``(x, y)`` comes from
-(eq. 4, cross-entropy); by Theorem 1 its features keep what makes the joint distribution of (z, y)
-differ across environments. The shifts are then estimated on *held-out* features with
-:func:`dganalysis.shift.estimator.estimate_shift`.
+A network ``g`` (featurizer → low-dimensional z) with a label-conditioned head ``h(z, y)`` learns to tell
+which environment an example ``(x, y)`` comes from; by Theorem 1 its features keep what makes the joint
+distribution of (z, y) differ across environments. Shifts are then estimated on its *held-out* features.
 
-Choices the paper leaves open (ours):
+Two named recipes (``EnvClassifierConfig.recipe``):
 
-- ``z_dim = 2``: the KDE needs a low-dimensional z (its error grows fast with the dimension);
-  ``g`` is ``build_featurizer`` (``featurizer="mlp"`` by default, DomainBed's MLP for small
-  images; ``"cnn"``/``"auto"`` for larger ones) followed by a linear map to ``z_dim``.
-- ``h(z, y) = w_y . z + b_y`` (one linear environment logit per class, selected by the label).
-- Label-shift-free balancing (the paper assumes p(y) = q(y)): for every class both environments are
-  subsampled to the same count (the smaller one), at random.
-- Holdout: each balanced environment is split at random (``holdout_fraction = 0.5``); the classifier
-  trains on one part, z is extracted on the other.
-- Adam, lr 1e-3, batch 128 per environment, ``steps = 300``; trials differ by seed (subsampling,
-  split, initialisation, Monte-Carlo points); ``summarize`` reports mean ± SE (ddof = 1).
-- ``num_threads = 1``: :func:`shift_trials` runs with that many torch CPU threads and restores the
-  previous setting afterwards. The networks and KDEs here are tiny; on a shared 2-core CPU two
-  OpenMP threads made a trial 7x slower (37 s vs 5 s measured) than one.
-- Optional calibration of ``eps_div``/``eps_cor`` on an i.i.d. split of the training
-  environment's held-out features (:func:`dganalysis.shift.calibration.calibrate_thresholds`).
+- ``"oodbench"`` (default): the recipe of OoD-Bench's ``scripts/train.py`` with its ``config.py`` defaults.
+  z dimension 8 (``--dim_z``); featurizer ``"oodbench_mlp"`` (its ``MNIST_MLP``: two ReLU layers of 390,
+  Xavier-uniform with ReLU gain; any :func:`dganalysis.nets.featurizers.build_featurizer` name can be given
+  instead, e.g. ``"resnet18"`` as it uses for larger images); head ``h(z ⊙ W onehot(y))`` with two outputs
+  and cross-entropy (its ``EnvClassifier``, Xavier-uniform, zero biases); SGD (lr 0.05, momentum 0.9,
+  weight decay 1e-4), batches of 32 per environment without replacement, 10 epochs; cosine annealing from
+  0.05 to 0.025 over the first 5 epochs, then stochastic weight averaging (SWA) of every step of epochs
+  6–10; BatchNorm statistics of the averaged model recomputed on the training data; features from the
+  averaged model. ``steps`` (None = epochs as OoD-Bench) may shorten training for a CPU budget: the cosine
+  phase then takes the first ``swa_start / n_epochs`` of the steps (our knob, not OoD-Bench's).
+- ``"dganalysis"`` (``EnvClassifierConfig.dganalysis()``, our earlier recipe): z dimension 2 (KDE error
+  grows fast with the dimension), DomainBed's MLP featurizer, one linear environment logit per class
+  ``h(z, y) = w_y . z + b_y`` with binary cross-entropy, Adam (lr 1e-3), 300 steps of 128 examples per
+  environment drawn with replacement, holdout 50%.
+
+Both recipes share the data handling of OoD-Bench's ``utils.get_dataloaders``: label-shift-free balancing
+(per class, both environments subsampled at random to the smaller count) and a holdout split stratified
+per class (``int(count * holdout_fraction)`` of each class held out; OoD-Bench's 20%).
+``num_threads = 1``: training runs with one torch CPU thread (on a shared 2-core CPU two OpenMP threads
+made a trial 7x slower, 37 s vs 5 s measured); the previous setting is restored afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 import torch
 from torch import nn
+from torch.optim import swa_utils
 from tqdm.auto import tqdm
 
-from dganalysis.data.dataset import DomainDataset, concat_domains
 from dganalysis.nets.featurizers import build_featurizer
-from dganalysis.shift.calibration import calibrate_thresholds
-from dganalysis.shift.estimator import estimate_shift
 
-log = logging.getLogger(__name__)
+RECIPES = ("oodbench", "dganalysis")
 
 
 @dataclass
 class EnvClassifierConfig:
-    """Training settings of the environment classifier (see module docstring)."""
+    """Training settings of the environment classifier; defaults = OoD-Bench's ``train.py`` (see module doc).
 
-    z_dim: int = 2
-    featurizer: str = "mlp"
-    steps: int = 300
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    holdout_fraction: float = 0.5
+    Fields marked (oodbench) or (dganalysis) are read only by that recipe.
+    """
+
+    recipe: str = "oodbench"
+    z_dim: int = 8
+    featurizer: str = "oodbench_mlp"
+    holdout_fraction: float = 0.2
+    batch_size: int = 32  # per environment
+    n_epochs: int = 10  # (oodbench)
+    swa_start: int = 5  # (oodbench) last epoch of the cosine phase; SWA averages the later ones
+    init_lr: float = 0.05  # (oodbench)
+    swa_lr: float = 0.025  # (oodbench)
+    momentum: float = 0.9  # (oodbench)
+    weight_decay: float = 1e-4
+    steps: int | None = None  # total steps; None: n_epochs epochs (oodbench) or 300 (dganalysis)
+    lr: float = 1e-3  # (dganalysis) Adam
     num_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.recipe not in RECIPES:
+            raise ValueError(f"EnvClassifierConfig.recipe: expected one of {RECIPES}, got {self.recipe!r}")
+        if not 0 < self.holdout_fraction < 1:
+            raise ValueError(f"EnvClassifierConfig.holdout_fraction: expected (0, 1), got {self.holdout_fraction}")
+        if self.z_dim < 1 or self.batch_size < 1:
+            raise ValueError(f"EnvClassifierConfig: z_dim and batch_size must be >= 1, got {self.z_dim}, "
+                             f"{self.batch_size}")
+        if self.recipe == "oodbench" and not 0 < self.swa_start < self.n_epochs:
+            raise ValueError(f"EnvClassifierConfig: need 0 < swa_start < n_epochs (SWA must average some epochs), "
+                             f"got swa_start={self.swa_start}, n_epochs={self.n_epochs}")
+        if self.steps is not None and self.steps < 2:
+            raise ValueError(f"EnvClassifierConfig.steps: expected None or >= 2, got {self.steps}")
+
+    @classmethod
+    def dganalysis(cls, **overrides) -> EnvClassifierConfig:
+        """Our earlier recipe (see module docstring), with ``overrides``."""
+        base = cls(recipe="dganalysis", z_dim=2, featurizer="mlp", holdout_fraction=0.5, batch_size=128,
+                   weight_decay=0.0, lr=1e-3)
+        return replace(base, **overrides)
+
+
+class OoDBenchMLP(nn.Module):
+    """OoD-Bench's ``MNIST_MLP`` backbone: flatten → Linear(·, 390) → ReLU → Linear(390, 390) → ReLU."""
+
+    def __init__(self, input_shape: tuple[int, ...], width: int = 390) -> None:
+        super().__init__()
+        n_in = int(np.prod(input_shape))
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(n_in, width), nn.ReLU(True), nn.Linear(width, width),
+                                 nn.ReLU(True))
+        self.n_outputs = width
+        gain = nn.init.calculate_gain("relu")
+        for m in self.net:
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight, gain=gain)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def _featurizer(input_shape: tuple[int, ...], name: str) -> nn.Module:
+    if name == "oodbench_mlp":
+        return OoDBenchMLP(input_shape)
+    return build_featurizer(input_shape, {"featurizer": name})
 
 
 class EnvClassifier(nn.Module):
-    """``g``: featurizer → Linear(z_dim); ``h(z, y)``: the y-th of ``n_classes`` linear environment logits."""
+    """``g`` = featurizer → Linear(z_dim) and a label-conditioned head, per recipe:
+
+    - ``"oodbench"``: logits over (p, q) = ``h(z ⊙ W onehot(y))`` (OoD-Bench's ``EnvClassifier``);
+    - ``"dganalysis"``: one logit of q, the y-th output of ``h(z)``.
+    """
 
     def __init__(self, input_shape: tuple[int, ...], n_classes: int, cfg: EnvClassifierConfig) -> None:
         super().__init__()
-        feat = build_featurizer(input_shape, {"featurizer": cfg.featurizer})
-        self.g = nn.Sequential(feat, nn.Linear(feat.n_outputs, cfg.z_dim))
-        self.h = nn.Linear(cfg.z_dim, n_classes)
+        feat = _featurizer(input_shape, cfg.featurizer)
+        fc = nn.Linear(feat.n_outputs, cfg.z_dim)
+        self.g = nn.Sequential(feat, fc)
+        self.recipe = cfg.recipe
+        self.n_classes = n_classes
+        if cfg.recipe == "oodbench":
+            self.y_map = nn.Linear(n_classes, cfg.z_dim)
+            self.h = nn.Linear(cfg.z_dim, 2)
+            for m in (fc, self.y_map, self.h):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
+        else:
+            self.h = nn.Linear(cfg.z_dim, n_classes)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Environment logit (test = 1) of each example given its label."""
-        return self.h(self.g(x)).gather(1, y.view(-1, 1)).squeeze(1)
+        """Environment logits ``[n, 2]`` (oodbench) or the logit of q ``[n]`` (dganalysis)."""
+        z = self.g(x)
+        if self.recipe == "oodbench":
+            onehot = nn.functional.one_hot(y, self.n_classes).to(z.dtype)
+            return self.h(z * self.y_map(onehot))
+        return self.h(z).gather(1, y.view(-1, 1)).squeeze(1)
+
+    def q_logit(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Log-odds that ``(x, y)`` comes from environment q."""
+        out = self(x, y)
+        return out[:, 1] - out[:, 0] if out.ndim == 2 else out
 
     @torch.no_grad()
     def features(self, x: torch.Tensor, batch_size: int = 1024) -> np.ndarray:
         """z = g(x) for float inputs in [0, 1], batched, as float64 numpy."""
         self.eval()
-        return np.concatenate([self.g(x[i : i + batch_size]).double().cpu().numpy() for i in range(0, len(x), batch_size)])
+        return np.concatenate([self.g(x[i : i + batch_size]).double().cpu().numpy()
+                               for i in range(0, len(x), batch_size)])
 
 
-def _to_float(images: np.ndarray, device: torch.device) -> torch.Tensor:
+def to_float(images: np.ndarray, device: torch.device) -> torch.Tensor:
+    """uint8 images → float tensor in [0, 1] on ``device``."""
     return torch.as_tensor(np.asarray(images), device=device).float().div_(255.0)
+
+
+def balance(y_p: np.ndarray, y_q: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(idx_p, idx_q)``: per class, both environments subsampled at random to the same (smaller)
+    count, as OoD-Bench's ``create_label_shift_free_datasets``; classes missing in either are dropped."""
+    classes = np.intersect1d(y_p, y_q)
+    idx_p, idx_q = [], []
+    for c in classes:
+        ip, iq = np.flatnonzero(y_p == c), np.flatnonzero(y_q == c)
+        k = min(len(ip), len(iq))
+        idx_p.append(rng.permutation(ip)[:k])
+        idx_q.append(rng.permutation(iq)[:k])
+    if not idx_p or sum(map(len, idx_p)) < 4:
+        raise ValueError("balance: fewer than 4 examples per environment after label balancing")
+    return np.sort(np.concatenate(idx_p)), np.sort(np.concatenate(idx_q))
+
+
+def stratified_split(y: np.ndarray, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, rest)`` index arrays: ``int(count * fraction)`` random examples of each class in ``first``
+    (OoD-Bench's ``split_dataset``)."""
+    first, rest = [], []
+    for c in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        k = int(len(idx) * fraction)
+        first.append(idx[:k])
+        rest.append(idx[k:])
+    return np.sort(np.concatenate(first)), np.sort(np.concatenate(rest))
 
 
 def balance_and_split(
     y_p: np.ndarray, y_q: np.ndarray, holdout_fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Indices ``(train_p, hold_p, train_q, hold_q)``: per class, both environments subsampled to the
-    same count (no label shift), then each split at random into train / holdout."""
+    """Indices ``(train_p, hold_p, train_q, hold_q)``: :func:`balance`, then a per-class stratified holdout
+    of ``holdout_fraction`` in each environment (equal class counts in both holdouts)."""
     if not 0 < holdout_fraction < 1:
         raise ValueError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
-    # random keys sorted within class give a random subset of each class; rank < min count keeps it
-    def ranks(y: np.ndarray) -> np.ndarray:
-        key = rng.random(len(y))
-        order = np.lexsort((key, y))
-        r = np.empty(len(y), dtype=np.int64)
-        starts = np.searchsorted(y[order], y[order])
-        r[order] = np.arange(len(y)) - starts
-        return r
+    idx_p, idx_q = balance(y_p, y_q, rng)
+    ho_p, tr_p = stratified_split(y_p[idx_p], holdout_fraction, rng)
+    ho_q, tr_q = stratified_split(y_q[idx_q], holdout_fraction, rng)
+    return idx_p[tr_p], idx_p[ho_p], idx_q[tr_q], idx_q[ho_q]
 
-    classes = np.union1d(y_p, y_q)
-    ip, iq = np.searchsorted(classes, y_p), np.searchsorted(classes, y_q)
-    keep = np.minimum(np.bincount(ip, minlength=len(classes)), np.bincount(iq, minlength=len(classes)))
-    if keep.sum() < 4:
-        raise ValueError("balance_and_split: fewer than 4 examples per environment after label balancing")
-    lim_p, lim_q = keep[ip], keep[iq]
-    idx_p = np.flatnonzero(ranks(y_p) < lim_p)
-    idx_q = np.flatnonzero(ranks(y_q) < lim_q)
 
-    def split(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        idx = rng.permutation(idx)
-        n_hold = max(2, int(round(holdout_fraction * len(idx))))
-        return np.sort(idx[n_hold:]), np.sort(idx[:n_hold])
-
-    return (*split(idx_p), *split(idx_q))
+def iid_split(
+    x_p: np.ndarray, y_p: np.ndarray, x_q: np.ndarray, y_q: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """OoD-Bench's ``--force_iid``: balance both environments, split each in half per class (p_a, p_b,
+    q_a, q_b) and return the i.i.d. environments ``(x, y)`` of p_a ∪ q_b and p_b ∪ q_a, each of the full
+    (balanced) sample size. Used to calibrate the thresholds."""
+    idx_p, idx_q = balance(y_p, y_q, rng)
+    pa, pb = stratified_split(y_p[idx_p], 0.5, rng)
+    qa, qb = stratified_split(y_q[idx_q], 0.5, rng)
+    pa, pb, qa, qb = idx_p[pa], idx_p[pb], idx_q[qa], idx_q[qb]
+    new_x_p = np.concatenate([x_p[pa], x_q[qb]])
+    new_y_p = np.concatenate([y_p[pa], y_q[qb]])
+    new_x_q = np.concatenate([x_p[pb], x_q[qa]])
+    new_y_q = np.concatenate([y_p[pb], y_q[qa]])
+    return new_x_p, new_y_p, new_x_q, new_y_q
 
 
 def train_env_classifier(
@@ -122,30 +225,94 @@ def train_env_classifier(
     cfg: EnvClassifierConfig | None = None, *, seed: int = 0, device: str | torch.device | None = None,
     progress: bool = False,
 ) -> EnvClassifier:
-    """Train ``h(g(x), y)`` to tell environment p (label 0) from q (label 1), eq. 4 with cross-entropy.
-
-    ``x_*`` are uint8 images ``[N, C, H, W]``; each step draws ``batch_size`` examples per environment.
-    """
+    """Train the environment classifier (eq. 4) on uint8 images ``x_*`` ``[N, C, H, W]`` of p (label 0)
+    and q (label 1) with the recipe of ``cfg``; returns the SWA-averaged model for ``"oodbench"``."""
     cfg = cfg or EnvClassifierConfig()
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = EnvClassifier(tuple(x_p.shape[1:]), n_classes, cfg).to(device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    model = EnvClassifier(tuple(x_p.shape[1:]), n_classes, cfg).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    xp, xq = _to_float(x_p, device), _to_float(x_q, device)
+    xp, xq = to_float(x_p, device), to_float(x_q, device)
     yp, yq = torch.as_tensor(y_p, device=device), torch.as_tensor(y_q, device=device)
-    env = torch.cat([torch.zeros(cfg.batch_size), torch.ones(cfg.batch_size)]).to(device)
+    if cfg.recipe == "oodbench":
+        model = _train_oodbench(model, xp, yp, xq, yq, cfg, gen, progress)
+    else:
+        _train_dganalysis(model, xp, yp, xq, yq, cfg, gen, progress)
+    model.eval()
+    return model
+
+
+def _train_dganalysis(model, xp, yp, xq, yq, cfg, gen, progress) -> None:
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    env = torch.cat([torch.zeros(cfg.batch_size), torch.ones(cfg.batch_size)]).to(xp.device)
     model.train()
-    for _ in tqdm(range(cfg.steps), desc="env classifier", leave=False, disable=not progress):
-        i = torch.randint(len(xp), (cfg.batch_size,), generator=gen).to(device)
-        j = torch.randint(len(xq), (cfg.batch_size,), generator=gen).to(device)
+    for _ in tqdm(range(cfg.steps or 300), desc="env classifier", leave=False, disable=not progress):
+        i = torch.randint(len(xp), (cfg.batch_size,), generator=gen).to(xp.device)
+        j = torch.randint(len(xq), (cfg.batch_size,), generator=gen).to(xp.device)
         logits = model(torch.cat([xp[i], xq[j]]), torch.cat([yp[i], yq[j]]))
         loss = nn.functional.binary_cross_entropy_with_logits(logits, env)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+
+
+def _epoch_batches(n_p: int, n_q: int, bs: int, gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One epoch of ``zip(loader_p, loader_q)`` with shuffling and ``drop_last`` (OoD-Bench's loaders)."""
+    pp, pq = torch.randperm(n_p, generator=gen), torch.randperm(n_q, generator=gen)
+    k = min(n_p, n_q) // bs
+    return [(pp[s * bs:(s + 1) * bs], pq[s * bs:(s + 1) * bs]) for s in range(k)]
+
+
+def _train_oodbench(model, xp, yp, xq, yq, cfg, gen, progress) -> EnvClassifier:
+    bs = cfg.batch_size
+    per_epoch = min(len(xp), len(xq)) // bs
+    if per_epoch < 1:
+        raise ValueError(f"train_env_classifier: {min(len(xp), len(xq))} training examples per environment, "
+                         f"fewer than one batch of batch_size={bs}")
+    total = cfg.steps if cfg.steps is not None else cfg.n_epochs * per_epoch
+    cosine_steps = max(1, min(total - 1, round(total * cfg.swa_start / cfg.n_epochs)))
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.init_lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cosine_steps, eta_min=cfg.swa_lr)
+    swa = swa_utils.AveragedModel(model)
+    env = torch.cat([torch.zeros(bs, dtype=torch.long), torch.ones(bs, dtype=torch.long)]).to(xp.device)
+    batches: list = []
+    model.train()
+    for step in tqdm(range(total), desc="env classifier", leave=False, disable=not progress):
+        if not batches:
+            batches = _epoch_batches(len(xp), len(xq), bs, gen)
+        i, j = (t.to(xp.device) for t in batches.pop(0))
+        logits = model(torch.cat([xp[i], xq[j]]), torch.cat([yp[i], yq[j]]))
+        loss = nn.functional.cross_entropy(logits, env)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step < cosine_steps:
+            sched.step()
+        else:
+            swa.update_parameters(model)
+    averaged = swa.module
+    _recompute_bn(averaged, xp, yp, xq, yq, bs, gen)
+    return averaged
+
+
+@torch.no_grad()
+def _recompute_bn(model: EnvClassifier, xp, yp, xq, yq, bs: int, gen: torch.Generator) -> None:
+    """BatchNorm running statistics of the averaged model from one pass over the training batches
+    (OoD-Bench's ``update_swa_bn``); nothing to do without BatchNorm."""
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    momenta = {m: m.momentum for m in bns}
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    for i, j in _epoch_batches(len(xp), len(xq), bs, gen):
+        model(torch.cat([xp[i.to(xp.device)], xq[j.to(xp.device)]]), torch.cat([yp[i.to(xp.device)], yq[j.to(xp.device)]]))
+    for m, mom in momenta.items():
+        m.momentum = mom
     model.eval()
-    return model
 
 
 @contextlib.contextmanager
@@ -158,90 +325,3 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(old)
-
-
-def _pool(ds: DomainDataset, names: Sequence[str] | str):
-    names = [names] if isinstance(names, str) else list(names)
-    d = concat_domains("+".join(names), [ds[n] for n in names]) if len(names) > 1 else ds[names[0]]
-    return np.asarray(d.images), np.asarray(d.labels)
-
-
-def shift_trials(
-    dataset: DomainDataset,
-    train: Sequence[str] | str,
-    test: Sequence[str] | str,
-    *,
-    n_trials: int = 3,
-    cfg: EnvClassifierConfig | None = None,
-    eps_div: float = 1e-12,
-    eps_cor: float = 0.0,
-    calibrate: bool = False,
-    calibration_tol: float = 0.01,
-    n_samples: int = 10_000,
-    bandwidth: str = "shared",
-    seed: int = 0,
-    device: str | torch.device | None = None,
-    max_per_env: int | None = None,
-) -> pd.DataFrame:
-    """The full pipeline, one row per trial: diversity, correlation, their Monte-Carlo SEs, shares of S/T,
-    thresholds used, and the environment classifier's held-out accuracy.
-
-    ``train``/``test``: domain name(s) pooled into environment p resp. q. ``max_per_env`` subsamples
-    each environment first (for speed).
-    """
-    cfg = cfg or EnvClassifierConfig()
-    with torch_threads(cfg.num_threads):
-        return _shift_trials(dataset, train, test, n_trials, cfg, eps_div, eps_cor, calibrate, calibration_tol,
-                             n_samples, bandwidth, seed, device, max_per_env)
-
-
-def _shift_trials(dataset, train, test, n_trials, cfg, eps_div, eps_cor, calibrate, calibration_tol, n_samples,
-                  bandwidth, seed, device, max_per_env) -> pd.DataFrame:
-    x_p, y_p = _pool(dataset, train)
-    x_q, y_q = _pool(dataset, test)
-    rows = []
-    for t in range(n_trials):  # a few trials, each a full training run
-        rng = np.random.default_rng([seed, t])
-        if max_per_env is not None:
-            sp = rng.permutation(len(y_p))[:max_per_env]
-            sq = rng.permutation(len(y_q))[:max_per_env]
-        else:
-            sp, sq = np.arange(len(y_p)), np.arange(len(y_q))
-        tr_p, ho_p, tr_q, ho_q = balance_and_split(y_p[sp], y_q[sq], cfg.holdout_fraction, rng)
-        tr_p, ho_p, tr_q, ho_q = sp[tr_p], sp[ho_p], sq[tr_q], sq[ho_q]
-        model = train_env_classifier(x_p[tr_p], y_p[tr_p], x_q[tr_q], y_q[tr_q], dataset.n_classes, cfg,
-                                     seed=int(rng.integers(2**31)), device=device)
-        dev = next(model.parameters()).device
-        z_p = model.features(_to_float(x_p[ho_p], dev))
-        z_q = model.features(_to_float(x_q[ho_q], dev))
-        with torch.no_grad():
-            acc = _holdout_accuracy(model, x_p[ho_p], y_p[ho_p], x_q[ho_q], y_q[ho_q], dev)
-        e_div, e_cor = eps_div, eps_cor
-        if calibrate:
-            cal = calibrate_thresholds(z_p, y_p[ho_p], tol=calibration_tol, n_samples=n_samples,
-                                       seed=int(rng.integers(2**31)), bandwidth=bandwidth)
-            e_div, e_cor = cal.eps_div, cal.eps_cor
-        est = estimate_shift(z_p, y_p[ho_p], z_q, y_q[ho_q], eps_div=e_div, eps_cor=e_cor, n_samples=n_samples,
-                             seed=int(rng.integers(2**31)), bandwidth=bandwidth)
-        rows.append({"trial": t, **est.as_dict(), "env_acc": acc, "n_p": len(ho_p), "n_q": len(ho_q)})
-    return pd.DataFrame(rows)
-
-
-def _holdout_accuracy(model: EnvClassifier, x_p, y_p, x_q, y_q, device) -> float:
-    correct = 0
-    for x, y, e in ((x_p, y_p, 0), (x_q, y_q, 1)):
-        logit = model(_to_float(x, device), torch.as_tensor(y, device=device))
-        correct += int(((logit > 0).long() == e).sum())
-    return correct / (len(y_p) + len(y_q))
-
-
-def summarize(trials: pd.DataFrame, cols: Sequence[str] = ("diversity", "correlation")) -> dict[str, float]:
-    """Mean and standard error (ddof = 1) over trials of each column in ``cols``."""
-    out: dict[str, float] = {}
-    n = len(trials)
-    for c in cols:
-        v = trials[c].to_numpy(dtype=float)
-        out[c] = float(v.mean())
-        out[f"{c}_se"] = float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    out["n_trials"] = n
-    return out

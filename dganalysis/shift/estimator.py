@@ -1,45 +1,56 @@
-"""Diversity and correlation shift between two feature samples (OoD-Bench, Ye et al., CVPR 2022).
+"""Diversity and correlation shift between two labelled feature samples, as OoD-Bench computes them.
 
-Definition 1 of the paper, for environments with densities p (training) and q (test) over features z:
+Ye et al. (CVPR 2022), Definition 1, for environments with feature densities p (training) and q (test):
 
     D_div(p, q) = 1/2 \\int_S |p(z) - q(z)| dz
     D_cor(p, q) = 1/2 \\int_T sqrt(p(z) q(z)) \\sum_y |p(y|z) - q(y|z)| dz
 
-with S = {z : p(z) q(z) = 0} and T = {z : p(z) q(z) != 0} (eq. 3). Practical estimation (Sec. 2):
-KDE for p, q and for every class p(z|y), q(z|y); the feature set is split by whether p(z) q(z) is
-close to zero; both integrals are Monte-Carlo integrals under importance sampling; the posteriors
-come from Bayes' rule, eq. 5: p(y|z) = p(y) p(z|y) / p(z).
+with S where p(z) q(z) is about zero and T where it is not (eq. 3), and the posteriors by Bayes' rule
+(eq. 5): p(y|z) = p(y) p(z|y) / p(z). We compute them step by step as OoD-Bench's ``quantify.py`` does
+(reference snapshot 0c34a79, the public code of Ye et al.):
 
-Choices the paper leaves open (ours):
+1. **Standardisation**: ``sklearn.preprocessing.StandardScaler`` fitted on z_p ∪ z_q, applied to both.
+2. **Importance distribution**: the Gaussian KDE of the pooled standardised features (scipy's Scott
+   factor ``N ** (-1 / (d + 4))`` on its ``N = n_p + n_q`` points, kernel = factor² × pooled covariance);
+   ``n_samples`` points (default 10,000) drawn with ``gaussian_kde.resample(n_samples, seed=seed)`` —
+   :func:`dganalysis.shift.kde.kde_resample` reproduces that random stream, so the same ``seed`` gives
+   the same points — and ``w(z)``, the pooled KDE's density there.
+3. **Densities**: one KDE per density with its own scipy-default kernel (``bandwidth="scott"``): p, q on
+   each environment, p(z|y), q(z|y) on each class of each environment. A class whose KDE cannot be built
+   (scipy raises: fewer points than dimensions, or a singular covariance) is skipped with a warning, as
+   OoD-Bench does (``strict=True`` raises instead).
+4. **Thresholds** exactly as ``compute_div``/``compute_cor`` use them: a point counts for D_div where
+   ``p < eps_div or q < eps_div``; for D_cor where ``p > eps_cor and q > eps_cor`` (defaults 1e-12 and 5e-4,
+   OoD-Bench's). The two sets need not be complementary.
+5. **Monte-Carlo sums** ``1/(2m) sum_i integrand_i / w_i`` over the m points, with the integrands of one
+   of two formulas (``formula=``):
 
-- **Standardisation**: z is standardised per dimension with the pooled mean and std of both samples,
-  so the thresholds live on one scale whatever the network's feature scale.
-- **Bandwidth** (``bandwidth=``): ``"shared"`` (default) uses one Gaussian kernel for every density,
-  with covariance ``scott_factor(n, d)**2`` times the mean of the two environments' covariances of the
-  standardised features (within-environment, so that well separated environments are not smoothed
-  into each other), ``n`` = the mean number of points per environment (Scott's rule for p and q). Then
-  ``p(z) = sum_y p(y) p(z|y)`` holds exactly, the posteriors of eq. 5 sum to one, both estimates
-  are provably in [0, 1], and one distance matrix serves every density. ``"scott"`` gives each density
-  its own ``scipy.stats.gaussian_kde`` default kernel (its own covariance, Scott's rule on its own
-  size), as the OoD-Bench code evaluates one gaussian_kde per density; then eq. 5's posteriors need
-  not sum to one and the estimates are clipped to [0, 1]. A class with fewer than ``d + 1`` points (or a
-  singular covariance) borrows its environment's covariance.
-- **Thresholds**: a Monte-Carlo point is in S when ``p(z) q(z) < eps_div`` (densities of the
-  standardised features) and in T otherwise. ``eps_cor`` is the numerical-noise floor of the
-  correlation integrand: a point of T counts only where the posteriors differ by more than it,
-  ``1/2 sum_y |p(y|z) - q(y|z)| > eps_cor`` (then in full). KDE posteriors from finite samples
-  always differ a little, which biases D_cor upwards even between i.i.d. samples; the paper tunes
-  its thresholds so that i.i.d. splits give about zero, and this floor is the knob that can do that
-  for D_cor (raising a threshold on p q instead would only shrink T). Defaults ``eps_div = 1e-12``,
-  ``eps_cor = 0`` (no floor); :mod:`dganalysis.shift.calibration` fits both on an i.i.d. split of
-  the training environment.
-- **Importance distribution**: the equal-weight mixture ``w = (p + q) / 2`` of the two environment
-  KDEs (the pooled KDE with each environment weighted 1/2, whatever the sample sizes). It is sampled
-  exactly (pick an environment, a point, add kernel noise) and it bounds the importance weights:
-  ``|p - q| / (2w) <= 1`` and ``sqrt(pq) / w <= 1``.
-- **Sample count**: ``n_samples = 10_000`` Monte-Carlo points by default; the result carries the
-  Monte-Carlo standard errors of both estimates.
-- **Label priors** p(y), q(y): the empirical class frequencies of each sample (eq. 5).
+   - ``"eq5"`` (default; OoD-Bench's ``--legacy_mode``, the paper's Definition 1 with eq. 5):
+     div: ``|p - q|``; cor: ``sum_y |p(y) p(z|y) sqrt(q/p) - q(y) q(z|y) sqrt(p/q)|`` — this is
+     ``sqrt(pq) |p(y|z) - q(y|z)|`` written without the division by p or q.
+   - ``"hellinger"`` (OoD-Bench's current default, "OoD-Bench+"): div: ``(sqrt p - sqrt q)²``; cor:
+     ``sum_y [p(y) p(z|y) sqrt(q/p) + q(y) q(z|y) sqrt(p/q) - 2 sqrt(p(y) p(z|y) q(y) q(z|y))]``, i.e.
+     ``sqrt(pq) (sqrt p(y|z) - sqrt q(y|z))²``; div + cor is then a squared Hellinger distance.
+
+   Class priors are the class frequencies over the classes whose KDE was built. OoD-Bench requires equal
+   class counts in p and q (label-shift-free data; it raises otherwise) and averages per-class sums
+   weighted by class size; with equal counts that is the formula above term by term. We also accept
+   unequal counts, where eq. 5's priors p(y), q(y) differ.
+
+Our choices beyond OoD-Bench's code:
+
+- **Bandwidth** ``bandwidth="shared"`` (a named option, not the default): one Gaussian kernel for every
+  density, covariance ``scott_factor((n_p + n_q) / 2, d)**2`` times the mean of the two environments'
+  covariances (within-environment, so separated environments are not smoothed into each other). Then
+  p(z) = sum_y p(y) p(z|y) and w = (n_p p + n_q q) / N hold exactly (the eq. 5 posteriors sum to one)
+  and one distance matrix serves every density (faster when most points count for D_cor). Its draws
+  follow the same scipy random stream with that kernel.
+- Estimates are not clipped (OoD-Bench does not clip); each carries its Monte-Carlo standard error.
+- Densities come from one batched torch KDE (:func:`dganalysis.shift.kde.grouped_kde_logpdf`, vectorised
+  over classes) instead of one ``gaussian_kde`` call per density and Python loops over points; its float32
+  densities agree with scipy to about 3e-5 relative (``precision="float64"`` to about 1e-12). With fixed
+  thresholds it evaluates the pooled KDE only at points counted for D_div or D_cor and the class KDEs only
+  at points counted for D_cor (:func:`fit_densities` ``thresholds=``); every other term is multiplied by 0.
 """
 
 from __future__ import annotations
@@ -50,34 +61,40 @@ from typing import Literal
 
 import numpy as np
 import torch
+from scipy import linalg
+from scipy.stats import gaussian_kde
+from sklearn.preprocessing import StandardScaler
 
-from dganalysis.shift.kde import (
-    covariance,
-    grouped_kde_logpdf,
-    pack_groups,
-    safe_cholesky,
-    sample_mixture,
-    scott_factor,
-)
+from dganalysis.shift.kde import covariance, grouped_kde_logpdf, kde_resample, pack_groups, scott_factor
 
 log = logging.getLogger(__name__)
+
+FORMULAS = ("eq5", "hellinger")
+BANDWIDTHS = ("scott", "shared")
+EPS_DIV = 1e-12  # OoD-Bench's default thresholds (config.add_quant_arguments)
+EPS_COR = 5e-4
+N_SAMPLES = 10_000
+# Linear-density error allowed from the KDE's float32 exponent clamp; far below any threshold in use.
+_KDE_MAX_ABS_ERR = 1e-24
 
 
 @dataclass
 class ShiftEstimate:
-    """Result of :func:`estimate_shift` (all values computed on standardised features)."""
+    """Result of :func:`estimate_shift` (all densities on standardised features)."""
 
     diversity: float
     correlation: float
     diversity_se: float  # Monte-Carlo standard error
     correlation_se: float
-    share_s: float  # share of Monte-Carlo points in S (p q < eps_div)
-    share_t: float  # share of Monte-Carlo points in T (p q >= eps_div) where the posteriors differ > eps_cor
-    per_class_correlation: np.ndarray  # contribution of each class y to D_cor (sums to it)
+    share_div: float  # share of Monte-Carlo points counted for D_div (p < eps_div or q < eps_div)
+    share_cor: float  # share counted for D_cor (p > eps_cor and q > eps_cor)
+    per_class_correlation: np.ndarray  # contribution of each class to D_cor (sums to it; 0 for skipped)
     classes: np.ndarray  # class ids matching per_class_correlation
+    skipped_classes: np.ndarray  # classes whose KDE could not be built
     n_samples: int
     eps_div: float
     eps_cor: float
+    formula: str
     bandwidth: str
     extra: dict = field(default_factory=dict)
 
@@ -88,37 +105,99 @@ class ShiftEstimate:
             "correlation": self.correlation,
             "diversity_se": self.diversity_se,
             "correlation_se": self.correlation_se,
-            "share_s": self.share_s,
-            "share_t": self.share_t,
+            "share_div": self.share_div,
+            "share_cor": self.share_cor,
             "n_samples": self.n_samples,
             "eps_div": self.eps_div,
             "eps_cor": self.eps_cor,
+            "formula": self.formula,
             "bandwidth": self.bandwidth,
         }
 
 
 @dataclass
-class _Prepared:
-    """Standardised, grouped data of one estimate: groups 0..C-1 are p's classes, C..2C-1 are q's."""
+class ShiftDensities:
+    """The fitted state of one estimate: every density at the Monte-Carlo points (thresholds not applied).
 
-    z: np.ndarray  # [n_p + n_q, d] standardised
-    groups: np.ndarray  # [n_p + n_q] group id
-    classes: np.ndarray  # [C] class ids
-    n_p: int
-    n_q: int
-    log_prior_p: np.ndarray  # [C] log p(y) (-inf for absent classes)
-    log_prior_q: np.ndarray
-    chol: np.ndarray  # [d, d] shared kernel or [2C, d, d]
-    env_chol: np.ndarray  # [d, d] shared kernel or [2, d, d] (p, q marginal kernels)
+    Built by :func:`fit_densities`; :meth:`estimate` applies thresholds and a formula, so calibration
+    re-weights the same densities for many thresholds.
+    """
+
+    points: np.ndarray  # [m, d] standardised
+    w: np.ndarray  # [m] importance density (pooled KDE)
+    p: np.ndarray  # [m]
+    q: np.ndarray  # [m]
+    p_y: np.ndarray  # [m, C] p(z|y)
+    q_y: np.ndarray  # [m, C] q(z|y)
+    prior_p: np.ndarray  # [C] p(y) over usable classes (0 for skipped)
+    prior_q: np.ndarray  # [C]
+    classes: np.ndarray
+    skipped: np.ndarray  # [C] bool
+    bandwidth: str
+    thresholds: tuple[float, float] | None = None  # (eps_div, eps_cor) if fitted for these only, else None
+
+    def estimate(self, *, eps_div: float = EPS_DIV, eps_cor: float = EPS_COR,
+                 formula: Literal["eq5", "hellinger"] = "eq5") -> ShiftEstimate:
+        """D_div and D_cor at thresholds ``eps_div``/``eps_cor`` with ``formula`` (see module docstring)."""
+        if formula not in FORMULAS:
+            raise ValueError(f"estimate_shift: formula must be one of {FORMULAS}, got {formula!r}")
+        if self.thresholds is not None and (eps_div, eps_cor) != self.thresholds:
+            raise ValueError(f"ShiftDensities.estimate: fitted for (eps_div, eps_cor) = {self.thresholds} only; "
+                             f"call fit_densities(..., thresholds=None) to estimate at other thresholds")
+        t = shift_terms(self, eps_div, eps_cor, formula)
+        m = len(self.w)
+        cor = t["cor_class"].sum(1)
+
+        def se(a: np.ndarray) -> float:
+            return float(a.std(ddof=1) / np.sqrt(m)) if m > 1 else float("nan")
+
+        return ShiftEstimate(
+            diversity=float(t["div"].mean()),
+            correlation=float(cor.mean()),
+            diversity_se=se(t["div"]),
+            correlation_se=se(cor),
+            share_div=float(t["in_div"].mean()),
+            share_cor=float(t["in_cor"].mean()),
+            per_class_correlation=t["cor_class"].mean(0),
+            classes=self.classes,
+            skipped_classes=self.classes[self.skipped],
+            n_samples=m,
+            eps_div=float(eps_div),
+            eps_cor=float(eps_cor),
+            formula=formula,
+            bandwidth=self.bandwidth,
+            extra={"share_evaluated": float((t["in_div"] | t["in_cor"]).mean())},
+        )
+
+
+def shift_terms(dens: ShiftDensities, eps_div: float, eps_cor: float, formula: str) -> dict[str, np.ndarray]:
+    """Per-point Monte-Carlo terms: ``div`` [m], ``cor_class`` [m, C] (already divided by ``2 w``),
+    ``in_div``, ``in_cor`` [m] bool. Their means over the points are the estimates."""
+    p, q, w = dens.p, dens.q, dens.w
+    in_div = (p < eps_div) | (q < eps_div)
+    in_cor = (p > eps_cor) & (q > eps_cor)
+    if formula == "eq5":
+        div_int = np.abs(p - q)
+    else:
+        div_int = (np.sqrt(p) - np.sqrt(q)) ** 2
+    div = np.where(in_div, div_int, 0.0) / (2.0 * w)
+    safe_p, safe_q = np.where(in_cor, p, 1.0), np.where(in_cor, q, 1.0)
+    a = dens.prior_p * dens.p_y * np.sqrt(safe_q / safe_p)[:, None]  # p(y) p(z|y) sqrt(q/p)
+    b = dens.prior_q * dens.q_y * np.sqrt(safe_p / safe_q)[:, None]
+    if formula == "eq5":
+        cor_int = np.abs(a - b)
+    else:
+        cor_int = a + b - 2.0 * np.sqrt(dens.prior_p * dens.prior_q * dens.p_y * dens.q_y)
+    cor_class = np.where(in_cor[:, None], cor_int, 0.0) / (2.0 * w)[:, None]
+    return {"div": div, "cor_class": cor_class, "in_div": in_div, "in_cor": in_cor}
 
 
 def _check(z: np.ndarray, y: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     z = np.asarray(z, dtype=np.float64)
-    if z.ndim == 1:
-        z = z[:, None]
-    y = np.asarray(y).reshape(-1)
-    if z.ndim != 2 or len(y) != len(z):
-        raise ValueError(f"estimate_shift: {name} features must be [n, d] with n labels; got {z.shape}, {y.shape}")
+    y = np.asarray(y)
+    if z.ndim != 2 or y.ndim != 1 or len(y) != len(z):
+        raise ValueError(f"estimate_shift: {name} must be features [n, d] with labels [n]; "
+                         f"got {z.shape} and {y.shape}")
     if len(z) < 2:
         raise ValueError(f"estimate_shift: {name} needs at least 2 samples, got {len(z)}")
     if not np.all(np.isfinite(z)):
@@ -126,128 +205,141 @@ def _check(z: np.ndarray, y: np.ndarray, name: str) -> tuple[np.ndarray, np.ndar
     return z, y
 
 
-def prepare(
-    z_p: np.ndarray, y_p: np.ndarray, z_q: np.ndarray, y_q: np.ndarray, bandwidth: str = "shared"
-) -> _Prepared:
-    """Standardise on pooled data, map labels to class groups and build the kernels (see module doc)."""
-    z_p, y_p = _check(z_p, y_p, "z_p")
-    z_q, y_q = _check(z_q, y_q, "z_q")
+def _scipy_kernel(data: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor of scipy's default (Scott) kernel for ``data`` [n, d]; raises as scipy does."""
+    return gaussian_kde(data.T).cho_cov
+
+
+def _class_kernels(z: np.ndarray, y: np.ndarray, classes: np.ndarray, strict: bool, env: str) -> list:
+    out = []
+    for c in classes:
+        try:
+            out.append(_scipy_kernel(z[y == c]))
+        except (np.linalg.LinAlgError, linalg.LinAlgError, ValueError) as exc:
+            if strict:
+                raise
+            log.warning("estimate_shift: skipping class y=%s (%s: %d points): scipy gaussian_kde failed (%s)",
+                        c, env, int(np.sum(y == c)), str(exc).split(".")[0])
+            out.append(None)
+    return out
+
+
+def fit_densities(
+    z_p: np.ndarray,
+    y_p: np.ndarray,
+    z_q: np.ndarray,
+    y_q: np.ndarray,
+    *,
+    bandwidth: Literal["scott", "shared"] = "scott",
+    n_samples: int = N_SAMPLES,
+    seed: int | np.random.RandomState | None = 0,
+    points: np.ndarray | None = None,
+    strict: bool = False,
+    precision: Literal["float32", "float64"] = "float32",
+    device: torch.device | str | None = None,
+    thresholds: tuple[float, float] | None = None,
+) -> ShiftDensities:
+    """Steps 1–3 of the module docstring: standardise, draw (or take) the Monte-Carlo points, evaluate
+    the importance density, p, q and every class density there with one batched torch KDE per group kind.
+
+    ``points`` (standardised space, ``[m, d]``) replaces the draws, e.g. to compare implementations.
+    ``thresholds=(eps_div, eps_cor)`` evaluates only what those thresholds use (the result is identical):
+    p and q everywhere, w only where a point counts for D_div or D_cor (elsewhere ``inf``), class densities
+    only where it counts for D_cor (elsewhere 0); the returned densities then refuse other thresholds.
+    ``None`` (for calibration) evaluates everything.
+    """
+    z_p, y_p = _check(z_p, y_p, "z_p/y_p")
+    z_q, y_q = _check(z_q, y_q, "z_q/y_q")
     if z_p.shape[1] != z_q.shape[1]:
         raise ValueError(f"estimate_shift: z_p has {z_p.shape[1]} dims, z_q has {z_q.shape[1]}")
-    if bandwidth not in ("shared", "scott"):
-        raise ValueError(f"estimate_shift: bandwidth must be 'shared' or 'scott', got {bandwidth!r}")
+    if bandwidth not in BANDWIDTHS:
+        raise ValueError(f"estimate_shift: bandwidth must be one of {BANDWIDTHS}, got {bandwidth!r}")
+    if precision not in ("float32", "float64"):
+        raise ValueError(f"estimate_shift: precision must be 'float32' or 'float64', got {precision!r}")
+    classes = np.unique(y_p)
+    if not np.array_equal(classes, np.unique(y_q)):
+        raise ValueError(f"estimate_shift: y_p and y_q must have the same classes (as OoD-Bench requires); "
+                         f"got {classes.tolist()[:10]} and {np.unique(y_q).tolist()[:10]}")
+    n_p, n_q, d = len(z_p), len(z_q), z_p.shape[1]
     pooled = np.concatenate([z_p, z_q])
-    mean, std = pooled.mean(0), pooled.std(0)
-    std = np.where(std > 0, std, 1.0)
-    z = (pooled - mean) / std
-    classes, inv = np.unique(np.concatenate([y_p, y_q]), return_inverse=True)
+    scaler = StandardScaler().fit(pooled)
+    pooled = scaler.transform(pooled)
+    zp, zq = pooled[:n_p], pooled[n_p:]
     C = len(classes)
-    n_p, n_q = len(z_p), len(z_q)
+    if bandwidth == "scott":
+        kde_w = gaussian_kde(pooled.T)  # OoD-Bench's sampling_pdf
+        chol_w, cov_w = kde_w.cho_cov, kde_w.covariance
+        env_chols = np.stack([_scipy_kernel(zp), _scipy_kernel(zq)])
+        kp = _class_kernels(zp, y_p, classes, strict, "p")
+        kq = _class_kernels(zq, y_q, classes, strict, "q")
+        skipped = np.array([a is None or b is None for a, b in zip(kp, kq)])
+        eye = np.eye(d)
+        class_chols = np.stack([k if k is not None else eye for k in kp + kq])
+    else:
+        within = 0.5 * (covariance(zp) + covariance(zq))
+        try:
+            chol_w = np.linalg.cholesky(within) * scott_factor((n_p + n_q) / 2, d)
+            cov_w = chol_w @ chol_w.T
+        except np.linalg.LinAlgError as exc:
+            raise ValueError("estimate_shift: bandwidth='shared' needs a non-singular within-environment "
+                             "covariance of the features") from exc
+        env_chols = class_chols = chol_w
+        counts = np.array([[np.sum(y_p == c), np.sum(y_q == c)] for c in classes])
+        skipped = counts.min(1) < 1
+    if points is None:
+        if n_samples < 1:
+            raise ValueError(f"estimate_shift: n_samples must be >= 1, got {n_samples}")
+        points = kde_resample(pooled, cov_w, n_samples, seed)
+    else:
+        points = np.asarray(points, dtype=np.float64)
+        if points.ndim != 2 or points.shape[1] != d:
+            raise ValueError(f"estimate_shift: points must be [m, {d}] (standardised space), got {points.shape}")
+    kw = dict(device=device, chunk_elems=2**20, max_abs_err=_KDE_MAX_ABS_ERR,
+              dtype=torch.float64 if precision == "float64" else torch.float32)
+    inv = np.searchsorted(classes, np.concatenate([y_p, y_q]))
     groups = inv.copy()
     groups[n_p:] += C
-    counts = np.bincount(groups, minlength=2 * C).astype(np.float64)
-    with np.errstate(divide="ignore"):
-        log_prior_p = np.log(counts[:C] / n_p)
-        log_prior_q = np.log(counts[C:] / n_q)
-    d = z.shape[1]
-    env_cov = [covariance(z[:n_p]), covariance(z[n_p:])]
-    if bandwidth == "shared":
-        within = 0.5 * (env_cov[0] + env_cov[1])
-        chol = safe_cholesky(within, fallback=covariance(z)) * scott_factor((n_p + n_q) / 2, d)
-        env_chol = chol
-    else:
-        env_chol = np.stack([safe_cholesky(c) * scott_factor(n, d) for c, n in zip(env_cov, (n_p, n_q))])
-        chol = _group_kernels(z, groups, 2 * C, np.stack([env_cov[0]] * C + [env_cov[1]] * C))
-    return _Prepared(z, groups, classes, n_p, n_q, log_prior_p, log_prior_q, chol, env_chol)
+    env = (np.arange(n_p + n_q) >= n_p).astype(np.int64)
+    m = len(points)
+    if bandwidth == "scott":
+        packed, valid, _ = pack_groups(pooled, env, 2)
+        pq = np.exp(grouped_kde_logpdf(points, packed, valid, env_chols, **kw))
+        need_w, need_c = _needed(pq, thresholds)
+        w = np.full(m, np.inf)
+        if need_w.any():
+            packed, valid, _ = pack_groups(pooled, np.zeros(n_p + n_q, dtype=np.int64), 1)
+            w[need_w] = np.exp(grouped_kde_logpdf(points[need_w], packed, valid, chol_w[None], **kw))[:, 0]
+        dens_c = np.zeros((m, 2 * C))
+        if need_c.any():
+            packed, valid, _ = pack_groups(pooled, groups, 2 * C)
+            dens_c[need_c] = np.exp(grouped_kde_logpdf(points[need_c], packed, valid, class_chols, **kw))
+    else:  # one kernel: class densities give p, q and w as exact mixtures
+        packed, valid, _ = pack_groups(pooled, groups, 2 * C)
+        dens_c = np.exp(grouped_kde_logpdf(points, packed, valid, chol_w, **kw))
+        counts_g = np.bincount(groups, minlength=2 * C).astype(np.float64)
+        pq = np.stack([dens_c[:, :C] @ (counts_g[:C] / n_p), dens_c[:, C:] @ (counts_g[C:] / n_q)], 1)
+        w = (n_p * pq[:, 0] + n_q * pq[:, 1]) / (n_p + n_q)
+    dens_c[:, np.r_[skipped, skipped]] = 0.0
+    cnt_p = np.array([np.sum(y_p == c) for c in classes], dtype=np.float64) * ~skipped
+    cnt_q = np.array([np.sum(y_q == c) for c in classes], dtype=np.float64) * ~skipped
+    if cnt_p.sum() == 0:
+        raise ValueError(f"estimate_shift: no class has a KDE in both environments (scipy needs more than d = {d} "
+                         f"points per class and a non-singular covariance; class counts in p: "
+                         f"{[int(np.sum(y_p == c)) for c in classes][:20]}); use fewer feature dimensions or more data")
+    return ShiftDensities(points=points, w=w, p=pq[:, 0], q=pq[:, 1], p_y=dens_c[:, :C], q_y=dens_c[:, C:],
+                          prior_p=cnt_p / cnt_p.sum(), prior_q=cnt_q / cnt_q.sum(), classes=classes,
+                          skipped=skipped, bandwidth=bandwidth,
+                          thresholds=None if thresholds is None else (float(thresholds[0]), float(thresholds[1])))
 
 
-def _group_kernels(z: np.ndarray, groups: np.ndarray, n_groups: int, fallback: np.ndarray) -> np.ndarray:
-    """Per-group scipy-default kernels ``scott_factor(n_g, d) * chol(cov_g)``, batched over groups.
-
-    Covariances come from per-group sums of z and z z^T (one ``np.add.at`` each); a group with at most
-    ``d`` points or a covariance that is not positive definite uses its ``fallback`` covariance.
-    """
-    n, d = z.shape
-    cnt = np.bincount(groups, minlength=n_groups).astype(np.float64)
-    s1 = np.zeros((n_groups, d))
-    s2 = np.zeros((n_groups, d, d))
-    np.add.at(s1, groups, z)
-    np.add.at(s2, groups, z[:, :, None] * z[:, None, :])
-    safe = np.maximum(cnt, 2.0)[:, None, None]
-    mu = s1 / np.maximum(cnt, 1.0)[:, None]
-    cov = (s2 - cnt[:, None, None] * mu[:, :, None] * mu[:, None, :]) / (safe - 1.0)
-    eig_min = np.linalg.eigvalsh(cov)[:, 0]
-    scale = np.trace(cov, axis1=1, axis2=2) / d
-    ok = (cnt > d) & (eig_min > 1e-10 * np.maximum(scale, 1e-300))
-    cov = np.where(ok[:, None, None], cov, fallback)
-    factor = np.maximum(cnt, 1.0) ** (-1.0 / (d + 4))
-    return np.linalg.cholesky(cov) * factor[:, None, None]
-
-
-def draw_samples(prep: _Prepared, n_samples: int, seed: int | np.random.Generator) -> np.ndarray:
-    """Monte-Carlo points from the importance distribution w = (p + q) / 2 (standardised space)."""
-    env = (prep.groups >= len(prep.classes)).astype(np.int64)
-    return sample_mixture(prep.z, env, np.array([0.5, 0.5]), prep.env_chol, n_samples, seed)
-
-
-def log_densities(
-    prep: _Prepared, points: np.ndarray, device: torch.device | str | None = None, chunk_elems: int = 2**21
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(log p(z), log q(z), log p(z|y) [m, C], log q(z|y) [m, C])`` at ``points``."""
-    C = len(prep.classes)
-    packed, valid, _ = pack_groups(prep.z, prep.groups, 2 * C)
-    lc = grouped_kde_logpdf(points, packed, valid, prep.chol, device=device, chunk_elems=chunk_elems)
-    lc_p, lc_q = lc[:, :C], lc[:, C:]
-    if prep.chol.ndim == 2:  # shared kernel: the marginal is the prior-weighted sum of the class KDEs
-        lp = _logsumexp(lc_p + prep.log_prior_p, axis=1)
-        lq = _logsumexp(lc_q + prep.log_prior_q, axis=1)
-    else:
-        env = (prep.groups >= C).astype(np.int64)
-        packed_e, valid_e, _ = pack_groups(prep.z, env, 2)
-        le = grouped_kde_logpdf(points, packed_e, valid_e, prep.env_chol, device=device, chunk_elems=chunk_elems)
-        lp, lq = le[:, 0], le[:, 1]
-    return lp, lq, lc_p, lc_q
-
-
-def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(a - m), axis=axis)) + m.squeeze(axis)
-
-
-def shift_terms(
-    lp: np.ndarray,
-    lq: np.ndarray,
-    lc_p: np.ndarray,
-    lc_q: np.ndarray,
-    log_prior_p: np.ndarray,
-    log_prior_q: np.ndarray,
-    eps_div: float,
-    eps_cor: float,
-) -> dict[str, np.ndarray]:
-    """Per-sample integrands of Definition 1 under importance sampling from w = (p + q) / 2.
-
-    Returns ``div`` [m], ``cor_class`` [m, C] (each class's share of the correlation integrand),
-    ``in_s``, ``in_t`` [m] bool; averaging over samples gives the estimates.
-    """
-    p, q = np.exp(lp), np.exp(lq)
-    w = 0.5 * (p + q)
-    prod = p * q
-    in_s = prod < eps_div
-    safe_w = np.where(w > 0, w, 1.0)
-    div = np.where(in_s, 0.5 * np.abs(p - q) / safe_w, 0.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        # eq. 5: p(y|z) = p(y) p(z|y) / p(z), in log space
-        post_p = np.exp(np.clip(log_prior_p + lc_p - lp[:, None], -np.inf, 50.0))
-        post_q = np.exp(np.clip(log_prior_q + lc_q - lq[:, None], -np.inf, 50.0))
-    post_p = np.nan_to_num(post_p, nan=0.0)
-    post_q = np.nan_to_num(post_q, nan=0.0)
-    diff = np.abs(post_p - post_q)
-    in_t = ~in_s & (0.5 * diff.sum(1) > eps_cor)
-    coef = np.where(in_t, 0.5 * np.sqrt(prod) / safe_w, 0.0)
-    cor_class = coef[:, None] * diff
-    return {"div": div, "cor_class": cor_class, "in_s": in_s, "in_t": in_t}
+def _needed(pq: np.ndarray, thresholds: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Points where w resp. the class densities are used by ``thresholds`` (all points for None)."""
+    if thresholds is None:
+        return np.ones(len(pq), dtype=bool), np.ones(len(pq), dtype=bool)
+    eps_div, eps_cor = thresholds
+    in_div = (pq < eps_div).any(1)
+    in_cor = (pq > eps_cor).all(1)
+    return in_div | in_cor, in_cor
 
 
 def estimate_shift(
@@ -256,48 +348,25 @@ def estimate_shift(
     z_q: np.ndarray,
     y_q: np.ndarray,
     *,
-    eps_div: float = 1e-12,
-    eps_cor: float = 0.0,
-    n_samples: int = 10_000,
-    seed: int = 0,
-    bandwidth: Literal["shared", "scott"] = "shared",
-    device: torch.device | str | None = None,
+    formula: Literal["eq5", "hellinger"] = "eq5",
+    eps_div: float = EPS_DIV,
+    eps_cor: float = EPS_COR,
+    n_samples: int = N_SAMPLES,
+    seed: int | np.random.RandomState | None = 0,
+    bandwidth: Literal["scott", "shared"] = "scott",
     points: np.ndarray | None = None,
+    strict: bool = False,
+    precision: Literal["float32", "float64"] = "float32",
+    device: torch.device | str | None = None,
 ) -> ShiftEstimate:
-    """Diversity and correlation shift between features ``z_p`` (training env) and ``z_q`` (test env).
+    """Diversity and correlation shift between ``z_p`` (training env) and ``z_q`` (test env), Ye et al. 2022.
 
-    Definition 1 of OoD-Bench (Ye et al., CVPR 2022) estimated by KDE + importance-sampled Monte
-    Carlo with eq. 5 for the posteriors; every choice the paper leaves open is listed in the module
-    docstring. ``points`` (standardised space) replaces the ``n_samples`` draws from w, e.g. to
-    compare implementations on identical points. All densities are evaluated by one grouped,
-    chunked torch KDE call (two with ``bandwidth="scott"``); no Python loop over points or classes.
+    Defaults reproduce OoD-Bench's ``quantify.py --legacy_mode`` (Definition 1 with eq. 5) with its default
+    thresholds and sample size; ``seed`` gives the same Monte-Carlo points as its ``--seed``.
+    ``formula="hellinger"`` is its current default mode. See the module docstring for every step.
     """
-    prep = prepare(z_p, y_p, z_q, y_q, bandwidth=bandwidth)
-    if points is None:
-        if n_samples < 1:
-            raise ValueError(f"estimate_shift: n_samples must be >= 1, got {n_samples}")
-        points = draw_samples(prep, n_samples, seed)
-    lp, lq, lc_p, lc_q = log_densities(prep, points, device=device)
-    t = shift_terms(lp, lq, lc_p, lc_q, prep.log_prior_p, prep.log_prior_q, eps_div, eps_cor)
-    m = len(points)
-    cor = t["cor_class"].sum(1)
-    div_raw, cor_raw = float(t["div"].mean()), float(cor.mean())
-
-    def se(a: np.ndarray) -> float:
-        return float(a.std(ddof=1) / np.sqrt(m)) if m > 1 else float("nan")
-
-    return ShiftEstimate(
-        diversity=float(np.clip(div_raw, 0.0, 1.0)),
-        correlation=float(np.clip(cor_raw, 0.0, 1.0)),
-        diversity_se=se(t["div"]),
-        correlation_se=se(cor),
-        share_s=float(t["in_s"].mean()),
-        share_t=float(t["in_t"].mean()),
-        per_class_correlation=t["cor_class"].mean(0),
-        classes=prep.classes,
-        n_samples=m,
-        eps_div=float(eps_div),
-        eps_cor=float(eps_cor),
-        bandwidth=bandwidth,
-        extra={"diversity_raw": div_raw, "correlation_raw": cor_raw},
-    )
+    if formula not in FORMULAS:
+        raise ValueError(f"estimate_shift: formula must be one of {FORMULAS}, got {formula!r}")
+    dens = fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
+                         strict=strict, precision=precision, device=device, thresholds=(eps_div, eps_cor))
+    return dens.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula)

@@ -16,7 +16,8 @@ from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.shift.baselines import emd, mmd, ni_index
-from dganalysis.shift.env_classifier import EnvClassifierConfig, shift_trials, summarize
+from dganalysis.shift.env_classifier import EnvClassifierConfig
+from dganalysis.shift.pipeline import shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
 
 

@@ -12,8 +12,10 @@ Splits (which domains train, which are tested, which validate):
   lists are unused (still evaluated, never trained on).
 
 Hparam draws follow DomainBed: ``hparams_seed`` 0 … n_hparams−1 with seed 0 giving the
-defaults (see :mod:`dganalysis.hparams`); trials are ``trial_seed`` 0 … n_trials−1 and
-change the in/out split and the initialisation.
+defaults; trials are ``trial_seed`` 0 … n_trials−1 and change the in/out split, the
+initialisation and, for seeds ≠ 0, the draw itself (DomainBed seeds it with
+``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.train.job_hparams``,
+see :mod:`dganalysis.hparams`).
 """
 
 from __future__ import annotations
@@ -158,8 +160,8 @@ def make_jobs(
 ) -> list[Job]:
     """The full job grid, in a stable order (algorithm, split, hparams seed, trial), checked before any work.
 
-    ``domains``: the dataset's domain names; when None the dataset is built (from ``data_dir``) to learn them,
-    which also checks its name and ``dataset_kwargs``. Every setting is checked against its type and range,
+    ``domains``: the dataset's domain names; when None they are looked up (built-in datasets) or the dataset is
+    built (from ``data_dir``), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
     every split against the domain names, and every job's concrete hyperparameters (defaults, draws and
     overrides) against their declarations (:mod:`dganalysis.validation`); the first problem raises a
     :class:`~dganalysis.validation.ConfigError` naming the key.
@@ -263,12 +265,13 @@ def check_job_hparams(job: Job) -> None:
 
 
 def _domain_names(dataset: str, dataset_kwargs: Mapping[str, Any], data_dir: str | Path | None) -> list[str]:
-    """The dataset's domain names, building it once per process (the inline launcher reuses it)."""
-    from dganalysis.train import _cached_dataset
+    """The dataset's domain names: the built-in datasets' without building them (:func:`dganalysis.plans.domain_names`;
+    PaHCC at paper scale takes hours to render), others by building the dataset once per process."""
+    from dganalysis.plans import domain_names
     from dganalysis.validation import ConfigError, load_checked_dataset
 
     try:
-        return list(_cached_dataset(dataset, data_dir, dataset_kwargs).domain_names)
+        return list(domain_names(dataset, dataset_kwargs, data_dir))
     except Exception:  # noqa: BLE001 - rebuild through the checker for a message naming the key
         load_checked_dataset(dataset, dataset_kwargs, data_dir, "dataset_kwargs")
         raise ConfigError(f"dataset {dataset!r}: could not be built with dataset_kwargs {dict(dataset_kwargs)}") from None

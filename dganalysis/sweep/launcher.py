@@ -243,11 +243,16 @@ def _drive(todo, store, submit, policy, bar) -> dict[str, dict[str, Any]]:
     return results
 
 
+def _job_policy(policy: Mapping[str, Any], job: Job, **over: Any) -> dict[str, Any]:
+    """The policy one job runs under: the sweep's, with the ``failed`` stamp seen when the sweep was planned."""
+    out = {k: v for k, v in policy.items() if k != "failed_seen"}
+    return {**out, "failed_seen": policy.get("failed_seen", {}).get(job.job_id), **over}
+
+
 def _run_inline(todo, store, data_dir, options, policy, bar) -> dict[str, dict[str, Any]]:
     ex = _InlineExecutor()
-    no_wait = {**policy, "wait": False}
     return _drive(todo, store, lambda j: ex.submit(execute_job, j.to_dict(), str(store / j.job_id), data_dir, options,
-                                                   {**no_wait, "failed_seen": failed_stamp(store / j.job_id)}),
+                                                   _job_policy(policy, j, wait=False)),
                   policy, bar)
 
 
@@ -259,12 +264,11 @@ def _run_pool(todo, store, data_dir, options, policy, n_workers, bar) -> dict[st
     n_threads = max(1, (os.cpu_count() or 1) // n_workers)
     counter = ctx.Value("i", 0)
     imports = list(options.get("imports", ()))
-    no_wait = {**policy, "wait": False}
     with cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker, initargs=(n_threads, n_gpus, counter, imports)
     ) as pool:
         return _drive(todo, store, lambda j: pool.submit(_execute_in_worker, j.to_dict(), str(store / j.job_id), data_dir,
-                                                         options, {**no_wait, "failed_seen": failed_stamp(store / j.job_id)}),
+                                                         options, _job_policy(policy, j, wait=False)),
                       policy, bar)
 
 
@@ -279,7 +283,7 @@ def _run_submitit(todo, store, data_dir, options, policy, slurm: Mapping[str, An
     executor.update_parameters(**params)
     specs = [j.to_dict() for j in todo]
     dirs = [str(store / j.job_id) for j in todo]
-    policies = [{**policy, "failed_seen": failed_stamp(d)} for d in dirs]  # tasks wait for held jobs themselves
+    policies = [_job_policy(policy, j) for j in todo]  # tasks wait for held jobs themselves
     sub = executor.map_array(execute_job, specs, dirs, [data_dir] * len(todo), [options] * len(todo), policies)
     log.info("submitted %d jobs through submitit (%s)", len(sub), executor.cluster)
     results: dict[str, dict[str, Any]] = {}
@@ -429,6 +433,7 @@ def run_sweep(
     log.info("sweep: %d jobs, %d finished, %d to run (%s, %d workers)", len(jobs), len(jobs) - len(todo), len(todo),
              launcher, n_workers)
     store.mkdir(parents=True, exist_ok=True)
+    policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports)}
     data = str(data_dir) if data_dir is not None else None
     bar = None

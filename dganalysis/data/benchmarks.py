@@ -1,0 +1,188 @@
+"""DomainBed's image benchmarks by name: PACS, VLCS, OfficeHome, TerraIncognita, DomainNet, SVIRO.
+
+Each reads the folder layout DomainBed's ``scripts/download.py`` produces under a data root
+(Gulrajani & Lopez-Paz, 2021): ``<root>/<folder>/<environment folder>/<class>/<image>``. As DomainBed's
+``MultipleEnvironmentImageFolder`` does, environments are the sub-folders *sorted by name* (so
+``test_envs`` indices mean the same: TerraIncognita's ``location_100`` sorts before ``location_38``), classes
+are each environment's sub-folders sorted by name, and images are listed as torchvision's ``ImageFolder``
+lists them (class by class, ``os.walk`` sorted, file names sorted, torchvision's image extensions), so
+:func:`dganalysis.train.split_indices` gives DomainBed's in/out splits. Domains are named by DomainBed's
+``ENVIRONMENTS`` (``A``, ``C``, ``P``, ``S`` for PACS), the names its sweep records get in
+:mod:`dganalysis.results`; the folder names are kept in ``info['folders']``.
+
+Stricter than DomainBed, each with a clear error naming the folder: a missing dataset or environment
+folder, an extra folder (DomainBed would silently count it as an environment and shift every index),
+environments whose class folders differ (DomainBed would silently mislabel), a class list other than
+DomainBed's (where the dataset has a fixed one), an empty environment.
+
+Storage (``storage=``): ``"encoded"`` (default) keeps the files' bytes packed on the host
+(:class:`~dganalysis.data.encoded.EncodedDataset`; training decodes on the fly or all at once, see
+:mod:`dganalysis.data.feed`); ``"arrays"`` decodes once into uint8 arrays at ``image_size`` (a
+:class:`~dganalysis.data.dataset.DomainDataset`, for the analyses that read whole arrays). Both are cached
+under ``data_dir/imported`` keyed by the file list and options. Images pass through DomainBed's pipeline
+(:mod:`dganalysis.data.pipeline`): ``info['pipeline']`` says so, and training reads it.
+All are large-image datasets: ``small_images = False`` (DomainBed's large-image hparam regime).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dganalysis.data.dataset import DomainDataset
+from dganalysis.data.encoded import EncodedDataset, pack_files
+from dganalysis.data.registry import register_dataset, resolve_data_dir
+
+log = logging.getLogger(__name__)
+
+#: torchvision's ``IMG_EXTENSIONS`` (what DomainBed's ``ImageFolder`` accepts)
+TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+DOWNLOAD = "python -m domainbed.scripts.download --data_dir=<root> (DomainBed, Gulrajani & Lopez-Paz 2021)"
+
+OFFICE_HOME_CLASSES = (
+    "Alarm_Clock Backpack Batteries Bed Bike Bottle Bucket Calculator Calendar Candles Chair Clipboards Computer "
+    "Couch Curtains Desk_Lamp Drill Eraser Exit_Sign Fan File_Cabinet Flipflops Flowers Folder Fork Glasses Hammer "
+    "Helmet Kettle Keyboard Knives Lamp_Shade Laptop Marker Monitor Mop Mouse Mug Notebook Oven Pan Paper_Clip Pen "
+    "Pencil Postit_Notes Printer Push_Pin Radio Refrigerator Ruler Scissors Screwdriver Shelf Sink Sneakers Soda "
+    "Speaker Spoon TV Table Telephone ToothBrush Toys Trash_Can Webcam"
+).split()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A DomainBed image benchmark: where it lives under the data root and what it must contain."""
+
+    name: str
+    folder: str  #: sub-folder of the data root
+    environments: tuple[str, ...]  #: DomainBed's ENVIRONMENTS (our domain names), in index order
+    env_folders: tuple[str, ...]  #: the folders, in the same (sorted) order
+    n_classes: int
+    classes: tuple[str, ...] | None = None  #: DomainBed's class list when fixed (sorted folder names)
+    checkpoint_freq: int = 300  #: DomainBed's CHECKPOINT_FREQ
+    source: str = ""
+
+    small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
+
+    def __post_init__(self) -> None:
+        assert list(self.env_folders) == sorted(self.env_folders), self.name  # DomainBed sorts environments
+        assert len(self.environments) == len(self.env_folders), self.name
+
+    def locate(self, root: str | Path | None) -> Path:
+        """The dataset folder under ``root`` (``root/<folder>``, or ``root`` itself when it holds the
+        environment folders); a missing one raises naming the folder and how to get the data."""
+        if root is None:
+            raise ValueError(f"dataset {self.name!r} needs root= the data folder DomainBed's download script filled "
+                             f"(holding {self.folder}/); get the data with {DOWNLOAD}")
+        root = Path(root).expanduser()
+        for cand in (root / self.folder, root):
+            if cand.is_dir() and any((cand / f).is_dir() for f in self.env_folders):
+                return cand
+        raise FileNotFoundError(
+            f"dataset {self.name!r}: folder {root / self.folder} not found (expected {root / self.folder}/"
+            f"{{{','.join(self.env_folders)}}}/<class>/<image>; source: {self.source}); get it with {DOWNLOAD}")
+
+    def listing(self, root: str | Path | None) -> tuple[Path, list[str], dict[str, list[tuple[Path, int]]]]:
+        """(dataset folder, classes, {domain name: [(file, label)]}) in DomainBed's order; checks the layout."""
+        base = self.locate(root)
+        found = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
+        missing = [f for f in self.env_folders if f not in found]
+        if missing:
+            raise FileNotFoundError(f"dataset {self.name!r}: environment folder(s) {[str(base / f) for f in missing]} "
+                                    f"not found (expected {list(self.env_folders)}); get the data with {DOWNLOAD}")
+        extra = [f for f in found if f not in self.env_folders]
+        if extra:
+            raise ValueError(f"dataset {self.name!r}: unexpected folder(s) {[str(base / f) for f in extra]} in {base} "
+                             f"(DomainBed counts every sub-folder as an environment; expected only {list(self.env_folders)})")
+        classes: list[str] | None = None
+        out: dict[str, list[tuple[Path, int]]] = {}
+        for env, folder in zip(self.environments, self.env_folders):
+            eroot = base / folder
+            cls = sorted(e.name for e in os.scandir(eroot) if e.is_dir())
+            if classes is None:
+                classes = cls
+                self._check_classes(eroot, cls)
+            elif cls != classes:
+                raise ValueError(f"dataset {self.name!r}: {eroot} has classes {_diff(cls, classes)} compared with "
+                                 f"{base / self.env_folders[0]} (every environment must have the same class folders)")
+            items = [(f, k) for k, c in enumerate(cls) for f in _image_files(eroot / c)]
+            if not items:
+                raise ValueError(f"dataset {self.name!r}: {eroot} has no images (extensions {TORCHVISION_EXTENSIONS})")
+            out[env] = items
+        return base, list(classes or []), out
+
+    def _check_classes(self, eroot: Path, cls: list[str]) -> None:
+        if self.classes is not None and cls != sorted(self.classes):
+            raise ValueError(f"dataset {self.name!r}: {eroot} class folders differ from DomainBed's "
+                             f"({_diff(cls, sorted(self.classes))})")
+        if len(cls) != self.n_classes:
+            raise ValueError(f"dataset {self.name!r}: {eroot} has {len(cls)} class folders, DomainBed's has {self.n_classes}")
+
+    def __call__(self, root: str | Path | None = None, image_size: int = 224, storage: str = "encoded",
+                 data_dir: str | Path | None = None, workers: int = 4) -> EncodedDataset | DomainDataset:
+        """Build (or load from the cache) the dataset; see the module doc for ``storage``."""
+        if storage not in ("encoded", "arrays"):
+            raise ValueError(f"dataset {self.name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
+        if int(image_size) < 1:
+            raise ValueError(f"dataset {self.name!r}: image_size={image_size}, expected a positive int")
+        base, classes, listing = self.listing(root)
+        from dganalysis.data.folder import _fingerprint
+
+        files = [f for items in listing.values() for f, _ in items]
+        key = _fingerprint(files, {"benchmark": self.name, "root": str(base.resolve()), "image_size": int(image_size)})
+        cache = resolve_data_dir(data_dir) / "imported" / f"{self.name}-{key}"
+        info = {"source": f"DomainBed layout {base}", "benchmark": self.name, "folders": list(self.env_folders),
+                "pipeline": "domainbed", "checkpoint_freq": self.checkpoint_freq}
+        enc_dir = cache / "encoded"
+        if (enc_dir / "manifest.json").is_file():
+            enc = EncodedDataset.load(enc_dir)
+        else:
+            log.info("packing %s (%d images) into %s", self.name, len(files), enc_dir)
+            enc = pack_files(enc_dir, self.name, classes, listing, int(image_size), info)
+        if storage == "encoded":
+            return enc
+        arr_dir = cache / "arrays"
+        if not (arr_dir / "manifest.json").is_file():
+            enc.to_arrays(workers).save(arr_dir)
+        return DomainDataset.load(arr_dir)
+
+
+def _diff(got: Sequence[str], want: Sequence[str]) -> str:
+    extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
+    return f"extra {extra[:10]}, missing {missing[:10]}" if extra or missing else f"order {list(got)[:10]}"
+
+
+def _image_files(folder: Path) -> list[Path]:
+    """Files as torchvision's ``make_dataset`` lists them: ``sorted(os.walk)``, sorted names, its extensions."""
+    out = []
+    for dirpath, _, fnames in sorted(os.walk(folder, followlinks=True)):
+        for fname in sorted(fnames):
+            if fname.lower().endswith(TORCHVISION_EXTENSIONS):
+                out.append(Path(dirpath) / fname)
+    return out
+
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+    Benchmark("PACS", "PACS", ("A", "C", "P", "S"), ("art_painting", "cartoon", "photo", "sketch"), 7,
+              ("dog", "elephant", "giraffe", "guitar", "horse", "house", "person"),
+              source="Li et al. 2017, http://www.eecs.qmul.ac.uk/~dl307/project_iccv2017"),
+    Benchmark("VLCS", "VLCS", ("C", "L", "S", "V"), ("Caltech101", "LabelMe", "SUN09", "VOC2007"), 5,
+              ("bird", "car", "chair", "dog", "person"), source="Fang et al. 2013"),
+    Benchmark("OfficeHome", "office_home", ("A", "C", "P", "R"), ("Art", "Clipart", "Product", "Real World"), 65,
+              tuple(OFFICE_HOME_CLASSES), source="Venkateswara et al. 2017, http://hemanthdv.org/OfficeHome-Dataset/"),
+    Benchmark("TerraIncognita", "terra_incognita", ("L100", "L38", "L43", "L46"),
+              ("location_100", "location_38", "location_43", "location_46"), 10,
+              ("bird", "bobcat", "cat", "coyote", "dog", "empty", "opossum", "rabbit", "raccoon", "squirrel"),
+              source="Beery et al. 2018, https://beerys.github.io/CaltechCameraTraps/"),
+    Benchmark("DomainNet", "domain_net", ("clip", "info", "paint", "quick", "real", "sketch"),
+              ("clipart", "infograph", "painting", "quickdraw", "real", "sketch"), 345, checkpoint_freq=1000,
+              source="Peng et al. 2019, http://ai.bu.edu/M3SDA/"),
+    Benchmark("SVIRO", "sviro", ("aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"),
+              ("aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"), 7,
+              source="Dias Da Cruz et al. 2020, https://sviro.kl.dfki.de"),
+)}
+
+for _name, _bench in BENCHMARKS.items():
+    register_dataset(_name)(_bench)

@@ -1,0 +1,307 @@
+"""``dganalysis run --profile paper --dry-run``: check a profile and plan its compute without training.
+
+For every notebook of the profile the dry run
+
+1. validates ``params/<profile>/<notebook>.yaml`` as ``dganalysis run`` does (unknown names,
+   names the runner sets) and reads the notebook's parameters cell for the defaults;
+2. builds the notebook's jobs with the same function the notebook calls
+   (:mod:`dganalysis.plans`), so the dry run cannot drift from the notebook; building the
+   jobs also checks algorithm names, hyperparameter overrides and split domain names;
+3. counts the jobs (per notebook, per sweep, and once over the profile: notebooks share one
+   job store, a job wanted by two notebooks is trained once) and those already done in
+   the store;
+4. estimates their cost: each job's training images (steps × batch size × training domains,
+   with the batch size of its own hyperparameter draw) over an images/s figure for its
+   featurizer and image size from ``dganalysis/throughput.yaml``. Those figures say where
+   they come from: the CPU ones are measured (``bench/dryrun_throughput.py``), the GPU one
+   is an assumed speed-up until someone measures a GPU. Evaluation passes, pretraining and
+   environment classifiers are not counted (the output says so);
+5. says which datasets, weights and files are missing.
+
+Nothing is trained and no dataset is built.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from dganalysis.plans import PLANS, Plan, plan_for
+from dganalysis.runner import injected_params, list_notebooks, load_params, repo_root
+
+log = logging.getLogger(__name__)
+THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
+#: image side of each built-in dataset when ``image_size`` is not given
+DEFAULT_IMAGE_SIZE = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 28, "ColoredMNIST": 28, "PaHCC": 64}
+ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError)
+
+
+@dataclass
+class Throughput:
+    """images/s per (featurizer, image size) on the CPU, and the GPU figures or an assumed speed-up."""
+
+    cpu: dict[tuple[str, int], float]
+    gpu: dict[tuple[str, int], float]
+    speedup: float | None
+    cpu_source: str
+    gpu_source: str
+
+    def images_per_s(self, featurizer: str, image_size: int, device: str) -> float | None:
+        """The figure for ``featurizer`` at ``image_size``, scaled by pixel count from the nearest measured size."""
+        table = self.gpu if device == "gpu" and self.gpu else self.cpu
+        sizes = [s for f, s in table if f == featurizer]
+        if not sizes:
+            return None
+        ref = min(sizes, key=lambda s: abs(s - image_size))
+        ips = table[(featurizer, ref)] * (ref / image_size) ** 2
+        if device == "gpu" and not self.gpu:
+            return None if self.speedup is None else ips * self.speedup
+        return ips
+
+
+def load_throughput(path: str | Path | None = None) -> Throughput:
+    """The throughput table (default ``dganalysis/throughput.yaml``); errors name the file and key."""
+    path = Path(path) if path is not None else THROUGHPUT_YAML
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ValueError(f"{path}: cannot read the throughput table ({e})") from e
+
+    def entries(section: str) -> dict[tuple[str, int], float]:
+        out = {}
+        for i, e in enumerate((cfg.get(section) or {}).get("entries") or []):
+            try:
+                out[(str(e["featurizer"]), int(e["image_size"]))] = float(e["images_per_s"])
+            except (KeyError, TypeError, ValueError) as err:
+                raise ValueError(f"{path}: {section}.entries[{i}]: expected featurizer, image_size, images_per_s; "
+                                 f"got {e!r}") from err
+        return out
+
+    if not isinstance(cfg, Mapping) or "cpu" not in cfg:
+        raise ValueError(f"{path}: expected a mapping with a 'cpu' section (and optionally 'gpu')")
+    gpu = cfg.get("gpu") or {}
+    speed = gpu.get("speedup_over_cpu")
+    return Throughput(entries("cpu"), entries("gpu"), float(speed) if speed is not None else None,
+                      " ".join(str(cfg["cpu"].get("source", "")).split()), " ".join(str(gpu.get("source", "")).split()))
+
+
+def notebook_defaults(notebook: Path) -> dict[str, Any]:
+    """The values of the notebook's ``parameters`` cell (each a Python literal)."""
+    import papermill as pm
+
+    out = {}
+    for name, info in pm.inspect_notebook(str(notebook)).items():
+        try:
+            out[name] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError) as e:
+            raise ValueError(f"{notebook.name}: parameter {name} = {info['default']} is not a Python literal") from e
+    return out
+
+
+@cache
+def _hparams(algorithm: str, hparams_seed: int, overrides: str, search: str) -> tuple[str, int]:
+    from dganalysis.algorithms import default_hparams
+
+    hp = default_hparams(algorithm, hparams_seed, overrides=json.loads(overrides), search_overrides=json.loads(search))
+    return str(hp.get("featurizer", "auto")), int(hp.get("batch_size", 64))
+
+
+def job_cost(job, throughput: Throughput) -> dict[str, Any]:
+    """Featurizer, image size, batch size, training images and estimated hours of one job."""
+    featurizer, batch = _hparams(job.algorithm, job.hparams_seed, json.dumps(job.hparams_overrides, sort_keys=True),
+                                 json.dumps(job.search_overrides, sort_keys=True))
+    size = int(job.dataset_kwargs.get("image_size", DEFAULT_IMAGE_SIZE.get(job.dataset, 32)))
+    if featurizer == "auto":  # as dganalysis.nets.featurizers resolves it
+        featurizer = "cnn" if size <= 32 else "resnet18"
+    images = int(job.steps) * batch * len(job.train_domains)
+    row = {"featurizer": featurizer, "image_size": size, "batch_size": batch, "train_images": images}
+    for device in ("cpu", "gpu"):
+        ips = throughput.images_per_s(featurizer, size, device)
+        row[f"{device}_hours"] = images / ips / 3600 if ips else float("nan")
+    return row
+
+
+@cache
+def _pahcc_sources() -> tuple[int, bool]:
+    from dganalysis.data.pahcc.fonts import discover_fonts
+    from dganalysis.data.pahcc.handwriting import hanzi_writer_dir
+
+    return len(discover_fonts()), hanzi_writer_dir().is_dir()
+
+
+def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
+    """(available, what was found) for a dataset use; nothing is built or loaded."""
+    from dganalysis.data import available
+
+    if name not in available():
+        return False, f"unknown dataset {name!r}; known: {', '.join(available())}"
+    if name in ("RotatedDigits", "ColoredDigits"):
+        return True, "scikit-learn's digits (installed with the package)"
+    path_key = {"RotatedMNIST": "mnist_dir", "ColoredMNIST": "mnist_dir", "ImageFolder": "root",
+                "CSVImages": "csv_path"}.get(name)
+    if path_key:
+        path = kwargs.get(path_key)
+        if not path or not Path(path).expanduser().exists():
+            return False, f"MISSING: {path_key}={path!r} does not exist"
+        return True, f"{path_key} {path}"
+    if name == "PaHCC":
+        real = kwargs.get("gnt_dir") or kwargs.get("handwritten_dir")
+        if real and not Path(real).expanduser().exists():
+            return False, f"MISSING: handwritten source {real} does not exist"
+        n_fonts, strokes = _pahcc_sources()
+        if not n_fonts:
+            return False, "MISSING: no Chinese fonts found (run dganalysis/data/pahcc/install_fonts.sh)"
+        if not real and not strokes:
+            return False, "MISSING: hanzi-writer-data stroke medians for the simulated handwriting (install_fonts.sh)"
+        hw = f"real handwriting from {real}" if real else "SIMULATED handwriting (hanzi-writer-data)"
+        return True, f"built on first use from {n_fonts} installed font faces and {hw}"
+    return True, "not checked by the dry run"
+
+
+@dataclass
+class NotebookPlan:
+    """One notebook's outcome: its plan, or the error that stopped planning it."""
+
+    name: str
+    plan: Plan | None = None
+    error: str = ""
+    missing: list[str] = field(default_factory=list)
+    found: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DryRun:
+    """The dry run of a profile: per notebook, and one row per (notebook, sweep, job) in ``jobs``."""
+
+    profile: str
+    notebooks: list[NotebookPlan]
+    jobs: pd.DataFrame
+    throughput: Throughput
+
+    @property
+    def ok(self) -> bool:
+        return all(not n.error and not n.missing for n in self.notebooks)
+
+
+def _check_files(plan: Plan) -> tuple[list[str], list[str]]:
+    missing, found = [], []
+    produced = set(plan.produced)
+    for key, path in plan.files.items():
+        (found if Path(path).expanduser().exists() else missing).append(f"{key}: {path}")
+    weights = {j.hparams_overrides.get("pretrained") for js in plan.sweeps.values() for j in js} - {None}
+    for w in sorted(weights):
+        if w in produced:
+            found.append(f"weights {w} (written by the notebook's pretraining)")
+        else:
+            (found if Path(w).exists() else missing).append(f"weights {w}")
+    return missing, found
+
+
+def plan_notebook(profile: str, name: str, root: Path, output_root: Path | None = None) -> NotebookPlan:
+    """Validate one notebook's YAML and build its plan; errors are recorded, not raised."""
+    out = NotebookPlan(name)
+    try:
+        params = {**notebook_defaults(root / "notebooks" / f"{name}.ipynb"), **load_params(profile, name, root),
+                  **injected_params(profile, root, output_root)}
+        if name not in PLANS:
+            out.error = (f"no plan registered in dganalysis.plans for {name}: its jobs cannot be listed without "
+                         "executing it")
+            return out
+        out.plan = plan_for(name, params)
+    except ERRORS as e:
+        out.error = f"{type(e).__name__}: {e}"
+        return out
+    for ds, kwargs in out.plan.datasets:
+        ok, what = check_dataset(ds, kwargs)
+        label = f"{ds} {json.dumps(kwargs, sort_keys=True, default=str)}: {what}"
+        if label not in out.missing + out.found:
+            (out.found if ok else out.missing).append(label)
+    miss, found = _check_files(out.plan)
+    out.missing += miss
+    out.found += found
+    return out
+
+
+def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path | None = None,
+            output_root: Path | None = None, throughput: str | Path | None = None) -> DryRun:
+    """Check and plan ``names`` (default: every notebook) of ``profile``; see the module docstring."""
+    from dganalysis.sweep import job_state
+
+    root = root or repo_root()
+    all_names = list_notebooks(root)
+    names = [n[:-6] if n.endswith(".ipynb") else n for n in (names or all_names)]
+    unknown = [n for n in names if n not in all_names]
+    if unknown:
+        raise ValueError(f"unknown notebook(s) {unknown}; available: {all_names}")
+    table = load_throughput(throughput)
+    store = Path(injected_params(profile, root, output_root)["store_dir"])
+    notebooks = [plan_notebook(profile, n, root, output_root) for n in names]
+    rows, has_store = [], store.is_dir()
+    for nb in notebooks:
+        for sweep, jobs in (nb.plan.sweeps.items() if nb.plan else ()):
+            for j in jobs:
+                rows.append({"notebook": nb.name, "sweep": sweep, "job_id": j.job_id, "dataset": j.dataset,
+                             "algorithm": j.algorithm, "train": ",".join(j.train_domains),
+                             "test": ",".join(j.test_domains), "hparams_seed": j.hparams_seed,
+                             "trial_seed": j.trial_seed, "steps": j.steps, **job_cost(j, table),
+                             "state": job_state(j, store) if has_store else "new"})
+    cols = ["notebook", "sweep", "job_id", "dataset", "algorithm", "train", "test", "hparams_seed", "trial_seed",
+            "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state"]
+    return DryRun(profile, notebooks, pd.DataFrame(rows, columns=cols), table)
+
+
+def _hours(frame: pd.DataFrame, col: str) -> str:
+    unknown = int(frame[col].isna().sum())
+    text = f"{frame[col].sum():,.2f}"
+    return text + (f" (+{unknown} job(s) without a throughput figure)" if unknown else "")
+
+
+def format_dry_run(result: DryRun) -> str:
+    """The human-readable report printed by ``dganalysis run --dry-run``."""
+    df = result.jobs
+    lines = [f"dry run of profile {result.profile!r}: nothing is trained", ""]
+    for nb in result.notebooks:
+        jobs = df[df["notebook"] == nb.name]
+        status = "ERROR" if nb.error else ("MISSING INPUTS" if nb.missing else "ok")
+        lines.append(f"== {nb.name}: {status}")
+        if nb.error:
+            lines.append(f"   {nb.error}")
+        for sweep, g in jobs.groupby("sweep", sort=False):
+            algs = g["algorithm"].unique()
+            lines.append(f"   sweep {sweep}: {len(g)} jobs = {len(algs)} algorithm(s) × {g['train'].nunique()} "
+                         f"training set(s) × {g['hparams_seed'].nunique()} hparam draw(s) × "
+                         f"{g['trial_seed'].nunique()} trial(s) on {', '.join(g['dataset'].unique())}; "
+                         f"{g['featurizer'].iloc[0]} at {g['image_size'].iloc[0]} px, {g['steps'].iloc[0]} steps; "
+                         f"{(g['state'] == 'done').sum()} already done")
+            lines.append(f"      algorithms: {', '.join(algs)}")
+        if nb.plan is not None and not len(jobs):
+            lines.append("   no training jobs")
+        for text in (nb.plan.other if nb.plan else []):
+            lines.append(f"   also: {text}")
+        lines += [f"   MISSING {m}" for m in nb.missing] + [f"   found: {f}" for f in nb.found]
+    todo = df[df["state"] != "done"].drop_duplicates("job_id")
+    t = result.throughput
+    lines += ["", f"== total: {len(df)} jobs listed, {df['job_id'].nunique()} distinct (notebooks share the store), "
+                  f"{len(todo)} still to train",
+              f"   training images: {todo['train_images'].sum():,}",
+              f"   estimated CPU-hours (one process per job): {_hours(todo, 'cpu_hours')}",
+              f"   estimated GPU-hours: {_hours(todo, 'gpu_hours')}",
+              f"   CPU figures: {t.cpu_source}",
+              f"   GPU figures: {t.gpu_source}",
+              "   not counted: evaluation passes at each checkpoint, pretraining and environment classifiers (see 'also')"]
+    by = todo.groupby("featurizer")[["train_images", "cpu_hours", "gpu_hours"]].sum()
+    for feat, r in by.iterrows():
+        lines.append(f"   {feat:12s} {int(r['train_images']):>15,} images  {r['cpu_hours']:>10,.1f} CPU-h  "
+                     f"{r['gpu_hours']:>8,.1f} GPU-h")
+    lines.append("result: " + ("every YAML valid, every input found" if result.ok
+                               else "PROBLEMS above (ERROR / MISSING)"))
+    return "\n".join(lines)

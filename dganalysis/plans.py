@@ -1,0 +1,244 @@
+"""What each study notebook trains, as a function of its parameters.
+
+One function per notebook builds the notebook's job grid (and names the datasets and files
+it reads) from the notebook's own parameters: the notebook calls it and hands the jobs to
+``run_sweep``; ``dganalysis run --dry-run`` (:mod:`dganalysis.dryrun`) calls the same
+function with a profile's YAML to list the jobs, count them and estimate their cost
+without training anything. Each function's keyword names are the notebook's parameter
+names (a test checks this), so the dry run passes the parameters through by name.
+Domain names come from :func:`domain_names`, which knows the built-in datasets without
+building them (PaHCC at paper scale takes hours to render).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dganalysis.registry import Registry
+from dganalysis.sweep import Job, make_jobs
+
+
+@dataclass
+class Plan:
+    """What one notebook will compute.
+
+    ``sweeps``: its job lists by name (a notebook may run several sweeps); ``datasets``:
+    every (dataset name, kwargs) it loads, the sweeps' included; ``files``: parameter name
+    → path of each file or folder it reads (weights, CSVs, image folders); ``other``: work
+    that is not a sweep job (pretraining, environment classifiers), in words; ``produced``:
+    files the notebook writes before its sweeps read them (e.g. pretrained checkpoints).
+    """
+
+    sweeps: dict[str, list[Job]] = field(default_factory=dict)
+    datasets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    other: list[str] = field(default_factory=list)
+    produced: list[str] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """All jobs of all sweeps, each once, in order."""
+        return list(dict.fromkeys(j for js in self.sweeps.values() for j in js))
+
+
+PLANS: Registry[Callable[..., Plan]] = Registry("notebook plan")
+
+
+def domain_names(dataset: str, dataset_kwargs: Mapping[str, Any] | None = None,
+                 data_dir: str | Path | None = None) -> list[str]:
+    """The domain names of ``dataset`` built with ``dataset_kwargs``; built-in datasets without building them."""
+    from dganalysis.data.digits import COLOR_FLIP, ROTATIONS
+    from dganalysis.data.pahcc import DOMAINS
+
+    kw = dict(dataset_kwargs or {})
+    if dataset in ("RotatedDigits", "RotatedMNIST"):
+        return [str(a) for a in kw.get("angles", ROTATIONS)]
+    if dataset in ("ColoredDigits", "ColoredMNIST"):
+        return [str(k) for k in (kw.get("flips") or COLOR_FLIP)]
+    if dataset == "PaHCC":
+        return list(DOMAINS)
+    from dganalysis.data import load_dataset
+
+    return load_dataset(dataset, data_dir=data_dir, **kw).domain_names
+
+
+def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
+    return [d for d in domains if d not in train]
+
+
+@PLANS.register("00_quickstart")
+def quickstart_plan(*, angles: list[int], image_size: int, algorithms: list[str], n_hparams: int, n_trials: int,
+                    steps: int, checkpoint_freq: int, hparams_overrides: dict) -> Plan:
+    """DomainBed's protocol on RotatedDigits: leave-one-domain-out runs plus the runs with two held-out
+    domains that leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3)."""
+    kwargs = {"image_size": image_size, "angles": angles}
+    domains = domain_names("RotatedDigits", kwargs)
+    common = dict(n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                  hparams_overrides=hparams_overrides, domains=domains)
+    jobs = make_jobs("RotatedDigits", kwargs, algorithms, "leave_one_out", **common)
+    jobs += make_jobs("RotatedDigits", kwargs, algorithms, {"leave_one_group_out": 2}, **common)
+    return Plan({"leave-one-out": jobs}, [("RotatedDigits", kwargs)])
+
+
+@PLANS.register("01_dataset_construction")
+def dataset_construction_plan(*, n_classes: int, image_size: int, writers: int, seed: int) -> Plan:
+    """No training: the PaHCC build (Zhang, Zhang & Liu, Sec. 3), gray and binarized."""
+    kwargs = {"size": n_classes, "image_size": image_size, "writers": writers, "seed": seed}
+    return Plan({}, [("PaHCC", kwargs), ("PaHCC", {**kwargs, "binarize": True})],
+                other=[f"PaHCC build: {n_classes} classes at {image_size} px, {writers} simulated writers (CPU)"])
+
+
+@PLANS.register("02_binarization_study")
+def binarization_plan(*, dataset: str, dataset_kwargs: dict, full_dataset_kwargs: dict, train_sets: list[list[str]],
+                      algorithms: list[str], n_hparams: int, n_trials: int, steps: int, checkpoint_freq: int,
+                      hparams_overrides: dict, extra_bars_csv: str, data_dir: str | None = None) -> Plan:
+    """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
+    Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
+    as notebook 03's for the same settings."""
+    domains = domain_names(dataset, dataset_kwargs, data_dir)
+    splits = [{"train": list(t), "test": _rest(t, domains)} for t in train_sets]
+    arms = {"gray": {**dataset_kwargs, "binarize": False}, "binary": {**dataset_kwargs, "binarize": True}}
+    if full_dataset_kwargs:
+        arms["full binary"] = {**full_dataset_kwargs, "binarize": True}
+    sweeps = {arm: make_jobs(dataset, kw, algorithms, splits if arm != "full binary" else splits[-1:],
+                             n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                             hparams_overrides=hparams_overrides, domains=domains)
+              for arm, kw in arms.items()}
+    return Plan(sweeps, [(dataset, kw) for kw in arms.values()],
+                files={"extra_bars_csv": extra_bars_csv} if extra_bars_csv else {})
+
+
+@PLANS.register("03_dynamic_dg")
+def dynamic_dg_plan(*, dataset: str, dataset_kwargs: dict, test_domain: str, swap_choices: list[list[str]],
+                    domain_plus_chains: list[list[list[str]]], evaluate_on: str, algorithms: list[str], n_hparams: int,
+                    n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
+                    data_dir: str | None = None) -> Plan:
+    """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
+    domains = domain_names(dataset, dataset_kwargs, data_dir)
+    train_sets = list(dict.fromkeys(tuple(t) for t in swap_choices + [s for chain in domain_plus_chains for s in chain]))
+    splits = [{"train": list(t), "test": _rest(t, domains) if evaluate_on == "rest" else [test_domain]}
+              for t in train_sets]
+    jobs = make_jobs(dataset, dataset_kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials, steps=steps,
+                     checkpoint_freq=checkpoint_freq, hparams_overrides=hparams_overrides, domains=domains)
+    return Plan({"dynamic": jobs}, [(dataset, dataset_kwargs)])
+
+
+def leakage_checkpoints(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
+                        featurizer: str, test_like_angles: list[int], source_copies: int, pretrain_steps: int,
+                        pretrain_batch_size: int, pretrain_lr: float) -> dict[str, Path]:
+    """Where notebook 04 keeps its two pretrained featurizers (supervised on a test-like source, SimCLR on the
+    training domains), as :func:`dganalysis.pretrain.checkpoint_path` names them."""
+    from dganalysis.pretrain import checkpoint_path
+
+    common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
+    key = dict(dataset=dataset, **dataset_kwargs, train=train_domains, **common)
+    folder = Path(output_dir) / "pretrained"
+    return {"supervised": checkpoint_path(folder, "supervised", {**key, "angles": test_like_angles,
+                                                                 "copies": source_copies}),
+            "simclr": checkpoint_path(folder, "simclr", key)}
+
+
+@PLANS.register("04_leakage_oracle")
+def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
+                        test_domains: list[str], featurizer: str, test_like_angles: list[int], source_copies: int,
+                        pretrain_steps: int, pretrain_batch_size: int, pretrain_lr: float, algorithm: str, steps: int,
+                        checkpoint_freq: int, batch_size: int, lr: float, n_trials: int, frozen_stages: list[int],
+                        oracle_splits: list[dict], oracle_n_hparams: int, oracle_steps: int,
+                        inception_weights: str | None) -> Plan:
+    """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024)."""
+    from dganalysis.protocols.leakage import make_leakage_jobs
+
+    ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                               train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
+                               source_copies=source_copies, pretrain_steps=pretrain_steps,
+                               pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr)
+    pretrained = {"supervised (test-like)": ckpt["supervised"], "SimCLR (train domains)": ckpt["simclr"], "none": None}
+    split = [{"train": train_domains, "test": test_domains}]
+    hp = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
+    common = dict(algorithms=[algorithm], n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                  hparams_overrides=hp)
+    jobs = make_leakage_jobs(dataset, dataset_kwargs, split, pretrained, ["LP", "FT"], **common)
+    jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {k: v for k, v in pretrained.items() if v},
+                              [f"FT-freeze{k}" for k in frozen_stages], **common)
+    oracle = make_leakage_jobs(dataset, dataset_kwargs, oracle_splits, {"none": None}, ["FT"], algorithms=[algorithm],
+                               n_hparams=oracle_n_hparams, n_trials=n_trials, steps=oracle_steps,
+                               checkpoint_freq=max(1, oracle_steps // 2),
+                               hparams_overrides={"featurizer": featurizer, "batch_size": batch_size})
+    files = {"inception_weights": inception_weights} if inception_weights else {}
+    other = [f"2 pretraining runs of {featurizer} ({pretrain_steps} steps × batch {pretrain_batch_size}; supervised "
+             f"and SimCLR) into {ckpt['supervised'].parent} — not counted in the budget"]
+    return Plan({"LP/FT": jobs, "oracle-K": oracle}, [(dataset, dataset_kwargs)], files, other,
+                produced=[str(p.resolve()) for p in ckpt.values()])
+
+
+@PLANS.register("05_leaderboards")
+def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[list[str]]], algorithms: list[str],
+                      n_hparams: int, n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
+                      data_dir: str | None = None) -> Plan:
+    """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5)."""
+    sweeps: dict[str, list[Job]] = {"LODO": [], "LOGO": []}
+    for name, kwargs in datasets.items():
+        domains = domain_names(name, kwargs, data_dir)
+        lodo = [{"train": [d for d in domains if d != t], "test": [t]} for t in domains]
+        logo = [{"train": _rest(g, domains), "test": list(g)} for g in logo_groups.get(name, [])]
+        for proto, splits in (("LODO", lodo), ("LOGO", logo)):
+            if splits:
+                sweeps[proto] += make_jobs(name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
+                                           steps=steps, checkpoint_freq=checkpoint_freq,
+                                           hparams_overrides=hparams_overrides, domains=domains)
+    return Plan(sweeps, [(name, kwargs) for name, kwargs in datasets.items()])
+
+
+@PLANS.register("06_shift_estimation")
+def shift_estimation_plan(*, ranking_datasets: list[dict], ranking_algorithms: list[str], ranking_n_hparams: int,
+                          ranking_n_trials: int, ranking_steps: int, ranking_checkpoint_freq: int,
+                          ranking_hparams_overrides: dict, map_datasets: list[dict], folder_root: str | None,
+                          folder_image_size: int, fig4_rho: list[float], fig4_mu: list[float], fig4_trials: int,
+                          table3_rho_te: list[float], table3_trials: int, map_trials: int, env_steps: int,
+                          data_dir: str | None = None) -> Plan:
+    """The Tables 1–2 ranking sweep of Ye et al. 2022 (one split per dataset); the shift estimates themselves
+    train small environment classifiers, counted in ``other``."""
+    jobs: list[Job] = []
+    for spec in ranking_datasets:
+        kwargs = spec.get("kwargs", {})
+        jobs += make_jobs(spec["name"], kwargs, ranking_algorithms, [{"train": spec["train"], "test": spec["test"]}],
+                          n_hparams=ranking_n_hparams, n_trials=ranking_n_trials, steps=ranking_steps,
+                          checkpoint_freq=ranking_checkpoint_freq, hparams_overrides=ranking_hparams_overrides,
+                          domains=domain_names(spec["name"], kwargs, data_dir))
+    datasets = [(s["name"], s.get("kwargs", {})) for s in [*map_datasets, *ranking_datasets]]
+    if folder_root is not None:
+        datasets.append(("ImageFolder", {"root": folder_root, "image_size": folder_image_size}))
+    n_env = (len(fig4_rho) ** 2 + 2 * len(fig4_mu) ** 2) * fig4_trials + (len(table3_rho_te) + 1) * table3_trials \
+        + (len(map_datasets) + (folder_root is not None)) * map_trials
+    other = [f"{n_env} environment-classifier trainings of {env_steps} steps (Fig. 4, Table 3, Fig. 3 map) "
+             "— not counted in the budget"]
+    return Plan({"ranking": jobs}, datasets, {"folder_root": folder_root} if folder_root else {}, other)
+
+
+@PLANS.register("07_worst_case")
+def worst_case_plan(*, dataset: str, dataset_kwargs: dict, train_domains: list[str], test_domains: list[str],
+                    algorithms: list[str], featurizer: str, n_hparams: int, steps: int, checkpoint_freq: int,
+                    batch_size: int, lr: float, wc_rho: float) -> Plan:
+    """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
+    overrides: dict[str, Any] = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
+    if any(a.endswith("_WC") or a == "WCDG" for a in algorithms):
+        overrides["wc_rho"] = wc_rho
+    jobs = make_jobs(dataset, dataset_kwargs, algorithms, [{"train": train_domains, "test": test_domains}],
+                     n_hparams=n_hparams, n_trials=1, steps=steps, checkpoint_freq=checkpoint_freq,
+                     hparams_overrides=overrides, save_model=True)
+    return Plan({"models": jobs}, [(dataset, dataset_kwargs)])
+
+
+def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
+    """Call ``notebook``'s plan function with the parameters it names, taken from ``params``."""
+    import inspect
+
+    fn = PLANS.get(notebook)
+    names = list(inspect.signature(fn).parameters)
+    missing = [n for n in names if n not in params and inspect.signature(fn).parameters[n].default is inspect.Parameter.empty]
+    if missing:
+        raise KeyError(f"{notebook}: parameters {missing} are needed to plan its jobs but are not set")
+    return fn(**{n: params[n] for n in names if n in params})

@@ -1,0 +1,185 @@
+"""One self-contained HTML page for a profile's outputs: ``outputs/<profile>/report.html``.
+
+The page opens with the summary of ``index.md`` (everything above the first per-notebook
+section), then one section per notebook with its status, every figure it wrote (PNG,
+embedded as base64, so the page can be mailed or attached on its own) and every table
+(its Markdown form, with caption and the notebook's number format; a table saved only as
+CSV or LaTeX is shown from its CSV). Figures and tables in ``figures/`` and ``tables/``
+that no recorded run wrote (e.g. from a notebook run by hand with papermill) are listed in a
+last section, so the page shows every figure and table of the folder. ``dganalysis run``
+writes the page after each run and links it from ``index.md``; ``dganalysis report``
+rebuilds it from what is on disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import re
+from pathlib import Path
+
+from dganalysis import io
+from dganalysis.runner import NotebookRun, read_history
+
+REPORT_NAME = "report.html"
+LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .85em; }
+th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: left; vertical-align: top; }
+thead th { background: #f2f2f2; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption, .meta { color: #555; font-size: .85em; }
+.failed { color: #b00020; font-weight: bold; } .ok { color: #1b5e20; }
+nav ul { columns: 2; } code { background: #f5f5f5; padding: 0 .2em; }
+"""
+
+
+def _markdown(text: str) -> str:
+    """Markdown → HTML (CommonMark + tables, raw HTML escaped) with markdown-it-py."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
+def _anchor(kind: str, stem: str) -> str:
+    return f"{kind}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
+
+
+def _local_links(fragment: str) -> str:
+    """Point links to ``figures/X.png|pdf`` and ``tables/X.md|csv|tex`` at the embedded copies on this page."""
+    fragment = re.sub(r'href="figures/([^"/]+)\.(?:png|pdf)"', lambda m: f'href="#{_anchor("fig", m[1])}"', fragment)
+    return re.sub(r'href="tables/([^"/]+)\.(?:md|csv|tex)"', lambda m: f'href="#{_anchor("tab", m[1])}"', fragment)
+
+
+def index_summary(index_text: str, notebook_names: list[str]) -> str:
+    """The part of ``index.md`` above its first per-notebook section (``## <notebook>``)."""
+    lines = index_text.splitlines()
+    heads = {f"## {n}" for n in notebook_names}
+    for i, line in enumerate(lines):
+        if line.strip() in heads:
+            return "\n".join(lines[:i]).rstrip() + "\n"
+    return index_text
+
+
+def _figure_html(png: Path) -> str:
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    name = html.escape(png.stem)
+    return (f'<figure id="{_anchor("fig", png.stem)}"><img alt="{name}" src="data:image/png;base64,{data}">'
+            f"<figcaption>figure <code>{name}</code> (PDF: <code>figures/{html.escape(png.stem)}.pdf</code>)"
+            "</figcaption></figure>")
+
+
+def _table_html(folder: Path, stem: str) -> str:
+    md, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
+    if md.is_file():
+        body = _markdown(md.read_text(encoding="utf-8"))
+    elif csv.is_file():
+        import pandas as pd
+
+        body = pd.read_csv(csv).to_html(index=False, border=0, na_rep="")
+    else:
+        body = "<p>(saved as LaTeX only: " + html.escape(f"tables/{stem}.tex") + ")</p>"
+    return (f'<div class="table" id="{_anchor("tab", stem)}"><h3>table <code>{html.escape(stem)}</code></h3>'
+            f"{body}</div>")
+
+
+def _pngs(paths: list[Path], folder: Path) -> list[Path]:
+    """The PNG of each figure path recorded for a run (the runner records both .pdf and .png), existing only."""
+    stems = list(dict.fromkeys(Path(p).stem for p in paths))
+    return [folder / f"{s}.png" for s in stems if (folder / f"{s}.png").is_file()]
+
+
+def _table_stems(paths: list[Path], folder: Path) -> list[str]:
+    stems = list(dict.fromkeys(Path(p).stem for p in paths))
+    return [s for s in stems if any((folder / f"{s}.{ext}").is_file() for ext in ("md", "csv", "tex"))]
+
+
+def _section(run: NotebookRun, figures: Path, tables: Path) -> tuple[str, set[str], set[str]]:
+    status = ('<span class="ok">ok</span>' if run.ok
+              else f'<span class="failed">FAILED</span> — {html.escape(run.error)}')
+    pngs, stems = _pngs(run.figures, figures), _table_stems(run.tables, tables)
+    parts = [f'<section id="{_anchor("nb", run.name)}"><h2>{html.escape(run.name)}</h2>',
+             f'<p class="meta">status: {status} · {run.seconds / 60:.1f} min · executed notebook: '
+             f'<a href="notebooks/{html.escape(run.name)}.ipynb">notebooks/{html.escape(run.name)}.ipynb</a> · '
+             f"{len(pngs)} figure(s), {len(stems)} table(s)</p>"]
+    if not pngs and not stems:
+        parts.append("<p>(no figures or tables written)</p>")
+    parts += [_figure_html(p) for p in pngs]
+    parts += [_table_html(tables, s) for s in stems]
+    parts.append("</section>")
+    return "\n".join(parts), {p.stem for p in pngs}, set(stems)
+
+
+def render_report(out: Path, profile: str) -> str:
+    """The HTML page for ``out`` = ``outputs/<profile>`` (see the module docstring)."""
+    out = Path(out)
+    runs = read_history(out)
+    index = out / "index.md"
+    if not runs and not index.is_file():
+        raise FileNotFoundError(f"{out}: no run recorded (no runs.json or index.md); "
+                                f"run `dganalysis run --profile {profile}` first")
+    figures, tables = out / "figures", out / "tables"
+    summary = index_summary(index.read_text(encoding="utf-8"), [r.name for r in runs]) if index.is_file() else ""
+    lines = summary.splitlines()
+    if lines and lines[0].startswith("# "):  # the page has its own title
+        lines = lines[1:]
+    summary = "\n".join(line for line in lines if line.strip() != LINK_LINE)
+    sections, seen_fig, seen_tab = [], set(), set()
+    for run in runs:
+        text, f, t = _section(run, figures, tables)
+        sections.append(text)
+        seen_fig |= f
+        seen_tab |= t
+    other_fig = sorted(p for p in figures.glob("*.png") if p.stem not in seen_fig) if figures.is_dir() else []
+    other_tab = sorted({p.stem for p in tables.glob("*") if p.suffix in (".md", ".csv", ".tex")} - seen_tab) \
+        if tables.is_dir() else []
+    if other_fig or other_tab:
+        sections.append('<section id="nb-other"><h2>Other figures and tables in this folder</h2>'
+                        "<p class=\"meta\">written by no run recorded in runs.json (e.g. an earlier run or a "
+                        "notebook executed by hand)</p>"
+                        + "\n".join([_figure_html(p) for p in other_fig] + [_table_html(tables, s) for s in other_tab])
+                        + "</section>")
+    toc = "".join(f'<li><a href="#{_anchor("nb", r.name)}">{html.escape(r.name)}</a>'
+                  f'{"" if r.ok else " (FAILED)"}</li>' for r in runs)
+    if other_fig or other_tab:
+        toc += '<li><a href="#nb-other">other figures and tables</a></li>'
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    title = f"dganalysis — profile {html.escape(profile)}"
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{title}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f'<p class="meta">Generated {stamp} from <code>{html.escape(str(out))}</code>. Figures are embedded; '
+        "the page needs no other file.</p>",
+        f'<section id="summary">{_local_links(_markdown(summary))}</section>' if summary else "",
+        f"<nav><h2>Notebooks</h2><ul>{toc}</ul></nav>" if toc else "",
+        *sections, "</body></html>", ""])
+
+
+def link_from_index(out: Path) -> None:
+    """Add the report link under the title of ``<out>/index.md`` (once; nothing when there is no index)."""
+    index = Path(out) / "index.md"
+    if not index.is_file():
+        return
+    lines = index.read_text(encoding="utf-8").splitlines()
+    if LINK_LINE in lines:
+        return
+    at = 1 if lines and lines[0].startswith("# ") else 0
+    lines[at:at] = ["", LINK_LINE] if at else [LINK_LINE, ""]
+    io.write_text(index, "\n".join(lines) + "\n")
+
+
+def write_report(out: Path, profile: str, path: Path | None = None) -> Path:
+    """Write the page (default ``<out>/report.html``) atomically and link it from ``index.md``."""
+    out = Path(out)
+    target = Path(path) if path is not None else out / REPORT_NAME
+    written = io.write_text(target, render_report(out, profile))
+    if target.resolve() == (out / REPORT_NAME).resolve():
+        link_from_index(out)
+    return written

@@ -1,0 +1,41 @@
+"""The benchmark side of Ye et al. 2022 (OoD-Bench), Tables 1–2: test accuracy per dataset and algorithm
+after model selection, and each dataset's dominant shift, as notebook 06 needs them for the ranking tables
+(:func:`dganalysis.shift.study.ranking_tables`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+
+def accuracy_by_dataset(selected: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy (%) per (dataset, algorithm): mean and SE over trials (sample std, ddof = 1, / √n)
+    of each trial's mean over its test-domain rows of ``selected`` (a :func:`dganalysis.selection.select` frame)."""
+    from dganalysis.selection import summarize
+
+    missing = [c for c in ("dataset", "algorithm", "trial_seed", "acc") if c not in selected]
+    if missing:
+        raise ValueError(f"accuracy_by_dataset: selected lacks columns {missing}")
+    per_trial = selected.groupby(["dataset", "algorithm", "trial_seed"], as_index=False)["acc"].mean()
+    summary = summarize(per_trial, by=["dataset", "algorithm"]).rename(columns={"mean": "acc"})
+    summary[["acc", "se"]] *= 100
+    return summary
+
+
+def sweep_accuracy(tidy: pd.DataFrame, job_ids: Iterable[str], selection_method: str) -> pd.DataFrame:
+    """:func:`accuracy_by_dataset` of the jobs ``job_ids`` of a tidy results frame, selected by ``selection_method``."""
+    from dganalysis.selection import select
+
+    ids = set(job_ids)
+    return accuracy_by_dataset(select(tidy[tidy["job_id"].isin(ids)], selection_method))
+
+
+def dominant_shift(shift_map: pd.DataFrame, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Dataset → "diversity" | "correlation" from a shift map (:func:`dganalysis.shift.study.dataset_map`);
+    ``overrides`` win (e.g. for a dataset not on the map)."""
+    bad = {k: v for k, v in (overrides or {}).items() if v not in ("diversity", "correlation")}
+    if bad:
+        raise ValueError(f"ranking_dominant: expected 'diversity' or 'correlation' per dataset, got {bad}")
+    return {**dict(zip(shift_map["dataset"], shift_map["dominant"])), **dict(overrides or {})}

@@ -1,0 +1,204 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Worst-case loss: a distance-based evaluation of DG models
+#
+# Seed 004 (poster, *distance-based evaluation method for DG*) proposes to judge a DG model by its **worst-case loss
+# at Wasserstein distance ρ** from the source distribution, computed in the representation space z = g(x) through the
+# dual (Sinha et al., 2017):
+#
+# $$\sup_{P: W_2(P, g\#Q) \le \rho} \mathbb{E}_P[\ell(h(z), y)] = \inf_{\gamma \ge 0} \gamma\rho^2 + \mathbb{E}_{(z_0,y)\sim g\#Q}\big[\sup_z \ell(h(z), y) - \gamma\|z - z_0\|^2\big].$$
+#
+# Its key results, which this notebook re-examines on **RotatedDigits** (the offline R-MNIST analogue built from
+# scikit-learn's 8×8 digits; RotatedMNIST when MNIST is available):
+#
+# 1. the worst-case loss is high even close to the source (small ρ) for current DG models (ERM, CORAL, WM, G2DM);
+# 2. the representation-space worst case is not an overestimate of the input-space one (models trained with WM, G2DM);
+# 3. cross-entropy, multi-class hinge and 0-1 losses give consistent pictures;
+# 4. the worst-case objective can be added to other DG methods' losses (WCDG: `ERM_WC`, `CORAL_WC`, ...).
+#
+# We add the question the poster implies but does not test: **does the worst-case loss at small ρ predict accuracy on
+# unseen rotations** (Spearman correlation across models)?
+#
+# Choices (documented in `dganalysis.dro`): radii are in units of the representation spread
+# $s = (\mathbb{E}\|z - \mathbb{E}z\|^2)^{1/2}$ (`scale="std"`), since raw distances are not comparable across models
+# (rescaling g by c and h by 1/c changes raw radii but not the model); the inner sup uses monotone gradient ascent
+# (closed forms for hinge and 0-1 with a linear head); the outer inf walks a geometric γ grid with warm starts.
+# WM is our sliced-Wasserstein matching baseline and G2DM uses one-vs-all adversarial discriminators
+# (see `dganalysis/algorithms/wm.py`, `g2dm.py`).
+
+# %% tags=["parameters"]
+# parameters: the smallest settings that run every cell (nbval); params/quick and params/paper scale them up
+output_dir = "../outputs/default"
+store_dir = "../outputs/default/store"
+data_dir = "../outputs/data"
+dataset = "RotatedDigits"
+dataset_kwargs = {"image_size": 16}
+train_domains = ["15", "30", "45", "60"]
+test_domains = ["0", "75"]
+algorithms = ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"]
+featurizer = "mlp"
+n_hparams = 1
+steps = 20
+checkpoint_freq = 10
+batch_size = 32
+lr = 3e-3
+wc_rho = 0.1                        # WCDG training radius (units of the batch representation spread)
+rhos = [0.0, 0.05, 0.1, 0.2, 0.4]   # evaluation radii (units of the representation spread)
+rho_small = 0.05                    # the "close to the source" radius used to predict unseen accuracy
+n_eval = 150                        # source samples for the curves
+loss_models = ["WM"]                # algorithms whose three-loss comparison is shown
+compare_models = ["WM", "G2DM"]     # algorithms compared in input vs representation space
+input_rhos = [0.0, 0.5, 1.0]        # input-space radii (pixel L2 units)
+n_input = 16                        # samples for the input-space worst case (each step passes through the network)
+n_workers = 1
+n_threads = 1                       # torch threads in this kernel (the machine is often shared)
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+from IPython.display import display
+
+from dganalysis import plots
+from dganalysis.data import load_dataset
+from dganalysis.dro import compare_input_representation
+from dganalysis.dro import study
+from dganalysis.dro.study import curves_for_models, domain_accuracy, source_sample
+from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.train import load_model
+
+plots.setup_style()
+torch.set_num_threads(n_threads)
+ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
+print(ds.name, [(d.name, len(d)) for d in ds.domains])
+
+# %% [markdown]
+# ## Train the models (sweep API, models saved)
+#
+# One split: train on the middle rotations, test on the unseen extremes. Every algorithm × `n_hparams` random-search
+# draws (seed 0 = defaults); the jobs are shared with other notebooks of the same profile when their specs match.
+
+# %%
+split = [{"train": train_domains, "test": test_domains}]
+overrides = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
+if any(a.endswith("_WC") or a == "WCDG" for a in algorithms):
+    overrides["wc_rho"] = wc_rho
+jobs = make_jobs(dataset, dataset_kwargs, algorithms, split, n_hparams=n_hparams, n_trials=1, steps=steps,
+                 checkpoint_freq=checkpoint_freq, hparams_overrides=overrides, save_model=True)
+status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
+display(status.groupby(["algorithm", "status"]).size().rename("jobs").reset_index())
+
+models, info = {}, []
+for job in jobs:
+    label = f"{job.algorithm}#{job.hparams_seed}"
+    models[label] = load_model(f"{store_dir}/{job.job_id}")
+    info.append({"model": label, "algorithm": job.algorithm, "hparams_seed": job.hparams_seed,
+                 "source_acc": domain_accuracy(models[label], ds, train_domains),
+                 "test_acc": domain_accuracy(models[label], ds, test_domains)})
+info = pd.DataFrame(info)
+display(info.round(3))
+
+# %% [markdown]
+# ## Worst-case loss vs ρ (cross-entropy)
+#
+# The source distribution Q is a seeded sample of the training domains. ρ = 0 is the nominal (source) loss.
+# `primal_loss` / `transport_distance` in the tables are the feasible distribution that attains the value
+# (the certificate; equal to the dual value up to the γ grid).
+
+# %%
+x_src, y_src = source_sample(ds, train_domains, n_eval, seed=0)
+curves = curves_for_models(models, x_src, y_src, rhos, losses=("ce", "hinge", "01"), scale="std")
+curves = curves.merge(info[["model", "algorithm"]], on="model")
+ce = curves[curves.loss == "ce"]
+assert (ce.groupby("model").worst_case_loss.apply(lambda s: np.all(np.diff(s.to_numpy()) >= -1e-9))).all()
+
+fig, ax = plt.subplots(figsize=(5, 3.5))
+sns.lineplot(data=ce, x="rho", y="worst_case_loss", hue="algorithm", units="model", estimator=None, marker="o", ax=ax)
+ax.set(xlabel="ρ (units of representation spread)", ylabel="worst-case cross-entropy", title=f"{dataset}: worst case around the source")
+plots.save_figure(fig, "07_worst_case_curves", output_dir)
+wide = ce.pivot_table(index="model", columns="rho", values="worst_case_loss")
+plots.save_table(wide.reset_index(), "07_worst_case_ce", output_dir, caption="Worst-case cross-entropy vs ρ", float_format="%.3f")
+display(wide.round(3))
+
+# %% [markdown]
+# ## Three losses (poster: WM models evaluated with CE, hinge and misclassification)
+#
+# Cross-entropy and hinge use the dual; the 0-1 worst case is exact for a linear head (flip the samples closest to a
+# decision boundary until the transport budget ρ² is spent).
+
+# %%
+sel = curves[curves.algorithm.isin(loss_models)]
+g = sns.relplot(data=sel, x="rho", y="worst_case_loss", hue="model", col="loss", kind="line", marker="o",
+                facet_kws={"sharey": False}, height=2.8)
+g.set_axis_labels("ρ (units of representation spread)", "worst-case loss")
+plots.save_figure(g.figure, "07_three_losses", output_dir)
+display(sel.pivot_table(index=["model", "loss"], columns="rho", values="worst_case_loss").round(3))
+
+# %% [markdown]
+# ## Representation vs input space
+#
+# Equal radii in the two spaces are not comparable (pixels vs features). We map each input-space worst case P_x
+# (radius ρ_x in pixel-L2 units, images kept in [0, 1]) into the representation: g#P_x lies within
+# ρ_z = (E‖g(x*) − g(x0)‖²)^½ of g#Q, so the representation worst case at ρ_z must be at least the loss of P_x.
+# A small gap `rep_wc − input_primal` means the representation-space worst case does not overestimate the input-space
+# one; a large gap would mean it does.
+
+# %%
+x_in, y_in = x_src[:n_input], y_src[:n_input]
+cmp = []
+for label, model in models.items():
+    if label.split("#")[0] in compare_models:
+        df = compare_input_representation(x_in, y_in, model.features, model.classifier, input_rhos, loss="ce")
+        df.insert(0, "model", label)
+        cmp.append(df)
+cmp = pd.concat(cmp, ignore_index=True)
+fig, ax = plt.subplots(figsize=(5, 3.5))
+for label, d in cmp.groupby("model"):
+    line, = ax.plot(d.rho_rep, d.rep_wc, "o-", label=f"{label}: representation WC at ρ_z")
+    ax.plot(d.rho_rep, d.input_primal, "s--", color=line.get_color(), label=f"{label}: input-space worst case")
+ax.set(xlabel="ρ_z induced in the representation (units of spread)", ylabel="worst-case cross-entropy")
+ax.legend(fontsize=7)
+plots.save_figure(fig, "07_input_vs_representation", output_dir)
+plots.save_table(cmp, "07_input_vs_representation", output_dir, caption="Input vs representation worst case", float_format="%.3f")
+display(cmp.round(3))
+
+# %% [markdown]
+# ## Does the worst case close to the source predict accuracy on unseen rotations?
+#
+# Across models, Spearman rank correlation between the worst-case loss at ρ = `rho_small` (and the nominal source loss,
+# as a baseline) and the accuracy on the unseen test rotations. A useful evaluation measure would correlate
+# *negatively* (higher worst-case loss, lower unseen accuracy) and better than the nominal loss does.
+
+# %%
+pred, corr = study.predictive_table(curves, info, rho_small)
+plots.save_table(pred, "07_wc_vs_unseen_acc", output_dir, caption="Worst-case loss at small ρ vs unseen accuracy", float_format="%.3f")
+plots.save_table(corr, "07_spearman", output_dir, caption="Spearman correlation with unseen-rotation accuracy", float_format="%.3f")
+fig = study.plot_predictive(pred, corr, rho_small)
+plots.save_figure(fig, "07_wc_predicts_unseen", output_dir)
+display(corr.round(3))
+display(pred.round(3))
+
+# %% [markdown]
+# ## Reading the results
+#
+# - The curves rise steeply from the nominal loss: a small transport (a few percent of the representation spread)
+#   already multiplies the loss, the poster's "high worst-case loss even close to the source".
+# - The three losses order the models alike; the 0-1 curve is the worst-case error, the easiest to read.
+# - The input-vs-representation gap says whether worst cases built in z are achievable by real input changes.
+# - The Spearman table tests the evaluation claim; with few models (notebook defaults) it is noisy; the quick and
+#   paper profiles train more models (more hyperparameter draws). Numbers are on the real 8×8 digits (not simulated).

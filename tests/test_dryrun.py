@@ -1,0 +1,147 @@
+"""`dganalysis run --profile paper --dry-run`: every YAML validated, jobs listed and counted, compute estimated,
+missing inputs named — without training or building anything."""
+
+import inspect
+import json
+import math
+import shutil
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from dganalysis.cli import main
+from dganalysis.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
+from dganalysis.plans import PLANS, domain_names
+from dganalysis.sweep import Job
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return dry_run("paper", root=ROOT, output_root=ROOT / "outputs" / "_dry_run_test")
+
+
+def test_paper_profile_plans_every_notebook(paper):
+    assert [n.name for n in paper.notebooks] == sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert all(not n.error for n in paper.notebooks), [n.error for n in paper.notebooks if n.error]
+    counts = paper.jobs.groupby("notebook").size()
+    # every notebook but the dataset build trains something at paper scale
+    assert set(counts.index) == {n.name for n in paper.notebooks} - {"01_dataset_construction"}
+    assert (paper.jobs["steps"] >= 1000).all() and paper.jobs["cpu_hours"].notna().all()
+    # notebook 02's binary arm and notebook 03 ask for the same jobs: listed twice, trained once
+    jobs = paper.jobs
+    shared = set(jobs[jobs["notebook"] == "02_binarization_study"]["job_id"]) & \
+        set(jobs[jobs["notebook"] == "03_dynamic_dg"]["job_id"])
+    assert shared and jobs["job_id"].nunique() == len(jobs) - len(shared)
+    text = format_dry_run(paper)
+    assert f"{jobs['job_id'].nunique()} distinct" in text and "ASSUMED, NOT MEASURED" in text and "MEASURED on" in text
+
+
+def test_job_counts_follow_the_yaml(paper):
+    import yaml
+
+    p = yaml.safe_load((ROOT / "params/paper/07_worst_case.yaml").read_text())
+    n07 = (paper.jobs["notebook"] == "07_worst_case").sum()
+    assert n07 == len(p["algorithms"]) * p["n_hparams"]  # one split, one trial per (algorithm, draw)
+
+
+@pytest.mark.parametrize("name", PLANS.names())
+def test_plan_arguments_are_the_notebooks_parameters(name):
+    params = set(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
+    args = set(inspect.signature(PLANS.get(name)).parameters)
+    assert args <= params, f"{name}: plan arguments {sorted(args - params)} are not parameters of the notebook"
+
+
+@pytest.mark.parametrize("name", [n for n in PLANS.names() if n != "01_dataset_construction"])
+def test_notebook_builds_its_jobs_with_its_plan(name):
+    """One way to build a notebook's jobs: the notebook calls the same plan the dry run calls."""
+    source = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
+    assert PLANS.get(name).__name__ in source, (f"{name} builds its jobs itself; call "
+                                                f"dganalysis.plans.{PLANS.get(name).__name__} instead")
+
+
+def _project(tmp_path, edits: dict[str, str]) -> Path:
+    (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
+    shutil.copytree(ROOT / "params", tmp_path / "params")
+    for name, extra in edits.items():
+        path = tmp_path / "params" / "paper" / f"{name}.yaml"
+        path.write_text(path.read_text() + extra)
+    return tmp_path
+
+
+def test_bad_yaml_and_missing_inputs_are_reported(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path, {
+        "01_dataset_construction": "\nbogus_parameter: 1\n", "07_worst_case": "\nalgorithms: [NoSuchAlg]\n",
+        "00_quickstart": "\nhparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}\n",
+        "06_shift_estimation": "\nfolder_root: /nonexistent/images\n",
+        "04_leakage_oracle": "\ninception_weights: /nonexistent/inception.pt\n"})
+    names = ["00_quickstart", "01_dataset_construction", "04_leakage_oracle", "06_shift_estimation", "07_worst_case"]
+    result = dry_run("paper", names, root=root)
+    by = {n.name: n for n in result.notebooks}
+    assert not result.ok
+    assert "01_dataset_construction.yaml: unknown parameter(s) ['bogus_parameter']" in by["01_dataset_construction"].error
+    assert "NoSuchAlg" in by["07_worst_case"].error
+    assert by["00_quickstart"].missing == ["weights /nonexistent/cnn.pt"]
+    assert any("folder_root" in m and "/nonexistent/images" in m for m in by["06_shift_estimation"].missing)
+    assert "inception_weights: /nonexistent/inception.pt" in by["04_leakage_oracle"].missing
+    # the others are still planned and listed
+    assert set(result.jobs["notebook"]) == {"00_quickstart", "04_leakage_oracle", "06_shift_estimation"}
+    monkeypatch.chdir(root)  # the command finds the project from the current folder
+    assert main(["run", "--profile", "paper", "--dry-run", *names]) == 1
+    out = capsys.readouterr().out
+    assert "== 07_worst_case: ERROR" in out and "MISSING folder_root: /nonexistent/images" in out
+    assert out.rstrip().endswith("PROBLEMS above (ERROR / MISSING)")
+
+
+def test_done_jobs_are_not_budgeted(tmp_path):
+    out_root = tmp_path / "outputs"
+    first = dry_run("paper", ["07_worst_case"], root=ROOT, output_root=out_root)
+    job_id = first.jobs["job_id"].iloc[0]
+    spec = first.jobs.iloc[0]
+    done = out_root / "paper" / "store" / job_id
+    done.mkdir(parents=True)
+    (done / "done").write_text("")
+    (done / "model.pt").write_bytes(b"")
+    again = dry_run("paper", ["07_worst_case"], root=ROOT, output_root=out_root)
+    assert (again.jobs["state"] == "done").sum() == 1
+    assert f"{len(again.jobs) - 1} still to train" in format_dry_run(again)
+    assert spec["featurizer"] == "cnn"
+
+
+def test_job_cost_from_the_throughput_table():
+    table = Throughput(cpu={("cnn", 28): 100.0}, gpu={}, speedup=50.0, cpu_source="measured", gpu_source="assumed")
+    job = Job("RotatedDigits", "ERM", ["0", "15", "30"], ["75"], steps=10, checkpoint_freq=5,
+              dataset_kwargs={"image_size": 28}, hparams_overrides={"featurizer": "cnn", "batch_size": 32})
+    cost = job_cost(job, table)
+    assert cost["train_images"] == 10 * 32 * 3
+    assert math.isclose(cost["cpu_hours"], 960 / 100 / 3600) and math.isclose(cost["gpu_hours"], 960 / 5000 / 3600)
+    big = Job("RotatedDigits", "ERM", ["0"], ["75"], steps=10, checkpoint_freq=5, dataset_kwargs={"image_size": 56},
+              hparams_overrides={"featurizer": "cnn", "batch_size": 32})
+    assert math.isclose(job_cost(big, table)["cpu_hours"], 4 * 320 / 100 / 3600)  # 4× the pixels
+    measured_gpu = Throughput({("cnn", 28): 100.0}, {("cnn", 28): 20000.0}, 50.0, "m", "m")
+    assert math.isclose(job_cost(job, measured_gpu)["gpu_hours"], 960 / 20000 / 3600)
+    other = Job("RotatedDigits", "ERM", ["0"], ["75"], steps=10, checkpoint_freq=5,
+                hparams_overrides={"featurizer": "resnet50"})
+    assert math.isnan(job_cost(other, table)["cpu_hours"])
+
+
+def test_shipped_throughput_table_states_its_sources(tmp_path):
+    t = load_throughput()
+    assert t.cpu and "MEASURED" in t.cpu_source and "bench/dryrun_throughput.py" in t.cpu_source
+    assert not t.gpu and "ASSUMED" in t.gpu_source and t.speedup
+    bad = tmp_path / "t.yaml"
+    bad.write_text(json.dumps({"cpu": {"entries": [{"featurizer": "cnn"}]}}))
+    with pytest.raises(ValueError, match=r"t.yaml: cpu.entries\[0\]: expected featurizer, image_size, images_per_s"):
+        load_throughput(bad)
+
+
+def test_domain_names_match_the_built_datasets():
+    from dganalysis.data import load_dataset
+    from dganalysis.data.pahcc import DOMAINS
+
+    for name, kw in (("RotatedDigits", {"image_size": 8, "angles": [0, 30]}), ("ColoredDigits", {"image_size": 8})):
+        assert domain_names(name, kw) == load_dataset(name, **kw).domain_names
+    assert domain_names("RotatedDigits", {}) == ["0", "15", "30", "45", "60", "75"]
+    assert domain_names("PaHCC", {"size": 10}) == list(DOMAINS)

@@ -1,0 +1,105 @@
+"""The HTML report (`dganalysis report`): one self-contained page from a tiny fake outputs tree."""
+
+import base64
+import json
+import re
+
+import pytest
+from PIL import Image
+
+from dganalysis.cli import main
+from dganalysis.report import LINK_LINE, index_summary, link_from_index, render_report, write_report
+
+
+def _png(path, colour):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (4, 3), colour).save(path)
+    path.with_suffix(".pdf").write_bytes(b"%PDF-fake")
+
+
+def _outputs(tmp_path):
+    out = tmp_path / "outputs" / "quick"
+    _png(out / "figures" / "00_curve.png", (255, 0, 0))
+    _png(out / "figures" / "stray_figure.png", (0, 0, 255))
+    tables = out / "tables"
+    for ext, text in (("md", "**Accuracy (%), mean ± SE**\n\n| algorithm | acc |\n|---|---|\n| ERM | 91.2 ± 0.4 |\n"),
+                      ("csv", "algorithm,acc\nERM,91.234\n"), ("tex", "\\begin{tabular}...")):
+        (tables / f"00_acc.{ext}").parent.mkdir(parents=True, exist_ok=True)
+        (tables / f"00_acc.{ext}").write_text(text)
+    (tables / "csv_only.csv").write_text("a,b\n1,<x>\n")
+    history = {
+        "00_demo": {"output": str(out / "notebooks/00_demo.ipynb"), "ok": True, "seconds": 90.0, "error": "",
+                    "figures": [str(out / "figures/00_curve.pdf"), str(out / "figures/00_curve.png")],
+                    "tables": [str(tables / "00_acc.csv"), str(tables / "00_acc.md"), str(tables / "00_acc.tex")]},
+        "01_broken": {"output": str(out / "notebooks/01_broken.ipynb"), "ok": False, "seconds": 3.0,
+                      "error": "cell 4 failed: RuntimeError: <boom>", "figures": [], "tables": []},
+    }
+    (out / "runs.json").write_text(json.dumps(history))
+    (out / "index.md").write_text(
+        "# dganalysis outputs — profile `quick`\n\n**Summary:** Table 7 reproduced (gray 22.9% vs binary 84.7%).\n\n"
+        "| notebook | status | minutes |\n|---|---|---|\n| [00_demo](notebooks/00_demo.ipynb) | ok | 1.5 |\n\n"
+        "## 00_demo\n\n- figure `00_curve`: [png](figures/00_curve.png)\n- table `00_acc`: [md](tables/00_acc.md)\n\n"
+        "## 01_broken\n\n(no figures or tables written)\n")
+    return out
+
+
+def test_report_is_one_self_contained_page(tmp_path):
+    out = _outputs(tmp_path)
+    page = render_report(out, "quick")
+    # the index summary on top, its figure/table links pointing into the page
+    assert page.index("Table 7 reproduced") < page.index('id="nb-00_demo"')
+    assert ">png</a>" not in page  # the per-notebook link lists of index.md are replaced by the sections
+    # every figure embedded byte for byte, the one no run recorded too
+    embedded = [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+    assert embedded == [(out / "figures" / f"{n}.png").read_bytes() for n in ("00_curve", "stray_figure")]
+    # tables: the Markdown form (caption, formatted numbers); a CSV-only table from its CSV, escaped
+    assert "<strong>Accuracy (%), mean ± SE</strong>" in page and "<td>91.2 ± 0.4</td>" in page
+    assert 'id="tab-csv_only"' in page and "&lt;x&gt;" in page and "<x>" not in page
+    # the failing notebook is visible, its error escaped
+    assert "FAILED</span> — cell 4 failed: RuntimeError: &lt;boom&gt;" in page
+    # nothing outside the page is needed to display it
+    assert not re.search(r'<(script|link)\b', page)
+    assert not [s for s in re.findall(r'src="([^"]+)"', page) if not s.startswith("data:image/png;base64,")]
+
+
+def test_summary_links_point_into_the_page(tmp_path):
+    out = _outputs(tmp_path)
+    (out / "index.md").write_text("# t\n\nsee [the curve](figures/00_curve.png) and [acc](tables/00_acc.md)\n\n## 00_demo\n")
+    page = render_report(out, "quick")
+    assert 'href="#fig-00_curve"' in page and 'href="#tab-00_acc"' in page
+    assert 'id="fig-00_curve"' in page and 'id="tab-00_acc"' in page
+
+
+def test_index_summary_stops_at_the_first_notebook_section():
+    text = "# t\n\nsummary\n\n## Findings\n\nmore\n\n## 00_demo\n\nper notebook\n"
+    assert index_summary(text, ["00_demo"]) == "# t\n\nsummary\n\n## Findings\n\nmore\n"
+    assert index_summary(text, ["99_none"]) == text
+
+
+def test_write_report_links_it_from_the_index_once(tmp_path):
+    out = _outputs(tmp_path)
+    path = write_report(out, "quick")
+    assert path == out / "report.html" and path.read_text().startswith("<!DOCTYPE html>")
+    link_from_index(out)
+    index = (out / "index.md").read_text().splitlines()
+    assert index[0].startswith("# dganalysis outputs") and index.count(LINK_LINE) == 1
+    assert LINK_LINE not in path.read_text()  # the page does not link to itself
+
+
+def test_cli_report(tmp_path, capsys):
+    out = _outputs(tmp_path)
+    assert main(["report", "--outputs", str(out), "-o", str(tmp_path / "shared.html")]) == 0
+    assert "shared.html" in capsys.readouterr().out and (tmp_path / "shared.html").is_file()
+    assert not (out / "report.html").exists()
+
+
+def test_no_run_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no run recorded"):
+        render_report(tmp_path / "empty", "quick")
+    assert main(["report", "--outputs", str(tmp_path / "missing")]) == 2
+    assert "no outputs for profile 'quick'" in capsys.readouterr().err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "runs.json").write_text('{"00": {"ok": true}}')
+    with pytest.raises(ValueError, match="runs.json: not a run history"):
+        render_report(tmp_path / "bad", "quick")
