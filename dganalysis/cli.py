@@ -121,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError) as e:  # bad input: one clear line, no traceback
+    except (ValueError, KeyError, OSError) as e:  # bad input (and unusable paths): one clear line, no traceback
         if args.verbose:
             raise
-        print(f"dganalysis {args.verb}: error: {e}", file=sys.stderr)
+        text = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"dganalysis {args.verb}: error: {text}", file=sys.stderr)
         return 2
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from dganalysis import io
-from dganalysis.results import load
+from dganalysis.results import load, summary_line
 from dganalysis.selection import METHODS
 from dganalysis.tables import FORMATS, selection_table
 
@@ -22,7 +23,8 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Print DomainBed-style model-selection tables (rows algorithms, columns test domains + Avg, cells "
         "mean ± SE over trial seeds, in %) for job stores or DomainBed sweep output dirs. Unfinished and "
-        "failed jobs are skipped."
+        "failed jobs are skipped and counted in a line under each table; a job with an unreadable record is "
+        "reported (file and line) and skipped, unless --strict; runs whose loss exploded are flagged there too."
     )
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
     parser.add_argument(
@@ -43,15 +45,32 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--digits", type=int, default=1, help="decimals of the percentages (default 1)")
     parser.add_argument("--include-unfinished", action="store_true",
                         help="also read jobs without a 'done' file (as DomainBed's collect_results does)")
+    parser.add_argument("--strict", action="store_true",
+                        help="stop at the first unreadable record instead of skipping its job")
     parser.add_argument("-o", "--output", default=None, help="also write the tables to this file")
 
 
 def main_collect(args: argparse.Namespace) -> int:
     """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
-    df = load(args.dirs, include_unfinished=args.include_unfinished)
+    from dganalysis.validation import ConfigError
+
+    for d in args.dirs:
+        if Path(d).exists() and not Path(d).is_dir():
+            raise ConfigError(f"{d}: a file, not a folder; expected a job store or a DomainBed sweep output dir")
+    if args.output:
+        out_path = Path(args.output)
+        if out_path.is_dir():
+            raise ConfigError(f"-o {out_path}: a folder; expected a file name for the tables")
+        if out_path.parent.exists() and not out_path.parent.is_dir():
+            raise ConfigError(f"-o {out_path}: {out_path.parent} is a file, not a folder")
+    df = load(args.dirs, include_unfinished=args.include_unfinished, strict=args.strict)
+    for problem in df.attrs.get("problems", []):
+        sys.stderr.write(f"collect: skipped a job: {problem}\n")
     if df.empty:
-        sys.stderr.write(f"collect: no finished jobs with records under {', '.join(args.dirs)}\n")
+        sys.stderr.write(f"collect: no finished jobs with records under {', '.join(args.dirs)}"
+                         f" ({summary_line(df)})\n")
         return 1
+    summary = summary_line(df)
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
     parts = []
     for i, method in enumerate(methods):
@@ -61,15 +80,17 @@ def main_collect(args: argparse.Namespace) -> int:
             lines = text.splitlines(keepends=True)
             text = "".join(lines if i == 0 else lines[1:])  # one header for the whole CSV
         elif args.format == "latex":
-            text = f"% ===== model selection: {METHODS[method]}\n" + text
+            text = f"% ===== model selection: {METHODS[method]}\n" + text + f"% {summary}\n"
         elif args.format == "markdown":
-            text = f"## Model selection: {METHODS[method]}\n\n" + text
+            text = f"## Model selection: {METHODS[method]}\n\n" + text + f"\n*{summary}*\n"
         else:
-            text = f"===== Model selection: {METHODS[method]}\n" + text
+            text = f"===== Model selection: {METHODS[method]}\n" + text + f"{summary}\n"
         parts.append(text)
     sep = "" if args.format == "csv" else "\n"
     out = sep.join(parts)
     sys.stdout.write(out)
+    if args.format == "csv":
+        sys.stderr.write(f"collect: {summary}\n")  # a CSV holds the table only
     if args.output:
         io.write_text(args.output, out)
     return 0

@@ -47,6 +47,9 @@ class HParam:
     doc: str = ""
     large: tuple[Any, Sampler] | None = None
     datasets: Mapping[str, tuple[Any, Sampler]] = field(default_factory=dict)
+    #: optional constraint on values (e.g. ``dganalysis.validation.Check("float", low=0)``); without one a value
+    #: must be of the default's kind (see :func:`dganalysis.validation.hparam_check`)
+    check: Callable[[Any, str], Any] | None = None
 
     def regime(self, small_images: bool, dataset: str | None = None) -> tuple[Any, Sampler]:
         """``(default, sample)`` for a small-image (True) or large-image (False) dataset named ``dataset``."""

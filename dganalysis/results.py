@@ -16,7 +16,12 @@ different experiments: the record's ``args`` minus :data:`SETTING_IGNORED_ARGS` 
 the ``hparams_overrides``/``search_overrides`` of ``spec.json``. Model selection lets only runs with equal setting
 compete (:mod:`dganalysis.selection`). Choices: unfinished and failed jobs are skipped (with a logged count) unless
 ``include_unfinished=True`` (DomainBed's own ``collect_results`` reads unfinished runs too); a torn *last* line
-(a job killed mid-write) is skipped with a warning, any other unreadable line is an error naming file and line.
+(a job killed mid-write) is skipped with a warning, any other unreadable line (bad JSON, invalid UTF-8, a missing
+key, an accuracy that is not a number) is an error naming file and line — or, with ``strict=False``, that
+job is reported and skipped. ``df.attrs["jobs"]`` counts the jobs read and skipped (``done``, ``failed``,
+``unfinished``, ``unreadable``), ``df.attrs["problems"]`` lists the skipped jobs' errors and ``df.attrs["exploded"]``
+the runs whose loss exploded while staying finite (a checkpoint's loss above :data:`LOSS_EXPLOSION_FACTOR` times
+the first one's); :func:`summary_line` puts them in one line for under a table.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
     "WILDSFMoW": [f"region_{i}" for i in range(6)],
 }
 
+#: a run is flagged when a checkpoint's mean loss exceeds this factor times its first checkpoint's loss
+LOSS_EXPLOSION_FACTOR = 10.0
+
 _ENV_KEY = re.compile(r"^env(\d+)_(in|out)_acc$")
 _META = [c for c in COLUMNS if c not in ("domain", "split", "role", "acc")]
 _REQUIRED_ARGS = ("dataset", "algorithm", "test_envs", "hparams_seed", "trial_seed")
@@ -75,8 +83,13 @@ _REQUIRED_ARGS = ("dataset", "algorithm", "test_envs", "hparams_seed", "trial_se
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line."""
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8 (byte {err.start}); expected JSON records in UTF-8") from None
+    lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
     records = []
@@ -99,6 +112,8 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 def find_jobs(path: str | Path) -> list[Path]:
     """Job folders under ``path``: ``path`` itself if it holds ``results.jsonl``, else every folder below that does."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path}: a file, not a folder (expected a job store or sweep output dir)")
     if not path.is_dir():
         raise FileNotFoundError(f"results directory {path} does not exist (expected a job store or sweep output dir)")
     if (path / "results.jsonl").is_file():
@@ -124,18 +139,22 @@ def job_status(job_dir: str | Path) -> str:
 
 
 def load(
-    path: str | Path | Iterable[str | Path], include_unfinished: bool = False, progress: bool = True
+    path: str | Path | Iterable[str | Path], include_unfinished: bool = False, progress: bool = True,
+    strict: bool = True,
 ) -> pd.DataFrame:
     """Tidy results of every finished job under ``path`` (one folder or a list of folders).
 
     Works on our job stores and on DomainBed sweep output dirs (see the module docstring for the conventions).
     Returns one row per (job, step, domain, split) with columns :data:`COLUMNS`, in job-folder, record and env order.
+    ``strict=False``: a job with an unreadable record is logged, counted and skipped instead of raising.
     """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise ValueError("load: expected at least one results directory, got an empty list")
     jobs = [j for p in paths for j in find_jobs(p)]
-    counts = {"done": 0, "failed": 0, "unfinished": 0}
+    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0}
+    problems: list[str] = []
+    exploded: list[str] = []
     meta: dict[str, list] = {c: [] for c in _META}  # one entry per record
     rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}  # one entry per row
     seen: set[str] = set()
@@ -148,16 +167,44 @@ def load(
         if job_id in seen:
             log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
             continue
-        seen.add(job_id)
         results = job_dir / "results.jsonl"
-        spec = _read_spec(job_dir)
-        for n, rec in enumerate(read_records(results), start=1):
-            _append_rows(meta, rows, rec, job_id, f"{results}:{n}", spec)
+        mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
+        try:
+            spec = _read_spec(job_dir)
+            records = read_records(results)
+            for n, rec in enumerate(records, start=1):
+                where = f"{results}:{n}"
+                try:
+                    _append_rows(meta, rows, rec, job_id, where, spec)
+                except ValueError as err:
+                    if str(err).startswith(where):
+                        raise
+                    raise ValueError(f"{where}: {err}") from err
+                except (TypeError, KeyError, AttributeError) as err:
+                    raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+        except ValueError as err:
+            if strict:
+                raise
+            for k, v in meta.items():  # drop what this job added before the bad record
+                del v[mark_meta[k]:]
+            for k, v in rows.items():
+                del v[mark_rows[k]:]
+            counts["unreadable"] += 1
+            problems.append(str(err))
+            log.warning("skipped job %s: %s", job_dir, err)
+            continue
+        seen.add(job_id)
+        if _loss_exploded(records):
+            exploded.append(job_id)
+            log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)", results,
+                        LOSS_EXPLOSION_FACTOR)
     skipped = counts["failed"] + (0 if include_unfinished else counts["unfinished"])
     log.info(
         "read %d jobs from %s; skipped %d failed and %d unfinished",
         len(seen), ", ".join(map(str, paths)), counts["failed"], skipped - counts["failed"],
     )
+    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": skipped - counts["failed"],
+                  "unreadable": counts["unreadable"]}
     record = np.asarray(rows.pop("record"), dtype=np.int64)
     data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
     df = pd.DataFrame({**data, **rows}, columns=COLUMNS)
@@ -167,7 +214,32 @@ def load(
     df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last")
     if len(df) < n:
         log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)", n - len(df))
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    df.attrs.update({"jobs": job_counts, "problems": problems, "exploded": exploded})
+    return df
+
+
+def _loss_exploded(records: list[dict[str, Any]]) -> bool:
+    losses = [r.get("loss") for r in records]
+    losses = [float(v) for v in losses if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)]
+    if len(losses) < 2:
+        return False
+    return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
+
+
+def summary_line(df: pd.DataFrame) -> str:
+    """One line on what a table of ``df`` (from :func:`load`) leaves out: failed, unfinished and unreadable jobs,
+    and runs whose loss exploded, e.g. ``jobs: 12 read; not in the table: 2 failed, 1 unfinished``."""
+    c = df.attrs.get("jobs")
+    if not c:
+        return ""
+    left = [f"{c[k]} {k}" for k in ("failed", "unfinished", "unreadable") if c.get(k)]
+    line = f"jobs: {c['read']} read" + (f"; not in the table: {', '.join(left)}" if left else "; none left out")
+    exploded = df.attrs.get("exploded") or []
+    if exploded:
+        line += (f"; {len(exploded)} run(s) whose loss exploded (>{LOSS_EXPLOSION_FACTOR:g}× the first checkpoint's,"
+                 f" still finite): {', '.join(exploded[:5])}{' …' if len(exploded) > 5 else ''}")
+    return line
 
 
 def load_many(paths: Iterable[str | Path], include_unfinished: bool = False, progress: bool = True) -> pd.DataFrame:
@@ -182,6 +254,8 @@ def _read_spec(job_dir: Path) -> dict[str, Any]:
         return {}
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start}); expected the JSON written by dganalysis") from err
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: unreadable job spec ({err.msg}); expected the JSON written by dganalysis") from err
     return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
@@ -208,6 +282,8 @@ def _append_rows(
     for key, value in rec.items():
         m = _ENV_KEY.match(key)
         if m:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
             accs[(int(m.group(1)), m.group(2))] = float("nan") if value is None else float(value)
     if not accs:
         raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")

@@ -2,7 +2,8 @@
 
 ``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile;
 the runner checks every name against the notebook's ``parameters`` cell (an unknown
-name is an error naming the YAML file), injects the profile's folders
+name is an error naming the YAML file) and every value against the kind of the cell's default (an
+integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.check_notebook_params`), injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
 ``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing each
@@ -21,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from dganalysis import io
+from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
@@ -67,13 +69,15 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
         raise ValueError(f"{ypath}: not valid YAML ({e})") from e
     if not isinstance(params, dict):
         raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(params).__name__}")
-    known = set(pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb")))
+    inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
+    known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
         raise ValueError(f"{ypath}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
     clash = sorted(set(params) & set(INJECTED))
     if clash:
         raise ValueError(f"{ypath}: {clash} are set by the runner per profile; remove them")
+    check_notebook_params(params, inspected, str(ypath))
     return params
 
 
@@ -162,6 +166,19 @@ def read_history(out: Path) -> list[NotebookRun]:
         raise ValueError(f"{path}: not a run history written by `dganalysis run` ({e})") from e
 
 
+def _store_summary(store: Path) -> str:
+    """One line counting the profile's jobs by state (tables and figures use finished jobs only)."""
+    from collections import Counter
+
+    from dganalysis.results import job_status
+
+    if not store.is_dir():
+        return ""
+    counts = Counter(job_status(d) for d in store.iterdir() if d.is_dir() and not d.name.startswith("."))
+    return (f"Job store `store/`: {counts['done']} done, {counts['failed']} failed, {counts['unfinished']} "
+            "unfinished or running (tables and figures use finished jobs only).")
+
+
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     """``<out>/index.md``: each notebook with its status, time, figures (PNG) and tables (Markdown)."""
     lines = [f"# dganalysis outputs — profile `{profile}`", "",
@@ -169,6 +186,9 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     for r in runs:
         status = "ok" if r.ok else f"FAILED ({r.error})"
         lines.append(f"| [{r.name}](notebooks/{r.name}.ipynb) | {status} | {r.seconds / 60:.1f} |")
+    store_line = _store_summary(out / "store")
+    if store_line:
+        lines += ["", store_line]
     for r in runs:
         lines += ["", f"## {r.name}", ""]
         pngs = [p for p in r.figures if p.suffix == ".png"]

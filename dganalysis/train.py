@@ -42,7 +42,7 @@ import socket
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from dganalysis import io
-from dganalysis.sweep.job import Job
+from dganalysis.job import Job
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,7 @@ def run_job(
     precision: str = "auto",
     progress: bool = False,
     eval_batch_size: int | None = None,
+    heartbeat: Callable[[], None] | None = None,
 ) -> Path:
     """Train ``job`` and write its records into ``job_dir``; returns ``job_dir``.
 
@@ -195,7 +196,9 @@ def run_job(
     ``device``: None → CUDA when available, else CPU. ``precision``: ``auto`` (bf16 autocast
     on CUDA and on AMX-bf16 CPUs, else fp32; ``$DGANALYSIS_CPU_PRECISION`` overrides on CPU), ``fp32`` or ``bf16``; recorded as
     ``precision`` (not part of the job hash). ``compile``: ``torch.compile`` the featurizer
-    and classifier. ``progress``: a tqdm bar over steps.
+    and classifier. ``progress``: a tqdm bar over steps. ``heartbeat``: called before every write into
+    ``job_dir`` after the first; it raises to stop the job (a sweep passes its claim's check, see
+    :mod:`dganalysis.sweep.store`).
     """
     from dganalysis.algorithms import create
     from dganalysis.data.pipeline import make_pipeline
@@ -319,6 +322,8 @@ def run_job(
                     record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
                 record["elapsed"] = time.time() - t_start
                 record.update(static)
+                if heartbeat is not None:
+                    heartbeat()
                 io.append_jsonl(results_path, record)
                 log.info(
                     "job %s step %d loss %.4f %s", job.job_id, step, record.get("loss", float("nan")),
@@ -331,6 +336,8 @@ def run_job(
         if bar is not None:
             bar.close()
 
+    if heartbeat is not None:
+        heartbeat()
     if job.save_model:
         save_model(algorithm, job, hparams, dataset, job_dir / "model.pt")
     io.write_text(job_dir / "done", f"{time.time() - t_start:.3f}\n")

@@ -40,3 +40,19 @@ def test_bad_profile_is_rejected():
 def test_console_script_entry_point():
     r = subprocess.run([sys.executable, "-m", "dganalysis.cli", "list"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "algorithms:" in r.stdout
+
+
+def test_run_checks_parameter_kinds_before_executing(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(root / "notebooks" / "00_quickstart.ipynb", tmp_path / "notebooks")
+    (tmp_path / "params" / "quick").mkdir(parents=True)
+    (tmp_path / "params" / "quick" / "00_quickstart.yaml").write_text("steps: 40.9\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "00_quickstart", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "00_quickstart.yaml: parameter 'steps'" in err and "expected an integer" in err and "\n" not in err
+    assert not (tmp_path / "outputs").exists()  # nothing executed

@@ -21,7 +21,7 @@ from dganalysis.hparams import (
     resolve,
     seed_hash,
 )
-from dganalysis.sweep.job import Job
+from dganalysis.job import Job
 from dganalysis.train import job_hparams
 
 # DomainBed: random_hparams(alg, dataset, seed_hash(hparams_seed, trial_seed)) — printed values

@@ -15,6 +15,7 @@ from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
 from dganalysis.sweep import Job, load_sweep_yaml, make_jobs, run_sweep
 from dganalysis.sweep.cli import add_sweep_arguments, main_sweep
+from dganalysis.validation import ConfigError
 
 if "_EngineRaise" not in ALGORITHMS:
 
@@ -75,7 +76,7 @@ def test_grid_sizes_for_every_split_kind():
         make_jobs(TINY, {}, ["ERM"], [{"train": ["a"], "test": ["zzz"]}], 1, 1, 10, 5, domains=doms)
     with pytest.raises(ValueError, match="leave_one_group_out k"):
         make_jobs(TINY, {}, ["ERM"], {"leave_one_group_out": 4}, 1, 1, 10, 5, domains=doms)
-    with pytest.raises(KeyError, match="unknown algorithm"):
+    with pytest.raises(ConfigError, match="algorithms: unknown algorithm"):
         make_jobs(TINY, {}, ["NoSuchAlgorithm"], "leave_one_out", 1, 1, 10, 5, domains=doms)
     # leave_one_out without given domains reads them from the dataset
     assert [j.test_domains[0] for j in _jobs()] == DOMAINS
@@ -87,7 +88,7 @@ def test_overrides_flat_and_per_algorithm():
                      search_overrides={"lr": {"log10_uniform": [-4.5, -3]}})
     assert dict(jobs[0].hparams_overrides) == {"lr": 1e-4, "batch_size": 16}
     assert dict(jobs[0].search_overrides) == {"lr": {"log10_uniform": [-4.5, -3]}}
-    with pytest.raises(KeyError, match="belong to none"):
+    with pytest.raises(ConfigError, match="belong to none"):
         make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, 10, 5, domains=["a", "b"], hparams_overrides={"nope": 1})
 
 
@@ -102,7 +103,7 @@ def test_load_sweep_yaml(tmp_path):
     assert load_sweep_yaml(p, steps=9)[0].steps == 9
     bad = tmp_path / "bad.yaml"
     bad.write_text(p.read_text() + "stepz: 3\n")
-    with pytest.raises(KeyError, match=r"bad\.yaml.*stepz"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml.*stepz"):
         load_sweep_yaml(bad)
 
 

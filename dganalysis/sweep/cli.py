@@ -53,6 +53,11 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--import", dest="imports", action="append", default=[],
                    help="module or .py file registering extra datasets/algorithms (repeatable)")
     r.add_argument("--dry-run", action="store_true", help="list the jobs and their state; train nothing")
+    r.add_argument("--no-wait", action="store_true",
+                   help="leave jobs another live runner holds (status busy) instead of waiting for them")
+    r.add_argument("--lease-s", type=float, default=None,
+                   help="claim lease in seconds: a runner silent this long is presumed dead and its job taken over "
+                        "(default $DGANALYSIS_LEASE_S or 120)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     s = parser.add_argument_group("slurm (submitit)")
@@ -139,6 +144,8 @@ def main_sweep(args: argparse.Namespace) -> int:
         precision=args.precision,
         imports=args.imports,
         slurm=slurm,
+        wait=not args.no_wait,
+        lease_s=args.lease_s,
     )
     cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]
     print(status[cols].to_string(index=False))

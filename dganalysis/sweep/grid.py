@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis.sweep.job import Job
+from dganalysis.job import Job
 
 Split = dict[str, list[str]]
 
@@ -59,7 +59,9 @@ def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
         if set(splits) == {"leave_one_out"}:
             k = 1
         elif set(splits) == {"leave_one_group_out"}:
-            k = int(splits["leave_one_group_out"])
+            from dganalysis.validation import Check
+
+            k = Check("int", low=1)(splits["leave_one_group_out"], "splits.leave_one_group_out")
         else:
             raise ValueError(f"splits: expected {{'leave_one_group_out': k}}, got {dict(splits)}")
         if domains is None:
@@ -156,54 +158,123 @@ def make_jobs(
     domains: Sequence[str] | None = None,
     data_dir: str | Path | None = None,
 ) -> list[Job]:
-    """The full job grid, in a stable order (algorithm, split, hparams seed, trial).
+    """The full job grid, in a stable order (algorithm, split, hparams seed, trial), checked before any work.
 
-    ``domains``: the dataset's domain names, needed by leave-one-(group-)out; when None
-    they are read by loading the dataset (from ``data_dir``). Explicit split lists are
-    checked against them when known.
+    ``domains``: the dataset's domain names; when None they are looked up (built-in datasets) or the dataset is
+    built (from ``data_dir``), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
+    every split against the domain names, and every job's concrete hyperparameters (defaults, draws and
+    overrides) against their declarations (:mod:`dganalysis.validation`); the first problem raises a
+    :class:`~dganalysis.validation.ConfigError` naming the key.
     """
     from dganalysis.algorithms import get_algorithm
+    from dganalysis.validation import Check, ConfigError, check_dataset_kwargs
 
     if isinstance(algorithms, str):
         algorithms = [algorithms]
+    if not isinstance(algorithms, Sequence) or not algorithms:
+        raise ConfigError(f"algorithms: expected a non-empty list of algorithm names, got {algorithms!r}")
     for a in algorithms:
-        get_algorithm(a)  # unknown names fail with the list of known ones
-    if n_hparams < 1 or n_trials < 1:
-        raise ValueError(f"make_jobs: n_hparams and n_trials must be ≥ 1, got {n_hparams}, {n_trials}")
-    dataset_kwargs = dict(dataset_kwargs or {})
-    if domains is None and _needs_domains(splits):
-        from dganalysis.data import load_dataset
-
-        domains = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs).domain_names
-    split_list = expand_splits(splits, list(domains) if domains is not None else None)
-    _check_flat_overrides(algorithms, hparams_overrides, "hparams_overrides")
-    _check_flat_overrides(algorithms, search_overrides, "search_overrides")
+        try:
+            get_algorithm(a)
+        except KeyError as e:
+            raise ConfigError(f"algorithms: {e.args[0]}") from None
+    for key, value, check in (
+        ("n_hparams", n_hparams, Check("int", low=1)),
+        ("n_trials", n_trials, Check("int", low=1)),
+        ("steps", steps, Check("int", low=1)),
+        ("checkpoint_freq", checkpoint_freq, Check("int", low=1)),
+        ("save_model", save_model, Check("bool")),
+        ("holdout_fraction", holdout_fraction, Check("float", low=0.0, high=1.0, high_open=True)),
+    ):
+        check(value, key)
+    for key, value in (("hparams_overrides", hparams_overrides), ("search_overrides", search_overrides)):
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping of hyperparameter names to values, got {value!r}")
+    dataset_kwargs = dict(dataset_kwargs or {}) if isinstance(dataset_kwargs, Mapping) or not dataset_kwargs \
+        else dataset_kwargs
+    check_dataset_kwargs(dataset, dataset_kwargs, "dataset_kwargs")
+    if domains is None:
+        domains = _domain_names(dataset, dataset_kwargs, data_dir)
+    try:
+        split_list = expand_splits(splits, list(domains))
+        _check_flat_overrides(algorithms, hparams_overrides, "hparams_overrides")
+        _check_flat_overrides(algorithms, search_overrides, "search_overrides")
+    except (KeyError, TypeError) as e:
+        raise ConfigError(e.args[0] if e.args else str(e)) from None
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     jobs = []
     for alg in algorithms:
-        hp_over = overrides_for(alg, hparams_overrides, "hparams_overrides")
-        search_over = overrides_for(alg, search_overrides, "search_overrides")
-        for split in split_list:
+        try:
+            hp_over = overrides_for(alg, hparams_overrides, "hparams_overrides")
+            search_over = overrides_for(alg, search_overrides, "search_overrides")
+        except (KeyError, TypeError) as e:
+            raise ConfigError(e.args[0] if e.args else str(e)) from None
+        for i, split in enumerate(split_list):
             for hp_seed in range(n_hparams):
                 for trial in range(n_trials):
-                    jobs.append(
-                        Job(
-                            dataset=dataset,
-                            algorithm=alg,
-                            train_domains=split["train"],
-                            test_domains=split["test"],
-                            val_domains=split.get("val", []),
-                            hparams_seed=hp_seed,
-                            trial_seed=trial,
-                            steps=steps,
-                            checkpoint_freq=checkpoint_freq,
-                            holdout_fraction=holdout_fraction,
-                            dataset_kwargs=dataset_kwargs,
-                            hparams_overrides=hp_over,
-                            search_overrides=search_over,
-                            save_model=save_model,
-                        )
-                    )
+                    jobs.append(_job(
+                        i, split, dataset=dataset, algorithm=alg, train_domains=split["train"],
+                        test_domains=split["test"], val_domains=split.get("val", []), hparams_seed=hp_seed,
+                        trial_seed=trial, steps=steps, checkpoint_freq=checkpoint_freq,
+                        holdout_fraction=holdout_fraction, dataset_kwargs=dataset_kwargs,
+                        hparams_overrides=hp_over, search_overrides=search_over, save_model=save_model,
+                    ))
+    checked: set[tuple[str, int]] = set()
+    for job in jobs:  # hyperparameters depend on (algorithm, hparams_seed, overrides) only
+        if (job.algorithm, job.hparams_seed) not in checked:
+            checked.add((job.algorithm, job.hparams_seed))
+            check_job_hparams(job)
     return jobs
+
+
+def _job(i: int, split: Split, **kw: Any) -> Job:
+    from dganalysis.validation import ConfigError
+
+    try:
+        return Job(**kw)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"splits[{i}] {split}: {e}") from None
+
+
+def check_job_hparams(job: Job) -> None:
+    """Check the job's concrete hyperparameters against their declared types and ranges; the error names where
+    the bad value came from (``hparams_overrides``, ``search_overrides`` or the algorithm's declaration)."""
+    from dganalysis.algorithms import hparam_specs
+    from dganalysis.train import job_hparams
+    from dganalysis.validation import ConfigError, hparam_check
+
+    try:
+        hp = job_hparams(job)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"hyperparameters of {job.algorithm} (hparams_seed {job.hparams_seed}): "
+                          f"{e.args[0] if e.args else e}") from None
+    specs = hparam_specs(job.algorithm)
+    for name, value in hp.items():
+        if name in job.hparams_overrides:
+            where = f"hparams_overrides.{name} ({job.algorithm})"
+        elif name in job.search_overrides and job.hparams_seed != 0:
+            where = f"search_overrides.{name} ({job.algorithm}, the draw of hparams_seed {job.hparams_seed})"
+        elif name == "steps":
+            where = "steps"
+        else:
+            where = f"{job.algorithm}.{name} (declared default or search distribution, hparams_seed {job.hparams_seed})"
+        hparam_check(name, specs.get(name))(value, where)
+
+
+def _domain_names(dataset: str, dataset_kwargs: Mapping[str, Any], data_dir: str | Path | None) -> list[str]:
+    """The dataset's domain names: the built-in datasets' without building them (:func:`dganalysis.plans.domain_names`;
+    PaHCC at paper scale takes hours to render), others by building the dataset once per process."""
+    from dganalysis.plans import domain_names
+    from dganalysis.validation import ConfigError, load_checked_dataset
+
+    try:
+        return list(domain_names(dataset, dataset_kwargs, data_dir))
+    except Exception:  # noqa: BLE001 - rebuild through the checker for a message naming the key
+        load_checked_dataset(dataset, dataset_kwargs, data_dir, "dataset_kwargs")
+        raise ConfigError(f"dataset {dataset!r}: could not be built with dataset_kwargs {dict(dataset_kwargs)}") from None
 
 
 def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **overrides: Any) -> list[Job]:
@@ -223,25 +294,31 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
         raise ValueError(f"{path}: not valid YAML ({e})") from e
     if not isinstance(cfg, Mapping):
         raise ValueError(f"{path}: expected a mapping of sweep settings at the top level")
+    from dganalysis.validation import ConfigError
+
     cfg = {**cfg, **{k: v for k, v in overrides.items() if v is not None}}
     unknown = [k for k in cfg if k not in SWEEP_KEYS]
     if unknown:
-        raise KeyError(f"{path}: unknown key(s) {unknown}; allowed: {list(SWEEP_KEYS)}")
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {list(SWEEP_KEYS)}")
     for key in ("dataset", "algorithms", "splits", "steps", "checkpoint_freq"):
         if key not in cfg:
-            raise KeyError(f"{path}: missing required key {key!r}")
-    return make_jobs(
-        dataset=cfg["dataset"],
-        dataset_kwargs=cfg.get("dataset_kwargs") or {},
-        algorithms=list(_as_list(cfg["algorithms"], f"{path}: algorithms")),
-        splits=cfg["splits"],
-        n_hparams=int(cfg.get("n_hparams", 1)),
-        n_trials=int(cfg.get("n_trials", 1)),
-        steps=int(cfg["steps"]),
-        checkpoint_freq=int(cfg["checkpoint_freq"]),
-        hparams_overrides=cfg.get("hparams_overrides"),
-        search_overrides=cfg.get("search_overrides"),
-        save_model=bool(cfg.get("save_model", False)),
-        holdout_fraction=float(cfg.get("holdout_fraction", 0.2)),
-        data_dir=data_dir,
-    )
+            raise ConfigError(f"{path}: missing required key {key!r}")
+    try:
+        algorithms = cfg["algorithms"]
+        return make_jobs(
+            dataset=cfg["dataset"],
+            dataset_kwargs=cfg.get("dataset_kwargs") or {},
+            algorithms=[algorithms] if isinstance(algorithms, str) else algorithms,
+            splits=cfg["splits"],
+            n_hparams=cfg.get("n_hparams", 1),
+            n_trials=cfg.get("n_trials", 1),
+            steps=cfg["steps"],
+            checkpoint_freq=cfg["checkpoint_freq"],
+            hparams_overrides=cfg.get("hparams_overrides"),
+            search_overrides=cfg.get("search_overrides"),
+            save_model=cfg.get("save_model", False),
+            holdout_fraction=cfg.get("holdout_fraction", 0.2),
+            data_dir=data_dir,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None

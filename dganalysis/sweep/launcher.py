@@ -1,14 +1,12 @@
-"""Run a list of jobs into a job store: resume, skip finished jobs, record failures.
+"""Run a list of jobs into a job store: resume, skip finished jobs, record failures, share the store.
 
-Store layout (one folder per job, named by :attr:`Job.job_id`)::
-
-    <store>/<job_id>/spec.json  results.jsonl  [model.pt]  done | failed
-
-A job counts as finished when ``done`` exists (and ``model.pt`` too if the job asks for
-the model). Anything else — a folder with partial records from a killed sweep, or a
-``failed`` job — is cleared and trained again, so a killed sweep loses only the jobs that
-were running and never redoes a finished one. An exception inside a job (including a
-non-finite loss) writes ``failed`` with the traceback; the sweep goes on.
+Store layout and the claim rules that let any number of processes share one store: :mod:`dganalysis.sweep.store`.
+A job counts as finished when ``done`` exists (and ``model.pt`` too if the job asks for the model). A job
+folder without ``done`` and without a live claim (a killed sweep's partial records, a ``failed`` job) is
+cleared and trained again under a new claim, so a killed sweep loses only the jobs that were running and
+never redoes a finished one. A job another live runner holds is left alone: the sweep goes on with other jobs
+and comes back to it (``wait=True``, the default) until the holder has finished it or died. An exception
+inside a job (including a non-finite loss) writes ``failed`` with the traceback; the sweep goes on.
 
 Launchers:
 
@@ -17,7 +15,8 @@ Launchers:
   ``cores // n_workers`` torch threads; with GPUs, workers are spread round-robin over
   them (several workers per GPU pack small jobs on one device).
 - ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
-  ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm.
+  ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
+  whose job is held by another runner waits for it inside the task.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import importlib
 import importlib.util
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -36,7 +36,8 @@ from typing import Any
 
 import pandas as pd
 
-from dganalysis.sweep.job import Job
+from dganalysis.job import Job
+from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +47,7 @@ STATUS_COLUMNS = [
 ]
 
 
-# --------------------------------------------------------------------------- job state on disk
-def job_state(job: Job, store_dir: str | Path) -> str:
-    """``done``, ``failed``, ``partial`` (a folder without done/failed) or ``new``."""
-    d = Path(store_dir) / job.job_id
-    if (d / "done").exists() and (not job.save_model or (d / "model.pt").exists()):
-        return "done"
-    if (d / "failed").exists():
-        return "failed"
-    if d.exists():
-        return "partial"
-    return "new"
-
-
+# --------------------------------------------------------------------------- status rows
 def _row(job: Job, store_dir: Path, status: str, elapsed: float | None = None, error: str = "") -> dict[str, Any]:
     return {
         "job_id": job.job_id,
@@ -101,23 +90,82 @@ def execute_job(
     job_dir: str,
     data_dir: str | None = None,
     options: Mapping[str, Any] | None = None,
+    policy: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train one job, catching any exception into ``failed``. Returns ``{status, elapsed, error}``."""
-    from dganalysis.train import run_job, write_failed
+    """Claim and train one job, catching any exception into ``failed``. Returns ``{status, elapsed, error}``.
+
+    ``status``: ``done`` (trained now), ``skipped`` (found finished under the claim), ``failed``, or ``busy``
+    (another live runner holds the job; only with ``policy["wait"]`` false). ``policy``: ``wait`` (poll until
+    the holder releases; default False), ``poll_s``, ``lease_s``, ``retry_failed`` and ``failed_seen`` (the
+    :func:`~dganalysis.sweep.store.failed_stamp` seen when the sweep was planned: only that failure is retried,
+    not one another runner wrote since).
+    """
+    from dganalysis.sweep.store import ClaimLost, append_history, failed_stamp, stored_precision, try_claim
+    from dganalysis.train import clear_job_dir, run_job, write_failed
 
     options = dict(options or {})
+    policy = dict(policy or {})
+    job = Job.from_dict(job_spec)
     t0 = time.time()
+    while True:
+        claim = try_claim(job_dir, policy.get("lease_s"))
+        if not isinstance(claim, ClaimInfo):
+            break
+        if not policy.get("wait", False):
+            return {"status": "busy", "elapsed": None, "error": f"held by {claim.describe()}"}
+        time.sleep(float(policy.get("poll_s", 1.0)))
     try:
-        import_plugins(options.pop("imports", ()))
-        run_job(dict(job_spec), job_dir, data_dir=data_dir, **options)
-        return {"status": "done", "elapsed": time.time() - t0, "error": ""}
-    except Exception as e:  # noqa: BLE001 - every failure is recorded and the sweep goes on
-        log.warning("job %s failed: %s: %s", Path(job_dir).name, type(e).__name__, e)
+        state = job_state(job, Path(job_dir).parent)
+        if state == "done":
+            wanted, stored = options.get("precision", "auto"), stored_precision(job_dir)
+            if wanted != "auto" and stored is not None and stored != wanted:
+                return {"status": "failed", "elapsed": None,
+                        "error": f"{job_dir}: finished with precision {stored}, this sweep asks for {wanted}"}
+            return {"status": "skipped", "elapsed": _done_elapsed(Path(job_dir)), "error": ""}
+        if (Path(job_dir) / "failed").exists() and not (
+            policy.get("retry_failed", True) and failed_stamp(job_dir) == policy.get("failed_seen")
+        ):
+            return {"status": "failed", "elapsed": None, "error": _failed_summary(Path(job_dir))}
+        clear_job_dir(job_dir)
+        append_history(job_dir, "start", token=claim.token)
         try:
-            write_failed(job_dir, e)
-        except OSError:  # pragma: no cover - the store itself is broken
-            log.exception("could not write %s/failed", job_dir)
-        return {"status": "failed", "elapsed": time.time() - t0, "error": f"{type(e).__name__}: {e}"}
+            import_plugins(options.pop("imports", ()))
+            run_job(job, job_dir, data_dir=data_dir, heartbeat=claim.check, **options)
+        except ClaimLost as e:
+            log.warning("job %s: %s", job.job_id, e)
+            return {"status": "failed", "elapsed": time.time() - t0, "error": f"ClaimLost: {e}"}
+        except Exception as e:  # noqa: BLE001 - every failure is recorded and the sweep goes on
+            log.warning("job %s failed: %s: %s", job.job_id, type(e).__name__, e)
+            try:
+                claim.check()
+                write_failed(job_dir, e)
+                append_history(job_dir, "failed", token=claim.token, error=type(e).__name__)
+            except (OSError, ClaimLost):  # pragma: no cover - the store itself is broken, or the job was taken over
+                log.exception("could not write %s/failed", job_dir)
+            return {"status": "failed", "elapsed": time.time() - t0, "error": f"{type(e).__name__}: {e}"}
+        append_history(job_dir, "done", token=claim.token, seconds=f"{time.time() - t0:.1f}")
+        return {"status": "done", "elapsed": time.time() - t0, "error": ""}
+    finally:
+        claim.release()
+
+
+def record_abandoned(job: Job, job_dir: str | Path, error: str) -> None:
+    """After a worker or cluster task died: write ``failed`` into a job it had started, if nobody holds it now."""
+    from dganalysis.sweep.store import append_history, try_claim
+    from dganalysis.train import write_failed
+
+    job_dir = Path(job_dir)
+    if not (job_dir / "spec.json").exists():
+        return  # never started: nothing to record
+    claim = try_claim(job_dir)
+    if isinstance(claim, ClaimInfo):
+        return  # a live runner holds it (e.g. the dying task's claim is still within its lease)
+    try:
+        if not (job_dir / "done").exists():
+            write_failed(job_dir, RuntimeError(error))
+            append_history(job_dir, "failed", token=claim.token, error="runner died")
+    finally:
+        claim.release()
 
 
 _WORKER_OPTIONS: dict[str, Any] = {}
@@ -135,24 +183,80 @@ def _init_worker(n_threads: int, n_gpus: int, counter, imports: Sequence[str]) -
     import_plugins(imports)
 
 
-def _execute_in_worker(job_spec, job_dir, data_dir, options) -> dict[str, Any]:
+def _execute_in_worker(job_spec, job_dir, data_dir, options, policy) -> dict[str, Any]:
     options = dict(options)
     if options.get("device") is None and "device" in _WORKER_OPTIONS:
         options["device"] = _WORKER_OPTIONS["device"]
-    return execute_job(job_spec, job_dir, data_dir, options)
+    return execute_job(job_spec, job_dir, data_dir, options, policy)
 
 
 # --------------------------------------------------------------------------- launchers
-def _run_inline(todo, store, data_dir, options, bar) -> list[dict[str, Any]]:
-    out = []
-    for job in todo:
-        res = execute_job(job.to_dict(), str(store / job.job_id), data_dir, options)
-        out.append(res)
-        _tick(bar, res)
-    return out
+class _InlineExecutor(cf.Executor):
+    """Runs each submitted call at once in this process (the ``n_workers == 1`` launcher)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(e)
+        return fut
 
 
-def _run_pool(todo, store, data_dir, options, n_workers, bar) -> list[dict[str, Any]]:
+def _drive(todo, store, submit, policy, bar) -> dict[str, dict[str, Any]]:
+    """Submit every job; a ``busy`` job (held by another live runner) is submitted again ``poll_s`` later.
+
+    With ``policy["wait"]`` false a busy job ends as ``busy``. Returns one result per job id.
+    """
+    poll = float(policy.get("poll_s", 1.0))
+    results: dict[str, dict[str, Any]] = {}
+    running: dict[cf.Future, Job] = {}
+    later: list[tuple[float, Job]] = [(0.0, job) for job in todo]
+    while running or later:
+        now = time.monotonic()
+        due = [job for t, job in later if t <= now]
+        later = [(t, job) for t, job in later if t > now]
+        for job in due:
+            try:
+                running[submit(job)] = job
+            except Exception as e:  # noqa: BLE001 - e.g. the process pool broke when a worker died
+                results[job.job_id] = {"status": "failed", "elapsed": None,
+                                       "error": f"not started: {type(e).__name__}: {e}"}
+                _tick(bar, results[job.job_id])
+        if not running:
+            time.sleep(max(0.0, min(t for t, _ in later) - time.monotonic()))
+            continue
+        finished, _ = cf.wait(running, timeout=poll, return_when=cf.FIRST_COMPLETED)
+        for fut in finished:
+            job = running.pop(fut)
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001 - a worker died (e.g. killed for memory)
+                res = {"status": "failed", "elapsed": None, "error": f"worker died: {type(e).__name__}: {e}"}
+                record_abandoned(job, store / job.job_id, res["error"])
+            if res["status"] == "busy" and policy.get("wait", True):
+                log.info("job %s is %s; coming back to it", job.job_id, res["error"])
+                later.append((time.monotonic() + poll, job))
+                continue
+            results[job.job_id] = res
+            _tick(bar, res)
+    return results
+
+
+def _job_policy(policy: Mapping[str, Any], job: Job, **over: Any) -> dict[str, Any]:
+    """The policy one job runs under: the sweep's, with the ``failed`` stamp seen when the sweep was planned."""
+    out = {k: v for k, v in policy.items() if k != "failed_seen"}
+    return {**out, "failed_seen": policy.get("failed_seen", {}).get(job.job_id), **over}
+
+
+def _run_inline(todo, store, data_dir, options, policy, bar) -> dict[str, dict[str, Any]]:
+    ex = _InlineExecutor()
+    return _drive(todo, store, lambda j: ex.submit(execute_job, j.to_dict(), str(store / j.job_id), data_dir, options,
+                                                   _job_policy(policy, j, wait=False)),
+                  policy, bar)
+
+
+def _run_pool(todo, store, data_dir, options, policy, n_workers, bar) -> dict[str, dict[str, Any]]:
     import torch
 
     ctx = mp.get_context("spawn")
@@ -160,28 +264,15 @@ def _run_pool(todo, store, data_dir, options, n_workers, bar) -> list[dict[str, 
     n_threads = max(1, (os.cpu_count() or 1) // n_workers)
     counter = ctx.Value("i", 0)
     imports = list(options.get("imports", ()))
-    results: dict[str, dict[str, Any]] = {}
     with cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker, initargs=(n_threads, n_gpus, counter, imports)
     ) as pool:
-        futures = {
-            pool.submit(_execute_in_worker, job.to_dict(), str(store / job.job_id), data_dir, options): job for job in todo
-        }
-        for fut in cf.as_completed(futures):
-            job = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as e:  # noqa: BLE001 - a worker died (e.g. killed for memory)
-                from dganalysis.train import write_failed
-
-                write_failed(store / job.job_id, e)
-                res = {"status": "failed", "elapsed": None, "error": f"worker died: {type(e).__name__}: {e}"}
-            results[job.job_id] = res
-            _tick(bar, res)
-    return [results[j.job_id] for j in todo]
+        return _drive(todo, store, lambda j: pool.submit(_execute_in_worker, j.to_dict(), str(store / j.job_id), data_dir,
+                                                         options, _job_policy(policy, j, wait=False)),
+                      policy, bar)
 
 
-def _run_submitit(todo, store, data_dir, options, slurm: Mapping[str, Any], bar) -> list[dict[str, Any]]:
+def _run_submitit(todo, store, data_dir, options, policy, slurm: Mapping[str, Any], bar) -> dict[str, dict[str, Any]]:
     import submitit
 
     slurm = dict(slurm or {})
@@ -192,22 +283,58 @@ def _run_submitit(todo, store, data_dir, options, slurm: Mapping[str, Any], bar)
     executor.update_parameters(**params)
     specs = [j.to_dict() for j in todo]
     dirs = [str(store / j.job_id) for j in todo]
-    sub = executor.map_array(execute_job, specs, dirs, [data_dir] * len(todo), [options] * len(todo))
+    policies = [_job_policy(policy, j) for j in todo]  # tasks wait for held jobs themselves
+    sub = executor.map_array(execute_job, specs, dirs, [data_dir] * len(todo), [options] * len(todo), policies)
     log.info("submitted %d jobs through submitit (%s)", len(sub), executor.cluster)
-    results: dict[int, dict[str, Any]] = {}
-    index = {id(s): i for i, s in enumerate(sub)}
-    for s in submitit.helpers.as_completed(sub):
-        i = index[id(s)]
-        try:
-            res = s.result()
-        except Exception as e:  # noqa: BLE001 - the cluster job itself failed (timeout, preemption)
-            from dganalysis.train import write_failed
+    results: dict[str, dict[str, Any]] = {}
+    pending = dict(enumerate(sub))
+    gone: dict[int, float] = {}
+    poll = float(policy.get("poll_s", 1.0))
+    while pending:
+        queued = _slurm_queue(sub[0].job_id) if executor.cluster == "slurm" else None
+        for i, s in list(pending.items()):
+            res, abandoned = None, False
+            if s.done():
+                try:
+                    res = s.result()
+                except Exception as e:  # noqa: BLE001 - the cluster job itself failed (timeout, preemption, scancel)
+                    res = {"status": "failed", "elapsed": None, "error": f"submitit job failed: {type(e).__name__}: {e}"}
+                    abandoned = True
+            elif queued is not None and not _in_queue(s.job_id, queued):
+                # left the queue without a result (killed); without accounting (sacct) submitit would wait forever
+                gone.setdefault(i, time.monotonic())
+                if time.monotonic() - gone[i] > 5 * poll:  # a result file is written before the task exits
+                    res = {"status": "failed", "elapsed": None,
+                           "error": f"Slurm task {s.job_id} ended without a result (killed or cancelled)"}
+                    abandoned = True
+            if res is None:
+                continue
+            if abandoned:
+                record_abandoned(todo[i], dirs[i], res["error"])
+            del pending[i]
+            results[todo[i].job_id] = res
+            _tick(bar, res)
+        if pending:
+            time.sleep(poll)
+    return results
 
-            write_failed(dirs[i], e)
-            res = {"status": "failed", "elapsed": None, "error": f"submitit job failed: {type(e).__name__}: {e}"}
-        results[i] = res
-        _tick(bar, res)
-    return [results[i] for i in range(len(todo))]
+
+def _slurm_queue(job_id: str) -> str | None:
+    """``squeue``'s ids of the array of ``job_id`` (None when squeue cannot tell)."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["squeue", "-h", "-o", "%i", "-j", str(job_id).split("_")[0]], capture_output=True,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def _in_queue(job_id: str, queued: str) -> bool:
+    ids = queued.split()
+    array = str(job_id).split("_")[0]
+    return str(job_id) in ids or any(i.startswith(f"{array}_[") for i in ids)
 
 
 def _tick(bar, res: Mapping[str, Any]) -> None:
@@ -233,38 +360,71 @@ def run_sweep(
     precision: str = "auto",
     imports: Sequence[str] = (),
     slurm: Mapping[str, Any] | None = None,
+    wait: bool = True,
+    lease_s: float | None = None,
+    poll_s: float = 1.0,
 ) -> pd.DataFrame:
     """Train the jobs of ``jobs`` that are not finished in ``store_dir``; one status row per job.
 
-    ``status``: ``done`` (trained now), ``skipped`` (already done), ``failed`` (this run or,
-    with ``retry_failed=False``, an earlier one), or for ``dry_run`` ``pending`` / ``done`` /
-    ``failed`` as found on disk (nothing is trained). ``imports``: modules or ``.py`` files
-    that register extra datasets/algorithms, imported in every worker. ``slurm``: submitit
-    parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
+    ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
+    ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
+    runner; only with ``wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed`` as
+    found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
+    :mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs another runner holds until they are finished
+    (True) or leave them (False); ``lease_s`` — the claim lease (default ``$DGANALYSIS_LEASE_S`` or 120 s);
+    ``poll_s`` — seconds between looks at a held job. ``precision`` other than ``auto`` is checked against
+    the finished jobs of the store first: a job finished with another precision is an error before any work.
+    ``imports``: modules or ``.py`` files that register extra datasets/algorithms, imported in every worker.
+    ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
     """
+    from dganalysis.sweep.store import lease_seconds
+    from dganalysis.validation import ConfigError
+
     if launcher not in ("local", "slurm"):
-        raise ValueError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")
-    if n_workers < 1:
-        raise ValueError(f"run_sweep n_workers: expected ≥ 1, got {n_workers}")
+        raise ConfigError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ConfigError(f"run_sweep n_workers: expected an integer ≥ 1, got {n_workers!r}")
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ConfigError(f"run_sweep precision: expected auto, fp32 or bf16, got {precision!r}")
     store = Path(store_dir)
+    if store.exists() and not store.is_dir():
+        raise ConfigError(f"{store}: the job store must be a folder, but a file of that name exists")
+    policy = {"wait": bool(wait), "lease_s": lease_seconds(lease_s), "poll_s": float(poll_s),
+              "retry_failed": bool(retry_failed)}
     unique: dict[str, Job] = {}
     for j in jobs:
-        unique.setdefault(j.job_id, j if isinstance(j, Job) else Job.from_dict(j))
+        j = j if isinstance(j, Job) else Job.from_dict(j)
+        unique.setdefault(j.job_id, j)
     jobs = list(unique.values())
+    from dganalysis.sweep.grid import check_job_hparams
+
+    for job in {(j.algorithm, j.hparams_seed, json.dumps(j.to_dict()["hparams_overrides"]),
+                 json.dumps(j.to_dict()["search_overrides"])): j for j in jobs}.values():
+        check_job_hparams(job)  # jobs built by hand are checked too, before any work
 
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []
+    mismatched = []
     for job in jobs:
         state = job_state(job, store)
         if state == "done":
+            stored = stored_precision(store / job.job_id)
+            if precision != "auto" and stored is not None and stored != precision:
+                mismatched.append(f"{job.job_id} ({stored})")
             rows[job.job_id] = _row(job, store, "done" if dry_run else "skipped", _done_elapsed(store / job.job_id))
         elif state == "failed" and not retry_failed:
             rows[job.job_id] = _row(job, store, "failed", error=_failed_summary(store / job.job_id))
         elif dry_run:
-            rows[job.job_id] = _row(job, store, "failed" if state == "failed" else "pending")
+            rows[job.job_id] = _row(job, store, {"failed": "failed", "running": "running"}.get(state, "pending"))
         else:
             todo.append(job)
+    if mismatched:
+        raise ConfigError(
+            f"{store}: {len(mismatched)} finished job(s) were trained with another precision than the {precision} "
+            f"asked for: {', '.join(mismatched[:5])}{' …' if len(mismatched) > 5 else ''}; precision is not part "
+            "of the job hash, so use another store, or precision='auto' to reuse them"
+        )
     if dry_run:
         for job in jobs:
             log.info("[%s] %s", rows[job.job_id]["status"], job.describe())
@@ -273,11 +433,7 @@ def run_sweep(
     log.info("sweep: %d jobs, %d finished, %d to run (%s, %d workers)", len(jobs), len(jobs) - len(todo), len(todo),
              launcher, n_workers)
     store.mkdir(parents=True, exist_ok=True)
-    for job in todo:  # a killed run's partial results are cleared before anything else starts
-        from dganalysis.train import clear_job_dir
-
-        clear_job_dir(store / job.job_id)
-
+    policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports)}
     data = str(data_dir) if data_dir is not None else None
     bar = None
@@ -286,17 +442,20 @@ def run_sweep(
 
         bar = tqdm(total=len(todo), desc="sweep", unit="job")
     try:
-        if launcher == "slurm":
-            results = _run_submitit(todo, store, data, options, slurm or {}, bar)
+        if not todo:
+            results = {}
+        elif launcher == "slurm":
+            results = _run_submitit(todo, store, data, options, policy, slurm or {}, bar)
         elif n_workers == 1 or len(todo) <= 1:
             import_plugins(imports)
-            results = _run_inline(todo, store, data, {**options, "progress": bool(progress)}, bar)
+            results = _run_inline(todo, store, data, {**options, "progress": bool(progress)}, policy, bar)
         else:
-            results = _run_pool(todo, store, data, options, min(n_workers, len(todo)), bar)
+            results = _run_pool(todo, store, data, options, policy, min(n_workers, len(todo)), bar)
     finally:
         if bar is not None:
             bar.close()
-    for job, res in zip(todo, results):
+    for job in todo:
+        res = results[job.job_id]
         rows[job.job_id] = _row(job, store, res["status"], res.get("elapsed"), res.get("error", ""))
     n_failed = sum(r["status"] == "failed" for r in rows.values())
     if n_failed:

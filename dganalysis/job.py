@@ -1,5 +1,8 @@
 """One training job: a frozen, JSON-serialisable spec and its hash.
 
+This module sits below both :mod:`dganalysis.train` (which runs one job) and :mod:`dganalysis.sweep` (which
+builds grids of jobs and runs them into a store); it imports neither.
+
 As in DomainBed (Gulrajani & Lopez-Paz, 2021) a job's folder in the store is named by a
 hash of its spec, so the same job requested twice (by two notebooks, or by a resumed
 sweep) is trained once. We hash the canonical JSON of every field that changes the
@@ -73,14 +76,22 @@ class Job:
                 f"Job: a domain has two roles (train={list(self.train_domains)}, test={list(self.test_domains)}, "
                 f"val={list(self.val_domains)})"
             )
-        if int(self.steps) < 1 or int(self.checkpoint_freq) < 1:
-            raise ValueError(f"Job: steps and checkpoint_freq must be ≥ 1, got {self.steps}, {self.checkpoint_freq}")
-        if not 0.0 <= float(self.holdout_fraction) < 1.0:
-            raise ValueError(f"Job.holdout_fraction: expected a value in [0, 1), got {self.holdout_fraction}")
+        from dganalysis.validation import Check
+
+        for name in ("dataset", "algorithm"):
+            Check("str")(getattr(self, name), f"Job.{name}")
+        for name, check in (
+            ("hparams_seed", Check("int", low=0)),
+            ("trial_seed", Check("int", low=0)),
+            ("steps", Check("int", low=1)),
+            ("checkpoint_freq", Check("int", low=1)),
+            ("holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
+            ("save_model", Check("bool")),
+        ):
+            check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "holdout_fraction", float(self.holdout_fraction))
-        object.__setattr__(self, "save_model", bool(self.save_model))
 
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
