@@ -250,7 +250,11 @@ def test_host_augmentation_uses_the_original_pixels(tmp_path):
     b.close()
 
 
-def test_a_broken_file_fails_the_batch_naming_the_sample(tmp_path):
+def test_a_broken_file_fails_the_batch_naming_the_sample(tmp_path, monkeypatch):
+    from PIL import ImageFile
+
+    # Pillow's flag is process-global: DomainBed's datasets.py sets it to True when imported in the same process
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", False)
     root = _fake_tree(tmp_path / "data", "PACS", per_class=1, w=64, h=64)
     bad = root / "PACS" / "cartoon" / "dog" / "img_0.jpg"
     data = bad.read_bytes()
