@@ -51,3 +51,18 @@ def findings_markdown(rows: list[dict]) -> list[str]:
     lines += [f"| {cell(r['paper'])} | {cell(r['finding'])} | **{cell(r['verdict'])}** | {cell(r['ours'])} |"
               for r in rows]
     return lines
+
+
+def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict]) -> list[Path]:
+    """Replace every finding whose key starts with ``prefix`` by ``rows`` (keys ``prefix`` + a, b, c, …).
+
+    Each row has ``paper, finding, ours, verdict``. Use one prefix per notebook so a rerun drops stale lines.
+    """
+    folder = Path(output_dir) / "findings"
+    for row in rows:  # validate everything before removing anything
+        if row.get("verdict") not in VERDICTS:
+            raise ValueError(f"verdict={row.get('verdict')!r}: expected one of {VERDICTS}")
+    for p in folder.glob(f"{prefix}*.json") if folder.is_dir() else []:
+        p.unlink()
+    return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"])
+            for i, r in enumerate(rows)]

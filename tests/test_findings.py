@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis.findings import findings_markdown, read_findings, record_finding
+from dganalysis.findings import findings_markdown, read_findings, record_finding, replace_findings
 from dganalysis.runner import NotebookRun, write_index
 
 
@@ -27,3 +27,14 @@ def test_record_read_and_index_summary(tmp_path):
     with pytest.raises(ValueError, match="key"):
         record_finding(tmp_path, "../x", "p", "f", "o", "partly")
     assert findings_markdown([]) == ["(no notebook recorded a finding yet)"]
+
+
+def test_replace_findings_drops_stale_lines(tmp_path):
+    row = dict(paper="P", finding="f", ours="1", verdict="partly")
+    replace_findings(tmp_path, "04", [row, row, row])
+    replace_findings(tmp_path, "07", [row])
+    replace_findings(tmp_path, "04", [row])
+    assert [r["key"] for r in read_findings(tmp_path)] == ["04a", "07a"]
+    with pytest.raises(ValueError, match="verdict"):
+        replace_findings(tmp_path, "04", [dict(row, verdict="?")])
+    assert len(read_findings(tmp_path)) == 2  # nothing removed on bad input
