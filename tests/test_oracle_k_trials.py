@@ -48,3 +48,16 @@ def test_last_checkpoints_and_errors():
     iid, orc = frames([0.1], [0.1])
     with pytest.raises(ValueError, match="trial_seed"):
         okt.leakage_by_trial(iid.drop(columns="trial_seed"), orc)
+
+
+def test_leakage_findings_verdicts():
+    from dganalysis.protocols.leakage_findings import lp_ft_findings, oracle_findings
+
+    per = okt.leakage_by_trial(*frames([0.04, 0.05, 0.06], [0.02, 0.035, 0.03]))
+    rows = oracle_findings(okt.leakage_vs_k(per))
+    assert [r["verdict"] for r in rows] == ["reproduced", "reproduced"] and "K=1 → K=2" in rows[1]["finding"]
+    per = okt.leakage_by_trial(*frames([0.04, 0.05, 0.06], [0.05, 0.06, 0.07]))
+    assert oracle_findings(okt.leakage_vs_k(per))[1]["verdict"] == "not reproduced"  # rises instead
+    gap = pd.DataFrame({"Avg": [0.1, -0.2]}, index=["sup", "ssl"])
+    assert lp_ft_findings(gap, "sup", "ssl")[0]["verdict"] == "reproduced"
+    assert lp_ft_findings(gap.assign(Avg=[-0.1, 0.2]), "sup", "ssl")[0]["verdict"] == "not reproduced"

@@ -290,3 +290,40 @@ def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None
     ax.grid(axis="x")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------------------------- findings
+def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests: dict | None = None,
+                         paper_spearman: float = 0.794, tol: float = 0.0005) -> list[dict]:
+    """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.findings.replace_findings`).
+
+    (a) recomputed from the published accuracies, the new leaderboards correlate at Spearman ``paper_spearman``
+    (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (first
+    two of ``ours``) reorder the algorithms — a claim only as strong as the rank differences themselves, so the
+    Friedman p-values of ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard)
+    are reported and decide the verdict.
+    """
+    names = list(dict.fromkeys(published["leaderboard"]))
+    sm = spearman_matrix(published)
+    r_new = float(sm.loc[names[1], names[2]]) if len(names) >= 3 else float("nan")
+    prk = ranks(published)
+    moved = int((delta_rank(prk, prk.columns[0], prk.columns[1]) != 0).sum())
+    a = dict(paper="Yu et al. 2024", finding=f"Table 5: new leaderboards agree with each other (Spearman {paper_spearman}) "
+                                             "and reorder the old one",
+             ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
+             verdict="reproduced" if abs(r_new - paper_spearman) <= tol and moved else "not reproduced")
+    ol = list(dict.fromkeys(ours["leaderboard"]))
+    if len(ol) < 2:
+        return [a]
+    rk = ranks(ours)
+    dr = delta_rank(rk, ol[0], ol[1])
+    r_ours = float(spearman_matrix(ours).loc[ol[0], ol[1]])
+    tests = rank_tests or {}
+    ps = {k: v.p for k, v in tests.items()}
+    decided = bool(ps) and all(p < v.alpha for p, v in zip(ps.values(), tests.values()))
+    b = dict(paper="Yu et al. 2024", finding=f"the evaluation protocol reorders the leaderboard ({ol[0]} vs {ol[1]}, "
+                                             "our runs)",
+             ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
+                  + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
+             verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")
+    return [a, b]
