@@ -273,3 +273,11 @@ def test_summary_and_plots(st_frame):
         assert isinstance(fig, matplotlib.figure.Figure)
     ax = dynamic.plot_swap_test(f, "hw", [C1, C2, C3]).axes[0]
     assert len(ax.get_legend().get_texts()) == 3
+
+
+def test_two_equal_paired_differences_are_not_exact():
+    a, b = pd.Series([0.70, 0.65], index=[0, 1]), pd.Series([0.60, 0.55], index=[0, 1])
+    c = compare(a, b)
+    assert c.test == TOO_FEW and np.isnan(c.p) and c.diff == pytest.approx(0.10)
+    c3 = compare(pd.Series([0.7, 0.65, 0.5]), pd.Series([0.6, 0.55, 0.4]))
+    assert c3.test == "exact (no variance)" and c3.p == 0.0

@@ -98,6 +98,8 @@ def direction(diff: float, p_adj: float, alpha: float) -> int:
 
 # ----------------------------------------------------------------------------------------------- paired contrasts
 PAIRED, WELCH, EXACT, TOO_FEW = "paired t", "Welch t", "exact (no variance)", "n<2"
+#: zero variance of the paired differences counts as an exact difference only from this many pairs on
+MIN_EXACT = 3
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,9 @@ def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: flo
     removes only the split part of the variance. ``paired=None`` pairs when at least 2 trial seeds are shared
     (and then uses only the shared ones); ``False`` forces Welch (:func:`welch`); ``True`` requires pairing.
     A paired t-test on the per-trial differences d: ``se = sd(d)/√n``, ``df = n−1``, CI = mean(d) ± t·se.
+    Identical differences in every pair (zero variance) are an exact difference (p = 0) from :data:`MIN_EXACT`
+    pairs on (deterministic runs); with 2 pairs they are undecided (``test = "n<2"``): accuracies are discrete,
+    so two equal differences happen by chance.
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -158,6 +163,9 @@ def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: flo
         n = len(d)
         diff, sd = float(d.mean()), float(d.std(ddof=1))
         if sd <= tol:
+            if n < MIN_EXACT:  # two equal differences of discrete accuracies happen by chance: no evidence
+                return Contrast(diff, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0.0,
+                                n, n, n, TOO_FEW)
             return _exact(diff, n, n, n, tol)
         se = sd / np.sqrt(n)
         t, df = diff / se, float(n - 1)
