@@ -362,7 +362,7 @@ def dynamic_summary(
     """One row per method: ST verdict(s), Domain+ verdict per step, and the leave-one-domain-out rank.
 
     Puts the static protocol (``lodo_rank``, e.g. from :func:`dganalysis.protocols.leaderboard.ranks`) next to the
-    dynamic criteria so disagreements are visible (seed 000 Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
+    dynamic criteria so disagreements are visible (Zhang, Zhang & Liu, Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
     """
     parts = []
     swaps = [swap] if isinstance(swap, SwapTestResult) else list(swap or [])

@@ -1,4 +1,4 @@
-"""Build PaHCC (paper, seed 000, Sec. 3, Fig. 7, Tables 3–6): printed domains d0, d1, d2 and handwritten hw.
+"""Build PaHCC (Zhang, Zhang & Liu, Sec. 3, Fig. 7, Tables 3–6): printed domains d0, d1, d2 and handwritten hw.
 
 - d0 standard printed, d2 handwriting-style printed: discovered fonts assigned by ``resources/fonts.yaml``.
 - d1 distorted printed: seeded distortion instances of d0 faces (see :mod:`.render`).
@@ -224,7 +224,7 @@ def _build(folder: Path, root: Path, chars: list[str], image_size: int, d0: list
                                                  handwritten_dir, data_dir, bar)
     n_glyphs = sum(len(d) for d in (dom0, dom1, dom2, domh))
     info = {
-        "source": "PaHCC (seed 000, Sec. 3) rebuilt from installed fonts"
+        "source": "PaHCC (Zhang, Zhang & Liu, Sec. 3) rebuilt from installed fonts"
                   + (" + SIMULATED handwriting" if hw_info["simulated"] else " + real handwriting"),
         "size": size, "image_size": image_size, "seed": seed, "class_source": class_source(),
         "polarity": "dark ink on white background (255 = paper) in every domain",
