@@ -61,3 +61,12 @@ def test_leakage_findings_verdicts():
     gap = pd.DataFrame({"Avg": [0.1, -0.2]}, index=["sup", "ssl"])
     assert lp_ft_findings(gap, "sup", "ssl")[0]["verdict"] == "reproduced"
     assert lp_ft_findings(gap.assign(Avg=[-0.1, 0.2]), "sup", "ssl")[0]["verdict"] == "not reproduced"
+
+
+def test_trials_needed_columns():
+    s = okt.leakage_vs_k(okt.leakage_by_trial(*frames([0.01, 0.05, 0.03], [0.0, 0.05, 0.02]))).set_index("k")
+    x = np.array([1.0, 5.0, 3.0])
+    from dganalysis.protocols.stats import trials_needed
+
+    assert s.loc[1, "trials_needed"] == trials_needed(x.mean() / x.std(ddof=1), 0.05, 0.8)
+    assert s.loc[2, "trials_needed"] > 3

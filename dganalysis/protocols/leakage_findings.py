@@ -26,14 +26,14 @@ def oracle_findings(leak_k: pd.DataFrame, alpha: float = 0.05) -> list[dict]:
     pf = adjust_pvalues(kmax["p_fall"].to_numpy(), alpha, "holm") if "p_fall" in kmax else np.array([np.nan])
     cell = lambda r: f"{r.leakage:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"  # noqa: E731
     pos = dict(paper=PAPER, finding="oracle selection leaks: oracle − IID accuracy > 0 at K=1 (Table 4)",
-               ours="; ".join(f"train {r.train_domains}: {cell(r)} pts (n={r.n_trials}, Holm p={p:.2g})"
-                              for r, p in zip(k1.itertuples(), p1)),
+               ours="; ".join(f"train {r.train_domains}: {cell(r)} pts (n={r.n_trials}, Holm p={p:.2g}; "
+                              f"~{r.trials_needed:.0f} trials would decide it)" for r, p in zip(k1.itertuples(), p1)),
                verdict="reproduced" if len(p1) and (p1 < alpha).all() else
                "partly" if (p1 < alpha).any() else "not decided")
     if len(kmax) and int(kmax["k"].iloc[0]) > 1:
         fall = dict(paper=PAPER, finding=f"oracle leakage falls as K grows (K=1 → K={int(kmax['k'].iloc[0])})",
                     ours="; ".join(f"train {r.train_domains}: Δ={r.fall:+.2f} [{r.fall_ci_low:+.2f}, "
-                                   f"{r.fall_ci_high:+.2f}] pts (Holm p={p:.2g})"
+                                   f"{r.fall_ci_high:+.2f}] pts (Holm p={p:.2g}; ~{r.trials_needed:.0f} trials)"
                                    for r, p in zip(kmax.itertuples(), pf)),
                     verdict="reproduced" if (pf < alpha).all() else "partly" if (pf < alpha).any() else
                     "not reproduced" if (kmax["fall"] > 0).all() else "not decided")

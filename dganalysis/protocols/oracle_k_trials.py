@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats as st
 
 from dganalysis.protocols.oracle_k import GROUP, oracle_k_table
-from dganalysis.protocols.stats import compare
+from dganalysis.protocols.stats import compare, trials_needed
 
 
 def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
@@ -38,12 +38,14 @@ def leakage_by_trial(iid_selected: pd.DataFrame, oracle_selected: pd.DataFrame,
     return oracle_k_table(iid_selected, oracle_selected, by=list(by) + ["trial_seed"], scale=scale)
 
 
-def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95) -> pd.DataFrame:
+def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95,
+                 alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
     """Mean leakage per K over trials with a t-interval, and its change from K=1 (paired over trials).
 
     One row per (``by``, K ≥ 1): ``leakage`` (points), ``ci_low, ci_high``, ``n_trials``; ``fall`` =
     leak(K) − leak(1) with its paired CI and one-sided ``p_fall`` (H1: leakage falls); K=1 rows carry the
-    one-sided p of leak(1) > 0 in ``p_positive``.
+    one-sided p of leak(1) > 0 in ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to
+    reach ``power`` at the observed standardised effect (K=1: leakage > 0; K > 1: the fall), a planning figure.
     """
     d = per_trial[per_trial["k"] > 0]
     rows = []
@@ -58,9 +60,12 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
             row = dict(zip(by, key), k=int(k), leakage=m, ci_low=m - half, ci_high=m + half, n_trials=n)
             if k == 1:
                 row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan
+                eff = m / sd if n > 1 and sd > 0 else np.nan
+                row["trials_needed"] = trials_needed(eff, alpha, power) if eff > 0 else np.inf
             else:
                 c = compare(x, base, confidence=confidence)
-                row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test)
+                row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test,
+                           trials_needed=trials_needed(c.effect, alpha, power) if c.effect < 0 else np.inf)
             rows.append(row)
     return pd.DataFrame(rows)
 
