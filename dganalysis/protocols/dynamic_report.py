@@ -113,8 +113,18 @@ def findings(swap: SwapTestResult, dp: pd.DataFrame, helps_all: Sequence[str] = 
             part = False
         else:
             claim, ok, part = "(no paper statement)", False, False
+        if ok:
+            rep = "yes"
+        elif part:
+            rep = "partly"
+        elif added in degrades_erm and len(erm) and g[g["method"] == "ERM"]["delta"].iloc[0] > 0:
+            rep = "no"  # ERM's observed change has the opposite sign
+        elif added in helps_all and n_d:
+            rep = "no"
+        else:
+            rep = "not decided"
         rows.append(dict(finding=f"Domain+ {base} +{added} → {g['test_domain'].iloc[0]}: {claim}",
-                         ours=f"{n_c} copes / {n_d} degrades / {len(g) - n_c - n_d} undecided of {len(g)}; "
-                              f"Δ (points, 95% CI): {cells}",
-                         reproduced="yes" if ok else "partly" if part else "no / not decided"))
+                         ours=f"{n_c} copes / {n_d} degrades / {len(g) - n_c - n_d} undecided of {len(g)} "
+                              f"({'all' if (g['delta'] > 0).all() else int((g['delta'] > 0).sum())} Δ > 0); "
+                              f"Δ (points, 95% CI per comparison): {cells}", reproduced=rep))
     return pd.DataFrame(rows)
