@@ -117,8 +117,8 @@ def findings(swap: SwapTestResult, dp: pd.DataFrame, helps_all: Sequence[str] = 
             rep = "yes"
         elif part:
             rep = "partly"
-        elif added in degrades_erm and len(erm) and g[g["method"] == "ERM"]["delta"].iloc[0] > 0:
-            rep = "no"  # ERM's observed change has the opposite sign
+        elif added in degrades_erm and len(erm) and g[g["method"] == "ERM"]["ci_low"].iloc[0] > 0:
+            rep = "no"  # ERM gains, and its (per-comparison) CI excludes 0: the opposite of the paper
         elif added in helps_all and n_d:
             rep = "no"
         else:
