@@ -180,8 +180,14 @@ def _store_summary(store: Path) -> str:
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
-    """``<out>/index.md``: each notebook with its status, time, figures (PNG) and tables (Markdown)."""
-    lines = [f"# dganalysis outputs — profile `{profile}`", "",
+    """``<out>/index.md``: the findings summary (:mod:`dganalysis.findings`), then each notebook with its status,
+    time, figures (PNG) and tables (Markdown)."""
+    from dganalysis.findings import findings_markdown, read_findings
+
+    total = sum(r.seconds for r in runs) / 60
+    lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
+             *findings_markdown(read_findings(out)), "",
+             f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes |", "|---|---|---|"]
     for r in runs:
         status = "ok" if r.ok else f"FAILED ({r.error})"

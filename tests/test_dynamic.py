@@ -10,13 +10,13 @@ import pytest
 from scipy import stats
 
 from dganalysis.protocols import dynamic
-from dganalysis.protocols.stats import adjust_pvalues, welch
+from dganalysis.protocols.stats import PAIRED, TOO_FEW, WELCH, adjust_pvalues, compare, trials_needed, welch
 
 NOISE = [-0.01, 0.0, 0.01]  # three trials, sample sd 0.01
 
 
 def frame(spec, test="hw", dataset="Toy"):
-    """spec: {(train, method): list of trial accuracies} -> selected frame of the contract."""
+    """spec: {(train, method): list of trial accuracies} -> selected frame of the contract (trial seed = position)."""
     rows = []
     for (train, method), accs in spec.items():
         for t, a in enumerate(accs):
@@ -26,17 +26,68 @@ def frame(spec, test="hw", dataset="Toy"):
     return pd.DataFrame(rows)
 
 
-def trials(mean, noise=NOISE):
+_RNG = np.random.default_rng(123)
+
+
+def trials(mean, noise=None, n=4, sd=0.01):
+    """Trial accuracies around ``mean``; default noise is drawn fresh (so paired differences are not constant)."""
+    if noise is None:
+        noise = _RNG.normal(0, sd, n)
     return [mean + e for e in noise]
 
 
 C1, C2, C3 = "d0,d1", "d0,d2", "d1,d2"
 
 
+# ----------------------------------------------------------------------------------------------- stats
+def test_compare_paired_and_welch_match_scipy():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.6, 0.05, 5), rng.normal(0.55, 0.05, 5)
+    idx = [3, 1, 4, 0, 2]
+    c = compare(pd.Series(a, index=idx), pd.Series(b, index=idx))
+    ref = stats.ttest_rel(a, b)
+    assert c.test == PAIRED and c.n_pairs == 5
+    assert c.p == pytest.approx(ref.pvalue) and c.t == pytest.approx(ref.statistic)
+    assert c.p_greater == pytest.approx(stats.ttest_rel(a, b, alternative="greater").pvalue)
+    assert c.p_less == pytest.approx(stats.ttest_rel(a, b, alternative="less").pvalue)
+    d = a - b
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+    assert (c.ci_low, c.ci_high) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert c.effect == pytest.approx(d.mean() / d.std(ddof=1))
+    # pairing follows the trial-seed index, not the position
+    shuffled = compare(pd.Series(a, index=idx), pd.Series(b[::-1], index=idx[::-1]))
+    assert shuffled.p == pytest.approx(ref.pvalue)
+    # no shared trial seeds (or plain lists): Welch
+    w = compare(pd.Series(a, index=range(5)), pd.Series(b, index=range(10, 15)))
+    assert w.test == WELCH and w.n_pairs == 0
+    assert w.p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    assert compare(list(a), list(b)).test == WELCH
+    assert compare(pd.Series(a, index=idx), pd.Series(b, index=idx), paired=False).test == WELCH
+    assert compare([0.5], [0.4, 0.3]).test == TOO_FEW
+    with pytest.raises(ValueError, match="shared trial seeds"):
+        compare(pd.Series(a, index=range(5)), pd.Series(b, index=range(10, 15)), paired=True)
+
+
+def test_trials_needed_matches_statsmodels_power():
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    n = trials_needed(1.0, 0.01, 0.8, paired=True)
+    pw = lambda k: TTestPower().power(effect_size=1.0, nobs=k, alpha=0.01, alternative="larger")  # noqa: E731
+    assert pw(n) >= 0.8 > pw(n - 1)
+    m = trials_needed(-0.5, 0.05, 0.8, paired=False, alternative="two-sided")  # the sign is the direction
+    pi = lambda k: TTestIndPower().power(effect_size=0.5, nobs1=k, alpha=0.05, alternative="two-sided")  # noqa: E731
+    assert pi(m) >= 0.8 > pi(m - 1) and m > 60  # beyond the loop: the continuous solver, rounded up
+    assert trials_needed(0.0, 0.05) == np.inf and np.isnan(trials_needed(np.nan, 0.05))
+    assert trials_needed(0.01, 0.05, max_n=100) == np.inf
+    with pytest.raises(ValueError, match="alternative"):
+        trials_needed(1.0, 0.05, alternative="less")
+
+
+# ----------------------------------------------------------------------------------------------- swap test
 @pytest.fixture
 def st_frame():
     spec = {}
-    # A beats B on C1, B beats A on C2 (reversal), identical on C3 (tie -> undecided)
+    # A beats B on C1, B beats A on C2 (reversal), identical on C3
     spec[(C1, "A")], spec[(C1, "B")] = trials(0.70), trials(0.50)
     spec[(C2, "A")], spec[(C2, "B")] = trials(0.40), trials(0.60)
     spec[(C3, "A")], spec[(C3, "B")] = trials(0.55), trials(0.55)
@@ -46,16 +97,11 @@ def st_frame():
     return frame(spec)
 
 
-def test_swap_test_known_reversal(st_frame):
+def test_swap_test_known_reversal_and_stable_orders(st_frame):
     res = dynamic.swap_test(st_frame, "hw", methods=["A", "B", "C", "D"])
-    ab = res.pairs[(res.pairs.method_a == "A") & (res.pairs.method_b == "B")].set_index(["train_1", "train_2"])
-    assert ab.loc[(C1, C2), "verdict"] == "reversal"
-    assert ab.loc[(C1, C3), "verdict"] == "undecided"  # tie on C3
-    assert ab.loc[(C2, C3), "verdict"] == "undecided"
-    assert (ab.loc[(C1, C2), "dir_1"], ab.loc[(C1, C2), "dir_2"]) == (1, -1)
-    # D beats everyone everywhere, C loses everywhere: consistent pairs only
-    dc = res.pairs[(res.pairs.method_a == "C") & (res.pairs.method_b == "D")]
-    assert (dc.verdict == "consistent").all() and len(dc) == 3
+    v = res.pairs.set_index(["method_a", "method_b"])["verdict"]
+    assert v[("A", "B")] == "reversal"
+    assert v[("C", "D")] == "stable b>a" and v[("A", "D")] == "stable b>a" and v[("A", "C")] == "stable a>b"
     m = res.methods
     assert m.loc["A", "reversals"] == 1 and m.loc["B", "reversals"] == 1
     assert m.loc["A", "st_verdict"] == "unstable"
@@ -63,28 +109,32 @@ def test_swap_test_known_reversal(st_frame):
     assert set(m.loc["D", "stable_over"].split(", ")) == {"A", "B", "C"}
     assert m.loc["C", "st_verdict"] == "no decided advantage"
     assert set(m.loc["C", "stable_under"].split(", ")) == {"A", "B", "D"}
-    # every pair of methods x every pair of choices
-    assert len(res.pairs) == 6 * 3
+    # the family: 2 claims (stable, reversal) per method pair, not every (choice, pair) test
+    assert len(res.claims) == 2 * 6 and len(res.tests) == 6 * 3 and len(res.pairs) == 6
+    assert (res.tests["test"] == PAIRED).all()
     mat = res.reversal_matrix()
-    assert mat.loc["A", "B"] == mat.loc["B", "A"] == 1
-    assert mat.values.sum() == 2
+    assert mat.loc["A", "B"] == mat.loc["B", "A"] == 1 and mat.values.sum() == 2
 
 
-def test_swap_test_welch_and_holm_values(st_frame):
+def test_swap_test_claim_pvalues_by_hand(st_frame):
     res = dynamic.swap_test(st_frame, "hw", methods=["A", "B", "C", "D"], correction="holm")
-    row = res.tests.set_index(["train", "method_a", "method_b"]).loc[(C1, "A", "B")]
-    ref = stats.ttest_ind(trials(0.70), trials(0.50), equal_var=False)
-    assert row["p"] == pytest.approx(ref.pvalue)
-    assert row["diff"] == pytest.approx(0.20)
-    # se by hand: sqrt(0.01^2/3 + 0.01^2/3)
-    assert row["se"] == pytest.approx(np.sqrt(2 * 0.0001 / 3))
-    # Holm adjusted p-values are those of statsmodels over the whole family and never smaller than raw ones
-    assert np.allclose(res.tests["p_adj"], adjust_pvalues(res.tests["p"], 0.05, "holm"), equal_nan=True)
-    ok = res.tests["p"].notna()
-    assert (res.tests.loc[ok, "p_adj"] >= res.tests.loc[ok, "p"] - 1e-15).all()
+    t = res.tests.set_index(["train", "method_a", "method_b"])
+    c = res.claims.set_index(["method_a", "method_b", "claim"])
+    # reversal A/B: k=3 choices; (3 · min p_greater) and (3 · min p_less), the larger of the two
+    pg = [t.loc[(ch, "A", "B"), "p_greater"] for ch in (C1, C2, C3)]
+    pl = [t.loc[(ch, "A", "B"), "p_less"] for ch in (C1, C2, C3)]
+    assert c.loc[("A", "B", "reversal"), "p"] == pytest.approx(max(min(1, 3 * min(pg)), min(1, 3 * min(pl))))
+    # stable C<D: intersection-union over choices, doubled for the data-chosen direction
+    pl_cd = [t.loc[(ch, "C", "D"), "p_less"] for ch in (C1, C2, C3)]
+    assert c.loc[("C", "D", "stable a<b"), "p"] == pytest.approx(min(1, 2 * max(pl_cd)))
+    # the simple effect C1: A vs B is the paired t-test of scipy
+    xa = st_frame[(st_frame.train_domains == C1) & (st_frame.algorithm == "A")].acc
+    xb = st_frame[(st_frame.train_domains == C1) & (st_frame.algorithm == "B")].acc
+    assert t.loc[(C1, "A", "B"), "p"] == pytest.approx(stats.ttest_rel(xa, xb).pvalue)
+    assert np.allclose(res.claims["p_adj"], adjust_pvalues(res.claims["p"], 0.05, "holm"), equal_nan=True)
 
 
-def test_noisy_raw_reversal_is_undecided():
+def test_noisy_raw_reversal_is_undecided_with_a_power_figure():
     rng = np.random.default_rng(0)
     spec = {
         (C1, "A"): list(0.60 + rng.normal(0, 0.05, 3)), (C1, "B"): list(0.59 + rng.normal(0, 0.05, 3)),
@@ -98,21 +148,23 @@ def test_noisy_raw_reversal_is_undecided():
     assert bool(r["raw_reversal"]) == bool(raw)
     assert r["verdict"] == "undecided"
     assert res.methods.loc["A", "reversals"] == 0
+    assert r["trials_needed"] > 3  # more trials than we ran would be needed at the observed effect
 
 
 def test_correction_can_remove_a_reversal():
-    # moderately separated means: each test is significant alone (p ~ 0.01) but not after Bonferroni over many pairs
-    spec = {(C1, "A"): trials(0.53, [-0.02, 0.0, 0.02]), (C1, "B"): trials(0.47, [-0.02, 0.0, 0.02]),
-            (C2, "A"): trials(0.47, [-0.02, 0.0, 0.02]), (C2, "B"): trials(0.53, [-0.02, 0.0, 0.02])}
-    for m in "EFGH":  # extra methods enlarge the family, all far apart
+    # moderately separated means: the reversal survives alone but not Bonferroni over many pairs' claims
+    na, nb = [0.02, -0.01, 0.0, -0.01], [-0.01, 0.02, -0.02, 0.01]  # paired differences: t = 4.08, df = 3
+    spec = {(C1, "A"): trials(0.53, na), (C1, "B"): trials(0.47, nb),
+            (C2, "A"): trials(0.47, na), (C2, "B"): trials(0.53, nb)}
+    for m in "EFGHIJ":  # extra methods enlarge the family
         for c in (C1, C2):
-            spec[(c, m)] = trials({"E": 0.1, "F": 0.2, "G": 0.8, "H": 0.9}[m])
+            spec[(c, m)] = trials({"E": 0.1, "F": 0.2, "G": 0.8, "H": 0.9, "I": 0.3, "J": 0.7}[m])
     f = frame(spec)
-    p_single = stats.ttest_ind(trials(0.53, [-0.02, 0, 0.02]), trials(0.47, [-0.02, 0, 0.02]), equal_var=False).pvalue
-    assert p_single < 0.05
     raw = dynamic.swap_test(f, "hw", correction="none")
     adj = dynamic.swap_test(f, "hw", correction="bonferroni")
     pick = lambda r: r.pairs.set_index(["method_a", "method_b"]).loc[("A", "B"), "verdict"]  # noqa: E731
+    p = raw.claims.set_index(["method_a", "method_b", "claim"]).loc[("A", "B", "reversal"), "p"]
+    assert p < 0.05 and p * len(raw.claims) > 0.05
     assert pick(raw) == "reversal"
     assert pick(adj) == "undecided"
 
@@ -120,9 +172,9 @@ def test_correction_can_remove_a_reversal():
 def test_single_trial_and_exact_values():
     spec = {(C1, "A"): [0.7], (C1, "B"): [0.5], (C2, "A"): [0.4], (C2, "B"): [0.6]}
     res = dynamic.swap_test(frame(spec), "hw")
-    assert res.tests["p"].isna().all()
+    assert res.tests["p"].isna().all() and (res.tests["test"] == TOO_FEW).all()
     assert res.pairs.iloc[0]["verdict"] == "undecided" and bool(res.pairs.iloc[0]["raw_reversal"])
-    # deterministic trials (zero variance): differing means are exact, equal means are ties
+    # deterministic trials (zero variance): differing means are exact
     spec = {(C1, "A"): [0.7] * 3, (C1, "B"): [0.5] * 3, (C2, "A"): [0.4] * 3, (C2, "B"): [0.6] * 3}
     assert dynamic.swap_test(frame(spec), "hw").pairs.iloc[0]["verdict"] == "reversal"
     w = welch([0.5] * 3, [0.5] * 3)
@@ -146,12 +198,12 @@ def test_swap_test_input_errors(st_frame):
 def test_domain_plus_known_signs():
     base, ext = "d0,d1", "d0,d1,d2"
     spec = {
-        (base, "A"): trials(0.50), (ext, "A"): trials(0.60),  # copes
-        (base, "B"): trials(0.60), (ext, "B"): trials(0.45),  # degrades
+        (base, "A"): trials(0.50, NOISE), (ext, "A"): trials(0.60, NOISE[::-1]),  # copes
+        (base, "B"): trials(0.60, NOISE), (ext, "B"): trials(0.45, NOISE[::-1]),  # degrades
         (base, "C"): [0.50, 0.55, 0.45], (ext, "C"): [0.52, 0.46, 0.53],  # noisy, tiny change
         (base, "D"): [0.5], (ext, "D"): [0.9],  # one trial: undecided
     }
-    dp = dynamic.domain_plus(frame(spec), [base, ext], "hw", methods=["A", "B", "C", "D"])
+    dp = dynamic.domain_plus(frame(spec), [base, ext], "hw", methods=["A", "B", "C", "D"], paired=False)
     v = dp.set_index("method")
     assert v.loc["A", "verdict"] == "copes"
     assert v.loc["B", "verdict"] == "degrades"
@@ -170,6 +222,17 @@ def test_domain_plus_known_signs():
     assert v.loc["C", "ci_low"] == pytest.approx(d - q * se)
     assert v.loc["C", "ci_high"] == pytest.approx(d + q * se)
     assert v.loc["C", "ci_low"] < 0 < v.loc["C", "ci_high"]
+    assert v.loc["C", "trials_needed"] > 3 and np.isnan(v.loc["A", "trials_needed"])
+    # paired on trial seeds (the default): the CI is the one of the per-trial differences
+    vp = dynamic.domain_plus(frame(spec), [base, ext], "hw", methods=["A", "B", "C", "D"]).set_index("method")
+    dd = x1 - x0
+    half = stats.t.ppf(0.975, 2) * dd.std(ddof=1) / np.sqrt(3)
+    assert vp.loc["C", "test"] == PAIRED
+    assert (vp.loc["C", "ci_low"], vp.loc["C", "ci_high"]) == pytest.approx((dd.mean() - half, dd.mean() + half))
+    assert vp.loc["C", "p"] == pytest.approx(stats.ttest_rel(x1, x0).pvalue)
+    # one family over several chains
+    both = dynamic.adjust_domain_plus(pd.concat([vp.reset_index(), vp.reset_index()]), 0.05, "bonferroni")
+    assert both["p_adj"].iloc[0] == pytest.approx(min(1, vp["p"].iloc[0] * both["p"].notna().sum()))
 
 
 def test_domain_plus_chain_and_errors():
@@ -210,3 +273,11 @@ def test_summary_and_plots(st_frame):
         assert isinstance(fig, matplotlib.figure.Figure)
     ax = dynamic.plot_swap_test(f, "hw", [C1, C2, C3]).axes[0]
     assert len(ax.get_legend().get_texts()) == 3
+
+
+def test_two_equal_paired_differences_are_not_exact():
+    a, b = pd.Series([0.70, 0.65], index=[0, 1]), pd.Series([0.60, 0.55], index=[0, 1])
+    c = compare(a, b)
+    assert c.test == TOO_FEW and np.isnan(c.p) and c.diff == pytest.approx(0.10)
+    c3 = compare(pd.Series([0.7, 0.65, 0.5]), pd.Series([0.6, 0.55, 0.4]))
+    assert c3.test == "exact (no variance)" and c3.p == 0.0

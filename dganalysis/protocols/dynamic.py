@@ -1,23 +1,32 @@
-"""Dynamic DG criteria: the swap test (ST) and Domain+ (seed 000, Zhang et al., Sec. 4.2–4.3, Figs. 9–12).
+"""Dynamic DG criteria: the swap test (ST) and Domain+ (Zhang, Zhang & Liu, Sec. 4.2–4.3, Figs. 9–12).
 
 Both criteria read a *selected* frame of the team contract (``dganalysis.selection.select``): one row per
 (dataset, algorithm, train_domains, test_domains, trial_seed, domain) with the selected test accuracy ``acc`` on
 test domain ``domain``. DomainBed sweeps loaded through ``dganalysis.results.load`` give the same frame.
 
-* **Swap test** (Sec. 4.2.1 / 4.3): same number of training domains, different choices, same test domain. The paper
-  reads reversals off the curves of Fig. 9; we decide them statistically. For every training-domain choice and every
-  pair of methods (a, b) a Welch t-test over trials compares mean accuracies; all these p-values form one family
-  corrected with Holm's step-down method (statsmodels ``multipletests``, ``correction``). The outcome per choice is
-  a direction d ∈ {+1 (a significantly better), −1 (b significantly better), 0 (no significant difference)}. For every
-  pair of choices (c1, c2) the pair (a, b) is
-  ``reversal`` (d1 = −d2 ≠ 0), ``consistent`` (d1 = d2 ≠ 0) or ``undecided`` (a tie or too few trials in either
-  choice). A method has a *stable advantage* (the paper's ST criterion) when it is involved in no reversal and is
-  significantly better than at least one other method under every choice.
-* **Domain+** (Sec. 4.2.2 / 4.3): add one training domain (Fig. 11) or a chain of additions (Fig. 12); per method the
-  change Δ = mean(extended) − mean(base) over trials with a Welch confidence interval, a Welch t-test, Holm over all
-  (method, step) tests; verdict ``copes`` (Δ > 0 significant), ``degrades`` (Δ < 0 significant) or
-  ``no significant change``. The CI is per comparison (not adjusted), so a CI excluding 0 can go with
-  ``no significant change`` when the test does not survive the correction.
+Statistics (the paper reads reversals and changes off mean curves; we decide them, and show the effect sizes):
+
+* **Pairing.** Runs with the same trial seed share their data splits (``dganalysis.train``), so every contrast is a
+  paired t-test on per-trial differences when at least two trial seeds are shared
+  (:func:`dganalysis.protocols.stats.compare`), Welch's test otherwise (e.g. DomainBed sweeps with different trial
+  sets). Pairing removes the split-to-split variance only: initialisation and minibatch order are seeded by the
+  job hash, so they differ between the paired runs.
+* **Swap test** (Sec. 4.2.1 / 4.3). The notebook makes one claim per method pair (a, b) and test domain, in one of
+  two forms: a **stable** order (a > b under *every* training-domain choice, or b > a under every choice) or a
+  **reversal** (a > b under some choice and b > a under another). A stable order is an intersection-union test:
+  its p-value is the largest one-sided p over the choices, doubled because the direction is read from the data.
+  A reversal needs one choice with a > b *and* one with b > a: each part is a union over the k choices
+  (Bonferroni: k · smallest one-sided p), and the claim's p-value is the larger of the two parts. The family
+  corrected by ``correction`` (Holm by default) is these 2 claims × (number of method pairs) of one test domain,
+  not every (choice, pair) test. A method has a *stable advantage* (the paper's ST criterion) when it holds a
+  decided stable order over at least one other method and is involved in no decided reversal.
+* **Domain+** (Sec. 4.2.2 / 4.3): add one training domain (Fig. 11) or a chain of additions (Fig. 12); per method
+  the change Δ = mean(extended) − mean(base) with a CI, a two-sided test, ``correction`` over the (method, step)
+  claims of the call; verdict ``copes`` / ``degrades`` / ``no significant change``.
+* **Effect sizes and power.** Every contrast carries its difference, CI (per comparison, not adjusted), and the
+  standardised effect (d_z when paired). For every undecided claim, ``trials_needed`` is the number of trials at
+  which a new experiment would decide it with 80% power if the observed effect were true, at the level the claim
+  needs in its family (Bonferroni bound α/m of Holm, halved or divided by k as the claim's p-value is built).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dganalysis.protocols.stats import adjust_pvalues, direction, welch
+from dganalysis.protocols.stats import adjust_pvalues, compare, direction, trials_needed
 
 log = logging.getLogger(__name__)
 
@@ -113,14 +122,18 @@ def _ordered_choices(trials: pd.DataFrame, train_choices) -> list[str]:
 class SwapTestResult:
     """Outcome of :func:`swap_test`.
 
-    ``tests``: one row per (train, method_a, method_b): means, Welch diff/se/p, Holm ``p_adj`` and ``direction``.
-    ``pairs``: one row per (method_a, method_b, train_1, train_2) with ``dir_1, dir_2``, ``verdict`` and
-    ``raw_reversal`` (the signs of the raw mean differences disagree — what one reads off the paper's curves).
-    ``methods``: one row per method: reversal/consistent/undecided counts, ``stable_over`` (methods it beats
-    significantly under every choice), ``st_verdict``.
+    ``tests``: one row per (train, method_a, method_b): means, the contrast a − b (``diff, se, ci_low, ci_high``,
+    ``effect``, one- and two-sided p, ``test`` = paired/Welch) — the simple effects, not corrected.
+    ``claims``: one row per (method_a, method_b) and claim form (``stable`` / ``reversal``): the claim's p-value,
+    ``p_adj`` over the family, ``decided``, the effect that carries it and ``trials_needed`` when undecided.
+    ``pairs``: one row per (method_a, method_b): ``verdict`` ∈ {stable a>b, stable b>a, reversal, undecided},
+    the per-choice differences, ``raw_reversal`` (the signs of the mean differences disagree — what one reads
+    off the paper's curves) and the trials that would decide the leading claim.
+    ``methods``: one row per method: decided reversals/stable orders, ``stable_over``, ``st_verdict``.
     """
 
     tests: pd.DataFrame
+    claims: pd.DataFrame
     pairs: pd.DataFrame
     methods: pd.DataFrame
     test_domain: str
@@ -128,14 +141,18 @@ class SwapTestResult:
     correction: str
 
     def reversal_matrix(self, value: str = "reversal") -> pd.DataFrame:
-        """Method × method count of training-choice pairs with the given verdict (symmetric)."""
+        """Method × method: 1 where the pair's verdict is ``value`` (symmetric; ``"stable"`` matches both orders)."""
         names = list(self.methods.index)
         mat = pd.DataFrame(0, index=names, columns=names, dtype=int)
-        sub = self.pairs[self.pairs["verdict"] == value]
-        for (a, b), n in sub.groupby(["method_a", "method_b"]).size().items():
-            mat.loc[a, b] += n
-            mat.loc[b, a] += n
+        for _, r in self.pairs.iterrows():
+            if r["verdict"] == value or (value == "stable" and r["verdict"].startswith("stable")):
+                mat.loc[r["method_a"], r["method_b"]] = mat.loc[r["method_b"], r["method_a"]] = 1
         return mat
+
+
+def _series(trials: pd.DataFrame, train: str, method: str) -> pd.Series:
+    g = trials[(trials["train"] == train) & (trials["method"] == method)]
+    return pd.Series(g["acc"].to_numpy(), index=g["trial_seed"].to_numpy(), dtype=float)
 
 
 def swap_test(
@@ -148,12 +165,15 @@ def swap_test(
     method_col: str = "algorithm",
     acc_col: str = "acc",
     dataset: str | None = None,
+    paired: bool | None = None,
+    power: float = 0.8,
 ) -> SwapTestResult:
-    """Swap test of seed 000 Sec. 4.3 (Fig. 9/10) decided with Welch t-tests over trials (module docstring).
+    """Swap test of Zhang, Zhang & Liu Sec. 4.3 (Fig. 9/10), decided as the module docstring says.
 
-    ``train_choices``: the training-domain sets to compare (all must have the same size); None = every set in the
-    frame that was tested on ``test_domain`` (they must then have the same size). ``correction``: any
-    ``statsmodels.stats.multitest.multipletests`` method or ``"none"``; the family is all (choice, method pair) tests.
+    ``train_choices``: the training-domain sets to compare (all of one size); None = every set in the frame tested
+    on ``test_domain``. ``correction``: any ``statsmodels`` ``multipletests`` method or ``"none"``, applied over the
+    2 × (method pairs) claims. ``paired``: None = pair on shared trial seeds when ≥ 2 are shared (see
+    :func:`dganalysis.protocols.stats.compare`). ``power``: target power of ``trials_needed``.
     """
     trials = trial_accuracies(selected, test_domain, train_choices, methods, method_col, acc_col, dataset)
     choices = _ordered_choices(trials, train_choices)
@@ -166,54 +186,100 @@ def swap_test(
     names = _order(trials["method"], methods)
     if len(names) < 2:
         raise ValueError(f"methods: need at least 2 methods, got {names}")
-    groups = {k: g["acc"].to_numpy() for k, g in trials.groupby(["train", "method"])}
     rows = []
     for c in choices:
         for a, b in itertools.combinations(names, 2):
-            xa, xb = groups.get((c, a), np.array([])), groups.get((c, b), np.array([]))
-            w = welch(xa, xb, confidence=1 - alpha)
-            rows.append(dict(train=c, method_a=a, method_b=b, mean_a=np.mean(xa) if len(xa) else np.nan,
-                             mean_b=np.mean(xb) if len(xb) else np.nan, n_a=w.n_a, n_b=w.n_b, diff=w.diff,
-                             se=w.se, t=w.t, df=w.df, p=w.p))
+            xa, xb = _series(trials, c, a), _series(trials, c, b)
+            w = compare(xa, xb, confidence=1 - alpha, paired=paired)
+            rows.append(dict(train=c, method_a=a, method_b=b, mean_a=xa.mean() if len(xa) else np.nan,
+                             mean_b=xb.mean() if len(xb) else np.nan, n_a=w.n_a, n_b=w.n_b, n_pairs=w.n_pairs,
+                             test=w.test, diff=w.diff, se=w.se, ci_low=w.ci_low, ci_high=w.ci_high, effect=w.effect,
+                             t=w.t, df=w.df, p=w.p, p_greater=w.p_greater, p_less=w.p_less))
     tests = pd.DataFrame(rows)
-    tests["p_adj"] = adjust_pvalues(tests["p"].to_numpy(), alpha, correction)
-    tests["direction"] = [direction(d, p, alpha) for d, p in zip(tests["diff"], tests["p_adj"])]
-    lookup = tests.set_index(["train", "method_a", "method_b"])
-    prow = []
+    claims = _st_claims(tests, names, len(choices), alpha, correction, power)
+    pairs = _st_pairs(tests, claims, names)
+    return SwapTestResult(tests, claims, pairs, _method_summary(names, pairs), test_domain, alpha, correction)
+
+
+def _st_claims(tests: pd.DataFrame, names, k: int, alpha: float, correction: str, power: float) -> pd.DataFrame:
+    rows = []
     for a, b in itertools.combinations(names, 2):
-        for c1, c2 in itertools.combinations(choices, 2):
-            r1, r2 = lookup.loc[(c1, a, b)], lookup.loc[(c2, a, b)]
-            d1, d2 = int(r1["direction"]), int(r2["direction"])
-            verdict = REVERSAL if d1 * d2 < 0 else CONSISTENT if d1 == d2 != 0 else UNDECIDED
-            raw = bool(np.sign(r1["diff"]) * np.sign(r2["diff"]) < 0)
-            prow.append(dict(method_a=a, method_b=b, train_1=c1, train_2=c2, diff_1=r1["diff"], diff_2=r2["diff"],
-                             dir_1=d1, dir_2=d2, verdict=verdict, raw_reversal=raw))
-    pairs = pd.DataFrame(prow)
-    return SwapTestResult(tests, pairs, _method_summary(names, tests, pairs, choices), test_domain, alpha, correction)
+        t = tests[(tests["method_a"] == a) & (tests["method_b"] == b)]
+        pg, pl = t["p_greater"].to_numpy(float), t["p_less"].to_numpy(float)
+        ok = not (np.isnan(pg).any() or np.isnan(pl).any())
+        # stable order: every choice in one direction (IUT), direction read from the data (×2)
+        up, down = (np.max(pg), np.max(pl)) if ok else (np.nan, np.nan)
+        stable_dir = ">" if ok and up <= down else "<"
+        p_stable = min(1.0, 2 * min(up, down)) if ok else np.nan
+        weakest = t.iloc[int(np.argmax(pg if stable_dir == ">" else pl))] if ok else None
+        rows.append(dict(method_a=a, method_b=b, claim=f"stable a{stable_dir}b", p=p_stable,
+                         effect=weakest["effect"] if ok else np.nan, effect_diff=weakest["diff"] if ok else np.nan,
+                         effect_train=weakest["train"] if ok else "", paired=bool(ok and weakest["n_pairs"] > 0),
+                         level_divisor=2))
+        # reversal: some choice with a > b (union over k choices) and some with a < b
+        if ok:
+            i_up, i_dn = int(np.argmin(pg)), int(np.argmin(pl))
+            p_rev = max(min(1.0, k * pg[i_up]), min(1.0, k * pl[i_dn]))
+            # the part that is harder to show carries the claim
+            hard = t.iloc[i_up] if pg[i_up] >= pl[i_dn] else t.iloc[i_dn]
+            signs_ok = t.iloc[i_up]["diff"] > 0 and t.iloc[i_dn]["diff"] < 0
+            rows.append(dict(method_a=a, method_b=b, claim="reversal", p=p_rev,
+                             effect=hard["effect"] if signs_ok else 0.0, effect_diff=hard["diff"],
+                             effect_train=hard["train"], paired=bool(hard["n_pairs"] > 0), level_divisor=k))
+        else:
+            rows.append(dict(method_a=a, method_b=b, claim="reversal", p=np.nan, effect=np.nan, effect_diff=np.nan,
+                             effect_train="", paired=False, level_divisor=k))
+    claims = pd.DataFrame(rows)
+    claims["p_adj"] = adjust_pvalues(claims["p"].to_numpy(), alpha, correction)
+    claims["decided"] = claims["p_adj"] < alpha
+    m = int(claims["p"].notna().sum())
+    level = alpha / max(m, 1) if correction not in (None, "none") else alpha
+    claims["trials_needed"] = [
+        np.nan if d else trials_needed(e, level / div, power, paired=pr, alternative="larger")
+        for d, e, div, pr in zip(claims["decided"], claims["effect"], claims["level_divisor"], claims["paired"])]
+    return claims.drop(columns="level_divisor")
 
 
-def _method_summary(names, tests, pairs, choices) -> pd.DataFrame:
+def _st_pairs(tests: pd.DataFrame, claims: pd.DataFrame, names) -> pd.DataFrame:
+    rows = []
+    for a, b in itertools.combinations(names, 2):
+        t = tests[(tests["method_a"] == a) & (tests["method_b"] == b)]
+        c = claims[(claims["method_a"] == a) & (claims["method_b"] == b)].set_index("claim")
+        stable = c[c.index.str.startswith("stable")].iloc[0]
+        rev = c.loc["reversal"]
+        if rev["decided"]:
+            verdict = REVERSAL
+        elif stable["decided"]:
+            verdict = "stable a>b" if stable.name == "stable a>b" else "stable b>a"
+        else:
+            verdict = UNDECIDED
+        raw = bool((t["diff"] > 0).any() and (t["diff"] < 0).any())
+        lead = rev if raw else stable  # the claim the observed signs point to
+        row = dict(method_a=a, method_b=b, verdict=verdict, raw_reversal=raw,
+                   p_adj_stable=stable["p_adj"], p_adj_reversal=rev["p_adj"],
+                   trials_needed=np.nan if verdict != UNDECIDED else lead["trials_needed"])
+        for _, r in t.iterrows():
+            row[f"diff[{r['train']}]"] = r["diff"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _method_summary(names, pairs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for m in names:
-        involved = pairs[(pairs["method_a"] == m) | (pairs["method_b"] == m)]
-        counts = involved["verdict"].value_counts()
-        # signed direction from m's point of view, per (choice, other method)
-        t = tests[(tests["method_a"] == m) | (tests["method_b"] == m)].copy()
-        t["other"] = np.where(t["method_a"] == m, t["method_b"], t["method_a"])
-        t["d_m"] = np.where(t["method_a"] == m, t["direction"], -t["direction"])
-        per_other = t.groupby("other")["d_m"].agg(list)
-        over = [o for o, ds in per_other.items() if len(ds) == len(choices) and all(d == 1 for d in ds)]
-        under = [o for o, ds in per_other.items() if len(ds) == len(choices) and all(d == -1 for d in ds)]
-        n_rev = int(counts.get(REVERSAL, 0))
-        if n_rev:
-            verdict = "unstable"
-        elif over:
-            verdict = "stable advantage"
-        else:
-            verdict = "no decided advantage"
-        rows.append(dict(method=m, reversals=n_rev, consistent=int(counts.get(CONSISTENT, 0)),
-                         undecided=int(counts.get(UNDECIDED, 0)), raw_reversals=int(involved["raw_reversal"].sum()),
-                         stable_over=", ".join(over), stable_under=", ".join(under), st_verdict=verdict))
+        inv = pairs[(pairs["method_a"] == m) | (pairs["method_b"] == m)]
+        over, under = [], []
+        for _, r in inv.iterrows():
+            other = r["method_b"] if r["method_a"] == m else r["method_a"]
+            if r["verdict"].startswith("stable"):
+                a_wins = r["verdict"] == "stable a>b"
+                (over if a_wins == (r["method_a"] == m) else under).append(other)
+        n_rev = int((inv["verdict"] == REVERSAL).sum())
+        verdict = "unstable" if n_rev else "stable advantage" if over else "no decided advantage"
+        rows.append(dict(method=m, reversals=n_rev, stable_orders=len(over) + len(under),
+                         undecided=int((inv["verdict"] == UNDECIDED).sum()),
+                         raw_reversals=int(inv["raw_reversal"].sum()), stable_over=", ".join(over),
+                         stable_under=", ".join(under), st_verdict=verdict))
     return pd.DataFrame(rows).set_index("method")
 
 
@@ -229,12 +295,16 @@ def domain_plus(
     method_col: str = "algorithm",
     acc_col: str = "acc",
     dataset: str | None = None,
+    paired: bool | None = None,
+    power: float = 0.8,
 ) -> pd.DataFrame:
-    """Domain+ criterion of seed 000 Sec. 4.3 (Figs. 11–12): accuracy change when training domains are added.
+    """Domain+ criterion of Zhang, Zhang & Liu Sec. 4.3 (Figs. 11–12): accuracy change when domains are added.
 
     ``chain``: training-domain sets, each a strict superset of the one before (Fig. 11: two sets; Fig. 12: a
     chain). One row per (step, method): ``base, extended, added, mean_base, mean_ext, delta, se, ci_low, ci_high``
-    (Welch, ``confidence``, unadjusted), ``p``, ``p_adj`` (``correction`` over all rows), ``verdict``.
+    (``confidence``, unadjusted), ``effect``, ``test`` (paired on shared trial seeds, else Welch), ``p``,
+    ``p_adj`` (``correction`` over the rows of this call), ``verdict`` and, when undecided, ``trials_needed``.
+    To correct over several chains at once, concatenate the rows and call :func:`adjust_domain_plus`.
     """
     if len(chain) < 2:
         raise ValueError(f"chain: need at least 2 training-domain sets, got {list(chain)}")
@@ -247,21 +317,32 @@ def domain_plus(
     trials = trial_accuracies(selected, test_domain, chain, methods, method_col, acc_col, dataset)
     labels = _ordered_choices(trials, chain)
     names = _order(trials["method"], methods)
-    groups = {k: g["acc"].to_numpy() for k, g in trials.groupby(["train", "method"])}
     rows = []
     for step, (c0, c1) in enumerate(zip(labels, labels[1:])):
         added = ",".join(d for d in _split(c1) if d not in set(_split(c0)))
         for m in names:
-            x0, x1 = groups.get((c0, m), np.array([])), groups.get((c1, m), np.array([]))
-            w = welch(x1, x0, confidence=confidence)
+            x0, x1 = _series(trials, c0, m), _series(trials, c1, m)
+            w = compare(x1, x0, confidence=confidence, paired=paired)
             rows.append(dict(step=step, base=c0, extended=c1, added=added, method=m,
-                             mean_base=np.mean(x0) if len(x0) else np.nan, mean_ext=np.mean(x1) if len(x1) else np.nan,
-                             n_base=w.n_b, n_ext=w.n_a, delta=w.diff, se=w.se, ci_low=w.ci_low, ci_high=w.ci_high,
-                             p=w.p))
+                             mean_base=x0.mean() if len(x0) else np.nan, mean_ext=x1.mean() if len(x1) else np.nan,
+                             n_base=w.n_b, n_ext=w.n_a, n_pairs=w.n_pairs, test=w.test, delta=w.diff, se=w.se,
+                             ci_low=w.ci_low, ci_high=w.ci_high, effect=w.effect, p=w.p))
     out = pd.DataFrame(rows)
+    out["test_domain"] = test_domain
+    return adjust_domain_plus(out, alpha, correction, power)
+
+
+def adjust_domain_plus(dp: pd.DataFrame, alpha: float = 0.05, correction: str = "holm",
+                       power: float = 0.8) -> pd.DataFrame:
+    """(Re)compute ``p_adj``, ``verdict`` and ``trials_needed`` of Domain+ rows over the family ``dp`` (all its rows)."""
+    out = dp.copy()
     out["p_adj"] = adjust_pvalues(out["p"].to_numpy(), alpha, correction)
     out["verdict"] = [_dp_verdict(d, p, alpha) for d, p in zip(out["delta"], out["p_adj"])]
-    out["test_domain"] = test_domain
+    m = int(out["p"].notna().sum())
+    level = alpha / max(m, 1) if correction not in (None, "none") else alpha
+    out["trials_needed"] = [
+        trials_needed(e, level, power, paired=n > 0, alternative="two-sided") if v == NO_CHANGE else np.nan
+        for v, e, n in zip(out["verdict"], out["effect"], out["n_pairs"])]
     return out
 
 
@@ -281,7 +362,7 @@ def dynamic_summary(
     """One row per method: ST verdict(s), Domain+ verdict per step, and the leave-one-domain-out rank.
 
     Puts the static protocol (``lodo_rank``, e.g. from :func:`dganalysis.protocols.leaderboard.ranks`) next to the
-    dynamic criteria so disagreements are visible (seed 000 Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
+    dynamic criteria so disagreements are visible (Zhang, Zhang & Liu, Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
     """
     parts = []
     swaps = [swap] if isinstance(swap, SwapTestResult) else list(swap or [])
@@ -353,19 +434,34 @@ def plot_swap_test(
     return fig
 
 
-def plot_reversal_matrix(result: SwapTestResult, ax=None, cmap: str = "Reds"):
-    """Heatmap of the number of training-choice pairs on which each method pair reverses significantly."""
+def plot_reversal_matrix(result: SwapTestResult, ax=None):
+    """Method × method verdicts of the swap test: ``>`` row has a stable advantage over column, ``<`` the
+    reverse, ``R`` decided reversal, ``?`` undecided (with the trials that would decide it at the observed effect)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    mat = result.reversal_matrix()
-    n_pairs = len(result.pairs[["train_1", "train_2"]].drop_duplicates())
-    n = len(mat)
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(0.5 * n + 2.5, 0.45 * n + 1.8))
-    sns.heatmap(mat, annot=True, fmt="d", cmap=cmap, vmin=0, vmax=max(n_pairs, 1), cbar_kws={"label": "reversals"},
-                square=True, ax=ax, linewidths=0.5)
-    ax.set_title(f"ST reversals → {result.test_domain} ({n_pairs} choice pairs, {result.correction}, "
-                 f"α={result.alpha})", fontsize="small")
+    names = list(result.methods.index)
+    n = len(names)
+    val = pd.DataFrame(0.0, index=names, columns=names)
+    lab = pd.DataFrame("", index=names, columns=names)
+    for _, r in result.pairs.iterrows():
+        a, b, v = r["method_a"], r["method_b"], r["verdict"]
+        if v == REVERSAL:
+            val.loc[a, b] = val.loc[b, a] = np.nan
+            lab.loc[a, b] = lab.loc[b, a] = "R"
+        elif v.startswith("stable"):
+            s = 1.0 if v == "stable a>b" else -1.0
+            val.loc[a, b], val.loc[b, a] = s, -s
+            lab.loc[a, b], lab.loc[b, a] = (">", "<") if s > 0 else ("<", ">")
+        else:
+            need = r["trials_needed"]
+            txt = "?" if not np.isfinite(need) else f"?{int(need)}"
+            lab.loc[a, b] = lab.loc[b, a] = txt
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(0.6 * n + 2.5, 0.5 * n + 1.8))
+    sns.heatmap(val, annot=lab.to_numpy(), fmt="", cmap="RdYlGn", vmin=-1.5, vmax=1.5, cbar=False, square=True,
+                ax=ax, linewidths=0.5, linecolor="lightgray")
+    ax.set_title(f"ST → {result.test_domain}: > / < stable order, R reversal, ?n undecided (n trials would decide)\n"
+                 f"{result.correction} over {len(result.claims)} claims, α={result.alpha}", fontsize="small")
     ax.set_xlabel("")
     ax.set_ylabel("")
     fig.tight_layout()

@@ -1,14 +1,14 @@
 """Leaderboards: per-dataset accuracy, average, rank, ΔR, Spearman rank correlation, OoD-Bench ranking score.
 
-Seed 002 (Yu et al., DomainBed-v2) Sec. 3 / Table 5 / App. C: a leaderboard lists, per algorithm, the accuracy on each
+Yu et al. (2024, DomainBed-v2) Sec. 3 / Table 5 / App. C: a leaderboard lists, per algorithm, the accuracy on each
 dataset (mean ± SE over trials), the average over datasets and the rank by that average; ΔR is the change of rank
 between two leaderboards (``rank_reference − rank_other``: positive = the algorithm moved up, as in Table 5) and
 leaderboards are compared by Spearman's rank correlation of the algorithms' average accuracies.
-Seed 003 (OoD-Bench, Ye et al.) Tables 1–2: the *ranking score* of an algorithm adds, over datasets, +1 when its
+Ye et al. (2022, OoD-Bench) Tables 1–2: the *ranking score* of an algorithm adds, over datasets, +1 when its
 accuracy is above ERM's standard-error bar, −1 when below, 0 when within (bounds inclusive).
 
 Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, n`` — made from our runs by
-:func:`from_selected` or read from published numbers by :func:`load_published` (the shipped CSV holds seed 002's
+:func:`from_selected` or read from published numbers by :func:`load_published` (the shipped CSV holds Yu et al. (2024)'s
 Table 5), so the user's runs and the literature go through the same functions.
 """
 
@@ -74,7 +74,7 @@ def from_selected(
 
 
 def load_published(path: str | Path | None = None) -> pd.DataFrame:
-    """Published leaderboard numbers as a long frame (default: seed 002 Table 5, typed from the paper).
+    """Published leaderboard numbers as a long frame (default: Yu et al. (2024) Table 5, typed from the paper).
 
     CSV columns: ``leaderboard, algorithm, dataset, acc, se`` (+ optional ``rank_published, delta_r_published``);
     lines starting with ``#`` are comments (the shipped file names its source there).
@@ -140,7 +140,7 @@ def averages(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.Da
 
 
 def delta_rank(rank_table: pd.DataFrame, reference: str, other: str) -> pd.Series:
-    """ΔR of seed 002 Table 5: ``rank[reference] − rank[other]`` (positive = ranks higher in ``other``)."""
+    """ΔR of Yu et al. (2024) Table 5: ``rank[reference] − rank[other]`` (positive = ranks higher in ``other``)."""
     for name in (reference, other):
         if name not in rank_table:
             raise ValueError(f"leaderboard {name!r} not in rank table columns {list(rank_table.columns)}")
@@ -149,7 +149,7 @@ def delta_rank(rank_table: pd.DataFrame, reference: str, other: str) -> pd.Serie
 
 def spearman_matrix(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
     """Leaderboard × leaderboard Spearman rank correlation of average accuracy over the algorithms both contain
-    (seed 002 Sec. 3.2, e.g. 0.794 between the MoCo-v2 and MoCo-v3 leaderboards). scipy ``spearmanr`` (ties get
+    (Yu et al. 2024, Sec. 3.2, e.g. 0.794 between the MoCo-v2 and MoCo-v3 leaderboards). scipy ``spearmanr`` (ties get
     average ranks); NaN when fewer than 3 common algorithms."""
     avg = averages(long, datasets)
     names = list(avg.columns)
@@ -171,7 +171,7 @@ def ranking_marks(
     dataset_col: str = "dataset",
     tol: float = 1e-6,
 ) -> pd.DataFrame:
-    """Method × dataset marks of OoD-Bench (seed 003 Tables 1–2): +1 if acc > baseline acc + baseline SE, −1 if
+    """Method × dataset marks of OoD-Bench (Ye et al. 2022, Tables 1–2): +1 if acc > baseline acc + baseline SE, −1 if
     acc < baseline acc − baseline SE, else 0. Bounds are inclusive (Table 1: Mixup 94.6 vs ERM 94.7 ± 0.1 scores 0),
     compared with tolerance ``tol`` against floating-point error. A missing baseline SE counts as 0."""
     missing = {method_col, acc_col, se_col, dataset_col} - set(df.columns)
@@ -216,7 +216,7 @@ def to_latex(
     caption: str = "",
     digits: int = 1,
 ) -> str:
-    """LaTeX in seed 002 Table 5's layout: one block per leaderboard (title row), columns Algorithm, datasets
+    """LaTeX in Yu et al. (2024) Table 5's layout: one block per leaderboard (title row), columns Algorithm, datasets
     (mean ± SE), Average, Ranking, ΔR (relative to ``reference``, default the first leaderboard; "-" for no
     change and for the reference itself; the largest |ΔR| of each block in bold)."""
     names = list(leaderboards) if leaderboards is not None else list(dict.fromkeys(long["leaderboard"]))
@@ -290,3 +290,40 @@ def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None
     ax.grid(axis="x")
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------------------------- findings
+def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests: dict | None = None,
+                         paper_spearman: float = 0.794, tol: float = 0.0005) -> list[dict]:
+    """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.findings.replace_findings`).
+
+    (a) recomputed from the published accuracies, the new leaderboards correlate at Spearman ``paper_spearman``
+    (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (first
+    two of ``ours``) reorder the algorithms — a claim only as strong as the rank differences themselves, so the
+    Friedman p-values of ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard)
+    are reported and decide the verdict.
+    """
+    names = list(dict.fromkeys(published["leaderboard"]))
+    sm = spearman_matrix(published)
+    r_new = float(sm.loc[names[1], names[2]]) if len(names) >= 3 else float("nan")
+    prk = ranks(published)
+    moved = int((delta_rank(prk, prk.columns[0], prk.columns[1]) != 0).sum())
+    a = dict(paper="Yu et al. 2024", finding=f"Table 5: new leaderboards agree with each other (Spearman {paper_spearman}) "
+                                             "and reorder the old one",
+             ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
+             verdict="reproduced" if abs(r_new - paper_spearman) <= tol and moved else "not reproduced")
+    ol = list(dict.fromkeys(ours["leaderboard"]))
+    if len(ol) < 2:
+        return [a]
+    rk = ranks(ours)
+    dr = delta_rank(rk, ol[0], ol[1])
+    r_ours = float(spearman_matrix(ours).loc[ol[0], ol[1]])
+    tests = rank_tests or {}
+    ps = {k: v.p for k, v in tests.items()}
+    decided = bool(ps) and all(p < v.alpha for p, v in zip(ps.values(), tests.values()))
+    b = dict(paper="Yu et al. 2024", finding=f"the evaluation protocol reorders the leaderboard ({ol[0]} vs {ol[1]}, "
+                                             "our runs)",
+             ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
+                  + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
+             verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")
+    return [a, b]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -93,3 +94,139 @@ def direction(diff: float, p_adj: float, alpha: float) -> int:
     if np.isnan(p_adj) or p_adj >= alpha or np.isnan(diff):
         return 0
     return 1 if diff > 0 else -1
+
+
+# ----------------------------------------------------------------------------------------------- paired contrasts
+PAIRED, WELCH, EXACT, TOO_FEW = "paired t", "Welch t", "exact (no variance)", "n<2"
+#: zero variance of the paired differences counts as an exact difference only from this many pairs on
+MIN_EXACT = 3
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """``mean(a) - mean(b)`` over trials, paired on shared trial seeds where possible (:func:`compare`).
+
+    ``p`` is two-sided; ``p_greater`` / ``p_less`` are the one-sided p-values of ``diff > 0`` / ``diff < 0``.
+    ``effect`` is the standardised effect (paired: Cohen's d_z = mean / sd of the differences; Welch: Cohen's d
+    with the average of the two variances); ``sd`` the matching standard deviation. ``n_pairs`` counts the paired
+    trials (0 for Welch). ``test`` names the test used.
+    """
+
+    diff: float
+    se: float
+    t: float
+    df: float
+    p: float
+    p_greater: float
+    p_less: float
+    ci_low: float
+    ci_high: float
+    effect: float
+    sd: float
+    n_a: int
+    n_b: int
+    n_pairs: int
+    test: str
+
+
+def _clean(x) -> pd.Series:
+    s = pd.Series(x, dtype=float) if not isinstance(x, pd.Series) else x.astype(float)
+    return s[~s.isna()]
+
+
+def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: float = TOL) -> Contrast:
+    """Compare two groups of trial accuracies, ``diff = mean(a) - mean(b)``.
+
+    ``a`` and ``b`` are Series indexed by trial seed (or plain sequences, then never paired). Pairing: two runs
+    with the same trial seed share their data splits (``dganalysis.train``: each domain's in/out split is seeded by
+    ``(trial_seed, domain index)`` only), so split-to-split variation cancels in the per-trial difference. They do
+    *not* share initialisation or minibatch order (the torch seed is a hash of the whole job spec), so pairing
+    removes only the split part of the variance. ``paired=None`` pairs when at least 2 trial seeds are shared
+    (and then uses only the shared ones); ``False`` forces Welch (:func:`welch`); ``True`` requires pairing.
+    A paired t-test on the per-trial differences d: ``se = sd(d)/√n``, ``df = n−1``, CI = mean(d) ± t·se.
+    Identical differences in every pair (zero variance) are an exact difference (p = 0) from :data:`MIN_EXACT`
+    pairs on (deterministic runs); with 2 pairs they are undecided (``test = "n<2"``): accuracies are discrete,
+    so two equal differences happen by chance.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    sa, sb = _clean(a), _clean(b)
+    indexed = isinstance(a, pd.Series) and isinstance(b, pd.Series)
+    common = sa.index.intersection(sb.index) if indexed else pd.Index([])
+    if indexed and (sa.index.has_duplicates or sb.index.has_duplicates):
+        raise ValueError("compare: trial seeds must be unique within each group (average repeated runs first)")
+    use_pairs = len(common) >= 2 if paired is None else paired
+    if paired and len(common) < 2:
+        raise ValueError(f"compare(paired=True): need >= 2 shared trial seeds, got {list(common)}")
+    if use_pairs:
+        d = (sa[common] - sb[common]).to_numpy()
+        n = len(d)
+        diff, sd = float(d.mean()), float(d.std(ddof=1))
+        if sd <= tol:
+            if n < MIN_EXACT:  # two equal differences of discrete accuracies happen by chance: no evidence
+                return Contrast(diff, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0.0,
+                                n, n, n, TOO_FEW)
+            return _exact(diff, n, n, n, tol)
+        se = sd / np.sqrt(n)
+        t, df = diff / se, float(n - 1)
+        return _from_t(diff, se, t, df, confidence, diff / sd, sd, n, n, n, PAIRED)
+    w = welch(sa.to_numpy(), sb.to_numpy(), confidence=confidence, tol=tol)
+    if np.isnan(w.p):
+        return Contrast(w.diff, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,
+                        w.n_a, w.n_b, 0, TOO_FEW)
+    if w.se == 0.0:
+        return _exact(w.diff, w.n_a, w.n_b, 0, tol)
+    sd = float(np.sqrt((sa.var(ddof=1) + sb.var(ddof=1)) / 2))
+    return _from_t(w.diff, w.se, w.t, w.df, confidence, w.diff / sd if sd > 0 else np.nan, sd, w.n_a, w.n_b, 0, WELCH)
+
+
+def _from_t(diff, se, t, df, confidence, effect, sd, n_a, n_b, n_pairs, test) -> Contrast:
+    q = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    return Contrast(diff, float(se), float(t), df, float(2 * stats.t.sf(abs(t), df)), float(stats.t.sf(t, df)),
+                    float(stats.t.cdf(t, df)), diff - q * se, diff + q * se, float(effect), float(sd), n_a, n_b,
+                    n_pairs, test)
+
+
+def _exact(diff, n_a, n_b, n_pairs, tol) -> Contrast:
+    nonzero = abs(diff) > tol
+    p = 0.0 if nonzero else 1.0
+    pg = 0.0 if diff > tol else 1.0
+    pl = 0.0 if diff < -tol else 1.0
+    eff = np.sign(diff) * np.inf if nonzero else 0.0
+    return Contrast(diff, 0.0, eff, np.inf, p, pg, pl, diff, diff, eff, 0.0, n_a, n_b, n_pairs, EXACT)
+
+
+def trials_needed(effect: float, alpha: float, power: float = 0.8, paired: bool = True,
+                  alternative: str = "larger", max_n: int = 10_000) -> float:
+    """Trials (per group) for a t-test to reach ``power`` at level ``alpha`` if the true standardised effect were
+    ``effect`` (statsmodels ``TTestPower`` for paired differences, ``TTestIndPower`` for two groups).
+
+    ``alternative="larger"`` is one-sided (the sign of ``effect`` is taken as the direction), ``"two-sided"``
+    two-sided. NaN when the effect is undefined, ``inf`` when it is 0 or needs more than ``max_n``. This is the usual "observed power"
+    planning figure: it treats the observed effect as the truth, a guide for the next run, not evidence.
+    """
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
+    if alternative not in ("larger", "two-sided"):
+        raise ValueError(f"alternative={alternative!r}: expected 'larger' or 'two-sided'")
+    if effect is None or np.isnan(effect):
+        return np.nan
+    if abs(effect) < 1e-12:
+        return np.inf  # no number of trials decides a zero effect
+    if np.isinf(effect):
+        return 2.0  # noiseless difference: the smallest sample with a variance estimate
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    solver = TTestPower() if paired else TTestIndPower()
+    for n in range(2, max_n + 1):
+        if solver.power(abs(effect), n, alpha, alternative=alternative) >= power:
+            return float(n)
+        if n > 64:  # switch to the continuous solver once the loop gets long
+            key = "nobs" if paired else "nobs1"
+            try:
+                n_real = float(solver.solve_power(effect_size=abs(effect), alpha=alpha, power=power,
+                                                  alternative=alternative, **{key: None}))
+            except (ValueError, RuntimeError):  # pragma: no cover - statsmodels root finding failure
+                return np.inf
+            return float(np.ceil(n_real)) if n_real <= max_n else np.inf
+    return np.inf

@@ -1,4 +1,4 @@
-"""Build PaHCC (paper, seed 000, Sec. 3, Fig. 7, Tables 3–6): printed domains d0, d1, d2 and handwritten hw.
+"""Build PaHCC (Zhang, Zhang & Liu, Sec. 3, Fig. 7, Tables 3–6): printed domains d0, d1, d2 and handwritten hw.
 
 - d0 standard printed, d2 handwriting-style printed: discovered fonts assigned by ``resources/fonts.yaml``.
 - d1 distorted printed: seeded distortion instances of d0 faces (see :mod:`.render`).
@@ -24,7 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import Domain, DomainDataset
-from dganalysis.data.pahcc.classes import pahcc_classes
+from dganalysis.data.pahcc.classes import class_source, pahcc_classes
 from dganalysis.data.pahcc.fonts import (
     FONTS_YAML,
     CoverageCache,
@@ -172,7 +172,7 @@ def build_pahcc(
     n_inst = distorted_instances if distorted_instances is not None else len(d0) * int(cfg["d1"].get("instances_per_base", 1))
     hw_pkg = hanzi_writer_dir() / "package.json"
     key_src = {
-        "version": BUILD_VERSION, "classes": chars, "image_size": image_size,
+        "version": BUILD_VERSION, "classes": chars, "class_source": class_source(), "image_size": image_size,
         "d0": [f.key() for f in d0], "d2": [f.key() for f in d2], "font_config": cfg_path.read_text(encoding="utf-8"),
         "distorted_instances": n_inst, "seed": seed,
         "hw": {"gnt": _dir_fingerprint(gnt_dir, "*.gnt"), "folder": _dir_fingerprint(handwritten_dir, "*"),
@@ -224,9 +224,9 @@ def _build(folder: Path, root: Path, chars: list[str], image_size: int, d0: list
                                                  handwritten_dir, data_dir, bar)
     n_glyphs = sum(len(d) for d in (dom0, dom1, dom2, domh))
     info = {
-        "source": "PaHCC (seed 000, Sec. 3) rebuilt from installed fonts"
+        "source": "PaHCC (Zhang, Zhang & Liu, Sec. 3) rebuilt from installed fonts"
                   + (" + SIMULATED handwriting" if hw_info["simulated"] else " + real handwriting"),
-        "size": size, "image_size": image_size, "seed": seed,
+        "size": size, "image_size": image_size, "seed": seed, "class_source": class_source(),
         "polarity": "dark ink on white background (255 = paper) in every domain",
         "fonts": {"d0": names0, "d1": names1, "d2": names2},
         "d1_bases": "d0 faces cycled, one seeded distortion per instance",

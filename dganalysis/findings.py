@@ -1,0 +1,68 @@
+"""Each paper's finding, reproduced or not, recorded by the notebook that tests it and listed atop ``index.md``.
+
+A notebook calls :func:`record_finding` once per claim it tests (the paper, the claim, our number, a verdict);
+the records are small JSON files under ``<output_dir>/findings/`` (atomic writes), so a rerun of one notebook
+replaces only its own lines. :func:`findings_markdown` renders them as the one-screen summary of the index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from dganalysis import io
+
+VERDICTS = ("reproduced", "partly", "not reproduced", "not decided")
+
+
+def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str) -> Path:
+    """Write one finding to ``<output_dir>/findings/<key>.json``; ``key`` (e.g. ``"03a"``) orders the summary.
+
+    ``verdict`` is one of :data:`VERDICTS`; ``ours`` holds the number(s) that decide it.
+    """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict={verdict!r}: expected one of {VERDICTS}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
+        raise ValueError(f"key={key!r}: expected letters, digits, '_', '.', '-'")
+    rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict}
+    return io.write_json(Path(output_dir) / "findings" / f"{key}.json", rec)
+
+
+def read_findings(output_dir: str | Path) -> list[dict]:
+    """All recorded findings, sorted by key (unreadable files are skipped with their name in ``ours``)."""
+    folder = Path(output_dir) / "findings"
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(json.loads(p.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError):
+            out.append({"key": p.stem, "paper": "?", "finding": "?", "ours": f"unreadable record {p.name}",
+                        "verdict": "not decided"})
+    return out
+
+
+def findings_markdown(rows: list[dict]) -> list[str]:
+    """The summary table (Markdown lines): paper, finding, verdict, our number."""
+    if not rows:
+        return ["(no notebook recorded a finding yet)"]
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| paper | finding | verdict | ours |", "|---|---|---|---|"]
+    lines += [f"| {cell(r['paper'])} | {cell(r['finding'])} | **{cell(r['verdict'])}** | {cell(r['ours'])} |"
+              for r in rows]
+    return lines
+
+
+def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict]) -> list[Path]:
+    """Replace every finding whose key starts with ``prefix`` by ``rows`` (keys ``prefix`` + a, b, c, …).
+
+    Each row has ``paper, finding, ours, verdict``. Use one prefix per notebook so a rerun drops stale lines.
+    """
+    folder = Path(output_dir) / "findings"
+    for row in rows:  # validate everything before removing anything
+        if row.get("verdict") not in VERDICTS:
+            raise ValueError(f"verdict={row.get('verdict')!r}: expected one of {VERDICTS}")
+    for p in folder.glob(f"{prefix}*.json") if folder.is_dir() else []:
+        p.unlink()
+    return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"])
+            for i, r in enumerate(rows)]

@@ -1,0 +1,129 @@
+"""Rank statistics over many test cells: Friedman test, Nemenyi critical-difference diagram, bootstrap rank CIs.
+
+A leaderboard's average rank (Yu et al. 2024 Table 5; Gulrajani & Lopez-Paz 2021) hides how uncertain it is. Following
+Demšar (2006), each *block* is one (dataset, test domain) cell — for leave-one-group-out, one domain of one group —
+scored by the mean selected accuracy over trials; algorithms are ranked within each block (1 = best, ties share the
+mean rank), the Friedman test asks whether the average ranks differ at all, and the Nemenyi post-hoc test (with its
+critical-difference diagram) says which pairs do. Both come from ``scipy`` and ``scikit-posthocs``; we only arrange
+the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement (``scipy.stats.bootstrap``, percentile
+intervals) to give each algorithm's average rank a confidence interval. Blocks are treated as independent, which
+they are not quite (cells of one dataset share training runs of the other domains): the intervals are a guide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def block_scores(
+    selected: pd.DataFrame,
+    methods: Sequence[str] | None = None,
+    method_col: str = "algorithm",
+    acc_col: str = "acc",
+) -> pd.DataFrame:
+    """Blocks × algorithms table of mean accuracy over trials; a block is ``dataset | test group | domain``.
+
+    Only blocks where every algorithm has a score are kept (the Friedman test needs complete blocks).
+    """
+    need = {"dataset", method_col, acc_col, "test_domains", "domain", "trial_seed"}
+    missing = need - set(selected.columns)
+    if missing:
+        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
+    if "selection" in selected and selected["selection"].nunique() > 1:
+        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+    df = selected.assign(block=selected["dataset"].astype(str) + " | " + selected["test_domains"].astype(str)
+                         + " | " + selected["domain"].astype(str))
+    wide = df.groupby(["block", method_col])[acc_col].mean().unstack(method_col)
+    if methods is not None:
+        unknown = sorted(set(methods) - set(wide.columns))
+        if unknown:
+            raise ValueError(f"methods: {unknown} have no selected rows")
+        wide = wide[list(methods)]
+    wide = wide.dropna(axis=0, how="any")
+    wide.columns.name = None
+    return wide
+
+
+def block_ranks(scores: pd.DataFrame) -> pd.DataFrame:
+    """Rank of each algorithm within each block (1 = highest accuracy; ties get the average rank)."""
+    return scores.rank(axis=1, ascending=False, method="average")
+
+
+@dataclass
+class FriedmanResult:
+    """Friedman test over blocks, Nemenyi post-hoc p-values and the critical difference (Demšar 2006)."""
+
+    statistic: float
+    p: float
+    n_blocks: int
+    n_methods: int
+    avg_rank: pd.Series
+    nemenyi: pd.DataFrame
+    critical_difference: float
+    alpha: float
+
+    def summary(self) -> str:
+        verdict = "average ranks differ" if self.p < self.alpha else "no evidence that average ranks differ"
+        return (f"Friedman χ²={self.statistic:.2f}, p={self.p:.3g} over {self.n_blocks} blocks × {self.n_methods} "
+                f"methods: {verdict} (α={self.alpha}); Nemenyi CD={self.critical_difference:.2f} ranks")
+
+
+def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
+    """Friedman test (``scipy.stats.friedmanchisquare``) and Nemenyi post-hoc (``scikit_posthocs``) on ``scores``.
+
+    ``scores``: blocks × methods (:func:`block_scores`); needs ≥ 3 methods and ≥ 2 blocks. The critical difference
+    is ``q_α √(k(k+1)/(6N))`` with ``q_α`` the studentized range quantile / √2 (Demšar 2006, eq. for Nemenyi).
+    """
+    import scikit_posthocs as sp
+
+    n, k = scores.shape
+    if k < 3 or n < 2:
+        raise ValueError(f"scores: the Friedman test needs >= 3 methods and >= 2 blocks, got {k} methods, {n} blocks")
+    res = stats.friedmanchisquare(*[scores[c].to_numpy() for c in scores.columns])
+    nem = sp.posthoc_nemenyi_friedman(scores.reset_index(drop=True))
+    q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+    cd = float(q * np.sqrt(k * (k + 1) / (6 * n)))
+    avg = block_ranks(scores).mean().sort_values()
+    return FriedmanResult(float(res.statistic), float(res.pvalue), n, k, avg, nem, cd, alpha)
+
+
+def plot_cd_diagram(result: FriedmanResult, title: str = "", ax=None):
+    """Critical-difference diagram (``scikit_posthocs.critical_difference_diagram``): methods joined by a bar are
+    not significantly different by the Nemenyi test at ``result.alpha``."""
+    import matplotlib.pyplot as plt
+    import scikit_posthocs as sp
+
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 1.2 + 0.25 * result.n_methods))
+    sp.critical_difference_diagram(result.avg_rank, result.nemenyi, alpha=result.alpha, ax=ax)
+    ax.set_title(f"{title}{' — ' if title else ''}Friedman p={result.p:.3g}, {result.n_blocks} blocks "
+                 f"(Nemenyi, α={result.alpha})", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def bootstrap_rank_ci(scores: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000,
+                      seed: int = 0) -> pd.DataFrame:
+    """Average rank of each method with a percentile bootstrap CI over blocks (``scipy.stats.bootstrap``).
+
+    One row per method: ``avg_rank, ci_low, ci_high``. The ranks are computed once per block, then blocks are
+    resampled with replacement; every method uses the same resampled blocks (same ``seed``).
+    """
+    ranks = block_ranks(scores)
+    if len(ranks) < 2:
+        raise ValueError(f"scores: need >= 2 blocks for a bootstrap, got {len(ranks)}")
+    rows = []
+    for m in ranks.columns:
+        x = ranks[m].to_numpy()
+        if np.ptp(x) == 0:  # the same rank in every block: the interval is that rank
+            lo = hi = float(x[0])
+        else:
+            b = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
+                                method="percentile", random_state=seed)
+            lo, hi = float(b.confidence_interval.low), float(b.confidence_interval.high)
+        rows.append(dict(method=m, avg_rank=float(x.mean()), ci_low=lo, ci_high=hi))
+    return pd.DataFrame(rows).set_index("method").sort_values("avg_rank")

@@ -1,0 +1,86 @@
+"""Oracle leakage vs K with confidence intervals over trials (Yu et al. 2024, Sec. 2.2, Table 4).
+
+:func:`dganalysis.protocols.oracle_k.oracle_k_table` averages over trials; here the same table is made per trial
+(``trial_seed`` added to the grouping), so each trial gives one leakage value per K and the fall with K is a
+*paired* contrast over trials (:func:`dganalysis.protocols.stats.compare`: same trial seed = same data splits).
+
+Like-for-like candidates: the oracle of Yu et al. (as DomainBed's) chooses among the *last* checkpoints of the
+hyperparameter draws. Training-domain validation that may also pick an earlier checkpoint differs from it in early
+stopping too, which can put the "oracle" below IID and is not leakage. :func:`last_checkpoints` restricts a tidy
+frame to each job's last checkpoint so that both selections choose among the same candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from dganalysis.protocols.oracle_k import GROUP, oracle_k_table
+from dganalysis.protocols.stats import compare, trials_needed
+
+
+def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Rows of each job's last recorded step only (the oracle's candidates)."""
+    if not {"job_id", "step"} <= set(tidy.columns):
+        raise ValueError("tidy frame: expected columns job_id and step (dganalysis.results.load output)")
+    return tidy[tidy["step"] == tidy.groupby("job_id")["step"].transform("max")]
+
+
+def leakage_by_trial(iid_selected: pd.DataFrame, oracle_selected: pd.DataFrame,
+                     by: Sequence[str] = tuple(GROUP), scale: float = 100.0) -> pd.DataFrame:
+    """Table 4 per trial: :func:`oracle_k_table` grouped by ``by`` + ``trial_seed``."""
+    for name, f in (("iid_selected", iid_selected), ("oracle_selected", oracle_selected)):
+        if "trial_seed" not in f:
+            raise ValueError(f"{name}: missing column trial_seed")
+    return oracle_k_table(iid_selected, oracle_selected, by=list(by) + ["trial_seed"], scale=scale)
+
+
+def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95,
+                 alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+    """Mean leakage per K over trials with a t-interval, and its change from K=1 (paired over trials).
+
+    One row per (``by``, K ≥ 1): ``leakage`` (points), ``ci_low, ci_high``, ``n_trials``; ``fall`` =
+    leak(K) − leak(1) with its paired CI and one-sided ``p_fall`` (H1: leakage falls); K=1 rows carry the
+    one-sided p of leak(1) > 0 in ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to
+    reach ``power`` at the observed standardised effect (K=1: leakage > 0; K > 1: the fall), a planning figure.
+    """
+    d = per_trial[per_trial["k"] > 0]
+    rows = []
+    for key, g in d.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        base = g[g["k"] == 1].set_index("trial_seed")["leakage"]
+        for k, gk in g.groupby("k"):
+            x = gk.set_index("trial_seed")["leakage"]
+            n = len(x)
+            m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
+            half = float(st.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / np.sqrt(n)) if n > 1 else np.nan
+            row = dict(zip(by, key), k=int(k), leakage=m, ci_low=m - half, ci_high=m + half, n_trials=n)
+            if k == 1:
+                row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan
+                eff = m / sd if n > 1 and sd > 0 else np.nan
+                row["trials_needed"] = trials_needed(eff, alpha, power) if eff > 0 else np.inf
+            else:
+                c = compare(x, base, confidence=confidence)
+                row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test,
+                           trials_needed=trials_needed(c.effect, alpha, power) if c.effect < 0 else np.inf)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_leakage_vs_k(summary: pd.DataFrame, label_col: str = "train_domains", ax=None):
+    """Leakage (points) vs K with the CI over trials, one line per ``label_col`` value."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.5, 3.2))
+    for lab, g in summary.groupby(label_col, sort=False):
+        ax.errorbar(g["k"], g["leakage"], yerr=[g["leakage"] - g["ci_low"], g["ci_high"] - g["leakage"]],
+                    marker="o", capsize=3, label=f"train {lab}")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(sorted(summary["k"].unique()))
+    ax.set(xlabel="K (test domains the oracle must serve at once)", ylabel="oracle − IID accuracy (points)")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,40 @@
+"""Findings records and the index summary."""
+
+from pathlib import Path
+
+import pytest
+
+from dganalysis.findings import findings_markdown, read_findings, record_finding, replace_findings
+from dganalysis.runner import NotebookRun, write_index
+
+
+def test_record_read_and_index_summary(tmp_path):
+    record_finding(tmp_path, "07a", "WC-DG poster", "worst case high near sources", "2.1 vs 0.3", "reproduced")
+    record_finding(tmp_path, "03a", "Zhang, Zhang & Liu", "reversals | swap", "0 of 10", "not decided")
+    rows = read_findings(tmp_path)
+    assert [r["key"] for r in rows] == ["03a", "07a"]
+    md = findings_markdown(rows)
+    assert md[0].startswith("| paper") and "reversals \\| swap" in md[2] and "**not decided**" in md[2]
+    record_finding(tmp_path, "03a", "Zhang, Zhang & Liu", "reversals", "1 of 10", "reproduced")  # replaced
+    assert len(read_findings(tmp_path)) == 2
+    (tmp_path / "findings" / "bad.json").write_text("{")
+    assert read_findings(tmp_path)[-1]["ours"] == "unreadable record bad.json"
+    index = write_index(tmp_path, "quick", [NotebookRun("03_x", Path("n.ipynb"), True, 90.0, "", [], [])]).read_text()
+    assert index.index("## Summary") < index.index("| notebook | status")
+    assert "1 of 10" in index and "1.5 min in total" in index
+    with pytest.raises(ValueError, match="verdict"):
+        record_finding(tmp_path, "x", "p", "f", "o", "maybe")
+    with pytest.raises(ValueError, match="key"):
+        record_finding(tmp_path, "../x", "p", "f", "o", "partly")
+    assert findings_markdown([]) == ["(no notebook recorded a finding yet)"]
+
+
+def test_replace_findings_drops_stale_lines(tmp_path):
+    row = dict(paper="P", finding="f", ours="1", verdict="partly")
+    replace_findings(tmp_path, "04", [row, row, row])
+    replace_findings(tmp_path, "07", [row])
+    replace_findings(tmp_path, "04", [row])
+    assert [r["key"] for r in read_findings(tmp_path)] == ["04a", "07a"]
+    with pytest.raises(ValueError, match="verdict"):
+        replace_findings(tmp_path, "04", [dict(row, verdict="?")])
+    assert len(read_findings(tmp_path)) == 2  # nothing removed on bad input
