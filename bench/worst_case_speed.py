@@ -1,4 +1,4 @@
-"""Benchmark: a full worst-case curve (20 ρ) for 10,000 samples, 128-d z, 10 classes (seed 004, issue target < 10 s on CPU).
+"""Benchmark: a full worst-case curve (20 ρ) for 10,000 samples, 128-d z, 10 classes (the WC-DG poster, issue target < 10 s on CPU).
 
 Prints the wall time per loss, and as a ratio to one loss+gradient pass over the samples measured in the same
 run (the baseline: load-independent to first order), on the CPU (one thread unless ``--threads``) and on a GPU when one is

@@ -2,7 +2,7 @@
 
 ``optimizer``: ``adam`` (DomainBed's default), ``adamw``, ``sgd`` (momentum 0.9).
 ``schedule``: ``constant``; ``step`` (×0.1 at 60% and 80% of the job); ``cosine``
-(cosine annealing to 0 over ``steps``, as seed 002 trains with Adam).
+(cosine annealing to 0 over ``steps``, as Yu et al. (2024) trains with Adam).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 03 — Dynamic DG: the swap test (ST) and Domain+
 #
-# Zhang, Zhang & Liu, *Towards Reliable Domain Generalization: A New Dataset and Evaluations* (seed 000), Sec. 4.2–4.3,
+# Zhang, Zhang & Liu, *Towards Reliable Domain Generalization: A New Dataset and Evaluations*, Sec. 4.2–4.3,
 # Figs. 9–12. The static leave-one-domain-out protocol ranks methods on one fixed split. The paper adds two *dynamic*
 # criteria:
 #

@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 04 · Test-information leakage: pretraining and oracle selection
 #
-# Yu et al., *Rethinking the Evaluation Protocol of Domain Generalization* (seed 002) show two ways test-domain
+# Yu et al., *Rethinking the Evaluation Protocol of Domain Generalization* (CVPR 2024) show two ways test-domain
 # information leaks into DG evaluation:
 #
 # 1. **Supervised pretraining** (Sec. 2.1, Tables 1–3, Fig. 1): when the pretraining data resemble a test domain,

@@ -15,9 +15,9 @@
 # %% [markdown]
 # # 05 — Leaderboards: ranks, ΔR, Spearman and ranking score
 #
-# Yu et al., *Rethinking the Evaluation Protocol of DG* (seed 002), Sec. 3, Table 5 and App. C. It proposes new
+# Yu et al., *Rethinking the Evaluation Protocol of DG* (CVPR 2024), Sec. 3, Table 5 and App. C. It proposes new
 # leaderboards (self-supervised pretraining, several test domains per run via leave-one-group-out), the rank change ΔR,
-# and Spearman rank correlations between leaderboards. OoD-Bench (seed 003, Tables 1–2) adds a *ranking score*: +1 / 0 / −1
+# and Spearman rank correlations between leaderboards. OoD-Bench (Ye et al., 2022, Tables 1–2) adds a *ranking score*: +1 / 0 / −1
 # per dataset, depending on whether the algorithm is above, within or below ERM's standard-error bar.
 #
 # This notebook runs a set of algorithms under **leave-one-domain-out (LODO)** and **leave-one-group-out (LOGO)**
@@ -103,7 +103,7 @@ save_figure(fig, "05_bump_ours", output_dir)
 _ = save_table(rk.reset_index(), "05_ranks_ours", output_dir)
 
 # %% [markdown]
-# ## Published leaderboards (seed 002 Table 5)
+# ## Published leaderboards (Yu et al. (2024) Table 5)
 # The same functions on the published numbers: the average, rank and ΔR recomputed from the per-dataset accuracies,
 # the Spearman matrix (the paper reports 0.794 between MoCo-v2 and MoCo-v3), the LaTeX in the paper's layout, and a
 # bump chart. At the end, our leaderboards are correlated with the published ones over the algorithms they share. These
@@ -115,7 +115,7 @@ prk = lb.ranks(pub)
 display(prk.assign(**{"ΔR v2": lb.delta_rank(prk, prk.columns[0], prk.columns[1]),
                      "ΔR v3": lb.delta_rank(prk, prk.columns[0], prk.columns[2])}))
 display(lb.spearman_matrix(pub).round(3))
-tex = lb.to_latex(pub, caption="Leaderboards of seed 002 Table 5 recomputed from the published per-dataset numbers")
+tex = lb.to_latex(pub, caption="Leaderboards of Yu et al. (2024) Table 5 recomputed from the published per-dataset numbers")
 write_text(f"{output_dir}/tables/05_published_table5.tex", tex)
 fig = lb.plot_bump_chart(prk)
 save_figure(fig, "05_bump_published", output_dir)

@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 07 · Worst-case loss: a distance-based evaluation of DG models
 #
-# Seed 004 (poster, *distance-based evaluation method for DG*) proposes to judge a DG model by its **worst-case loss
+# The WC-DG poster (*distance-based evaluation method for DG*) proposes to judge a DG model by its **worst-case loss
 # at Wasserstein distance ρ** from the source distribution, computed in the representation space z = g(x) through the
 # dual (Sinha et al., 2017):
 #

@@ -1,4 +1,4 @@
-"""Gray vs binary table (seed 000 Table 7) on a hand-made selected frame."""
+"""Gray vs binary table (Zhang, Zhang & Liu Table 7) on a hand-made selected frame."""
 
 import matplotlib
 

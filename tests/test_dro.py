@@ -1,4 +1,4 @@
-"""Worst-case (Wasserstein DRO) estimators: dual solver, closed forms, input space (seed 004)."""
+"""Worst-case (Wasserstein DRO) estimators: dual solver, closed forms, input space (the WC-DG poster)."""
 
 from __future__ import annotations
 

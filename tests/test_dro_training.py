@@ -1,4 +1,4 @@
-"""WCDG / G2DM / WM algorithms and the differentiable worst-case term (seed 004)."""
+"""WCDG / G2DM / WM algorithms and the differentiable worst-case term (the WC-DG poster)."""
 
 from __future__ import annotations
 

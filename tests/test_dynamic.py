@@ -1,4 +1,4 @@
-"""Swap test and Domain+ on hand-made selected frames with known answers (seed 000 Sec. 4.2–4.3)."""
+"""Swap test and Domain+ on hand-made selected frames with known answers (Zhang, Zhang & Liu Sec. 4.2–4.3)."""
 
 import matplotlib
 

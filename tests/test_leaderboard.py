@@ -1,4 +1,4 @@
-"""Leaderboards, ΔR, Spearman (seed 002 Table 5) and OoD-Bench ranking score (seed 003 Table 1) with known answers."""
+"""Leaderboards, ΔR, Spearman (Yu et al. (2024) Table 5) and OoD-Bench ranking score (Ye et al. (2022) Table 1) with known answers."""
 
 import matplotlib
 
@@ -93,7 +93,7 @@ def test_ties_and_missing_dataset():
 
 
 def test_ranking_score_ood_bench_table1():
-    # seed 003 Table 1 (PACS, OfficeHome, TerraInc, Camelyon17) and its printed ranking scores
+    # Ye et al. (2022) Table 1 (PACS, OfficeHome, TerraInc, Camelyon17) and its printed ranking scores
     rows = {
         "RSC": ([82.8, 62.9, 43.6, 94.9], [0.4, 0.4, 0.5, 0.2], 2),
         "MMD": ([81.7, 63.8, 38.3, 94.9], [0.2, 0.1, 0.4, 0.4], 2),

@@ -12,7 +12,7 @@ Precision: the penalty is computed in fp32 under bf16 autocast (the kernel's ‖
 bf16 the MMD penalty even came out negative). MMD's whole update runs with autocast off: with bf16 features the
 narrow kernels (γ = 100, 1000) see the features' rounding as distance, and on tiny data the bf16 penalty differed
 by 0.14 from fp32 at the same parameters and the update's direction by a cosine of 0.47 on average.
-Hyperparameter ``mmd_gamma`` (DomainBed: 1, 10^U(−1, 1)); seed 002 searches 10^U(−2, 0) through the
+Hyperparameter ``mmd_gamma`` (DomainBed: 1, 10^U(−1, 1)); Yu et al. (2024) searches 10^U(−2, 0) through the
 protocol's ``search_overrides``.
 """
 

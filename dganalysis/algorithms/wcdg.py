@@ -1,4 +1,4 @@
-"""WCDG: add the worst-case loss in the representation space to any registered algorithm (seed 004).
+"""WCDG: add the worst-case loss in the representation space to any registered algorithm (the WC-DG poster).
 
 The poster: "the objective of minimizing the worst-case loss of a DG model at any distance in the
 representation space can be combined with losses of other DG methods". Design (a wrapper):

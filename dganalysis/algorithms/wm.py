@@ -1,4 +1,4 @@
-"""WM: Wasserstein matching of the training domains' representations (baseline of seed 004).
+"""WM: Wasserstein matching of the training domains' representations (baseline of the WC-DG poster).
 
 The poster compares models trained "with WM & G2DM" without specifying WM; we chose a
 non-adversarial Wasserstein alignment: the sliced Wasserstein-2 distance (Rabin et al., 2011;

@@ -62,7 +62,7 @@ def binarize_fixed(images: np.ndarray, threshold: int = 128) -> np.ndarray:
 def binarize_otsu(images: np.ndarray) -> np.ndarray:
     """Binarize uint8[N, C, H, W] with a per-image Otsu threshold: > t → 255, else 0 (polarity kept).
 
-    The paper's binarization study (seed 000, Sec. 4, Table 7) binarizes gray images to remove the
+    The paper's binarization study (Zhang, Zhang & Liu, Sec. 4, Table 7) binarizes gray images to remove the
     foreground-intensity shortcut; it does not name the method, we use per-image Otsu.
     """
     images = _check_uint8_nchw(images)

@@ -1,4 +1,4 @@
-"""Worst-case (Wasserstein DRO) evaluation of DG models and its use in training (seed 004).
+"""Worst-case (Wasserstein DRO) evaluation of DG models and its use in training (the WC-DG poster).
 
 - :func:`worst_case_curve` / :func:`worst_case_samples`: worst-case loss vs ρ in the representation space.
 - :func:`input_worst_case_curve` / :func:`compare_input_representation`: the input-space version.

@@ -1,4 +1,4 @@
-"""Worst-case loss in the input space, and its comparison with the representation space (seed 004, Key results).
+"""Worst-case loss in the input space, and its comparison with the representation space (the WC-DG poster, Key results).
 
 ``WC_x(ρ) = sup_{P: W2(P, Q) ≤ ρ} E_P ℓ(h(g(x)), y)``, solved by the same dual as
 :mod:`dganalysis.dro.worst_case` with the inner sup over images: projected gradient ascent through the whole

@@ -1,4 +1,4 @@
-"""Per-sample losses for the worst-case evaluation (seed 004, "Effectiveness of using different loss functions").
+"""Per-sample losses for the worst-case evaluation (the WC-DG poster, "Effectiveness of using different loss functions").
 
 Every loss takes ``logits[..., n, C]`` and integer labels ``y[n]`` (broadcast over leading dims) and
 returns one value per sample, shape ``logits.shape[:-1]``.

@@ -1,4 +1,4 @@
-"""The worst-case objective as a differentiable training loss (WCDG; seed 004 "can be easily incorporated into training").
+"""The worst-case objective as a differentiable training loss (WCDG; the WC-DG poster "can be easily incorporated into training").
 
 Penalty form (Sinha et al. 2017, Eq. (2)/(4), "robust surrogate"), in the representation space:
 

@@ -1,4 +1,4 @@
-"""Worst-case loss at Wasserstein-2 distance ρ from the source, through the dual (seed 004; Sinha et al., 2017).
+"""Worst-case loss at Wasserstein-2 distance ρ from the source, through the dual (the WC-DG poster; Sinha et al., 2017).
 
 The poster's quantity, in the representation space z = g(x) with classifier h:
 

@@ -1,4 +1,4 @@
-"""In-package pretraining, so the leakage study (seed 002, Sec. 2.1) runs without downloads.
+"""In-package pretraining, so the leakage study (Yu et al., 2024, Sec. 2.1) runs without downloads.
 
 - :func:`pretrain_supervised`: a featurizer + linear head trained with cross-entropy on a labelled
   source (the analogue of supervised ImageNet pretraining), saved in the torchvision layout.

@@ -1,4 +1,4 @@
-"""SimCLR pretraining on unlabelled images (Chen et al., 2020), as seed 002 (Sec. 2.1, Table 3)
+"""SimCLR pretraining on unlabelled images (Chen et al., 2020), as Yu et al. (2024, Sec. 2.1, Table 3)
 recommends self-supervised weights because they carry no label information.
 
 Loss: NT-Xent (normalised temperature-scaled cross-entropy, SimCLR Eq. 1): for a batch of N

@@ -1,7 +1,7 @@
 """Pretraining sources built from the embedded data.
 
 :func:`rotated_digits_source` makes the "supervised source resembling the test domain" of the
-leakage study on RotatedDigits (seed 002, Sec. 2.1 analogue: ImageNet photos resemble the
+leakage study on RotatedDigits (Yu et al., 2024, Sec. 2.1 analogue: ImageNet photos resemble the
 photo-like test domains): the *training-domain* images' base digits (no test image is reused),
 rotated by random angles drawn from ``angle_range`` — the test domains' angles — with labels.
 """

@@ -1,5 +1,5 @@
 """Supervised pretraining on a labelled source — our analogue of supervised ImageNet weights
-(seed 002, Sec. 2.1): when the source resembles a test domain, its labels leak test information.
+(Yu et al., 2024, Sec. 2.1): when the source resembles a test domain, its labels leak test information.
 
 A featurizer + linear head trained with cross-entropy (Adam, uniformly shuffled batches, optional
 batched random-affine augmentation from :mod:`dganalysis.pretrain.augment`); saved in the

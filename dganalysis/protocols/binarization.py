@@ -1,4 +1,4 @@
-"""Grayscale vs binary (seed 000, Zhang et al., Sec. 4.1: Table 7, Fig. 8, Table 8).
+"""Grayscale vs binary (Zhang, Zhang & Liu, Sec. 4.1: Table 7, Fig. 8, Table 8).
 
 Tables put several selected frames (contract of ``dganalysis.selection.select``) side by side: one row per
 (algorithm, task) where a task is ``(train domains) → test domain``; per frame the mean ± SE over trials.

@@ -128,7 +128,7 @@ def accuracy_table(selected: pd.DataFrame, by: Sequence[str] = ("pretraining", "
 
 def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digits: int = 1,
                 modes: Sequence[str] = ("LP", "FT")) -> pd.DataFrame:
-    """Seed 002 Table 1/3 layout: rows (``by``…, mode ∈ LP/FT), columns test domains + Avg, cells "mean±se"."""
+    """Yu et al. (2024) Table 1/3 layout: rows (``by``…, mode ∈ LP/FT), columns test domains + Avg, cells "mean±se"."""
     from dganalysis.plots import format_mean_se
 
     t = table[table["mode"].isin(modes)].copy()
@@ -144,7 +144,7 @@ def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digit
 
 
 def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.DataFrame:
-    """Seed 002 Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies."""
+    """Yu et al. (2024) Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies."""
     by = list(by)
     m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)
     if not {"LP", "FT"} <= set(m.columns):

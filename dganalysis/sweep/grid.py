@@ -5,7 +5,7 @@ Splits (which domains train, which are tested, which validate):
 - ``"leave_one_out"``: each domain in turn is the test domain, all others train
   (DomainBed's protocol).
 - ``{"leave_one_group_out": k}``: every k-combination of domains is a test group, the
-  rest train (the leave-one-group-out protocol of seed 002, Yu et al.; k = 1 equals
+  rest train (the leave-one-group-out protocol of Yu et al. (2024); k = 1 equals
   leave-one-out).
 - a list of ``{"train": [...], "test": [...], "val": [...]}`` dicts of domain names
   (``val`` optional), e.g. the dynamic studies' ``{d0, d1} → hw``. Domains in none of the

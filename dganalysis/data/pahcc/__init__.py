@@ -1,6 +1,6 @@
 """PaHCC: printed (d0 standard, d1 distorted, d2 handwriting-style) and handwritten (hw) Chinese characters.
 
-Paper: seed 000, Sec. 3 (Fig. 7, Tables 3–6). ``build_pahcc`` builds the dataset from installed fonts
+Paper: Zhang, Zhang & Liu, Sec. 3 (Fig. 7, Tables 3–6). ``build_pahcc`` builds the dataset from installed fonts
 and simulated (or real CASIA-HWDB) handwriting; ``pahcc_stats`` gives Tables 3–6-style statistics.
 Fonts and stroke data: ``bash dganalysis/data/pahcc/install_fonts.sh``.
 """

@@ -25,7 +25,7 @@ def _pick(n_total: int, n: int, seed: int) -> np.ndarray:
 
 
 def domain_mosaics(ds: DomainDataset, rows: int = 3, cols: int = 10, seed: int = 0):
-    """Fig. 7 of seed 000: one unlabelled rows×cols mosaic panel per domain (side by side). For a labelled
+    """Fig. 7 of Zhang, Zhang & Liu: one unlabelled rows×cols mosaic panel per domain (side by side). For a labelled
     grid with one row per domain, any dataset, see :func:`dganalysis.plots.domain_grid`."""
     import matplotlib.pyplot as plt
 

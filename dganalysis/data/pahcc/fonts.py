@@ -1,6 +1,6 @@
 """Font discovery, coverage and domain assignment for PaHCC's printed domains.
 
-Paper (seed 000, Sec. 3): printed images come from ~280 fonts (SCUT-SPCCI), split by font type into
+Paper (Zhang, Zhang & Liu, Sec. 3): printed images come from ~280 fonts (SCUT-SPCCI), split by font type into
 standard (d0), distorted (d1) and handwriting-style (d2) printed domains. SCUT-SPCCI cannot be
 downloaded here, so we render the fonts a machine has:
 

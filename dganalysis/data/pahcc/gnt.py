@@ -1,4 +1,4 @@
-"""CASIA-HWDB ``.gnt`` files: the real handwritten domain of PaHCC (paper, seed 000, Sec. 3).
+"""CASIA-HWDB ``.gnt`` files: the real handwritten domain of PaHCC (paper, Zhang, Zhang & Liu, Sec. 3).
 
 Format (CASIA-HWDB1.0–1.1, one file per writer), repeated until end of file, per sample:
 ``uint32 LE total size`` (header 10 bytes + bitmap), ``2-byte GB2312 tag code`` (first byte first),

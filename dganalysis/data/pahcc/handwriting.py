@@ -1,6 +1,6 @@
 """Simulated handwriting (the embedded default of PaHCC's handwritten domain), labelled *simulated*.
 
-The paper's handwritten domain is CASIA-HWDB1.0–1.1 (720 writers' scanned characters, seed 000 Sec. 3),
+The paper's handwritten domain is CASIA-HWDB1.0–1.1 (720 writers' scanned characters, Zhang, Zhang & Liu Sec. 3),
 which cannot be downloaded here. We simulate writers from the stroke *medians* (centre lines, in stroke
 order) of npm ``hanzi-writer-data`` (a 1024 box with the y axis flipped: image y = 900 − y).
 

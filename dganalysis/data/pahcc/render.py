@@ -1,6 +1,6 @@
 """Glyph rendering for the printed domains (d0, d2) and the distorted printed domain (d1).
 
-Conventions (paper, seed 000, Sec. 3: 64×64 gray images; Fig. 7):
+Conventions (paper, Zhang, Zhang & Liu, Sec. 3: 64×64 gray images; Fig. 7):
 
 - **Polarity**: every PaHCC domain is *dark ink on a white background* (255 = paper), like the scanned
   CASIA-HWDB images; printed glyphs have uniform full-black ink, the shortcut the paper's binarization
