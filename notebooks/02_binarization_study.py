@@ -51,10 +51,8 @@ n_workers = 2
 
 # %%
 import logging
-
 import pandas as pd
 from IPython.display import Markdown, display
-
 from dganalysis.data import load_dataset
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.findings import replace_findings
@@ -63,7 +61,6 @@ from dganalysis.results import load
 from dganalysis.selection import select
 from dganalysis.plans import binarization_plan
 from dganalysis.sweep import run_sweep
-
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 

@@ -68,7 +68,8 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import dynamic, dynamic_report as dr, leaderboard as lb
 from dganalysis.results import load
 from dganalysis.selection import select
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.plans import dynamic_dg_plan
+from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 
@@ -78,14 +79,13 @@ setup_style()
 
 # %%
 base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-domains = base.domain_names
 source = base.info.get("source", dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
 print(source)
-train_sets = list(dict.fromkeys(tuple(t) for t in swap_choices + [s for chain in domain_plus_chains for s in chain]))
-splits = [{"train": list(t), "test": [d for d in domains if d not in t] if evaluate_on == "rest" else [test_domain]}
-          for t in train_sets]
-jobs = make_jobs(dataset, dataset_kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials, steps=steps,
-                 checkpoint_freq=checkpoint_freq, hparams_overrides=hparams_overrides, data_dir=data_dir)
+# every training set of the swap test and the Domain+ chains, once; the same call as `dganalysis run --dry-run` makes
+jobs = dynamic_dg_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, test_domain=test_domain, swap_choices=swap_choices,
+                       domain_plus_chains=domain_plus_chains, evaluate_on=evaluate_on, algorithms=algorithms,
+                       n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                       hparams_overrides=hparams_overrides, data_dir=data_dir).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

@@ -66,7 +66,6 @@ inception_weights = None         # path to a torchvision inception_v3 state dict
 n_workers = 1
 
 # %%
-from pathlib import Path
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -75,12 +74,12 @@ from dganalysis.data import load_dataset
 from dganalysis.findings import replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
-from dganalysis.pretrain import checkpoint_path, pretrain_simclr, pretrain_supervised, rotated_digits_source
+from dganalysis.plans import leakage_checkpoints, leakage_oracle_plan
+from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
 from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt
 from dganalysis.protocols.leakage_findings import lp_ft_findings, oracle_findings
 from dganalysis.sweep import run_sweep
 plots.setup_style()
-ds, ckpt_dir = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs), Path(output_dir) / "pretrained"
 
 # %% [markdown]
 # ## Pretraining sources and checkpoints
@@ -90,14 +89,16 @@ ds, ckpt_dir = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs), Path(
 # `linear_probe=True` (LP) or `freeze_stages=k`. Checkpoints are keyed by their settings and reused.
 
 # %%
+ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 sup_x, sup_y = rotated_digits_source(ds, train_domains, tuple(test_like_angles), copies=source_copies, seed=0)
 unlab_x = np.concatenate([d.images for d in ds.domains if d.name in train_domains])
 common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
-key = dict(dataset=dataset, **dataset_kwargs, train=train_domains, **common)
-sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common,
-                          out_path=checkpoint_path(ckpt_dir, "supervised", {**key, "angles": test_like_angles,
-                                                                            "copies": source_copies}))
-ssl = pretrain_simclr(unlab_x, **common, out_path=checkpoint_path(ckpt_dir, "simclr", key))
+ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                           train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
+                           source_copies=source_copies, pretrain_steps=pretrain_steps,
+                           pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr)
+sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common, out_path=ckpt["supervised"])
+ssl = pretrain_simclr(unlab_x, **common, out_path=ckpt["simclr"])
 pretrained = {"supervised (test-like)": sup.path, "SimCLR (train domains)": ssl.path, "none": None}
 for name, r in (("supervised", sup), ("SimCLR", ssl)):
     print(f"{name}: {r.path.name}", "(reused)" if r.reused else f"loss {r.losses[0]:.2f} → {np.mean(r.losses[-5:]):.2f}")
@@ -109,16 +110,21 @@ for name, r in (("supervised", sup), ("SimCLR", ssl)):
 # training-domain validation, separately for each (pretraining, mode).
 
 # %%
-split = [{"train": train_domains, "test": test_domains}]
-common_hp = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
-modes = ["LP", "FT"] + [f"FT-freeze{k}" for k in frozen_stages]
-jobs = leakage.make_leakage_jobs(dataset, dataset_kwargs, split, pretrained, ["LP", "FT"], algorithms=[algorithm],
-                                 n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq, hparams_overrides=common_hp)
-jobs += leakage.make_leakage_jobs(dataset, dataset_kwargs, split, {k: v for k, v in pretrained.items() if v},
-                                  modes[2:], algorithms=[algorithm], n_trials=n_trials, steps=steps,
-                                  checkpoint_freq=checkpoint_freq, hparams_overrides=common_hp)
+# the LP/FT jobs (and the oracle-K jobs run below); the same call as `dganalysis run --dry-run` makes
+plan = leakage_oracle_plan(
+    output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, train_domains=train_domains,
+    test_domains=test_domains, featurizer=featurizer, test_like_angles=test_like_angles, source_copies=source_copies,
+    pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr, algorithm=algorithm,
+    steps=steps, checkpoint_freq=checkpoint_freq, batch_size=batch_size, lr=lr, n_trials=n_trials,
+    frozen_stages=frozen_stages, oracle_dataset=oracle_dataset, oracle_dataset_kwargs=oracle_dataset_kwargs,
+    oracle_splits=oracle_splits, oracle_n_hparams=oracle_n_hparams, oracle_steps=oracle_steps,
+    oracle_n_trials=oracle_n_trials, inception_weights=inception_weights)
+assert set(plan.produced) == {str(r.path.resolve()) for r in (sup, ssl)}  # the checkpoints the jobs load
+jobs, ojobs = plan.sweeps["LP/FT"], plan.sweeps["oracle-K"]
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 print(status["status"].value_counts().to_dict())
+
+# %%
 tidy = results.load(store_dir)
 tidy = leakage.annotate(tidy[tidy["job_id"].isin({j.job_id for j in jobs})], pretrained)
 selected = leakage.select_per_setting(tidy, "training_domain")
@@ -177,10 +183,6 @@ display(gap_vs_dist.round(3))
 # so each K gets a 95% CI over trials and the fall from K=1 is a paired contrast.
 
 # %%
-ojobs = leakage.make_leakage_jobs(oracle_dataset, oracle_dataset_kwargs, oracle_splits, {"none": None}, ["FT"], algorithms=[algorithm],
-                                  n_hparams=oracle_n_hparams, n_trials=oracle_n_trials, steps=oracle_steps,
-                                  checkpoint_freq=max(1, oracle_steps // 2),
-                                  hparams_overrides={"featurizer": featurizer, "batch_size": batch_size})
 run_sweep(ojobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 otidy = results.load(store_dir)
 otidy = okt.last_checkpoints(otidy[otidy["job_id"].isin({j.job_id for j in ojobs})])

@@ -46,13 +46,13 @@ import logging
 import pandas as pd
 from IPython.display import Markdown, display
 from dganalysis.io import write_text
-from dganalysis.data import load_dataset
 from dganalysis.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import friedman as fr, leaderboard as lb
 from dganalysis.results import load
 from dganalysis.selection import select
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.plans import leaderboards_plan
+from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 
@@ -60,17 +60,10 @@ setup_style()
 # ## Runs: LODO and LOGO splits per dataset
 
 # %%
-protocol_jobs = {"LODO": [], "LOGO": []}
-for name, kwargs in datasets.items():
-    domains = load_dataset(name, data_dir=data_dir, **kwargs).domain_names
-    lodo = [{"train": [d for d in domains if d != t], "test": [t]} for t in domains]
-    groups = logo_groups.get(name, [])
-    logo = [{"train": [d for d in domains if d not in g], "test": list(g)} for g in groups]
-    for proto, splits in (("LODO", lodo), ("LOGO", logo)):
-        if splits:
-            protocol_jobs[proto] += make_jobs(name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
-                                              steps=steps, checkpoint_freq=checkpoint_freq,
-                                              hparams_overrides=hparams_overrides, data_dir=data_dir)
+# LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
+protocol_jobs = leaderboards_plan(datasets=datasets, logo_groups=logo_groups, algorithms=algorithms, n_hparams=n_hparams,
+                                  n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                                  hparams_overrides=hparams_overrides, data_dir=data_dir).sweeps
 all_jobs = [j for js in protocol_jobs.values() for j in js]
 status = run_sweep(all_jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()

@@ -77,7 +77,8 @@ from dganalysis import plots
 from dganalysis.data import load_dataset
 from dganalysis.dro import compare_input_representation, study
 from dganalysis.findings import replace_findings
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.plans import worst_case_plan
+from dganalysis.sweep import run_sweep
 from dganalysis.train import load_model
 plots.setup_style(), torch.set_num_threads(n_threads)
 ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
@@ -89,15 +90,14 @@ ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 # draws (seed 0 = defaults); the jobs are shared with other notebooks of the same profile when their specs match.
 
 # %%
-split = [{"train": train_domains, "test": test_domains}]
-overrides = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
-if any(a.endswith("_WC") or a == "WCDG" for a in algorithms):
-    overrides["wc_rho"] = wc_rho
-jobs = make_jobs(dataset, dataset_kwargs, algorithms, split, n_hparams=n_hparams, n_trials=1, steps=steps,
-                 checkpoint_freq=checkpoint_freq, hparams_overrides=overrides, save_model=True)
+# one model per (algorithm, hparams draw), saved; the same call as `dganalysis run --dry-run` makes
+jobs = worst_case_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, train_domains=train_domains,
+                       test_domains=test_domains, algorithms=algorithms, featurizer=featurizer, n_hparams=n_hparams,
+                       steps=steps, checkpoint_freq=checkpoint_freq, batch_size=batch_size, lr=lr, wc_rho=wc_rho).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 display(status.groupby(["algorithm", "status"]).size().rename("jobs").reset_index())
 
+# %%
 models, info = {}, []
 for job in jobs:
     label = f"{job.algorithm}#{job.hparams_seed}"
@@ -162,6 +162,8 @@ for label, model in models.items():
         df.insert(0, "model", label)
         cmp.append(df)
 cmp = pd.concat(cmp, ignore_index=True)
+
+# %%
 fig, ax = plt.subplots(figsize=(5, 3.5))
 for label, d in cmp.groupby("model"):
     line, = ax.plot(d.rho_rep, d.rep_wc, "o-", label=f"{label}: representation WC at ρ_z")
