@@ -12,6 +12,7 @@ building them (PaHCC at paper scale takes hours to render).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,9 +147,13 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                         test_domains: list[str], featurizer: str, test_like_angles: list[int], source_copies: int,
                         pretrain_steps: int, pretrain_batch_size: int, pretrain_lr: float, algorithm: str, steps: int,
                         checkpoint_freq: int, batch_size: int, lr: float, n_trials: int, frozen_stages: list[int],
-                        oracle_splits: list[dict], oracle_n_hparams: int, oracle_steps: int,
+                        oracle_dataset: str, oracle_dataset_kwargs: dict, oracle_splits: list[dict],
+                        oracle_n_hparams: int, oracle_steps: int, oracle_n_trials: int,
                         inception_weights: str | None) -> Plan:
-    """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024)."""
+    """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
+
+    The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the pretraining part's) with a
+    random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage is computed per trial."""
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
@@ -163,14 +168,17 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
     jobs = make_leakage_jobs(dataset, dataset_kwargs, split, pretrained, ["LP", "FT"], **common)
     jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {k: v for k, v in pretrained.items() if v},
                               [f"FT-freeze{k}" for k in frozen_stages], **common)
-    oracle = make_leakage_jobs(dataset, dataset_kwargs, oracle_splits, {"none": None}, ["FT"], algorithms=[algorithm],
-                               n_hparams=oracle_n_hparams, n_trials=n_trials, steps=oracle_steps,
+    oracle = make_leakage_jobs(oracle_dataset, oracle_dataset_kwargs, oracle_splits, {"none": None}, ["FT"],
+                               algorithms=[algorithm], n_hparams=oracle_n_hparams, n_trials=oracle_n_trials,
+                               steps=oracle_steps,
                                checkpoint_freq=max(1, oracle_steps // 2),
                                hparams_overrides={"featurizer": featurizer, "batch_size": batch_size})
     files = {"inception_weights": inception_weights} if inception_weights else {}
     other = [f"2 pretraining runs of {featurizer} ({pretrain_steps} steps × batch {pretrain_batch_size}; supervised "
              f"and SimCLR) into {ckpt['supervised'].parent} — not counted in the budget"]
-    return Plan({"LP/FT": jobs, "oracle-K": oracle}, [(dataset, dataset_kwargs)], files, other,
+    datasets = list({json.dumps([d, kw], sort_keys=True): (d, kw) for d, kw in
+                     [(dataset, dataset_kwargs), (oracle_dataset, oracle_dataset_kwargs)]}.values())
+    return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other,
                 produced=[str(p.resolve()) for p in ckpt.values()])
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from dganalysis.cli import main
 from dganalysis.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
-from dganalysis.plans import PLANS, domain_names
+from dganalysis.plans import PLANS, domain_names, plan_for
 from dganalysis.sweep import Job
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,3 +145,18 @@ def test_domain_names_match_the_built_datasets():
         assert domain_names(name, kw) == load_dataset(name, **kw).domain_names
     assert domain_names("RotatedDigits", {}) == ["0", "15", "30", "45", "60", "75"]
     assert domain_names("PaHCC", {"size": 10}) == list(DOMAINS)
+
+
+def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
+    """Notebook 04's Table 4 sweep (Yu et al. 2024) may use another dataset and trial count than its LP/FT part."""
+    from dganalysis.dryrun import notebook_defaults
+
+    p = {**notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"), "output_dir": str(tmp_path), "oracle_dataset": "ColoredDigits",
+         "oracle_dataset_kwargs": {"image_size": 8}, "oracle_n_trials": 3, "oracle_n_hparams": 2,
+         "oracle_splits": [{"train": ["+90%"], "test": ["+80%", "-90%"]}]}
+    plan = plan_for("04_leakage_oracle", p)
+    oracle, lpft = plan.sweeps["oracle-K"], plan.sweeps["LP/FT"]
+    assert {j.dataset for j in oracle} == {"ColoredDigits"} and {j.dataset for j in lpft} == {"RotatedDigits"}
+    assert len(oracle) == 2 * 3 and {j.trial_seed for j in oracle} == {0, 1, 2}
+    assert {j.trial_seed for j in lpft} == set(range(p["n_trials"]))
+    assert ("ColoredDigits", {"image_size": 8}) in plan.datasets and ("RotatedDigits", p["dataset_kwargs"]) in plan.datasets
