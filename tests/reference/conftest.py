@@ -39,7 +39,10 @@ def _reference_root(var: str, marker: str) -> Path:
     return root
 
 
-def _install_stubs() -> None:
+def _install_stubs() -> list[str]:
+    """Stub the optional packages that are not installed; returns the names stubbed (removed again after the
+    import, so that later tests in the same process see the real state: e.g. a test that skips without wilds)."""
+    added = []
     for name, attrs in _STUBS.items():
         try:
             importlib.import_module(name)
@@ -48,20 +51,26 @@ def _install_stubs() -> None:
             mod.__dict__.update(attrs)
             mod.__path__ = []  # behave as a package so submodule stubs resolve
             sys.modules[name] = mod
+            added.append(name)
+    return added
 
 
 @pytest.fixture(scope="session")
 def domainbed() -> types.SimpleNamespace:
     """DomainBed's modules (algorithms, networks, hparams_registry, misc, model_selection, query, reporting)."""
     root = _reference_root("DOMAINBED_SRC", "domainbed/algorithms.py")
-    _install_stubs()
+    added = _install_stubs()
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     mods = {}
-    for name in ("algorithms", "networks", "hparams_registry", "model_selection"):
-        mods[name] = importlib.import_module(f"domainbed.{name}")
-    for name in ("misc", "query", "reporting"):
-        mods[name] = importlib.import_module(f"domainbed.lib.{name}")
+    try:
+        for name in ("algorithms", "networks", "hparams_registry", "model_selection"):
+            mods[name] = importlib.import_module(f"domainbed.{name}")
+        for name in ("misc", "query", "reporting"):
+            mods[name] = importlib.import_module(f"domainbed.lib.{name}")
+    finally:
+        for name in added:
+            sys.modules.pop(name, None)
     mods["root"] = root
     return types.SimpleNamespace(**mods)
 
