@@ -20,8 +20,10 @@ every domain, and one JSON line written.
 Images/s counts training images (steps × batch × training domains) over the wall time
 of the whole job, evaluation included. ``--repeats N`` runs N rounds, alternating ours and
 the baseline (ABAB…), and prints each round's ratio and their range: on a shared machine
-only ratios from the same round mean much. ``--eval-batch 512`` also times ours with that
-evaluation batch (512 was the CPU default before 64). Run: ``python bench/train_throughput.py``.
+only ratios from the same round mean much. ``--eval-batch 64`` also times ours with that
+evaluation batch (DomainBed's). ``--malloc-default`` also times ours, first and in the first round only,
+with glibc's default malloc thresholds, as before :func:`dganalysis.speed.keep_freed_memory` (which
+cannot be undone within a process; the baseline runs after it, but its blocks are small). Run: ``python bench/train_throughput.py``.
 """
 
 from __future__ import annotations
@@ -222,6 +224,8 @@ def main(argv=None) -> None:
     p.add_argument("--bf16", action="store_true", help="also time ours with bf16 autocast (AMX on recent Xeons)")
     p.add_argument("--eval-batch", type=int, nargs="*", default=[],
                    help="also time ours with these evaluation batch sizes (default: the library's)")
+    p.add_argument("--malloc-default", action="store_true",
+                   help="also time ours with glibc's default malloc thresholds (first round only)")
     p.add_argument("--repeats", type=int, default=1, help="rounds, alternating ours and the baseline")
     p.add_argument("--skip-baseline", action="store_true")
     a = p.parse_args(argv)
@@ -240,7 +244,8 @@ def main(argv=None) -> None:
           f"{n_evals} evaluations of {a.domains * a.n_per_domain} images; torch threads {a.threads}, "
           f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    variants = [("ours", {})]
+    variants = [("ours malloc-default", {})] if a.malloc_default else []
+    variants.append(("ours", {}))
     variants += [(f"ours eval{b}", {"eval_batch_size": b}) for b in a.eval_batch]
     if a.bf16:
         variants.append(("ours bf16", {"precision": "bf16"}))
@@ -254,8 +259,17 @@ def main(argv=None) -> None:
                 print(f"-- round {r + 1}/{a.repeats} (load average {os.getloadavg()[0]:.1f})")
             results = {}
             for name, opts in variants:
+                if name == "ours malloc-default":
+                    if r > 0:
+                        continue
+                    saved = os.environ.get("DGANALYSIS_MALLOPT")
+                    os.environ["DGANALYSIS_MALLOPT"] = "0"
                 t0, c0 = time.time(), _cpu_seconds()
                 d = run_job(job, tmp / name.replace(" ", "_"), device="cpu", **opts)
+                if name == "ours malloc-default":
+                    os.environ.pop("DGANALYSIS_MALLOPT")
+                    if saved is not None:
+                        os.environ["DGANALYSIS_MALLOPT"] = saved
                 results[name] = (time.time() - t0, _cpu_seconds() - c0)
                 last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
                 _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")

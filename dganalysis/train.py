@@ -15,8 +15,8 @@ be read by DomainBed-aware tools:
 Unlike DomainBed, the data never go through a ``DataLoader``: every domain's images are
 kept as one uint8 tensor on the device, minibatches are gathered with ``torch.randint``
 on a seeded ``torch.Generator``, converted to float/255 on the fly, and optionally
-augmented in one batched affine warp (hparam ``augment``). Evaluation runs under
-``torch.inference_mode``, in large batches on CUDA and DomainBed's 64 on CPU (larger ones are slower there). On CUDA the job uses bf16 autocast and
+augmented in one batched affine warp (hparam ``augment``). Evaluation runs in large
+batches under ``torch.inference_mode``. On CUDA the job uses bf16 autocast and
 channels_last; on CPU channels_last, with bf16 autocast on CPUs that have AMX-bf16 units
 (measured ~2.5x faster per job on this project's CPU machines at equal accuracy) and fp32
 elsewhere, or as ``precision`` / ``$DGANALYSIS_CPU_PRECISION`` says.
@@ -51,9 +51,6 @@ from dganalysis import io
 from dganalysis.sweep.job import Job
 
 log = logging.getLogger(__name__)
-
-#: evaluation batch size on CPU when ``run_job(eval_batch_size=None)`` (DomainBed's, and the fastest measured here)
-CPU_EVAL_BATCH_SIZE = 64
 
 #: files a job writes into its folder (removed before a rerun)
 JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
@@ -222,11 +219,11 @@ def run_job(
     ``device``: None → CUDA when available, else CPU. ``precision``: ``auto`` (bf16 autocast
     on CUDA and on AMX-bf16 CPUs, else fp32; ``$DGANALYSIS_CPU_PRECISION`` overrides on CPU), ``fp32`` or ``bf16``; recorded as
     ``precision`` (not part of the job hash). ``compile``: ``torch.compile`` the featurizer
-    and classifier. ``progress``: a tqdm bar over steps. ``eval_batch_size``: None → 4096 on CUDA,
-    :data:`CPU_EVAL_BATCH_SIZE` on CPU (the accuracies do not depend on it beyond float rounding).
+    and classifier. ``progress``: a tqdm bar over steps.
     """
     from dganalysis.algorithms import create
     from dganalysis.data.transforms import random_affine
+    from dganalysis.speed import keep_freed_memory
 
     job = job if isinstance(job, Job) else Job.from_dict(job)
     job_dir = Path(job_dir)
@@ -239,6 +236,8 @@ def run_job(
     cuda = device.type == "cuda"
     if cuda:
         _cuda_setup(device)
+    else:
+        keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     if precision == "auto":
@@ -249,9 +248,7 @@ def run_job(
             raise ValueError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
     autocast = precision == "bf16"
     channels_last = True
-    # CPU: DomainBed's 64. Measured on a 2-core AMD EPYC (fp32, small CNN, 32 px): 3000 images take ~35% less CPU time
-    # than at 512, whose >32 MB activations glibc serves by fresh mmap (page faults) on every batch.
-    eval_bs = eval_batch_size or (4096 if cuda else CPU_EVAL_BATCH_SIZE)
+    eval_bs = eval_batch_size or (4096 if cuda else 512)
 
     # ---- data
     dataset = _cached_dataset(job.dataset, data_dir, job.dataset_kwargs)
