@@ -6,8 +6,9 @@ allocates and frees such blocks on every batch (activations of the small CNN at 
 256 KiB per image per layer, so 67 MiB at the evaluation batch of 512), and the kernel zero-fills
 every page of each new mapping again: page faults. Measured on the project's 2-core AMD EPYC
 (no AMX, fp32): evaluating 3000 images at batch 512 spent ~1.9 of 6.1 CPU-s in the kernel with two
-threads and 3.96 CPU-s with one; with the thresholds raised it took ~3.9 and ~3.1 CPU-s (the
-training step did not change measurably). This is what PyTorch's CPU performance guide gets from
+threads and 3.96 CPU-s with one; with the thresholds raised it took ~3.9 and ~3.1 CPU-s. A whole
+benchmark job (``bench/train_throughput.py --threads 1 --malloc-default``: 60 steps, 4 evaluations)
+took 37–38 instead of 45.5 CPU-s. This is what PyTorch's CPU performance guide gets from
 preloading jemalloc or tcmalloc; ``mallopt`` does it from inside the process.
 
 The setting is process-wide and permanent (glibc has no way back to its adaptive threshold):
