@@ -18,7 +18,12 @@ every domain, and one JSON line written.
     ``FastDataLoader``-style loader per split with batch 64, contiguous NCHW fp32.
 
 Images/s counts training images (steps × batch × training domains) over the wall time
-of the whole job, evaluation included. Run: ``python bench/train_throughput.py``.
+of the whole job, evaluation included. ``--repeats N`` runs N rounds, alternating ours and
+the baseline (ABAB…), and prints each round's ratio and their range: on a shared machine
+only ratios from the same round mean much. ``--eval-batch 64`` also times ours with that
+evaluation batch (DomainBed's). ``--malloc-default`` also times ours, first and in the first round only,
+with glibc's default malloc thresholds, as before :func:`dganalysis.speed.keep_freed_memory` (which
+cannot be undone within a process; the baseline runs after it, but its blocks are small). Run: ``python bench/train_throughput.py``.
 
 ``--image-pipeline`` times DomainBed's image pipeline instead (training minibatches delivered to the
 model, augmented and normalised, no model step), on simulated photo-like JPEGs of varied sizes in a
@@ -331,6 +336,11 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=2, help="torch threads of the training process")
     p.add_argument("--compile", action="store_true", help="also time ours with torch.compile")
     p.add_argument("--bf16", action="store_true", help="also time ours with bf16 autocast (AMX on recent Xeons)")
+    p.add_argument("--eval-batch", type=int, nargs="*", default=[],
+                   help="also time ours with these evaluation batch sizes (default: the library's)")
+    p.add_argument("--malloc-default", action="store_true",
+                   help="also time ours with glibc's default malloc thresholds (first round only)")
+    p.add_argument("--repeats", type=int, default=1, help="rounds, alternating ours and the baseline")
     p.add_argument("--skip-baseline", action="store_true")
     p.add_argument("--image-pipeline", action="store_true",
                    help="time DomainBed's image pipeline instead: device path, streaming path, DomainBed-style loader")
@@ -357,29 +367,49 @@ def main(argv=None) -> None:
           f"{n_evals} evaluations of {a.domains * a.n_per_domain} images; torch threads {a.threads}, "
           f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    results = {}
+    variants = [("ours malloc-default", {})] if a.malloc_default else []
+    variants.append(("ours", {}))
+    variants += [(f"ours eval{b}", {"eval_batch_size": b}) for b in a.eval_batch]
+    if a.bf16:
+        variants.append(("ours bf16", {"precision": "bf16"}))
+    if a.compile:
+        variants.append(("ours compile", {"compile": True}))
+    ratios: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in variants}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        variants = [("ours", {})]
-        if a.bf16:
-            variants.append(("ours bf16", {"precision": "bf16"}))
-        if a.compile:
-            variants.append(("ours compile", {"compile": True}))
-        for name, opts in variants:
-            t0, c0 = time.time(), _cpu_seconds()
-            d = run_job(job, tmp / name.replace(" ", "_"), device="cpu", **opts)
-            results[name] = (time.time() - t0, _cpu_seconds() - c0)
-            last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
-            _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")
-        if not a.skip_baseline:
-            results["baseline"] = baseline_job(job, dataset, tmp / "png", a.workers, tmp / "baseline.jsonl")
-            last = json.loads((tmp / "baseline.jsonl").read_text().splitlines()[-1])
-            _report("DomainBed-style", *results["baseline"], n_train,
+        for r in range(a.repeats):
+            if a.repeats > 1:
+                print(f"-- round {r + 1}/{a.repeats} (load average {os.getloadavg()[0]:.1f})")
+            results = {}
+            for name, opts in variants:
+                if name == "ours malloc-default":
+                    if r > 0:
+                        continue
+                    saved = os.environ.get("DGANALYSIS_MALLOPT")
+                    os.environ["DGANALYSIS_MALLOPT"] = "0"
+                t0, c0 = time.time(), _cpu_seconds()
+                d = run_job(job, tmp / name.replace(" ", "_"), device="cpu", **opts)
+                if name == "ours malloc-default":
+                    os.environ.pop("DGANALYSIS_MALLOPT")
+                    if saved is not None:
+                        os.environ["DGANALYSIS_MALLOPT"] = saved
+                results[name] = (time.time() - t0, _cpu_seconds() - c0)
+                last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
+                _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")
+            if a.skip_baseline:
+                continue
+            base = baseline_job(job, dataset, tmp / f"png{r}", a.workers, tmp / f"baseline{r}.jsonl")
+            last = json.loads((tmp / f"baseline{r}.jsonl").read_text().splitlines()[-1])
+            _report("DomainBed-style", *base, n_train,
                     f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}; {a.workers} workers per loader")
-            wall, cpu = results["baseline"]
             for name, (w, c) in results.items():
-                if name != "baseline":
-                    print(f"ratio {name} / DomainBed-style: {wall / w:.2f}x wall-clock img/s, {cpu / c:.2f}x img per CPU-second")
+                ratios[name].append((base[0] / w, base[1] / c))
+                print(f"ratio {name} / DomainBed-style: {base[0] / w:.2f}x wall-clock img/s, {base[1] / c:.2f}x img per CPU-second")
+    if a.repeats > 1 and not a.skip_baseline:
+        for name, rs in ratios.items():
+            walls, cpus = [x for x, _ in rs], [x for _, x in rs]
+            print(f"ratio {name} / DomainBed-style over {len(rs)} rounds: wall {min(walls):.2f}-{max(walls):.2f}x "
+                  f"(median {np.median(walls):.2f}), CPU {min(cpus):.2f}-{max(cpus):.2f}x (median {np.median(cpus):.2f})")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the machine skew wall-clock figures)")
 
 
