@@ -28,12 +28,7 @@ STEP_TOL, TAIL_TOL = 0.25, 0.05
 SHAPE, N_CLASSES, N_DOMAINS, BATCH, STEPS = (2, 8, 8), 3, 3, 6, 24
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def simulated_minibatches(step: int):

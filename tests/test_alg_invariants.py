@@ -28,13 +28,7 @@ from dganalysis.algorithms.selfreg import class_blocks, same_class_partners, sel
 from dganalysis.algorithms.swad import swad_window
 from dganalysis.algorithms.vrex import vrex_penalty
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def params_after_one_step(name: str, minibatches, init_from=None, **overrides):

@@ -29,12 +29,7 @@ ALGORITHMS = ["ERM", "IRM", "IB_IRM", "IB_ERM", "VREx", "GroupDRO", "Mixup", "ML
 STEPS, REL, COS = 24, 0.03, 0.9
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def learnable_minibatches(seed: int, n_domains: int = 3, batch: int = 8):

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from _tiny import TINY
 
 import dganalysis
@@ -23,12 +22,7 @@ CNN = {"featurizer": "cnn", "batch_size": 8}
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _job() -> Job:

@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-import torch
 from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis.job import Job
@@ -16,13 +15,7 @@ from dganalysis.sweep import make_jobs, run_sweep
 from dganalysis.sweep.store import ClaimInfo, ClaimLost, job_state, read_claim, try_claim
 from dganalysis.validation import ConfigError
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _jobs(steps=3):

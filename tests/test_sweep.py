@@ -7,7 +7,6 @@ import json
 import math
 
 import pytest
-import torch
 from _tiny import DOMAINS, FAST_HPARAMS, TINY, TINY_FILE
 
 from dganalysis.algorithms import register_algorithm
@@ -29,12 +28,7 @@ if "_EngineRaise" not in ALGORITHMS:
             return super().update(minibatches, step)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _jobs(algorithms=("ERM",), steps=4, **kw):

@@ -45,12 +45,7 @@ def _strip(rec):
     return {k: v for k, v in rec.items() if k not in ("elapsed", "step_time")}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_same_job_same_records_on_cpu(tmp_path):
