@@ -139,6 +139,15 @@ for col, label in [("EMD", "EMD"), ("MMD", "MMD"), ("NI", "NI"), ("diversity", "
 save_table(t3, "06_table3", output_dir, float_format="%.3f")
 show
 
+# %%
+from dganalysis.findings import replace_findings
+from dganalysis.shift.findings import table3_findings
+
+# Table 3's two claims, with verdicts, for the summary atop index.md
+findings = table3_findings(t3, rho_tr=0.1)
+replace_findings(output_dir, "06", findings)
+pd.DataFrame(findings)[["finding", "ours", "verdict"]]
+
 # %% [markdown]
 # ## Fig. 3 — datasets on the (diversity, correlation) plane
 # Each entry: the pooled training domains as p, the pooled test domains as q. PaHCC (printed → handwritten, gray vs
