@@ -55,6 +55,17 @@ def _install_stubs() -> list[str]:
     return added
 
 
+def import_with_stubs(module: str) -> types.ModuleType:
+    """Import a DomainBed module with the optional packages it needs stubbed for the duration of the import only
+    (e.g. ``domainbed.scripts.collect_results``, which imports ``domainbed.datasets`` and so wilds)."""
+    added = _install_stubs()
+    try:
+        return importlib.import_module(module)
+    finally:
+        for name in added:
+            sys.modules.pop(name, None)
+
+
 @pytest.fixture(scope="session")
 def domainbed() -> types.SimpleNamespace:
     """DomainBed's modules (algorithms, networks, hparams_registry, misc, model_selection, query, reporting)."""
