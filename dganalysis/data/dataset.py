@@ -62,8 +62,38 @@ class Domain:
         )
 
 
+class DomainLookup:
+    """Lookup shared by the in-memory and the encoded dataset: domains by index or name, class count."""
+
+    name: str
+    classes: list[str]
+    domains: list
+
+    @property
+    def domain_names(self) -> list[str]:
+        return [d.name for d in self.domains]
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def __getitem__(self, key: int | str):
+        if isinstance(key, int):
+            return self.domains[key]
+        for d in self.domains:
+            if d.name == key:
+                return d
+        raise KeyError(f"dataset {self.name!r} has no domain {key!r}; domains: {self.domain_names}")
+
+    def __iter__(self):
+        return iter(self.domains)
+
+    def __len__(self) -> int:
+        return len(self.domains)
+
+
 @dataclass
-class DomainDataset:
+class DomainDataset(DomainLookup):
     """A DG dataset: classes shared by all domains, a list of named domains, free-form info.
 
     ``info`` is JSON-serialisable provenance (source, whether any domain is
@@ -91,30 +121,8 @@ class DomainDataset:
 
     # ------------------------------------------------------------------ access
     @property
-    def domain_names(self) -> list[str]:
-        return [d.name for d in self.domains]
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
-
-    @property
     def input_shape(self) -> tuple[int, int, int]:
         return tuple(self.domains[0].images.shape[1:])  # type: ignore[return-value]
-
-    def __getitem__(self, key: int | str) -> Domain:
-        if isinstance(key, int):
-            return self.domains[key]
-        for d in self.domains:
-            if d.name == key:
-                return d
-        raise KeyError(f"dataset {self.name!r} has no domain {key!r}; domains: {self.domain_names}")
-
-    def __iter__(self):
-        return iter(self.domains)
-
-    def __len__(self) -> int:
-        return len(self.domains)
 
     # ------------------------------------------------------------------ views
     def subset(self, domains: Sequence[str] | None = None, name: str | None = None) -> DomainDataset:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io as _pyio
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from dganalysis import io
-from dganalysis.data.dataset import Domain, DomainDataset
+from dganalysis.data.dataset import Domain, DomainDataset, DomainLookup
 
 log = logging.getLogger(__name__)
 FORMAT = "encoded-v1"
@@ -89,7 +89,7 @@ class EncodedDomain:
 
 
 @dataclass
-class EncodedDataset:
+class EncodedDataset(DomainLookup):
     """A DG dataset whose images stay encoded on the host; ``image_size`` is the decoded (evaluation) size."""
 
     name: str
@@ -99,30 +99,8 @@ class EncodedDataset:
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def domain_names(self) -> list[str]:
-        return [d.name for d in self.domains]
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
-
-    @property
     def input_shape(self) -> tuple[int, int, int]:
         return (3, self.image_size, self.image_size)
-
-    def __getitem__(self, key: int | str) -> EncodedDomain:
-        if isinstance(key, int):
-            return self.domains[key]
-        for d in self.domains:
-            if d.name == key:
-                return d
-        raise KeyError(f"dataset {self.name!r} has no domain {key!r}; domains: {self.domain_names}")
-
-    def __iter__(self) -> Iterator[EncodedDomain]:
-        return iter(self.domains)
-
-    def __len__(self) -> int:
-        return len(self.domains)
 
     def decoded_nbytes(self) -> int:
         """Bytes the whole dataset takes decoded as uint8 at ``image_size``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import torch
 from torch import nn
 
 from dganalysis.nets import build_featurizer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,6 +42,20 @@ def make_featurizer(input_shape: tuple[int, ...], featurizer: str, extra: dict[s
     for k in ("pretrained", "linear_probe", "freeze_stages"):
         hp.pop(k, None)
     return build_featurizer(tuple(input_shape), hp)
+
+
+def reuse_checkpoint(input_shape: tuple[int, ...], featurizer: str, extra: dict[str, Any] | None,
+                     out_path: str | Path | None, overwrite: bool, fmt: str) -> PretrainResult | None:
+    """The featurizer saved at ``out_path`` (format ``fmt`` of :func:`dganalysis.nets.pretrained.load_pretrained`)
+    when it exists and ``overwrite`` is False; None means: train."""
+    if out_path is None or overwrite or not Path(out_path).exists():
+        return None
+    from dganalysis.nets.pretrained import load_pretrained
+
+    net = make_featurizer(tuple(input_shape), featurizer, extra)
+    load_pretrained(net, out_path, fmt)
+    log.info("reusing %s checkpoint %s", fmt, out_path)
+    return PretrainResult(Path(out_path), net, [], reused=True)
 
 
 def batches(n: int, batch_size: int, steps: int, generator: torch.Generator):

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer
+from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer, reuse_checkpoint
 from dganalysis.pretrain.augment import two_views
 from dganalysis.pretrain.checkpoint import save_checkpoint
 
@@ -58,13 +58,9 @@ def pretrain_simclr(
     An existing ``out_path`` is reused (loaded, not retrained) unless ``overwrite``.
     """
     x_all = as_uint8_tensor(images)
-    net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams)
-    if out_path is not None and Path(out_path).exists() and not overwrite:
-        from dganalysis.nets.pretrained import load_pretrained
-
-        load_pretrained(net, out_path, "simclr")
-        log.info("reusing SimCLR checkpoint %s", out_path)
-        return PretrainResult(Path(out_path), net, [], reused=True)
+    reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "simclr")
+    if reused is not None:
+        return reused
     torch.manual_seed(seed)
     net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
     head = projection_head(net.n_outputs, proj_dim).to(device)

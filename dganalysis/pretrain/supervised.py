@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer
+from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer, reuse_checkpoint
 from dganalysis.pretrain.augment import random_view
 from dganalysis.pretrain.checkpoint import save_checkpoint
 
@@ -40,13 +40,9 @@ def pretrain_supervised(
     if y_all.shape != (len(x_all),):
         raise ValueError(f"labels: expected shape ({len(x_all)},), got {list(y_all.shape)}")
     n_classes = int(n_classes or int(y_all.max()) + 1)
-    net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams)
-    if out_path is not None and Path(out_path).exists() and not overwrite:
-        from dganalysis.nets.pretrained import load_pretrained
-
-        load_pretrained(net, out_path, "torchvision")
-        log.info("reusing supervised checkpoint %s", out_path)
-        return PretrainResult(Path(out_path), net, [], reused=True)
+    reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "torchvision")
+    if reused is not None:
+        return reused
     torch.manual_seed(seed)
     net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
     head = nn.Linear(net.n_outputs, n_classes).to(device)
