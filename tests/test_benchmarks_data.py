@@ -1,7 +1,7 @@
 """DomainBed's benchmarks by name on fake trees with the real folder names; the device and streaming paths.
 
-The fake trees hold tiny JPEGs (a few pixels, non-square) in the layout DomainBed's download script produces;
-the class lists are the real ones where DomainBed's are fixed (DomainNet's 345 and SVIRO's 7 are stand-ins).
+The fake trees hold tiny JPEGs (a few pixels, non-square) in the layout DomainBed's download script produces,
+with the class folder names of :mod:`dganalysis.data.benchmark_classes` (each list says where it was verified).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ torch.set_num_threads(1)
 
 
 def _classes(b):
-    return list(b.classes) if b.classes else [f"class_{k:03d}" for k in range(b.n_classes)]
+    return list(b.classes)
 
 
 def _fake_tree(root, name: str, per_class: int = 1, classes=None, w: int = 10, h: int = 7):
@@ -60,6 +60,57 @@ def test_benchmark_reads_domainbed_layout(tmp_path, name):
     from dganalysis.data.registry import DATASETS
 
     assert DATASETS.get(name).small_images is False  # DomainBed's large-image hparam regime
+
+
+#: sha256 (first 16 hex) of "\n".join(list): pins each class list as verified (see benchmark_classes.py for the
+#: sources; OfficeHome's and DomainNet's digests were computed from thuml/Transfer-Learning-Library's CLASSES, sorted)
+PINNED_CLASS_LISTS = {"PACS": (7, "89c745edd036ab67"), "VLCS": (5, "20cf84d9175e474f"),
+                      "OfficeHome": (65, "00976e599f5dd6d4"), "TerraIncognita": (10, "e1eb8ff82be615b4"),
+                      "DomainNet": (345, "f54521e7f5d873bd"), "SVIRO": (7, "fd97ce4cb9fb0aed")}
+
+
+def test_class_lists_are_the_verified_ones():
+    import hashlib
+
+    assert set(PINNED_CLASS_LISTS) == set(BENCHMARKS)
+    for name, (n, digest) in PINNED_CLASS_LISTS.items():
+        cls = BENCHMARKS[name].classes
+        assert len(cls) == len(set(cls)) == n == BENCHMARKS[name].n_classes, name
+        assert list(cls) == sorted(cls), name  # DomainBed's label order: sorted folder names, upper case first
+        assert hashlib.sha256("\n".join(cls).encode()).hexdigest()[:16] == digest, name
+    dn, oh = BENCHMARKS["DomainNet"].classes, BENCHMARKS["OfficeHome"].classes
+    assert dn[:3] == ("The_Eiffel_Tower", "The_Great_Wall_of_China", "The_Mona_Lisa")
+    assert {"t-shirt", "teddy-bear", "aircraft_carrier", "zigzag"} <= set(dn)
+    assert {"Alarm_Clock", "Bucket", "Exit_Sign", "Push_Pin", "Postit_Notes", "ToothBrush", "TV"} <= set(oh)
+    assert oh.index("TV") < oh.index("Table")  # "TV" < "Table" as sorted() orders folder names
+    checks = {name: b.class_check for name, b in BENCHMARKS.items()}
+    assert checks == {"PACS": "strict", "VLCS": "lenient", "OfficeHome": "strict", "TerraIncognita": "strict",
+                      "DomainNet": "strict", "SVIRO": "lenient"}
+
+
+def test_strict_list_refuses_a_misspelt_class_folder(tmp_path):
+    """OfficeHome's list is verified, so a tree whose folder is spelt differently is refused, naming both spellings."""
+    b = BENCHMARKS["OfficeHome"]
+    classes = [("Toothbrush" if c == "ToothBrush" else c) for c in b.classes]
+    root = _fake_tree(tmp_path / "data", "OfficeHome", classes=classes, w=2, h=2)
+    with pytest.raises(ValueError, match=r"class folders differ from DomainBed's \(extra \['Toothbrush'\], "
+                                         r"missing \['ToothBrush'\]"):
+        load_dataset("OfficeHome", root=root, data_dir=tmp_path / "c")
+
+
+def test_lenient_list_warns_and_uses_the_folders_found(tmp_path, caplog):
+    """SVIRO's folder names inside DomainBed's archive are not verified: other names are used (sorted) with a warning
+    listing the differences; a wrong class count is still refused."""
+    names = ["adult", "child_seat", "empty", "empty_child_seat", "empty_infant_seat", "infant_seat", "object"]
+    root = _fake_tree(tmp_path / "data", "SVIRO", classes=names, w=3, h=2)
+    with caplog.at_level("WARNING", logger="dganalysis.data.benchmarks"):
+        ds = load_dataset("SVIRO", root=root, image_size=4, data_dir=tmp_path / "c")
+    assert ds.classes == names and len(ds.domains) == 10
+    msg = " ".join(r.getMessage() for r in caplog.records)
+    assert "SVIRO" in msg and "'adult'" in msg and "missing ['0', '1', '2', '3', '4', '5', '6']" in msg
+    root = _fake_tree(tmp_path / "six", "SVIRO", classes=names[:6], w=3, h=2)
+    with pytest.raises(ValueError, match="has 6 class folders, DomainBed's has 7"):
+        load_dataset("SVIRO", root=root, data_dir=tmp_path / "c")
 
 
 def test_order_labels_and_splits_match_torchvision_imagefolder(tmp_path):
@@ -97,7 +148,7 @@ def test_layout_errors_name_the_folder(tmp_path):
     with pytest.raises(ValueError, match=r"SUN09 has classes extra \['wolf'\], missing \['dog'\]"):
         load_dataset("VLCS", root=root, data_dir=tmp_path / "c")
     root = _fake_tree(tmp_path / "d", "VLCS", classes=["bird", "car"])
-    with pytest.raises(ValueError, match="differ from DomainBed's"):
+    with pytest.raises(ValueError, match="has 2 class folders, DomainBed's has 5"):
         load_dataset("VLCS", root=root, data_dir=tmp_path / "c")
     # the dataset folder itself is accepted as root
     root = _fake_tree(tmp_path / "e", "PACS")
