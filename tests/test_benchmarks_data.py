@@ -272,6 +272,51 @@ def test_wilds_camelyon_through_the_wilds_package(tmp_path):
         load_dataset("WILDSCamelyon", root=tmp_path / "none")
 
 
+def _fake_fmow(root):
+    """fmow_v1.1/{RELEASE_v1.1.txt, rgb_metadata.csv, country_code_mapping.csv, images/rgb_img_<row>.png}: two
+    images per region (regions numbered by first appearance in the metadata, as ``wilds`` numbers them) and one
+    ``seq`` row, which ``wilds`` drops (so file numbers and sample numbers differ after it)."""
+    base = root / "fmow_v1.1"
+    (base / "images").mkdir(parents=True)
+    countries = {"USA": "Americas", "FRA": "Europe", "CHN": "Asia", "NGA": "Africa", "AUS": "Oceania"}
+    (base / "country_code_mapping.csv").write_text(
+        "name,alpha-2,alpha-3,region\n" + "".join(f"c{k},{c[:2]},{c},{r}\n" for k, (c, r) in enumerate(countries.items())))
+    order = ["FRA", "USA", "seq", "XXX", "CHN", "AUS", "NGA"]  # XXX: not in the mapping -> region "Other"
+    rows, k = ["split,img_filename,category,country_code,timestamp"], 0
+    for code in order:
+        for i in range(1 if code == "seq" else 2):
+            split = "seq" if code == "seq" else ("train" if i == 0 else "test")
+            year = 2014 if i == 0 else 2017
+            cat = ["airport", "zoo", "barn"][k % 3]
+            rows.append(f"{split},img_{k}.jpg,{cat},{'USA' if code == 'seq' else code},{year}-06-01T10:00:00Z")
+            Image.fromarray(np.full((5, 7, 3), 10 * k, np.uint8)).save(base / "images" / f"rgb_img_{k}.png")
+            k += 1
+    (base / "rgb_metadata.csv").write_text("\n".join(rows) + "\n")
+    (base / "RELEASE_v1.1.txt").write_text("fake\n")
+    return root
+
+
+def test_wilds_fmow_through_the_wilds_package(tmp_path):
+    pytest.importorskip("wilds", reason="WILDSFMoW reads its data through `wilds`: pip install wilds==2.0.0")
+    root = _fake_fmow(tmp_path / "wilds")
+    ds = load_dataset("WILDSFMoW", root=root, image_size=8, data_dir=tmp_path / "c")
+    assert ds.domain_names == DOMAINBED_ENVIRONMENTS["WILDSFMoW"] == [f"region_{i}" for i in range(6)]
+    assert ds.classes == [str(c) for c in range(62)] and [len(d) for d in ds.domains] == [2] * 6
+    # region_k = k-th region in order of appearance: Europe (rows 0, 1), Americas (2, 3; row 4 is 'seq'),
+    # Other (5, 6), Asia (7, 8), Oceania (9, 10), Africa (11, 12); labels are wilds' category indices
+    from wilds.datasets.fmow_dataset import categories
+
+    rows = [[0, 1], [2, 3], [5, 6], [7, 8], [9, 10], [11, 12]]
+    for dom, r in zip(ds.domains, rows):
+        assert dom.labels.tolist() == [categories.index(["airport", "zoo", "barn"][k % 3]) for k in r]
+    arr = ds.to_arrays(workers=1)
+    means = [[float(img.mean()) for img in d.images] for d in arr.domains]
+    assert means == [[pytest.approx(10 * k, abs=1) for k in r] for r in rows]  # the seq row's file is skipped
+    assert ds["region_0"].sizes.tolist() == [[8, 8], [8, 8]]  # DomainBed resizes to a square before cropping
+    with pytest.raises(FileNotFoundError, match=r"fmow_v1.1 not found.*wilds.get_dataset\('fmow'"):
+        load_dataset("WILDSFMoW", root=tmp_path / "none")
+
+
 def test_host_augmentation_uses_the_original_pixels(tmp_path):
     """Streaming with Pillow augmentation on the host: a crop that covers the whole image (scale 1, the image's own
     aspect ratio) reproduces DomainBed's evaluation resize exactly; the default draws are seeded."""
