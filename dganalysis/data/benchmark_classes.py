@@ -22,7 +22,8 @@ VLCS = ("bird", "car", "chair", "dog", "person")
 
 #: OfficeHome (Venkateswara et al. 2017), 65 classes: verified in thuml/Transfer-Learning-Library
 #: tllib/vision/datasets/officehome.py (``CLASSES``: the same 65 names); other public loaders found by a code search
-#: spell them the same (``Alarm_Clock``, ``Exit_Sign``, ``Postit_Notes``, ``Push_Pin``, ``ToothBrush``, ``TV``). The environment folder is ``Real World`` (with a space) in the archive DomainBed unpacks
+#: spell them the same (``Alarm_Clock``, ``Exit_Sign``, ``Postit_Notes``, ``Push_Pin``, ``ToothBrush``, ``TV``).
+#: The environment folder is ``Real World`` (with a space) in the archive DomainBed unpacks
 #: (``OfficeHomeDataset_10072016``), as many public loaders spell it.
 OFFICE_HOME = tuple((
     "Alarm_Clock Backpack Batteries Bed Bike Bottle Bucket Calculator Calendar Candles Chair Clipboards Computer "
@@ -70,8 +71,8 @@ DOMAIN_NET = tuple((
     "wine_glass wristwatch yoga zebra zigzag "
 ).split())
 
-#: SVIRO (Dias Da Cruz et al. 2020), 7 classes: the SVIRO site's data-format page (https://sviro.kl.dfki.de/data-format/)
-#: documents the classification download as one folder per class label ``0`` … ``6`` (empty seat, infant seat,
+#: SVIRO (Dias Da Cruz et al. 2020), 7 classes: the SVIRO site's data-format page
+#: (https://sviro.kl.dfki.de/data-format/) documents the classification download as one folder per class label ``0`` … ``6`` (empty seat, infant seat,
 #: child seat, adult, everyday object, empty infant seat, empty child seat). DomainBed downloads a special archive
 #: (``SVIRO_DOMAINBED``) whose layout is not documented publicly, so the names are checked leniently.
 SVIRO = tuple(str(k) for k in range(7))

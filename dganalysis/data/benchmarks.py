@@ -45,7 +45,11 @@ log = logging.getLogger(__name__)
 
 #: torchvision's ``IMG_EXTENSIONS`` (what DomainBed's ``ImageFolder`` accepts)
 TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-DOWNLOAD = "python -m domainbed.scripts.download --data_dir=<root> (DomainBed, Gulrajani & Lopez-Paz 2021)"
+#: how to get one dataset: DomainBed's ``scripts/download.py`` has one function per dataset, and its ``__main__``
+#: runs only the calls not commented out (at commit b93c22a only TerraIncognita's), so each is named explicitly; run
+#: it from the root of a DomainBed checkout (DomainNet's reads ``domainbed/misc/domain_net_duplicates.txt``)
+DOWNLOAD = ("`python -c \"from domainbed.scripts.download import {fn}; {fn}('<root>')\"` run in a DomainBed checkout "
+            "(https://github.com/facebookresearch/DomainBed; Gulrajani & Lopez-Paz 2021)")
 
 @dataclass(frozen=True)
 class Benchmark:
@@ -62,6 +66,12 @@ class Benchmark:
     class_check: str = "strict"
     checkpoint_freq: int = 300  #: DomainBed's CHECKPOINT_FREQ
     source: str = ""
+    download_fn: str = ""  #: the function of DomainBed's ``scripts/download.py`` that fetches it
+
+    @property
+    def howto(self) -> str:
+        """How to get the data, for error messages and the dry run."""
+        return "get it with " + DOWNLOAD.format(fn=self.download_fn)
 
     small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
 
@@ -76,14 +86,14 @@ class Benchmark:
         environment folders); a missing one raises naming the folder and how to get the data."""
         if root is None:
             raise ValueError(f"dataset {self.name!r} needs root= the data folder DomainBed's download script filled "
-                             f"(holding {self.folder}/); get the data with {DOWNLOAD}")
+                             f"(holding {self.folder}/); {self.howto}")
         root = Path(root).expanduser()
         for cand in (root / self.folder, root):
             if cand.is_dir() and any((cand / f).is_dir() for f in self.env_folders):
                 return cand
         raise FileNotFoundError(
             f"dataset {self.name!r}: folder {root / self.folder} not found (expected {root / self.folder}/"
-            f"{{{','.join(self.env_folders)}}}/<class>/<image>; source: {self.source}); get it with {DOWNLOAD}")
+            f"{{{','.join(self.env_folders)}}}/<class>/<image>; source: {self.source}); {self.howto}")
 
     def listing(self, root: str | Path | None) -> tuple[Path, list[str], dict[str, list[tuple[Path, int]]]]:
         """(dataset folder, classes, {domain name: [(file, label)]}) in DomainBed's order; checks the layout."""
@@ -92,7 +102,7 @@ class Benchmark:
         missing = [f for f in self.env_folders if f not in found]
         if missing:
             raise FileNotFoundError(f"dataset {self.name!r}: environment folder(s) {[str(base / f) for f in missing]} "
-                                    f"not found (expected {list(self.env_folders)}); get the data with {DOWNLOAD}")
+                                    f"not found (expected {list(self.env_folders)}); {self.howto}")
         extra = [f for f in found if f not in self.env_folders]
         if extra:
             raise ValueError(f"dataset {self.name!r}: unexpected folder(s) {[str(base / f) for f in extra]} in {base} "
@@ -171,20 +181,23 @@ def _image_files(folder: Path) -> list[Path]:
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("PACS", "PACS", ("A", "C", "P", "S"), ("art_painting", "cartoon", "photo", "sketch"), 7, cls_lists.PACS,
-              source="Li et al. 2017, http://www.eecs.qmul.ac.uk/~dl307/project_iccv2017"),
+              download_fn="download_pacs", source="Li et al. 2017, http://www.eecs.qmul.ac.uk/~dl307/project_iccv2017"),
     Benchmark("VLCS", "VLCS", ("C", "L", "S", "V"), ("Caltech101", "LabelMe", "SUN09", "VOC2007"), 5, cls_lists.VLCS,
-              class_check="lenient", source="Fang et al. 2013"),
+              class_check="lenient", download_fn="download_vlcs", source="Fang et al. 2013"),
     Benchmark("OfficeHome", "office_home", ("A", "C", "P", "R"), ("Art", "Clipart", "Product", "Real World"), 65,
-              cls_lists.OFFICE_HOME, source="Venkateswara et al. 2017, http://hemanthdv.org/OfficeHome-Dataset/"),
+              cls_lists.OFFICE_HOME, download_fn="download_office_home",
+              source="Venkateswara et al. 2017, http://hemanthdv.org/OfficeHome-Dataset/"),
     Benchmark("TerraIncognita", "terra_incognita", ("L100", "L38", "L43", "L46"),
               ("location_100", "location_38", "location_43", "location_46"), 10, cls_lists.TERRA_INCOGNITA,
+              download_fn="download_terra_incognita",
               source="Beery et al. 2018, https://beerys.github.io/CaltechCameraTraps/"),
     Benchmark("DomainNet", "domain_net", ("clip", "info", "paint", "quick", "real", "sketch"),
               ("clipart", "infograph", "painting", "quickdraw", "real", "sketch"), 345, cls_lists.DOMAIN_NET,
-              checkpoint_freq=1000, source="Peng et al. 2019, http://ai.bu.edu/M3SDA/"),
+              checkpoint_freq=1000, download_fn="download_domain_net", source="Peng et al. 2019, http://ai.bu.edu/M3SDA/"),
     Benchmark("SVIRO", "sviro", ("aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"),
               ("aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"), 7, cls_lists.SVIRO,
-              class_check="lenient", source="Dias Da Cruz et al. 2020, https://sviro.kl.dfki.de"),
+              class_check="lenient", download_fn="download_sviro",
+              source="Dias Da Cruz et al. 2020, https://sviro.kl.dfki.de"),
 )}
 
 for _name, _bench in BENCHMARKS.items():

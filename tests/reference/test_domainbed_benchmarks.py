@@ -41,12 +41,17 @@ def test_environments_and_folders_are_domainbeds(domainbed):
         if name in BENCHMARKS:
             assert _read_dir(classes[name]) == bench.folder, name
             assert _assigned(classes[name], "CHECKPOINT_FREQ") == bench.checkpoint_freq, name
+    # every download function our error messages name exists in DomainBed's download script
+    download = (Path(domainbed.root) / "domainbed" / "scripts" / "download.py").read_text()
+    for bench in BENCHMARKS.values():
+        assert f"def {bench.download_fn}(data_dir" in download, bench.name
 
 
 def test_class_folders_named_by_domainbeds_files(domainbed):
     root = Path(domainbed.root) / "domainbed"
     download = ast.parse((root / "scripts" / "download.py").read_text())
-    terra = next(n for n in ast.walk(download) if isinstance(n, ast.FunctionDef) and n.name == "download_terra_incognita")
+    terra = next(n for n in ast.walk(download)
+                 if isinstance(n, ast.FunctionDef) and n.name == "download_terra_incognita")
     cats = next(ast.literal_eval(n.value) for n in ast.walk(terra)
                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "include_categories")
     locs = next(ast.literal_eval(n.value) for n in ast.walk(terra)
