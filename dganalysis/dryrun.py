@@ -151,7 +151,10 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
     if path_key:
         path = kwargs.get(path_key)
         if not path or not Path(path).expanduser().exists():
-            return False, f"MISSING: {path_key}={path!r} does not exist"
+            howto = {"mnist_dir": " (a folder with MNIST's raw IDX files: torchvision.datasets.MNIST(<dir>, "
+                                  "download=True) writes them to <dir>/MNIST/raw, then set mnist_dir=<dir>/MNIST; "
+                                  "or leave mnist_dir unset for the installed scikit-learn digits)"}.get(path_key, "")
+            return False, f"MISSING: {path_key}={path!r} does not exist{howto}"
         return True, f"{path_key} {path}"
     if name == "PaHCC":
         real = kwargs.get("gnt_dir") or kwargs.get("handwritten_dir")

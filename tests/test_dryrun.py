@@ -209,3 +209,5 @@ def test_missing_benchmarks_are_named_with_how_to_get_them(tmp_path):
     assert check_dataset("OfficeHome", {"root": str(tmp_path / "data")})[0]
     ok, what = check_dataset("WILDSFMoW", {"root": str(tmp_path / "data")})
     assert not ok and "fmow_v1.1 not found" in what and "wilds.get_dataset('fmow'" in what
+    ok, what = check_dataset("RotatedMNIST", {"mnist_dir": str(tmp_path / "mnist")})
+    assert not ok and "torchvision.datasets.MNIST(<dir>, download=True)" in what
