@@ -9,14 +9,16 @@ For every notebook of the profile the dry run
    jobs also checks algorithm names, hyperparameter overrides and split domain names;
 3. counts the jobs (per notebook, per sweep, and once over the profile: notebooks share one
    job store, a job wanted by two notebooks is trained once) and those already done in
-   the store;
+   the store; each sweep's count is broken down exactly (:func:`sweep_breakdown`: algorithms ×
+   data splits × override settings × hparam draws × trials, or "not a full grid");
 4. estimates their cost: each job's training images (steps × batch size × training domains,
    with the batch size of its own hyperparameter draw) over an images/s figure for its
    featurizer and image size from ``dganalysis/throughput.yaml``. Those figures say where
    they come from: the CPU ones are measured (``bench/dryrun_throughput.py``), the GPU one
-   is an assumed speed-up until someone measures a GPU. Evaluation passes, pretraining and
+   is an assumed speed-up until someone measures a GPU (the GPU-hours then say ASSUMED). Evaluation passes, pretraining and
    environment classifiers are not counted (the output says so);
-5. says which datasets, weights and files are missing.
+5. says which datasets, weights and files are missing, and how to get them (DomainBed's
+   benchmarks and WILDS datasets: their folders are looked for, nothing is read).
 
 Nothing is trained and no dataset is built.
 """
