@@ -3,8 +3,8 @@
 DomainBed (Gulrajani & Lopez-Paz, 2021) does not list classes: its ``MultipleEnvironmentImageFolder`` takes each
 environment's sub-folders, sorted, as the classes. These lists are what its download script leaves on disk, checked
 against public sources (repository + path below); :mod:`dganalysis.data.benchmarks` compares a user's tree with
-them. ``STRICT`` lists were confirmed by at least one public listing of the real folder names, and a tree whose class
-folders differ is refused; ``LENIENT`` ones could not be confirmed for the archive DomainBed downloads, and a
+them. Strict lists were confirmed by at least one public listing of the real folder names, and a tree whose class
+folders differ is refused; lenient ones (SVIRO's) could not be confirmed for the archive DomainBed downloads, and a
 difference is only logged as a warning (listing it), never refused. Every list is kept sorted as Python's ``sorted``
 orders folder names (upper case first), which is the label order DomainBed trains with.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 #: same ``dog`` … ``person`` folders as DomainBed's ``kfold`` archive).
 PACS = ("dog", "elephant", "giraffe", "guitar", "horse", "house", "person")
 
-#: VLCS (Fang et al. 2013): the five classes are documented (KaiyangZhou/Dassl.pytorch
-#: dassl/data/datasets/dg/vlcs.py: "bird, car, chair, dog, and person"), but no attributable public listing of the
-#: folder names inside DomainBed's ``VLCS.tar.gz`` was found, so the names are checked leniently.
+#: VLCS (Fang et al. 2013): verified in muse1998/Source-Free-Domain-Generalization image_list/VLCS/{Caltech101,
+#: LabelMe,SUN09,VOC2007}.txt, file lists of DomainBed's ``VLCS.tar.gz`` layout (``SUN09/car/<hash>.jpg``): each of
+#: the four environment folders holds exactly these five class folders.
 VLCS = ("bird", "car", "chair", "dog", "person")
 
 #: OfficeHome (Venkateswara et al. 2017), 65 classes: verified in thuml/Transfer-Learning-Library
@@ -34,7 +34,9 @@ OFFICE_HOME = tuple((
 ).split())
 
 #: TerraIncognita (Beery et al. 2018): DomainBed's own ``scripts/download.py`` (``include_categories``) creates
-#: exactly these folders.
+#: exactly these folders. (Trees prepared otherwise may differ: the file lists of
+#: muse1998/Source-Free-Domain-Generalization image_list/Terra/ name the ``empty`` class ``landscape``; such a tree
+#: is refused with both names in the message — rename the folder to ``empty``, the label order is the same.)
 TERRA_INCOGNITA = ("bird", "bobcat", "cat", "coyote", "dog", "empty", "opossum", "rabbit", "raccoon", "squirrel")
 
 #: DomainNet (Peng et al. 2019), 345 classes with their real spellings (``The_Eiffel_Tower``, ``teddy-bear``,
@@ -72,7 +74,8 @@ DOMAIN_NET = tuple((
 ).split())
 
 #: SVIRO (Dias Da Cruz et al. 2020), 7 classes: the SVIRO site's data-format page
-#: (https://sviro.kl.dfki.de/data-format/) documents the classification download as one folder per class label ``0`` … ``6`` (empty seat, infant seat,
-#: child seat, adult, everyday object, empty infant seat, empty child seat). DomainBed downloads a special archive
-#: (``SVIRO_DOMAINBED``) whose layout is not documented publicly, so the names are checked leniently.
+#: (https://sviro.kl.dfki.de/data-format/) documents its classification download as one folder per class label
+#: ``0`` … ``6`` (empty seat, infant seat, child seat, adult, everyday object, empty infant seat, empty child seat).
+#: DomainBed downloads a special archive (``SVIRO_DOMAINBED``) whose layout no public source shows, so the names are
+#: checked leniently (the count, 7, is DomainBed's).
 SVIRO = tuple(str(k) for k in range(7))

@@ -15,8 +15,8 @@ folder, an extra folder (DomainBed would silently count it as an environment and
 environments whose class folders differ (DomainBed would silently mislabel), a class count other than
 DomainBed's, an empty environment. Class folder names are compared with the lists in
 :mod:`dganalysis.data.benchmark_classes` (each says where it was verified): a difference is refused for PACS,
-OfficeHome, TerraIncognita and DomainNet, whose lists were confirmed against public listings of the real folders,
-and only logged as a warning for VLCS and SVIRO, whose folder names inside DomainBed's archives could not be
+VLCS, OfficeHome, TerraIncognita and DomainNet, whose lists were confirmed against public listings of the real
+folders, and only logged as a warning for SVIRO, whose folder names inside DomainBed's archive could not be
 confirmed.
 
 Storage (``storage=``): ``"encoded"`` (default) keeps the files' bytes packed on the host
@@ -183,7 +183,7 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("PACS", "PACS", ("A", "C", "P", "S"), ("art_painting", "cartoon", "photo", "sketch"), 7, cls_lists.PACS,
               download_fn="download_pacs", source="Li et al. 2017, http://www.eecs.qmul.ac.uk/~dl307/project_iccv2017"),
     Benchmark("VLCS", "VLCS", ("C", "L", "S", "V"), ("Caltech101", "LabelMe", "SUN09", "VOC2007"), 5, cls_lists.VLCS,
-              class_check="lenient", download_fn="download_vlcs", source="Fang et al. 2013"),
+              download_fn="download_vlcs", source="Fang et al. 2013"),
     Benchmark("OfficeHome", "office_home", ("A", "C", "P", "R"), ("Art", "Clipart", "Product", "Real World"), 65,
               cls_lists.OFFICE_HOME, download_fn="download_office_home",
               source="Venkateswara et al. 2017, http://hemanthdv.org/OfficeHome-Dataset/"),
