@@ -150,10 +150,17 @@ def job_hparams(job: Job) -> dict[str, Any]:
 def recorded_draw_problem(spec: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
     """None when a record's ``hparams`` are what :func:`job_hparams` draws today for its job spec; otherwise what
     differs (the record was drawn under an older rule, before :data:`dganalysis.hparams.DRAW_VERSION`, and its job
-    folder would be reused under a spec that now means other hyperparameters). A spec that can no longer be drawn
-    (e.g. an algorithm removed since) is not judged: None."""
+    folder would be reused under a spec that now means other hyperparameters). A spec that cannot be drawn here is
+    not judged (None): an algorithm or dataset not registered in this process (a dataset's regime, small or large
+    images, is read from its registered builder), or one removed since."""
+    from dganalysis.data.registry import DATASETS, _import_builtin
+
     try:
-        fresh = json.loads(json.dumps(job_hparams(Job.from_dict(spec)), sort_keys=True, default=io._json_default))
+        job = Job.from_dict(spec)
+        _import_builtin()
+        if job.dataset not in DATASETS:
+            return None
+        fresh = json.loads(json.dumps(job_hparams(job), sort_keys=True, default=io._json_default))
     except Exception:  # an undrawable spec (e.g. a removed algorithm) is not judged here
         return None
     if fresh == dict(recorded):

@@ -13,7 +13,7 @@ from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis import hparams, results
 from dganalysis.job import Job
-from dganalysis.train import recorded_draw_problem, run_job
+from dganalysis.train import job_hparams, recorded_draw_problem, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,3 +47,18 @@ def test_records_drawn_under_another_rule_are_refused(tmp_path):
     df = results.load(store, progress=False, strict=False)
     assert df.empty and df.attrs["jobs"]["unreadable"] == 1 and "older hyperparameter-drawing rule" in \
         df.attrs["problems"][0]
+
+
+def test_specs_this_process_cannot_draw_are_not_judged():
+    """A dataset or algorithm not registered here (e.g. registered by a notebook session) is not judged: its regime
+    (small or large images) comes from its registered builder, so a redraw here could differ without any rule
+    change."""
+    spec = Job("NotRegisteredHere", "ERM", ["a"], ["b"], hparams_seed=1).to_dict()
+    assert recorded_draw_problem(spec, {"lr": 123.0}) is None
+    spec = Job(TINY, "NoSuchAlgorithm", ["d0"], ["d1"], hparams_seed=1).to_dict()
+    assert recorded_draw_problem(spec, {"lr": 123.0}) is None
+    job = Job(TINY, "ERM", ["d0"], ["d1"], hparams_seed=1)
+    drawn = json.loads(json.dumps(job_hparams(job)))
+    assert recorded_draw_problem(job.to_dict(), drawn) is None
+    assert recorded_draw_problem(job.to_dict(), dict(drawn, lr=123.0)).endswith(
+        f"(lr: recorded 123.0, drawn now {drawn['lr']!r})")
