@@ -9,14 +9,16 @@ For every notebook of the profile the dry run
    jobs also checks algorithm names, hyperparameter overrides and split domain names;
 3. counts the jobs (per notebook, per sweep, and once over the profile: notebooks share one
    job store, a job wanted by two notebooks is trained once) and those already done in
-   the store;
+   the store; each sweep's count is broken down exactly (:func:`sweep_breakdown`: algorithms ×
+   data splits × override settings × hparam draws × trials, or "not a full grid");
 4. estimates their cost: each job's training images (steps × batch size × training domains,
    with the batch size of its own hyperparameter draw) over an images/s figure for its
    featurizer and image size from ``dganalysis/throughput.yaml``. Those figures say where
    they come from: the CPU ones are measured (``bench/dryrun_throughput.py``), the GPU one
-   is an assumed speed-up until someone measures a GPU. Evaluation passes, pretraining and
+   is an assumed speed-up until someone measures a GPU (the GPU-hours then say ASSUMED). Evaluation passes, pretraining and
    environment classifiers are not counted (the output says so);
-5. says which datasets, weights and files are missing.
+5. says which datasets, weights and files are missing, and how to get them (DomainBed's
+   benchmarks and WILDS datasets: their folders are looked for, nothing is read).
 
 Nothing is trained and no dataset is built.
 """
@@ -151,7 +153,10 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
     if path_key:
         path = kwargs.get(path_key)
         if not path or not Path(path).expanduser().exists():
-            return False, f"MISSING: {path_key}={path!r} does not exist"
+            howto = {"mnist_dir": " (a folder with MNIST's raw IDX files: torchvision.datasets.MNIST(<dir>, "
+                                  "download=True) writes them to <dir>/MNIST/raw, then set mnist_dir=<dir>/MNIST; "
+                                  "or leave mnist_dir unset for the installed scikit-learn digits)"}.get(path_key, "")
+            return False, f"MISSING: {path_key}={path!r} does not exist{howto}"
         return True, f"{path_key} {path}"
     if name == "PaHCC":
         real = kwargs.get("gnt_dir") or kwargs.get("handwritten_dir")
@@ -164,7 +169,34 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
             return False, "MISSING: hanzi-writer-data stroke medians for the simulated handwriting (install_fonts.sh)"
         hw = f"real handwriting from {real}" if real else "SIMULATED handwriting (hanzi-writer-data)"
         return True, f"built on first use from {n_fonts} installed font faces and {hw}"
-    return True, "not checked by the dry run"
+    bench = _benchmark_check(name, kwargs)
+    return bench if bench is not None else (True, "not checked by the dry run")
+
+
+def _benchmark_check(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str] | None:
+    """DomainBed's image benchmarks and WILDS datasets: the folders are there (class folders and images are checked
+    when the notebook builds the dataset); None for other datasets."""
+    import importlib.util
+
+    from dganalysis.data.benchmarks import BENCHMARKS
+    from dganalysis.data.wilds_data import WILDS_BENCHMARKS
+
+    try:
+        if name in BENCHMARKS:
+            b = BENCHMARKS[name]
+            base = b.locate(kwargs.get("root"))
+            absent = [f for f in b.env_folders if not (base / f).is_dir()]
+            if absent:
+                return False, f"MISSING: environment folder(s) {absent} under {base}; {b.howto}"
+            return True, f"DomainBed layout at {base} (class folders and images are checked when it is built)"
+        if name in WILDS_BENCHMARKS:
+            folder = WILDS_BENCHMARKS[name].locate(kwargs.get("root"))
+            if importlib.util.find_spec("wilds") is None:
+                return False, f"MISSING: the `wilds` package, which reads {folder}: pip install wilds==2.0.0"
+            return True, f"WILDS folder {folder} (read through the `wilds` package when it is built)"
+    except (ValueError, FileNotFoundError) as e:
+        return False, f"MISSING: {e}"
+    return None
 
 
 @dataclass
@@ -251,11 +283,15 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
             for j in jobs:
                 rows.append({"notebook": nb.name, "sweep": sweep, "job_id": j.job_id, "dataset": j.dataset,
                              "algorithm": j.algorithm, "train": ",".join(j.train_domains),
-                             "test": ",".join(j.test_domains), "hparams_seed": j.hparams_seed,
+                             "test": ",".join(j.test_domains),
+                             "split": json.dumps([j.dataset, j.dataset_kwargs, j.train_domains, j.test_domains],
+                                                 sort_keys=True, default=str),
+                             "overrides": json.dumps(j.hparams_overrides, sort_keys=True, default=str),
+                             "hparams_seed": j.hparams_seed,
                              "trial_seed": j.trial_seed, "steps": j.steps, **job_cost(j, table),
                              "state": job_state(j, store) if has_store else "new"})
-    cols = ["notebook", "sweep", "job_id", "dataset", "algorithm", "train", "test", "hparams_seed", "trial_seed",
-            "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state"]
+    cols = ["notebook", "sweep", "job_id", "dataset", "algorithm", "train", "test", "split", "overrides", "hparams_seed",
+            "trial_seed", "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state"]
     return DryRun(profile, notebooks, pd.DataFrame(rows, columns=cols), table)
 
 
@@ -263,6 +299,45 @@ def _hours(frame: pd.DataFrame, col: str) -> str:
     unknown = int(frame[col].isna().sum())
     text = f"{frame[col].sum():,.2f}"
     return text + (f" (+{unknown} job(s) without a throughput figure)" if unknown else "")
+
+
+def _values(series: pd.Series) -> str:
+    return "/".join(str(v) for v in series.unique())
+
+
+def sweep_breakdown(g: pd.DataFrame) -> list[str]:
+    """How one sweep's jobs multiply out, stated exactly: the number of distinct values of each factor, as a product
+    when the jobs are the full grid of them (otherwise said to be no full grid); then, when the hyperparameter
+    overrides vary, each setting with its job count (e.g. notebook 04's pretrained weights × LP/FT/frozen stages).
+    A setting that belongs to some algorithms only (e.g. ``wc_rho`` of the ``*_WC`` variants) is no separate factor."""
+    n_alg, n_settings = g["algorithm"].nunique(), g["overrides"].nunique()
+    n_pairs = len(g[["algorithm", "overrides"]].drop_duplicates())
+    factors = [(n_alg, "algorithm(s)")] if n_pairs == n_alg else \
+        [(n_alg, "algorithm(s)"), (n_settings, "override setting(s)")] if n_pairs == n_alg * n_settings else \
+        [(n_pairs, "(algorithm, override setting) pair(s)")]
+    factors[1:1] = [(g["split"].nunique(), "data split(s)")]
+    factors += [(g["hparams_seed"].nunique(), "hparam draw(s)"), (g["trial_seed"].nunique(), "trial(s)")]
+    product = 1
+    for n, _ in factors:
+        product *= n
+    terms = " × ".join(f"{n} {what}" for n, what in factors)
+    head = (f"{len(g)} jobs = {terms}" if product == len(g)
+            else f"{len(g)} jobs, not a full grid of {terms} (= {product})")
+    lines = [f"{head} on {', '.join(g['dataset'].unique())}; {_values(g['featurizer'])} at "
+             f"{_values(g['image_size'])} px, {_values(g['steps'])} steps; {(g['state'] == 'done').sum()} already done",
+             f"   algorithms: {', '.join(g['algorithm'].unique())}"]
+    if n_settings > 1:
+        settings = [json.loads(o) for o in g["overrides"].unique()]
+        varying = [k for k in sorted({k for o in settings for k in o})
+                   if len({json.dumps(o.get(k)) for o in settings}) > 1]
+        for o, sub in g.groupby("overrides", sort=False):
+            values = json.loads(o)
+            shown = ", ".join(f"{k}={Path(v).name if isinstance(v, str) and '/' in v else v}"
+                              for k, v in ((k, values.get(k)) for k in varying))
+            algs = sub["algorithm"].unique()
+            only = f" ({', '.join(algs)})" if len(algs) < n_alg else ""
+            lines.append(f"   setting {shown}{only}: {len(sub)} jobs")
+    return lines
 
 
 def format_dry_run(result: DryRun) -> str:
@@ -276,13 +351,9 @@ def format_dry_run(result: DryRun) -> str:
         if nb.error:
             lines.append(f"   {nb.error}")
         for sweep, g in jobs.groupby("sweep", sort=False):
-            algs = g["algorithm"].unique()
-            lines.append(f"   sweep {sweep}: {len(g)} jobs = {len(algs)} algorithm(s) × {g['train'].nunique()} "
-                         f"training set(s) × {g['hparams_seed'].nunique()} hparam draw(s) × "
-                         f"{g['trial_seed'].nunique()} trial(s) on {', '.join(g['dataset'].unique())}; "
-                         f"{g['featurizer'].iloc[0]} at {g['image_size'].iloc[0]} px, {g['steps'].iloc[0]} steps; "
-                         f"{(g['state'] == 'done').sum()} already done")
-            lines.append(f"      algorithms: {', '.join(algs)}")
+            first, *rest = sweep_breakdown(g)
+            lines.append(f"   sweep {sweep}: {first}")
+            lines += [f"   {line}" for line in rest]
         if nb.plan is not None and not len(jobs):
             lines.append("   no training jobs")
         for text in (nb.plan.other if nb.plan else []):
@@ -290,18 +361,22 @@ def format_dry_run(result: DryRun) -> str:
         lines += [f"   MISSING {m}" for m in nb.missing] + [f"   found: {f}" for f in nb.found]
     todo = df[df["state"] != "done"].drop_duplicates("job_id")
     t = result.throughput
+    gpu_basis = ("from measured GPU figures" if t.gpu else
+                 f"ASSUMED: no GPU measured, one GPU taken as {t.speedup:g}× one CPU process" if t.speedup else
+                 "no GPU figure: measure one, see below")
     lines += ["", f"== total: {len(df)} jobs listed, {df['job_id'].nunique()} distinct (notebooks share the store), "
                   f"{len(todo)} still to train",
               f"   training images: {todo['train_images'].sum():,}",
               f"   estimated CPU-hours (one process per job): {_hours(todo, 'cpu_hours')}",
-              f"   estimated GPU-hours: {_hours(todo, 'gpu_hours')}",
+              f"   estimated GPU-hours ({gpu_basis}): {_hours(todo, 'gpu_hours')}",
               f"   CPU figures: {t.cpu_source}",
               f"   GPU figures: {t.gpu_source}",
               "   not counted: evaluation passes at each checkpoint, pretraining and environment classifiers (see 'also')"]
     by = todo.groupby("featurizer")[["train_images", "cpu_hours", "gpu_hours"]].sum()
+    gpu_unit = "GPU-h" if t.gpu else "GPU-h (assumed factor)"
     for feat, r in by.iterrows():
         lines.append(f"   {feat:12s} {int(r['train_images']):>15,} images  {r['cpu_hours']:>10,.1f} CPU-h  "
-                     f"{r['gpu_hours']:>8,.1f} GPU-h")
+                     f"{r['gpu_hours']:>8,.1f} {gpu_unit}")
     lines.append("result: " + ("every YAML valid, every input found" if result.ok
                                else "PROBLEMS above (ERROR / MISSING)"))
     return "\n".join(lines)

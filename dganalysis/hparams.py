@@ -30,6 +30,14 @@ import numpy as np
 
 Sampler = Callable[[np.random.RandomState], Any]
 
+#: Version of the rule that turns a job spec into hyperparameters (defaults, distributions, seeding). Bump it when a
+#: change draws different values for an existing (algorithm, dataset, hparams_seed, trial_seed, overrides): from
+#: version 2 on it enters every job's hash (:attr:`dganalysis.job.Job.job_id`), so a store's jobs drawn under the
+#: old rule are not reused (they stay on disk; the new ones get new folders). Version 1 (the rule since DomainBed's
+#: per-name, per-(hparams_seed, trial_seed) draws) is left out of the hash so that existing stores keep their ids;
+#: records drawn under an even older rule are caught instead by :func:`dganalysis.train.recorded_draw_problem`.
+DRAW_VERSION = 1
+
 
 @dataclass(frozen=True)
 class HParam:

@@ -7,7 +7,9 @@ As in DomainBed (Gulrajani & Lopez-Paz, 2021) a job's folder in the store is nam
 hash of its spec, so the same job requested twice (by two notebooks, or by a resumed
 sweep) is trained once. We hash the canonical JSON of every field that changes the
 numbers; ``save_model`` is left out (it only adds a file), and so are paths such as
-``data_dir`` (they are not part of the spec at all).
+``data_dir`` (they are not part of the spec at all). The version of the hyperparameter-drawing rule
+(:data:`dganalysis.hparams.DRAW_VERSION`) is hashed too from version 2 on, so that a change of the rule
+never reuses results drawn under the old one.
 """
 
 from __future__ import annotations
@@ -109,8 +111,13 @@ class Job:
 
     @property
     def job_id(self) -> str:
-        """Short hash (16 hex digits of SHA-256) of the canonical spec, minus :data:`UNHASHED_FIELDS`."""
+        """Short hash (16 hex digits of SHA-256) of the canonical spec, minus :data:`UNHASHED_FIELDS`, plus
+        ``draw_version`` when :data:`dganalysis.hparams.DRAW_VERSION` is above 1 (version 1 keeps existing ids)."""
+        from dganalysis.hparams import DRAW_VERSION
+
         spec = {k: v for k, v in self.to_dict().items() if k not in UNHASHED_FIELDS}
+        if DRAW_VERSION != 1:
+            spec["draw_version"] = DRAW_VERSION
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -172,6 +172,7 @@ def load(
         try:
             spec = _read_spec(job_dir)
             records = read_records(results)
+            _check_draw(job_dir, records)
             for n, rec in enumerate(records, start=1):
                 where = f"{results}:{n}"
                 try:
@@ -245,6 +246,21 @@ def summary_line(df: pd.DataFrame) -> str:
 def load_many(paths: Iterable[str | Path], include_unfinished: bool = False, progress: bool = True) -> pd.DataFrame:
     """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
+
+
+def _check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
+    """Refuse our job whose recorded hparams are not what its spec draws today (drawn under an older rule, see
+    :data:`dganalysis.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches."""
+    path = job_dir / "spec.json"
+    if not records or not path.is_file() or not isinstance(records[0].get("hparams"), dict):
+        return  # DomainBed's runs: drawn by DomainBed
+    from dganalysis.train import recorded_draw_problem
+
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    problem = recorded_draw_problem(spec, records[0]["hparams"]) if isinstance(spec, dict) else None
+    if problem:
+        raise ValueError(f"{job_dir / 'results.jsonl'}:1: {problem}; the job was trained under an older "
+                         f"hyperparameter-drawing rule and is not mixed with today's: delete {job_dir} to retrain it")
 
 
 def _read_spec(job_dir: Path) -> dict[str, Any]:

@@ -147,6 +147,30 @@ def job_hparams(job: Job) -> dict[str, Any]:
     return hp
 
 
+def recorded_draw_problem(spec: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
+    """None when a record's ``hparams`` are what :func:`job_hparams` draws today for its job spec; otherwise what
+    differs (the record was drawn under an older rule, before :data:`dganalysis.hparams.DRAW_VERSION`, and its job
+    folder would be reused under a spec that now means other hyperparameters). A spec that cannot be drawn here is
+    not judged (None): an algorithm or dataset not registered in this process (a dataset's regime, small or large
+    images, is read from its registered builder), or one removed since."""
+    from dganalysis.data.registry import DATASETS, _import_builtin
+
+    try:
+        job = Job.from_dict(spec)
+        _import_builtin()
+        if job.dataset not in DATASETS:
+            return None
+        fresh = json.loads(json.dumps(job_hparams(job), sort_keys=True, default=io._json_default))
+    except Exception:  # an undrawable spec (e.g. a removed algorithm) is not judged here
+        return None
+    if fresh == dict(recorded):
+        return None
+    keys = sorted(k for k in set(fresh) | set(recorded) if fresh.get(k, "<absent>") != recorded.get(k, "<absent>"))
+    shown = ", ".join(f"{k}: recorded {recorded.get(k, '<absent>')!r}, drawn now {fresh.get(k, '<absent>')!r}"
+                      for k in keys[:5])
+    return f"hparams differ from today's draw for this job spec ({shown}{', ...' if len(keys) > 5 else ''})"
+
+
 def domain_indices(names: Sequence[str], all_names: Sequence[str], role: str) -> list[int]:
     """Indices of ``names`` in the dataset's domain order (unknown names are an error)."""
     missing = [n for n in names if n not in all_names]

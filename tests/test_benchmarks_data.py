@@ -1,7 +1,7 @@
 """DomainBed's benchmarks by name on fake trees with the real folder names; the device and streaming paths.
 
-The fake trees hold tiny JPEGs (a few pixels, non-square) in the layout DomainBed's download script produces;
-the class lists are the real ones where DomainBed's are fixed (DomainNet's 345 and SVIRO's 7 are stand-ins).
+The fake trees hold tiny JPEGs (a few pixels, non-square) in the layout DomainBed's download script produces,
+with the class folder names of :mod:`dganalysis.data.benchmark_classes` (each list says where it was verified).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ torch.set_num_threads(1)
 
 
 def _classes(b):
-    return list(b.classes) if b.classes else [f"class_{k:03d}" for k in range(b.n_classes)]
+    return list(b.classes)
 
 
 def _fake_tree(root, name: str, per_class: int = 1, classes=None, w: int = 10, h: int = 7):
@@ -62,6 +62,57 @@ def test_benchmark_reads_domainbed_layout(tmp_path, name):
     assert DATASETS.get(name).small_images is False  # DomainBed's large-image hparam regime
 
 
+#: sha256 (first 16 hex) of "\n".join(list): pins each class list as verified (see benchmark_classes.py for the
+#: sources; OfficeHome's and DomainNet's digests were computed from thuml/Transfer-Learning-Library's CLASSES, sorted)
+PINNED_CLASS_LISTS = {"PACS": (7, "89c745edd036ab67"), "VLCS": (5, "20cf84d9175e474f"),
+                      "OfficeHome": (65, "00976e599f5dd6d4"), "TerraIncognita": (10, "e1eb8ff82be615b4"),
+                      "DomainNet": (345, "f54521e7f5d873bd"), "SVIRO": (7, "fd97ce4cb9fb0aed")}
+
+
+def test_class_lists_are_the_verified_ones():
+    import hashlib
+
+    assert set(PINNED_CLASS_LISTS) == set(BENCHMARKS)
+    for name, (n, digest) in PINNED_CLASS_LISTS.items():
+        cls = BENCHMARKS[name].classes
+        assert len(cls) == len(set(cls)) == n == BENCHMARKS[name].n_classes, name
+        assert list(cls) == sorted(cls), name  # DomainBed's label order: sorted folder names, upper case first
+        assert hashlib.sha256("\n".join(cls).encode()).hexdigest()[:16] == digest, name
+    dn, oh = BENCHMARKS["DomainNet"].classes, BENCHMARKS["OfficeHome"].classes
+    assert dn[:3] == ("The_Eiffel_Tower", "The_Great_Wall_of_China", "The_Mona_Lisa")
+    assert {"t-shirt", "teddy-bear", "aircraft_carrier", "zigzag"} <= set(dn)
+    assert {"Alarm_Clock", "Bucket", "Exit_Sign", "Push_Pin", "Postit_Notes", "ToothBrush", "TV"} <= set(oh)
+    assert oh.index("TV") < oh.index("Table")  # "TV" < "Table" as sorted() orders folder names
+    checks = {name: b.class_check for name, b in BENCHMARKS.items()}
+    assert checks == {"PACS": "strict", "VLCS": "strict", "OfficeHome": "strict", "TerraIncognita": "strict",
+                      "DomainNet": "strict", "SVIRO": "lenient"}
+
+
+def test_strict_list_refuses_a_misspelt_class_folder(tmp_path):
+    """OfficeHome's list is verified, so a tree whose folder is spelt differently is refused, naming both spellings."""
+    b = BENCHMARKS["OfficeHome"]
+    classes = [("Toothbrush" if c == "ToothBrush" else c) for c in b.classes]
+    root = _fake_tree(tmp_path / "data", "OfficeHome", classes=classes, w=2, h=2)
+    with pytest.raises(ValueError, match=r"class folders differ from DomainBed's \(extra \['Toothbrush'\], "
+                                         r"missing \['ToothBrush'\]"):
+        load_dataset("OfficeHome", root=root, data_dir=tmp_path / "c")
+
+
+def test_lenient_list_warns_and_uses_the_folders_found(tmp_path, caplog):
+    """SVIRO's folder names inside DomainBed's archive are not verified: other names are used (sorted) with a warning
+    listing the differences; a wrong class count is still refused."""
+    names = ["adult", "child_seat", "empty", "empty_child_seat", "empty_infant_seat", "infant_seat", "object"]
+    root = _fake_tree(tmp_path / "data", "SVIRO", classes=names, w=3, h=2)
+    with caplog.at_level("WARNING", logger="dganalysis.data.benchmarks"):
+        ds = load_dataset("SVIRO", root=root, image_size=4, data_dir=tmp_path / "c")
+    assert ds.classes == names and len(ds.domains) == 10
+    msg = " ".join(r.getMessage() for r in caplog.records)
+    assert "SVIRO" in msg and "'adult'" in msg and "missing ['0', '1', '2', '3', '4', '5', '6']" in msg
+    root = _fake_tree(tmp_path / "six", "SVIRO", classes=names[:6], w=3, h=2)
+    with pytest.raises(ValueError, match="has 6 class folders, DomainBed's has 7"):
+        load_dataset("SVIRO", root=root, data_dir=tmp_path / "c")
+
+
 def test_order_labels_and_splits_match_torchvision_imagefolder(tmp_path):
     """Samples are listed as DomainBed's ImageFolder lists them, so in/out splits are DomainBed's."""
     from dganalysis.compat import torchvision
@@ -78,7 +129,7 @@ def test_order_labels_and_splits_match_torchvision_imagefolder(tmp_path):
 
 
 def test_layout_errors_name_the_folder(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"PACS.*not found.*domainbed.scripts.download"):
+    with pytest.raises(FileNotFoundError, match=r"PACS.*not found.*download_pacs\(.<root>.\)"):
         load_dataset("PACS", root=tmp_path / "nothing")
     with pytest.raises(ValueError, match="needs root="):
         load_dataset("VLCS")
@@ -97,7 +148,7 @@ def test_layout_errors_name_the_folder(tmp_path):
     with pytest.raises(ValueError, match=r"SUN09 has classes extra \['wolf'\], missing \['dog'\]"):
         load_dataset("VLCS", root=root, data_dir=tmp_path / "c")
     root = _fake_tree(tmp_path / "d", "VLCS", classes=["bird", "car"])
-    with pytest.raises(ValueError, match="differ from DomainBed's"):
+    with pytest.raises(ValueError, match=r"class folders differ from DomainBed's \(extra \[\], missing \['chair', 'dog'"):
         load_dataset("VLCS", root=root, data_dir=tmp_path / "c")
     # the dataset folder itself is accepted as root
     root = _fake_tree(tmp_path / "e", "PACS")
@@ -219,6 +270,51 @@ def test_wilds_camelyon_through_the_wilds_package(tmp_path):
     assert arr["hospital_2"].images[1].mean() == pytest.approx(81, abs=1)
     with pytest.raises(FileNotFoundError, match="camelyon17_v1.0 not found"):
         load_dataset("WILDSCamelyon", root=tmp_path / "none")
+
+
+def _fake_fmow(root):
+    """fmow_v1.1/{RELEASE_v1.1.txt, rgb_metadata.csv, country_code_mapping.csv, images/rgb_img_<row>.png}: two
+    images per region (regions numbered by first appearance in the metadata, as ``wilds`` numbers them) and one
+    ``seq`` row, which ``wilds`` drops (so file numbers and sample numbers differ after it)."""
+    base = root / "fmow_v1.1"
+    (base / "images").mkdir(parents=True)
+    countries = {"USA": "Americas", "FRA": "Europe", "CHN": "Asia", "NGA": "Africa", "AUS": "Oceania"}
+    mapping = "".join(f"c{k},{c[:2]},{c},{r}\n" for k, (c, r) in enumerate(countries.items()))
+    (base / "country_code_mapping.csv").write_text("name,alpha-2,alpha-3,region\n" + mapping)
+    order = ["FRA", "USA", "seq", "XXX", "CHN", "AUS", "NGA"]  # XXX: not in the mapping -> region "Other"
+    rows, k = ["split,img_filename,category,country_code,timestamp"], 0
+    for code in order:
+        for i in range(1 if code == "seq" else 2):
+            split = "seq" if code == "seq" else ("train" if i == 0 else "test")
+            year = 2014 if i == 0 else 2017
+            cat = ["airport", "zoo", "barn"][k % 3]
+            rows.append(f"{split},img_{k}.jpg,{cat},{'USA' if code == 'seq' else code},{year}-06-01T10:00:00Z")
+            Image.fromarray(np.full((5, 7, 3), 10 * k, np.uint8)).save(base / "images" / f"rgb_img_{k}.png")
+            k += 1
+    (base / "rgb_metadata.csv").write_text("\n".join(rows) + "\n")
+    (base / "RELEASE_v1.1.txt").write_text("fake\n")
+    return root
+
+
+def test_wilds_fmow_through_the_wilds_package(tmp_path):
+    pytest.importorskip("wilds", reason="WILDSFMoW reads its data through `wilds`: pip install wilds==2.0.0")
+    root = _fake_fmow(tmp_path / "wilds")
+    ds = load_dataset("WILDSFMoW", root=root, image_size=8, data_dir=tmp_path / "c")
+    assert ds.domain_names == DOMAINBED_ENVIRONMENTS["WILDSFMoW"] == [f"region_{i}" for i in range(6)]
+    assert ds.classes == [str(c) for c in range(62)] and [len(d) for d in ds.domains] == [2] * 6
+    # region_k = k-th region in order of appearance: Europe (rows 0, 1), Americas (2, 3; row 4 is 'seq'),
+    # Other (5, 6), Asia (7, 8), Oceania (9, 10), Africa (11, 12); labels are wilds' category indices
+    from wilds.datasets.fmow_dataset import categories
+
+    rows = [[0, 1], [2, 3], [5, 6], [7, 8], [9, 10], [11, 12]]
+    for dom, r in zip(ds.domains, rows):
+        assert dom.labels.tolist() == [categories.index(["airport", "zoo", "barn"][k % 3]) for k in r]
+    arr = ds.to_arrays(workers=1)
+    means = [[float(img.mean()) for img in d.images] for d in arr.domains]
+    assert means == [[pytest.approx(10 * k, abs=1) for k in r] for r in rows]  # the seq row's file is skipped
+    assert ds["region_0"].sizes.tolist() == [[8, 8], [8, 8]]  # DomainBed resizes to a square before cropping
+    with pytest.raises(FileNotFoundError, match=r"fmow_v1.1 not found.*wilds.get_dataset\('fmow'"):
+        load_dataset("WILDSFMoW", root=tmp_path / "none")
 
 
 def test_host_augmentation_uses_the_original_pixels(tmp_path):

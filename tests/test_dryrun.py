@@ -160,3 +160,54 @@ def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
     assert len(oracle) == 2 * 3 and {j.trial_seed for j in oracle} == {0, 1, 2}
     assert {j.trial_seed for j in lpft} == set(range(p["n_trials"]))
     assert ("ColoredDigits", {"image_size": 8}) in plan.datasets and ("RotatedDigits", p["dataset_kwargs"]) in plan.datasets
+
+
+def test_every_sweep_breakdown_states_its_exact_count(paper):
+    """Each 'sweep …: N jobs = a × b × …' line multiplies out to N; notebook 04's LP/FT sweep counts its 12
+    pretraining × mode settings (3 × LP/FT + 2 × 3 frozen stages), each listed with its jobs."""
+    import re
+
+    text = format_dry_run(paper)
+    heads = re.findall(r"sweep [^:]+: (\d+) jobs = ([^;]+?) on ", text)
+    assert len(heads) == paper.jobs.groupby(["notebook", "sweep"]).ngroups and "not a full grid" not in text
+    for n, terms in heads:
+        assert math.prod(int(t.split()[0]) for t in terms.split(" × ")) == int(n), (n, terms)
+    assert ("sweep LP/FT: 36 jobs = 1 algorithm(s) × 1 data split(s) × 12 override setting(s) × 1 hparam draw(s) × "
+            "3 trial(s)") in text
+    settings = re.findall(r"setting (freeze_stages=\d, linear_probe=\w+, pretrained=[^:]+): (\d+) jobs", text)
+    assert len(settings) == 12 and {int(n) for _, n in settings} == {3}
+    assert "setting wc_rho=0.1 (ERM_WC, CORAL_WC, WM_WC): 30 jobs" in text  # tied to algorithms: no extra factor
+    gpu_line = next(line for line in text.splitlines() if "estimated GPU-hours" in line)
+    assert "ASSUMED: no GPU measured" in gpu_line and "GPU-h (assumed factor)" in text
+
+
+def test_breakdown_says_when_jobs_are_no_full_grid():
+    import pandas as pd
+
+    from dganalysis.dryrun import sweep_breakdown
+
+    rows = [{"algorithm": a, "split": s, "overrides": "{}", "hparams_seed": h, "trial_seed": 0, "dataset": "D",
+             "featurizer": "cnn", "image_size": 28, "steps": 10, "state": "new"}
+            for a, s, h in [("ERM", "x", 0), ("ERM", "y", 0), ("IRM", "x", 0), ("IRM", "x", 1)]]
+    head = sweep_breakdown(pd.DataFrame(rows))[0]
+    assert head.startswith("4 jobs, not a full grid of 2 algorithm(s) × 2 data split(s) × 2 hparam draw(s) × "
+                           "1 trial(s) (= 8) on D")
+
+
+def test_missing_benchmarks_are_named_with_how_to_get_them(tmp_path):
+    from dganalysis.dryrun import check_dataset
+
+    ok, what = check_dataset("PACS", {"root": str(tmp_path / "data")})
+    assert not ok and "PACS" in what and "download_pacs('<root>')" in what and "DomainBed checkout" in what
+    ok, what = check_dataset("OfficeHome", {})
+    assert not ok and "needs root=" in what and "download_office_home" in what
+    for env in ("Art", "Clipart", "Product"):  # 'Real World' missing
+        (tmp_path / "data" / "office_home" / env).mkdir(parents=True)
+    ok, what = check_dataset("OfficeHome", {"root": str(tmp_path / "data")})
+    assert not ok and "['Real World']" in what and "download_office_home" in what
+    (tmp_path / "data" / "office_home" / "Real World").mkdir()
+    assert check_dataset("OfficeHome", {"root": str(tmp_path / "data")})[0]
+    ok, what = check_dataset("WILDSFMoW", {"root": str(tmp_path / "data")})
+    assert not ok and "fmow_v1.1 not found" in what and "wilds.get_dataset('fmow'" in what
+    ok, what = check_dataset("RotatedMNIST", {"mnist_dir": str(tmp_path / "mnist")})
+    assert not ok and "torchvision.datasets.MNIST(<dir>, download=True)" in what

@@ -35,14 +35,19 @@ class WildsBenchmark:
 
     small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
 
-    def open(self, root):
-        """The ``wilds`` dataset at ``root`` (a clear error when the package or the folder is missing)."""
+    def locate(self, root) -> Path:
+        """``root/<wilds_name>_v<version>``; a missing one raises naming the folder and how to get the data."""
         howto = HOWTO.format(ds=self.wilds_name)
         if root is None:
             raise ValueError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/); {howto}")
         folder = Path(root).expanduser() / self.folder
         if not folder.is_dir():
             raise FileNotFoundError(f"dataset {self.name!r}: folder {folder} not found; {howto}")
+        return folder
+
+    def open(self, root):
+        """The ``wilds`` dataset at ``root`` (a clear error when the package or the folder is missing)."""
+        self.locate(root)
         os.environ.setdefault("OUTDATED_IGNORE", "1")  # `wilds` asks PyPI for its latest version on import otherwise
         try:
             import wilds

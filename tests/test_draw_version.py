@@ -1,0 +1,64 @@
+"""The hyperparameter-drawing rule and the job store: a rule change never reuses (or mixes in) old draws.
+
+``DRAW_VERSION`` 1 (today's rule) keeps every existing job id; a bump enters the hash. Records drawn under an older
+rule than today's (same spec, other hparams) are refused by ``results.load`` with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _tiny import FAST_HPARAMS, TINY
+
+from dganalysis import hparams, results
+from dganalysis.job import Job
+from dganalysis.train import job_hparams, recorded_draw_problem, run_job
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_version_one_keeps_existing_ids_and_a_bump_changes_them(monkeypatch):
+    job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
+    assert hparams.DRAW_VERSION == 1
+    assert job.job_id == "014b1b758c2a8e98"  # the id this spec had before DRAW_VERSION existed
+    monkeypatch.setattr(hparams, "DRAW_VERSION", 2)
+    bumped = job.job_id
+    assert bumped != "014b1b758c2a8e98"
+    monkeypatch.setattr(hparams, "DRAW_VERSION", 3)
+    assert job.job_id not in (bumped, "014b1b758c2a8e98")
+
+
+def test_records_drawn_under_another_rule_are_refused(tmp_path):
+    job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], hparams_seed=2, trial_seed=1, steps=2, checkpoint_freq=2,
+              hparams_overrides=FAST_HPARAMS)
+    store = tmp_path / "store"
+    job_dir = run_job(job, store / job.job_id, device="cpu", precision="fp32")
+    recs = [json.loads(line) for line in (job_dir / "results.jsonl").read_text().splitlines()]
+    assert recorded_draw_problem(job.to_dict(), recs[0]["hparams"]) is None
+    assert len(results.load(store, progress=False)) > 0  # today's draw: read as usual
+    # simulate a record written by an older drawing rule: same spec, another learning rate
+    old = dict(recs[0]["hparams"], lr=recs[0]["hparams"]["lr"] * 3)
+    (job_dir / "results.jsonl").write_text("".join(json.dumps(dict(r, hparams=old)) + "\n" for r in recs))
+    assert "lr: recorded" in recorded_draw_problem(job.to_dict(), old)
+    with pytest.raises(ValueError, match=r"results.jsonl:1: hparams differ from today's draw for this job spec "
+                                         r"\(lr: recorded .*older hyperparameter-drawing rule.*delete"):
+        results.load(store, progress=False)
+    df = results.load(store, progress=False, strict=False)
+    assert df.empty and df.attrs["jobs"]["unreadable"] == 1 and "older hyperparameter-drawing rule" in \
+        df.attrs["problems"][0]
+
+
+def test_specs_this_process_cannot_draw_are_not_judged():
+    """A dataset or algorithm not registered here (e.g. registered by a notebook session) is not judged: its regime
+    (small or large images) comes from its registered builder, so a redraw here could differ without any rule
+    change."""
+    spec = Job("NotRegisteredHere", "ERM", ["a"], ["b"], hparams_seed=1).to_dict()
+    assert recorded_draw_problem(spec, {"lr": 123.0}) is None
+    spec = Job(TINY, "NoSuchAlgorithm", ["d0"], ["d1"], hparams_seed=1).to_dict()
+    assert recorded_draw_problem(spec, {"lr": 123.0}) is None
+    job = Job(TINY, "ERM", ["d0"], ["d1"], hparams_seed=1)
+    drawn = json.loads(json.dumps(job_hparams(job)))
+    assert recorded_draw_problem(job.to_dict(), drawn) is None
+    assert recorded_draw_problem(job.to_dict(), dict(drawn, lr=123.0)).endswith(
+        f"(lr: recorded 123.0, drawn now {drawn['lr']!r})")
