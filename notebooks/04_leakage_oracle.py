@@ -225,8 +225,15 @@ pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 #   pretraining data are closest (smallest distance), and freezing more stages helps: test information came from the
 #   pretraining labels, not from the training domains — the paper's Table 1/2 and Fig. 1 pattern.
 # * With **SimCLR** on unlabelled training images, and from scratch, FT is better than LP (negative Gap): no leakage.
-# * Oracle selection: the findings table above says whether this run *decides* that leakage is positive at K=1 and
-#   falls with K (one-sided t over trials, Holm over training groups), with the trials that would decide it at the
-#   observed effect. On the embedded digits at CPU scale the mean leakage is small (a few points) and falls with K,
-#   but 3 trials do not decide it: per-trial leakage varies by ±4 points because the test domains are small (≈300
-#   images, 60 in the selection split) — `params/quick/04_leakage_oracle.yaml` lists the pilots we ran.
+# * Oracle selection, held-out (DomainBed's): the findings table says whether this run *decides* that leakage is
+#   positive at K=1 and falls with K (one-sided t over trials, Holm over training groups), with the trials that would
+#   decide it at the observed effect. In the quick profile the search includes the `augment` choice, which moves
+#   rotated-test accuracy far more than training-domain validation accuracy: IID cannot see it, the oracle can, and
+#   the K=1 leakage is clearly positive (+8.8 [+2.6, +15.0] points, 6 trials). It does **not** fall with K: the
+#   augmented draws are best on all three test domains at once, so one choice serves every K (K=3 +9.3). With
+#   DomainBed's own ERM space (only the learning rate drawn) the K=1 leakage is small and undecided (+1.1
+#   [−0.4, +2.5]); `params/quick/04_leakage_oracle.yaml` lists every pilot.
+# * Oracle selection, literal (Yu et al.'s words): positive at K=1 and never higher at K > 1 *by construction*, so
+#   what counts is the size. Here it is ~10 points (Table 4: ≤ 1.3), with small test domains (≈300 images) and an
+#   oracle-visible search choice, and it falls only ~7% by K=3; in DomainBed's space it falls −24% [−45, −11] at
+#   K=2 and −33% [−61, −16] at K=3, as in Table 4 — a fall a held-out oracle does not share (pilots).

@@ -151,3 +151,22 @@ def test_fall_prev_columns_and_literal_findings():
     assert held[0]["verdict"] == "reproduced" and held[0]["finding"].startswith("held-out oracle")
     with pytest.raises(ValueError, match="oracle"):
         oracle_findings(lk, oracle="other")
+
+
+def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
+    """Notebook 04's oracle sweep takes ``oracle_search_overrides`` (the quick profile's augment choice); the LP/FT
+    sweep and, with None, the oracle sweep keep DomainBed's space (so earlier jobs keep their hashes)."""
+    from pathlib import Path
+
+    from dganalysis.dryrun import notebook_defaults
+    from dganalysis.plans import plan_for
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "04_leakage_oracle.ipynb"
+    p = {**notebook_defaults(nb), "output_dir": str(tmp_path), "oracle_n_hparams": 3, "oracle_n_trials": 1,
+         "oracle_search_overrides": {"augment": {"choice": [True, False]}}}
+    plan = plan_for("04_leakage_oracle", p)
+    assert all(j.search_overrides == {"augment": {"choice": [True, False]}} for j in plan.sweeps["oracle-K"])
+    assert not any(j.search_overrides for j in plan.sweeps["LP/FT"])
+    plain = plan_for("04_leakage_oracle", {**p, "oracle_search_overrides": None}).sweeps["oracle-K"]
+    assert not any(j.search_overrides for j in plain)
+    assert {j.job_id for j in plain}.isdisjoint({j.job_id for j in plan.sweeps["oracle-K"]})

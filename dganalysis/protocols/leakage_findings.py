@@ -11,6 +11,7 @@ Rows go to :func:`dganalysis.findings.replace_findings`.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 PAPER = "Yu et al. 2024"
@@ -26,6 +27,11 @@ _LABEL = {"held_out": "held-out oracle (DomainBed's: selects on the test domains
 
 def _cell(r) -> str:
     return f"{r.leakage:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] pts (n={r.n_trials})"
+
+
+def _power(n: float, otherwise: str) -> str:
+    """The planning figure of ``trials_needed``, or ``otherwise`` where there is none (the mean goes the other way)."""
+    return f"~{n:.0f} trials would decide it" if np.isfinite(n) else f"{otherwise}: no number of trials would"
 
 
 def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float = 0.05) -> list[dict]:
@@ -48,8 +54,8 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     if oracle == "held_out":
         p1 = adjust_pvalues(k1["p_positive"].to_numpy(), alpha, "holm")
         pos = dict(paper=PAPER, finding=f"{name}: leaks, oracle − IID accuracy > 0 at K=1 (Table 4)",
-                   ours="; ".join(f"train {r.train_domains}: {_cell(r)}, Holm p={p:.2g}; ~{r.trials_needed:.0f} "
-                                  f"trials would decide it" for r, p in zip(k1.itertuples(), p1)),
+                   ours="; ".join(f"train {r.train_domains}: {_cell(r)}, Holm p={p:.2g}; "
+                                  f"{_power(r.trials_needed, 'the mean is not positive')}" for r, p in zip(k1.itertuples(), p1)),
                    verdict="reproduced" if len(p1) and (p1 < alpha).all() else
                    "partly" if (p1 < alpha).any() else "not decided")
     else:
@@ -68,7 +74,7 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
         pf = adjust_pvalues(kmax["p_fall"].to_numpy(), alpha, "holm")
         fall = dict(paper=PAPER, finding=f"{name}: leakage falls as K grows (K=1 → K={top})",
                     ours="; ".join(f"train {r.train_domains}: Δ={r.fall:+.2f} [{r.fall_ci_low:+.2f}, "
-                                   f"{r.fall_ci_high:+.2f}] pts (Holm p={p:.2g}; ~{r.trials_needed:.0f} trials)"
+                                   f"{r.fall_ci_high:+.2f}] pts (Holm p={p:.2g}; {_power(r.trials_needed, 'the mean does not fall')})"
                                    for r, p in zip(kmax.itertuples(), pf)),
                     verdict="reproduced" if (pf < alpha).all() else "partly" if (pf < alpha).any() else
                     "not reproduced" if (kmax["fall"] > 0).all() else "not decided")
