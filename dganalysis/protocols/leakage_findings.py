@@ -83,7 +83,7 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     ranges = ", ".join(f"K={k} {a:+.0f}% to {b:+.0f}%" for k, (a, b) in TABLE4_REDUCTION.items())
     parts = []
     for (key, g), p in zip(leak_k[leak_k["k"] > 1].groupby("train_domains", sort=False), pf):
-        red = "; ".join(f"K={r.k}: {r.reduction_pct:+.0f}% [{r.reduction_ci_low:+.0f}, {r.reduction_ci_high:+.0f}]"
+        red = "; ".join(f"K={r.k}: {r.reduction_pct:+.1f}% [{r.reduction_ci_low:+.1f}, {r.reduction_ci_high:+.1f}]"
                         for r in g.itertuples())
         r = g[g["k"] == top].iloc[0]
         parts.append(f"train {key}: {red}; K={top - 1} → K={top}: Δ={r.fall_prev:+.2f} [{r.fall_prev_ci_low:+.2f}, "

@@ -7,7 +7,8 @@
 Like-for-like candidates: the oracle of Yu et al. (as DomainBed's) chooses among the *last* checkpoints of the
 hyperparameter draws. Training-domain validation that may also pick an earlier checkpoint differs from it in early
 stopping too, which can put the "oracle" below IID and is not leakage. :func:`last_checkpoints` restricts a tidy
-frame to each job's last checkpoint so that both selections choose among the same candidates.
+frame to each job's last checkpoint so that both selections choose among the same candidates. :func:`oracle_leakage`
+does all of it for one named oracle (held-out or literal, :data:`dganalysis.protocols.oracle_k.ORACLES`).
 """
 
 from __future__ import annotations
