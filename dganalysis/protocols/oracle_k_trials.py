@@ -13,6 +13,7 @@ does all of it for one named oracle (held-out or literal, :data:`dganalysis.prot
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -54,9 +55,11 @@ def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95
         return 100 * (x.mean(axis=axis) - y.mean(axis=axis)) / y.mean(axis=axis)
 
     est = float(ratio(a, b))
+    # scipy >= 1.15 names the generator `rng`; 1.10-1.14 (allowed by pyproject) call it `random_state`
+    key = "rng" if "rng" in inspect.signature(st.bootstrap).parameters else "random_state"
     with np.errstate(divide="ignore", invalid="ignore"):
         res = st.bootstrap((a, b), ratio, paired=True, vectorized=True, confidence_level=confidence,
-                           n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed))
+                           n_resamples=n_resamples, method="percentile", **{key: np.random.default_rng(seed)})
     return est, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
