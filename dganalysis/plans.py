@@ -149,11 +149,14 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                         checkpoint_freq: int, batch_size: int, lr: float, n_trials: int, frozen_stages: list[int],
                         oracle_dataset: str, oracle_dataset_kwargs: dict, oracle_splits: list[dict],
                         oracle_n_hparams: int, oracle_steps: int, oracle_n_trials: int,
-                        inception_weights: str | None) -> Plan:
+                        inception_weights: str | None, oracle_search_overrides: dict | None = None) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
     The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the pretraining part's) with a
-    random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage is computed per trial."""
+    random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage is computed per trial.
+    ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
+    :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice that
+    moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
@@ -172,7 +175,8 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                                algorithms=[algorithm], n_hparams=oracle_n_hparams, n_trials=oracle_n_trials,
                                steps=oracle_steps,
                                checkpoint_freq=max(1, oracle_steps // 2),
-                               hparams_overrides={"featurizer": featurizer, "batch_size": batch_size})
+                               hparams_overrides={"featurizer": featurizer, "batch_size": batch_size},
+                               search_overrides=oracle_search_overrides or None)
     files = {"inception_weights": inception_weights} if inception_weights else {}
     other = [f"2 pretraining runs of {featurizer} ({pretrain_steps} steps × batch {pretrain_batch_size}; supervised "
              f"and SimCLR) into {ckpt['supervised'].parent} — not counted in the budget"]

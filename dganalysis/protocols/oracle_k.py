@@ -26,25 +26,97 @@ hyperparameter sets") and say nothing of checkpoints; with the oracle at the las
 ``training_domain_last``. The paper otherwise adheres to DomainBed's training-domain validation (Sec. 6), which early
 stops — which one their Table 4 used is not stated. Pass either to :func:`oracle_k_table` and say which.
 
+Two oracles, both computed from the same runs (no extra training), named in :data:`ORACLES`:
+
+* ``held_out`` — DomainBed's ``OracleSelectionMethod``: choose on the test domains' ``out`` split (the 20% holdout),
+  report the ``in`` split. The chosen candidate is scored on data it was not chosen on, so a positive leakage at
+  K=1 is a finding: test-domain information that survives selection on held-out test data.
+* ``literal`` — Yu et al. (2024, Sec. 2.2) word for word: "we directly choose the highest test accuracy across all
+  hyperparameter sets". It chooses by the very accuracy it reports: the whole test domain (``in`` and ``out`` pooled
+  by size, split ``"all"``, see :func:`with_pooled_split`; the IID side is reported on ``"all"`` too, see
+  :func:`report_on`). Two consequences hold *by construction*, whatever the data: with the same candidates for IID
+  and oracle (last checkpoints), the K=1 leakage is ≥ 0 in every trial (a max over the draws is ≥ any one draw),
+  and every domain's K>1 accuracy is ≤ its K=1 accuracy (so leak(K) ≤ leak(1)). What the data decide is the *size*
+  of the leakage and of its fall (Table 4: 0.04–1.26 points at K=1, −24% to −53% at K=2, −35% to −79% at K=3) and
+  whether it also falls from K=2 to K=3, which no construction guarantees. This is not DomainBed's oracle, hence
+  its own name; tests/test_oracle_literal.py pins both properties.
+
 Ties follow DomainBed's: among candidates with equal score the highest ``hparams_seed``, then the earliest step.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 GROUP = ["dataset", "algorithm", "train_domains"]
 
+#: The named oracles: name → (split the oracle selects on, split it reports). See the module docstring.
+ORACLES: dict[str, tuple[str, str]] = {"held_out": ("out", "in"), "literal": ("all", "all")}
+
+#: The pooled split of :func:`with_pooled_split`: the whole domain, ``in`` and ``out`` together.
+POOLED = "all"
+
+
+def split_sizes(domain_sizes: Mapping[str, int], holdout_fraction: float = 0.2) -> dict[str, dict[str, int]]:
+    """``{domain: {"in": n_in, "out": n_out}}`` as :func:`dganalysis.train.split_indices` splits a domain of n
+    samples (DomainBed's ``split_dataset``: ``n_out = int(n · holdout_fraction)``). The sizes do not depend on the
+    trial seed, only the membership does."""
+    if not 0.0 <= holdout_fraction < 1.0:
+        raise ValueError(f"holdout_fraction: expected a number in [0, 1), got {holdout_fraction!r}")
+    out = {}
+    for d, n in domain_sizes.items():
+        if int(n) < 1:
+            raise ValueError(f"domain_sizes[{d!r}]: expected a positive number of samples, got {n!r}")
+        n_out = int(int(n) * holdout_fraction)
+        out[str(d)] = {"in": int(n) - n_out, "out": n_out}
+    return out
+
+
+def with_pooled_split(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
+    """``tidy`` plus rows with split :data:`POOLED` (``"all"``): each (job, step, domain)'s accuracy on the whole
+    domain, ``(n_in · acc_in + n_out · acc_out) / (n_in + n_out)`` — exact, since an accuracy is correct/n. ``sizes``
+    as :func:`split_sizes`; a (job, step, domain) lacking either split, or a domain missing from ``sizes``, raises."""
+    need = {"job_id", "step", "domain", "split", "acc"}
+    if need - set(tidy.columns):
+        raise ValueError(f"tidy frame: missing columns {sorted(need - set(tidy.columns))}")
+    part = tidy[tidy["split"].isin(["in", "out"])]
+    unknown = sorted(set(part["domain"].astype(str)) - set(map(str, sizes)))
+    if unknown:
+        raise ValueError(f"sizes: no split sizes for domains {unknown}; expected split_sizes(...) of every domain")
+    keys = ["job_id", "step", "domain"]
+    wide = part.pivot_table(index=keys, columns="split", values="acc", aggfunc="first").reindex(columns=["in", "out"])
+    if wide.isna().to_numpy().any():
+        raise ValueError("tidy frame: every (job_id, step, domain) needs both an 'in' and an 'out' accuracy to pool")
+    doms = wide.index.get_level_values("domain").astype(str)
+    n_in = np.array([sizes[d]["in"] for d in doms], dtype=np.float64)
+    n_out = np.array([sizes[d]["out"] for d in doms], dtype=np.float64)
+    pooled = (n_in * wide["in"].to_numpy() + n_out * wide["out"].to_numpy()) / (n_in + n_out)
+    meta = part[part["split"] == "in"].drop(columns=["split", "acc"])
+    rows = meta.merge(pd.DataFrame({"acc": pooled}, index=wide.index).reset_index(), on=keys).assign(split=POOLED)
+    return pd.concat([tidy, rows[tidy.columns]], ignore_index=True)
+
+
+def report_on(selected: pd.DataFrame, tidy: pd.DataFrame, split: str) -> pd.DataFrame:
+    """``selected`` (any :func:`dganalysis.selection.select` or :func:`oracle_k_select` output) with ``acc``
+    replaced by the chosen (job_id, step)'s accuracy on ``split`` of each domain in ``tidy`` (e.g. the pooled split
+    of :func:`with_pooled_split`, to report IID on the same data as the literal oracle). The choice is unchanged."""
+    keys = ["job_id", "step", "domain"]
+    acc = tidy.loc[tidy["split"] == split, keys + ["acc"]].drop_duplicates(keys)
+    out = selected.drop(columns="acc").merge(acc, on=keys, how="left")
+    if out["acc"].isna().any():
+        raise ValueError(f"report_on: no {split!r} accuracy in tidy for some chosen (job_id, step, domain)")
+    return out[list(selected.columns)]
+
 
 def oracle_k_select(
     tidy: pd.DataFrame,
     ks: Sequence[int] | None = None,
-    select_split: str = "out",
-    report_split: str = "in",
+    oracle: str = "held_out",
+    sizes: Mapping[str, Mapping[str, int]] | None = None,
     last_step: bool = True,
     tie_tol: float = 0.0,
 ) -> pd.DataFrame:
@@ -52,17 +124,27 @@ def oracle_k_select(
 
     Candidates are the hyperparameter configurations of a (dataset, algorithm, train_domains, test_domains, setting,
     trial_seed) group. As DomainBed's oracle, only the last checkpoint of each is a candidate (``last_step``;
-    False = every checkpoint), the score is the mean over S of the ``select_split`` accuracy (``np.mean`` in
-    environment order, as :func:`dganalysis.selection.select`) and the reported accuracy is the ``report_split`` one.
-    Ties: highest hparams_seed, then earliest step (DomainBed's); ``tie_tol`` as in ``select``. K = 1 gives
-    ``select(tidy, "oracle")`` and K = K' gives ``select(tidy, "oracle_pooled")``. Returns the selection
-    contract's columns plus ``subset`` (comma-joined S) and ``k``; ``selection = "oracle_k"``.
+    False = every checkpoint). ``oracle`` names the splits (:data:`ORACLES`): ``"held_out"`` scores on ``out`` and
+    reports ``in`` (DomainBed's); ``"literal"`` scores and reports the whole domain (Yu et al.'s wording), which
+    needs ``sizes`` (:func:`split_sizes`) unless ``tidy`` already has the pooled rows (:func:`with_pooled_split`).
+    The score is the mean over S of the selection split's accuracy (``np.mean`` in environment order, as
+    :func:`dganalysis.selection.select`). Ties: highest hparams_seed, then earliest step (DomainBed's); ``tie_tol``
+    as in ``select``. With ``"held_out"``, K = 1 gives ``select(tidy, "oracle")`` and K = K' gives
+    ``select(tidy, "oracle_pooled")``. Returns the selection contract's columns plus ``subset`` (comma-joined S),
+    ``k`` and ``oracle``; ``selection = "oracle_k"``.
     """
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle: unknown oracle {oracle!r}; expected one of {list(ORACLES)}")
+    select_split, report_split = ORACLES[oracle]
     need = {"dataset", "algorithm", "train_domains", "test_domains", "trial_seed", "hparams_seed", "step",
             "domain", "split", "role", "acc", "job_id"}
     missing = need - set(tidy.columns)
     if missing:
         raise ValueError(f"tidy frame: missing columns {sorted(missing)} (expected dganalysis.results.load output)")
+    if POOLED in (select_split, report_split) and not (tidy["split"] == POOLED).any():
+        if sizes is None:
+            raise ValueError(f"oracle={oracle!r} selects/reports the whole test domain: pass sizes=split_sizes(...)")
+        tidy = with_pooled_split(tidy, sizes)
     test = tidy[tidy["role"] == "test"]
     if test.empty:
         raise ValueError("tidy frame: no rows with role == 'test'")
@@ -91,7 +173,7 @@ def oracle_k_select(
                     rows.append(dict(zip(keys, key), domain=d, acc=wide.loc[at, (report_split, d)],
                                      val_acc=float(score[wide.index.get_loc(at)]), hparams_seed=int(at[0]),
                                      step=int(at[1]), job_id=at[2], subset=",".join(subset), k=k,
-                                     selection="oracle_k"))
+                                     oracle=oracle, selection="oracle_k"))
     return pd.DataFrame(rows)
 
 

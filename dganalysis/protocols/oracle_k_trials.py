@@ -7,18 +7,20 @@
 Like-for-like candidates: the oracle of Yu et al. (as DomainBed's) chooses among the *last* checkpoints of the
 hyperparameter draws. Training-domain validation that may also pick an earlier checkpoint differs from it in early
 stopping too, which can put the "oracle" below IID and is not leakage. :func:`last_checkpoints` restricts a tidy
-frame to each job's last checkpoint so that both selections choose among the same candidates.
+frame to each job's last checkpoint so that both selections choose among the same candidates. :func:`oracle_leakage`
+does all of it for one named oracle (held-out or literal, :data:`dganalysis.protocols.oracle_k.ORACLES`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from dganalysis.protocols.oracle_k import GROUP, oracle_k_table
+from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
 from dganalysis.protocols.stats import compare, trials_needed
 
 
@@ -38,22 +40,50 @@ def leakage_by_trial(iid_selected: pd.DataFrame, oracle_selected: pd.DataFrame,
     return oracle_k_table(iid_selected, oracle_selected, by=list(by) + ["trial_seed"], scale=scale)
 
 
+def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95,
+                  n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Table 4's "leakage" reduction in percent, ``100 · (mean leak_K − mean leak_1) / mean leak_1``, with a paired
+    percentile bootstrap CI over trials (trials resampled with their K=1 and K values together; scipy's
+    ``stats.bootstrap``, seeded). A ratio of means rather than a mean of per-trial ratios: a trial with a leakage
+    near 0 at K=1 would dominate the latter. NaN where fewer than 3 paired trials or the mean K=1 leakage is 0.
+    With a handful of trials a percentile bootstrap is narrow (anti-conservative): it describes the size, while the
+    verdicts rest on the paired t of the absolute fall (:func:`leakage_vs_k`)."""
+    common = leak_k.index.intersection(leak_1.index)
+    a, b = leak_k[common].to_numpy(dtype=float), leak_1[common].to_numpy(dtype=float)
+    if len(common) < 3 or b.mean() == 0:
+        return (np.nan, np.nan, np.nan)
+
+    def ratio(x, y, axis=-1):
+        return 100 * (x.mean(axis=axis) - y.mean(axis=axis)) / y.mean(axis=axis)
+
+    est = float(ratio(a, b))
+    # scipy >= 1.15 names the generator `rng`; 1.10-1.14 (allowed by pyproject) call it `random_state`
+    key = "rng" if "rng" in inspect.signature(st.bootstrap).parameters else "random_state"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = st.bootstrap((a, b), ratio, paired=True, vectorized=True, confidence_level=confidence,
+                           n_resamples=n_resamples, method="percentile", **{key: np.random.default_rng(seed)})
+    return est, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95,
                  alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
-    """Mean leakage per K over trials with a t-interval, and its change from K=1 (paired over trials).
+    """Mean leakage per K over trials with a t-interval, and its change from K=1 and from K−1 (paired over trials).
 
     One row per (``by``, K ≥ 1): ``leakage`` (points), ``ci_low, ci_high``, ``n_trials``; ``fall`` =
-    leak(K) − leak(1) with its paired CI and one-sided ``p_fall`` (H1: leakage falls); K=1 rows carry the
-    one-sided p of leak(1) > 0 in ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to
-    reach ``power`` at the observed standardised effect (K=1: leakage > 0; K > 1: the fall), a planning figure.
+    leak(K) − leak(1) with its paired CI and one-sided ``p_fall`` (H1: leakage falls); ``fall_prev`` the same
+    against K−1 (``fall_prev_ci_low/high``, ``p_fall_prev``: for the literal oracle the fall from K=1 holds by
+    construction, the one from K=2 to K=3 does not); ``reduction_pct`` with its bootstrap CI
+    (:func:`relative_fall`, Table 4's percentage). K=1 rows carry the one-sided p of leak(1) > 0 in
+    ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to reach ``power`` at the observed
+    standardised effect (K=1: leakage > 0; K > 1: the fall from K=1), a planning figure.
     """
     d = per_trial[per_trial["k"] > 0]
     rows = []
     for key, g in d.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        base = g[g["k"] == 1].set_index("trial_seed")["leakage"]
-        for k, gk in g.groupby("k"):
-            x = gk.set_index("trial_seed")["leakage"]
+        by_k = {int(k): gk.set_index("trial_seed")["leakage"] for k, gk in g.groupby("k")}
+        base = by_k.get(1)
+        for k, x in by_k.items():
             n = len(x)
             m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
             half = float(st.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / np.sqrt(n)) if n > 1 else np.nan
@@ -62,22 +92,48 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
                 row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan
                 eff = m / sd if n > 1 and sd > 0 else np.nan
                 row["trials_needed"] = trials_needed(eff, alpha, power) if eff > 0 else np.inf
-            else:
+            elif base is not None:
                 c = compare(x, base, confidence=confidence)
                 row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test,
                            trials_needed=trials_needed(c.effect, alpha, power) if c.effect < 0 else np.inf)
+                if k - 1 in by_k:
+                    c = compare(x, by_k[k - 1], confidence=confidence)
+                    row.update(fall_prev=c.diff, fall_prev_ci_low=c.ci_low, fall_prev_ci_high=c.ci_high,
+                               p_fall_prev=c.p_less)
+                est, lo, hi = relative_fall(x, base, confidence)
+                row.update(reduction_pct=est, reduction_ci_low=lo, reduction_ci_high=hi)
             rows.append(row)
     return pd.DataFrame(rows)
 
 
+def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], oracle: str = "held_out",
+                   confidence: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 4 (mean over trials, :func:`oracle_k_table`) and the leakage per K with CIs over trials
+    (:func:`leakage_vs_k`) of one named oracle (:data:`dganalysis.protocols.oracle_k.ORACLES`), from the runs' tidy
+    frame. Both selections choose among the same candidates, each job's last checkpoint (:func:`last_checkpoints`);
+    IID is training-domain validation, reported on the split the oracle reports (``in`` for ``held_out``, the whole
+    domain for ``literal``). ``sizes``: :func:`dganalysis.protocols.oracle_k.split_sizes` of the dataset."""
+    from dganalysis.selection import select
+
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle: unknown oracle {oracle!r}; expected one of {list(ORACLES)}")
+    last = last_checkpoints(tidy)
+    iid = select(last, "training_domain_last")
+    last = with_pooled_split(last, sizes)
+    iid = report_on(iid, last, ORACLES[oracle][1])
+    orc = oracle_k_select(last, oracle=oracle)
+    table = oracle_k_table(iid, orc).assign(oracle=oracle)
+    return table, leakage_vs_k(leakage_by_trial(iid, orc), confidence=confidence).assign(oracle=oracle)
+
+
 def plot_leakage_vs_k(summary: pd.DataFrame, label_col: str = "train_domains", ax=None):
-    """Leakage (points) vs K with the CI over trials, one line per ``label_col`` value."""
+    """Leakage (points) vs K with the CI over trials, one line per ``label_col`` value (e.g. ``"oracle"``)."""
     import matplotlib.pyplot as plt
 
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.5, 3.2))
     for lab, g in summary.groupby(label_col, sort=False):
         ax.errorbar(g["k"], g["leakage"], yerr=[g["leakage"] - g["ci_low"], g["ci_high"] - g["leakage"]],
-                    marker="o", capsize=3, label=f"train {lab}")
+                    marker="o", capsize=3, label=f"train {lab}" if label_col == "train_domains" else str(lab))
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xticks(sorted(summary["k"].unique()))
     ax.set(xlabel="K (test domains the oracle must serve at once)", ylabel="oracle − IID accuracy (points)")
