@@ -25,6 +25,12 @@ evaluation batch (DomainBed's). ``--malloc-default`` also times ours, first and 
 with glibc's default malloc thresholds, as before :func:`dganalysis.speed.keep_freed_memory` (which
 cannot be undone within a process; the baseline runs after it, but its blocks are small). Run: ``python bench/train_throughput.py``.
 
+``--profile`` runs one job of each under ``torch.profiler`` instead (use ``--threads 1``) and prints their CPU-s by
+phase (data, forward, backward, optimizer, evaluation; from the ``record_function`` labels of
+:func:`dganalysis.train.run_job`, which the baseline here uses too) and kind of op (convolution, GroupNorm/ReLU,
+the rest), the evaluation convolutions' GMAC/s, and the largest ratio reachable if everything but our
+convolutions cost nothing.
+
 ``--image-pipeline`` times DomainBed's image pipeline instead (training minibatches delivered to the
 model, augmented and normalised, no model step), on simulated photo-like JPEGs of varied sizes in a
 PACS-layout folder (real folder names, simulated content), in one run:
@@ -51,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 import dganalysis  # noqa: F401 - installs the torchvision shim before torchvision is imported
 from dganalysis.compat import torchvision
@@ -148,10 +155,16 @@ class FastLoader:
             yield next(self._it)
 
 
+_FOLDERS: dict[str, list[list[tuple[str, int]]]] = {}
+
+
 def write_image_folders(dataset: DomainDataset, root: Path) -> list[list[tuple[str, int]]]:
-    """PNG files in DomainBed's ``<domain>/<class>/<i>.png`` layout; returns (path, label) per domain."""
+    """PNG files in DomainBed's ``<domain>/<class>/<i>.png`` layout; returns (path, label) per domain
+    (written once per ``root`` in a process)."""
     from PIL import Image
 
+    if str(root) in _FOLDERS:
+        return _FOLDERS[str(root)]
     out = []
     for dom in dataset.domains:
         items = []
@@ -161,6 +174,7 @@ def write_image_folders(dataset: DomainDataset, root: Path) -> list[list[tuple[s
             Image.fromarray(img[0]).save(p)
             items.append((str(p), int(lab)))
         out.append(items)
+    _FOLDERS[str(root)] = out
     return out
 
 
@@ -190,20 +204,16 @@ def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out
     algorithm.train()
     vals: dict[str, list[float]] = {}
     for step in range(job.steps):
-        minibatches = [(x, y) for x, y in (next(it) for it in train_iters)]
-        for k, v in algorithm.update(minibatches, step).items():
+        with record_function("dganalysis.sample"):  # the labels of ours (dganalysis.train), for --profile
+            minibatches = [(x, y) for x, y in (next(it) for it in train_iters)]
+        with record_function("dganalysis.update"):
+            out = algorithm.update(minibatches, step)
+        for k, v in out.items():
             vals.setdefault(k, []).append(v)
         if step % job.checkpoint_freq == 0 or step == job.steps - 1:
             rec = {"step": step, **{k: float(np.mean(v)) for k, v in vals.items()}}
-            for name, loader in zip(eval_names, eval_loaders):
-                algorithm.eval()
-                correct = total = 0
-                with torch.no_grad():
-                    for x, y in loader:
-                        correct += (algorithm.predict(x).argmax(1) == y).float().sum().item()
-                        total += len(x)
-                algorithm.train()
-                rec[f"{name}_acc"] = correct / total
+            with record_function("dganalysis.evaluate"):
+                rec.update(_baseline_evaluate(algorithm, eval_names, eval_loaders))
             rec.update({"hparams": hparams, "args": job.to_dict()})
             with open(out_path, "a") as fh:
                 fh.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -211,6 +221,125 @@ def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out
     del train_iters, eval_loaders  # shut the loader workers down so their CPU time is counted
     gc.collect()
     return time.time() - t_start, _cpu_seconds() - c_start
+
+
+def _baseline_evaluate(algorithm, names, loaders) -> dict[str, float]:
+    """DomainBed's ``misc.accuracy`` over every split, in eval mode under ``no_grad``."""
+    rec = {}
+    for name, loader in zip(names, loaders):
+        algorithm.eval()
+        correct = total = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (algorithm.predict(x).argmax(1) == y).float().sum().item()
+                total += len(x)
+        algorithm.train()
+        rec[f"{name}_acc"] = correct / total
+    return rec
+
+
+# --------------------------------------------------------------------------- --profile: where the CPU time goes
+PHASES = ("data", "forward", "backward", "optimizer", "evaluation", "other", "unprofiled")
+KINDS = ("conv", "norm+act", "rest")
+_LABELS = {"dganalysis.sample": "data", "dganalysis.update": "forward", "dganalysis.evaluate": "evaluation"}
+
+
+def _phase(event) -> str:
+    """The phase of a profiler event: its nearest labelled ancestor (itself included)."""
+    e = event
+    while e is not None:
+        if e.name.startswith("Optimizer."):
+            return "optimizer"
+        if e.name.startswith("autograd::engine"):
+            return "backward"
+        if e.name in _LABELS:
+            return _LABELS[e.name]
+        e = e.cpu_parent
+    return "other"
+
+
+def _kind(name: str) -> str:
+    if "convolution" in name:
+        return "conv"
+    if any(k in name for k in ("norm", "threshold", "relu", "clamp")):
+        return "norm+act"
+    return "rest"
+
+
+def profile_split(fn) -> tuple[dict[tuple[str, str], float], float, float]:
+    """Run ``fn()`` under torch.profiler; returns (CPU-s of this process by (phase, kind of op), this process's
+    CPU-s, CPU-s of its finished child processes, e.g. DataLoader workers).
+
+    The profiler times ops in wall-clock time, which other processes on a shared machine inflate; each op's
+    share of the wall time is turned into CPU-s by multiplying with the process's CPU-s (which assumes the
+    contention was even over the run). What no op covers (Python, I/O) is the phase ``unprofiled``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    me0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    wall = time.perf_counter() - t0
+    gc.collect()
+    me1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me = me1.ru_utime + me1.ru_stime - me0.ru_utime - me0.ru_stime
+    kids = kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime
+    split: dict[tuple[str, str], float] = {}
+    for e in prof.events():
+        key = (_phase(e), _kind(e.name))
+        split[key] = split.get(key, 0.0) + e.self_cpu_time_total / 1e6 / wall * me
+    split[("unprofiled", "rest")] = max(me - sum(split.values()), 0.0)
+    return split, me, kids
+
+
+def _print_split(name: str, split: dict[tuple[str, str], float], me: float, kids: float) -> None:
+    print(f"{name}: {me + kids:.1f} CPU-s = {me:.1f} in the training process + {kids:.1f} in child processes "
+          "(DataLoader workers: decoding); by phase and op kind, CPU-s (profiler shares of wall time x process CPU-s):")
+    print(f"  {'phase':11s}" + "".join(f"{k:>10s}" for k in (*KINDS, "total")))
+    for ph in PHASES:
+        row = [split.get((ph, k), 0.0) for k in KINDS]
+        if sum(row) > 0:
+            print(f"  {ph:11s}" + "".join(f"{v:10.2f}" for v in (*row, sum(row))))
+
+
+def conv_macs(dataset: DomainDataset, hparams: dict) -> int:
+    """Multiply-accumulates of the featurizer's convolutions for one image (forward)."""
+    from dganalysis.nets import build_featurizer
+
+    net, macs = build_featurizer(dataset.input_shape, hparams), []
+
+    def hook(m, inp, out):
+        macs.append(out.numel() * m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1])
+
+    for m in net.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            m.register_forward_hook(hook)
+    with torch.no_grad():
+        net(torch.zeros(1, *dataset.input_shape))
+    return sum(macs)
+
+
+def profile_bench(job: Job, dataset: DomainDataset, a, tmp: Path) -> None:
+    """Where ours and the baseline spend their CPU time, by phase and kind of op, and the ratio left to gain."""
+    from dganalysis.train import job_hparams
+
+    # the baseline once unprofiled (it also writes the PNG folders, outside its timing), then profiled: the
+    # profiler's per-op overhead weighs more on its many small ops, so the bound below uses the unprofiled run
+    plain = baseline_job(job, dataset, tmp / "png", a.workers, tmp / "base_plain.jsonl")[1]
+    ours = profile_split(lambda: run_job(job, tmp / "ours_profiled", device="cpu"))
+    _print_split("ours (profiled)", *ours)
+    base = profile_split(lambda: baseline_job(job, dataset, tmp / "png", a.workers, tmp / "base_profiled.jsonl"))
+    _print_split("DomainBed-style (profiled)", *base)
+    n_eval = len([s for s in range(job.steps) if s % job.checkpoint_freq == 0 or s == job.steps - 1]) * sum(
+        len(d) for d in dataset.domains)
+    macs = conv_macs(dataset, job_hparams(job)) * n_eval
+    for name, (split, *_) in (("ours", ours), ("DomainBed-style", base)):
+        t = split.get(("evaluation", "conv"), 0.0)
+        print(f"{name}: evaluation convolutions {macs / 1e9:.0f} GMAC in {t:.2f} CPU-s = {macs / 1e9 / t:.0f} GMAC/s")
+    conv = sum(v for (ph, k), v in ours[0].items() if k == "conv")
+    print(f"ratio ours / DomainBed-style (both profiled): {(base[1] + base[2]) / (ours[1] + ours[2]):.2f}x img per CPU-second")
+    print(f"DomainBed-style unprofiled: {plain:.1f} CPU-s; if everything but ours' convolutions ({conv:.1f} CPU-s) "
+          f"cost nothing, the ratio would be at most {plain / conv:.2f}x img per CPU-second")
 
 
 # --------------------------------------------------------------------------- image pipeline (DomainBed benchmarks)
@@ -342,6 +471,9 @@ def main(argv=None) -> None:
                    help="also time ours with glibc's default malloc thresholds (first round only)")
     p.add_argument("--repeats", type=int, default=1, help="rounds, alternating ours and the baseline")
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="instead: one profiled job each (torch.profiler), CPU-s by phase and op kind, and the ratio's "
+                        "upper bound if everything but ours' convolutions were free (use with --threads 1)")
     p.add_argument("--image-pipeline", action="store_true",
                    help="time DomainBed's image pipeline instead: device path, streaming path, DomainBed-style loader")
     p.add_argument("--n-per-class", type=int, default=20, help="--image-pipeline: images per class and domain (PACS: 7 x 4)")
@@ -366,6 +498,13 @@ def main(argv=None) -> None:
           f"ERM + small CNN, batch {a.batch_size} x {len(job.train_domains)} domains, {a.steps} steps, "
           f"{n_evals} evaluations of {a.domains * a.n_per_domain} images; torch threads {a.threads}, "
           f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    if a.profile:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_job(job, Path(tmp) / "warmup", device="cpu")  # oneDNN primitives and allocator warm, as in later rounds
+            profile_bench(job, dataset, a, Path(tmp))
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        return
 
     variants = [("ours malloc-default", {})] if a.malloc_default else []
     variants.append(("ours", {}))

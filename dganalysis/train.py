@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 from dganalysis import io
 from dganalysis.job import Job
@@ -327,10 +328,9 @@ def run_job(
     try:
         for step in range(job.steps):
             t0 = time.perf_counter()
-            minibatches = []
-            for s in train_splits:
-                minibatches.append(s.sample(batch_size, gen))
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
+                minibatches = [s.sample(batch_size, gen) for s in train_splits]
+            with record_function("dganalysis.update"), torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
                 out = algorithm.update(minibatches, step)
             for k, v in out.items():
                 v = float(v)
@@ -344,7 +344,8 @@ def run_job(
                 record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
                 record.update({k: float(np.mean(v)) for k, v in window.items()})
                 record["step_time"] = float(np.mean(step_times))
-                record.update(evaluate(algorithm, splits, eval_bs, autocast))
+                with record_function("dganalysis.evaluate"):
+                    record.update(evaluate(algorithm, splits, eval_bs, autocast))
                 if cuda:
                     record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
                 record["elapsed"] = time.time() - t_start

@@ -91,3 +91,22 @@ def test_keep_freed_memory(monkeypatch):
     assert speed.keep_freed_memory() is False
     with pytest.raises(ValueError, match="threshold"):
         speed.keep_freed_memory(0)
+
+
+def test_profile_split_finds_every_phase_of_a_job(tmp_path):
+    """``bench/train_throughput.py --profile`` attributes a job's ops to phases through the labels in run_job;
+    a label lost in a refactor would move its time to ``other`` unnoticed."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "train_throughput.py"
+    spec = importlib.util.spec_from_file_location("bench_train_throughput", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    split, me, kids = bench.profile_split(lambda: run_job(_job(), tmp_path / "job", device="cpu"))
+    by_phase = {ph: sum(v for (p, _), v in split.items() if p == ph) for ph in bench.PHASES}
+    for ph in ("data", "forward", "backward", "optimizer", "evaluation"):
+        assert by_phase[ph] > 0, (ph, by_phase)
+    assert split.get(("forward", "conv"), 0) > 0 and split.get(("backward", "conv"), 0) > 0
+    assert split.get(("evaluation", "conv"), 0) > 0
+    assert kids == pytest.approx(0, abs=1e-6)  # no DataLoader workers in our loop
+    assert sum(split.values()) == pytest.approx(me, rel=1e-6)  # op shares of the wall time, scaled to CPU-s
