@@ -33,7 +33,9 @@
 # of trials that would decide it at the observed effect (power table).
 #
 # The quick profile runs PaHCC (30 classes, 32 px, binary; the handwriting `hw` is **simulated**), five methods and
-# three trials; its ERM jobs are notebook 02's. The defaults below are a one-minute RotatedDigits check of the cells.
+# six trials, the number the power table of a three-trial run asked for the Domain+ gains (the YAML's comment says
+# why); its ERM jobs of trials 0–1 are notebook 02's. The defaults below are a one-minute RotatedDigits check of the
+# cells.
 # For DomainNet (Figs. 10, 12) set `dataset="ImageFolder"`, `dataset_kwargs={"root": ..., "image_size": 64}`,
 # `test_domain="sketch"` and a Domain+ chain. DomainBed's own runs work through `dganalysis.results.load(<dir>)`.
 
