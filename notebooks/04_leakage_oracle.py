@@ -199,13 +199,15 @@ otidy = otidy[otidy["job_id"].isin({j.job_id for j in ojobs})]
 ods = load_dataset(oracle_dataset, data_dir=data_dir, **oracle_dataset_kwargs)
 sizes = oracle_k.split_sizes({d.name: len(d.labels) for d in ods.domains}, ojobs[0].holdout_fraction)
 by_oracle = {name: okt.oracle_leakage(otidy, sizes, name) for name in oracle_k.ORACLES}
-table4 = pd.concat([t for t, _ in by_oracle.values()], ignore_index=True)
+table4 = pd.concat([r.table for r in by_oracle.values()], ignore_index=True)
 plots.save_table(table4, "04_oracle_k", output_dir, caption="Oracle leakage vs K test domains (mean over trials)",
                  float_format="%.2f")
 display(table4.drop(columns=["dataset", "algorithm"]).dropna(axis=1, how="all").round(2))
 
 # %%
-leak_k = pd.concat([lk for _, lk in by_oracle.values()], ignore_index=True)
+leak_k = pd.concat([r.vs_k for r in by_oracle.values()], ignore_index=True)
+plots.save_table(pd.concat([r.per_trial for r in by_oracle.values()], ignore_index=True), "04_oracle_leakage_by_trial",
+                 output_dir, float_format="%.3f", caption="Oracle leakage per trial (the values behind the CIs)")
 plots.save_table(leak_k, "04_oracle_leakage_vs_k", output_dir, float_format="%.3f",
                  caption="Oracle leakage (points) vs K: mean, 95% CI over trials, paired falls from K=1 and K-1")
 plots.save_figure(okt.plot_leakage_vs_k(leak_k, label_col="oracle"), "04_oracle_leakage_vs_k", output_dir)

@@ -90,7 +90,7 @@ def test_literal_oracle_construction_properties(seed):
     """Literal oracle: K=1 leakage ≥ 0 in every trial and every domain's K>1 accuracy ≤ its K=1 accuracy."""
     tidy = random_runs(seed)
     sizes = {d: {"in": 8, "out": 2} for d in "sabc"}
-    _, lk = okt.oracle_leakage(tidy, sizes, "literal")
+    lk = okt.oracle_leakage(tidy, sizes, "literal").vs_k
     last = with_pooled_split(okt.last_checkpoints(tidy), sizes)
     iid = report_on(selection.select(last, "training_domain_last"), last, "all")
     per = okt.leakage_by_trial(iid, oracle_k_select(last, oracle="literal"))
@@ -105,7 +105,7 @@ def test_literal_oracle_construction_properties(seed):
 def test_held_out_oracle_has_no_such_guarantee():
     """DomainBed's oracle scores on data it did not choose on: some trials of random runs leak < 0 at K=1."""
     tidy = random_runs(0, n_trials=12)
-    _, lk = okt.oracle_leakage(tidy, {d: {"in": 8, "out": 2} for d in "sabc"}, "held_out")
+    lk = okt.oracle_leakage(tidy, {d: {"in": 8, "out": 2} for d in "sabc"}, "held_out").vs_k
     last = with_pooled_split(okt.last_checkpoints(tidy), {d: {"in": 8, "out": 2} for d in "sabc"})
     iid = selection.select(last, "training_domain_last")
     per = okt.leakage_by_trial(iid, oracle_k_select(last))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -106,10 +107,19 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
     return pd.DataFrame(rows)
 
 
+class OracleLeakage(NamedTuple):
+    """:func:`oracle_leakage`'s result: Table 4 averaged over trials, the same table per trial (the values the CIs
+    are computed from, saved so a reader can re-derive them) and the per-K summary with CIs."""
+
+    table: pd.DataFrame
+    per_trial: pd.DataFrame
+    vs_k: pd.DataFrame
+
+
 def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], oracle: str = "held_out",
-                   confidence: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 4 (mean over trials, :func:`oracle_k_table`) and the leakage per K with CIs over trials
-    (:func:`leakage_vs_k`) of one named oracle (:data:`dganalysis.protocols.oracle_k.ORACLES`), from the runs' tidy
+                   confidence: float = 0.95) -> OracleLeakage:
+    """Table 4 (mean over trials, :func:`oracle_k_table`), its per-trial rows (:func:`leakage_by_trial`) and the
+    leakage per K with CIs over trials (:func:`leakage_vs_k`) of one named oracle (:data:`dganalysis.protocols.oracle_k.ORACLES`), from the runs' tidy
     frame. Both selections choose among the same candidates, each job's last checkpoint (:func:`last_checkpoints`);
     IID is training-domain validation, reported on the split the oracle reports (``in`` for ``held_out``, the whole
     domain for ``literal``). ``sizes``: :func:`dganalysis.protocols.oracle_k.split_sizes` of the dataset."""
@@ -123,7 +133,9 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
     iid = report_on(iid, last, ORACLES[oracle][1])
     orc = oracle_k_select(last, oracle=oracle)
     table = oracle_k_table(iid, orc).assign(oracle=oracle)
-    return table, leakage_vs_k(leakage_by_trial(iid, orc), confidence=confidence).assign(oracle=oracle)
+    per_trial = leakage_by_trial(iid, orc)
+    return OracleLeakage(table, per_trial.assign(oracle=oracle),
+                         leakage_vs_k(per_trial, confidence=confidence).assign(oracle=oracle))
 
 
 def plot_leakage_vs_k(summary: pd.DataFrame, label_col: str = "train_domains", ax=None):
