@@ -65,6 +65,11 @@ def seed_hash(*args: Any) -> int:
     return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
 
 
+def holdout_size(n: int, holdout_fraction: float) -> int:
+    """Samples in the ``out`` split of a domain of ``n`` (DomainBed's ``split_dataset``: ``int(n · fraction)``)."""
+    return int(n * holdout_fraction)
+
+
 def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(in_idx, out_idx)`` of a domain of ``n`` samples, as DomainBed's ``split_dataset``.
 
@@ -73,7 +78,7 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
     """
     keys = list(range(n))
     np.random.RandomState(seed).shuffle(keys)
-    n_out = int(n * holdout_fraction)
+    n_out = holdout_size(n, holdout_fraction)
     return np.asarray(keys[n_out:], dtype=np.int64), np.asarray(keys[:n_out], dtype=np.int64)
 
 

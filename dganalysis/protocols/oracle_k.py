@@ -65,13 +65,15 @@ def split_sizes(domain_sizes: Mapping[str, int], holdout_fraction: float = 0.2) 
     """``{domain: {"in": n_in, "out": n_out}}`` as :func:`dganalysis.train.split_indices` splits a domain of n
     samples (DomainBed's ``split_dataset``: ``n_out = int(n · holdout_fraction)``). The sizes do not depend on the
     trial seed, only the membership does."""
+    from dganalysis.train import holdout_size
+
     if not 0.0 <= holdout_fraction < 1.0:
         raise ValueError(f"holdout_fraction: expected a number in [0, 1), got {holdout_fraction!r}")
     out = {}
     for d, n in domain_sizes.items():
         if int(n) < 1:
             raise ValueError(f"domain_sizes[{d!r}]: expected a positive number of samples, got {n!r}")
-        n_out = int(int(n) * holdout_fraction)
+        n_out = holdout_size(int(n), holdout_fraction)
         out[str(d)] = {"in": int(n) - n_out, "out": n_out}
     return out
 
