@@ -86,6 +86,7 @@ def test_spawrious_listing_is_domainbeds(datasets_mod, big_tree, name):
     ours = spawrious.SPAWRIOUS[name]
     assert list(spawrious.ENVIRONMENTS) == getattr(datasets_mod, name).ENVIRONMENTS == DOMAINBED_ENVIRONMENTS[name]
     assert list(spawrious.CLASSES) == theirs.class_list and theirs.num_classes == 4
+    assert ours.checkpoint_freq == theirs.CHECKPOINT_FREQ and tuple(theirs.input_shape) == (3, 224, 224)
     for root in (big_tree, big_tree.parent):  # DomainBed's --data_dir, or the folder the download fills
         base, classes, listing = ours.listing(root)
         assert base == big_tree and classes == theirs.class_list
@@ -192,3 +193,27 @@ def test_dry_run_checks_spawrious_folders(tmp_path):
     make_tree(tmp_path / "spawrious224", valid_images=False)
     assert check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})[0]
     assert check_dataset("Debug224", {})[0]
+
+
+def test_domainbed_spawrious_transforms_pin_our_pipeline(datasets_mod, big_tree):
+    """What ``pipeline='spawrious'`` and the departure in dganalysis/data/spawrious.py rest on: DomainBed's Spawrious
+    training transforms have no random crop (flip, jitter 0.3, grayscale after a fixed resize), and they are tied to
+    environments 1 and 2 (``Test`` is never augmented), which are a run's training domains only for ``test_envs=[0]``."""
+    from torchvision import transforms as T
+
+    theirs = domainbed_spawrious(datasets_mod, "SpawriousM2M_medium", big_tree)
+
+    def kinds(env) -> set[type]:
+        leaf = env
+        while hasattr(leaf, "datasets"):
+            leaf = leaf.datasets[0]
+        return {type(t) for t in leaf.transform.transforms}
+
+    train = kinds(theirs.datasets[1])
+    assert kinds(theirs.datasets[2]) == train
+    assert {T.Resize, T.RandomHorizontalFlip, T.ColorJitter, T.RandomGrayscale} <= train
+    assert T.RandomResizedCrop not in train and T.RandomCrop not in train
+    assert T.RandomHorizontalFlip not in kinds(theirs.datasets[0]) and T.ColorJitter not in kinds(theirs.datasets[0])
+    jitter = next(t for t in theirs.datasets[1].datasets[0].datasets[0].transform.transforms
+                  if isinstance(t, T.ColorJitter))
+    assert jitter.brightness == (0.7, 1.3) and jitter.hue == (-0.3, 0.3)  # ColorJitter(0.3, 0.3, 0.3, 0.3), as ours
