@@ -119,6 +119,13 @@ def test_spawrious_build_and_split_are_domainbeds(datasets_mod, domainbed, tmp_p
             assert [int(theirs.datasets[i][k][1]) for k in out.keys] == list(dom.labels[ours_out])
 
 
+def test_spawrious_download_function_is_domainbeds(domainbed):
+    """The function our error messages name exists in DomainBed's download script and fetches spawrious224."""
+    text = (Path(domainbed.root) / "domainbed" / "scripts" / "download.py").read_text()
+    body = text.split("def download_spawrious(data_dir", 1)[1].split("\ndef ", 1)[0]
+    assert f"{spawrious.ARCHIVE_FOLDER}.tar.gz" in body
+
+
 def test_spawrious_missing_folders_are_named(tmp_path):
     ds = spawrious.SPAWRIOUS["SpawriousM2M_easy"]
     with pytest.raises(FileNotFoundError, match=r"spawrious224 not found.*download_spawrious"):
