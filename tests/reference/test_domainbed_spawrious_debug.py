@@ -43,9 +43,9 @@ def _png(k: int) -> bytes:
     return buf.getvalue() + int(k).to_bytes(4, "little")  # unique bytes per file (trailing data after IEND)
 
 
-def make_tree(root: Path, valid_images: bool) -> Path:
+def make_tree(root: Path, valid_images: bool, big: bool = True) -> Path:
     """A Spawrious tree; ``valid_images=False`` writes tiny unique non-image bytes (DomainBed's listing never opens
-    files) so that the big folders stay cheap."""
+    files) so that the big folders stay cheap; ``big=False`` leaves the :data:`BIG` folders out."""
     k = 0
     for s in ("0", "1"):
         for bg in BACKGROUNDS:
@@ -53,7 +53,7 @@ def make_tree(root: Path, valid_images: bool) -> Path:
                 folder = root / s / bg / breed
                 folder.mkdir(parents=True)
                 n = BIG.get((s, bg), BIG.get((s, bg, breed), 2 + (b + len(bg)) % 3))
-                if valid_images:
+                if valid_images or not big:
                     n = min(n, 3)
                 for i in range(n):
                     k += 1
@@ -132,7 +132,7 @@ def test_spawrious_missing_folders_are_named(tmp_path):
         ds.listing(tmp_path)
     with pytest.raises(ValueError, match="needs root="):
         ds.listing(None)
-    root = make_tree(tmp_path / "spawrious224", valid_images=False)
+    root = make_tree(tmp_path / "spawrious224", valid_images=False, big=False)
     import shutil
 
     shutil.rmtree(root / "0" / "jungle" / "corgi")
@@ -197,7 +197,7 @@ def test_dry_run_checks_spawrious_folders(tmp_path):
 
     ok, msg = check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})
     assert not ok and "download_spawrious" in msg
-    make_tree(tmp_path / "spawrious224", valid_images=False)
+    make_tree(tmp_path / "spawrious224", valid_images=False, big=False)
     assert check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})[0]
     assert check_dataset("Debug224", {})[0]
 
