@@ -2,6 +2,12 @@
 
 The equivalent of DomainBed's ``python -m domainbed.scripts.collect_results --input_dir DIR [--latex]`` (which prints
 training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof 0`` reproduces its error bars.
+
+Unfinished runs (``results.jsonl`` without ``done``): a DomainBed sweep dir's are read, as DomainBed's
+``collect_results`` reads them (it never looks at ``done``), so its table comes out by default; our job stores' are
+skipped. Which is which is decided per DIR by :func:`dganalysis.results.is_our_store` (a job folder holding our
+``spec.json`` or ``failed`` makes the DIR our store). The footer under each table counts the unfinished runs
+included or left out; ``--skip-unfinished`` / ``--include-unfinished`` apply one rule to every DIR.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the ``collect`` verb."""
     parser.description = (
         "Print DomainBed-style model-selection tables (rows algorithms, columns test domains + Avg, cells "
-        "mean ± SE over trial seeds, in %) for job stores or DomainBed sweep output dirs. Unfinished and "
-        "failed jobs are skipped and counted in a line under each table; a job with an unreadable record is "
+        "mean ± SE over trial seeds, in %) for job stores or DomainBed sweep output dirs. Failed jobs are skipped; "
+        "unfinished runs (no 'done' file) are read in DomainBed sweep dirs, as DomainBed's collect_results reads "
+        "them, and skipped in our job stores (a DIR is our store when a job folder in it holds spec.json or "
+        "'failed'); both are counted in a line under each table. A job with an unreadable record is "
         "reported (file and line) and skipped, unless --strict; runs whose loss exploded are flagged there too."
     )
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
@@ -43,8 +51,13 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         help="standard error = std(ddof)/sqrt(n); 1 = sample std (default), 0 = DomainBed's population std",
     )
     parser.add_argument("--digits", type=int, default=1, help="decimals of the percentages (default 1)")
-    parser.add_argument("--include-unfinished", action="store_true",
-                        help="also read jobs without a 'done' file (as DomainBed's collect_results does)")
+    unfinished = parser.add_mutually_exclusive_group()
+    unfinished.add_argument("--include-unfinished", dest="include_unfinished", action="store_const", const=True,
+                            default=None, help="read runs without a 'done' file in every DIR, our stores included")
+    unfinished.add_argument("--skip-unfinished", dest="include_unfinished", action="store_const", const=False,
+                            help="skip runs without a 'done' file in every DIR, DomainBed sweep dirs included "
+                                 "(default: read them in DomainBed sweep dirs, as DomainBed does; skip them in "
+                                 "our stores)")
     parser.add_argument("--strict", action="store_true",
                         help="stop at the first unreadable record instead of skipping its job")
     parser.add_argument("-o", "--output", default=None, help="also write the tables to this file")

@@ -148,6 +148,8 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
         return False, f"unknown dataset {name!r}; known: {', '.join(available())}"
     if name in ("RotatedDigits", "ColoredDigits"):
         return True, "scikit-learn's digits (installed with the package)"
+    if name in ("Debug28", "Debug224"):
+        return True, "SIMULATED random tensors (DomainBed's debug dataset, built in memory)"
     path_key = {"RotatedMNIST": "mnist_dir", "ColoredMNIST": "mnist_dir", "ImageFolder": "root",
                 "CSVImages": "csv_path"}.get(name)
     if path_key:
@@ -179,9 +181,18 @@ def _benchmark_check(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str] |
     import importlib.util
 
     from dganalysis.data.benchmarks import BENCHMARKS
+    from dganalysis.data.spawrious import SPAWRIOUS
     from dganalysis.data.wilds_data import WILDS_BENCHMARKS
 
     try:
+        if name in SPAWRIOUS:
+            sp = SPAWRIOUS[name]
+            base = sp.locate(kwargs.get("root"))
+            absent = sorted({str(p.folder(base)) for parts in sp.environments().values() for p in parts
+                             if not p.folder(base).is_dir()})
+            if absent:
+                return False, f"MISSING: {len(absent)} folder(s) such as {absent[:2]}; {sp.howto}"
+            return True, f"Spawrious layout at {base} (images are listed when it is built)"
         if name in BENCHMARKS:
             b = BENCHMARKS[name]
             base = b.locate(kwargs.get("root"))

@@ -14,12 +14,16 @@ fractions in [0, 1] as in the records. ``setting`` is the canonical JSON of ever
 different experiments: the record's ``args`` minus :data:`SETTING_IGNORED_ARGS` (so ``steps``, ``checkpoint_freq``,
 ``holdout_fraction``, ``dataset_kwargs``, DomainBed's ``--hparams`` overrides, ``task``, ...) plus, for our jobs,
 the ``hparams_overrides``/``search_overrides`` of ``spec.json``. Model selection lets only runs with equal setting
-compete (:mod:`dganalysis.selection`). Choices: unfinished and failed jobs are skipped (with a logged count) unless
-``include_unfinished=True`` (DomainBed's own ``collect_results`` reads unfinished runs too); a torn *last* line
+compete (:mod:`dganalysis.selection`). Choices: failed jobs are always skipped; unfinished ones (no ``done``) follow
+the writer of the folder (``include_unfinished=None``, the default; see :func:`is_our_store`): in a DomainBed sweep
+dir they are read, as DomainBed's ``collect_results``/``reporting.load_records`` read every ``results.jsonl`` whether
+or not ``done`` exists, so its tables come out; in our job stores they are skipped (a job still running or killed
+is not a result), with a logged count. ``True``/``False`` read/skip them everywhere. A torn *last* line
 (a job killed mid-write) is skipped with a warning, any other unreadable line (bad JSON, invalid UTF-8, a missing
 key, an accuracy that is not a number) is an error naming file and line — or, with ``strict=False``, that
-job is reported and skipped. ``df.attrs["jobs"]`` counts the jobs read and skipped (``done``, ``failed``,
-``unfinished``, ``unreadable``), ``df.attrs["problems"]`` lists the skipped jobs' errors and ``df.attrs["exploded"]``
+job is reported and skipped. ``df.attrs["jobs"]`` counts the jobs read, those skipped (``failed``,
+``unfinished``, ``unreadable``) and the unfinished ones read (``unfinished_read``); ``df.attrs["problems"]`` lists
+the skipped jobs' errors and ``df.attrs["exploded"]``
 the runs whose loss exploded while staying finite (a checkpoint's loss above :data:`LOSS_EXPLOSION_FACTOR` times
 the first one's); :func:`summary_line` puts them in one line for under a table.
 """
@@ -70,6 +74,8 @@ DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
     "SVIRO": ["aclass", "escape", "hilux", "i3", "lexus", "tesla", "tiguan", "tucson", "x5", "zoe"],
     "WILDSCamelyon": [f"hospital_{i}" for i in range(5)],
     "WILDSFMoW": [f"region_{i}" for i in range(6)],
+    **{f"Spawrious{kind}_{level}": ["Test", "SC_group_1", "SC_group_2"]
+       for kind in ("O2O", "M2M") for level in ("easy", "medium", "hard")},
 }
 
 #: a run is flagged when a checkpoint's mean loss exceeds this factor times its first checkpoint's loss
@@ -128,6 +134,19 @@ def find_jobs(path: str | Path) -> list[Path]:
     return sorted(jobs)
 
 
+#: files only our engine writes in a job folder (``spec.json`` first of all, ``failed`` when a job crashed); DomainBed's
+#: ``train.py`` writes ``results.jsonl``, ``out.txt``, ``err.txt``, ``done`` (and ``model.pkl``) but neither of these
+OUR_JOB_FILES = ("spec.json", "failed")
+
+
+def is_our_store(jobs: Iterable[str | Path]) -> bool:
+    """Whether job folders (those :func:`find_jobs` found under one directory) were written by our engine: any of
+    them holds one of :data:`OUR_JOB_FILES`. Otherwise the directory is taken as a DomainBed sweep output dir, whose
+    unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`load`, so a
+    DomainBed dir and one of our stores can be collected together, each by its own rule."""
+    return any((Path(j) / f).exists() for j in jobs for f in OUR_JOB_FILES)
+
+
 def job_status(job_dir: str | Path) -> str:
     """``"done"``, ``"failed"`` or ``"unfinished"`` from the sentinel files of a job folder."""
     job_dir = Path(job_dir)
@@ -139,20 +158,30 @@ def job_status(job_dir: str | Path) -> str:
 
 
 def load(
-    path: str | Path | Iterable[str | Path], include_unfinished: bool = False, progress: bool = True,
+    path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True,
     strict: bool = True,
 ) -> pd.DataFrame:
     """Tidy results of every finished job under ``path`` (one folder or a list of folders).
 
     Works on our job stores and on DomainBed sweep output dirs (see the module docstring for the conventions).
+    ``include_unfinished``: ``None`` (default) reads unfinished runs of DomainBed sweep dirs (as DomainBed does) and
+    skips those of our stores (:func:`is_our_store` decides, per folder in ``path``); ``True``/``False``: everywhere.
     Returns one row per (job, step, domain, split) with columns :data:`COLUMNS`, in job-folder, record and env order.
     ``strict=False``: a job with an unreadable record is logged, counted and skipped instead of raising.
     """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise ValueError("load: expected at least one results directory, got an empty list")
-    jobs = [j for p in paths for j in find_jobs(p)]
-    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0}
+    if include_unfinished not in (None, True, False):
+        raise ValueError(f"load: include_unfinished={include_unfinished!r}, expected None (by writer), True or False")
+    jobs: list[Path] = []
+    read_unfinished: dict[Path, bool] = {}
+    for p in paths:
+        found = find_jobs(p)
+        jobs += found
+        rule = (not is_our_store(found)) if include_unfinished is None else include_unfinished
+        read_unfinished.update({j: rule for j in found})
+    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0, "unfinished_read": 0}
     problems: list[str] = []
     exploded: list[str] = []
     meta: dict[str, list] = {c: [] for c in _META}  # one entry per record
@@ -160,8 +189,9 @@ def load(
     seen: set[str] = set()
     for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
         status = job_status(job_dir)
-        counts[status] += 1
-        if status == "failed" or (status == "unfinished" and not include_unfinished):
+        if not (status == "unfinished" and read_unfinished[job_dir]):
+            counts[status] += 1  # the unfinished runs read are counted once read (unfinished_read)
+        if status == "failed" or (status == "unfinished" and not read_unfinished[job_dir]):
             continue
         job_id = job_dir.name
         if job_id in seen:
@@ -195,17 +225,17 @@ def load(
             log.warning("skipped job %s: %s", job_dir, err)
             continue
         seen.add(job_id)
+        counts["unfinished_read"] += status == "unfinished"
         if _loss_exploded(records):
             exploded.append(job_id)
             log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)", results,
                         LOSS_EXPLOSION_FACTOR)
-    skipped = counts["failed"] + (0 if include_unfinished else counts["unfinished"])
     log.info(
-        "read %d jobs from %s; skipped %d failed and %d unfinished",
-        len(seen), ", ".join(map(str, paths)), counts["failed"], skipped - counts["failed"],
+        "read %d jobs from %s (%d of them unfinished); skipped %d failed and %d unfinished",
+        len(seen), ", ".join(map(str, paths)), counts["unfinished_read"], counts["failed"], counts["unfinished"],
     )
-    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": skipped - counts["failed"],
-                  "unreadable": counts["unreadable"]}
+    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": counts["unfinished"],
+                  "unreadable": counts["unreadable"], "unfinished_read": counts["unfinished_read"]}
     record = np.asarray(rows.pop("record"), dtype=np.int64)
     data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
     df = pd.DataFrame({**data, **rows}, columns=COLUMNS)
@@ -235,7 +265,11 @@ def summary_line(df: pd.DataFrame) -> str:
     if not c:
         return ""
     left = [f"{c[k]} {k}" for k in ("failed", "unfinished", "unreadable") if c.get(k)]
-    line = f"jobs: {c['read']} read" + (f"; not in the table: {', '.join(left)}" if left else "; none left out")
+    line = f"jobs: {c['read']} read"
+    if c.get("unfinished_read"):
+        line += (f" ({c['unfinished_read']} of them unfinished, without 'done', and included"
+                 f" as DomainBed's collect_results includes them)")
+    line += f"; not in the table: {', '.join(left)}" if left else "; none left out"
     exploded = df.attrs.get("exploded") or []
     if exploded:
         line += (f"; {len(exploded)} run(s) whose loss exploded (>{LOSS_EXPLOSION_FACTOR:g}× the first checkpoint's,"
@@ -243,7 +277,7 @@ def summary_line(df: pd.DataFrame) -> str:
     return line
 
 
-def load_many(paths: Iterable[str | Path], include_unfinished: bool = False, progress: bool = True) -> pd.DataFrame:
+def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True) -> pd.DataFrame:
     """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
 

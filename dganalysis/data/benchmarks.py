@@ -138,30 +138,47 @@ class Benchmark:
     def __call__(self, root: str | Path | None = None, image_size: int = 224, storage: str = "encoded",
                  data_dir: str | Path | None = None, workers: int = 4) -> EncodedDataset | DomainDataset:
         """Build (or load from the cache) the dataset; see the module doc for ``storage``."""
-        if storage not in ("encoded", "arrays"):
-            raise ValueError(f"dataset {self.name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
-        if int(image_size) < 1:
-            raise ValueError(f"dataset {self.name!r}: image_size={image_size}, expected a positive int")
+        check_build_args(self.name, image_size, storage)
         base, classes, listing = self.listing(root)
-        from dganalysis.data.folder import _fingerprint
+        return build_image_dataset(self.name, base, classes, listing, image_size, storage, data_dir, workers,
+                                   {"source": f"DomainBed layout {base}", "folders": list(self.env_folders),
+                                    "pipeline": "domainbed", "checkpoint_freq": self.checkpoint_freq})
 
-        files = [f for items in listing.values() for f, _ in items]
-        key = _fingerprint(files, {"benchmark": self.name, "root": str(base.resolve()), "image_size": int(image_size)})
-        cache = resolve_data_dir(data_dir) / "imported" / f"{self.name}-{key}"
-        info = {"source": f"DomainBed layout {base}", "benchmark": self.name, "folders": list(self.env_folders),
-                "pipeline": "domainbed", "checkpoint_freq": self.checkpoint_freq}
-        enc_dir = cache / "encoded"
-        if (enc_dir / "manifest.json").is_file():
-            enc = EncodedDataset.load(enc_dir)
-        else:
-            log.info("packing %s (%d images) into %s", self.name, len(files), enc_dir)
-            enc = pack_files(enc_dir, self.name, classes, listing, int(image_size), info)
-        if storage == "encoded":
-            return enc
-        arr_dir = cache / "arrays"
-        if not (arr_dir / "manifest.json").is_file():
-            enc.to_arrays(workers).save(arr_dir)
-        return DomainDataset.load(arr_dir)
+
+def check_build_args(name: str, image_size: int, storage: str) -> None:
+    """Refuse a bad ``storage`` or ``image_size`` before any folder is read."""
+    if storage not in ("encoded", "arrays"):
+        raise ValueError(f"dataset {name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
+    if int(image_size) < 1:
+        raise ValueError(f"dataset {name!r}: image_size={image_size}, expected a positive int")
+
+
+def build_image_dataset(
+    name: str, base: Path, classes: list[str], listing: dict[str, list[tuple[Path, int]]], image_size: int = 224,
+    storage: str = "encoded", data_dir: str | Path | None = None, workers: int = 4, info: dict | None = None,
+    square_frame: bool = False,
+) -> EncodedDataset | DomainDataset:
+    """Pack (or load from the cache under ``data_dir/imported``) the files of ``listing`` (domain → [(file, label)],
+    in DomainBed's order) as ``storage`` (see the module doc); ``info`` is added to the dataset's info."""
+    check_build_args(name, image_size, storage)
+    from dganalysis.data.folder import _fingerprint
+
+    files = [f for items in listing.values() for f, _ in items]
+    key = _fingerprint(files, {"benchmark": name, "root": str(base.resolve()), "image_size": int(image_size)})
+    cache = resolve_data_dir(data_dir) / "imported" / f"{name}-{key}"
+    info = {"benchmark": name, **(info or {})}
+    enc_dir = cache / "encoded"
+    if (enc_dir / "manifest.json").is_file():
+        enc = EncodedDataset.load(enc_dir)
+    else:
+        log.info("packing %s (%d images) into %s", name, len(files), enc_dir)
+        enc = pack_files(enc_dir, name, classes, listing, int(image_size), info, square_frame=square_frame)
+    if storage == "encoded":
+        return enc
+    arr_dir = cache / "arrays"
+    if not (arr_dir / "manifest.json").is_file():
+        enc.to_arrays(workers).save(arr_dir)
+    return DomainDataset.load(arr_dir)
 
 
 def _diff(got: Sequence[str], want: Sequence[str]) -> str:

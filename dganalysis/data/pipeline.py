@@ -297,12 +297,16 @@ class PlainPipeline:
 
 def make_pipeline(info: dict, hparams: dict, input_shape: tuple[int, ...]) -> DomainBedPipeline | PlainPipeline:
     """The pipeline a dataset asks for (``info['pipeline'] == 'domainbed'``: DomainBed's, augmenting when hparam
-    ``data_augmentation``, default True) or :class:`PlainPipeline`. ImageNet normalisation: always for DomainBed's
+    ``data_augmentation``, default True; ``'spawrious'``: the same without the random crop, as DomainBed's
+    Spawrious transforms) or :class:`PlainPipeline`. ImageNet normalisation: always for DomainBed's
     pipeline (as DomainBed); otherwise when the featurizer starts from torchvision's ImageNet weights
     (``pretrained: imagenet``) and the images have 3 channels."""
     from dganalysis.nets.torchhub import is_hub_spec
 
     if info.get("pipeline") == "domainbed":
         return DomainBedPipeline(size=int(input_shape[-1]), augment=bool(hparams.get("data_augmentation", True)))
+    if info.get("pipeline") == "spawrious":  # DomainBed's Spawrious transforms: no random crop (the whole image)
+        return DomainBedPipeline(size=int(input_shape[-1]), augment=bool(hparams.get("data_augmentation", True)),
+                                 scale=(1.0, 1.0), ratio=(1.0, 1.0))
     imagenet = bool(hparams.get("pretrained")) and is_hub_spec(str(hparams["pretrained"])) and input_shape[0] == 3
     return PlainPipeline(augment=bool(hparams.get("augment", False)), normalize=imagenet)

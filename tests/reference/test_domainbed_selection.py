@@ -177,3 +177,73 @@ def test_recorded_hparams_are_our_draws(domainbed):
         assert {"lr", "batch_size", "weight_decay", "resnet_dropout"} <= set(shared)
         n += 1
     assert n == 40
+
+
+def _unfinished_copy(src: Path, dst: Path) -> int:
+    """A copy of a DomainBed sweep in which every 5th run is unfinished: ``done`` deleted and its ``results.jsonl``
+    cut to its first checkpoints (a run killed mid-training). Returns how many runs were made unfinished."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    runs = sorted(p for p in dst.iterdir() if (p / "results.jsonl").is_file())
+    for k, run in enumerate(runs[::5]):
+        (run / "done").unlink()
+        lines = (run / "results.jsonl").read_text().splitlines()
+        (run / "results.jsonl").write_text("\n".join(lines[: 1 + k % 3]) + "\n")
+    return len(runs[::5])
+
+
+def test_collect_reads_unfinished_domainbed_runs_as_domainbed(domainbed, tmp_path):
+    """On a DomainBed sweep dir holding unfinished runs, ``dganalysis collect`` prints the numbers of DomainBed's
+    ``collect_results`` by default and says in its footer how many runs were unfinished and included;
+    ``--skip-unfinished`` leaves them out (and the numbers then differ)."""
+    from tests.reference.conftest import import_with_stubs
+
+    collect_results = import_with_stubs("domainbed.scripts.collect_results")
+    ms = domainbed.model_selection
+    sweeps = {"test_sweep_data": domainbed.root / "domainbed" / "misc" / "test_sweep_data",
+              "made": tmp_path / "made"}
+    write_sweep(sweeps["made"], 3, algorithms=("ERM",))
+    parser = argparse.ArgumentParser()
+    add_collect_arguments(parser)
+    for name, src in sweeps.items():
+        path = tmp_path / f"{name}_unfinished"
+        n_unfinished = _unfinished_copy(src, path)
+        assert n_unfinished >= 8
+        theirs = io.StringIO()
+        with contextlib.redirect_stdout(theirs):
+            records = domainbed.reporting.load_records(str(path))
+            for m in (ms.IIDAccuracySelectionMethod, ms.LeaveOneOutSelectionMethod, ms.OracleSelectionMethod):
+                collect_results.print_results_tables(records, m, False)
+        ours = io.StringIO()
+        with contextlib.redirect_stdout(ours):
+            assert main_collect(parser.parse_args([str(path), "--se-ddof", "0"])) == 0
+        assert len(_cells(theirs.getvalue())) >= 3 * 5
+        assert _cells(ours.getvalue()) == _cells(theirs.getvalue()), name
+        n_runs = len([p for p in path.iterdir() if (p / "results.jsonl").is_file()])
+        assert ours.getvalue().count(f"jobs: {n_runs} read ({n_unfinished} of them unfinished") == 3, ours.getvalue()
+        skipped = io.StringIO()
+        with contextlib.redirect_stdout(skipped):
+            assert main_collect(parser.parse_args([str(path), "--se-ddof", "0", "--skip-unfinished"])) == 0
+        assert f"jobs: {n_runs - n_unfinished} read; not in the table: {n_unfinished} unfinished" in skipped.getvalue()
+        assert _cells(skipped.getvalue()) != _cells(theirs.getvalue())
+
+
+def test_our_store_keeps_skipping_unfinished(tmp_path):
+    """The same unfinished run is skipped when its folder is in one of our stores (a job folder holds spec.json), and
+    read when the folder is a DomainBed sweep dir; ``include_unfinished`` forces either rule."""
+    for kind in ("ours", "domainbed"):
+        write_sweep(tmp_path / kind, 0, n_envs=3, n_hparams=1, trials=(0,), algorithms=("ERM",))
+    (tmp_path / "ours" / "ERM_0_h0_t0" / "done").unlink()
+    (tmp_path / "domainbed" / "ERM_0_h0_t0" / "done").unlink()
+    (tmp_path / "ours" / "ERM_1_h0_t0" / "spec.json").write_text("{}")
+    assert results.is_our_store(results.find_jobs(tmp_path / "ours"))
+    assert not results.is_our_store(results.find_jobs(tmp_path / "domainbed"))
+    ours = results.load(tmp_path / "ours", progress=False)
+    assert ours.attrs["jobs"]["unfinished"] == 1 and not ours.attrs["jobs"]["unfinished_read"]
+    assert results.summary_line(ours) == "jobs: 5 read; not in the table: 1 unfinished"
+    theirs = results.load(tmp_path / "domainbed", progress=False)
+    assert theirs.attrs["jobs"]["unfinished_read"] == 1 and not theirs.attrs["jobs"]["unfinished"]
+    assert "jobs: 6 read (1 of them unfinished" in results.summary_line(theirs)
+    assert results.load(tmp_path / "ours", include_unfinished=True, progress=False).attrs["jobs"]["unfinished_read"] == 1
+    assert results.load(tmp_path / "domainbed", include_unfinished=False, progress=False).attrs["jobs"]["unfinished"] == 1
