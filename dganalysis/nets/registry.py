@@ -23,16 +23,13 @@ DOMAINBED_WEIGHTS = "domainbed"
 
 
 def featurizer_names() -> list[str]:
-    """Every registered featurizer name (imports the built-in ones first)."""
-    import dganalysis.nets.featurizers  # noqa: F401  (registers the built-ins)
-
+    """Every registered featurizer name (the built-ins are registered when ``dganalysis.nets`` is imported, which
+    importing this module does first)."""
     return FEATURIZERS.names()
 
 
 def get_featurizer_builder(name: str) -> FeaturizerBuilder:
     """The builder registered as ``name``; unknown names raise ``ValueError`` naming the hparam and the known ones."""
-    import dganalysis.nets.featurizers  # noqa: F401
-
     if name not in FEATURIZERS:
         raise ValueError(f"hparam 'featurizer': unknown {name!r}; expected one of {', '.join(FEATURIZERS.names())}")
     return FEATURIZERS.get(name)
