@@ -5,7 +5,7 @@ DomainBed picks its network from the input shape and its base hparams:
 - 1-D inputs: its MLP (``mlp_width``, ``mlp_depth``, ``mlp_dropout``; only algorithms that define these, as in
   DomainBed, can use it);
 - 28×28: the MNIST-CNN (ours, :class:`dganalysis.nets.archs.MNISTCNN`, the same layers);
-- 32×32: a Wide-ResNet-16-2 — not implemented here (no DomainBed dataset is 32 px); an error says so;
+- 32×32: its Wide-ResNet-16-2 (:class:`DomainBedWideResNet`; no DomainBed dataset is 32 px, but its rule has it);
 - 224×224: with ``vit`` and ``dinov2``, DINOv2 ViT-B/14 (the class token of the last four blocks and the mean
   patch token of the last, 5·768 features, ``vit_dropout`` after; ``vit_attn_tune`` trains only the attention
   parameters); ``vit`` without ``dinov2`` raises as DomainBed does (its ViT-B/16 is not wired in;
@@ -107,6 +107,58 @@ class DomainBedResNet(ResNet):
         self.train()
 
 
+class _WideBlock(nn.Module):
+    """Pre-activation wide residual block: BN → ReLU → 3×3 conv → dropout → BN → ReLU → 3×3 conv (stride), plus the
+    input (through a 1×1 conv when the shape changes). Convs carry biases, as DomainBed's."""
+
+    def __init__(self, c_in: int, c_out: int, dropout: float, stride: int) -> None:
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(c_in)
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, padding=1, bias=True)
+        self.dropout = nn.Dropout(dropout)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, stride=stride, padding=1, bias=True)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=True))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.dropout(self.conv1(F.relu(self.bn1(x))))
+        return self.conv2(F.relu(self.bn2(h))) + self.shortcut(x)
+
+
+class DomainBedWideResNet(nn.Module):
+    """DomainBed's 32-px featurizer ``lib/wide_resnet.Wide_ResNet(input_shape, 16, 2, 0.)`` (Zagoruyko & Komodakis,
+    2016): a 3×3 conv to 16 channels, three stages of (depth − 4)/6 wide blocks with 16k, 32k, 64k channels (strides
+    1, 2, 2), a final BatchNorm with DomainBed's ``momentum=0.9`` (torch's convention: 90% weight on the batch),
+    ReLU, an 8×8 average pool read at its top-left cell (the whole map for 32-px inputs): 64k features."""
+
+    def __init__(self, in_channels: int, depth: int = 16, widen: int = 2, dropout: float = 0.0) -> None:
+        super().__init__()
+        if (depth - 4) % 6:
+            raise ValueError(f"Wide-ResNet depth must be 6n + 4, got {depth}")
+        n = (depth - 4) // 6
+        widths = [16, 16 * widen, 32 * widen, 64 * widen]
+        self.conv1 = nn.Conv2d(in_channels, widths[0], 3, padding=1, bias=True)
+        c = widths[0]
+        stages = []
+        for width, stride in zip(widths[1:], (1, 2, 2)):
+            blocks = []
+            for s in [stride] + [1] * (n - 1):
+                blocks.append(_WideBlock(c, width, dropout, s))
+                c = width
+            stages.append(nn.Sequential(*blocks))
+        self.layer1, self.layer2, self.layer3 = stages
+        self.bn1 = nn.BatchNorm2d(widths[3], momentum=0.9)
+        self.n_outputs = widths[3]
+        self.activation = nn.Identity()  # DomainBed's hook for URM
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.layer3(self.layer2(self.layer1(self.conv1(x))))
+        h = F.avg_pool2d(F.relu(self.bn1(h)), 8)
+        return self.activation(h[:, :, 0, 0])
+
+
 class DomainBedDinoV2(nn.Module):
     """DomainBed's ``networks.DinoV2``: DINOv2 ViT-B/14 (architecture from the local torch-hub checkout) whose
     output is ``[cls_1, cls_2, cls_3, cls_4, mean patch token of block 4]`` of the last four blocks (normed)."""
@@ -152,7 +204,6 @@ def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) ->
                              "for any other ViT); for a ViT-B/16 use featurizer 'vit_b_16'")
         return DomainBedResNet(shape, hparams, _want_weights(hparams))
     if hw == (32, 32):
-        raise ValueError("featurizer 'domainbed' at 32×32: DomainBed's Wide-ResNet-16-2 is not implemented here; "
-                         "choose another featurizer (e.g. 'cnn' or 'auto')")
+        return DomainBedWideResNet(shape[0], 16, 2, 0.0)
     raise ValueError(f"featurizer 'domainbed': DomainBed has no network for input shape {shape} (it builds one for "
                      "1-D inputs, 28×28, 32×32 and 224×224); choose another featurizer (e.g. 'auto')")

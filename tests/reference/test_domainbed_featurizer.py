@@ -196,6 +196,24 @@ def test_mnist_cnn_at_28px(domainbed):
     torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-12)
 
 
+def test_wide_resnet_at_32px(domainbed):
+    db_hp = _db_hparams(domainbed)
+    seed_all(0)
+    theirs = domainbed.networks.Featurizer((3, 32, 32), db_hp).double()
+    ours = build_featurizer((3, 32, 32), _our_hparams(db_hp)).double()
+    assert type(theirs).__name__ == "Wide_ResNet" and ours.n_outputs == theirs.n_outputs == 128
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    copy_weights(theirs, ours, lambda k: k)
+    x = torch.rand(4, 3, 32, 32, dtype=torch.float64)
+    theirs.train()
+    ours.train()
+    torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-12)  # batch statistics, running stats updated
+    torch.testing.assert_close(ours.bn1.running_mean, theirs.bn1.running_mean, rtol=0, atol=1e-12)
+    theirs.eval()
+    ours.eval()
+    torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("nonlinear", [False, True])
 def test_classifier_is_domainbeds(domainbed, nonlinear):
     seed_all(0)
@@ -211,8 +229,6 @@ def test_shapes_domainbed_does_not_build_are_clear_errors():
         build_featurizer((3, 64, 64), {"featurizer": "domainbed"})
     with pytest.raises(ValueError, match="vit=True needs dinov2=True"):
         build_featurizer((3, 224, 224), {"featurizer": "domainbed", "vit": True, "dinov2": False})
-    with pytest.raises(ValueError, match="Wide-ResNet-16-2 is not implemented"):
-        build_featurizer((3, 32, 32), {"featurizer": "domainbed"})
 
 
 def test_missing_weights_name_the_expected_paths(weight_home):
