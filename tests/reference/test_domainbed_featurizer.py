@@ -196,6 +196,23 @@ def test_mnist_cnn_at_28px(domainbed):
     torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=1e-12)
 
 
+def test_mlp_for_1d_inputs(domainbed):
+    db_hp = dict(domainbed.hparams_registry.default_hparams("DANN", "PACS"), mlp_dropout=0.5, mlp_depth=4)
+    seed_all(0)
+    theirs = domainbed.networks.Featurizer((10,), db_hp).double()
+    ours = build_featurizer((10,), {"featurizer": "domainbed", **{k: db_hp[k] for k in ("mlp_width", "mlp_depth",
+                                                                                          "mlp_dropout")}}).double()
+    assert ours.n_outputs == theirs.n_outputs == db_hp["mlp_width"]
+    copy_weights(theirs, ours, lambda k: k)
+    x = torch.rand(5, 10, dtype=torch.float64)
+    seed_all(1)
+    out_t = theirs.train()(x)
+    seed_all(1)
+    torch.testing.assert_close(ours.train()(x), out_t, rtol=0, atol=1e-12)  # same dropout masks
+    with pytest.raises(ValueError, match=r"needs hparams \['mlp_width', 'mlp_depth', 'mlp_dropout'\]"):
+        build_featurizer((10,), {"featurizer": "domainbed"})
+
+
 def test_wide_resnet_at_32px(domainbed):
     db_hp = _db_hparams(domainbed)
     seed_all(0)
