@@ -66,3 +66,37 @@ def test_ermplusplus_predicts_with_the_sma_network(domainbed):
     with torch.no_grad():
         torch.testing.assert_close(pair.ours.predict(x), pair.ours.network_sma(x), rtol=0, atol=0)
         assert float((pair.ours.predict(x) - pair.ours.network(x)).abs().max()) > 1e-9
+
+
+@pytest.mark.parametrize("freeze_bn", [False, True])
+def test_ermplusplus_with_batchnorm_featurizer(domainbed, freeze_bn):
+    """At 32 px both sides build DomainBed's Wide-ResNet (BatchNorm): the SMA copies/averages running statistics,
+    keeps its own ``num_batches_tracked``, and (unless ``freeze_bn``) refreshes them with a train-mode forward."""
+    from tests.reference._harness import max_param_diff, seed_all
+
+    shape = (3, 32, 32)
+    pair = build_pair(domainbed, "ERMPlusPlus", input_shape=shape, key_map=lambda k: k,
+                      hparams={"linear_steps": 1, "freeze_bn": freeze_bn, "lr": 1e-3, "linear_lr": 1e-2},
+                      our_extra={"featurizer": "domainbed", "pretrained": None})
+    pair.theirs.sma_start_iter = pair.ours.sma_start_iter = 3
+    pair.theirs.train()
+    pair.ours.train()
+    g = torch.Generator().manual_seed(0)
+    for step in range(4):
+        mb = [(torch.rand((2, *shape), generator=g, dtype=torch.float64) * (0.5 + 0.25 * d),
+               torch.randint(0, 3, (2,), generator=g)) for d in range(3)]
+        seed_all(step)
+        lt = pair.theirs.update([(x.clone(), y.clone()) for x, y in mb])
+        seed_all(step)
+        lo = pair.ours.update([(x.clone(), y.clone()) for x, y in mb], step)
+        assert abs(lt["loss"] - lo["loss"]) <= 1e-9, (step, lt, lo)
+        diff, where = max_param_diff(pair, lambda k: k)
+        assert diff <= 1e-9, f"step {step}: {where} differs by {diff:.3g}"
+    st, so = pair.theirs.network_sma.state_dict(), pair.ours.network_sma.state_dict()
+    key = "0.bn1.num_batches_tracked"
+    assert int(so[key]) == int(st[key]) == (0 if freeze_bn else 4)
+    x = torch.rand((2, *shape), dtype=torch.float64)
+    pair.theirs.eval()
+    pair.ours.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(pair.ours.predict(x), pair.theirs.predict(x), rtol=0, atol=1e-9)
