@@ -36,7 +36,23 @@ Sampler = Callable[[np.random.RandomState], Any]
 #: old rule are not reused (they stay on disk; the new ones get new folders). Version 1 (the rule since DomainBed's
 #: per-name, per-(hparams_seed, trial_seed) draws) is left out of the hash so that existing stores keep their ids;
 #: records drawn under an even older rule are caught instead by :func:`dganalysis.train.recorded_draw_problem`.
-DRAW_VERSION = 1
+#: Version 2: DomainBed's remaining base names (resnet18, resnet50_augmix, dinov2, vit, vit_attn_tune, vit_dropout,
+#: lars, linear_steps, class_balanced) joined every job's hparams, and DomainBed's datasets default to
+#: ``featurizer: domainbed`` with ``pretrained: domainbed`` (DomainBed's network and ImageNet weights).
+DRAW_VERSION = 2
+
+#: Every dataset DomainBed has (``datasets.DATASETS``): their default featurizer is DomainBed's own rule
+#: (``featurizer: domainbed``, :mod:`dganalysis.nets.domainbed`) with DomainBed's ImageNet weights
+#: (``pretrained: domainbed``); our own datasets keep ``featurizer: auto`` and no weights (the named departure).
+DOMAINBED_DATASETS: frozenset[str] = frozenset({
+    "Debug28", "Debug224", "ColoredMNIST", "RotatedMNIST", "VLCS", "PACS", "OfficeHome", "TerraIncognita", "DomainNet",
+    "SVIRO", "WILDSCamelyon", "WILDSFMoW", "SpawriousO2O_easy", "SpawriousO2O_medium", "SpawriousO2O_hard",
+    "SpawriousM2M_easy", "SpawriousM2M_medium", "SpawriousM2M_hard",
+})
+
+
+def _on_domainbed_datasets(value: Any) -> dict[str, tuple[Any, Sampler]]:
+    return {name: (value, fixed(value)) for name in DOMAINBED_DATASETS}
 
 
 @dataclass(frozen=True)
@@ -205,7 +221,21 @@ BASE_HPARAMS: dict[str, HParam] = {
     ),
     "weight_decay": HParam(0.0, fixed(0.0), "L2 weight decay", large=(0.0, log10_uniform(-6, -2))),
     "resnet_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "dropout before the head (ResNets)"),
-    "nonlinear_classifier": HParam(False, fixed(False), "MLP head instead of linear (never drawn, as DomainBed)"),
+    # DomainBed's network switches, read by ``featurizer: domainbed`` (nets.domainbed); drawn as DomainBed draws them
+    "resnet18": HParam(False, fixed(False), "featurizer domainbed at 224 px: torchvision ResNet-18 (when "
+                       "resnet50_augmix is False, as in DomainBed)"),
+    "resnet50_augmix": HParam(True, fixed(True), "featurizer domainbed at 224 px: timm's resnet50.ram_in1k"),
+    "dinov2": HParam(False, fixed(False), "featurizer domainbed at 224 px with vit: DINOv2 ViT-B/14"),
+    "vit": HParam(False, fixed(False), "featurizer domainbed at 224 px: a ViT (only DINOv2, as in DomainBed)"),
+    "vit_attn_tune": HParam(False, fixed(False), "DINOv2: train only the attention parameters"),
+    "vit_dropout": HParam(0.0, choice([0.0, 0.1, 0.5]), "DINOv2: dropout after the features"),
+    "lars": HParam(False, fixed(False), "ERMPlusPlus: DomainBed's LARS optimiser instead of Adam (optim.LARS)"),
+    "linear_steps": HParam(500, fixed(500), "ERMPlusPlus: steps of linear probing before full fine-tuning"),
+    "class_balanced": HParam(False, fixed(False), "training minibatches drawn with DomainBed's class-balanced "
+                             "weights 1/(n_classes * count(y)) (data.balanced)"),
+    # DomainBed draws ``bool(r.choice([False, False]))``: always False, but it consumes the draw like DomainBed
+    "nonlinear_classifier": HParam(False, lambda r: bool(r.choice([False, False])),
+                                   "MLP head instead of linear (never drawn True, as DomainBed)"),
     "image_regime": HParam(
         "auto", fixed("auto"),
         "auto | small | large: DomainBed's small- or large-image defaults and spaces; auto = by dataset "
@@ -213,11 +243,14 @@ BASE_HPARAMS: dict[str, HParam] = {
     ),
     "optimizer": HParam("adam", fixed("adam"), "adam | adamw | sgd (momentum 0.9)"),
     "schedule": HParam("constant", fixed("constant"), "constant | step | cosine (annealing to 0 over the job)"),
-    "featurizer": HParam("auto", fixed("auto"), "auto | cnn | smallcnn | smallcnn_bn | resnet18 | resnet50 | mlp"),
+    "featurizer": HParam("auto", fixed("auto"), "a registered featurizer (dganalysis.nets.registry.featurizer_names()): "
+                         "domainbed on DomainBed's datasets, auto on ours", datasets=_on_domainbed_datasets("domainbed")),
     "conv1_3x3": HParam(False, fixed(False), "ResNet stem: 3x3 stride-1 conv1 without max-pool (PaHCC paper)"),
     "freeze_bn": HParam(False, fixed(False), "ResNets: BatchNorm layers kept in eval mode while training (DomainBed's)"),
     "augment": HParam(False, fixed(False), "batched random-affine augmentation on the device"),
-    "pretrained": HParam(None, fixed(None), "featurizer checkpoint path (None = random init); see nets.pretrained"),
+    "pretrained": HParam(None, fixed(None), "featurizer checkpoint path (None = random init; 'domainbed' = "
+                         "DomainBed's ImageNet weights from local files, see nets.domainbed_weights); see nets.pretrained",
+                         datasets=_on_domainbed_datasets("domainbed")),
     "pretrained_layout": HParam("auto", fixed("auto"), "auto | torchvision | timm | moco_v2 | moco_v3 | simclr"),
     "linear_probe": HParam(False, fixed(False), "LP: freeze the whole featurizer (params + BatchNorm stats)"),
     "freeze_stages": HParam(0, fixed(0), "freeze the first k featurizer stages (0 = fine-tune all); see nets.freeze"),

@@ -274,6 +274,10 @@ def run_job(
         if len(s) == 0:
             splits.close()
             raise ValueError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
+    if hparams.get("class_balanced", False):  # DomainBed's class-balanced training minibatches (data.balanced)
+        from dganalysis.data import balanced
+
+        balanced.use_class_balanced(train_splits)
 
     # ---- model
     torch.manual_seed(seed)

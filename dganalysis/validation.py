@@ -136,13 +136,28 @@ def positive_int(where: str, value: Any) -> int:
 
 # --------------------------------------------------------------------------- hyperparameters
 #: constraints of the hyperparameters every algorithm has (:data:`dganalysis.hparams.BASE_HPARAMS`)
+class FeaturizerCheck(Check):
+    """One of the registered featurizer names (:func:`dganalysis.nets.registry.featurizer_names`, read when
+    checking, so a featurizer registered later is accepted)."""
+
+    def __call__(self, value: Any, where: str) -> Any:
+        from dganalysis.nets.registry import featurizer_names
+
+        return Check(choices=tuple(featurizer_names()))(value, where)
+
+    def describe(self) -> str:
+        from dganalysis.nets.registry import featurizer_names
+
+        return Check(choices=tuple(featurizer_names())).describe()
+
+
 BASE_CHECKS: dict[str, Check] = {
     "lr": Check("float", low=0.0, high=10.0, low_open=True),
     "batch_size": Check("int", low=1, high=1 << 16),
     "weight_decay": Check("float", low=0.0, high=1.0),
     "optimizer": Check(choices=("adam", "adamw", "sgd")),
     "schedule": Check(choices=("constant", "step", "cosine")),
-    "featurizer": Check(choices=("auto", "cnn", "smallcnn", "smallcnn_bn", "mlp", "resnet18", "resnet50")),
+    "featurizer": FeaturizerCheck(),
     "conv1_3x3": Check("bool"),
     "nonlinear_classifier": Check("bool"),
     "resnet_dropout": Check("float", low=0.0, high=1.0, high_open=True),

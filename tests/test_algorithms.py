@@ -11,6 +11,7 @@ import dganalysis.algorithms as A
 
 EXPECTED = [
     "ERM",
+    "ERMPlusPlus",
     "CDANN",
     "DANN",
     "IRM",

@@ -1,6 +1,6 @@
 """The hyperparameter-drawing rule and the job store: a rule change never reuses (or mixes in) old draws.
 
-``DRAW_VERSION`` 1 (today's rule) keeps every existing job id; a bump enters the hash. Records drawn under an older
+``DRAW_VERSION`` 1 kept the ids jobs had before the version existed; any other version (today 2) enters the hash. Records drawn under an older
 rule than today's (same spec, other hparams) are refused by ``results.load`` with a clear error.
 """
 
@@ -20,13 +20,13 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def test_version_one_keeps_existing_ids_and_a_bump_changes_them(monkeypatch):
     job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
-    assert hparams.DRAW_VERSION == 1
-    assert job.job_id == "014b1b758c2a8e98"  # the id this spec had before DRAW_VERSION existed
-    monkeypatch.setattr(hparams, "DRAW_VERSION", 2)
-    bumped = job.job_id
-    assert bumped != "014b1b758c2a8e98"
+    # version 2 (DomainBed's remaining base hparams and its featurizer on its datasets) enters the hash
+    assert hparams.DRAW_VERSION == 2
+    assert job.job_id == "3efaad128e309b02"
+    monkeypatch.setattr(hparams, "DRAW_VERSION", 1)
+    assert job.job_id == "014b1b758c2a8e98"  # the id this spec had before DRAW_VERSION existed (version 1)
     monkeypatch.setattr(hparams, "DRAW_VERSION", 3)
-    assert job.job_id not in (bumped, "014b1b758c2a8e98")
+    assert job.job_id not in ("3efaad128e309b02", "014b1b758c2a8e98")
 
 
 def test_records_drawn_under_another_rule_are_refused(tmp_path):

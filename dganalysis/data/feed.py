@@ -50,13 +50,18 @@ class DeviceSplit:
         self.orig_size = torch.from_numpy(np.ascontiguousarray(orig_size)).to(device) if orig_size is not None else None
         self.channels_last = channels_last and x.ndim == 4
         self.pipeline = pipeline
+        self.sample_weights: torch.Tensor | None = None  # per-example draw weights (class_balanced), None = uniform
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """A training minibatch drawn uniformly with replacement, through the pipeline's training transform."""
-        idx = torch.randint(len(self), (batch_size,), generator=generator, device=self.labels.device)
+        """A training minibatch drawn uniformly with replacement (or by ``sample_weights``, set by
+        :func:`dganalysis.data.balanced.use_class_balanced`), through the pipeline's training transform."""
+        if self.sample_weights is None:
+            idx = torch.randint(len(self), (batch_size,), generator=generator, device=self.labels.device)
+        else:
+            idx = torch.multinomial(self.sample_weights, batch_size, replacement=True, generator=generator)
         orig = self.orig_size[idx] if self.orig_size is not None else None
         return self.pipeline.train(self.images[idx], orig, generator, self.channels_last), self.labels[idx]
 

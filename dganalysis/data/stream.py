@@ -137,6 +137,7 @@ class StreamSplit:
         self._thread: threading.Thread | None = None
         self._batch_size: int | None = None
         self.labels = torch.from_numpy(source.labels[self.index]).to(device)  # for len/device queries; small
+        self.sample_weights: torch.Tensor | None = None  # per-example draw weights (class_balanced), None = uniform
 
     def __len__(self) -> int:
         return len(self.index)
@@ -165,7 +166,11 @@ class StreamSplit:
     def _produce(self, batch_size: int) -> None:
         try:
             while not self._stop.is_set():
-                rows = self._rng.integers(0, len(self.index), batch_size)
+                if self.sample_weights is None:
+                    rows = self._rng.integers(0, len(self.index), batch_size)
+                else:  # class_balanced (dganalysis.data.balanced)
+                    p = self.sample_weights.cpu().numpy()
+                    rows = self._rng.choice(len(self.index), batch_size, replace=True, p=p / p.sum())
                 if self.host_augment:
                     x, y = self.source.load_augmented(self.index[rows], self.pipeline, self._tgen)
                     item = (torch.from_numpy(x), None, torch.from_numpy(y))

@@ -3,7 +3,7 @@
 Each module has an ``n_outputs`` attribute (the size of z). Building one from hyperparameters,
 with pretrained weights and freezing, is :func:`dganalysis.nets.featurizers.build_featurizer`.
 Import order in ``dganalysis.nets`` (no cycles): ``vit`` → ``archs`` → ``freeze``, ``pretrained``,
-``torchhub`` → ``featurizers``.
+``torchhub`` → ``registry``, ``domainbed_weights`` → ``domainbed`` → ``featurizers``.
 """
 
 from __future__ import annotations

@@ -74,9 +74,9 @@ def test_resnet18_dropout_and_freeze_bn_match_domainbed(domainbed, no_download, 
 def test_auto_featurizer_departs_from_domainbed_above_28px(domainbed, no_download):
     """Named departure: ``featurizer: auto`` picks our MNIST-CNN up to 32 px and ResNet-18 above; DomainBed picks
     MNIST-CNN at 28 px, a Wide-ResNet-16-2 at 32 px and ResNet-50 (``resnet18 = False``) at 224 px — by default
-    (``resnet50_augmix = True``) timm's AugMix-trained ``resnet50.ram_in1k`` weights, else torchvision's. Set
-    ``featurizer`` explicitly (``cnn``, ``resnet50``) to get DomainBed's trunk; the 32 px Wide-ResNet has no
-    counterpart here, and which ImageNet weights a ResNet-50 starts from is the ``pretrained`` hparam's business."""
+    (``resnet50_augmix = True``) timm's AugMix-trained ``resnet50.ram_in1k`` weights, else torchvision's.
+    ``featurizer: domainbed`` (the default on DomainBed's datasets) is DomainBed's rule, compared in
+    test_domainbed_featurizer.py; ``auto`` stays our default on our own datasets."""
     hp = dict(domainbed.hparams_registry.default_hparams("ERM", "PACS"))
     assert type(domainbed.networks.Featurizer((3, 28, 28), hp)).__name__ == "MNIST_CNN"
     assert type(build_featurizer((3, 28, 28), {"featurizer": "auto"})).__name__ == "MNISTCNN"
