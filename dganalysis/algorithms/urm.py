@@ -2,7 +2,8 @@
 Representations for Fair and Robust Learning", TMLR), as DomainBed (b93c22a), its adversarial form.
 
 The featurizer's output goes through a bounded activation σ (``urm_generator_output``: tanh → features in
-(−1, 1), relu or sigmoid → [0, 1)), so that the uniform distribution U on that box is a possible target. A
+(−1, 1), sigmoid → (0, 1), relu → [0, ∞)) and the target is the uniform distribution U on [−1, 1) or [0, 1)
+(for relu a box the features are not confined to, as DomainBed). A
 discriminator D (an MLP on the features: 100 units, ``1 + urm_discriminator_hidden_layers`` hidden layers with
 LeakyReLU, one logit) learns to tell uniform noise n ~ U from features z; the network (featurizer + classifier) is
 trained to fool it. Each step, on the pooled batch of all training domains:
