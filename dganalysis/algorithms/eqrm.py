@@ -14,12 +14,17 @@ forgotten) at the learning rate ``eqrm_lr``.
 DomainBed's quirk kept: ``eqrm_burnin_iters`` is drawn as a float, ``10^U(2.5, 3.5)`` (2500, an int, only by
 default), and the restart is tested by equality with the integer step, so in a random search it never fires:
 those runs keep Adam's moments and the learning rate ``lr`` throughout, and ``eqrm_lr`` is unused (the burn-in
-itself ends at ⌈eqrm_burnin_iters⌉ as it should). Hyperparameters: ``eqrm_quantile`` 0.75, U(0.5, 0.99);
+itself ends at ⌈eqrm_burnin_iters⌉ as it should). ``EQRM_restart`` is the variant that restarts at the first
+quantile step, ⌈eqrm_burnin_iters⌉, whatever the type of the value: Algorithm 1's switch from the ERM
+initialisation to the quantile objective at its own learning rate, in every run of a search (identical to EQRM
+when the burn-in is an integer). Hyperparameters: ``eqrm_quantile`` 0.75, U(0.5, 0.99);
 ``eqrm_burnin_iters`` 2500, 10^U(2.5, 3.5); ``eqrm_lr`` 1e-6, 10^U(−7, −5). Precision: the quantile is computed
 in float64 from the risks (DomainBed's α is a float64 buffer, which promotes the quantile) with autocast off.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -81,8 +86,23 @@ class EQRM(Algorithm):
         else:
             with no_autocast(risks):
                 loss = kde_quantile(upcast(risks), float(self.hparams["eqrm_quantile"]))
-        if step == burnin:  # never true for a drawn (float) burn-in: DomainBed's quirk, see the module docstring
+        if self.restarts_at(step, burnin):
             restart_optimizer(self.optimizer, self.scheduler, float(self.hparams["eqrm_lr"]))
         self.step(loss, self.optimizer, self.scheduler)
         return {"loss": loss.item(), "mean_risk": risks.mean().item()}
+
+    @staticmethod
+    def restarts_at(step: int, burnin: float) -> bool:
+        """DomainBed's test: equality with the step, never true for a drawn (float) burn-in (see the module docstring)."""
+        return step == burnin
+
+
+@register_algorithm("EQRM_restart")
+class EQRM_restart(EQRM):
+    """EQRM whose optimiser restart (at ``eqrm_lr``) happens at the first quantile step even for a float burn-in
+    (DomainBed's EQRM never restarts then); the same as EQRM for an integer burn-in."""
+
+    @staticmethod
+    def restarts_at(step: int, burnin: float) -> bool:
+        return step == math.ceil(burnin)
 

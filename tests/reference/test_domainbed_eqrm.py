@@ -38,3 +38,18 @@ def test_eqrm_float_burnin_never_restarts_as_domainbed(domainbed):
     lr = pair.db_hparams["lr"]
     assert pair.ours.optimizer.param_groups[0]["lr"] == lr == pair.theirs.optimizer.param_groups[0]["lr"] != 1e-5
     assert_same_predictions(pair)
+
+
+def test_eqrm_restart_variant(domainbed):
+    """``EQRM_restart`` is DomainBed's EQRM for an integer burn-in, and restarts at ⌈burn-in⌉ for a float one."""
+    hp = {"eqrm_burnin_iters": 2, "eqrm_quantile": 0.75, "eqrm_lr": 1e-3}
+    pair = build_pair(domainbed, "EQRM", our_name="EQRM_restart", hparams=hp, ignore=["alpha"])
+    run_steps(pair, 5, loss_keys={"loss": "loss"})
+    assert_same_predictions(pair)
+
+    hp = {"eqrm_burnin_iters": 2.5, "eqrm_quantile": 0.75, "eqrm_lr": 1e-5}
+    pair = build_pair(domainbed, "EQRM", our_name="EQRM_restart", hparams=hp, ignore=["alpha"])
+    with pytest.raises(AssertionError, match="step 3: parameters differ"):  # the same until the restart at step 3
+        run_steps(pair, 5, loss_keys={"loss": "loss"})
+    assert pair.ours.optimizer.param_groups[0]["lr"] == 1e-5
+    assert pair.theirs.optimizer.param_groups[0]["lr"] == pair.db_hparams["lr"]
