@@ -39,6 +39,8 @@ EXPECTED = [
 ]
 # our registered departures from DomainBed's algorithm of the same stem (each pinned in tests/reference/)
 VARIANTS = ["DANN_GRL", "CDANN_GRL", "MTL_KME", "ARM_CML", "SANDMask_tau05"]
+# DomainBed's algorithms added for issue 19 (each compared step for step in tests/reference/), and our variant
+DOMAINBED_MORE = ["URM", "EQRM", "CausIRL_CORAL", "CausIRL_MMD", "RDM", "EQRM_restart"]
 SHAPE, N_CLASSES, N_DOMAINS, BATCH = (1, 8, 8), 3, 3, 8
 
 
@@ -64,6 +66,8 @@ def make(name: str, seed: int = 0, **overrides):
         "vrex_penalty_anneal_iters",
         "penalty_anneal_iters",
         "ib_penalty_anneal_iters",
+        "rdm_penalty_anneal_iters",
+        "eqrm_burnin_iters",
     ):
         if k in hp and k not in overrides:
             hp[k] = 1
@@ -88,7 +92,7 @@ def test_unknown_name_lists_known():
         assert name in msg
 
 
-@pytest.mark.parametrize("name", EXPECTED + VARIANTS)
+@pytest.mark.parametrize("name", EXPECTED + VARIANTS + DOMAINBED_MORE)
 def test_hparams_defaults_and_draws(name):
     specs = A.hparam_specs(name)
     defaults = A.default_hparams(name)
@@ -101,7 +105,7 @@ def test_hparams_defaults_and_draws(name):
     assert A.default_hparams(name, hparams_seed=3) == drawn  # reproducible
 
 
-@pytest.mark.parametrize("name", EXPECTED + VARIANTS)
+@pytest.mark.parametrize("name", EXPECTED + VARIANTS + DOMAINBED_MORE)
 def test_updates_finite_move_and_predict(name):
     alg = make(name)
     assert alg.__class__.__doc__ and alg.__class__.__module__.startswith("dganalysis.algorithms.")

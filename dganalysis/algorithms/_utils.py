@@ -42,6 +42,21 @@ def reset_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
     optimizer.state = defaultdict(dict)
 
 
+def restart_optimizer(optimizer: torch.optim.Optimizer, scheduler, lr: float) -> None:
+    """A fresh optimiser at base learning rate ``lr``, as DomainBed's ``self.optimizer = Adam(..., lr=new_lr)``
+    (RDM, EQRM): moments forgotten, every group's base rate set to ``lr``. The schedule goes on where it was: the
+    group's current rate keeps its factor relative to the base (with ``schedule: constant``, DomainBed's, the rate
+    is exactly ``lr``)."""
+    reset_optimizer_state(optimizer)
+    base_lrs = list(getattr(scheduler, "base_lrs", [g.get("initial_lr", g["lr"]) for g in optimizer.param_groups]))
+    for group, base in zip(optimizer.param_groups, base_lrs):
+        factor = group["lr"] / base if base else 1.0
+        group["lr"] = float(lr) * factor
+        group["initial_lr"] = float(lr)
+    if scheduler is not None and hasattr(scheduler, "base_lrs"):
+        scheduler.base_lrs = [float(lr)] * len(optimizer.param_groups)
+
+
 def apply_grads(
     params: Sequence[nn.Parameter],
     grads: Iterable[torch.Tensor | None],

@@ -38,8 +38,10 @@ def coral_penalty(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def gaussian_kernel(a: torch.Tensor, b: torch.Tensor, bandwidths=MMD_BANDWIDTHS) -> torch.Tensor:
-    """Σ_γ exp(−γ‖a_i − b_j‖²), an [n, m] matrix."""
-    d2 = (a.pow(2).sum(1, keepdim=True) + b.pow(2).sum(1) - 2 * a @ b.T).clamp_min(1e-30)
+    """Σ_γ exp(−γ‖a_i − b_j‖²), an [n, m] matrix; ‖a − b‖² summed as DomainBed's ``my_cdist`` does,
+    (‖b‖² − 2ab) + ‖a‖² with a fused multiply-add, so that the rounding is the same as DomainBed's."""
+    d2 = torch.addmm(b.pow(2).sum(1, keepdim=True).T, a, b.T, alpha=-2).add(a.pow(2).sum(1, keepdim=True))
+    d2 = d2.clamp_min(1e-30)
     return sum(torch.exp(-g * d2) for g in bandwidths)
 
 
