@@ -38,6 +38,8 @@ EXPECTED = [
 ]
 # our registered departures from DomainBed's algorithm of the same stem (each pinned in tests/reference/)
 VARIANTS = ["DANN_GRL", "CDANN_GRL", "MTL_KME", "ARM_CML", "SANDMask_tau05"]
+# DomainBed's algorithms added by issue 19 (TRM, CAD, CondCAD, Transfer, ADRMX), each proven in tests/reference/
+ISSUE19_A = ["TRM", "CAD", "CondCAD", "Transfer", "ADRMX"]
 SHAPE, N_CLASSES, N_DOMAINS, BATCH = (1, 8, 8), 3, 3, 8
 
 
@@ -63,6 +65,7 @@ def make(name: str, seed: int = 0, **overrides):
         "vrex_penalty_anneal_iters",
         "penalty_anneal_iters",
         "ib_penalty_anneal_iters",
+        "iters",  # TRM
     ):
         if k in hp and k not in overrides:
             hp[k] = 1
@@ -72,7 +75,7 @@ def make(name: str, seed: int = 0, **overrides):
 
 def test_available_lists_all():
     # the 25 methods of the papers (other modules may register more, e.g. the worst-case variants)
-    missing = set(EXPECTED) - set(A.available())
+    missing = set(EXPECTED + ISSUE19_A) - set(A.available())
     assert not missing, f"not registered: {sorted(missing)}"
     assert len(EXPECTED) == len(set(EXPECTED)) == 25
     assert A.available() == sorted(A.available())
@@ -87,7 +90,7 @@ def test_unknown_name_lists_known():
         assert name in msg
 
 
-@pytest.mark.parametrize("name", EXPECTED + VARIANTS)
+@pytest.mark.parametrize("name", EXPECTED + VARIANTS + ISSUE19_A)
 def test_hparams_defaults_and_draws(name):
     specs = A.hparam_specs(name)
     defaults = A.default_hparams(name)
@@ -100,7 +103,7 @@ def test_hparams_defaults_and_draws(name):
     assert A.default_hparams(name, hparams_seed=3) == drawn  # reproducible
 
 
-@pytest.mark.parametrize("name", EXPECTED + VARIANTS)
+@pytest.mark.parametrize("name", EXPECTED + VARIANTS + ISSUE19_A)
 def test_updates_finite_move_and_predict(name):
     alg = make(name)
     assert alg.__class__.__doc__ and alg.__class__.__module__.startswith("dganalysis.algorithms.")

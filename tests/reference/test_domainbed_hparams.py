@@ -72,9 +72,10 @@ def _kind(v) -> str:
 
 def test_shared_algorithms_cover_domainbed_core(domainbed):
     shared = _shared(domainbed)
-    # DomainBed's algorithms we implement (the rest of its list, e.g. TRM, CAD, EQRM, RDM, URM, are not ours)
+    # DomainBed's algorithms we implement
     for name in ("ERM", "IRM", "GroupDRO", "Mixup", "MLDG", "CORAL", "MMD", "DANN", "CDANN", "MTL", "SagNet", "ARM",
-                 "VREx", "RSC", "SD", "ANDMask", "SANDMask", "IGA", "SelfReg", "Fish", "Fishr", "IB_ERM", "IB_IRM"):
+                 "VREx", "RSC", "SD", "ANDMask", "SANDMask", "IGA", "SelfReg", "Fish", "Fishr", "IB_ERM", "IB_IRM",
+                 "TRM", "CAD", "CondCAD", "Transfer", "ADRMX"):
         assert name in shared, f"{name}: DomainBed has it, our registry lost it"
 
 
