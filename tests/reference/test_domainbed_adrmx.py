@@ -82,3 +82,36 @@ def test_remix_uses_permutation_positions_as_batch_indices():
     remix_loss(spy, z_inv, torch.zeros_like(z_inv), y, 2)
     # class 0 lives at positions 2, 3 but its remix reads rows 0 and 1 (perm of range(2))
     assert len(seen) == 2 and all(int(f[0, 0]) in (0, 2) for f in seen)  # a correct class-0 draw reads 4 or 6
+
+
+def test_class_remix_pairs_same_class_across_domains():
+    from dganalysis.algorithms.adrmx import remix_loss_by_class
+
+    pairs = []
+    head = torch.nn.Linear(2, 3)
+    y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    d = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])
+    z_inv = torch.zeros(8, 2, dtype=torch.get_default_dtype())
+    z_inv[:, 0] = torch.arange(8)
+    z_dom = torch.zeros_like(z_inv)
+    z_dom[:, 1] = torch.arange(8)
+
+    def spy(feats):
+        pairs.append((int(feats[0, 0]), int(feats[0, 1])))
+        return head(feats)
+
+    for seed in range(5):
+        torch.manual_seed(seed)
+        remix_loss_by_class(spy, z_inv, z_dom, y, d, 3)
+    assert len(pairs) == 15
+    assert all(y[i] == y[j] and d[i] != d[j] for i, j in pairs)
+
+
+def test_adrmx_class_remix_variant_departs(domainbed):
+    """ADRMX_ClassRemix is not DomainBed's ADRMX: pinned departure at the first generator step (step 1)."""
+    km = adrmx_key_map(3)
+    pair = build_pair(domainbed, "ADRMX", our_name="ADRMX_ClassRemix", hparams={"mlp_depth": 3, "mlp_width": 32},
+                      key_map=km)
+    run_steps(pair, 1, loss_keys="common", key_map=km, batch_size=6)  # a discriminator step: identical
+    with pytest.raises(AssertionError, match="loss_remixed|parameters differ"):
+        run_steps(pair, 2, loss_keys="common", key_map=km, batch_size=6)
