@@ -19,8 +19,7 @@ def _adv_distance(model) -> float:
     return float(state_distance(model.adv_classifier, model.classifier))
 
 
-@pytest.mark.parametrize("delta", [0.05, 50.0])
-@pytest.mark.parametrize("nonlinear", [False, True])
+@pytest.mark.parametrize("delta,nonlinear", [(0.05, True), (50.0, False)])
 def test_transfer_matches_domainbed(domainbed, delta, nonlinear):
     hp = {"t_lambda": 2.0, "delta": delta, "d_steps_per_g": 2, "lr_d": 0.5, "nonlinear_classifier": nonlinear}
     pair = build_pair(domainbed, "Transfer", hparams=hp)
