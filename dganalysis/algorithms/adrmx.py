@@ -1,5 +1,6 @@
-"""ADRMX, Additive Disentanglement of Domain Features with Remix Loss (Demirel, Aytekin, Kıraç & Koçak, 2023,
-arXiv:2308.06624, Sec. 3, Eq. 1–7), as DomainBed (b93c22a) implements it.
+"""ADRMX, Additive Disentanglement of Domain Features with Remix Loss (Demirel et al., 2023, arXiv:2308.06624), as
+DomainBed (b93c22a) implements it. The paper was not at hand here: the objective below is DomainBed's code, written
+out (no equation numbers are claimed).
 
 Two featurizers of the same architecture: a label featurizer g_l (``featurizer``) and a domain featurizer g_d
 (``featurizer_domain``); the domain-invariant feature is z_inv = g_l(x) − g_d(x) (additive disentanglement).
@@ -17,7 +18,7 @@ Update u = step + 1 (DomainBed counts from 1) is a discriminator step when ``u m
 with SCL DomainBed's ``SupConLossLambda`` (λ = 0.5, τ = 0.07; :func:`supcon_lambda_loss`). Both Adams use lr and
 betas (``beta1``, 0.9) and no weight decay (DomainBed ignores ``weight_decay`` here).
 
-DomainBed's quirks, kept under its name: the remix loss (Eq. 6) draws, per class c, ``perm = randperm(n_c)`` and
+DomainBed's quirks, kept under its name: the remix loss draws, per class c, ``perm = randperm(n_c)`` and
 uses ``perm[0], perm[1]`` directly as *batch* positions (not positions among class c's examples, and no check that
 the two come from different domains): ``L_remix = Σ_c CE(h_1(z_inv[i] + g_d[j]), y_i) / n_classes`` over classes
 with n_c ≥ 2, i, j = perm[:2]. SupConLossLambda divides the summed per-anchor losses by ``(n − n_skipped + 1)``

@@ -1,5 +1,6 @@
-"""CAD and CondCAD, contrastive adversarial domain bottlenecks (Ruan, Dubois & Maddison, 2022, "Optimal
-Representations for Covariate Shift", ICLR, Sec. 5 / App. D.3), as DomainBed (b93c22a) implements them.
+"""CAD and CondCAD, contrastive adversarial domain bottlenecks (Ruan et al., 2022, "Optimal Representations for
+Covariate Shift", arXiv:2201.00057), as DomainBed (b93c22a) implements them. The paper was not at hand here: the
+formulas below are DomainBed's code, written out (no equation numbers are claimed).
 
 Objective: ``CE(h(z), y) + lmbda · B(z)`` with z = g(x), one Adam over g and h (lr, weight_decay). The bottleneck B
 is a supervised-contrastive (Khosla et al., 2020) estimate of I(D; Z) (CAD) or I(D; Z | Y) (CondCAD). With

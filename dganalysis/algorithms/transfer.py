@@ -1,5 +1,6 @@
-"""Transfer (Zhang, Wang, Gao, Qi & Weng, 2021, "Quantifying and Improving Transferability in Domain
-Generalization", NeurIPS, Algorithm 1), as DomainBed (b93c22a) implements it.
+"""Transfer (Zhang et al., 2021, "Quantifying and Improving Transferability in Domain Generalization",
+arXiv:2106.03632, Algorithm 1 as DomainBed's docstring names it), as DomainBed (b93c22a) implements it. The paper
+was not at hand here: the steps below are DomainBed's code, written out.
 
 Featurizer g, classifier h and an adversarial classifier h' (same architecture, a copy of h). One update:
 
@@ -70,7 +71,7 @@ def domain_loss_gap(loss_fn, minibatches: Minibatches) -> torch.Tensor:
 
 @register_algorithm("Transfer")
 class Transfer(Algorithm):
-    """Transferability-regularised ERM with an adversarial classifier in a δ-ball (Zhang et al., 2021, Alg. 1)."""
+    """Transferability-regularised ERM with an adversarial classifier in a δ-ball (Zhang et al., 2021, Algorithm 1)."""
 
     HPARAMS = {
         "t_lambda": HParam(1.0, log10_uniform(-2, 1), "weight of the transferability gap"),

@@ -1,5 +1,6 @@
-"""TRM, Transfer Risk Minimization (Xu & Jaakkola, 2021, "Learning Representations that Support Robust Transfer
-of Predictors", arXiv:2110.09940, Sec. 3, Eq. 5–7 and Algorithm 1), as DomainBed (b93c22a) implements it.
+"""TRM, Transfer Risk Minimization (Xu et al., 2021, "Learning Representations that Support Robust Transfer of
+Predictors", arXiv:2110.09940), as DomainBed (b93c22a) implements it. The paper was not at hand here: the steps
+below are DomainBed's code, written out (no equation numbers are claimed).
 
 Featurizer g, linear classifier h (always linear: DomainBed ignores ``nonlinear_classifier`` here) and one linear
 head h_e per training domain (``domain_heads``), each with its own SGD (lr 0.1). For the first ``iters`` updates
@@ -79,7 +80,7 @@ def late_weighted(loss: torch.Tensor, w_forward: torch.Tensor, w_backward: torch
 
 @register_algorithm("TRM")
 class TRM(Algorithm):
-    """Transfer risk minimisation with per-domain heads (Xu & Jaakkola, 2021; see the module docstring)."""
+    """Transfer risk minimisation with per-domain heads (Xu et al., 2021; see the module docstring)."""
 
     HPARAMS = {
         "cos_lambda": HParam(1e-4, log10_uniform(-5, 0), "weight of the gradient-alignment term"),
