@@ -39,8 +39,8 @@ EXPECTED = [
 # our registered departures from DomainBed's algorithm of the same stem (each pinned in tests/reference/)
 VARIANTS = ["DANN_GRL", "CDANN_GRL", "MTL_KME", "ARM_CML", "SANDMask_tau05"]
 # DomainBed's algorithms added by issue 19 (TRM, CAD, CondCAD, Transfer, ADRMX; each proven in tests/reference/) and
-# our variant ADRMX_ClassRemix (its departure pinned there)
-ISSUE19_A = ["TRM", "CAD", "CondCAD", "Transfer", "ADRMX", "ADRMX_ClassRemix"]
+# our variants ADRMX_ClassRemix and Transfer_NoGDA (their departures pinned there)
+ISSUE19_A = ["TRM", "CAD", "CondCAD", "Transfer", "ADRMX", "ADRMX_ClassRemix", "Transfer_NoGDA"]
 SHAPE, N_CLASSES, N_DOMAINS, BATCH = (1, 8, 8), 3, 3, 8
 
 

@@ -17,6 +17,7 @@ DomainBed's quirk kept under its name: with ``gda=True`` the "main" optimiser is
 Adam over g and h, so steps 1–2 never change g or h and the network never trains; DomainBed's random search draws
 ``gda=True`` for every hparams_seed ≠ 0 (the default, seed 0, is False). ``weight_decay_d`` and ``beta1`` are drawn
 by DomainBed but unused; DomainBed's alternative ``update_second`` is not called by its trainer and is not ported.
+``Transfer_NoGDA`` is the variant whose search keeps ``gda=False`` (every draw trains).
 Hyperparameters (DomainBed's names and spaces): ``t_lambda`` 1, 10^U(−2, 1); ``delta`` 2, U(0.1, 3);
 ``d_steps_per_g`` 10, {1, 2, 5}; ``weight_decay_d`` 0, 10^U(−6, −2); ``gda`` False, True; ``beta1`` 0.5, {0, 0.5};
 ``lr_d`` 1e-3, 10^U(−4.5, −2.5) (both image regimes).
@@ -121,3 +122,13 @@ class Transfer(Algorithm):
         self.scheduler.step()
         self.adv_sched.step()
         return {"loss": loss.item(), "gap": reported}
+
+
+@register_algorithm("Transfer_NoGDA")
+class Transfer_NoGDA(Transfer):
+    """DomainBed's Transfer with ``gda`` fixed to False in the search as well: every draw trains g and h with Adam.
+    DomainBed's search draws ``gda=True`` for every hparams_seed ≠ 0, and under it g and h never change (see the module
+    docstring), so a DomainBed sweep of Transfer trains only its default draw. Everything else is Transfer's."""
+
+    HPARAMS = {**Transfer.HPARAMS,
+               "gda": HParam(False, fixed(False), "never drawn True (DomainBed's search draws True: no training)")}

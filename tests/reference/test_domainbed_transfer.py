@@ -49,3 +49,17 @@ def test_domain_loss_gap_first_domain_wins_ties():
     gap = domain_loss_gap(lambda x, y: next(losses), [(None, None)] * 3)
     gap.backward()
     assert gap.item() == 0.5 and float(a.grad) == 1.0 and b.grad is None and float(c.grad) == -1.0
+
+
+def test_transfer_nogda_variant_trains_in_every_draw(domainbed):
+    """Transfer_NoGDA departs from DomainBed's draws only in ``gda`` (pinned), and then trains like Transfer."""
+    from dganalysis.algorithms import default_hparams
+
+    for seed in (1, 2, 3):
+        theirs = domainbed.hparams_registry.random_hparams("Transfer", "PACS", domainbed.misc.seed_hash(seed, 0))
+        ours = default_hparams("Transfer_NoGDA", seed, dataset="PACS")
+        assert theirs["gda"] is True and ours["gda"] is False
+        assert {k: v for k, v in theirs.items() if k != "gda" and k in ours} == {
+            k: ours[k] for k in theirs if k != "gda" and k in ours}
+    pair = build_pair(domainbed, "Transfer", our_name="Transfer_NoGDA", hparams={"d_steps_per_g": 1})
+    run_steps(pair, 2, loss_keys={"loss": "loss", "gap": "gap"}, batch_size=6)  # gda False: DomainBed's own path
