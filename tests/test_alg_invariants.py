@@ -417,3 +417,51 @@ def test_arm_context_is_shared_over_the_support_set(name):
         x2[-1] = 1.0 - x2[-1]  # change one member of the support set
         assert not torch.allclose(alg.predict(x2)[0], out[0])
         assert alg.predict(x).shape == (BATCH, N_CLASSES)
+
+
+# -- DomainBed's algorithms added by issue 19 (TRM, CAD, CondCAD, Transfer, ADRMX) --------------------------------
+def test_trm_is_erm_before_iters_and_alpha_stays_on_the_simplex():
+    assert_same_step_as_erm("TRM", iters=5)
+    alg = make("TRM", iters=0)
+    for step in range(2):
+        alg.update(tiny_minibatches(seed=step), step)
+    rows = alg.alpha / alg.alpha.sum(1, keepdim=True)
+    assert torch.all(alg.alpha.diagonal() == 0) and torch.all(alg.alpha >= 0)
+    torch.testing.assert_close(rows.sum(1), torch.ones(len(rows)))
+
+
+@pytest.mark.parametrize("name", ["CAD", "CondCAD"])
+def test_cad_bottleneck_penalises_domain_information(name):
+    """Without its weight CAD is ERM; its bottleneck is larger when z reveals the domain than when it does not."""
+    from dganalysis.algorithms.cad import cad_bottleneck
+
+    assert_same_step_as_erm(name, lmbda=0.0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(12) % 3
+    d = torch.arange(12) // 4
+    noise = 0.1 * torch.randn(12, 6, generator=g)
+    by_class = F.one_hot(y, 6).float() + noise
+    by_domain = by_class + 3.0 * F.one_hot(d + 3, 6).float()
+    conditional = name == "CondCAD"
+    assert cad_bottleneck(by_domain, y, d, 0.1, conditional) > cad_bottleneck(by_class, y, d, 0.1, conditional) + 1
+
+
+def test_transfer_adversary_stays_in_the_delta_ball():
+    from dganalysis.algorithms.transfer import state_distance
+
+    alg = make("Transfer", delta=0.01, lr_d=1.0, d_steps_per_g=3)
+    out = alg.update(tiny_minibatches(), 0)
+    assert float(state_distance(alg.adv_classifier, alg.classifier)) <= 0.01 + 1e-6
+    assert out["gap"] >= 0
+
+
+def test_adrmx_discriminator_and_generator_turns_touch_their_own_parameters():
+    alg = make("ADRMX")  # d_steps_per_g_step = 2: update 1 (step 0) trains D, update 2 the rest, update 3 D
+    disc = lambda: [p.detach().clone() for p in alg.discriminator.parameters()]  # noqa: E731
+    gen = lambda: [p.detach().clone() for p in alg.network.parameters()]  # noqa: E731
+    for step, d_turn in [(0, True), (1, False), (2, True)]:
+        d0, g0 = disc(), gen()
+        alg.update(tiny_minibatches(seed=step), step)
+        d_moved = any(not torch.equal(a, b) for a, b in zip(d0, disc()))
+        g_moved = any(not torch.equal(a, b) for a, b in zip(g0, gen()))
+        assert (d_moved, g_moved) == (d_turn, not d_turn), step

@@ -11,8 +11,9 @@ optimiser state and global seeds, and compared with the fp32 step:
 Measured (2-core CPU): losses within 0.25% for most algorithms, 1.1% (IRM) and 1.6% (IB_IRM, λ = 100 times a
 penalty computed from bf16 logits); cosines ≥ 0.959. MMD and MLDG run their whole update with autocast off
 (see their docstrings: in bf16 the MMD penalty was off by 0.14 and MLDG's meta-test loss by 31%), so they agree
-exactly; so do CausIRL_MMD and RDM (whose kernels on per-example risks gave cosines of 0.28–0.70 otherwise). URM,
-EQRM and CausIRL_CORAL: losses within 0.15%, cosines ≥ 0.96. Free-running bf16 and fp32 curves are not compared step by step: training is chaotic at this scale
+exactly; so do TRM, CAD and CondCAD (see their docstrings), CausIRL_MMD and RDM (whose kernels on per-example risks gave cosines of 0.28–0.70 otherwise). URM,
+EQRM and CausIRL_CORAL: losses within 0.15%, cosines ≥ 0.96. ADRMX (featurizers in bf16, its contrastive losses in
+fp32) is checked here step by step. Free-running bf16 and fp32 curves are not compared step by step: training is chaotic at this scale
 (ERM's own curves drift 30% apart by step 24 while every single step agrees to 0.1%).
 """
 
@@ -26,7 +27,8 @@ import torch
 from test_algorithms import N_CLASSES, SHAPE, make
 
 ALGORITHMS = ["ERM", "IRM", "IB_IRM", "IB_ERM", "VREx", "GroupDRO", "Mixup", "MLDG", "CORAL", "MMD", "RSC", "SD",
-              "Fishr", "URM", "EQRM", "CausIRL_CORAL", "CausIRL_MMD", "RDM"]
+              "Fishr", "URM", "EQRM", "CausIRL_CORAL", "CausIRL_MMD", "RDM",
+              "TRM", "CAD", "CondCAD", "ADRMX"]
 STEPS, REL, COS = 24, 0.03, 0.9
 
 

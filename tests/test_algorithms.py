@@ -38,8 +38,10 @@ EXPECTED = [
 ]
 # our registered departures from DomainBed's algorithm of the same stem (each pinned in tests/reference/)
 VARIANTS = ["DANN_GRL", "CDANN_GRL", "MTL_KME", "ARM_CML", "SANDMask_tau05"]
-# DomainBed's algorithms added for issue 19 (each compared step for step in tests/reference/), and our variant
-DOMAINBED_MORE = ["ERMPlusPlus", "URM", "EQRM", "CausIRL_CORAL", "CausIRL_MMD", "RDM", "EQRM_restart"]
+# DomainBed's algorithms added for issue 19 (each compared step for step in tests/reference/), and our
+# variants EQRM_restart, ADRMX_ClassRemix and Transfer_NoGDA (their departures pinned there)
+DOMAINBED_MORE = ["ERMPlusPlus", "URM", "EQRM", "CausIRL_CORAL", "CausIRL_MMD", "RDM", "TRM", "CAD", "CondCAD",
+                  "Transfer", "ADRMX", "EQRM_restart", "ADRMX_ClassRemix", "Transfer_NoGDA"]
 SHAPE, N_CLASSES, N_DOMAINS, BATCH = (1, 8, 8), 3, 3, 8
 
 
@@ -67,6 +69,7 @@ def make(name: str, seed: int = 0, **overrides):
         "ib_penalty_anneal_iters",
         "rdm_penalty_anneal_iters",
         "eqrm_burnin_iters",
+        "iters",  # TRM
     ):
         if k in hp and k not in overrides:
             hp[k] = 1
@@ -76,7 +79,7 @@ def make(name: str, seed: int = 0, **overrides):
 
 def test_available_lists_all():
     # the 25 methods of the papers (other modules may register more, e.g. the worst-case variants)
-    missing = set(EXPECTED) - set(A.available())
+    missing = set(EXPECTED + VARIANTS + DOMAINBED_MORE) - set(A.available())
     assert not missing, f"not registered: {sorted(missing)}"
     assert len(EXPECTED) == len(set(EXPECTED)) == 25
     assert A.available() == sorted(A.available())
