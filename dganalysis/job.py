@@ -115,9 +115,19 @@ class Job:
         ``draw_version`` when :data:`dganalysis.hparams.DRAW_VERSION` is above 1 (version 1 keeps existing ids)."""
         from dganalysis.hparams import DRAW_VERSION
 
+        return self._spec_hash(DRAW_VERSION)
+
+    @property
+    def seed_key(self) -> str:
+        """The spec's hash without the draw version (what :attr:`job_id` was under version 1): the job's torch seed
+        comes from it (:func:`dganalysis.train.job_seed`), so a new hyperparameter-drawing rule gives a job a new
+        folder but not new random numbers — a job whose drawn values did not change trains to the same numbers."""
+        return self._spec_hash(1)
+
+    def _spec_hash(self, draw_version: int) -> str:
         spec = {k: v for k, v in self.to_dict().items() if k not in UNHASHED_FIELDS}
-        if DRAW_VERSION != 1:
-            spec["draw_version"] = DRAW_VERSION
+        if draw_version != 1:
+            spec["draw_version"] = draw_version
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -6,8 +6,8 @@ it reads) from the notebook's own parameters: the notebook calls it and hands th
 function with a profile's YAML to list the jobs, count them and estimate their cost
 without training anything. Each function's keyword names are the notebook's parameter
 names (a test checks this), so the dry run passes the parameters through by name.
-Domain names come from :func:`domain_names`, which knows the built-in datasets without
-building them (PaHCC at paper scale takes hours to render).
+Domain names come from :func:`dganalysis.data.domains.domain_names` (re-exported here), which knows the
+built-in datasets without building them (PaHCC at paper scale takes hours to render).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dganalysis.data.domains import domain_names
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
 
@@ -46,24 +47,6 @@ class Plan:
 
 
 PLANS: Registry[Callable[..., Plan]] = Registry("notebook plan")
-
-
-def domain_names(dataset: str, dataset_kwargs: Mapping[str, Any] | None = None,
-                 data_dir: str | Path | None = None) -> list[str]:
-    """The domain names of ``dataset`` built with ``dataset_kwargs``; built-in datasets without building them."""
-    from dganalysis.data.digits import COLOR_FLIP, ROTATIONS
-    from dganalysis.data.pahcc import DOMAINS
-
-    kw = dict(dataset_kwargs or {})
-    if dataset in ("RotatedDigits", "RotatedMNIST"):
-        return [str(a) for a in kw.get("angles", ROTATIONS)]
-    if dataset in ("ColoredDigits", "ColoredMNIST"):
-        return [str(k) for k in (kw.get("flips") or COLOR_FLIP)]
-    if dataset == "PaHCC":
-        return list(DOMAINS)
-    from dganalysis.data import load_dataset
-
-    return load_dataset(dataset, data_dir=data_dir, **kw).domain_names
 
 
 def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from dganalysis import io
-from dganalysis.runner import NotebookRun, read_history
+from dganalysis.run_history import NotebookRun, read_history
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"

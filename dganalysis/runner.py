@@ -16,29 +16,17 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from dganalysis import io
+from dganalysis.report import write_report
+from dganalysis.run_history import NotebookRun, record_run
 from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
-
-
-@dataclass
-class NotebookRun:
-    """The outcome of one notebook execution."""
-
-    name: str
-    output: Path
-    ok: bool
-    seconds: float
-    error: str = ""
-    figures: list[Path] = field(default_factory=list)
-    tables: list[Path] = field(default_factory=list)
 
 
 def repo_root() -> Path:
@@ -129,41 +117,10 @@ def run_notebooks(
             log.error("%s: %s (partial notebook saved to %s)", n, err, target)
         runs.append(NotebookRun(n, target, ok, time.time() - start, err,
                                 _new_files(out / "figures", start), _new_files(out / "tables", start)))
-        write_index(out, profile, _merge_history(out, runs[-1]))
+        write_index(out, profile, record_run(out, runs[-1]))
     if runs:
-        from dganalysis.report import write_report
-
         log.info("HTML report: %s", write_report(out, profile))
     return runs
-
-
-def _merge_history(out: Path, run: NotebookRun) -> list[NotebookRun]:
-    """Record ``run`` in ``<out>/runs.json`` and return the latest run of every notebook, in reading order
-    (so running one notebook keeps the others' entries in the index)."""
-    import json
-
-    path = out / "runs.json"
-    history = json.loads(path.read_text()) if path.is_file() else {}
-    history[run.name] = {"output": str(run.output), "ok": run.ok, "seconds": run.seconds, "error": run.error,
-                         "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables]}
-    io.write_json(path, history)
-    return read_history(out)
-
-
-def read_history(out: Path) -> list[NotebookRun]:
-    """The latest run of every notebook recorded in ``<out>/runs.json``, in reading order ([] when none)."""
-    import json
-
-    path = Path(out) / "runs.json"
-    if not path.is_file():
-        return []
-    try:
-        history = json.loads(path.read_text())
-        return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
-                            [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
-                for name, h in sorted(history.items())]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}: not a run history written by `dganalysis run` ({e})") from e
 
 
 def _store_summary(store: Path) -> str:

@@ -141,6 +141,31 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     return out[[*by, "mean", "se", "n"]]
 
 
+def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) -> pd.DataFrame:
+    """Which run each selection method chose: one row per ``by`` (default: test domain and trial), one column per
+    method, cells ``"draw h, step s"`` (the chosen ``hparams_seed`` and checkpoint), and ``agree`` (True where every
+    method chose the same run and step, so their accuracies are equal by construction).
+
+    ``selected`` is several :func:`select` outputs concatenated (their ``selection`` column tells them apart). Where
+    the methods agree everywhere, their tables cannot differ: the search gave them nothing to disagree about.
+    """
+    by = list(by)
+    missing = [c for c in [*by, "selection", "hparams_seed", "step"] if c not in selected]
+    if missing:
+        raise ValueError(f"picks: selected lacks columns {missing}; expected concatenated select() outputs")
+    dup = selected.duplicated([*by, "selection"])
+    if dup.any():
+        raise ValueError(f"picks: {int(dup.sum())} rows repeat a ({', '.join(by)}, selection); keep one config per "
+                         "row first (e.g. the single-test-domain runs)")
+    label = "draw " + selected["hparams_seed"].astype(int).astype(str) + ", step " + selected["step"].astype(int).astype(str)
+    wide = selected.assign(pick=label).pivot_table(index=by, columns="selection", values="pick", aggfunc="first")
+    methods = list(dict.fromkeys(selected["selection"]))
+    wide = wide[methods]
+    wide["agree"] = wide.nunique(axis=1, dropna=False) == 1
+    wide.columns.name = None
+    return wide
+
+
 # ---------------------------------------------------------------- per-method candidate scores: (job_id, step, val_acc)
 
 

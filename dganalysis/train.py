@@ -43,6 +43,7 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,9 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
 
 
 def job_seed(job: Job) -> int:
-    """The torch seed of a job: a hash of its spec (which includes the trial seed)."""
-    return seed_hash(job.job_id, job.trial_seed)
+    """The torch seed of a job: a hash of its spec (which includes the trial seed), without the hyperparameter draw
+    version (:attr:`dganalysis.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
+    return seed_hash(job.seed_key, job.trial_seed)
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -205,6 +207,36 @@ def _cuda_setup(device: torch.device) -> None:
 
 
 # --------------------------------------------------------------------------- the job
+@dataclass(frozen=True)
+class Runtime:
+    """How a job runs on its machine (none of it is part of the job hash): the device, whether it is CUDA, the
+    precision (``fp32`` or ``bf16``; bf16 means autocast), channels_last and the evaluation batch size."""
+
+    device: torch.device
+    cuda: bool
+    precision: str
+    autocast: bool
+    channels_last: bool
+    eval_batch_size: int
+
+
+@dataclass
+class JobData:
+    """A job's data on the device: the dataset, its domain names, the job's domain indices (train, test, val), the
+    job's torch seed and concrete hparams, the ``(in, out)`` splits of every domain and the training domains'
+    ``in`` splits, which the loop samples."""
+
+    dataset: Any
+    names: list[str]
+    train_idx: list[int]
+    test_idx: list[int]
+    val_idx: list[int]
+    seed: int
+    hparams: dict[str, Any]
+    splits: Any
+    train_splits: list[Any]
+
+
 def run_job(
     job: Job | Mapping[str, Any],
     job_dir: str | Path,
@@ -229,17 +261,39 @@ def run_job(
     and classifier. ``progress``: a tqdm bar over steps. ``heartbeat``: called before every write into
     ``job_dir`` after the first; it raises to stop the job (a sweep passes its claim's check, see
     :mod:`dganalysis.sweep.store`).
-    """
-    from dganalysis.algorithms import create
-    from dganalysis.data.pipeline import make_pipeline
-    from dganalysis.speed import keep_freed_memory
 
+    The steps, in order: :func:`start_job_dir` (spec.json), :func:`make_runtime` (device, precision),
+    :func:`build_data` (dataset, hparams, splits), :func:`build_algorithm` (seeded model),
+    :func:`record_fields` (what every record repeats), :func:`train_loop` (updates; :func:`write_checkpoint` evaluates
+    and appends a record), :func:`finish_job` (model.pt, done).
+    """
     job = job if isinstance(job, Job) else Job.from_dict(job)
+    job_dir = start_job_dir(job, job_dir)
+    t_start = time.time()
+    runtime = make_runtime(device, precision, eval_batch_size)
+    data = build_data(job, data_dir, runtime)
+    algorithm = build_algorithm(job, data, runtime, compile)
+    static = record_fields(job, data, runtime)
+    log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
+    train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
+    finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
+    return job_dir
+
+
+def start_job_dir(job: Job, job_dir: str | Path) -> Path:
+    """Create ``job_dir``, remove what an earlier run of the job left there, and write ``spec.json`` (with the id)."""
     job_dir = Path(job_dir)
     job_dir.mkdir(parents=True, exist_ok=True)
     clear_job_dir(job_dir)
     io.write_json(job_dir / "spec.json", {**job.to_dict(), "job_id": job.job_id})
-    t_start = time.time()
+    return job_dir
+
+
+def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None) -> Runtime:
+    """Resolve the device and set it up (TF32 and cuDNN autotuning on CUDA; :func:`dganalysis.speed.keep_freed_memory`
+    on CPU), then the precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here,
+    same accuracy within noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice."""
+    from dganalysis.speed import keep_freed_memory
 
     device = resolve_device(device)
     cuda = device.type == "cuda"
@@ -250,16 +304,17 @@ def run_job(
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     if precision == "auto":
-        # bf16 autocast on CUDA and on CPUs with AMX-bf16 units (measured ~2.5x faster per job here, same
-        # accuracy within noise); fp32 on other CPUs. $DGANALYSIS_CPU_PRECISION overrides the CPU choice.
         precision = "bf16" if cuda else os.environ.get("DGANALYSIS_CPU_PRECISION", _cpu_default_precision())
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
-    autocast = precision == "bf16"
-    channels_last = True
-    eval_bs = eval_batch_size or (4096 if cuda else 512)
+    return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512))
 
-    # ---- data
+
+def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobData:
+    """The job's dataset (cached per process), domain indices, seed, hparams, input pipeline and the ``(in, out)``
+    splits of every domain on the device; an empty ``in`` split of a training domain is an error."""
+    from dganalysis.data.pipeline import make_pipeline
+
     dataset = _cached_dataset(job.dataset, data_dir, job.dataset_kwargs)
     names = dataset.domain_names
     train_idx = domain_indices(job.train_domains, names, "train")
@@ -268,7 +323,8 @@ def run_job(
     seed = job_seed(job)
     hparams = job_hparams(job)
     pipeline = make_pipeline(dict(getattr(dataset, "info", {})), hparams, dataset.input_shape)
-    splits = make_splits(dataset, job.holdout_fraction, job.trial_seed, device, channels_last, pipeline, seed)
+    splits = make_splits(dataset, job.holdout_fraction, job.trial_seed, runtime.device, runtime.channels_last,
+                         pipeline, seed)
     train_splits = [splits[i][0] for i in train_idx]
     for i, s in zip(train_idx, train_splits):
         if len(s) == 0:
@@ -278,55 +334,71 @@ def run_job(
         from dganalysis.data import balanced
 
         balanced.use_class_balanced(train_splits)
+    return JobData(dataset, names, train_idx, test_idx, val_idx, seed, hparams, splits, train_splits)
 
-    # ---- model
-    torch.manual_seed(seed)
-    np.random.seed(seed % (2**32))
-    algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_idx), hparams)
-    algorithm.to(device)
-    if channels_last:
+
+def build_algorithm(job: Job, data: JobData, runtime: Runtime, compile: bool = False):
+    """Seed torch and numpy's global generators with the job seed, create the algorithm, move it to the device
+    (channels_last), optionally ``torch.compile`` its featurizer and classifier; in train mode."""
+    from dganalysis.algorithms import create
+
+    torch.manual_seed(data.seed)
+    np.random.seed(data.seed % (2**32))
+    algorithm = create(job.algorithm, data.dataset.input_shape, data.dataset.n_classes, len(data.train_idx),
+                       data.hparams)
+    algorithm.to(runtime.device)
+    if runtime.channels_last:
         algorithm.to(memory_format=torch.channels_last)
     if compile:
         algorithm.featurizer.compile()
         algorithm.classifier.compile()
     algorithm.train()
+    return algorithm
 
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
-    batch_size = int(hparams["batch_size"])
-    steps_per_epoch = min(len(s) for s in train_splits) / batch_size
 
+def record_fields(job: Job, data: JobData, runtime: Runtime) -> dict[str, Any]:
+    """The fields every checkpoint record repeats: ``hparams``, DomainBed's ``args``, the domain names, the device,
+    precision, data path and host."""
     args = {
         "dataset": job.dataset,
         "dataset_kwargs": dict(job.dataset_kwargs),
         "algorithm": job.algorithm,
-        "test_envs": test_idx,
-        "train_envs": train_idx,
-        "val_envs": val_idx,
+        "test_envs": data.test_idx,
+        "train_envs": data.train_idx,
+        "val_envs": data.val_idx,
         "hparams_seed": job.hparams_seed,
         "trial_seed": job.trial_seed,
-        "seed": seed,
+        "seed": data.seed,
         "holdout_fraction": job.holdout_fraction,
         "steps": job.steps,
         "checkpoint_freq": job.checkpoint_freq,
         "job_id": job.job_id,
     }
-    static = {
-        "hparams": hparams,
+    return {
+        "hparams": data.hparams,
         "args": args,
-        "domains": names,
+        "domains": data.names,
         "train_domains": list(job.train_domains),
         "test_domains": list(job.test_domains),
         "val_domains": list(job.val_domains),
-        "device": _device_name(device),
-        "precision": precision,
-        "data_path": splits.mode,
+        "device": _device_name(runtime.device),
+        "precision": runtime.precision,
+        "data_path": data.splits.mode,
         "host": socket.gethostname(),
     }
-    log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
 
-    # ---- loop
-    results_path = job_dir / "results.jsonl"
+
+def train_loop(
+    job: Job, algorithm, data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path,
+    t_start: float, progress: bool = False, heartbeat: Callable[[], None] | None = None,
+) -> None:
+    """``job.steps`` updates, each on one minibatch per training domain drawn from a generator seeded with the job
+    seed; a checkpoint (:func:`write_checkpoint`) after step ``s`` when ``s % checkpoint_freq == 0`` or at the last
+    step. A non-finite ``update()`` output raises ``FloatingPointError``. Closes the splits at the end."""
+    gen = torch.Generator(device=runtime.device)
+    gen.manual_seed(data.seed)
+    batch_size = int(data.hparams["batch_size"])
+    steps_per_epoch = min(len(s) for s in data.train_splits) / batch_size
     window: dict[str, list[float]] = defaultdict(list)
     step_times: list[float] = []
     bar = None
@@ -338,8 +410,9 @@ def run_job(
         for step in range(job.steps):
             t0 = time.perf_counter()
             with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
-                minibatches = [s.sample(batch_size, gen) for s in train_splits]
-            with record_function("dganalysis.update"), torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+                minibatches = [s.sample(batch_size, gen) for s in data.train_splits]
+            with record_function("dganalysis.update"), torch.autocast(runtime.device.type, dtype=torch.bfloat16,
+                                                                      enabled=runtime.autocast):
                 out = algorithm.update(minibatches, step)
             for k, v in out.items():
                 v = float(v)
@@ -350,35 +423,52 @@ def run_job(
             if bar is not None:
                 bar.update(1)
             if step % job.checkpoint_freq == 0 or step == job.steps - 1:
-                record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
-                record.update({k: float(np.mean(v)) for k, v in window.items()})
-                record["step_time"] = float(np.mean(step_times))
-                with record_function("dganalysis.evaluate"):
-                    record.update(evaluate(algorithm, splits, eval_bs, autocast))
-                if cuda:
-                    record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
-                record["elapsed"] = time.time() - t_start
-                record.update(static)
-                if heartbeat is not None:
-                    heartbeat()
-                io.append_jsonl(results_path, record)
-                log.info(
-                    "job %s step %d loss %.4f %s", job.job_id, step, record.get("loss", float("nan")),
-                    " ".join(f"{names[i]}={record[f'env{i}_in_acc']:.3f}" for i in test_idx),
-                )
+                write_checkpoint(job, step, step / steps_per_epoch, window, step_times, algorithm, data, runtime,
+                                 static, results_path, t_start, heartbeat)
                 window.clear()
                 step_times.clear()
     finally:
-        splits.close()
+        data.splits.close()
         if bar is not None:
             bar.close()
 
+
+def write_checkpoint(
+    job: Job, step: int, epoch: float, window: Mapping[str, list[float]], step_times: list[float], algorithm,
+    data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path, t_start: float,
+    heartbeat: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Append one checkpoint record to ``results_path``: step, epoch, the mean of each ``update()`` output and of
+    the step time since the previous record, every domain's in/out accuracy, peak CUDA memory, elapsed seconds and
+    the :func:`record_fields`. Calls ``heartbeat`` just before writing."""
+    record: dict[str, Any] = {"step": step, "epoch": epoch}
+    record.update({k: float(np.mean(v)) for k, v in window.items()})
+    record["step_time"] = float(np.mean(step_times))
+    with record_function("dganalysis.evaluate"):
+        record.update(evaluate(algorithm, data.splits, runtime.eval_batch_size, runtime.autocast))
+    if runtime.cuda:
+        record["mem_gb"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30
+    record["elapsed"] = time.time() - t_start
+    record.update(static)
+    if heartbeat is not None:
+        heartbeat()
+    io.append_jsonl(results_path, record)
+    log.info(
+        "job %s step %d loss %.4f %s", job.job_id, step, record.get("loss", float("nan")),
+        " ".join(f"{data.names[i]}={record[f'env{i}_in_acc']:.3f}" for i in data.test_idx),
+    )
+    return record
+
+
+def finish_job(job: Job, algorithm, data: JobData, job_dir: Path, t_start: float,
+               heartbeat: Callable[[], None] | None = None) -> None:
+    """After the loop: the last ``heartbeat``, ``model.pt`` when ``job.save_model``, then ``done`` (atomically, last:
+    its presence marks the job finished) holding the job's wall-clock seconds."""
     if heartbeat is not None:
         heartbeat()
     if job.save_model:
-        save_model(algorithm, job, hparams, dataset, job_dir / "model.pt")
+        save_model(algorithm, job, data.hparams, data.dataset, job_dir / "model.pt")
     io.write_text(job_dir / "done", f"{time.time() - t_start:.3f}\n")
-    return job_dir
 
 
 def _cpu_default_precision() -> str:

@@ -29,6 +29,22 @@ def test_version_one_keeps_existing_ids_and_a_bump_changes_them(monkeypatch):
     assert job.job_id not in ("3efaad128e309b02", "014b1b758c2a8e98")
 
 
+def test_the_torch_seed_does_not_follow_the_draw_version(monkeypatch):
+    """A new drawing rule moves a job to a new folder, not to new random numbers: the seed comes from the version-1
+    hash (``Job.seed_key``), so a job whose drawn values are unchanged trains to the same numbers."""
+    from dganalysis.train import job_seed
+
+    job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
+    assert job.seed_key == "014b1b758c2a8e98"
+    seeds = set()
+    for version in (1, 2, 3):
+        monkeypatch.setattr(hparams, "DRAW_VERSION", version)
+        seeds.add(job_seed(job))
+    assert len(seeds) == 1
+    other = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=2, steps=5000, checkpoint_freq=300)
+    assert job_seed(other) != job_seed(job)
+
+
 def test_records_drawn_under_another_rule_are_refused(tmp_path):
     job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], hparams_seed=2, trial_seed=1, steps=2, checkpoint_freq=2,
               hparams_overrides=FAST_HPARAMS)

@@ -281,3 +281,20 @@ def test_two_equal_paired_differences_are_not_exact():
     assert c.test == TOO_FEW and np.isnan(c.p) and c.diff == pytest.approx(0.10)
     c3 = compare(pd.Series([0.7, 0.65, 0.5]), pd.Series([0.6, 0.55, 0.4]))
     assert c3.test == "exact (no variance)" and c3.p == 0.0
+
+
+def test_plots_name_their_methods_on_the_axis(st_frame):
+    """The swap-test and Domain+ figures write method names under the x axis by default; the paper's 1..M indices
+    remain an option (``xticks="index"``, key in the legend title); anything else is an error."""
+    ax = dynamic.plot_swap_test(st_frame, "hw", [C1, C2, C3], methods=["D", "A", "B", "C"]).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["D", "A", "B", "C"]
+    assert ax.get_xlabel() == "method" and ax.get_legend().get_title().get_text() == ""
+    ax = dynamic.plot_swap_test(st_frame, "hw", [C1, C2, C3], methods=["D", "A", "B", "C"], xticks="index").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "4"]
+    assert ax.get_xlabel() == "method index" and ax.get_legend().get_title().get_text() == "1=D  2=A  3=B  4=C"
+    ext = frame({("d0,d1,d2", m): trials(v) for m, v in {"A": 0.8, "B": 0.4, "C": 0.2, "D": 0.95}.items()})
+    dp = dynamic.domain_plus(pd.concat([st_frame, ext], ignore_index=True), [C1, "d0,d1,d2"], "hw")
+    for a in dynamic.plot_domain_plus(dp, methods=["D", "A", "B", "C"]).axes:
+        assert [t.get_text() for t in a.get_xticklabels()] == ["D", "A", "B", "C"] and a.get_xlabel() == "method"
+    with pytest.raises(ValueError, match="xticks"):
+        dynamic.plot_swap_test(st_frame, "hw", [C1, C2, C3], xticks="names")

@@ -475,3 +475,18 @@ def test_runs_with_different_settings_never_compete(tmp_path):
     dbf = results.load(db, progress=False)
     assert dbf["setting"].nunique() == 2
     assert len(selection.select(dbf, "oracle")) == 2
+
+
+def test_picks_tells_where_methods_chose_different_runs():
+    rows = []
+    for method, choice in {"training_domain": [(0, 99), (1, 40)], "oracle": [(0, 99), (2, 99)]}.items():
+        for trial, (h, step) in enumerate(choice):
+            rows.append({"domain": "0", "trial_seed": trial, "selection": method, "hparams_seed": h, "step": step})
+    got = selection.picks(pd.DataFrame(rows))
+    assert list(got.columns) == ["training_domain", "oracle", "agree"]
+    assert got.loc[("0", 0)].tolist() == ["draw 0, step 99", "draw 0, step 99", True]
+    assert got.loc[("0", 1)].tolist() == ["draw 1, step 40", "draw 2, step 99", False]
+    with pytest.raises(ValueError, match="repeat"):
+        selection.picks(pd.DataFrame(rows + rows[:1]))
+    with pytest.raises(ValueError, match="lacks columns"):
+        selection.picks(pd.DataFrame(rows).drop(columns="step"))

@@ -406,15 +406,17 @@ def plot_swap_test(
     method_col: str = "algorithm",
     acc_col: str = "acc",
     dataset: str | None = None,
-    xticks: str = "index",
+    xticks: str = "name",
     ax=None,
 ):
-    """Fig. 9/10 style: method index on x, mean ± SE accuracy on ``test_domain``, one line per training choice.
+    """Fig. 9/10 style: methods on x, mean ± SE accuracy on ``test_domain``, one line per training choice.
 
-    ``xticks="index"`` labels methods 1..M as in the paper (the legend title lists the mapping); ``"name"`` uses names.
+    ``xticks="name"`` (default) writes each method's name under its point, so the figure reads without a key;
+    ``"index"`` numbers them 1..M as the paper's figures do (Zhang, Zhang & Liu), with the legend title as the key.
     """
     import matplotlib.pyplot as plt
 
+    _check_xticks(xticks)
     trials = trial_accuracies(selected, test_domain, train_choices, methods, method_col, acc_col, dataset)
     summ = _trial_summary(trials)
     names = _order(trials["method"], methods)
@@ -423,10 +425,7 @@ def plot_swap_test(
     for c in _ordered_choices(trials, train_choices):
         s = summ[summ["train"] == c].set_index("method").reindex(names)
         ax.errorbar([x[m] for m in names], s["mean"], yerr=s["se"], marker="o", capsize=3, label=f"{c} → {test_domain}")
-    ax.set_xticks(list(x.values()))
-    ax.set_xticklabels(list(x.values()) if xticks == "index" else names, rotation=0 if xticks == "index" else 45,
-                       ha="center" if xticks == "index" else "right")
-    ax.set_xlabel("method index" if xticks == "index" else "method")
+    _method_axis(ax, list(x.values()), names, xticks)
     ax.set_ylabel(f"accuracy on {test_domain}")
     title = None if xticks != "index" else "  ".join(f"{i}={m}" for m, i in x.items())
     ax.legend(title=title, fontsize="small", title_fontsize="x-small")
@@ -468,14 +467,16 @@ def plot_reversal_matrix(result: SwapTestResult, ax=None):
     return fig
 
 
-def plot_domain_plus(dp: pd.DataFrame, methods: Sequence[str] | None = None, xticks: str = "index"):
-    """Figs. 11–12 style (left: mean accuracy per training set, method index on x, one line per set) plus the
+def plot_domain_plus(dp: pd.DataFrame, methods: Sequence[str] | None = None, xticks: str = "name"):
+    """Figs. 11–12 style (left: mean accuracy per training set, methods on x, one line per set) plus the
     per-method change Δ with its CI for each step (right; filled marker = significant after correction).
 
-    ``dp`` is the output of :func:`domain_plus` (several calls may be concatenated).
+    ``dp`` is the output of :func:`domain_plus` (several calls may be concatenated). ``xticks``: ``"name"``
+    (default) or the paper's ``"index"`` (1..M, with the key as the figure's title), as in :func:`plot_swap_test`.
     """
     import matplotlib.pyplot as plt
 
+    _check_xticks(xticks)
     names = _order(dp["method"], methods)
     x = np.arange(1, len(names) + 1)
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(max(8, 0.9 * len(names) + 4), 3.3))
@@ -503,11 +504,25 @@ def plot_domain_plus(dp: pd.DataFrame, methods: Sequence[str] | None = None, xti
     a1.set_ylabel("Δ accuracy (CI; filled = significant)")
     a1.legend(fontsize="small", title="step", title_fontsize="small")
     for a in (a0, a1):
-        a.set_xticks(x)
-        a.set_xticklabels(x if xticks == "index" else names, rotation=0 if xticks == "index" else 45,
-                          ha="center" if xticks == "index" else "right")
-        a.set_xlabel("method index" if xticks == "index" else "method")
+        _method_axis(a, list(x), names, xticks)
     if xticks == "index":
         fig.suptitle("  ".join(f"{i}={m}" for i, m in zip(x, names)), fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def _check_xticks(xticks: str) -> None:
+    if xticks not in ("name", "index"):
+        raise ValueError(f"xticks: expected 'name' or 'index', got {xticks!r}")
+
+
+def _method_axis(ax, x: Sequence[float], names: Sequence[str], xticks: str) -> None:
+    """Methods on the x axis: their names (slanted when long) or the paper's 1..M indices."""
+    ax.set_xticks(list(x))
+    if xticks == "index":
+        ax.set_xticklabels([str(int(i)) for i in x])
+        ax.set_xlabel("method index")
+        return
+    slant = max((len(n) for n in names), default=0) * len(names) > 40
+    ax.set_xticklabels(names, rotation=35 if slant else 0, ha="right" if slant else "center")
+    ax.set_xlabel("method")

@@ -265,9 +265,9 @@ def check_job_hparams(job: Job) -> None:
 
 
 def _domain_names(dataset: str, dataset_kwargs: Mapping[str, Any], data_dir: str | Path | None) -> list[str]:
-    """The dataset's domain names: the built-in datasets' without building them (:func:`dganalysis.plans.domain_names`;
+    """The dataset's domain names: the built-in datasets' without building them (:func:`dganalysis.data.domains.domain_names`;
     PaHCC at paper scale takes hours to render), others by building the dataset once per process."""
-    from dganalysis.plans import domain_names
+    from dganalysis.data.domains import domain_names
     from dganalysis.validation import ConfigError, load_checked_dataset
 
     try:

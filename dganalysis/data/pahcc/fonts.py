@@ -29,6 +29,9 @@ from typing import Any
 
 import yaml
 
+from dganalysis.data.pahcc.classes import all_classes, class_set
+from dganalysis.data.pahcc.npm import npm_dir
+
 log = logging.getLogger(__name__)
 
 FONTS_YAML = Path(__file__).with_name("resources") / "fonts.yaml"
@@ -87,8 +90,6 @@ class CoverageCache:
                 log.warning("%s: unreadable font coverage cache, rebuilding it", self.path)
 
     def covers(self, path: str, index: int, char: str) -> bool:
-        from dganalysis.data.pahcc.classes import all_classes, class_set
-
         if char not in class_set():
             return ord(char) in _cmap(path, index)
         key = f"{path}|{index}|{os.path.getsize(path)}|{int(os.path.getmtime(path))}"
@@ -182,14 +183,6 @@ def _folder_faces(folder: str | Path) -> list[FontFace]:
         if p.suffix.lower() in FONT_EXTENSIONS and p.is_file() and "@fontsource" not in p.parts:
             faces += [FontFace(n, (str(p),), i, "folder") for i, n in _names_from_file(str(p))]
     return faces
-
-
-def npm_dir() -> Path:
-    """Where ``install_fonts.sh`` puts npm packages: ``$DGANALYSIS_NPM_DIR`` or ``<default data dir>/npm``."""
-    from dganalysis.data.registry import default_data_dir
-
-    env = os.environ.get("DGANALYSIS_NPM_DIR")
-    return Path(env).expanduser() if env else default_data_dir() / "npm"
 
 
 def _fontsource_faces(root: Path) -> list[FontFace]:

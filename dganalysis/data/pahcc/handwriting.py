@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
+from dganalysis.data.pahcc.npm import npm_package_dir
 from dganalysis.data.pahcc.render import OVERSAMPLE
 
 EM = 1024.0
@@ -34,9 +35,7 @@ EM = 1024.0
 
 def hanzi_writer_dir() -> Path:
     """Folder of hanzi-writer-data's per-character JSON files (under the npm prefix of ``install_fonts.sh``)."""
-    from dganalysis.data.pahcc.fonts import npm_dir
-
-    return npm_dir() / "node_modules" / "hanzi-writer-data"
+    return npm_package_dir("hanzi-writer-data")
 
 
 @lru_cache(maxsize=4096)

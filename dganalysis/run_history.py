@@ -1,0 +1,52 @@
+"""The record of notebook executions of a profile: one :class:`NotebookRun` per notebook, in ``<out>/runs.json``.
+
+Written by the runner (:mod:`dganalysis.runner`) after every notebook, read by the index it writes and by the HTML
+report (:mod:`dganalysis.report`). Both sides depend on this record, not on each other, so the runner can call the
+report and the report can rebuild from disk without the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dganalysis import io
+
+
+@dataclass
+class NotebookRun:
+    """The outcome of one notebook execution."""
+
+    name: str
+    output: Path
+    ok: bool
+    seconds: float
+    error: str = ""
+    figures: list[Path] = field(default_factory=list)
+    tables: list[Path] = field(default_factory=list)
+
+
+def record_run(out: Path, run: NotebookRun) -> list[NotebookRun]:
+    """Record ``run`` in ``<out>/runs.json`` and return the latest run of every notebook, in reading order
+    (so running one notebook keeps the others' entries in the index)."""
+    path = Path(out) / "runs.json"
+    history = json.loads(path.read_text()) if path.is_file() else {}
+    history[run.name] = {"output": str(run.output), "ok": run.ok, "seconds": run.seconds, "error": run.error,
+                         "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables]}
+    io.write_json(path, history)
+    return read_history(out)
+
+
+def read_history(out: Path) -> list[NotebookRun]:
+    """The latest run of every notebook recorded in ``<out>/runs.json``, in reading order ([] when none)."""
+    path = Path(out) / "runs.json"
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text())
+        return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
+                            [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
+                for name, h in sorted(history.items())]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a run history written by `dganalysis run` ({e})") from e
