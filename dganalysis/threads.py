@@ -97,9 +97,9 @@ def _own_running_threads() -> int:
     return max(n, 1)  # the reading thread runs
 
 
-def busy_cores(samples: int = 3, gap_s: float = 0.001) -> float:
+def busy_cores(samples: int = 3, gap_s: float = 0.0) -> float:
     """Runnable threads of *other* processes right now (``/proc/loadavg`` field 4 minus our own), the median of
-    ``samples`` readings ``gap_s`` apart; 0 where ``/proc`` is missing (not Linux)."""
+    ``samples`` readings ``gap_s`` apart; 0 where ``/proc`` is missing (not Linux). About 0.3 ms."""
     counts = []
     for i in range(samples):
         try:
@@ -127,14 +127,22 @@ def decide_threads(usable: int, busy: float, *, limit: int | None = None, overri
     return n if limit is None else min(n, limit)
 
 
+_measured: tuple[float, int, float] | None = None  # (monotonic time, usable, busy) of the last measurement
+MEASURE_TTL_S = 0.5  # a measurement serves the computations started within this time
+
+
 def compute_threads(limit: int | None = None) -> int:
-    """:func:`decide_threads` on this machine now (affinity, cgroup quota, runnable count, ``$DGANALYSIS_THREADS``)."""
+    """:func:`decide_threads` on this machine now (affinity, cgroup quota, runnable count, ``$DGANALYSIS_THREADS``);
+    the measurement is reused for :data:`MEASURE_TTL_S` seconds (a KDE asks once per group kind)."""
+    global _measured
     override = env_override()
     if override is not None:
         return override if limit is None else min(override, limit)
-    usable = usable_cores(quota=cgroup_cpu_limit())
-    busy = busy_cores() if usable > 1 else 0.0
-    return decide_threads(usable, busy, limit=limit)
+    now = time.monotonic()
+    if _measured is None or now - _measured[0] > MEASURE_TTL_S:
+        usable = usable_cores(quota=cgroup_cpu_limit())
+        _measured = (now, usable, busy_cores() if usable > 1 else 0.0)
+    return decide_threads(_measured[1], _measured[2], limit=limit)
 
 
 @contextlib.contextmanager
