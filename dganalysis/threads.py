@@ -145,6 +145,11 @@ def compute_threads(limit: int | None = None) -> int:
     return decide_threads(_measured[1], _measured[2], limit=limit)
 
 
+def capped_threads() -> int:
+    """:func:`compute_threads` capped by the torch thread count in force (what the caller or a launcher set)."""
+    return compute_threads(limit=torch.get_num_threads())
+
+
 @contextlib.contextmanager
 def torch_threads(n: int | None) -> Iterator[int]:
     """Run the block with ``n`` torch intra-op threads (None: :func:`compute_threads`), restoring the count after.
@@ -170,18 +175,20 @@ def torch_threads(n: int | None) -> Iterator[int]:
 class ThreadGovernor:
     """Re-decides the torch thread count of a long computation at most every ``every_s`` seconds.
 
-    Call :meth:`step` once per step (it reads the clock; the decision itself costs ~0.1 ms). Restores the
-    count it found with :meth:`close` (or as a context manager). A fixed ``n`` (or ``$DGANALYSIS_THREADS``)
-    pins it.
+    Call :meth:`step` once per step (it reads the clock; the decision itself costs well under 1 ms). The
+    automatic count never exceeds ``limit`` (default: the torch count in force when it starts, i.e. what the
+    caller or launcher set); :meth:`close` (or leaving the ``with`` block) restores that count. A fixed ``n``
+    (or ``$DGANALYSIS_THREADS``) pins it.
     """
 
-    def __init__(self, n: int | None = None, every_s: float = 2.0) -> None:
+    def __init__(self, n: int | None = None, every_s: float = 2.0, limit: int | None = None) -> None:
         if n is not None and n < 1:
             raise ValueError(f"ThreadGovernor: n must be >= 1, got {n}")
         override = env_override()
         self.fixed = override if override is not None else n
         self.every_s = float(every_s)
         self.old = torch.get_num_threads()
+        self.limit = self.old if limit is None else limit  # never more threads than the caller had set
         self.current = self.old
         self.changes = 0
         self._next = 0.0
@@ -191,7 +198,7 @@ class ThreadGovernor:
         now = time.monotonic()
         if force or now >= self._next:
             self._next = now + self.every_s
-            n = self.fixed if self.fixed is not None else compute_threads()
+            n = self.fixed if self.fixed is not None else compute_threads(limit=self.limit)
             if n != self.current:
                 torch.set_num_threads(n)
                 self.changes += 0 if force else 1
