@@ -35,6 +35,7 @@ def make_problem(n: int, d: int, c: int, device: str, seed: int = 0):
     means = torch.randn(c, d, generator=g) * 0.15
     y = torch.randint(0, c, (n,), generator=g)
     z = means[y] + torch.randn(n, d, generator=g)
+    torch.manual_seed(seed)  # the same head in the idle and the loaded run
     head = torch.nn.Linear(d, c)
     opt = torch.optim.Adam(head.parameters(), lr=0.05)
     for _ in range(50):
