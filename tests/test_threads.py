@@ -175,3 +175,41 @@ def test_kde_result_does_not_depend_on_the_worker_count(monkeypatch):
     for w in (2, 3):
         assert np.array_equal(out[1], out[w])
         assert np.array_equal(out[1, "g"], out[w, "g"])
+
+
+def test_job_records_do_not_depend_on_the_thread_count(tmp_path, monkeypatch):
+    """run_job's governor may pick 1 or 2 threads with the machine's load: the records must not change."""
+    import json
+
+    from _tiny import TINY
+
+    from dganalysis.sweep import Job
+    from dganalysis.train import run_job
+
+    job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=6, checkpoint_freq=5,
+              hparams_overrides={"featurizer": "cnn", "batch_size": 8})
+    recs = {}
+    torch.set_num_threads(2)
+    for n in (1, 2):
+        monkeypatch.setenv(threads.ENV, str(n))
+        d = run_job(job, tmp_path / str(n), device="cpu")
+        assert torch.get_num_threads() == 2  # restored after the job
+        recs[n] = [{k: v for k, v in json.loads(line).items() if k not in ("elapsed", "step_time")}
+                   for line in (d / "results.jsonl").read_text().splitlines()]
+    assert len(recs[1]) == 2 and recs[1] == recs[2]
+
+
+def test_worst_case_curve_does_not_depend_on_the_thread_count(monkeypatch):
+    from dganalysis.dro import worst_case_curve
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(400, 16, generator=g)
+    y = torch.randint(0, 4, (400,), generator=g)
+    torch.manual_seed(0)
+    head = torch.nn.Linear(16, 4)
+    torch.set_num_threads(2)
+    out = {}
+    for n in (1, 2):
+        monkeypatch.setenv(threads.ENV, str(n))
+        out[n] = worst_case_curve(z, y, head, [0.0, 0.2, 0.5], loss="ce", scale="std")
+    assert out[1].equals(out[2])
