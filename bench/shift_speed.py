@@ -68,7 +68,7 @@ def make_features(n: int, d: int, n_classes: int, seed: int):
     z_q = means[y] + rng.normal(size=(len(y), d))
     z_p[:, 0] += np.where(y % 2 == 0, 1.5, -1.5)
     z_q[:, 0] += np.where(y % 2 == 0, -1.5, 1.5)
-    z_q[: len(y) // 5, 1] += 12.0
+    z_q[: len(y) // 5, min(1, d - 1)] += 12.0  # d = 1: on the only dimension
     return z_p.astype(np.float32), y, z_q.astype(np.float32), y
 
 
