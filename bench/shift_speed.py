@@ -1,40 +1,42 @@
-"""Benchmark: our ``estimate_shift`` vs OoD-Bench's own ``quantify.py`` on the same features (Ye et al. 2022).
+"""Benchmark: our ``estimate_shift`` vs OoD-Bench's own ``quantify.py``, idle AND loaded, in one run (Ye et al. 2022).
 
 Baseline: ``python -m ood_bench.scripts.quantify --legacy_mode`` from ``$OODBENCH_SRC`` (e.g.
 ``OODBENCH_SRC=../shared/reference/OoD-Bench``), run in-process on a ``data.npz`` of the same features with the
-same seed and sample size — its whole path: standardisation, one ``scipy.stats.gaussian_kde`` per density,
-``compute_div``/``compute_cor`` with their Python loops. Without ``$OODBENCH_SRC`` the baseline is a vectorised
-scipy transcription of the same computation (one ``gaussian_kde`` per density, numpy for the sums; faster
-than OoD-Bench's loops, so the ratio is a lower bound) and the output says so.
+same seed and sample size: its whole path (standardisation, one ``scipy.stats.gaussian_kde`` per density,
+``compute_div``/``compute_cor`` with their Python loops), with numpy's default BLAS threads. Without
+``$OODBENCH_SRC`` the baseline is a vectorised scipy transcription of the same computation (faster than
+OoD-Bench's loops, so the ratio is a lower bound) and the output says so.
 
-Ours: the defaults (``formula="eq5"`` = its legacy mode, ``bandwidth="scott"`` = scipy's rule per density, its
-thresholds and 10,000 points); ``--bandwidth shared`` adds our shared-kernel option for comparison. Setting:
-8-d simulated features, n_p = n_q = 5,000 with equal class counts, 2 and 100 classes. Prints both times,
-their ratio, the share of points where a point counts for D_div or D_cor ("in S|T": we evaluate the pooled KDE
-only there and the class KDEs only in T, which changes no result; OoD-Bench evaluates every density everywhere)
-and the largest difference of the estimates from OoD-Bench's (identical Monte-Carlo points, so float32 rounding
-only for ``scott``; ``shared`` is a different estimator, so its difference is real).
+Ours: the defaults (``formula="eq5"`` = its legacy mode, ``bandwidth="scott"``, its thresholds, 10,000
+points), threads chosen by :mod:`dganalysis.threads`. Grid: d in ``--dims`` x n points per environment in
+``--ns`` (simulated features, 2 classes with equal counts, both kinds of shift), first with the machine as it
+is ("idle"; on a shared machine it is not: the load is printed), then with ``--load`` busy processes
+(default: one per usable core) started and stopped by this script. Each cell: OoD-Bench timed once, ours the
+median of ``--repeat`` runs; ratio = OoD-Bench / ours. Also printed: the largest |difference| of D_div, D_cor
+from OoD-Bench's over the grid (identical Monte-Carlo points: float32 rounding only) and whether our estimates
+idle and loaded are bit-identical.
 
-    OODBENCH_SRC=/path/to/OoD-Bench python bench/shift_speed.py [--n 5000] [--samples 10000] [--dim 8] [--repeat 3]
+    OODBENCH_SRC=/path/to/OoD-Bench python bench/shift_speed.py [--quick] [--load N] [--dims ...] [--ns ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from scipy.stats import gaussian_kde
 from sklearn.preprocessing import StandardScaler
 
+from dganalysis import threads
 from dganalysis.shift.estimator import estimate_shift
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import _busy  # noqa: E402
 from tests.reference import _oodbench  # noqa: E402
 
 
@@ -66,66 +68,85 @@ def make_features(n: int, d: int, n_classes: int, seed: int):
     z_q = means[y] + rng.normal(size=(len(y), d))
     z_p[:, 0] += np.where(y % 2 == 0, 1.5, -1.5)
     z_q[:, 0] += np.where(y % 2 == 0, -1.5, 1.5)
-    z_q[: len(y) // 5, 1] += 12.0
+    z_q[: len(y) // 5, min(1, d - 1)] += 12.0  # d = 1: on the only dimension
     return z_p.astype(np.float32), y, z_q.astype(np.float32), y
+
+
+def time_cell(root, z_p, y_p, z_q, y_q, seed: int, samples: int, repeat: int):
+    """(OoD-Bench seconds, its (div, cor), our median seconds, our estimate) for one grid cell."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        if root is not None:
+            r = _oodbench.run_quantify(Path(tmp), z_p, y_p, z_q, y_q, seed=seed, sample_size=samples, legacy_mode=True)
+            ref = (r["div"], r["cor"])
+        else:
+            ref = scipy_transcription(z_p, y_p, z_q, y_q, seed, samples)
+        t_base = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ours = estimate_shift(z_p, y_p, z_q, y_q, n_samples=samples, seed=seed, device="cpu")
+        times.append(time.perf_counter() - t0)
+    return t_base, ref, float(np.median(times)), ours
+
+
+def print_grid(title: str, dims, ns, cells: dict) -> None:
+    print(f"\n{title}: ratio OoD-Bench / ours (OoD-Bench s / ours s)")
+    print("   n \\ d " + "".join(f"{d:>18}" for d in dims))
+    for n in ns:
+        row = "".join(f"{cells[d, n][0] / cells[d, n][2]:7.1f} ({cells[d, n][0]:5.2f}/{cells[d, n][2]:5.3f})"
+                      for d in dims)
+        print(f"{n:>8} " + row)
+    ratios = [c[0] / c[2] for c in cells.values()]
+    print(f"min ratio {min(ratios):.1f}, median {np.median(ratios):.1f}, max {max(ratios):.1f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=5000, help="points per environment")
+    ap.add_argument("--dims", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="feature dimensions")
+    ap.add_argument("--ns", type=int, nargs="+", default=[500, 1500, 5000, 20000], help="points per environment")
+    ap.add_argument("--quick", action="store_true", help="d in (2, 16) x n in (1500, 5000): a few cells, < 2 min")
+    ap.add_argument("--classes", type=int, default=2)
     ap.add_argument("--samples", type=int, default=10_000, help="Monte-Carlo points (quantify's --sample_size)")
-    ap.add_argument("--dim", type=int, nargs="+", default=[8, 2],
-                    help="feature dimensions (8 = OoD-Bench's dim_z; at 2 nearly every point counts for D_cor, "
-                         "so no density evaluation can be skipped)")
-    ap.add_argument("--classes", type=int, nargs="+", default=[2, 100])
-    ap.add_argument("--bandwidth", nargs="+", default=["scott"], choices=["scott", "shared"])
-    ap.add_argument("--repeat", type=int, default=1, help="timed runs of each side (the fastest is reported)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (scipy runs single-threaded; on a busy shared CPU 2 OpenMP threads are slower)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of ours per cell (the median is reported)")
+    ap.add_argument("--load", type=int, default=_busy.default_load(),
+                    help="busy processes for the loaded grid (default: one per usable core; 0: idle grid only)")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.quick:
+        args.dims, args.ns = [2, 16], [1500, 5000]
+    if min(args.dims) < 1 or min(args.ns) < 4 or args.samples < 1 or args.repeat < 1:
+        ap.error("--dims >= 1, --ns >= 4, --samples >= 1 and --repeat >= 1 expected")
     root = _oodbench.oodbench_root()
     if root is not None:
         _oodbench.load_oodbench(root)
-        base_name = f"OoD-Bench quantify.py --legacy_mode ({root})"
+        print(f"baseline: OoD-Bench quantify.py --legacy_mode ({root})")
     else:
-        base_name = f"scipy transcription of quantify.py ({_oodbench.skip_reason()}; a faster baseline)"
-    print(f"baseline: {base_name}")
-    print(f"device={device} torch_threads={torch.get_num_threads()} n_p=n_q={args.n} samples={args.samples} "
-          f"repeat={args.repeat} (best of)")
-    print(f"{'d':>2} {'bandwidth':>9} {'classes':>7} {'ours_s':>8} {'base_s':>8} {'ratio':>7} {'div':>7} {'cor':>7} "
-          f"{'in S|T':>6} {'max|diff|':>10}")
+        print(f"baseline: scipy transcription of quantify.py ({_oodbench.skip_reason()}; a faster baseline)")
+    print(f"features: simulated, {args.classes} classes; {args.samples} Monte-Carlo points; ours on the CPU, "
+          f"threads from dganalysis.threads ({threads.ENV}={os.environ.get(threads.ENV, 'auto')})")
     seed = 0
-    for dim, c in itertools.product(args.dim, args.classes):
-        z_p, y_p, z_q, y_q = make_features(args.n, dim, c, seed=c)
-        t_base, ref = float("inf"), None
-        for _ in range(args.repeat):
-            with tempfile.TemporaryDirectory() as tmp:
-                t0 = time.perf_counter()
-                if root is not None:
-                    r = _oodbench.run_quantify(Path(tmp), z_p, y_p, z_q, y_q, seed=seed, sample_size=args.samples,
-                                               legacy_mode=True)
-                    ref = (r["div"], r["cor"])
-                else:
-                    ref = scipy_transcription(z_p, y_p, z_q, y_q, seed, args.samples)
-                t_base = min(t_base, time.perf_counter() - t0)
-        for bw in args.bandwidth:
-            kw = dict(n_samples=args.samples, seed=seed, bandwidth=bw, device=device)
-            estimate_shift(z_p[:300], y_p[:300], z_q[:300], y_q[:300], **{**kw, "n_samples": 100})  # warm-up
-            t_ours = float("inf")
-            for _ in range(args.repeat):
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                ours = estimate_shift(z_p, y_p, z_q, y_q, **kw)
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                t_ours = min(t_ours, time.perf_counter() - t0)
-            diff = max(abs(ours.diversity - ref[0]), abs(ours.correlation - ref[1]))
-            share = ours.extra["share_evaluated"]
-            print(f"{dim:>2} {bw:>9} {c:>7} {t_ours:8.3f} {t_base:8.3f} {t_base / t_ours:7.1f} {ours.diversity:7.4f} "
-                  f"{ours.correlation:7.4f} {share:6.2f} {diff:10.2e}", flush=True)
+    data = {(d, n): make_features(n, d, args.classes, seed=d) for d in args.dims for n in args.ns}
+    z_p, y_p, z_q, y_q = data[args.dims[0], args.ns[0]]
+    estimate_shift(z_p[:300], y_p[:300], z_q[:300], y_q[:300], n_samples=100, device="cpu")  # warm-up
+    grids, estimates, max_diff = {}, {}, 0.0
+    for label, load in (("idle", 0), ("loaded", args.load)):
+        if label == "loaded" and load == 0:
+            break
+        with _busy.busy_load(load):
+            print(f"\n[{label}: {load} busy processes started by this script] {_busy.load_line()}"
+                  + ("  (shared machine: not idle)" if label == "idle" else ""), flush=True)
+            cells = {}
+            for (d, n), (z_p, y_p, z_q, y_q) in data.items():
+                t_base, ref, t_ours, ours = time_cell(root, z_p, y_p, z_q, y_q, seed, args.samples, args.repeat)
+                cells[d, n] = (t_base, ref, t_ours)
+                estimates[label, d, n] = (ours.diversity, ours.correlation)
+                max_diff = max(max_diff, abs(ours.diversity - ref[0]), abs(ours.correlation - ref[1]))
+            print(f"after the grid: {_busy.load_line()}")
+        grids[label] = cells
+        print_grid(f"{label} ({load} busy processes)", args.dims, args.ns, cells)
+    same = all(estimates["idle", d, n] == estimates["loaded", d, n] for d, n in data) if "loaded" in grids else None
+    print(f"\nmax |ours - OoD-Bench| over D_div, D_cor and the grid: {max_diff:.2e}; "
+          f"ours bit-identical idle vs loaded: {same}")
 
 
 if __name__ == "__main__":

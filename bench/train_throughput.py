@@ -51,6 +51,7 @@ import json
 import logging
 import os
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,6 +66,10 @@ from dganalysis.data import Domain, DomainDataset, register_dataset
 from dganalysis.data.registry import DATASETS
 from dganalysis.sweep import Job
 from dganalysis.train import run_job, seed_hash, split_indices
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import _busy  # noqa: E402
+from dganalysis import threads  # noqa: E402
 
 BENCH = "_BenchGlyphs"
 _CACHE: dict[tuple, DomainDataset] = {}
@@ -470,6 +475,8 @@ def main(argv=None) -> None:
     p.add_argument("--malloc-default", action="store_true",
                    help="also time ours with glibc's default malloc thresholds (first round only)")
     p.add_argument("--repeats", type=int, default=1, help="rounds, alternating ours and the baseline")
+    p.add_argument("--load", type=int, default=_busy.default_load(),
+                   help="then the same rounds with this many busy processes (default: one per usable core; 0: idle only)")
     p.add_argument("--skip-baseline", action="store_true")
     p.add_argument("--profile", action="store_true",
                    help="instead: one profiled job each (torch.profiler), CPU-s by phase and op kind, and the ratio's "
@@ -513,42 +520,57 @@ def main(argv=None) -> None:
         variants.append(("ours bf16", {"precision": "bf16"}))
     if a.compile:
         variants.append(("ours compile", {"compile": True}))
+    variants.append(("ours 1-thread", {}))  # the single-threaded reference for the loaded run
     ratios: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in variants}
+    phase_walls: dict[tuple[str, str], list[float]] = {}
+    phases = [("idle", 0)] + ([("loaded", a.load)] if a.load > 0 else [])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for r in range(a.repeats):
-            if a.repeats > 1:
-                print(f"-- round {r + 1}/{a.repeats} (load average {os.getloadavg()[0]:.1f})")
-            results = {}
-            for name, opts in variants:
-                if name == "ours malloc-default":
-                    if r > 0:
+        for phase, load in phases:
+            with _busy.busy_load(load):
+                print(f"== {phase}: {load} busy processes started by this script; {_busy.load_line()}"
+                      + ("  (shared machine: not idle)" if phase == "idle" else ""), flush=True)
+                for r in range(a.repeats):
+                    if a.repeats > 1:
+                        print(f"-- round {r + 1}/{a.repeats} (load average {os.getloadavg()[0]:.1f})")
+                    results = {}
+                    for name, opts in variants:
+                        if name == "ours malloc-default":
+                            if r > 0:
+                                continue
+                            saved = os.environ.get("DGANALYSIS_MALLOPT")
+                            os.environ["DGANALYSIS_MALLOPT"] = "0"
+                        t0, c0 = time.time(), _cpu_seconds()
+                        with threads.torch_threads(1 if name == "ours 1-thread" else torch.get_num_threads()):
+                            d = run_job(job, tmp / f"{phase}{r}_{name.replace(' ', '_')}", device="cpu", **opts)
+                        if name == "ours malloc-default":
+                            os.environ.pop("DGANALYSIS_MALLOPT")
+                            if saved is not None:
+                                os.environ["DGANALYSIS_MALLOPT"] = saved
+                        results[name] = (time.time() - t0, _cpu_seconds() - c0)
+                        phase_walls.setdefault((phase, name), []).append(results[name][0])
+                        last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
+                        _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")
+                    if a.skip_baseline:
                         continue
-                    saved = os.environ.get("DGANALYSIS_MALLOPT")
-                    os.environ["DGANALYSIS_MALLOPT"] = "0"
-                t0, c0 = time.time(), _cpu_seconds()
-                d = run_job(job, tmp / name.replace(" ", "_"), device="cpu", **opts)
-                if name == "ours malloc-default":
-                    os.environ.pop("DGANALYSIS_MALLOPT")
-                    if saved is not None:
-                        os.environ["DGANALYSIS_MALLOPT"] = saved
-                results[name] = (time.time() - t0, _cpu_seconds() - c0)
-                last = json.loads((d / "results.jsonl").read_text().splitlines()[-1])
-                _report(name, *results[name], n_train, f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}")
-            if a.skip_baseline:
-                continue
-            base = baseline_job(job, dataset, tmp / f"png{r}", a.workers, tmp / f"baseline{r}.jsonl")
-            last = json.loads((tmp / f"baseline{r}.jsonl").read_text().splitlines()[-1])
-            _report("DomainBed-style", *base, n_train,
-                    f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}; {a.workers} workers per loader")
-            for name, (w, c) in results.items():
-                ratios[name].append((base[0] / w, base[1] / c))
-                print(f"ratio {name} / DomainBed-style: {base[0] / w:.2f}x wall-clock img/s, {base[1] / c:.2f}x img per CPU-second")
+                    base = baseline_job(job, dataset, tmp / f"png{phase}{r}", a.workers, tmp / f"baseline{phase}{r}.jsonl")
+                    phase_walls.setdefault((phase, "DomainBed-style"), []).append(base[0])
+                    last = json.loads((tmp / f"baseline{phase}{r}.jsonl").read_text().splitlines()[-1])
+                    _report("DomainBed-style", *base, n_train,
+                            f"final loss {last['loss']:.3f}, test acc {last['env0_in_acc']:.3f}; {a.workers} workers per loader")
+                    for name, (w, c) in results.items():
+                        ratios[name].append((base[0] / w, base[1] / c))
+                        print(f"ratio {name} / DomainBed-style: {base[0] / w:.2f}x wall-clock img/s, {base[1] / c:.2f}x img per CPU-second")
     if a.repeats > 1 and not a.skip_baseline:
         for name, rs in ratios.items():
             walls, cpus = [x for x, _ in rs], [x for _, x in rs]
             print(f"ratio {name} / DomainBed-style over {len(rs)} rounds: wall {min(walls):.2f}-{max(walls):.2f}x "
                   f"(median {np.median(walls):.2f}), CPU {min(cpus):.2f}-{max(cpus):.2f}x (median {np.median(cpus):.2f})")
+    if len(phases) > 1:
+        names = sorted({n for _, n in phase_walls}, key=lambda n: (n != "ours", n))
+        print("slowdown under load (median wall loaded / idle): " + ", ".join(
+            f"{n} {np.median(phase_walls['loaded', n]) / np.median(phase_walls['idle', n]):.2f}x"
+            for n in names if ("loaded", n) in phase_walls) + "  (ours 1-thread: the single-threaded reference)")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the machine skew wall-clock figures)")
 
 

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
-from dganalysis import io
+from dganalysis import io, threads
 from dganalysis.job import Job
 
 log = logging.getLogger(__name__)
@@ -406,8 +406,12 @@ def train_loop(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=job.steps, desc=f"job {job.job_id}", leave=False, unit="step")
+    # CPU threads follow the cores free right now, re-decided every 2 s, never above the caller's count
+    governor = None if runtime.cuda else threads.ThreadGovernor(every_s=2.0)
     try:
         for step in range(job.steps):
+            if governor is not None:
+                governor.step()
             t0 = time.perf_counter()
             with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
                 minibatches = [s.sample(batch_size, gen) for s in data.train_splits]
@@ -429,6 +433,8 @@ def train_loop(
                 step_times.clear()
     finally:
         data.splits.close()
+        if governor is not None:
+            governor.close()
         if bar is not None:
             bar.close()
 

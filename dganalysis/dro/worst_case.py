@@ -48,6 +48,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from dganalysis import threads
 from dganalysis.dro import inner
 from dganalysis.dro.losses import LossFn, get_loss, loss_name
 
@@ -324,7 +325,9 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: Sequenc
     z = z.detach().float()
     s = representation_scale(z, scale)
     name = "custom" if callable(loss) else loss_name(loss)
-    with torch.no_grad():
+    # CPU: threads for the cores free now, at most the caller's count (dganalysis.threads)
+    n_threads = threads.capped_threads() if z.device.type == "cpu" else torch.get_num_threads()
+    with torch.no_grad(), threads.torch_threads(n_threads):
         if name == "01":
             lin = inner.linear_params(head)
             if lin is None:

@@ -25,13 +25,12 @@ Both recipes share the data handling of OoD-Bench's ``utils.get_dataloaders``: l
 (per class, both environments subsampled at random to the smaller count) and a holdout split stratified
 per class (``int(count * holdout_fraction)`` of each class held out; OoD-Bench's 20%).
 ``num_threads = 1``: training runs with one torch CPU thread (on a shared 2-core CPU two OpenMP threads
-made a trial 7x slower, 37 s vs 5 s measured); the previous setting is restored afterwards.
+made a trial 7x slower, 37 s vs 5 s measured); ``None`` lets :mod:`dganalysis.threads` decide from the free
+cores; the previous setting is restored afterwards.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -315,13 +314,3 @@ def _recompute_bn(model: EnvClassifier, xp, yp, xq, yq, bs: int, gen: torch.Gene
     model.eval()
 
 
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` torch CPU threads (None: unchanged), restoring the previous count."""
-    old = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)

@@ -65,6 +65,7 @@ from scipy import linalg
 from scipy.stats import gaussian_kde
 from sklearn.preprocessing import StandardScaler
 
+from dganalysis import threads
 from dganalysis.shift.kde import covariance, grouped_kde_logpdf, kde_resample, pack_groups, scott_factor
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,18 @@ def fit_densities(
     p and q everywhere, w only where a point counts for D_div or D_cor (elsewhere ``inf``), class densities
     only where it counts for D_cor (elsewhere 0); the returned densities then refuse other thresholds.
     ``None`` (for calibration) evaluates everything.
+
+    Threads (:mod:`dganalysis.threads`): numpy/scipy BLAS runs on one thread (its few small products are not
+    worth a pool that spins on a busy machine), the KDE on workers chosen from the free cores, each chunk on
+    one torch thread; the result does not depend on the machine's load.
     """
+    with threads.blas_threads(1):
+        return _fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
+                              strict=strict, precision=precision, device=device, thresholds=thresholds)
+
+
+def _fit_densities(z_p, y_p, z_q, y_q, *, bandwidth, n_samples, seed, points, strict, precision, device,
+                   thresholds) -> ShiftDensities:
     z_p, y_p = _check(z_p, y_p, "z_p/y_p")
     z_q, y_q = _check(z_q, y_q, "z_q/y_q")
     if z_p.shape[1] != z_q.shape[1]:

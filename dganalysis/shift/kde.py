@@ -25,9 +25,12 @@ the kernel covariance is ``factor**2`` times the data covariance (the same as sc
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import torch
+
+from dganalysis import threads
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOG2E = 1.0 / math.log(2.0)  # kernel exponents are computed in base 2: exp2 is ~4x faster than exp on CPU
@@ -123,6 +126,13 @@ def grouped_kde_logpdf(
     kernel width; the shared kernel centres on the pooled mean.
     """
     device = torch.device(device) if device is not None else default_device()
+    if device.type != "cpu":
+        return _grouped_kde_logpdf(points, packed, valid, chol, chunk_elems, device, dtype, max_abs_err)
+    with threads.torch_threads(1):  # one thread per op; chunks run on threads.map_chunks's workers
+        return _grouped_kde_logpdf(points, packed, valid, chol, chunk_elems, device, dtype, max_abs_err)
+
+
+def _grouped_kde_logpdf(points, packed, valid, chol, chunk_elems, device, dtype, max_abs_err) -> np.ndarray:
     pts = torch.as_tensor(np.asarray(points, dtype=np.float64), device=device)
     G, n_max, d = packed.shape
     if pts.ndim != 2 or pts.shape[1] != d:
@@ -161,15 +171,20 @@ def grouped_kde_logpdf(
 
     b_aug = b_aug * LOG2E  # exponents in base 2
     b_t = b_aug.reshape(-1, d + 2).T.contiguous() if shared else b_aug.transpose(1, 2).contiguous()
-    buf = torch.empty((rows, G * n_max) if shared else (G, rows, n_max), dtype=dtype, device=device)
+    local = threading.local()  # one reusable block buffer per worker thread
+
+    def buffer() -> torch.Tensor:
+        if getattr(local, "buf", None) is None:
+            local.buf = torch.empty((rows, G * n_max) if shared else (G, rows, n_max), dtype=dtype, device=device)
+        return local.buf
 
     def exponents(p: torch.Tensor, reuse: bool = False) -> torch.Tensor:
         """-|a - b|^2 / (2 ln 2) as [c, G * n_max] (shared) or [G, c, n_max]; into the reused buffer for full chunks."""
         if shared:
             a = augment(p @ inv.T)
-            return torch.mm(a, b_t, out=buf) if reuse and len(p) == rows else a @ b_t
+            return torch.mm(a, b_t, out=buffer()) if reuse and len(p) == rows else a @ b_t
         a = augment(torch.einsum("md,ged->gme", p, inv) - shift_w[:, None])  # [G, c, d + 2]
-        return torch.bmm(a, b_t, out=buf) if reuse and len(p) == rows else torch.bmm(a, b_t)
+        return torch.bmm(a, b_t, out=buffer()) if reuse and len(p) == rows else torch.bmm(a, b_t)
 
     def block(p: torch.Tensor) -> torch.Tensor:  # base-2 exponents as [c, G, n_max]
         ex = exponents(p)
@@ -184,22 +199,25 @@ def grouped_kde_logpdf(
     if max_abs_err is not None:  # linear-density error of the clamp: e^CLAMP * peak height (n_g e^CLAMP / n_g)
         peak = torch.exp(log_norm + torch.log(sizes.clamp_min(1.0)))
         check = nonempty & (math.exp(CLAMP) * peak > max_abs_err)
-    bad_rows = []
-    for s in range(0, m, rows):
+    def first_pass(s: int) -> torch.Tensor | None:
         e = min(m, s + rows)
         sums = kernel_sums(pts[s:e])  # [c, G]
         out[s:e] = torch.log(sums.to(torch.float64))
         bad = ((sums < floor) & check).any(1)
-        if bool(bad.any()):
-            bad_rows.append(torch.nonzero(bad).flatten() + s)
-    if bad_rows:  # exact max-shifted logsumexp for the far rows, chunked the same way
+        return torch.nonzero(bad).flatten() + s if bool(bad.any()) else None
+
+    def exact_pass(sel: torch.Tensor) -> None:  # exact max-shifted logsumexp for far rows
+        ex = block(pts[sel])
+        top = ex.amax(-1, keepdim=True)
+        lse = (ex - top).clamp_min_(CLAMP * LOG2E).exp2_().sum(-1).log() + top.squeeze(-1) / LOG2E
+        out[sel] = lse.to(torch.float64)
+
+    # CPU: chunks on worker threads with one torch thread each (see dganalysis.threads.map_chunks)
+    run = threads.map_chunks if device.type == "cpu" else (lambda fn, xs: [fn(x) for x in xs])
+    bad_rows = [b for b in run(first_pass, list(range(0, m, rows))) if b is not None]
+    if bad_rows:  # chunked the same way
         idx = torch.cat(bad_rows)
-        for s in range(0, len(idx), rows):
-            sel = idx[s : s + rows]
-            ex = block(pts[sel])
-            top = ex.amax(-1, keepdim=True)
-            lse = (ex - top).clamp_min_(CLAMP * LOG2E).exp2_().sum(-1).log() + top.squeeze(-1) / LOG2E
-            out[sel] = lse.to(torch.float64)
+        run(exact_pass, [idx[s : s + rows] for s in range(0, len(idx), rows)])
     out = out + log_norm
     out = torch.nan_to_num(out, nan=-math.inf, neginf=-math.inf)
     return out.cpu().numpy()

@@ -26,10 +26,10 @@ from dganalysis.shift.env_classifier import (
     balance_and_split,
     iid_split,
     to_float,
-    torch_threads,
     train_env_classifier,
 )
 from dganalysis.shift.estimator import EPS_COR, EPS_DIV, N_SAMPLES, fit_densities
+from dganalysis.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
