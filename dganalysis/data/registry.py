@@ -40,7 +40,7 @@ def _import_builtin() -> None:
     # importing the modules runs their @register_dataset decorators
     import importlib
 
-    for mod in ("dganalysis.data.digits", "dganalysis.data.folder", "dganalysis.data.benchmarks", "dganalysis.data.wilds_data",
+    for mod in ("dganalysis.data.digits", "dganalysis.data.fashion", "dganalysis.data.folder", "dganalysis.data.benchmarks", "dganalysis.data.wilds_data",
                 "dganalysis.data.pahcc"):
         try:
             importlib.import_module(mod)
