@@ -92,3 +92,12 @@ def test_registered_small_image_regime():
 def test_debian_fashion_mnist_sizes():
     ds = load_dataset("RotatedFashionMNIST", n_per_domain=10)
     assert "Debian package dataset-fashion-mnist" in ds.info["source"] and "70,000" in ds.info["source"]
+
+
+def test_dry_run_checks_the_fashion_files(tmp_path, fake_fashion):
+    from dganalysis.dryrun import check_dataset
+
+    ok, msg = check_dataset("RotatedFashionMNIST", {"fashion_dir": str(fake_fashion)})
+    assert ok and "real Fashion-MNIST" in msg
+    ok, msg = check_dataset("ColoredFashionMNIST", {"fashion_dir": str(tmp_path / "none")})
+    assert not ok and "apt-get install dataset-fashion-mnist" in msg and "t10k-labels-idx1-ubyte" in msg
