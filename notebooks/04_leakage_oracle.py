@@ -74,6 +74,7 @@ import pandas as pd
 from IPython.display import display
 from dganalysis import plots, results
 from dganalysis.data import load_dataset
+from dganalysis.data.provenance import data_label
 from dganalysis.findings import replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
@@ -239,8 +240,12 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
         "reduction_pct", "reduction_ci_low", "reduction_ci_high"]].round(2)
 
 # %%
-rows = lp_ft_findings(gap, "supervised (test-like)", "SimCLR (train domains)")
-rows += [r for name in oracle_k.ORACLES for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
+rows = [dict(r, data=data_label(ds, test_domains)) for r in
+        lp_ft_findings(gap, "supervised (test-like)", "SimCLR (train domains)")]
+otest = [d for d in ods.domain_names if any(d in s["test"] for s in oracle_splits)]
+odata = data_label(ods, otest, note="held-out oracle: selects on 20% out, reports 80% in")
+rows += [dict(r, data=odata) for name in oracle_k.ORACLES
+         for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
 replace_findings(output_dir, "04", rows)
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
@@ -253,7 +258,17 @@ pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 # * With **SimCLR** on unlabelled training images, and from scratch, FT is better than LP (negative Gap): no leakage.
 # * Oracle selection on real Fashion-MNIST (quick profile): the findings table gives each claim's verdict, its effect
 #   with a 95% CI, its p value and the trials that would decide it at the observed effect. The design above was fixed
-#   before the run; the outcome is reported as it came.
+#   before the run; the outcome is reported as it came. The one quick run (6 trials, 2,800 reported images per test
+#   domain) gave:
+#   C1 held-out K=1 leakage +4.09 [+1.86, +6.32] points, p = 0.003 (decided);
+#   C2 held-out fall K=1→3 −1.52 [−2.25, −0.78] points, −37%, p = 0.002 (decided);
+#   C3 literal K=1 leakage +4.34 [+2.14, +6.54] points, far above Table 4's 0.04–1.26 (not reproduced);
+#   C4 literal fall K=2→3 −0.28 [−0.57, −0.00] points, p = 0.024 (decided; −28% at K=2, −35% at K=3, Table 4's range).
+#   The power calculation expected "not decided" at Table 4's sizes; these are decided because the effects are far
+#   larger: the K=1 leakage is ~6× Table 4's mean, and the per-trial SD of the fall (0.7 points) is a quarter of the
+#   one assumed from RotatedDigits. The K=1 SD (2.1 points) is as assumed. So the finding is "with an
+#   oracle-visible choice in the search, leakage is several points at K=1 and falls with K", as Table 4 says in
+#   direction, not Table 4's size.
 # * Oracle selection, literal (Yu et al.'s words): positive at K=1 and never higher at K > 1 *by construction*, so
 #   what counts is the size, and the fall from K=2 to K=3, which no construction guarantees.
 #
