@@ -17,6 +17,9 @@ PY=${PYTHON:-python3}
 echo "== 1/4 system packages: Chinese fonts (apt) and stroke data / brush faces (npm) for PaHCC"
 bash dganalysis/data/pahcc/install_fonts.sh
 
+echo "== 1b/4 real images: Fashion-MNIST (Xiao et al. 2017) from Debian's dataset-fashion-mnist (apt)"
+bash dganalysis/data/install_fashion_mnist.sh
+
 echo "== 2/4 Python environment in .venv"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null

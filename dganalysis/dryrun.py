@@ -154,6 +154,16 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
         return True, "scikit-learn's digits (installed with the package)"
     if name in ("Debug28", "Debug224"):
         return True, "SIMULATED random tensors (DomainBed's debug dataset, built in memory)"
+    if name in ("RotatedFashionMNIST", "ColoredFashionMNIST"):
+        from dganalysis.data.fashion import DEBIAN_DIR, DEBIAN_PACKAGE
+
+        root = Path(kwargs.get("fashion_dir") or DEBIAN_DIR)
+        names = [f"{s}-{k}-idx{n}-ubyte" for s in ("train", "t10k") for k, n in (("images", 3), ("labels", 1))]
+        missing = [f for f in names if not any((d / f"{f}{gz}").is_file() for d in (root, root / "raw")
+                                               for gz in ("", ".gz"))]
+        if missing:
+            return False, f"Fashion-MNIST IDX files {missing} missing in {root} (apt-get install {DEBIAN_PACKAGE})"
+        return True, f"real Fashion-MNIST IDX files in {root}"
     path_key = {"RotatedMNIST": "mnist_dir", "ColoredMNIST": "mnist_dir", "ImageFolder": "root",
                 "CSVImages": "csv_path"}.get(name)
     if path_key:

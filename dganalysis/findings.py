@@ -16,16 +16,18 @@ from dganalysis import io
 VERDICTS = ("reproduced", "partly", "not reproduced", "not decided")
 
 
-def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str) -> Path:
+def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str,
+                   data: str = "") -> Path:
     """Write one finding to ``<output_dir>/findings/<key>.json``; ``key`` (e.g. ``"03a"``) orders the summary.
 
-    ``verdict`` is one of :data:`VERDICTS`; ``ours`` holds the number(s) that decide it.
+    ``verdict`` is one of :data:`VERDICTS`; ``ours`` holds the number(s) that decide it; ``data`` says what the number
+    rests on: real (which set) or SIMULATED, and each test domain's size (:func:`dganalysis.data.provenance.data_label`).
     """
     if verdict not in VERDICTS:
         raise ValueError(f"verdict={verdict!r}: expected one of {VERDICTS}")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
         raise ValueError(f"key={key!r}: expected letters, digits, '_', '.', '-'")
-    rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict}
+    rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict, "data": data}
     return io.write_json(Path(output_dir) / "findings" / f"{key}.json", rec)
 
 
@@ -43,20 +45,22 @@ def read_findings(output_dir: str | Path) -> list[dict]:
 
 
 def findings_markdown(rows: list[dict]) -> list[str]:
-    """The summary table (Markdown lines): paper, finding, verdict, our number."""
+    """The summary table (Markdown lines): paper, finding, verdict, our number, and the data it rests on (a record
+    without one says "not stated")."""
     if not rows:
         return ["(no notebook recorded a finding yet)"]
     cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| paper | finding | verdict | ours |", "|---|---|---|---|"]
-    lines += [f"| {cell(r['paper'])} | {cell(r['finding'])} | **{cell(r['verdict'])}** | {cell(r['ours'])} |"
-              for r in rows]
+    lines = ["| paper | finding | verdict | ours | data (real or SIMULATED; test images) |", "|---|---|---|---|---|"]
+    lines += [f"| {cell(r['paper'])} | {cell(r['finding'])} | **{cell(r['verdict'])}** | {cell(r['ours'])} | "
+              f"{cell(r.get('data') or 'not stated')} |" for r in rows]
     return lines
 
 
-def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict]) -> list[Path]:
+def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data: str = "") -> list[Path]:
     """Replace every finding whose key starts with ``prefix`` by ``rows`` (keys ``prefix`` + a, b, c, …).
 
-    Each row has ``paper, finding, ours, verdict``. Use one prefix per notebook so a rerun drops stale lines.
+    Each row has ``paper, finding, ours, verdict`` and may have ``data``; ``data`` here is the default for rows
+    without one. Use one prefix per notebook so a rerun drops stale lines.
     """
     folder = Path(output_dir) / "findings"
     for row in rows:  # validate everything before removing anything
@@ -64,5 +68,5 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict]) -> l
             raise ValueError(f"verdict={row.get('verdict')!r}: expected one of {VERDICTS}")
     for p in folder.glob(f"{prefix}*.json") if folder.is_dir() else []:
         p.unlink()
-    return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"])
-            for i, r in enumerate(rows)]
+    return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"],
+                           r.get("data") or data) for i, r in enumerate(rows)]

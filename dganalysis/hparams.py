@@ -180,11 +180,12 @@ def parse_distribution(spec: Any, name: str = "?") -> Sampler:
 # ---------------------------------------------------------------- which regime a dataset uses
 
 #: Datasets drawn in DomainBed's small-image regime: its ``SMALL_IMAGES`` (Debug28, RotatedMNIST, ColoredMNIST) and
-#: our digit datasets built the same way (28×28 or smaller). Every other dataset is large-image (PACS, VLCS,
+#: our digit and Fashion-MNIST datasets built the same way (28×28 or smaller). Every other dataset is large-image (PACS, VLCS,
 #: OfficeHome, TerraIncognita, DomainNet, ImageFolder, CSVImages, PaHCC, ...) unless its registered builder carries
 #: ``small_images = True`` or a job overrides ``image_regime``.
 SMALL_IMAGE_DATASETS: frozenset[str] = frozenset({"Debug28", "RotatedMNIST", "ColoredMNIST", "RotatedDigits",
-                                                  "ColoredDigits"})
+                                                  "ColoredDigits", "RotatedFashionMNIST",
+                                                  "ColoredFashionMNIST"})
 
 IMAGE_REGIMES = ("auto", "small", "large")
 

@@ -55,6 +55,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from dganalysis.data import load_dataset
 from dganalysis.plots import save_figure, save_table, setup_style
+from dganalysis.data.provenance import data_label
 from dganalysis.findings import replace_findings
 from dganalysis.protocols.binarization import binarization_table, plot_binarization_bars, side_by_side, table7_finding
 from dganalysis.results import load
@@ -117,7 +118,8 @@ display(Markdown(
 
 # %%
 row = table7_finding(t7, f"({tasks[-1][0]}) → {tasks[-1][1]}")
-replace_findings(output_dir, "02", [dict(row, finding=f"{row['finding']} [{source}]")])
+replace_findings(output_dir, "02", [dict(row, finding=f"{row['finding']} [{source}]")],
+                 data=data_label(base, [tasks[-1][1]], note="gray build"))
 pd.Series(row)
 
 # %% [markdown]

@@ -65,6 +65,7 @@ import logging
 import pandas as pd
 from IPython.display import display
 from dganalysis.data import load_dataset
+from dganalysis.data.provenance import data_label
 from dganalysis.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import dynamic, dynamic_report as dr, leaderboard as lb
@@ -174,5 +175,5 @@ save_table(found, "03_findings", output_dir, caption=f"Sec. 4.3 findings vs ours
 verdicts = {"yes": "reproduced", "partly": "partly", "no": "not reproduced"}
 replace_findings(output_dir, "03", [dict(paper="Zhang, Zhang & Liu (dynamic DG)", finding=f"{r.finding} [{dataset}]",
                                          ours=r.ours, verdict=verdicts.get(r.reproduced, "not decided"))
-                                    for r in found.itertuples()])
+                                    for r in found.itertuples()], data=data_label(base, [test_domain]))
 found

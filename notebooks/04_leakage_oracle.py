@@ -25,8 +25,10 @@
 # 2. **Oracle model selection** (Sec. 2.2, Table 4): selecting hyperparameters on the test domains inflates accuracy;
 #    the inflation ("leakage") shrinks when one model must be selected for K > 1 test domains at once.
 #
-# We recreate the contrast on the embedded **RotatedDigits** (real scikit-learn digits, DomainBed's rotation recipe):
-# train on the 0°, 15°, 30° domains and test on 45°, 60°, 75°. Three initialisations of the same small CNN:
+# Part 1 (pretraining) uses the embedded **RotatedDigits** (real scikit-learn digits, DomainBed's rotation recipe):
+# train on the 0°, 15°, 30° domains and test on 45°, 60°, 75°. Part 2 (oracle selection, Table 4) uses real
+# **Fashion-MNIST** (Xiao, Rasul & Vollgraf 2017; Debian's `dataset-fashion-mnist`) in the quick and paper profiles,
+# with a design fixed before the runs (below). Three initialisations of the same small CNN:
 #
 # * **supervised (test-like)** — trained with labels on the *training-domain* digits rotated by 45–90°: labelled data
 #   resembling the test domains (the analogue of ImageNet for photo-like test domains; no test image is reused);
@@ -72,6 +74,7 @@ import pandas as pd
 from IPython.display import display
 from dganalysis import plots, results
 from dganalysis.data import load_dataset
+from dganalysis.data.provenance import data_label
 from dganalysis.findings import replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
@@ -191,6 +194,28 @@ display(gap_vs_dist.round(3))
 #   −24% to −53% at K=2, −35% to −79% at K=3) and whether it also falls from K=2 to K=3.
 #
 # The leakage is computed per trial, so each K gets a 95% CI over trials; falls are paired contrasts over trials.
+#
+# ### The quick profile's design, fixed before the runs
+#
+# Written into `params/quick/04_leakage_oracle.yaml` and committed ("design fixed before the runs") before any
+# Fashion-MNIST accuracy was seen; only the timing of a few jobs was measured first, to size the budget.
+#
+# * **Data**: `RotatedFashionMNIST`, real Fashion-MNIST under DomainBed's RotatedMNIST recipe (six rotations 0°–75°
+#   of disjoint images). Each of DomainBed's six parts (~11,667 images) is **subsampled** to its first 3,500 images,
+#   at 16×16 px (DomainBed uses all images at 28 px; the quick budget does not allow it). Each test domain: 700 images
+#   in the held-out oracle's `out` split (2,100 over the three test domains) and 2,800 reported (`in`).
+# * **Split and search**: train on 0°, 30°, 45°, test on 15°, 60°, 75°; ERM with DomainBed's small-image space plus
+#   the `augment` on/off choice; 12 draws × 6 trials, 100 steps. Both were chosen on RotatedDigits (exploratory
+#   section below) and are carried over unchanged, so Fashion-MNIST tests them instead of tuning them.
+# * **Trials, from a power calculation** (one-sided paired t, α = 0.05, power 0.8, `stats.trials_needed`). Table 4 has
+#   no spread; we take the per-trial SD from our RotatedDigits run (2.0 points at K=1, 2.7 for the K=1→3 fall) and
+#   half of it as a sensitivity case. Table 4's mean K=1 leakage (0.66 points) then needs 60 trials (16 at half the
+#   SD), its mean K=1→3 fall (0.31 points) 457 (116). No such number fits the quick budget: we run **6 trials**, with
+#   power 0.17 (K=1) and 0.08 (fall) at Table 4's means. Six trials detect, with power 0.8, about 2.4 points of K=1
+#   leakage or 3.2 points of fall. Expected outcome at Table 4's sizes: *not decided*.
+# * **Claims** (α = 0.05, one-sided t over trials): C1 held-out oracle, leakage > 0 at K=1; C2 held-out, leakage falls
+#   from K=1 to K=3; C3 literal oracle, K=1 leakage as small as Table 4's (0.04–1.26 points); C4 literal, leakage falls
+#   from K=2 to K=3. The run is made once and reported whatever comes out.
 
 # %%
 run_sweep(ojobs, store_dir, data_dir=data_dir, n_workers=n_workers)
@@ -215,8 +240,12 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
         "reduction_pct", "reduction_ci_low", "reduction_ci_high"]].round(2)
 
 # %%
-rows = lp_ft_findings(gap, "supervised (test-like)", "SimCLR (train domains)")
-rows += [r for name in oracle_k.ORACLES for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
+rows = [dict(r, data=data_label(ds, test_domains)) for r in
+        lp_ft_findings(gap, "supervised (test-like)", "SimCLR (train domains)")]
+otest = [d for d in ods.domain_names if any(d in s["test"] for s in oracle_splits)]
+onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
+rows += [dict(r, data=data_label(ods, otest, note=onote.get(name, name))) for name in oracle_k.ORACLES
+         for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
 replace_findings(output_dir, "04", rows)
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
@@ -227,20 +256,31 @@ pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 #   pretraining data are closest (smallest distance), and freezing more stages helps: test information came from the
 #   pretraining labels, not from the training domains — the paper's Table 1/2 and Fig. 1 pattern.
 # * With **SimCLR** on unlabelled training images, and from scratch, FT is better than LP (negative Gap): no leakage.
-# * Oracle selection, held-out (DomainBed's): the findings table says whether this run *decides* that leakage is
-#   positive at K=1 and falls with K (one-sided t over trials, Holm over training groups), with the trials that would
-#   decide it at the observed effect. The quick profile trains on 0°, 30°, 45° and tests on 15° (between training
-#   angles) and 60°, 75° (beyond them), with the `augment` choice in the search. Augmented draws lose accuracy on the
-#   training domains (IID never prefers them) and on 15° and 60°, but the best of them win at 75°: the oracle sees
-#   what IID cannot, and the K=1 leakage is clearly positive (quick run: +4.4 [+2.3, +6.5] points, 6 trials). Serving
-#   several test domains at once costs it: the mean falls by about 45% at K=3, but the paired fall (−2.0 [−4.8, +0.9])
-#   is not decided, and a 12-trial pilot did not decide it either (p ≈ 0.07). With 45°, 60°, 75° as test domains the
-#   augmented draws win on all three, one choice serves every K and the leakage does not fall at all; with
-#   DomainBed's own ERM space (only the learning rate drawn) the K=1 leakage is small and undecided
-#   (`params/quick/04_leakage_oracle.yaml` lists every pilot). The split and the search were chosen *after* those
-#   pilots, because they show leakage: read the K=1 result as "leakage exists where the search holds a choice the
-#   training domains cannot judge", not as the size to expect on any benchmark.
+# * Oracle selection on real Fashion-MNIST (quick profile): the findings table gives each claim's verdict, its effect
+#   with a 95% CI, its p value and the trials that would decide it at the observed effect. The design above was fixed
+#   before the run; the outcome is reported as it came. The one quick run (6 trials, 2,800 reported images per test
+#   domain) gave:
+#   C1 held-out K=1 leakage +4.09 [+1.86, +6.32] points, p = 0.003 (decided);
+#   C2 held-out fall K=1→3 −1.52 [−2.25, −0.78] points, −37%, p = 0.002 (decided);
+#   C3 literal K=1 leakage +4.34 [+2.14, +6.54] points, far above Table 4's 0.04–1.26 (not reproduced);
+#   C4 literal fall K=2→3 −0.28 [−0.57, −0.00] points, p = 0.024 (decided; −28% at K=2, −35% at K=3, Table 4's range).
+#   The power calculation expected "not decided" at Table 4's sizes; these are decided because the effects are far
+#   larger: the K=1 leakage is ~6× Table 4's mean, and the per-trial SD of the fall (0.7 points) is a quarter of the
+#   one assumed from RotatedDigits. The K=1 SD (2.1 points) is as assumed. So the finding is "with an
+#   oracle-visible choice in the search, leakage is several points at K=1 and falls with K", as Table 4 says in
+#   direction, not Table 4's size.
 # * Oracle selection, literal (Yu et al.'s words): positive at K=1 and never higher at K > 1 *by construction*, so
-#   what counts is the size. At K=1 it is several points (Table 4: ≤ 1.3) — our test domains are small (≈300 images)
-#   and the search holds an oracle-visible choice; its fall is of Table 4's size (quick run: −25% at K=2, −44% at
-#   K=3) and it also falls from K=2 to K=3, which no construction guarantees.
+#   what counts is the size, and the fall from K=2 to K=3, which no construction guarantees.
+#
+# ## Exploratory: the RotatedDigits pilots (earlier sessions; not the headline)
+#
+# Before Fashion-MNIST was available, the oracle study ran on RotatedDigits (1,797 real digits, ~300 per domain, 60
+# of them in each test domain's `out` split). Its split and search were chosen *after* pilots, because they showed
+# leakage; every pilot is listed in `params/quick/04_leakage_oracle.yaml`. With DomainBed's own ERM space the held-out
+# K=1 leakage was +1.06 [−0.37, 2.50] points (not decided). With the `augment` choice, training on 0°, 30°, 45° and
+# testing on 15°, 60°, 75° (12 draws × 6 trials), it was +4.38 [2.25, 6.50] (p = 0.002), and the fall K=1→3 was
+# −1.97 [−4.78, +0.85] (p = 0.07, not decided at 6 or 12 trials). The literal oracle fell by 25% at K=2 and 44% at
+# K=3, and from K=2 to K=3 by −1.22 [−1.99, −0.45] (p = 0.005). Augmented draws lose accuracy on the training domains,
+# so IID never picks them, but the best of them win at 75°. Read these as the hypothesis that the Fashion-MNIST run
+# tests: "leakage exists where the search holds a choice the training domains cannot judge". They do not give the
+# size to expect on any benchmark.

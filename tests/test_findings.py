@@ -38,3 +38,28 @@ def test_replace_findings_drops_stale_lines(tmp_path):
     with pytest.raises(ValueError, match="verdict"):
         replace_findings(tmp_path, "04", [dict(row, verdict="?")])
     assert len(read_findings(tmp_path)) == 2  # nothing removed on bad input
+
+
+def test_every_row_states_its_data(tmp_path):
+    import numpy as np
+
+    from dganalysis.data.dataset import Domain, DomainDataset
+    from dganalysis.data.provenance import data_label
+
+    def ds(info, n=(5, 7)):
+        doms = [Domain(name, np.zeros((k, 1, 4, 4), np.uint8), np.zeros(k, np.int64), {}) for name, k in zip("ab", n)]
+        return DomainDataset("X", ["0"], doms, info)
+
+    real = data_label(ds({"source": "Fashion-MNIST (Xiao et al. 2017): 70,000", "n_per_domain": 5}), ["a", "b"])
+    assert real.startswith("real Fashion-MNIST (X, 5 a domain, subsampled), 4×4 px") and "images per test domain: a: 5, b: 7" in real
+    sim = data_label(ds({"source": "PaHCC (Zhang) + SIMULATED handwriting", "writers_simulated": True}), ["b"], "gray")
+    assert sim.startswith("SIMULATED PaHCC (X)") and sim.endswith("images per test domain: b: 7; gray")
+    with pytest.raises(ValueError, match=r"\['z'\] not in X's domains \['a', 'b'\]"):
+        data_label(ds({}), ["z"])
+    row = dict(paper="P", finding="f", ours="1", verdict="partly")
+    replace_findings(tmp_path, "04", [row, dict(row, data="published numbers")], data=real)
+    rows = read_findings(tmp_path)
+    assert [r["data"] for r in rows] == [real, "published numbers"]
+    md = findings_markdown(rows + [dict(row, key="old")])  # a record from before this column
+    assert md[0].endswith("| data (real or SIMULATED; test images) |") and all(line.count(" | ") == 4 for line in md[2:])
+    assert md[2].endswith(f"| {real} |") and md[4].endswith("| not stated |")

@@ -48,9 +48,60 @@ def _source(mnist_dir: str | Path | None, image_size: int) -> tuple[np.ndarray, 
         x, y = sklearn_digits(image_size)
         return x, y, "scikit-learn digits (UCI optdigits, 1,797 real handwritten digits, 8x8 upsampled)"
     x, y = find_mnist(mnist_dir)
-    if image_size != 28:
-        x = np.stack([np.asarray(Image.fromarray(im).resize((image_size, image_size), Image.BILINEAR)) for im in x])
-    return x, y, f"MNIST raw IDX files in {mnist_dir}"
+    return resize(x, image_size), y, f"MNIST (LeCun et al. 1998) raw IDX files in {mnist_dir}"
+
+
+def resize(x: np.ndarray, image_size: int) -> np.ndarray:
+    """uint8[N, 28, 28] images resized (bilinear) to ``image_size``² (unchanged at 28)."""
+    if image_size == 28:
+        return x
+    return np.stack([np.asarray(Image.fromarray(im).resize((image_size, image_size), Image.BILINEAR)) for im in x])
+
+
+def _parts(n: int, n_parts: int, seed: int, n_per_domain: int | None) -> list[np.ndarray]:
+    """DomainBed's split: a seeded shuffle cut into ``n_parts`` disjoint parts; ``n_per_domain`` keeps each part's
+    first images (our subsampling for small budgets; None keeps all, DomainBed's behaviour)."""
+    if n_per_domain is not None and n_per_domain < 1:
+        raise ValueError(f"n_per_domain={n_per_domain}: expected a positive number of images or None (all)")
+    parts = np.array_split(np.random.RandomState(seed).permutation(n), n_parts)
+    return [p[:n_per_domain] for p in parts] if n_per_domain is not None else parts
+
+
+def rotate_recipe(x: np.ndarray, y: np.ndarray, angles: tuple[int, ...], seed: int, name: str, classes: list[str],
+                  info: dict, n_per_domain: int | None = None) -> DomainDataset:
+    """DomainBed's RotatedMNIST recipe on images ``x`` (uint8[N, S, S]) and labels ``y``: one domain per angle."""
+    domains = []
+    for angle, idx in zip(angles, _parts(len(x), len(angles), seed, n_per_domain)):
+        imgs = np.stack([np.asarray(Image.fromarray(im).rotate(angle, resample=Image.BILINEAR)) for im in x[idx]])
+        domains.append(Domain(str(angle), imgs[:, None], y[idx], {"source_index": idx.astype(np.int64)}))
+    return DomainDataset(name, classes, domains, {**info, "recipe": "DomainBed RotatedMNIST", "angles": list(angles),
+                                                  "n_per_domain": n_per_domain})
+
+
+def color_recipe(x: np.ndarray, fine: np.ndarray, flips: dict[str, float], label_noise: float, seed: int, name: str,
+                 info: dict, fine_name: str = "digit", n_per_domain: int | None = None) -> DomainDataset:
+    """DomainBed's ColoredMNIST recipe on images ``x`` with 10-class labels ``fine`` (kept in ``meta[fine_name]``).
+
+    Binary label = (fine >= 5), flipped with ``label_noise``; colour = label flipped with each environment's rate.
+    The noise draws follow the environments' order from one seeded generator, as in :func:`colored_digits`.
+    """
+    rng = np.random.RandomState(seed)
+    perm = rng.permutation(len(x))
+    parts = np.array_split(perm, len(flips))
+    if n_per_domain is not None:
+        parts = [p[:n_per_domain] for p in parts]
+    domains = []
+    for (env, p_flip), idx in zip(flips.items(), parts):
+        label = (fine[idx] >= 5).astype(np.int64)
+        label = label ^ (rng.rand(len(idx)) < label_noise)
+        color = label ^ (rng.rand(len(idx)) < p_flip)
+        imgs = np.zeros((len(idx), 2) + x.shape[1:], np.uint8)
+        imgs[np.arange(len(idx)), color] = x[idx]
+        domains.append(Domain(env, imgs, label.astype(np.int64),
+                              {"color": color.astype(np.int64), fine_name: fine[idx], "source_index": idx.astype(np.int64)}))
+    return DomainDataset(name, ["0", "1"], domains, {**info, "recipe": "DomainBed ColoredMNIST",
+                                                     "label_noise": label_noise, "color_flip": flips,
+                                                     "n_per_domain": n_per_domain})
 
 
 def rotated_digits(
@@ -59,14 +110,8 @@ def rotated_digits(
 ) -> DomainDataset:
     """Rotated digits: one domain per angle (named ``"0"``, ``"15"``, …), disjoint image subsets."""
     x, y, source = _source(mnist_dir, image_size)
-    perm = np.random.RandomState(seed).permutation(len(x))
-    domains = []
-    for angle, idx in zip(angles, np.array_split(perm, len(angles))):
-        imgs = np.stack([np.asarray(Image.fromarray(im).rotate(angle, resample=Image.BILINEAR)) for im in x[idx]])
-        domains.append(Domain(str(angle), imgs[:, None], y[idx], {"source_index": idx.astype(np.int64)}))
     name = "RotatedMNIST" if mnist_dir else "RotatedDigits"
-    return DomainDataset(name, [str(c) for c in range(10)], domains,
-                         {"source": source, "recipe": "DomainBed RotatedMNIST", "angles": list(angles)})
+    return rotate_recipe(x, y, tuple(angles), seed, name, [str(c) for c in range(10)], {"source": source})
 
 
 def colored_digits(
@@ -74,22 +119,9 @@ def colored_digits(
     mnist_dir: str | Path | None = None, data_dir: str | Path | None = None,
 ) -> DomainDataset:
     """Colored digits: environments named by DomainBed's labels ("+90%", "+80%", "-90%")."""
-    flips = dict(flips or COLOR_FLIP)
     x, digit, source = _source(mnist_dir, image_size)
-    rng = np.random.RandomState(seed)
-    perm = rng.permutation(len(x))
-    domains = []
-    for (name, p_flip), idx in zip(flips.items(), np.array_split(perm, len(flips))):
-        label = (digit[idx] >= 5).astype(np.int64)
-        label = label ^ (rng.rand(len(idx)) < label_noise)
-        color = label ^ (rng.rand(len(idx)) < p_flip)
-        imgs = np.zeros((len(idx), 2, image_size, image_size), np.uint8)
-        imgs[np.arange(len(idx)), color] = x[idx]
-        domains.append(Domain(name, imgs, label.astype(np.int64),
-                              {"color": color.astype(np.int64), "digit": digit[idx], "source_index": idx.astype(np.int64)}))
     dname = "ColoredMNIST" if mnist_dir else "ColoredDigits"
-    return DomainDataset(dname, ["0", "1"], domains, {"source": source, "recipe": "DomainBed ColoredMNIST",
-                                                      "label_noise": label_noise, "color_flip": flips})
+    return color_recipe(x, digit, dict(flips or COLOR_FLIP), label_noise, seed, dname, {"source": source})
 
 
 @register_dataset("RotatedDigits")

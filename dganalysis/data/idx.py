@@ -1,4 +1,4 @@
-"""Reader for the IDX format of the MNIST raw files (LeCun et al., 1998).
+"""Reader for the IDX format of the MNIST raw files (LeCun et al. 1998), also used by Fashion-MNIST (Xiao et al. 2017).
 
 Header: two zero bytes, a type byte (0x08 = uint8), the number of dimensions, then one
 big-endian uint32 per dimension; the data follow in C order. ``.gz`` files are read
@@ -42,10 +42,24 @@ def read_idx(path: str | Path) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, offset=head).reshape(shape).astype(dtype.newbyteorder("="))
 
 
-def find_mnist(root: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Images uint8[N, 28, 28] and labels of MNIST train+test from the raw IDX files in ``root``."""
+#: The IDX image sets we read, with how to name them and where they come from.
+IDX_SETS: dict[str, str] = {
+    "MNIST": "MNIST (LeCun et al. 1998)",
+    "Fashion-MNIST": "Fashion-MNIST (Xiao, Rasul & Vollgraf 2017, Zalando Research)",
+}
+
+
+def find_idx_set(root: str | Path, name: str = "MNIST", hint: str = "") -> tuple[np.ndarray, np.ndarray, list[Path]]:
+    """Images uint8[N, 28, 28], int64 labels and the files read, train then t10k, of the IDX set ``name``.
+
+    ``name`` is one of :data:`IDX_SETS`; MNIST and Fashion-MNIST share the four file names, so the caller says which
+    set it expects and every message names it. Files are looked up as ``root/<split>-<kind>[.gz]`` and
+    ``root/raw/...``; a missing file is an error naming ``root``, the file and ``hint`` (how to get the set).
+    """
+    if name not in IDX_SETS:
+        raise ValueError(f"name={name!r}: expected one of {sorted(IDX_SETS)}")
     root = Path(root)
-    parts = []
+    parts, files = [], []
     for split in ("train", "t10k"):
         found = []
         for kind in ("images-idx3-ubyte", "labels-idx1-ubyte"):
@@ -53,9 +67,18 @@ def find_mnist(root: str | Path) -> tuple[np.ndarray, np.ndarray]:
                      root / "raw" / f"{split}-{kind}.gz"]
             hit = next((c for c in cands if c.is_file()), None)
             if hit is None:
-                raise FileNotFoundError(f"{root}: no {split}-{kind}[.gz] (expected the MNIST raw IDX files)")
+                raise FileNotFoundError(f"{root}: no {split}-{kind}[.gz] (expected the {name} raw IDX files){hint}")
             found.append(read_idx(hit))
+            files.append(hit)
+        if len(found[0]) != len(found[1]):
+            raise ValueError(f"{root}: {split} has {len(found[0])} images but {len(found[1])} labels ({name})")
         parts.append(found)
     images = np.concatenate([p[0] for p in parts])
     labels = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    return images, labels, files
+
+
+def find_mnist(root: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Images uint8[N, 28, 28] and labels of MNIST train+test from the raw IDX files in ``root``."""
+    images, labels, _ = find_idx_set(root, "MNIST")
     return images, labels

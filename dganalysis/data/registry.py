@@ -40,8 +40,8 @@ def _import_builtin() -> None:
     # importing the modules runs their @register_dataset decorators
     import importlib
 
-    for mod in ("dganalysis.data.digits", "dganalysis.data.folder", "dganalysis.data.benchmarks", "dganalysis.data.wilds_data",
-                "dganalysis.data.pahcc", "dganalysis.data.spawrious", "dganalysis.data.debug"):
+    for mod in ("dganalysis.data.digits", "dganalysis.data.fashion", "dganalysis.data.folder", "dganalysis.data.benchmarks",
+                "dganalysis.data.wilds_data", "dganalysis.data.pahcc", "dganalysis.data.spawrious", "dganalysis.data.debug"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
