@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from dganalysis import io
+from dganalysis.paths import expand, profile_paths
 from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
         raise ValueError(f"{ypath}: not valid YAML ({e})") from e
     if not isinstance(params, dict):
         raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(params).__name__}")
+    params = expand(params, profile_paths(profile, root), str(ypath))  # ${data}, ${weights}: see dganalysis.paths
     inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
     known = set(inspected)
     unknown = sorted(set(params) - known)
