@@ -142,6 +142,34 @@ def leakage_checkpoints(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
             "simclr": checkpoint_path(folder, "simclr", key)}
 
 
+def leakage_pretrainings(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
+                         featurizer: str, test_like_angles: list[int], source_copies: int, pretrain_steps: int,
+                         pretrain_batch_size: int, pretrain_lr: float,
+                         published_weights: dict | None = None) -> dict[str, tuple[str | None, str]]:
+    """Notebook 04's initialisations, in order: label → (checkpoint path or None, featurizer).
+
+    With ``pretrain_steps > 0`` the notebook's own two pretrainings come first (supervised on a test-like source,
+    SimCLR on the training domains; :func:`leakage_checkpoints`); then ``published_weights`` (label →
+    ``{"path": file, "featurizer": arch}``: the authors' files of Yu et al. 2024, Tables 1-3, e.g. MoCo-v2 ResNet-50,
+    see :mod:`dganalysis.nets.published`); then ``"none"`` (random init). With ``pretrain_steps == 0`` the notebook
+    pretrains nothing (the paper profile on real benchmarks: its test-like source is built from rotated digits)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    if pretrain_steps > 0:
+        ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                                   train_domains=train_domains, featurizer=featurizer,
+                                   test_like_angles=test_like_angles, source_copies=source_copies,
+                                   pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size,
+                                   pretrain_lr=pretrain_lr)
+        out = {"supervised (test-like)": (str(ckpt["supervised"]), featurizer),
+               "SimCLR (train domains)": (str(ckpt["simclr"]), featurizer)}
+    for label, spec in (published_weights or {}).items():
+        if not isinstance(spec, dict) or set(spec) != {"path", "featurizer"}:
+            raise ValueError(f"published_weights[{label!r}]: expected {{path: <file>, featurizer: <arch>}}, got {spec!r}")
+        out[str(label)] = (str(spec["path"]), str(spec["featurizer"]))
+    out["none"] = (None, featurizer)
+    return out
+
+
 @PLANS.register("04_leakage_oracle")
 def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
                         test_domains: list[str], featurizer: str, test_like_angles: list[int], source_copies: int,
@@ -149,28 +177,32 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                         checkpoint_freq: int, batch_size: int, lr: float, n_trials: int, frozen_stages: list[int],
                         oracle_dataset: str, oracle_dataset_kwargs: dict, oracle_splits: list[dict],
                         oracle_n_hparams: int, oracle_steps: int, oracle_n_trials: int,
-                        inception_weights: str | None, oracle_search_overrides: dict | None = None) -> Plan:
+                        inception_weights: str | None, oracle_search_overrides: dict | None = None,
+                        published_weights: dict | None = None, lp_ft_splits: list[dict] | None = None,
+                        fid_reference: str | None = None) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
-    The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the pretraining part's) with a
-    random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage is computed per trial.
-    ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
+    Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
+    featurizer. ``lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3 hold
+    out each domain in turn. The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the
+    pretraining part's) with a random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage
+    is computed per trial. ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice that
     moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     from dganalysis.protocols.leakage import make_leakage_jobs
 
-    ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
-                               train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
-                               source_copies=source_copies, pretrain_steps=pretrain_steps,
-                               pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr)
-    pretrained = {"supervised (test-like)": ckpt["supervised"], "SimCLR (train domains)": ckpt["simclr"], "none": None}
-    split = [{"train": train_domains, "test": test_domains}]
-    hp = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
-    common = dict(algorithms=[algorithm], n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                  hparams_overrides=hp)
-    jobs = make_leakage_jobs(dataset, dataset_kwargs, split, pretrained, ["LP", "FT"], **common)
-    jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {k: v for k, v in pretrained.items() if v},
-                              [f"FT-freeze{k}" for k in frozen_stages], **common)
+    inits = leakage_pretrainings(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                                 train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
+                                 source_copies=source_copies, pretrain_steps=pretrain_steps,
+                                 pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr,
+                                 published_weights=published_weights)
+    split = list(lp_ft_splits or [{"train": train_domains, "test": test_domains}])
+    common = dict(algorithms=[algorithm], n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq)
+    jobs = []
+    for label, (path, feat) in inits.items():
+        hp = {"featurizer": feat, "batch_size": batch_size, "lr": lr}
+        modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in frozen_stages] if path else [])
+        jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {label: path}, modes, hparams_overrides=hp, **common)
     oracle = make_leakage_jobs(oracle_dataset, oracle_dataset_kwargs, oracle_splits, {"none": None}, ["FT"],
                                algorithms=[algorithm], n_hparams=oracle_n_hparams, n_trials=oracle_n_trials,
                                steps=oracle_steps,
@@ -178,12 +210,14 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                                hparams_overrides={"featurizer": featurizer, "batch_size": batch_size},
                                search_overrides=oracle_search_overrides or None)
     files = {"inception_weights": inception_weights} if inception_weights else {}
+    if fid_reference:
+        files["fid_reference"] = fid_reference
+    produced = [str(Path(p).resolve()) for p, _ in list(inits.values())[:2]] if pretrain_steps > 0 else []
     other = [f"2 pretraining runs of {featurizer} ({pretrain_steps} steps × batch {pretrain_batch_size}; supervised "
-             f"and SimCLR) into {ckpt['supervised'].parent} — not counted in the budget"]
+             f"and SimCLR) into {Path(produced[0]).parent} — not counted in the budget"] if produced else []
     datasets = list({json.dumps([d, kw], sort_keys=True): (d, kw) for d, kw in
                      [(dataset, dataset_kwargs), (oracle_dataset, oracle_dataset_kwargs)]}.values())
-    return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other,
-                produced=[str(p.resolve()) for p in ckpt.values()])
+    return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
 @PLANS.register("05_leaderboards")
