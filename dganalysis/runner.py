@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,9 +100,12 @@ def _new_files(folder: Path, since: float) -> list[Path]:
 
 def run_notebooks(
     profile: str = "quick", names: list[str] | None = None, root: Path | None = None, output_root: Path | None = None,
-    kernel_name: str | None = None, progress: bool = True,
+    kernel_name: str | None = None, progress: bool = True, transform: Callable[[str, dict], dict] | None = None,
 ) -> list[NotebookRun]:
-    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters; write the index."""
+    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters; write the index.
+
+    ``transform(name, params)`` may change each notebook's validated parameters before it runs (the smoke run of
+    :mod:`dganalysis.smoke.run` shrinks them)."""
     import papermill as pm
 
     root = root or repo_root()
@@ -113,6 +117,8 @@ def run_notebooks(
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or root / "outputs") / profile
     params_all = {n: load_params(profile, n, root) for n in names}  # validate everything before running anything
+    if transform is not None:
+        params_all = {n: transform(n, p) for n, p in params_all.items()}
     inject = injected_params(profile, root, output_root)
     runs = []
     for i, n in enumerate(names, 1):

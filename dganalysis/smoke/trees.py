@@ -60,3 +60,15 @@ def write_fake_data(root: str | Path, benchmarks: list[str] | None = None, per_c
            for i, name in enumerate(benchmarks if benchmarks is not None else sorted(BENCHMARKS))}
     out["MNIST"] = write_mnist_idx(Path(root) / "MNIST" / "raw")
     return out
+
+
+def write_reference_images(folder: str | Path, n: int = 8, size: int = 16, seed: int = 0) -> Path:
+    """A few random JPEGs standing in for the FID reference images (ImageNet samples)."""
+    from PIL import Image
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.RandomState(seed)
+    for i in range(n):
+        Image.fromarray(rng.randint(0, 256, (size, size, 3)).astype(np.uint8)).save(folder / f"ref_{i}.jpg")
+    return folder
