@@ -11,7 +11,7 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
 * scale parameters (sample counts, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
   the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
   2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
-* image sizes at most 32 px, batch size 8, PaHCC 10 classes; algorithm lists their first two (plus those other
+* image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC);
   notebook 04's LP/FT splits the first one.
 
@@ -59,8 +59,9 @@ def _shrink(obj: Any) -> Any:
     out = {k: _shrink(v) for k, v in obj.items()}
     if isinstance(out.get("image_size"), int):
         out["image_size"] = min(out["image_size"], MAX_IMAGE)
-    if "size" in out and (isinstance(out["size"], str) or out["size"] > 10):
+    if "size" in out and (isinstance(out["size"], str) or out["size"] > 10):  # PaHCC: 10 classes, 4 writers
         out["size"] = 10
+        out["writers"] = min(int(out.get("writers", 4)), 4)
     return out
 
 
