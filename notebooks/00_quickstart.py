@@ -60,8 +60,7 @@ name0, dataset_kwargs = next(iter(quickstart_datasets(angles, image_size, datase
 ds = load_dataset(name0, data_dir=data_dir, **dataset_kwargs)
 display(ds.stats())
 print(ds.info["source"])
-fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if datasets else
-                                                                                  " (rotation in degrees)"))
+fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if datasets else " (rotation in degrees)"))
 plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 
 # %% [markdown]

@@ -29,7 +29,7 @@ def test_smoke_params_keep_the_paper_path():
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
-    assert list(s05["datasets"]) == ["PACS", "NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
+    assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
     assert s05["hparams_overrides"]["pretrained"] == p05["hparams_overrides"]["pretrained"]
 
 
@@ -48,4 +48,4 @@ def test_paper_profile_smoke_run(tmp_path):
     assert (out / "index.md").read_text().startswith("> **FAKE DATA")
     assert (out / "FAKE.md").is_file() and (tmp_path / "fake_weights" / "vit-b-300ep.pth.tar").is_file()
     jobs = [json.loads(p.read_text()) for p in (out / "store").glob("*/spec.json")]
-    assert {j["dataset"] for j in jobs} >= {"RotatedMNIST", "ColoredMNIST", "VLCS", "OfficeHome", "NICO++", "PACS"}
+    assert {j["dataset"] for j in jobs} >= {"RotatedMNIST", "ColoredMNIST", "VLCS", "OfficeHome", "NICO++", "PACS", "PaHCC"}

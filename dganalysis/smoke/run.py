@@ -12,8 +12,8 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
   2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
-  parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC);
-  notebook 04's LP/FT splits the first one.
+  parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
+  and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 04's LP/FT splits the first one.
 
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
@@ -99,6 +99,8 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
     for k in ("datasets", "map_datasets", "ranking_datasets"):
         if out.get(k):
             out[k] = _one_per_kind(out[k])
+    if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
+        out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
     if out.get("lp_ft_splits"):
         out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if "batch_size" in out:
