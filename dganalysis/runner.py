@@ -1,7 +1,7 @@
 """Run the study notebooks headlessly with papermill, one profile at a time.
 
-``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile;
-the runner checks every name against the notebook's ``parameters`` cell (an unknown
+``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile (``${data}``, ``${weights}``
+in its strings come from ``params/<profile>/paths.yaml``, see :mod:`dganalysis.paths`); the runner checks every name against the notebook's ``parameters`` cell (an unknown
 name is an error naming the YAML file) and every value against the kind of the cell's default (an
 integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.check_notebook_params`), injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
