@@ -31,6 +31,7 @@ def test_smoke_params_keep_the_paper_path():
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
     assert s05["hparams_overrides"]["pretrained"] == p05["hparams_overrides"]["pretrained"]
+    assert set(s05["dataset_steps"].values()) == {2} and s05["steps"] == 2
 
 
 @pytest.mark.paper_smoke

@@ -89,6 +89,8 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
     for k in ("steps", "ranking_steps", "oracle_steps", "pretrain_steps", "checkpoint_freq", "ranking_checkpoint_freq"):
         if k in out:
             out[k] = min(out[k], SWEEP_STEPS)
+    if isinstance(out.get("dataset_steps"), dict):  # 05: per-dataset steps (DomainNet 15,000, NICO++ 10,000)
+        out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
     for k in ("n_hparams", "n_trials", "ranking_n_hparams", "ranking_n_trials", "oracle_n_hparams", "oracle_n_trials"):
         if k in out:
             out[k] = _AT_LEAST.get(name, {}).get(k, 1)
