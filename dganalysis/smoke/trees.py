@@ -56,9 +56,10 @@ def write_mnist_idx(folder: str | Path, n_train: int = 60, n_test: int = 20, see
 
 def write_fake_data(root: str | Path, benchmarks: list[str] | None = None, per_class: int = 1) -> dict[str, Path]:
     """Every benchmark tree (default: all of :data:`BENCHMARKS`) and MNIST under ``root`` (the profile's ``${data}``)."""
-    out = {name: write_benchmark_tree(root, name, per_class, seed=i)
+    # at least ~50 images per domain: notebook 06's environment classifier trains on batches of 32 (80% split)
+    out = {name: write_benchmark_tree(root, name, max(per_class, -(-50 // BENCHMARKS[name].n_classes)), seed=i)
            for i, name in enumerate(benchmarks if benchmarks is not None else sorted(BENCHMARKS))}
-    out["MNIST"] = write_mnist_idx(Path(root) / "MNIST" / "raw")
+    out["MNIST"] = write_mnist_idx(Path(root) / "MNIST" / "raw", n_train=450, n_test=150)
     return out
 
 
