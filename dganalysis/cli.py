@@ -33,9 +33,17 @@ def _cmd_dry_run(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _cmd_dry_run(args)
-    from dganalysis.runner import run_notebooks
+    if args.smoke:
+        if args.profile != "paper":
+            raise ValueError("--smoke runs the paper profile on FAKE inputs; use it with --profile paper")
+        from dganalysis.smoke.run import run_smoke
 
-    runs = run_notebooks(args.profile, args.notebooks or None, progress=not args.no_progress)
+        out, runs = run_smoke(args.smoke_dir, args.notebooks or None, progress=not args.no_progress)
+        print(f"SMOKE RUN on FAKE data and weights (dganalysis.smoke): outputs in {out}")
+    else:
+        from dganalysis.runner import run_notebooks
+
+        runs = run_notebooks(args.profile, args.notebooks or None, progress=not args.no_progress)
     failed = [r for r in runs if not r.ok]
     for r in runs:
         print(f"{'ok    ' if r.ok else 'FAILED'} {r.name:28s} {r.seconds / 60:5.1f} min  {r.error}")
@@ -89,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train nothing: validate every YAML, list each notebook's jobs and their count, estimate "
                         "CPU/GPU-hours from dganalysis/throughput.yaml, report missing datasets and weights "
                         "(exit status 1 on any problem)")
+    r.add_argument("--smoke", action="store_true",
+                   help="with --profile paper: run every notebook end to end on FAKE dataset trees and FAKE weight "
+                        "files in the published layouts, steps/trials/draws/image sizes shrunk (dganalysis.smoke.run); "
+                        "outputs go to a temporary folder (or --smoke-dir), labelled FAKE")
+    r.add_argument("--smoke-dir", default=None, help="with --smoke: the folder for the fake inputs and the outputs")
     r.add_argument("--throughput", default=None, help="with --dry-run: a throughput YAML replacing the shipped one")
     r.add_argument("--jobs-csv", default=None, help="with --dry-run: write every planned job (one row each) here")
     r.set_defaults(func=_cmd_run)

@@ -249,18 +249,48 @@ class DryRun:
         return all(not n.error and not n.missing for n in self.notebooks)
 
 
+def _howto(path: str) -> str:
+    """How to get a missing file: the published weight files by name (:mod:`dganalysis.nets.published`)."""
+    from dganalysis.nets.published import howto
+
+    how = howto(path)
+    return f" — get it: {how}" if how else ""
+
+
 def _check_files(plan: Plan) -> tuple[list[str], list[str]]:
     missing, found = [], []
     produced = set(plan.produced)
     for key, path in plan.files.items():
-        (found if Path(path).expanduser().exists() else missing).append(f"{key}: {path}")
+        if Path(path).expanduser().exists():
+            found.append(f"{key}: {path}")
+        else:
+            missing.append(f"{key}: {path}{_howto(path)}")
     weights = {j.hparams_overrides.get("pretrained") for js in plan.sweeps.values() for j in js} - {None}
     for w in sorted(weights):
         if w in produced:
             found.append(f"weights {w} (written by the notebook's pretraining)")
+        elif is_hub_spec(w):
+            path = resolve_hub_path(w, plan)
+            (found if path.is_file() else missing).append(f"weights {w} → {path}" + ("" if path.is_file() else
+                                                                                     _howto(str(path))))
         else:
-            (found if Path(w).exists() else missing).append(f"weights {w}")
+            (found if Path(w).exists() else missing).append(f"weights {w}" + ("" if Path(w).exists() else _howto(w)))
     return missing, found
+
+
+def resolve_hub_path(spec: str, plan: Plan) -> Path:
+    """The torchvision cache file an ``imagenet[:<weights>]`` spec names, for the featurizer of the jobs using it."""
+    from dganalysis.nets.torchhub import DEFAULT_WEIGHTS, torchvision_weights_file
+
+    arch = next(j.hparams_overrides.get("featurizer") for js in plan.sweeps.values() for j in js
+                if j.hparams_overrides.get("pretrained") == spec)
+    return torchvision_weights_file(str(arch), spec.split(":", 1)[1] if ":" in spec else DEFAULT_WEIGHTS)
+
+
+def is_hub_spec(spec: str) -> bool:
+    from dganalysis.nets.torchhub import is_hub_spec as hub
+
+    return hub(str(spec))
 
 
 def plan_notebook(profile: str, name: str, root: Path, output_root: Path | None = None) -> NotebookPlan:

@@ -53,18 +53,30 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
 
+def quickstart_datasets(angles: list[int], image_size: int, datasets: dict | None) -> dict[str, dict]:
+    """Notebook 00's datasets: ``datasets`` (name → kwargs) when given, else RotatedDigits at ``angles``."""
+    return dict(datasets) if datasets else {"RotatedDigits": {"image_size": image_size, "angles": angles}}
+
+
 @PLANS.register("00_quickstart")
 def quickstart_plan(*, angles: list[int], image_size: int, algorithms: list[str], n_hparams: int, n_trials: int,
-                    steps: int, checkpoint_freq: int, hparams_overrides: dict) -> Plan:
-    """DomainBed's protocol on RotatedDigits: leave-one-domain-out runs plus the runs with two held-out
-    domains that leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3)."""
-    kwargs = {"image_size": image_size, "angles": angles}
-    domains = domain_names("RotatedDigits", kwargs)
-    common = dict(n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                  hparams_overrides=hparams_overrides, domains=domains)
-    jobs = make_jobs("RotatedDigits", kwargs, algorithms, "leave_one_out", **common)
-    jobs += make_jobs("RotatedDigits", kwargs, algorithms, {"leave_one_group_out": 2}, **common)
-    return Plan({"leave-one-out": jobs}, [("RotatedDigits", kwargs)])
+                    steps: int, checkpoint_freq: int, hparams_overrides: dict, datasets: dict | None = None,
+                    dataset_overrides: dict | None = None, data_dir: str | None = None) -> Plan:
+    """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
+    leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on RotatedDigits or on each of
+    ``datasets`` (DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
+    ``dataset_overrides`` (name → hparams) goes on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for
+    the MNISTs, ImageNet ResNet-50 for the others, as DomainBed)."""
+    jobs: list[Job] = []
+    specs = quickstart_datasets(angles, image_size, datasets)
+    for name, kwargs in specs.items():
+        domains = domain_names(name, kwargs, data_dir)
+        over = {**hparams_overrides, **(dataset_overrides or {}).get(name, {})}
+        common = dict(n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
+                      hparams_overrides=over, domains=domains)
+        jobs += make_jobs(name, kwargs, algorithms, "leave_one_out", **common)
+        jobs += make_jobs(name, kwargs, algorithms, {"leave_one_group_out": 2}, **common)
+    return Plan({"leave-one-out": jobs}, list(specs.items()))
 
 
 @PLANS.register("01_dataset_construction")
@@ -125,6 +137,34 @@ def leakage_checkpoints(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
             "simclr": checkpoint_path(folder, "simclr", key)}
 
 
+def leakage_pretrainings(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
+                         featurizer: str, test_like_angles: list[int], source_copies: int, pretrain_steps: int,
+                         pretrain_batch_size: int, pretrain_lr: float,
+                         published_weights: dict | None = None) -> dict[str, tuple[str | None, str]]:
+    """Notebook 04's initialisations, in order: label → (checkpoint path or None, featurizer).
+
+    With ``pretrain_steps > 0`` the notebook's own two pretrainings come first (supervised on a test-like source,
+    SimCLR on the training domains; :func:`leakage_checkpoints`); then ``published_weights`` (label →
+    ``{"path": file, "featurizer": arch}``: the authors' files of Yu et al. 2024, Tables 1-3, e.g. MoCo-v2 ResNet-50,
+    see :mod:`dganalysis.nets.published`); then ``"none"`` (random init). With ``pretrain_steps == 0`` the notebook
+    pretrains nothing (the paper profile on real benchmarks: its test-like source is built from rotated digits)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    if pretrain_steps > 0:
+        ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                                   train_domains=train_domains, featurizer=featurizer,
+                                   test_like_angles=test_like_angles, source_copies=source_copies,
+                                   pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size,
+                                   pretrain_lr=pretrain_lr)
+        out = {"supervised (test-like)": (str(ckpt["supervised"]), featurizer),
+               "SimCLR (train domains)": (str(ckpt["simclr"]), featurizer)}
+    for label, spec in (published_weights or {}).items():
+        if not isinstance(spec, dict) or set(spec) != {"path", "featurizer"}:
+            raise ValueError(f"published_weights[{label!r}]: expected {{path: <file>, featurizer: <arch>}}, got {spec!r}")
+        out[str(label)] = (str(spec["path"]), str(spec["featurizer"]))
+    out["none"] = (None, featurizer)
+    return out
+
+
 @PLANS.register("04_leakage_oracle")
 def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, train_domains: list[str],
                         test_domains: list[str], featurizer: str, test_like_angles: list[int], source_copies: int,
@@ -132,28 +172,32 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                         checkpoint_freq: int, batch_size: int, lr: float, n_trials: int, frozen_stages: list[int],
                         oracle_dataset: str, oracle_dataset_kwargs: dict, oracle_splits: list[dict],
                         oracle_n_hparams: int, oracle_steps: int, oracle_n_trials: int,
-                        inception_weights: str | None, oracle_search_overrides: dict | None = None) -> Plan:
+                        inception_weights: str | None, oracle_search_overrides: dict | None = None,
+                        published_weights: dict | None = None, lp_ft_splits: list[dict] | None = None,
+                        fid_reference: str | None = None) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
-    The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the pretraining part's) with a
-    random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage is computed per trial.
-    ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
+    Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
+    featurizer. ``lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3 hold
+    out each domain in turn. The oracle sweep trains from scratch on ``oracle_dataset`` (which may differ from the
+    pretraining part's) with a random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the leakage
+    is computed per trial. ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice that
     moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     from dganalysis.protocols.leakage import make_leakage_jobs
 
-    ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
-                               train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
-                               source_copies=source_copies, pretrain_steps=pretrain_steps,
-                               pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr)
-    pretrained = {"supervised (test-like)": ckpt["supervised"], "SimCLR (train domains)": ckpt["simclr"], "none": None}
-    split = [{"train": train_domains, "test": test_domains}]
-    hp = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
-    common = dict(algorithms=[algorithm], n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                  hparams_overrides=hp)
-    jobs = make_leakage_jobs(dataset, dataset_kwargs, split, pretrained, ["LP", "FT"], **common)
-    jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {k: v for k, v in pretrained.items() if v},
-                              [f"FT-freeze{k}" for k in frozen_stages], **common)
+    inits = leakage_pretrainings(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
+                                 train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
+                                 source_copies=source_copies, pretrain_steps=pretrain_steps,
+                                 pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr,
+                                 published_weights=published_weights)
+    split = list(lp_ft_splits or [{"train": train_domains, "test": test_domains}])
+    common = dict(algorithms=[algorithm], n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq)
+    jobs = []
+    for label, (path, feat) in inits.items():
+        hp = {"featurizer": feat, "batch_size": batch_size, "lr": lr}
+        modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in frozen_stages] if path else [])
+        jobs += make_leakage_jobs(dataset, dataset_kwargs, split, {label: path}, modes, hparams_overrides=hp, **common)
     oracle = make_leakage_jobs(oracle_dataset, oracle_dataset_kwargs, oracle_splits, {"none": None}, ["FT"],
                                algorithms=[algorithm], n_hparams=oracle_n_hparams, n_trials=oracle_n_trials,
                                steps=oracle_steps,
@@ -161,19 +205,25 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                                hparams_overrides={"featurizer": featurizer, "batch_size": batch_size},
                                search_overrides=oracle_search_overrides or None)
     files = {"inception_weights": inception_weights} if inception_weights else {}
+    if fid_reference:
+        files["fid_reference"] = fid_reference
+    produced = [str(Path(p).resolve()) for p, _ in list(inits.values())[:2]] if pretrain_steps > 0 else []
     other = [f"2 pretraining runs of {featurizer} ({pretrain_steps} steps × batch {pretrain_batch_size}; supervised "
-             f"and SimCLR) into {ckpt['supervised'].parent} — not counted in the budget"]
+             f"and SimCLR) into {Path(produced[0]).parent} — not counted in the budget"] if produced else []
     datasets = list({json.dumps([d, kw], sort_keys=True): (d, kw) for d, kw in
                      [(dataset, dataset_kwargs), (oracle_dataset, oracle_dataset_kwargs)]}.values())
-    return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other,
-                produced=[str(p.resolve()) for p in ckpt.values()])
+    return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
 @PLANS.register("05_leaderboards")
 def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[list[str]]], algorithms: list[str],
                       n_hparams: int, n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
-                      data_dir: str | None = None) -> Plan:
-    """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5)."""
+                      data_dir: str | None = None, dataset_overrides: dict | None = None,
+                      dataset_steps: dict | None = None) -> Plan:
+    """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5).
+
+    ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
+    one dataset apart, as Yu et al. (Sec. 4) train DomainNet 15,000 and NICO++ 10,000 steps."""
     sweeps: dict[str, list[Job]] = {"LODO": [], "LOGO": []}
     for name, kwargs in datasets.items():
         domains = domain_names(name, kwargs, data_dir)
@@ -181,9 +231,10 @@ def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[
         logo = [{"train": _rest(g, domains), "test": list(g)} for g in logo_groups.get(name, [])]
         for proto, splits in (("LODO", lodo), ("LOGO", logo)):
             if splits:
+                over = {**hparams_overrides, **(dataset_overrides or {}).get(name, {})}
                 sweeps[proto] += make_jobs(name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
-                                           steps=steps, checkpoint_freq=checkpoint_freq,
-                                           hparams_overrides=hparams_overrides, domains=domains)
+                                           steps=int((dataset_steps or {}).get(name, steps)),
+                                           checkpoint_freq=checkpoint_freq, hparams_overrides=over, domains=domains)
     return Plan(sweeps, [(name, kwargs) for name, kwargs in datasets.items()])
 
 
@@ -195,13 +246,16 @@ def shift_estimation_plan(*, ranking_datasets: list[dict], ranking_algorithms: l
                           table3_rho_te: list[float], table3_trials: int, map_trials: int, env_steps: int,
                           data_dir: str | None = None) -> Plan:
     """The Tables 1–2 ranking sweep of Ye et al. 2022 (one split per dataset); the shift estimates themselves
-    train small environment classifiers, counted in ``other``."""
+    train small environment classifiers, counted in ``other``. A ranking spec's optional ``hparams`` go on top of
+    ``ranking_hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
+    MNIST CNN on Colored MNIST)."""
     jobs: list[Job] = []
     for spec in ranking_datasets:
         kwargs = spec.get("kwargs", {})
+        over = {**ranking_hparams_overrides, **spec.get("hparams", {})}
         jobs += make_jobs(spec["name"], kwargs, ranking_algorithms, [{"train": spec["train"], "test": spec["test"]}],
                           n_hparams=ranking_n_hparams, n_trials=ranking_n_trials, steps=ranking_steps,
-                          checkpoint_freq=ranking_checkpoint_freq, hparams_overrides=ranking_hparams_overrides,
+                          checkpoint_freq=ranking_checkpoint_freq, hparams_overrides=over,
                           domains=domain_names(spec["name"], kwargs, data_dir))
     datasets = [(s["name"], s.get("kwargs", {})) for s in [*map_datasets, *ranking_datasets]]
     if folder_root is not None:

@@ -1,7 +1,7 @@
 """Run the study notebooks headlessly with papermill, one profile at a time.
 
-``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile;
-the runner checks every name against the notebook's ``parameters`` cell (an unknown
+``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile (``${data}``, ``${weights}``
+in its strings come from ``params/<profile>/paths.yaml``, see :mod:`dganalysis.paths`); the runner checks every name against the notebook's ``parameters`` cell (an unknown
 name is an error naming the YAML file) and every value against the kind of the cell's default (an
 integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.check_notebook_params`), injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
 from dganalysis import io
+from dganalysis.paths import expand, profile_paths
 from dganalysis.report import write_report
 from dganalysis.run_history import NotebookRun, record_run
 from dganalysis.validation import check_notebook_params
@@ -57,6 +59,7 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
         raise ValueError(f"{ypath}: not valid YAML ({e})") from e
     if not isinstance(params, dict):
         raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(params).__name__}")
+    params = expand(params, profile_paths(profile, root), str(ypath))  # ${data}, ${weights}: see dganalysis.paths
     inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
     known = set(inspected)
     unknown = sorted(set(params) - known)
@@ -85,9 +88,12 @@ def _new_files(folder: Path, since: float) -> list[Path]:
 
 def run_notebooks(
     profile: str = "quick", names: list[str] | None = None, root: Path | None = None, output_root: Path | None = None,
-    kernel_name: str | None = None, progress: bool = True,
+    kernel_name: str | None = None, progress: bool = True, transform: Callable[[str, dict], dict] | None = None,
 ) -> list[NotebookRun]:
-    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters; write the index."""
+    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters; write the index.
+
+    ``transform(name, params)`` may change each notebook's validated parameters before it runs (the smoke run of
+    :mod:`dganalysis.smoke.run` shrinks them)."""
     import papermill as pm
 
     root = root or repo_root()
@@ -99,6 +105,8 @@ def run_notebooks(
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or root / "outputs") / profile
     params_all = {n: load_params(profile, n, root) for n in names}  # validate everything before running anything
+    if transform is not None:
+        params_all = {n: transform(n, p) for n, p in params_all.items()}
     inject = injected_params(profile, root, output_root)
     runs = []
     for i, n in enumerate(names, 1):

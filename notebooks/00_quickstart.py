@@ -43,6 +43,8 @@ steps = 40
 checkpoint_freq = 20
 hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 workers = 2
+datasets = {}               # name -> kwargs replacing the rotated digits (DomainBed's table: MNISTs, PACS, …)
+dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset
 
 # %%
 import pandas as pd
@@ -50,15 +52,15 @@ from IPython.display import Markdown, display
 
 from dganalysis import plots, results, selection, tables
 from dganalysis.data import load_dataset
-from dganalysis.plans import quickstart_plan
+from dganalysis.plans import quickstart_datasets, quickstart_plan
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()
-dataset_kwargs = {"image_size": image_size, "angles": angles}
-ds = load_dataset("RotatedDigits", data_dir=data_dir, **dataset_kwargs)
+name0, dataset_kwargs = next(iter(quickstart_datasets(angles, image_size, datasets).items()))
+ds = load_dataset(name0, data_dir=data_dir, **dataset_kwargs)
 display(ds.stats())
 print(ds.info["source"])
-fig = plots.domain_grid(ds, per_domain=10, title="RotatedDigits: one row per domain (rotation in degrees)")
+fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if datasets else " (rotation in degrees)"))
 plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 
 # %% [markdown]
@@ -70,7 +72,8 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
 jobs = quickstart_plan(angles=angles, image_size=image_size, algorithms=algorithms, n_hparams=n_hparams,
                        n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                       hparams_overrides=hparams_overrides).jobs
+                       hparams_overrides=hparams_overrides, datasets=datasets, dataset_overrides=dataset_overrides,
+                       data_dir=data_dir).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
 display(status["status"].value_counts().to_frame())
 df = results.load(store_dir)
@@ -86,10 +89,11 @@ for method in ["training_domain", "leave_one_out", "oracle"]:
     selected = selection.select(df, method)
     tabs = tables.build_tables(selected, test_domains=1, domain_order=tables.domain_orders(df))
     display(Markdown(tables.format_tables(tabs, "markdown")))
-    plots.save_table(tabs[0].wide().reset_index(), f"00_selection_{method}", output_dir,
-                     caption=tabs[0].title + " (test accuracy %, mean ± SE over trials)", float_format=None)
+    for i, tab in enumerate(tabs[:-1] if len(tabs) > 2 else tabs[:1]):  # one per dataset (+ "Averages" when several)
+        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), output_dir,
+                         caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
     single = selected[selected["test_domains"].str.count(",") == 0]
-    summaries.append(selection.summarize(single, by=["algorithm", "domain"]).assign(selection=method))
+    summaries.append(selection.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
     chosen.append(single)
 summary = pd.concat(summaries, ignore_index=True)
 
@@ -101,7 +105,7 @@ summary = pd.concat(summaries, ignore_index=True)
 # competitive draws and several checkpoints before the choice of method can matter.
 
 # %%
-picks = selection.picks(pd.concat(chosen, ignore_index=True))
+picks = selection.picks(pd.concat(chosen, ignore_index=True), by=["dataset", "domain", "trial_seed"])
 print(f"the methods chose different runs in {(~picks['agree']).sum()} of {len(picks)} (rotation, trial) cells")
 display(picks)
 
@@ -112,5 +116,6 @@ display(picks)
 # optimistic reference on average, not an upper bound in every column.
 
 # %%
-fig = plots.accuracy_by_domain(summary, hue="selection", title="ERM on RotatedDigits, by selection method")
+fig = plots.accuracy_by_domain(summary, hue="selection", title=f"ERM on {', '.join(summary['dataset'].unique())}, "
+                                                                "by selection method")
 plots.save_figure(fig, "00_accuracy_per_rotation", output_dir)

@@ -65,7 +65,10 @@ oracle_n_hparams = 2             # Table 4: random-search size per training grou
 oracle_search_overrides = {"augment": {"choice": [True, False]}}  # search-space changes (YAML specs)
 oracle_steps = 10
 oracle_n_trials = 2              # Table 4: trials (each gives one leakage per K; the CI is over them)
-inception_weights = None         # path to a torchvision inception_v3 state dict → FID; None → substitute
+inception_weights = None         # pytorch-fid's pt_inception-2015-12-05-*.pth (or a torchvision inception_v3 state dict) → FID; None → substitute
+published_weights = {}           # Yu et al. Tables 1-3: label -> {"path": published file, "featurizer": arch}
+lp_ft_splits = []                # LP/FT splits, e.g. each domain held out; [] → train_domains → test_domains
+fid_reference = None             # folder of pretraining-data images (ImageNet) for the published weights' FID
 n_workers = 1
 
 # %%
@@ -78,9 +81,8 @@ from dganalysis.data.provenance import data_label
 from dganalysis.findings import replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
-from dganalysis.plans import leakage_checkpoints, leakage_oracle_plan
-from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
-from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt
+from dganalysis.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
+from dganalysis.protocols import leakage, leakage_inputs, oracle_k, oracle_k_trials as okt
 from dganalysis.protocols.leakage_findings import lp_ft_findings, oracle_findings
 from dganalysis.sweep import run_sweep
 plots.setup_style()
@@ -94,17 +96,16 @@ plots.setup_style()
 
 # %%
 ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-sup_x, sup_y = rotated_digits_source(ds, train_domains, tuple(test_like_angles), copies=source_copies, seed=0)
-unlab_x = np.concatenate([d.images for d in ds.domains if d.name in train_domains])
-common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
-ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
-                           train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
-                           source_copies=source_copies, pretrain_steps=pretrain_steps,
-                           pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr)
-sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common, out_path=ckpt["supervised"])
-ssl = pretrain_simclr(unlab_x, **common, out_path=ckpt["simclr"])
-pretrained = {"supervised (test-like)": sup.path, "SimCLR (train domains)": ssl.path, "none": None}
-for name, r in (("supervised", sup), ("SimCLR", ssl)):
+pre = dict(train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
+           source_copies=source_copies, pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size,
+           pretrain_lr=pretrain_lr)
+own = {} if pretrain_steps == 0 else leakage_inputs.own_pretrainings(ds, **pre, checkpoints=leakage_checkpoints(
+    output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, **pre))
+inits = leakage_pretrainings(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, **pre,
+                             published_weights=published_weights)
+pretrained = {label: path for label, (path, _) in inits.items()}
+sup_label, ssl_label = [k for k in pretrained if k != "none"][:2]  # the supervised and the self-supervised init
+for name, (r, _) in own.items():
     print(f"{name}: {r.path.name}", "(reused)" if r.reused else f"loss {r.losses[0]:.2f} → {np.mean(r.losses[-5:]):.2f}")
 
 # %% [markdown]
@@ -123,8 +124,9 @@ plan = leakage_oracle_plan(
     frozen_stages=frozen_stages, oracle_dataset=oracle_dataset, oracle_dataset_kwargs=oracle_dataset_kwargs,
     oracle_splits=oracle_splits, oracle_n_hparams=oracle_n_hparams, oracle_steps=oracle_steps,
     oracle_n_trials=oracle_n_trials, inception_weights=inception_weights,
-    oracle_search_overrides=oracle_search_overrides)
-assert set(plan.produced) == {str(r.path.resolve()) for r in (sup, ssl)}  # the checkpoints the jobs load
+    oracle_search_overrides=oracle_search_overrides, published_weights=published_weights, lp_ft_splits=lp_ft_splits,
+    fid_reference=fid_reference)
+assert set(plan.produced) == {str(r.path.resolve()) for r, _ in own.values()}  # the checkpoints the jobs load
 jobs, ojobs = plan.sweeps["LP/FT"], plan.sweeps["oracle-K"]
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 print(status["status"].value_counts().to_dict())
@@ -148,7 +150,7 @@ display(gap.round(3))
 # the number of frozen stages: the more the pretrained weights are kept, the better.
 
 # %%
-n_st = n_stages(build_featurizer(tuple(ds.domains[0].images.shape[1:]), {"featurizer": featurizer}))
+n_st = n_stages(build_featurizer(tuple(ds.input_shape), {"featurizer": featurizer}))
 curve = leakage.frozen_stages_curve(acc[acc["pretraining"] != "none"], n_stages=n_st)
 fig = leakage.plot_frozen_stages(curve, lp_at=n_st)
 plots.save_figure(fig, "04_frozen_stages", output_dir)
@@ -162,17 +164,13 @@ curve.pivot_table(index=["pretraining", "domain"], columns="frozen", values="mea
 # which was used.
 
 # %%
-ext = leakage.default_extractor(ds.domains[0].images.shape[1:], inception_weights, featurizer=featurizer)
-domains = {d.name: d.images for d in ds.domains}
-dist = pd.concat([leakage.distance_table(sup_x, domains, ext, "supervised (test-like)"),
-                  leakage.distance_table(unlab_x, domains, ext, "SimCLR (train domains)")], ignore_index=True)
+ext = leakage.default_extractor(ds.input_shape, inception_weights, featurizer=featurizer)
+dist_wide = leakage_inputs.distance_to_pretraining(ds, ext, {name: x for name, (_, x) in own.items()}, sup_label,
+                                                   fid_reference)  # published weights: fid_reference images
 print("metric:", ext.name)
-dist_wide = dist.pivot_table(index="reference", columns="domain", values="distance", sort=False)
-dist_wide = dist_wide[[d.name for d in ds.domains]]
 plots.save_table(dist_wide.reset_index(), "04_distance", output_dir, caption=f"{ext.name} to the pretraining data",
                  float_format="%.2f")
-gap_vs_dist = pd.DataFrame({"gap": gap.loc["supervised (test-like)", test_domains],
-                            "distance": dist_wide.loc["supervised (test-like)", test_domains]})
+gap_vs_dist = pd.DataFrame({"gap": gap.loc[sup_label], "distance": dist_wide.T.get(sup_label)}).dropna()
 display(dist_wide.round(2))
 display(gap_vs_dist.round(3))
 
@@ -240,8 +238,8 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
         "reduction_pct", "reduction_ci_low", "reduction_ci_high"]].round(2)
 
 # %%
-rows = [dict(r, data=data_label(ds, test_domains)) for r in
-        lp_ft_findings(gap, "supervised (test-like)", "SimCLR (train domains)")]
+lp_test = sorted({d for s in lp_ft_splits for d in s["test"]}) or test_domains
+rows = [dict(r, data=data_label(ds, lp_test)) for r in lp_ft_findings(gap, sup_label, ssl_label)]
 otest = [d for d in ods.domain_names if any(d in s["test"] for s in oracle_splits)]
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 rows += [dict(r, data=data_label(ods, otest, note=onote.get(name, name))) for name in oracle_k.ORACLES

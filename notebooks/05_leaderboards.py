@@ -61,6 +61,8 @@ selection_method = "training_domain"
 alpha = 0.05  # Friedman / Nemenyi level
 n_bootstrap = 2000  # resamples of the blocks for the rank CIs
 n_workers = 2
+dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no pretraining on DomainNet)
+dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
 
 # %%
 import logging
@@ -86,7 +88,8 @@ setup_style()
 # LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
 protocol_jobs = leaderboards_plan(datasets=datasets, logo_groups=logo_groups, algorithms=algorithms, n_hparams=n_hparams,
                                   n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                                  hparams_overrides=hparams_overrides, data_dir=data_dir).sweeps
+                                  hparams_overrides=hparams_overrides, data_dir=data_dir,
+                                  dataset_overrides=dataset_overrides, dataset_steps=dataset_steps).sweeps
 all_jobs = [j for js in protocol_jobs.values() for j in js]
 status = run_sweep(all_jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()

@@ -43,7 +43,7 @@ def _fake_tree(root, name: str, per_class: int = 1, classes=None, w: int = 10, h
     return root
 
 
-@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+@pytest.mark.parametrize("name", sorted(n for n in BENCHMARKS if n in DOMAINBED_ENVIRONMENTS))  # NICO++: test_nico.py
 def test_benchmark_reads_domainbed_layout(tmp_path, name):
     b = BENCHMARKS[name]
     per = 1 if b.n_classes > 100 else 2
@@ -72,7 +72,8 @@ PINNED_CLASS_LISTS = {"PACS": (7, "89c745edd036ab67"), "VLCS": (5, "20cf84d9175e
 def test_class_lists_are_the_verified_ones():
     import hashlib
 
-    assert set(PINNED_CLASS_LISTS) == set(BENCHMARKS)
+    assert set(PINNED_CLASS_LISTS) == {n for n, b in BENCHMARKS.items() if b.classes is not None}
+    assert BENCHMARKS["NICO++"].classes is None  # class names not pinned: only the count (60) is checked
     for name, (n, digest) in PINNED_CLASS_LISTS.items():
         cls = BENCHMARKS[name].classes
         assert len(cls) == len(set(cls)) == n == BENCHMARKS[name].n_classes, name
@@ -83,7 +84,7 @@ def test_class_lists_are_the_verified_ones():
     assert {"t-shirt", "teddy-bear", "aircraft_carrier", "zigzag"} <= set(dn)
     assert {"Alarm_Clock", "Bucket", "Exit_Sign", "Push_Pin", "Postit_Notes", "ToothBrush", "TV"} <= set(oh)
     assert oh.index("TV") < oh.index("Table")  # "TV" < "Table" as sorted() orders folder names
-    checks = {name: b.class_check for name, b in BENCHMARKS.items()}
+    checks = {name: b.class_check for name, b in BENCHMARKS.items() if name != "NICO++"}
     assert checks == {"PACS": "strict", "VLCS": "strict", "OfficeHome": "strict", "TerraIncognita": "strict",
                       "DomainNet": "strict", "SVIRO": "lenient"}
 

@@ -16,8 +16,17 @@ layout          backbone keys                                          dropped (
 ``moco_v3``     ``module.base_encoder.*`` (ResNet or timm-ViT)         ``module.momentum_encoder.*``,
                                                                        ``module.predictor.*``, ``fc.*``/``head.*``
 ``simclr``      ``backbone.*`` / ``encoder.*`` (``module.``-prefixed   ``projector.*``, ``projection.*``,
-                too); converted SimCLR weights use ``torchvision``     ``projection_head.*``, ``fc.*``
+                too); tonylins' SimCLR-v1 conversion uses              ``projection_head.*``, ``fc.*``
+                ``torchvision`` names (``{"state_dict": …}``)
+``simclr_v2``   Separius' SimCLR-v2 conversion ``{"resnet": …,         ``head`` (the contrastive projector,
+                "head": …}``: ``net.0.0`` stem conv, ``net.0.1.0``     a separate entry) and ``fc.*``
+                its BN, ``net.{s}.blocks.{b}.net.{0..5}`` the
+                bottleneck convs/BNs, ``….projection.{shortcut,bn.0}``
+                the downsample (renamed to torchvision's)
 ==============  =====================================================  =====================================
+
+Published files and their layouts by name: :mod:`dganalysis.nets.published` (a missing file's error says how
+to get it).
 
 Checkpoints may wrap the state dict in ``{"state_dict": …}``, ``{"model": …}`` or ``{"net": …}``.
 ``layout="auto"`` picks the layout whose remapped keys cover most of the featurizer's keys.
@@ -67,6 +76,22 @@ class Layout:
     name: str
     prefixes: tuple[str, ...]
     ignore: tuple[str, ...] = ()
+    rename: tuple[tuple[str, str], ...] = ()  #: (regex, replacement) applied to the stripped keys, first match
+
+
+#: Separius/SimCLRv2-Pytorch ``resnet.py`` names → torchvision's ResNet names (stride on the 3x3 conv in both)
+_SIMCLR_V2 = (
+    (r"^net\.0\.0\.", "conv1."),
+    (r"^net\.0\.1\.0\.", "bn1."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.projection\.shortcut\.", r"layer\1.\2.downsample.0."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.projection\.bn\.0\.", r"layer\1.\2.downsample.1."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.0\.", r"layer\1.\2.conv1."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.1\.0\.", r"layer\1.\2.bn1."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.2\.", r"layer\1.\2.conv2."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.3\.0\.", r"layer\1.\2.bn2."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.4\.", r"layer\1.\2.conv3."),
+    (r"^net\.(\d)\.blocks\.(\d+)\.net\.5\.0\.", r"layer\1.\2.bn3."),
+)
 
 
 LAYOUTS: dict[str, Layout] = {
@@ -79,6 +104,7 @@ LAYOUTS: dict[str, Layout] = {
     "simclr": Layout("simclr", ("module.backbone.", "backbone.", "module.encoder.", "encoder."),
                      ("module.projector.", "projector.", "module.projection.", "projection.",
                       "module.projection_head.", "projection_head.")),
+    "simclr_v2": Layout("simclr_v2", ("module.", ""), rename=_SIMCLR_V2),
 }
 
 
@@ -105,19 +131,25 @@ class LoadReport:
 # -- reading -------------------------------------------------------------------------------
 def read_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
     """The flat tensor state dict inside a checkpoint file (unwrapping ``state_dict``/``model``/``net``)."""
+    from dganalysis.nets.published import howto
+
     path = Path(path).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"pretrained checkpoint {str(path)!r} does not exist")
+        how = howto(path)
+        raise FileNotFoundError(f"pretrained checkpoint {str(path)!r} does not exist (expected file name "
+                                f"{path.name!r}{'; ' + how if how else ''})")
     obj = torch.load(path, map_location="cpu", weights_only=True)
     return unwrap_state_dict(obj, str(path))
 
 
 def unwrap_state_dict(obj: Any, where: str = "checkpoint") -> dict[str, torch.Tensor]:
-    """Descend into ``state_dict``/``model``/``net``/``module`` wrappers; keep tensor entries only."""
+    """Descend into ``state_dict``/``model``/``net``/``module``/``resnet`` (SimCLR-v2 conversion) wrappers; keep
+    tensor entries only."""
     for _ in range(4):
         if not isinstance(obj, Mapping):
             break
-        inner = next((obj[k] for k in ("state_dict", "model", "net", "module") if isinstance(obj.get(k), Mapping)), None)
+        inner = next((obj[k] for k in ("state_dict", "model", "net", "module", "resnet")
+                      if isinstance(obj.get(k), Mapping)), None)
         if inner is None:
             break
         obj = inner
@@ -194,8 +226,13 @@ def remap(state: Mapping[str, torch.Tensor], layout: str) -> tuple[dict[str, tor
         prefix = next((p for p in lay.prefixes if k.startswith(p)), None)
         if prefix is None:
             outside.append(k)
-        else:
-            kept[k[len(prefix):]] = v
+            continue
+        new = k[len(prefix):]
+        for pat, rep in lay.rename:
+            new, n = re.subn(pat, rep, new)
+            if n:
+                break
+        kept[new] = v
     return kept, ignored, outside
 
 

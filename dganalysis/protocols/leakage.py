@@ -289,9 +289,24 @@ def random_network_extractor(input_shape: Sequence[int], featurizer: str = "cnn"
                             net, lambda x: x, batch_size)
 
 
+def pytorch_fid_extractor(weights_path: str | Path, batch_size: int = 64) -> FeatureExtractor:
+    """FID features of pytorch-fid's Inception (:mod:`dganalysis.protocols.fid`), weights from ``weights_path``;
+    images in [0, 1] replicated to RGB (pytorch-fid resizes and rescales them itself)."""
+    from dganalysis.protocols.fid import PoolFeatures, fid_inception
+
+    return FeatureExtractor("FID (pytorch-fid Inception-v3)", PoolFeatures(fid_inception(weights_path)), _to_rgb,
+                            batch_size)
+
+
 def default_extractor(input_shape: Sequence[int], inception_weights: str | Path | None = None,
                       featurizer: str = "cnn", seed: int = 0) -> FeatureExtractor:
-    """Inception FID when ``inception_weights`` exists, else :func:`random_network_extractor` (logged)."""
+    """Inception FID when ``inception_weights`` exists (pytorch-fid's ``pt_inception-2015-12-05-*.pth`` through
+    pytorch-fid, any other file as a torchvision inception_v3 state dict), else :func:`random_network_extractor`
+    (logged)."""
+    from dganalysis.protocols.fid import is_pytorch_fid_file
+
+    if inception_weights and is_pytorch_fid_file(inception_weights):
+        return pytorch_fid_extractor(inception_weights)  # a missing published file is an error, not a substitute
     if inception_weights and Path(inception_weights).expanduser().is_file():
         return inception_extractor(inception_weights)
     log.info("no Inception weights at %r: using the random-network Fréchet distance substitute", inception_weights)

@@ -1,0 +1,80 @@
+"""Notebook 04's inputs: its own pretrainings or the published files, and the images the FID compares.
+
+Yu et al. (2024, Tables 1-3) fine-tune or linear-probe from the weights their authors publish (ImageNet
+supervised, MoCo, SimCLR, …) and measure each test domain's FID to ImageNet (Table 2). On the small digits the
+notebook makes its own pretrainings instead (a supervised source close to the test domains, SimCLR on the
+training domains; :func:`own_pretrainings`). The FID reference for published weights is a folder of images
+from their pretraining data (``fid_reference``: e.g. a few thousand ImageNet validation images; chosen because
+ImageNet itself cannot be shipped); without one, the distance table is skipped and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: image files read from a ``fid_reference`` folder
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".JPEG")
+
+
+def own_pretrainings(ds, *, train_domains: list[str], test_like_angles: list[int], source_copies: int,
+                     featurizer: str, pretrain_steps: int, pretrain_batch_size: int, pretrain_lr: float,
+                     checkpoints: Mapping[str, Path]) -> dict[str, Any]:
+    """The two pretrainings of the digits setting (see the module doc); returns their results and source images."""
+    from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
+
+    sup_x, sup_y = rotated_digits_source(ds, train_domains, tuple(test_like_angles), copies=source_copies, seed=0)
+    unlab_x = np.concatenate([d.images for d in ds.domains if d.name in train_domains])
+    common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
+    sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common, out_path=checkpoints["supervised"])
+    ssl = pretrain_simclr(unlab_x, **common, out_path=checkpoints["simclr"])
+    return {"supervised (test-like)": (sup, sup_x), "SimCLR (train domains)": (ssl, unlab_x)}
+
+
+def domain_images(ds, limit: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """uint8[N, C, H, W] images of each domain (decoded for an encoded benchmark), at most ``limit`` per domain."""
+    rng = np.random.RandomState(seed)
+    out = {}
+    for d in ds.domains:
+        n = len(d.labels) if hasattr(d, "labels") else len(d)
+        idx = np.sort(rng.choice(n, min(n, limit), replace=False)) if limit and n > limit else np.arange(n)
+        out[d.name] = d.images[idx] if hasattr(d, "images") else d.decode(idx, ds.image_size)
+    return out
+
+
+def reference_images(folder: str | Path, size: int, limit: int = 2000) -> np.ndarray:
+    """uint8[N, 3, size, size] from the image files under ``folder`` (sorted, at most ``limit``)."""
+    from PIL import Image
+
+    folder = Path(folder).expanduser()
+    files = sorted(p for p in folder.rglob("*") if p.suffix in IMAGE_SUFFIXES)[:limit] if folder.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"fid_reference {str(folder)!r}: no images ({', '.join(IMAGE_SUFFIXES)}) found; expected "
+                                "a folder of images from the pretraining data (e.g. ImageNet validation images)")
+    arrs = [np.asarray(Image.open(f).convert("RGB").resize((size, size), Image.BILINEAR)) for f in files]
+    return np.stack(arrs).transpose(0, 3, 1, 2).copy()
+
+
+def distance_to_pretraining(ds, extractor, own_sources: Mapping[str, np.ndarray], published_label: str,
+                            fid_reference: str | Path | None, limit: int = 2000):
+    """Fréchet distance of each domain to each pretraining's data, wide (reference × domain; Yu et al. Table 2).
+
+    ``own_sources``: label → the images the notebook pretrained on; without them, the published weights' reference
+    is ``fid_reference`` (labelled ``published_label``); neither → an empty table (logged: nothing to compare)."""
+    import logging
+
+    import pandas as pd
+
+    from dganalysis.protocols.leakage import distance_table
+
+    refs = dict(own_sources) or ({published_label: reference_images(fid_reference, ds.input_shape[-1], limit)}
+                                 if fid_reference else {})
+    if not refs:
+        logging.getLogger(__name__).warning("no fid_reference images: the distance to the pretraining data is skipped")
+        return pd.DataFrame(columns=[d.name for d in ds.domains])
+    domains = domain_images(ds, limit=None if own_sources else limit)
+    dist = pd.concat([distance_table(x, domains, extractor, name) for name, x in refs.items()], ignore_index=True)
+    return dist.pivot_table(index="reference", columns="domain", values="distance", sort=False)[list(domains)]

@@ -1,0 +1,193 @@
+"""``dganalysis run --profile paper --smoke``: every notebook of the paper profile, end to end, on FAKE inputs.
+
+The paper profile's YAMLs name real datasets and the authors' weight files (``${data}``, ``${weights}``, see
+:mod:`dganalysis.paths`). The smoke run writes FAKE stand-ins in the published layouts into a temporary folder
+(:mod:`dganalysis.smoke.trees`, :mod:`dganalysis.smoke.weights`), points ``$DGANALYSIS_DATA`` and
+``$DGANALYSIS_WEIGHTS`` at them, and executes each notebook with its paper parameters shrunk by
+:func:`smoke_params`, so the paper path (benchmark loaders, NICO++, MNIST IDX files, every weight layout, FID
+through pytorch-fid) runs in minutes on a CPU. What is shrunk, and how (chosen so the run stays within a few CPU
+minutes while each notebook keeps its paper datasets' kinds, networks and weights):
+
+* scale parameters (sample counts, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
+  the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
+  2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
+* image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
+  parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
+  and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 06's shift map only its MNIST entry
+  (a KDE per class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the
+  folder benchmarks and NICO++); notebook 04's LP/FT splits the first one.
+
+Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dganalysis import io
+
+FAKE_BANNER = ("> **FAKE DATA — smoke run.** Every dataset and weight file of this run is random numbers in the "
+               "published layouts (dganalysis.smoke); the numbers below mean nothing.\n\n")
+_SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_classes|n_samples|n_eval|n_input|"
+                    r"max_per_env|max_points|n_bootstrap)$")
+_GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
+#: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
+_AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
+MAX_IMAGE = 32
+BATCH = 8
+SWEEP_STEPS = 2  #: training steps (and checkpoint frequency) of every smoke job
+
+
+def _kind(name: str) -> str:
+    from dganalysis.data.benchmarks import BENCHMARKS
+
+    if name.endswith("MNIST"):
+        return "mnist"
+    return "folder" if name in BENCHMARKS and name != "NICO++" else name
+
+
+def _shrink(obj: Any) -> Any:
+    """Image sizes ≤ 32 px and PaHCC at 10 classes, recursively."""
+    if isinstance(obj, list):
+        return [_shrink(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: _shrink(v) for k, v in obj.items()}
+    if isinstance(out.get("image_size"), int):
+        out["image_size"] = min(out["image_size"], MAX_IMAGE)
+    if "size" in out and (isinstance(out["size"], str) or out["size"] > 10):  # PaHCC: 10 classes, 4 writers
+        out["size"] = 10
+        out["writers"] = min(int(out.get("writers", 4)), 4)
+    return out
+
+
+def _one_per_kind(specs: Any) -> Any:
+    if isinstance(specs, dict):
+        seen: dict[str, str] = {}
+        for name in specs:
+            seen.setdefault(_kind(name), name)
+        return {n: specs[n] for n in seen.values()}
+    seen_l: dict[str, dict] = {}
+    for spec in specs:
+        seen_l.setdefault(_kind(spec["name"]), spec)
+    return list(seen_l.values())
+
+
+def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says."""
+    out = dict(params)
+    for k, v in params.items():
+        d = defaults.get(k)
+        if k in _GRIDS and isinstance(d, list):
+            out[k] = d
+        elif _SCALE.search(k) and isinstance(v, int) and not isinstance(v, bool) and isinstance(d, int):
+            out[k] = min(v, d)
+    for k in ("steps", "ranking_steps", "oracle_steps", "pretrain_steps", "checkpoint_freq", "ranking_checkpoint_freq"):
+        if k in out:
+            out[k] = min(out[k], SWEEP_STEPS)
+    if isinstance(out.get("dataset_steps"), dict):  # 05: per-dataset steps (DomainNet 15,000, NICO++ 10,000)
+        out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
+    for k in ("n_hparams", "n_trials", "ranking_n_hparams", "ranking_n_trials", "oracle_n_hparams", "oracle_n_trials"):
+        if k in out:
+            out[k] = _AT_LEAST.get(name, {}).get(k, 1)
+    named = {a for k in ("loss_models", "compare_models") for a in out.get(k, [])}
+    for k in ("algorithms", "ranking_algorithms"):
+        if k in out:
+            out[k] = list(dict.fromkeys(out[k][:2] + [a for a in out[k] if a in named]))
+    for k in ("datasets", "map_datasets", "ranking_datasets"):
+        if out.get(k):
+            out[k] = _one_per_kind(out[k])
+    if out.get("map_datasets"):  # 06's shift map fits a KDE per class: more images than the fake folder trees hold
+        out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) == "mnist"]
+    if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
+        out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
+    if out.get("lp_ft_splits"):
+        out["lp_ft_splits"] = out["lp_ft_splits"][:1]
+    if "batch_size" in out:
+        out["batch_size"] = min(out["batch_size"], BATCH)
+    for k in ("hparams_overrides", "ranking_hparams_overrides"):
+        if isinstance(out.get(k), dict):
+            out[k] = {**out[k], "batch_size": BATCH}
+    if "pretrain_batch_size" in out:
+        out["pretrain_batch_size"] = min(out["pretrain_batch_size"], BATCH)
+    for k in ("workers", "n_workers", "n_threads"):
+        if k in out:
+            out[k] = 1
+    return _shrink(out)
+
+
+def _referenced(obj: Any, prefix: str) -> set[str]:
+    if isinstance(obj, str):
+        return {Path(obj).name} if obj.startswith(prefix) else set()
+    if isinstance(obj, dict):
+        return set().union(*(_referenced(v, prefix) for v in obj.values())) if obj else set()
+    if isinstance(obj, list):
+        return set().union(*(_referenced(v, prefix) for v in obj)) if obj else set()
+    return set()
+
+
+@contextmanager
+def _environ(**values: str):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
+    """Write the FAKE data and the weight files the paper YAMLs of ``names`` reference; their shrunk parameters."""
+    from dganalysis.dryrun import notebook_defaults
+    from dganalysis.nets.published import by_file
+    from dganalysis.runner import load_params
+    from dganalysis.smoke.trees import write_fake_data, write_reference_images
+    from dganalysis.smoke.weights import write_fake_weights
+
+    data, weights = folder / "fake_data", folder / "fake_weights"
+    params = {n: load_params("paper", n, root) for n in names}
+    shrunk = {n: smoke_params(n, p, notebook_defaults(root / "notebooks" / f"{n}.ipynb")) for n, p in params.items()}
+    files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
+    unknown = sorted(f for f in files if by_file(f) is None)
+    if unknown:
+        raise ValueError(f"the paper YAMLs reference weight files that are no published entry: {unknown}")
+    write_fake_weights(weights, sorted(by_file(f).name for f in files))
+    write_fake_data(data)
+    write_reference_images(data / "imagenet_fid_reference")
+    io.write_text(folder / "FAKE.md", FAKE_BANNER + f"fake data: {data}\nfake weights: {weights} ({sorted(files)})\n")
+    return shrunk
+
+
+def run_smoke(folder: str | Path | None = None, names: list[str] | None = None, root: Path | None = None,
+              progress: bool = False) -> tuple[Path, list]:
+    """Run ``names`` (default: every notebook) of the paper profile on FAKE inputs in ``folder`` (default: a new
+    temporary folder); returns (the outputs folder, the runs)."""
+    from dganalysis.runner import list_notebooks, repo_root, run_notebooks
+
+    root = root or repo_root()
+    folder = Path(folder or tempfile.mkdtemp(prefix="dganalysis-smoke-")).resolve()
+    names = names or list_notebooks(root)
+    from dganalysis.data.pahcc.fonts import npm_dir
+
+    # $DGANALYSIS_DATA also locates the installed PaHCC sources (npm packages): keep them where they are
+    with _environ(DGANALYSIS_DATA=str(folder / "fake_data"), DGANALYSIS_WEIGHTS=str(folder / "fake_weights"),
+                  DGANALYSIS_NPM_DIR=str(npm_dir())):
+        shrunk = prepare(folder, names, root)
+        runs = run_notebooks("paper", names, root, output_root=folder / "outputs", progress=progress,
+                             transform=lambda n, p: shrunk[n])
+    out = folder / "outputs" / "paper"
+    index = out / "index.md"
+    if index.is_file():
+        io.write_text(index, FAKE_BANNER + index.read_text())
+    io.write_text(out / "FAKE.md", FAKE_BANNER)
+    return out, runs

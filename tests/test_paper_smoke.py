@@ -1,0 +1,52 @@
+"""SMOKE (slow, ~minutes on 2 cores): the paper profile end to end on FAKE inputs (`dganalysis run --profile paper
+--smoke`): every notebook executes its paper path — benchmark folders, NICO++, MNIST IDX files, every published
+weight layout, pytorch-fid — with steps, trials and draws at the minimum. Deselect with `-m "not paper_smoke"`."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+from dganalysis.runner import list_notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_smoke_params_keep_the_paper_path():
+    from dganalysis.dryrun import notebook_defaults
+    from dganalysis.runner import load_params
+    from dganalysis.smoke.run import smoke_params
+
+    p04 = load_params("paper", "04_leakage_oracle", ROOT)
+    s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
+    assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
+    assert s04["steps"] == 2 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == 32
+    assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
+    p05 = load_params("paper", "05_leaderboards", ROOT)
+    s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
+    assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
+    assert s05["hparams_overrides"]["pretrained"] == p05["hparams_overrides"]["pretrained"]
+    assert set(s05["dataset_steps"].values()) == {2} and s05["steps"] == 2
+
+
+@pytest.mark.paper_smoke
+def test_paper_profile_smoke_run(tmp_path):
+    from dganalysis.cli import main
+
+    start, before = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert main(["run", "--profile", "paper", "--smoke", "--smoke-dir", str(tmp_path), "--no-progress"]) == 0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(f"paper smoke: {time.time() - start:.0f} s wall, {cpu:.0f} CPU-s in kernels, load {os.getloadavg()}")
+    out = tmp_path / "outputs" / "paper"
+    runs = json.loads((out / "runs.json").read_text())
+    assert sorted(runs) == list_notebooks(ROOT) and all(r["ok"] for r in runs.values())
+    assert (out / "index.md").read_text().startswith("> **FAKE DATA")
+    assert (out / "FAKE.md").is_file() and (tmp_path / "fake_weights" / "vit-b-300ep.pth.tar").is_file()
+    jobs = [json.loads(p.read_text()) for p in (out / "store").glob("*/spec.json")]
+    assert {j["dataset"] for j in jobs} >= {"RotatedMNIST", "ColoredMNIST", "VLCS", "OfficeHome", "NICO++", "PACS", "PaHCC"}
