@@ -235,7 +235,10 @@ def map_chunks(fn, items: list, workers: int | None = None) -> list:
             return [fn(x) for x in items]
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="dganalysis-chunk") as pool:
+        # OpenMP's thread count is per thread: a new worker starts at the process default, and MKL's GEMM
+        # there would split its work (and its float32 sums) differently; set it to 1 in each worker
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="dganalysis-chunk",
+                                initializer=torch.set_num_threads, initargs=(1,)) as pool:
             return list(pool.map(fn, items))
 
 
