@@ -90,3 +90,32 @@ def test_rotated_digits_source_uses_training_images_only():
     np.testing.assert_array_equal(labels, train_labels)
     with pytest.raises(KeyError, match="'90'"):
         rotated_digits_source(ds, ["90"], (0, 1))
+
+
+@pytest.mark.parametrize("kind", ["supervised", "simclr"])
+def test_pretraining_does_not_depend_on_the_callers_thread_count(digits16, kind):
+    """oneDNN's convolution weight gradients differ in the last bits between 1 and 2 threads (checked below on the
+    raw ops), and Adam turns that into other weights: the loops run on one CPU thread whatever the caller set."""
+    x, y = digits16
+    x = np.concatenate([x] * 4)[:256]
+    y = np.concatenate([y] * 4)[:256]
+    net = torch.nn.Conv2d(1, 8, 3)
+    grads = {}
+    for n in (1, 2):
+        torch.set_num_threads(n)
+        net.zero_grad()
+        net(torch.as_tensor(x[:128]).float()).square().sum().backward()
+        grads[n] = net.weight.grad.clone()
+    assert not torch.equal(grads[1], grads[2]), "the raw op no longer differs: this test proves nothing here"
+    losses = {}
+    for n in (1, 2):
+        torch.set_num_threads(n)
+        if kind == "supervised":
+            res = pretrain_supervised(x, y, n_classes=10, steps=8, batch_size=128, seed=0, progress=False)
+        else:
+            res = pretrain_simclr(x, steps=8, batch_size=128, seed=0, progress=False)
+        assert torch.get_num_threads() == n  # restored
+        losses[n] = (res.losses, [p.detach().clone() for p in res.featurizer.parameters()])
+    assert losses[1][0] == losses[2][0]
+    assert all(torch.equal(a, b) for a, b in zip(losses[1][1], losses[2][1]))
+    torch.set_num_threads(1)

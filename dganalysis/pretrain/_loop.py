@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from dganalysis import threads
 from dganalysis.nets import build_featurizer
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,19 @@ def reuse_checkpoint(input_shape: tuple[int, ...], featurizer: str, extra: dict[
     load_pretrained(net, out_path, fmt)
     log.info("reusing %s checkpoint %s", fmt, out_path)
     return PretrainResult(Path(out_path), net, [], reused=True)
+
+
+def fixed_threads(device: str | torch.device):
+    """The pretraining loop's thread setting: ONE torch thread on CPU, whatever the load or the core count.
+
+    oneDNN sums a convolution's weight gradient from per-thread partial sums, so 1 and 2 threads give gradients
+    that differ in the last bits, and 150 Adam steps turn that into different weights (measured on the quick
+    profile's supervised pretraining: another checkpoint, and LP/FT accuracies 0.5-4.6 points apart). A
+    load-adaptive count (:class:`dganalysis.threads.ThreadGovernor`) would make the checkpoint depend on what
+    else ran on the machine; one thread makes it a function of the inputs and the seed. Cost on the quick
+    profile's two pretrainings (idle 2-core EPYC): 8.9 s on one thread against 5.6 s on two.
+    """
+    return threads.torch_threads(1) if torch.device(device).type == "cpu" else contextlib.nullcontext(0)
 
 
 def batches(n: int, batch_size: int, steps: int, generator: torch.Generator):

@@ -23,7 +23,14 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer, reuse_checkpoint
+from dganalysis.pretrain._loop import (
+    PretrainResult,
+    as_uint8_tensor,
+    batches,
+    fixed_threads,
+    make_featurizer,
+    reuse_checkpoint,
+)
 from dganalysis.pretrain.augment import two_views
 from dganalysis.pretrain.checkpoint import save_checkpoint
 
@@ -61,23 +68,24 @@ def pretrain_simclr(
     reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "simclr")
     if reused is not None:
         return reused
-    torch.manual_seed(seed)
-    net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
-    head = projection_head(net.n_outputs, proj_dim).to(device)
-    opt = torch.optim.Adam(list(net.parameters()) + list(head.parameters()), lr=lr)
-    g = torch.Generator().manual_seed(seed)
-    x_dev = x_all.to(device)
-    losses: list[float] = []
-    net.train()
-    for idx in tqdm(batches(len(x_all), batch_size, steps, g), total=steps, desc="SimCLR", disable=not progress):
-        x = x_dev[idx.to(device)].float() / 255.0
-        v1, v2 = two_views(x, g, max_rotate)
-        loss = nt_xent(head(net(v1)), head(net(v2)), temperature)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.item()))
-    net.eval()
+    with fixed_threads(device):  # the checkpoint must not depend on the machine's load (see fixed_threads)
+        torch.manual_seed(seed)
+        net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
+        head = projection_head(net.n_outputs, proj_dim).to(device)
+        opt = torch.optim.Adam(list(net.parameters()) + list(head.parameters()), lr=lr)
+        g = torch.Generator().manual_seed(seed)
+        x_dev = x_all.to(device)
+        losses: list[float] = []
+        net.train()
+        for idx in tqdm(batches(len(x_all), batch_size, steps, g), total=steps, desc="SimCLR", disable=not progress):
+            x = x_dev[idx.to(device)].float() / 255.0
+            v1, v2 = two_views(x, g, max_rotate)
+            loss = nt_xent(head(net(v1)), head(net(v2)), temperature)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.item()))
+        net.eval()
     path = None
     if out_path is not None:
         meta = {"kind": "simclr", "featurizer": featurizer, "steps": steps, "batch_size": batch_size, "lr": lr,

@@ -18,7 +18,14 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from dganalysis.pretrain._loop import PretrainResult, as_uint8_tensor, batches, make_featurizer, reuse_checkpoint
+from dganalysis.pretrain._loop import (
+    PretrainResult,
+    as_uint8_tensor,
+    batches,
+    fixed_threads,
+    make_featurizer,
+    reuse_checkpoint,
+)
 from dganalysis.pretrain.augment import random_view
 from dganalysis.pretrain.checkpoint import save_checkpoint
 
@@ -43,25 +50,26 @@ def pretrain_supervised(
     reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "torchvision")
     if reused is not None:
         return reused
-    torch.manual_seed(seed)
-    net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
-    head = nn.Linear(net.n_outputs, n_classes).to(device)
-    opt = torch.optim.Adam(list(net.parameters()) + list(head.parameters()), lr=lr)
-    g = torch.Generator().manual_seed(seed)
-    x_dev, y_dev = x_all.to(device), y_all.to(device)
-    losses: list[float] = []
-    net.train()
-    for idx in tqdm(batches(len(x_all), batch_size, steps, g), total=steps, desc="supervised", disable=not progress):
-        idx = idx.to(device)
-        x = x_dev[idx].float() / 255.0
-        if augment:
-            x = random_view(x, g)
-        loss = F.cross_entropy(head(net(x)), y_dev[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.item()))
-    net.eval()
+    with fixed_threads(device):  # the checkpoint must not depend on the machine's load (see fixed_threads)
+        torch.manual_seed(seed)
+        net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
+        head = nn.Linear(net.n_outputs, n_classes).to(device)
+        opt = torch.optim.Adam(list(net.parameters()) + list(head.parameters()), lr=lr)
+        g = torch.Generator().manual_seed(seed)
+        x_dev, y_dev = x_all.to(device), y_all.to(device)
+        losses: list[float] = []
+        net.train()
+        for idx in tqdm(batches(len(x_all), batch_size, steps, g), total=steps, desc="supervised", disable=not progress):
+            idx = idx.to(device)
+            x = x_dev[idx].float() / 255.0
+            if augment:
+                x = random_view(x, g)
+            loss = F.cross_entropy(head(net(x)), y_dev[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.item()))
+        net.eval()
     path = None
     if out_path is not None:
         meta = {"kind": "supervised", "featurizer": featurizer, "steps": steps, "batch_size": batch_size, "lr": lr,
