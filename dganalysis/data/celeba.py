@@ -56,13 +56,14 @@ def celeba_paths(root: str | Path | None) -> tuple[Path, Path]:
                          "celeba/blond_split/ (OoD-Bench's layout)")
     base = Path(root).expanduser() / "celeba"
     images, splits = base / "img_align_celeba", base / "blond_split"
+    problems = []
     absent = [splits / f"{e}.csv" for e in ENVIRONMENTS if not (splits / f"{e}.csv").is_file()]
     if absent:
-        raise FileNotFoundError(f"dataset 'CelebA_Blond': split file(s) {[str(a) for a in absent]} not found; "
-                                + SPLIT_HOWTO.format(dir=splits))
+        problems.append(f"split file(s) {[str(a) for a in absent]} not found; " + SPLIT_HOWTO.format(dir=splits))
     if not images.is_dir():
-        raise FileNotFoundError(f"dataset 'CelebA_Blond': image folder {images} not found; "
-                                + IMAGES_HOWTO.format(dir=base))
+        problems.append(f"image folder {images} not found; " + IMAGES_HOWTO.format(dir=base))
+    if problems:
+        raise FileNotFoundError("dataset 'CelebA_Blond': " + "; and ".join(problems))
     return images, splits
 
 
