@@ -78,3 +78,11 @@ def test_missing_files_name_them_and_how_to_get_them(tmp_path):
         load_dataset("CelebA_Blond", root=tmp_path / "bad")
     with pytest.raises(ValueError, match="unknown environment"):
         load_dataset("CelebA_Blond", root=root, environments=["val"])
+
+
+def test_domain_names_without_the_files(tmp_path):
+    """The dry run plans notebook 06's Tables 1-2 sweep on a bare machine: the names come without building."""
+    from dganalysis.data.domains import domain_names
+
+    assert domain_names("CelebA_Blond", {"root": str(tmp_path / "none")}) == ["tr_env1", "tr_env2", "te_env"]
+    assert domain_names("WILDSCamelyon", {"root": str(tmp_path / "none")}) == [f"hospital_{i}" for i in range(5)]

@@ -15,7 +15,8 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
   and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 06's shift map its MNIST,
   Camelyon17-WILDS and CelebA entries (a KDE per class and a held-out part need more images than the fake folder
-  trees hold; its ranking sweep keeps the folder benchmarks and NICO++); notebook 04's LP/FT splits the first one.
+  trees hold; its ranking sweep keeps the folder benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's
+  LP/FT splits the first one.
 
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
