@@ -18,7 +18,7 @@ For every notebook of the profile the dry run
    is an assumed speed-up until someone measures a GPU (the GPU-hours then say ASSUMED). Evaluation passes, pretraining and
    environment classifiers are not counted (the output says so);
 5. says which datasets, weights and files are missing, and how to get them (DomainBed's
-   benchmarks and WILDS datasets: their folders are looked for, nothing is read).
+   benchmarks, WILDS datasets and OoD-Bench's CelebA: their folders are looked for, nothing is read).
 
 Nothing is trained and no dataset is built.
 """
@@ -190,7 +190,7 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 def _benchmark_check(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str] | None:
-    """DomainBed's image benchmarks and WILDS datasets: the folders are there (class folders and images are checked
+    """DomainBed's image benchmarks, WILDS datasets and OoD-Bench's CelebA: the folders are there (class folders and images are checked
     when the notebook builds the dataset); None for other datasets."""
     import importlib.util
 
@@ -214,6 +214,11 @@ def _benchmark_check(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str] |
             if absent:
                 return False, f"MISSING: environment folder(s) {absent} under {base}; {b.howto}"
             return True, f"DomainBed layout at {base} (class folders and images are checked when it is built)"
+        if name == "CelebA_Blond":
+            from dganalysis.data.celeba import celeba_paths
+
+            images, splits = celeba_paths(kwargs.get("root"))
+            return True, f"CelebA images {images} with OoD-Bench's split files {splits} (images are checked when it is built)"
         if name in WILDS_BENCHMARKS:
             folder = WILDS_BENCHMARKS[name].locate(kwargs.get("root"))
             if importlib.util.find_spec("wilds") is None:

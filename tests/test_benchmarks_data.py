@@ -273,6 +273,38 @@ def test_wilds_camelyon_through_the_wilds_package(tmp_path):
         load_dataset("WILDSCamelyon", root=tmp_path / "none")
 
 
+def test_wilds_camelyon_max_per_env_caps_before_packing(tmp_path):
+    """Notebook 06 maps Camelyon17-WILDS (Ye et al. 2022, Table 1) from a seeded draw per hospital: only the drawn
+    patches are packed (an undrawn one may be missing), the draw is seeded and cached apart from the whole set."""
+    pytest.importorskip("wilds", reason="WILDSCamelyon reads its data through `wilds`: pip install wilds==2.0.0")
+    from dganalysis.data.wilds_data import cap_index
+    from dganalysis.smoke.trees import write_wilds_camelyon
+
+    root = write_wilds_camelyon(tmp_path / "wilds", per_center=6)
+    whole = load_dataset("WILDSCamelyon", root=root, image_size=8, data_dir=tmp_path / "c")
+    assert [len(d) for d in whole.domains] == [6] * 5 and "max_per_env" not in whole.info
+    kept = cap_index(np.arange(6), 4, [0, 2])  # hospital_2 is environment 2
+    patches = sorted((root / "camelyon17_v1.0" / "patches" / "patient_002_node_1").iterdir(),
+                     key=lambda f: int(f.name.split("_x_")[1].split("_")[0]))
+    next(f for i, f in enumerate(patches) if i not in kept.tolist()).unlink()
+    cap = load_dataset("WILDSCamelyon", root=root, image_size=8, storage="arrays", max_per_env=4, data_dir=tmp_path / "c")
+    assert [len(d) for d in cap.domains] == [4] * 5 and cap.info["max_per_env"] == 4
+    assert np.array_equal(cap["hospital_2"].labels, whole["hospital_2"].labels[kept])
+    assert np.array_equal(cap["hospital_2"].images, whole.to_arrays(1)["hospital_2"].images[kept])
+    with pytest.raises(ValueError, match="max_per_env=0"):
+        load_dataset("WILDSCamelyon", root=root, max_per_env=0)
+
+
+def test_cap_index_is_a_seeded_ordered_subset():
+    from dganalysis.data.wilds_data import cap_index
+
+    idx = np.arange(100, 200)
+    a, b = cap_index(idx, 10, [0, 1]), cap_index(idx, 10, [0, 1])
+    assert len(a) == 10 and np.array_equal(a, b) and np.all(np.diff(a) > 0) and set(a) <= set(idx)
+    assert not np.array_equal(a, cap_index(idx, 10, [1, 1]))
+    assert np.array_equal(cap_index(idx[:5], 10, 0), idx[:5])
+
+
 def _fake_fmow(root):
     """fmow_v1.1/{RELEASE_v1.1.txt, rgb_metadata.csv, country_code_mapping.csv, images/rgb_img_<row>.png}: two
     images per region (regions numbered by first appearance in the metadata, as ``wilds`` numbers them) and one

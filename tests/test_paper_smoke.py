@@ -32,6 +32,11 @@ def test_smoke_params_keep_the_paper_path():
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
     assert s05["hparams_overrides"]["pretrained"] == p05["hparams_overrides"]["pretrained"]
     assert set(s05["dataset_steps"].values()) == {2} and s05["steps"] == 2
+    p06 = load_params("paper", "06_shift_estimation", ROOT)
+    s06 = smoke_params("06_shift_estimation", p06, notebook_defaults(ROOT / "notebooks" / "06_shift_estimation.ipynb"))
+    # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
+    assert [m["name"] for m in s06["map_datasets"]] == ["ColoredMNIST", "WILDSCamelyon", "CelebA_Blond"]
+    assert all(m["kwargs"]["image_size"] <= 32 for m in s06["map_datasets"])
 
 
 @pytest.mark.paper_smoke
@@ -50,3 +55,5 @@ def test_paper_profile_smoke_run(tmp_path):
     assert (out / "FAKE.md").is_file() and (tmp_path / "fake_weights" / "vit-b-300ep.pth.tar").is_file()
     jobs = [json.loads(p.read_text()) for p in (out / "store").glob("*/spec.json")]
     assert {j["dataset"] for j in jobs} >= {"RotatedMNIST", "ColoredMNIST", "VLCS", "OfficeHome", "NICO++", "PACS", "PaHCC"}
+    shift_map = (out / "tables" / "06_shift_map.csv").read_text()
+    assert "WILDSCamelyon" in shift_map and "CelebA_Blond" in shift_map

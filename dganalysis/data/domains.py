@@ -30,6 +30,14 @@ def domain_names(dataset: str, dataset_kwargs: Mapping[str, Any] | None = None,
 
     if dataset in BENCHMARKS:  # fixed by the benchmark: known without its files (the dry run on a bare machine)
         return list(BENCHMARKS[dataset].environments)
+    from dganalysis.data.wilds_data import WILDS_BENCHMARKS
+
+    if dataset in WILDS_BENCHMARKS:  # DomainBed's environments, checked against the metadata when it is built
+        return list(WILDS_BENCHMARKS[dataset].environments)
+    if dataset == "CelebA_Blond":  # OoD-Bench's split files, or the subset ``environments=`` names
+        from dganalysis.data.celeba import ENVIRONMENTS
+
+        return list(kw.get("environments", ENVIRONMENTS))
     from dganalysis.data.registry import load_dataset
 
     return load_dataset(dataset, data_dir=data_dir, **kw).domain_names

@@ -2,7 +2,8 @@
 
 - DomainBed layout: ``root/<domain>/<class>/<image>`` (PACS, VLCS, OfficeHome, DomainNet, …).
 - CSV manifest: one row per image with path, label and environment columns, for datasets
-  defined by split files (e.g. the CelebA and NICO splits OoD-Bench uses).
+  defined by split files. (OoD-Bench's CelebA split files, one per environment with 40 attribute
+  columns, have their own loader: ``CelebA_Blond``, :mod:`dganalysis.data.celeba`.)
 
 Images are converted to ``channels`` (1 = grayscale "L", 3 = "RGB") and resized to
 ``image_size``² (bilinear, aspect not kept, as DomainBed's ``Resize((224, 224))``). The

@@ -41,7 +41,8 @@ def _import_builtin() -> None:
     import importlib
 
     for mod in ("dganalysis.data.digits", "dganalysis.data.fashion", "dganalysis.data.folder", "dganalysis.data.benchmarks",
-                "dganalysis.data.wilds_data", "dganalysis.data.pahcc", "dganalysis.data.spawrious", "dganalysis.data.debug"):
+                "dganalysis.data.wilds_data", "dganalysis.data.celeba",
+                "dganalysis.data.pahcc", "dganalysis.data.spawrious", "dganalysis.data.debug"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -6,6 +6,11 @@ sorted order (``hospital_0`` … ``hospital_4`` for Camelyon17; ``region_0`` …
 are ``y_array``. The files are packed as the folder benchmarks' are (:mod:`dganalysis.data.encoded`), and
 DomainBed's WILDS transforms resize to 224 × 224 *before* the random resized crop, so the crop frame is recorded
 as square (``square_frame``). Large-image datasets (``small_images = False``). Needs ``pip install wilds==2.0.0``.
+
+``max_per_env`` keeps at most that many samples of each environment (a seeded uniform draw, ``subsample_seed``,
+in file order) *before* anything is packed or decoded: Camelyon17-WILDS has ~450k patches, and the shift map of
+Ye et al. (2022, Fig. 3 / Table 1; notebook 06) needs only a few thousand per hospital. The subset is part of the
+cache key and recorded in ``info["max_per_env"]``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset, pack_files
@@ -65,9 +72,12 @@ class WildsBenchmark:
         raise ValueError(f"dataset {self.name!r}: no file listing for wilds dataset {self.wilds_name!r}")
 
     def __call__(self, root=None, image_size: int = 224, storage: str = "encoded", data_dir=None,
-                 workers: int = 4) -> EncodedDataset | DomainDataset:
+                 workers: int = 4, max_per_env: int | None = None,
+                 subsample_seed: int = 0) -> EncodedDataset | DomainDataset:
         if storage not in ("encoded", "arrays"):
             raise ValueError(f"dataset {self.name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
+        if max_per_env is not None and int(max_per_env) < 1:
+            raise ValueError(f"dataset {self.name!r}: max_per_env={max_per_env}, expected >= 1 or None (all samples)")
         ds = self.open(root)
         col = ds.metadata_fields.index(self.metadata)
         values = ds.metadata_array[:, col]
@@ -76,14 +86,21 @@ class WildsBenchmark:
         if tuple(names) != self.environments:
             raise ValueError(f"dataset {self.name!r}: environments {names} in {root}, DomainBed's are {list(self.environments)}")
         files, labels = self.files(ds), ds.y_array.tolist()
-        listing = {n: [(files[i], int(labels[i])) for i in (values == v).nonzero()[:, 0].tolist()] for n, v in zip(names, envs)}
+        index = {n: (values == v).nonzero()[:, 0].numpy() for n, v in zip(names, envs)}
+        if max_per_env is not None:
+            index = {n: cap_index(idx, int(max_per_env), [subsample_seed, k]) for k, (n, idx) in enumerate(index.items())}
+        listing = {n: [(files[i], int(labels[i])) for i in idx.tolist()] for n, idx in index.items()}
         from dganalysis.data.folder import _fingerprint
 
-        key = _fingerprint([f for items in listing.values() for f, _ in items],
-                           {"benchmark": self.name, "image_size": int(image_size)})
+        opts: dict = {"benchmark": self.name, "image_size": int(image_size)}
+        if max_per_env is not None:  # keeps the cache keys of uncapped datasets as they were
+            opts.update(max_per_env=int(max_per_env), subsample_seed=int(subsample_seed))
+        key = _fingerprint([f for items in listing.values() for f, _ in items], opts)
         cache = resolve_data_dir(data_dir) / "imported" / f"{self.name}-{key}"
         info = {"source": f"WILDS {self.wilds_name} at {root}", "benchmark": self.name, "pipeline": "domainbed",
                 "checkpoint_freq": self.checkpoint_freq}
+        if max_per_env is not None:
+            info.update(max_per_env=int(max_per_env), subsample_seed=int(subsample_seed))
         if (cache / "encoded" / "manifest.json").is_file():
             enc = EncodedDataset.load(cache / "encoded")
         else:
@@ -94,6 +111,16 @@ class WildsBenchmark:
         if not (cache / "arrays" / "manifest.json").is_file():
             enc.to_arrays(workers).save(cache / "arrays")
         return DomainDataset.load(cache / "arrays")
+
+
+def cap_index(index: np.ndarray, cap: int, seed) -> np.ndarray:
+    """At most ``cap`` entries of ``index``: a uniform draw without replacement (``numpy`` generator seeded with
+    ``seed``), kept in their original order; ``index`` itself when it is no longer than ``cap``."""
+    index = np.asarray(index)
+    if len(index) <= cap:
+        return index
+    keep = np.random.default_rng(seed).choice(len(index), size=cap, replace=False)
+    return index[np.sort(keep)]
 
 
 WILDS_BENCHMARKS = {b.name: b for b in (

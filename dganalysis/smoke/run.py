@@ -13,9 +13,10 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
-  and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 06's shift map only its MNIST entry
-  (a KDE per class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the
-  folder benchmarks and NICO++); notebook 04's LP/FT splits the first one.
+  and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 06's shift map its MNIST,
+  Camelyon17-WILDS and CelebA entries (a KDE per class and a held-out part need more images than the fake folder
+  trees hold; its ranking sweep keeps the folder benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's
+  LP/FT splits the first one.
 
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
@@ -40,6 +41,8 @@ _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
 _AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
 MAX_IMAGE = 32
+#: notebook 06's shift-map entries kept: the loaders whose fake inputs hold ~100+ images per environment
+_MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
 SWEEP_STEPS = 2  #: training steps (and checkpoint frequency) of every smoke job
 
@@ -104,7 +107,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         if out.get(k):
             out[k] = _one_per_kind(out[k])
     if out.get("map_datasets"):  # 06's shift map fits a KDE per class: more images than the fake folder trees hold
-        out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) == "mnist"]
+        out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) in _MAP_KINDS]
     if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
         out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
     if out.get("lp_ft_splits"):
