@@ -215,26 +215,113 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
     return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
+#: what one board of notebook 05's ``leaderboards`` may set (:func:`leaderboard_boards`)
+BOARD_KEYS = ("datasets", "hparams_overrides", "search_overrides", "dataset_overrides", "steps", "dataset_steps")
+
+
+def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapping[str, dict],
+                       hparams_overrides: Mapping[str, Any], search_overrides: Mapping[str, Any] | None = None,
+                       dataset_overrides: Mapping[str, Mapping[str, Any]] | None = None, steps: int,
+                       dataset_steps: Mapping[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """Each board of notebook 05 with its settings in full: board name → ``datasets`` (names), ``hparams_overrides``,
+    ``search_overrides``, ``dataset_overrides``, ``steps``, ``dataset_steps``.
+
+    Yu et al. (2024) Table 5 and App. C.2-C.4 present three boards of the same ten algorithms: MoCo-v2 ResNet-50 and
+    MoCo-v3 ViT-B/16 on PACS, VLCS, OfficeHome, NICO++ and DomainNet, and ResNet-50 trained from scratch on DomainNet
+    and NICO++ only (App. C.4: learning rate searched over 10^U(-4.5, -3), 60,000 iterations). ``leaderboards`` (board
+    name → the keys of :data:`BOARD_KEYS`, each optional) expresses them: ``datasets`` is a subset of the notebook's
+    ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the notebook-wide ones
+    key by key, ``dataset_overrides`` dataset by dataset (so a board states only what sets it apart, e.g.
+    ``{featurizer: vit_b_16, pretrained: <file>}``, or ``pretrained: null`` with ``search_overrides: {lr:
+    {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` and ``dataset_steps`` replace the notebook-wide values
+    (a board with ``steps: 60000`` and no per-dataset steps says ``dataset_steps: {}``).
+
+    ``None`` or ``{}``: one unnamed board ``""`` with the notebook-wide settings (the notebook without boards).
+    Everything is checked before any job is built; a bad board raises ValueError naming the board.
+    """
+    base = {"datasets": list(datasets), "hparams_overrides": dict(hparams_overrides or {}),
+            "search_overrides": dict(search_overrides or {}),
+            "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()}, "steps": steps,
+            "dataset_steps": dict(dataset_steps or {})}
+    if not leaderboards:
+        return {"": base}
+    if not isinstance(leaderboards, Mapping):
+        raise ValueError(f"leaderboards: expected a mapping of board names to settings, got {leaderboards!r}")
+    from dganalysis.protocols.leaderboard import BOARD_SEP
+
+    out: dict[str, dict[str, Any]] = {}
+    for board, spec in leaderboards.items():
+        where = f"leaderboards[{board!r}]"
+        if not isinstance(board, str) or not board.strip() or BOARD_SEP in board:
+            raise ValueError(f"{where}: a board name is a non-empty string without {BOARD_SEP!r}")
+        spec = {} if spec is None else spec
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{where}: expected a mapping with keys among {list(BOARD_KEYS)}, got {spec!r}")
+        unknown = sorted(set(spec) - set(BOARD_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; a board may set {list(BOARD_KEYS)}")
+        for key in ("hparams_overrides", "search_overrides", "dataset_overrides", "dataset_steps"):
+            if spec.get(key) is not None and not isinstance(spec[key], Mapping):
+                raise ValueError(f"{where}.{key}: expected a mapping, got {spec[key]!r}")
+        names = spec.get("datasets", base["datasets"])
+        if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+            raise ValueError(f"{where}.datasets: expected a non-empty list of dataset names, got {names!r}")
+        for name in names:
+            if name not in datasets:
+                raise ValueError(f"{where}: dataset {name!r} is not in the notebook's datasets {list(datasets)}")
+        for key in ("dataset_overrides", "dataset_steps"):
+            stray = [n for n in (spec.get(key) or {}) if n not in names]
+            if stray:
+                raise ValueError(f"{where}.{key}: dataset(s) {stray} are not among the board's datasets {list(names)}")
+        dover = {k: dict(v) for k, v in base["dataset_overrides"].items()}
+        for name, over in (spec.get("dataset_overrides") or {}).items():
+            dover[name] = {**dover.get(name, {}), **over}
+        out[board] = {"datasets": list(dict.fromkeys(names)),
+                      "hparams_overrides": {**base["hparams_overrides"], **(spec.get("hparams_overrides") or {})},
+                      "search_overrides": {**base["search_overrides"], **(spec.get("search_overrides") or {})},
+                      "dataset_overrides": dover, "steps": spec.get("steps", steps),
+                      "dataset_steps": dict(spec["dataset_steps"] or {}) if "dataset_steps" in spec
+                      else base["dataset_steps"]}
+    return out
+
+
 @PLANS.register("05_leaderboards")
 def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[list[str]]], algorithms: list[str],
                       n_hparams: int, n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
                       data_dir: str | None = None, dataset_overrides: dict | None = None,
-                      dataset_steps: dict | None = None) -> Plan:
-    """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5).
+                      dataset_steps: dict | None = None, search_overrides: dict | None = None,
+                      leaderboards: dict | None = None) -> Plan:
+    """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
     ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
-    one dataset apart, as Yu et al. (Sec. 4) train DomainNet 15,000 and NICO++ 10,000 steps."""
-    sweeps: dict[str, list[Job]] = {"LODO": [], "LOGO": []}
-    for name, kwargs in datasets.items():
-        domains = domain_names(name, kwargs, data_dir)
-        lodo = [{"train": [d for d in domains if d != t], "test": [t]} for t in domains]
-        logo = [{"train": _rest(g, domains), "test": list(g)} for g in logo_groups.get(name, [])]
-        for proto, splits in (("LODO", lodo), ("LOGO", logo)):
-            if splits:
-                over = {**hparams_overrides, **(dataset_overrides or {}).get(name, {})}
-                sweeps[proto] += make_jobs(name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
-                                           steps=int((dataset_steps or {}).get(name, steps)),
-                                           checkpoint_freq=checkpoint_freq, hparams_overrides=over, domains=domains)
+    one dataset apart, as Yu et al. (Sec. 3.1) train DomainNet 15,000 and NICO++ 10,000 steps; ``search_overrides``
+    replaces search distributions (:func:`dganalysis.hparams.parse_distribution`, e.g. Yu et al.'s MMD γ space).
+    ``leaderboards`` names several boards (Table 5 / App. C.4: MoCo-v2 ResNet-50, from scratch, MoCo-v3 ViT-B/16),
+    each with its own datasets, overrides and steps (:func:`leaderboard_boards`); the sweeps are then keyed
+    ``"<board> / LODO"`` and ``"<board> / LOGO"``
+    (:func:`dganalysis.protocols.leaderboard.board_label`). Without it there is one board and the sweeps are
+    ``"LODO"`` and ``"LOGO"``."""
+    from dganalysis.protocols.leaderboard import board_label
+
+    specs = leaderboard_boards(leaderboards, datasets=datasets, hparams_overrides=hparams_overrides,
+                               search_overrides=search_overrides, dataset_overrides=dataset_overrides, steps=steps,
+                               dataset_steps=dataset_steps)
+    domains = {name: domain_names(name, kwargs, data_dir) for name, kwargs in datasets.items()}
+    sweeps: dict[str, list[Job]] = {}
+    for board, spec in specs.items():
+        for proto in ("LODO", "LOGO"):
+            sweeps[board_label(board, proto)] = []
+        for name in spec["datasets"]:
+            kwargs, doms = datasets[name], domains[name]
+            lodo = [{"train": [d for d in doms if d != t], "test": [t]} for t in doms]
+            logo = [{"train": _rest(g, doms), "test": list(g)} for g in logo_groups.get(name, [])]
+            for proto, splits in (("LODO", lodo), ("LOGO", logo)):
+                if splits:
+                    over = {**spec["hparams_overrides"], **spec["dataset_overrides"].get(name, {})}
+                    sweeps[board_label(board, proto)] += make_jobs(
+                        name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
+                        steps=int(spec["dataset_steps"].get(name, spec["steps"])), checkpoint_freq=checkpoint_freq,
+                        hparams_overrides=over, search_overrides=spec["search_overrides"] or None, domains=doms)
     return Plan(sweeps, [(name, kwargs) for name, kwargs in datasets.items()])
 
 

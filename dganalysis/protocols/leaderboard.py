@@ -10,13 +10,20 @@ accuracy is above ERM's standard-error bar, −1 when below, 0 when within (boun
 Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, n`` — made from our runs by
 :func:`from_selected` or read from published numbers by :func:`load_published` (the shipped CSV holds Yu et al. (2024)'s
 Table 5), so the user's runs and the literature go through the same functions.
+
+Boards and protocols: Yu et al. (2024) Table 5 / App. C present several *boards* (MoCo-v2 ResNet-50, MoCo-v3 ViT-B/16,
+ResNet-50 trained from scratch), each under one protocol; notebook 05 runs each board under two protocols (LODO,
+LOGO). A leaderboard of our runs is named :func:`board_label` ``"<board> / <protocol>"`` (just ``"<protocol>"`` when
+there is a single unnamed board, as in the quick profile); :func:`boards` groups the names back, and
+:func:`rank_changes` / :func:`leaderboard_findings` compare the protocols within each board.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +34,35 @@ log = logging.getLogger(__name__)
 
 LONG_COLUMNS = ["leaderboard", "algorithm", "dataset", "acc", "se", "n"]
 PUBLISHED_CSV = Path(__file__).parent / "data" / "yu2023_table5_leaderboards.csv"
+BOARD_SEP = " / "  #: between a board's name and the protocol in a leaderboard name (see :func:`board_label`)
+
+
+# ----------------------------------------------------------------------------------------------- boards
+def board_label(board: str, protocol: str) -> str:
+    """The name of ``board``'s leaderboard under ``protocol``: ``"MoCo-v2 ResNet-50 / LODO"``, or ``protocol`` alone
+    for the unnamed board ``""`` (one board, as notebook 05 without ``leaderboards``). Board names may not contain
+    :data:`BOARD_SEP`."""
+    if BOARD_SEP in board:
+        raise ValueError(f"board name {board!r} contains {BOARD_SEP!r}, which separates board and protocol")
+    return f"{board}{BOARD_SEP}{protocol}" if board else protocol
+
+
+def boards(names: Iterable[str]) -> dict[str, list[str]]:
+    """Board → its leaderboard names (in the order given), from names made by :func:`board_label`; names without
+    :data:`BOARD_SEP` belong to the unnamed board ``""``."""
+    out: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        out.setdefault(str(name).rpartition(BOARD_SEP)[0], []).append(name)
+    return out
+
+
+def file_label(name: str) -> str:
+    """``name`` as a figure/table file name part: runs of characters other than letters, digits, ``_ . -`` become
+    ``_`` (``"MoCo-v3 ViT-B/16 / LODO"`` → ``"MoCo-v3_ViT-B_16_LODO"``; ``"LODO"`` stays ``"LODO"``)."""
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).strip("_")
+    if not label:
+        raise ValueError(f"leaderboard name {name!r} has no letter or digit to name a file by")
+    return label
 
 
 # ----------------------------------------------------------------------------------------------- building
@@ -137,6 +173,18 @@ def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method:
 def averages(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
     """Algorithm × leaderboard table of average accuracy over ``datasets``."""
     return pd.DataFrame({n: leaderboard_table(long, n, datasets)["Average"] for n in dict.fromkeys(long["leaderboard"])})
+
+
+def rank_changes(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`ranks` of every leaderboard plus, per board (:func:`boards`) with two or more leaderboards, the ΔR from
+    its first to its second (e.g. LODO → LOGO). The column is ``"ΔR"`` when there is one board, else
+    ``"ΔR <board>"`` (Yu et al. 2024, Table 5's ΔR, here between protocols of one board)."""
+    rk = ranks(long, datasets)
+    groups = boards(rk.columns)
+    for board, names in groups.items():
+        if len(names) > 1:
+            rk["ΔR" if len(groups) == 1 else f"ΔR {board}"] = delta_rank(rk, names[0], names[1])
+    return rk
 
 
 def delta_rank(rank_table: pd.DataFrame, reference: str, other: str) -> pd.Series:
@@ -298,10 +346,11 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
     """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.findings.replace_findings`).
 
     (a) recomputed from the published accuracies, the new leaderboards correlate at Spearman ``paper_spearman``
-    (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (first
-    two of ``ours``) reorder the algorithms — a claim only as strong as the rank differences themselves, so the
-    Friedman p-values of ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard)
-    are reported and decide the verdict.
+    (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (the
+    first two of each board of ``ours``, see :func:`boards`: one row per board with two or more) reorder the
+    algorithms — a claim only as strong as the rank differences themselves, so the Friedman p-values of
+    ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard; those of the board's
+    leaderboards) are reported and decide the verdict.
     """
     names = list(dict.fromkeys(published["leaderboard"]))
     sm = spearman_matrix(published)
@@ -312,18 +361,23 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
                                              "and reorder the old one",
              ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
              verdict="reproduced" if abs(r_new - paper_spearman) <= tol and moved else "not reproduced")
-    ol = list(dict.fromkeys(ours["leaderboard"]))
-    if len(ol) < 2:
-        return [a]
+    rows = [a]
+    for board_names in boards(ours["leaderboard"]).values():
+        if len(board_names) >= 2:
+            tests = {k: v for k, v in (rank_tests or {}).items() if k in board_names}
+            rows.append(_protocol_finding(ours[ours["leaderboard"].isin(board_names)], board_names[:2], tests))
+    return rows
+
+
+def _protocol_finding(ours: pd.DataFrame, ol: list[str], tests: dict) -> dict:
+    """Finding (b) of :func:`leaderboard_findings` for one board: does ``ol[0]`` → ``ol[1]`` reorder it?"""
     rk = ranks(ours)
     dr = delta_rank(rk, ol[0], ol[1])
     r_ours = float(spearman_matrix(ours).loc[ol[0], ol[1]])
-    tests = rank_tests or {}
     ps = {k: v.p for k, v in tests.items()}
     decided = bool(ps) and all(p < v.alpha for p, v in zip(ps.values(), tests.values()))
-    b = dict(paper="Yu et al. 2024", finding=f"the evaluation protocol reorders the leaderboard ({ol[0]} vs {ol[1]}, "
-                                             "our runs)",
-             ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
-                  + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
-             verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")
-    return [a, b]
+    return dict(paper="Yu et al. 2024", finding=f"the evaluation protocol reorders the leaderboard ({ol[0]} vs {ol[1]}, "
+                                                "our runs)",
+                ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
+                     + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
+                verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")

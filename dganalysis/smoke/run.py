@@ -13,10 +13,10 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
-  and for notebook 05 those with leave-one-group-out groups (NICO++); notebook 06's shift map its MNIST,
-  Camelyon17-WILDS and CelebA entries (a KDE per class and a held-out part need more images than the fake folder
-  trees hold; its ranking sweep keeps the folder benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's
-  LP/FT splits the first one.
+  and for notebook 05 those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
+  those (:func:`_smoke_board`); notebook 06's shift map its MNIST, Camelyon17-WILDS and CelebA entries (a KDE per
+  class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the folder
+  benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's LP/FT splits the first one.
 
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
@@ -110,6 +110,9 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) in _MAP_KINDS]
     if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
         out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
+    if isinstance(out.get("leaderboards"), dict) and isinstance(out.get("datasets"), dict):
+        out["leaderboards"] = {b: _smoke_board(spec or {}, list(out["datasets"]))
+                               for b, spec in out["leaderboards"].items()}
     if out.get("lp_ft_splits"):
         out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if "batch_size" in out:
@@ -123,6 +126,26 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         if k in out:
             out[k] = 1
     return _shrink(out)
+
+
+def _smoke_board(spec: Mapping[str, Any], datasets: list[str]) -> dict[str, Any]:
+    """One board of notebook 05's ``leaderboards``, shrunk: its steps at :data:`SWEEP_STEPS`, its datasets those of
+    the shrunk ``datasets`` (all of them when it keeps none), its per-dataset settings on those datasets only; its
+    networks, weights and search spaces stay (every board still runs, minimally)."""
+    out = dict(spec)
+    names = [n for n in out.get("datasets") or datasets if n in datasets] or datasets
+    if "datasets" in out:
+        out["datasets"] = names
+    if "steps" in out:
+        out["steps"] = min(int(out["steps"]), SWEEP_STEPS)
+    for key in ("dataset_steps", "dataset_overrides"):
+        if isinstance(out.get(key), dict):
+            out[key] = {n: v for n, v in out[key].items() if n in names}
+    if isinstance(out.get("dataset_steps"), dict):
+        out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
+    if isinstance(out.get("hparams_overrides"), dict) and "batch_size" in out["hparams_overrides"]:
+        out["hparams_overrides"] = {**out["hparams_overrides"], "batch_size": BATCH}
+    return out
 
 
 def _referenced(obj: Any, prefix: str) -> set[str]:
