@@ -1,14 +1,15 @@
 """``dganalysis run --profile paper --dry-run``: check a profile and plan its compute without training.
 
-For every notebook of the profile the dry run
+For every notebook of the profile, and every variant its YAML declares (``variants:``, see
+:mod:`dganalysis.runner`; planned as its own entry ``<notebook>@<variant>``), the dry run
 
 1. validates ``params/<profile>/<notebook>.yaml`` as ``dganalysis run`` does (unknown names,
-   names the runner sets) and reads the notebook's parameters cell for the defaults;
+   names the runner sets, each variant's overrides) and reads the notebook's parameters cell for the defaults;
 2. builds the notebook's jobs with the same function the notebook calls
    (:mod:`dganalysis.plans`), so the dry run cannot drift from the notebook; building the
    jobs also checks algorithm names, hyperparameter overrides and split domain names;
-3. counts the jobs (per notebook, per sweep, and once over the profile: notebooks share one
-   job store, a job wanted by two notebooks is trained once) and those already done in
+3. counts the jobs (per notebook or variant, per sweep, and once over the profile: notebooks and
+   variants share one job store, a job wanted by two of them is trained once) and those already done in
    the store; each sweep's count is broken down exactly (:func:`sweep_breakdown`: algorithms ×
    data splits × override settings × hparam draws × trials, or "not a full grid");
 4. estimates their cost: each job's training images (steps × batch size × training domains,
@@ -38,7 +39,7 @@ import pandas as pd
 import yaml
 
 from dganalysis.plans import PLANS, Plan, plan_for
-from dganalysis.runner import injected_params, list_notebooks, load_params, repo_root
+from dganalysis.runner import injected_params, list_notebooks, load_all_params, repo_root, run_label
 
 log = logging.getLogger(__name__)
 THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
@@ -298,12 +299,9 @@ def is_hub_spec(spec: str) -> bool:
     return hub(str(spec))
 
 
-def plan_notebook(profile: str, name: str, root: Path, output_root: Path | None = None) -> NotebookPlan:
-    """Validate one notebook's YAML and build its plan; errors are recorded, not raised."""
-    out = NotebookPlan(name)
+def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:
+    """Build ``out``'s plan from a run's full parameters and check its inputs; errors are recorded, not raised."""
     try:
-        params = {**notebook_defaults(root / "notebooks" / f"{name}.ipynb"), **load_params(profile, name, root),
-                  **injected_params(profile, root, output_root)}
         if name not in PLANS:
             out.error = (f"no plan registered in dganalysis.plans for {name}: its jobs cannot be listed without "
                          "executing it")
@@ -323,9 +321,28 @@ def plan_notebook(profile: str, name: str, root: Path, output_root: Path | None 
     return out
 
 
+def plan_runs(profile: str, name: str, root: Path, output_root: Path | None = None) -> list[NotebookPlan]:
+    """Validate one notebook's YAML and plan its base run and each of its variants (``<notebook>@<variant>``), in the
+    order the runner executes them; errors are recorded, not raised (a YAML error: one entry for the notebook)."""
+    try:
+        defaults = notebook_defaults(root / "notebooks" / f"{name}.ipynb")
+        base, variants = load_all_params(profile, name, root)
+    except ERRORS as e:
+        return [NotebookPlan(name, error=f"{type(e).__name__}: {e}")]
+    runs = [(None, base)] + list(variants.items())
+    return [_plan(NotebookPlan(run_label(name, v)), name,
+                  {**defaults, **params, **injected_params(profile, root, output_root, v)}) for v, params in runs]
+
+
+def plan_notebook(profile: str, name: str, root: Path, output_root: Path | None = None) -> NotebookPlan:
+    """Validate one notebook's YAML and build the plan of its base run; errors are recorded, not raised."""
+    return plan_runs(profile, name, root, output_root)[0]
+
+
 def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path | None = None,
             output_root: Path | None = None, throughput: str | Path | None = None) -> DryRun:
-    """Check and plan ``names`` (default: every notebook) of ``profile``; see the module docstring."""
+    """Check and plan ``names`` (default: every notebook) of ``profile`` and their variants; see the module
+    docstring."""
     from dganalysis.sweep import job_state
 
     root = root or repo_root()
@@ -336,7 +353,7 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
         raise ValueError(f"unknown notebook(s) {unknown}; available: {all_names}")
     table = load_throughput(throughput)
     store = Path(injected_params(profile, root, output_root)["store_dir"])
-    notebooks = [plan_notebook(profile, n, root, output_root) for n in names]
+    notebooks = [nb for n in names for nb in plan_runs(profile, n, root, output_root)]
     rows, has_store = [], store.is_dir()
     for nb in notebooks:
         for sweep, jobs in (nb.plan.sweeps.items() if nb.plan else ()):

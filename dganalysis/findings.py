@@ -70,3 +70,14 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data
         p.unlink()
     return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"],
                            r.get("data") or data) for i, r in enumerate(rows)]
+
+
+def read_variant_findings(output_dir: str | Path, base_rows: list[dict], variants: dict[str, str | Path]) -> list[dict]:
+    """``base_rows`` and the findings of each variant run (variant name -> its output folder, see
+    :mod:`dganalysis.runner`), each variant's row labelled in its ``paper`` cell (``[variant <name>]``) and keyed
+    ``<key>@<variant>`` so it sorts beside the base run's row of the same claim."""
+    rows = list(base_rows)
+    for name, folder in variants.items():
+        rows += [{**r, "key": f"{r['key']}@{name}", "paper": f"{r['paper']} [variant {name}]", "variant": name}
+                 for r in read_findings(folder)]
+    return sorted(rows, key=lambda r: str(r["key"]))

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from dganalysis import io
-from dganalysis.run_history import NotebookRun, read_history
+from dganalysis.run_history import NotebookRun, read_history, run_folder
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
@@ -66,15 +66,18 @@ def index_summary(index_text: str, notebook_names: list[str]) -> str:
     return index_text
 
 
-def _figure_html(png: Path) -> str:
+def _figure_html(png: Path, folder: str = "") -> str:
+    """One embedded figure; ``folder`` is a variant run's folder (``variants/<v>/``, see
+    :func:`dganalysis.run_history.run_folder`), which also keeps its anchors apart from the base run's."""
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     name = html.escape(png.stem)
-    return (f'<figure id="{_anchor("fig", png.stem)}"><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>figure <code>{name}</code> (PDF: <code>figures/{html.escape(png.stem)}.pdf</code>)"
+    return (f'<figure id="{_anchor("fig", folder + png.stem)}"><img alt="{name}" src="data:image/png;base64,{data}">'
+            f"<figcaption>figure <code>{name}</code> (PDF: <code>{html.escape(folder)}figures/"
+            f"{html.escape(png.stem)}.pdf</code>)"
             "</figcaption></figure>")
 
 
-def _table_html(folder: Path, stem: str) -> str:
+def _table_html(folder: Path, stem: str, run_dir: str = "") -> str:
     md, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
     if md.is_file():
         body = _markdown(md.read_text(encoding="utf-8"))
@@ -84,7 +87,7 @@ def _table_html(folder: Path, stem: str) -> str:
         body = pd.read_csv(csv).to_html(index=False, border=0, na_rep="")
     else:
         body = "<p>(saved as LaTeX only: " + html.escape(f"tables/{stem}.tex") + ")</p>"
-    return (f'<div class="table" id="{_anchor("tab", stem)}"><h3>table <code>{html.escape(stem)}</code></h3>'
+    return (f'<div class="table" id="{_anchor("tab", run_dir + stem)}"><h3>table <code>{html.escape(stem)}</code></h3>'
             f"{body}</div>")
 
 
@@ -99,18 +102,19 @@ def _table_stems(paths: list[Path], folder: Path) -> list[str]:
     return [s for s in stems if any((folder / f"{s}.{ext}").is_file() for ext in ("md", "csv", "tex"))]
 
 
-def _section(run: NotebookRun, figures: Path, tables: Path) -> tuple[str, set[str], set[str]]:
+def _section(run: NotebookRun, figures: Path, tables: Path, run_dir: str = "") -> tuple[str, set[str], set[str]]:
     status = ('<span class="ok">ok</span>' if run.ok
               else f'<span class="failed">FAILED</span> — {html.escape(run.error)}')
     pngs, stems = _pngs(run.figures, figures), _table_stems(run.tables, tables)
     parts = [f'<section id="{_anchor("nb", run.name)}"><h2>{html.escape(run.name)}</h2>',
              f'<p class="meta">status: {status} · {run.seconds / 60:.1f} min · executed notebook: '
              f'<a href="notebooks/{html.escape(run.name)}.ipynb">notebooks/{html.escape(run.name)}.ipynb</a> · '
-             f"{len(pngs)} figure(s), {len(stems)} table(s)</p>"]
+             f"{len(pngs)} figure(s), {len(stems)} table(s)"
+             + (f" · output folder <code>{html.escape(run_dir)}</code>" if run_dir else "") + "</p>"]
     if not pngs and not stems:
         parts.append("<p>(no figures or tables written)</p>")
-    parts += [_figure_html(p) for p in pngs]
-    parts += [_table_html(tables, s) for s in stems]
+    parts += [_figure_html(p, run_dir) for p in pngs]
+    parts += [_table_html(tables, s, run_dir) for s in stems]
     parts.append("</section>")
     return "\n".join(parts), {p.stem for p in pngs}, set(stems)
 
@@ -131,6 +135,11 @@ def render_report(out: Path, profile: str) -> str:
     summary = "\n".join(line for line in lines if line.strip() != LINK_LINE)
     sections, seen_fig, seen_tab = [], set(), set()
     for run in runs:
+        run_dir = run_folder(run.name)
+        if run_dir:  # a variant run: its own figures and tables (dganalysis.runner)
+            text, _, _ = _section(run, out / run_dir / "figures", out / run_dir / "tables", run_dir)
+            sections.append(text)
+            continue
         text, f, t = _section(run, figures, tables)
         sections.append(text)
         seen_fig |= f

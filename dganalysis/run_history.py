@@ -13,10 +13,31 @@ from pathlib import Path
 
 from dganalysis import io
 
+VARIANTS_DIR = "variants"  #: ``outputs/<profile>/variants/<variant>/``: a variant run's output_dir (dganalysis.runner)
+
+
+def run_label(name: str, variant: str | None = None) -> str:
+    """The name of one run in the index, this history and the executed notebook: ``<notebook>[@<variant>]``."""
+    return name if variant is None else f"{name}@{variant}"
+
+
+def split_label(label: str) -> tuple[str, str | None]:
+    """(notebook, variant or None) of a run label (:func:`run_label`)."""
+    name, _, variant = label.partition("@")
+    return name, variant or None
+
+
+def run_folder(label: str) -> str:
+    """The folder of a run's figures, tables and findings relative to ``outputs/<profile>``: "" for a base run,
+    ``variants/<variant>/`` for a variant run."""
+    variant = split_label(label)[1]
+    return "" if variant is None else f"{VARIANTS_DIR}/{variant}/"
+
 
 @dataclass
 class NotebookRun:
-    """The outcome of one notebook execution."""
+    """The outcome of one notebook execution; ``name`` is its run label (``<notebook>`` or ``<notebook>@<variant>``,
+    :func:`run_label`)."""
 
     name: str
     output: Path

@@ -10,13 +10,25 @@ per profile, shared by all notebooks — and ``data_dir = outputs/data``), execu
 notebook with its status, run time, figures and tables, and ``outputs/<profile>/report.html``
 (:mod:`dganalysis.report`: the same on one self-contained page). A failing notebook is still saved
 (papermill writes the partial output) and the failing cell is reported.
+
+**Variants.** A YAML may hold the reserved top-level key ``variants:``, a mapping ``<variant name> -> {parameter:
+value, ...}`` (names: a letter, then letters, digits, ``_`` or ``-``). Each variant is the base parameters with its
+overrides applied (top-level keys replaced, not merged), validated like the base (its errors name the YAML file and
+the variant) before anything runs. The runner executes the base run, then one run per variant, labelled
+``<notebook>@<variant>`` (:func:`run_label`): executed into ``notebooks/<notebook>@<variant>.ipynb`` with
+``output_dir = outputs/<profile>/variants/<variant>`` (its own figures, tables and findings) and the profile's shared
+``store_dir`` and ``data_dir`` (a job that a variant shares with the base run is trained once). ``index.md``, the
+report and ``runs.json`` list each variant run as its own row; the index's summary adds the variants' findings,
+labelled with the variant. Without ``variants:`` nothing changes.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -24,11 +36,13 @@ import yaml
 from dganalysis import io
 from dganalysis.paths import expand, profile_paths
 from dganalysis.report import write_report
-from dganalysis.run_history import NotebookRun, record_run
+from dganalysis.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
 from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
+VARIANTS_KEY = "variants"  #: reserved top-level YAML key: variant name -> parameter overrides
+VARIANT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 
 def repo_root() -> Path:
@@ -45,8 +59,24 @@ def list_notebooks(root: Path | None = None) -> list[str]:
     return sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def load_params(profile: str, name: str, root: Path | None = None) -> dict:
-    """The parameters of notebook ``name`` for ``profile``, checked against its parameters cell."""
+def _check(params: dict, label: str, inspected: dict, profile: str, root: Path) -> dict:
+    """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell;
+    errors start with ``label`` (the YAML file, and the variant if any)."""
+    params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.paths
+    known = set(inspected)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
+    clash = sorted(set(params) & set(INJECTED))
+    if clash:
+        raise ValueError(f"{label}: {clash} are set by the runner per profile; remove them")
+    check_notebook_params(params, inspected, label)
+    return params
+
+
+def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[dict, dict[str, dict]]:
+    """(base parameters, variant name -> full parameters) of notebook ``name`` for ``profile``, all checked against
+    its parameters cell; a YAML without ``variants:`` has no variants (see the module docstring)."""
     import papermill as pm
 
     root = root or repo_root()
@@ -54,30 +84,81 @@ def load_params(profile: str, name: str, root: Path | None = None) -> dict:
     if not ypath.is_file():
         raise FileNotFoundError(f"{ypath}: no parameters for notebook {name!r} in profile {profile!r}")
     try:
-        params = yaml.safe_load(ypath.read_text()) or {}
+        raw = yaml.safe_load(ypath.read_text()) or {}
     except yaml.YAMLError as e:
         raise ValueError(f"{ypath}: not valid YAML ({e})") from e
-    if not isinstance(params, dict):
-        raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(params).__name__}")
-    params = expand(params, profile_paths(profile, root), str(ypath))  # ${data}, ${weights}: see dganalysis.paths
+    if not isinstance(raw, dict):
+        raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(raw).__name__}")
+    has_variants = VARIANTS_KEY in raw
+    variants = raw.pop(VARIANTS_KEY, None)
+    if has_variants and not isinstance(variants, dict):
+        raise ValueError(f"{ypath}: {VARIANTS_KEY!r} must map variant names to parameter overrides, "
+                         f"got {type(variants).__name__}")
     inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
-    known = set(inspected)
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"{ypath}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
-    clash = sorted(set(params) & set(INJECTED))
-    if clash:
-        raise ValueError(f"{ypath}: {clash} are set by the runner per profile; remove them")
-    check_notebook_params(params, inspected, str(ypath))
-    return params
+    base = _check(raw, str(ypath), inspected, profile, root)
+    out: dict[str, dict] = {}
+    for vname, overrides in (variants or {}).items():
+        label = f"{ypath} (variant {vname!r})"
+        if not isinstance(vname, str) or not VARIANT_NAME.fullmatch(vname):
+            raise ValueError(f"{label}: a variant name is a letter, then letters, digits, '_' or '-' (at most 64)")
+        if not isinstance(overrides, dict):
+            raise ValueError(f"{label}: expected a mapping of parameter overrides, got {type(overrides).__name__}")
+        if VARIANTS_KEY in overrides:
+            raise ValueError(f"{label}: variants cannot be nested")
+        out[vname] = _check({**raw, **overrides}, label, inspected, profile, root)
+    return base, out
 
 
-def injected_params(profile: str, root: Path, output_root: Path | None = None) -> dict[str, str]:
-    """The folders the runner sets in every notebook of ``profile`` (see :data:`INJECTED`)."""
+def load_params(profile: str, name: str, root: Path | None = None) -> dict:
+    """The (base) parameters of notebook ``name`` for ``profile``, checked against its parameters cell; the YAML's
+    variants are checked too (:func:`load_all_params`)."""
+    return load_all_params(profile, name, root)[0]
+
+
+def load_variants(profile: str, name: str, root: Path | None = None) -> dict[str, dict]:
+    """Variant name -> full parameters (base with the variant's overrides) of notebook ``name`` for ``profile``."""
+    return load_all_params(profile, name, root)[1]
+
+
+def injected_params(profile: str, root: Path, output_root: Path | None = None,
+                    variant: str | None = None) -> dict[str, str]:
+    """The folders the runner sets in every notebook of ``profile`` (see :data:`INJECTED`); a variant run writes
+    into ``outputs/<profile>/variants/<variant>`` and shares the profile's store and data folders."""
     base = output_root or root / "outputs"
     out = base / profile
-    return {"output_dir": str(out.resolve()), "store_dir": str((out / "store").resolve()),
+    target = out if variant is None else out / VARIANTS_DIR / variant
+    return {"output_dir": str(target.resolve()), "store_dir": str((out / "store").resolve()),
             "data_dir": str((base / "data").resolve())}
+
+
+@dataclass
+class RunTarget:
+    """One execution of a notebook: the base run (``variant`` None) or one variant, with its parameters."""
+
+    name: str
+    variant: str | None
+    params: dict
+
+    @property
+    def label(self) -> str:
+        return run_label(self.name, self.variant)
+
+
+def run_targets(profile: str, names: Sequence[str], root: Path,
+                variants: Mapping[str, Sequence[str]] | None = None) -> list[RunTarget]:
+    """Every run of ``names``, in order: each notebook's base run, then its variants in YAML order. All YAMLs are
+    read and checked first (base and every variant). ``variants`` (notebook -> variant names) picks the variants
+    that run; None: all of them; a notebook absent from it runs no variant; an undeclared name is an error."""
+    targets = []
+    for n in names:
+        base, declared = load_all_params(profile, n, root)
+        picked = list(declared) if variants is None else list(variants.get(n, ()))
+        undeclared = [v for v in picked if v not in declared]
+        if undeclared:
+            raise ValueError(f"params/{profile}/{n}.yaml: no variant(s) {undeclared}; declared: {list(declared)}")
+        targets.append(RunTarget(n, None, base))
+        targets += [RunTarget(n, v, declared[v]) for v in picked]
+    return targets
 
 
 def _new_files(folder: Path, since: float) -> list[Path]:
@@ -89,11 +170,14 @@ def _new_files(folder: Path, since: float) -> list[Path]:
 def run_notebooks(
     profile: str = "quick", names: list[str] | None = None, root: Path | None = None, output_root: Path | None = None,
     kernel_name: str | None = None, progress: bool = True, transform: Callable[[str, dict], dict] | None = None,
+    variants: Mapping[str, Sequence[str]] | None = None,
 ) -> list[NotebookRun]:
-    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters; write the index.
+    """Execute ``names`` (default: all notebooks) with ``profile``'s parameters, and their YAMLs' variants; write the
+    index.
 
-    ``transform(name, params)`` may change each notebook's validated parameters before it runs (the smoke run of
-    :mod:`dganalysis.smoke.run` shrinks them)."""
+    ``transform(name, params)`` may change each run's validated parameters before it runs (the smoke run of
+    :mod:`dganalysis.smoke.run` shrinks them); it gets the notebook's name for variant runs too. ``variants``
+    restricts the variants that run (see :func:`run_targets`; default: every variant declared)."""
     import papermill as pm
 
     root = root or repo_root()
@@ -104,27 +188,28 @@ def run_notebooks(
     if missing:
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or root / "outputs") / profile
-    params_all = {n: load_params(profile, n, root) for n in names}  # validate everything before running anything
+    targets = run_targets(profile, names, root, variants)  # validate everything before running anything
     if transform is not None:
-        params_all = {n: transform(n, p) for n, p in params_all.items()}
-    inject = injected_params(profile, root, output_root)
+        targets = [RunTarget(t.name, t.variant, transform(t.name, t.params)) for t in targets]
     runs = []
-    for i, n in enumerate(names, 1):
-        log.info("[%d/%d] %s (profile %s)", i, len(names), n, profile)
-        target = out / "notebooks" / f"{n}.ipynb"
+    for i, t in enumerate(targets, 1):
+        log.info("[%d/%d] %s (profile %s)", i, len(targets), t.label, profile)
+        inject = injected_params(profile, root, output_root, t.variant)
+        t_out = Path(inject["output_dir"]) if t.variant is not None else out
+        target = out / "notebooks" / f"{t.label}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         start = time.time()
         ok, err = True, ""
         try:
             pm.execute_notebook(
-                str(root / "notebooks" / f"{n}.ipynb"), str(target), parameters={**params_all[n], **inject},
+                str(root / "notebooks" / f"{t.name}.ipynb"), str(target), parameters={**t.params, **inject},
                 cwd=str(root / "notebooks"), kernel_name=kernel_name, progress_bar=progress, log_output=False,
             )
         except pm.PapermillExecutionError as e:
             ok, err = False, f"cell {e.exec_count} failed: {e.ename}: {e.evalue}"
-            log.error("%s: %s (partial notebook saved to %s)", n, err, target)
-        runs.append(NotebookRun(n, target, ok, time.time() - start, err,
-                                _new_files(out / "figures", start), _new_files(out / "tables", start)))
+            log.error("%s: %s (partial notebook saved to %s)", t.label, err, target)
+        runs.append(NotebookRun(t.label, target, ok, time.time() - start, err,
+                                _new_files(t_out / "figures", start), _new_files(t_out / "tables", start)))
         write_index(out, profile, record_run(out, runs[-1]))
     if runs:
         log.info("HTML report: %s", write_report(out, profile))
@@ -145,13 +230,17 @@ def _store_summary(store: Path) -> str:
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
-    """``<out>/index.md``: the findings summary (:mod:`dganalysis.findings`), then each notebook with its status,
-    time, figures (PNG) and tables (Markdown)."""
-    from dganalysis.findings import findings_markdown, read_findings
+    """``<out>/index.md``: the findings summary (:mod:`dganalysis.findings`; a variant run's findings are labelled
+    with the variant), then each run with its status, time, figures (PNG) and tables (Markdown)."""
+    from dganalysis.findings import findings_markdown, read_findings, read_variant_findings
 
     total = sum(r.seconds for r in runs) / 60
+    variants = [v for v in (split_label(r.name)[1] for r in runs) if v is not None]
+    rows = read_findings(out)
+    if variants:
+        rows = read_variant_findings(out, rows, {v: out / VARIANTS_DIR / v for v in variants})
     lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
-             *findings_markdown(read_findings(out)), "",
+             *findings_markdown(rows), "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes |", "|---|---|---|"]
     for r in runs:
@@ -164,10 +253,14 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
         lines += ["", f"## {r.name}", ""]
         pngs = [p for p in r.figures if p.suffix == ".png"]
         mds = [p for p in r.tables if p.suffix == ".md"]
+        d = run_folder(r.name)
+        if d:
+            lines.append(f"Variant run: output folder [{d}]({d}), findings in [{d}findings/]({d}findings/).")
         if not pngs and not mds:
             lines.append("(no figures or tables written)")
         for p in pngs:
-            lines.append(f"- figure `{p.stem}`: [png](figures/{p.name}) · [pdf](figures/{p.stem}.pdf)")
+            lines.append(f"- figure `{p.stem}`: [png]({d}figures/{p.name}) · [pdf]({d}figures/{p.stem}.pdf)")
         for p in mds:
-            lines.append(f"- table `{p.stem}`: [md](tables/{p.name}) · [csv](tables/{p.stem}.csv) · [tex](tables/{p.stem}.tex)")
+            lines.append(f"- table `{p.stem}`: [md]({d}tables/{p.name}) · [csv]({d}tables/{p.stem}.csv) · "
+                         f"[tex]({d}tables/{p.stem}.tex)")
     return io.write_text(out / "index.md", "\n".join(lines) + "\n")

@@ -24,19 +24,52 @@ def paper():
 
 
 def test_paper_profile_plans_every_notebook(paper):
-    assert [n.name for n in paper.notebooks] == sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert [n.name for n in paper.notebooks if "@" not in n.name] == \
+        sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert all(not n.error for n in paper.notebooks), [n.error for n in paper.notebooks if n.error]
     counts = paper.jobs.groupby("notebook").size()
     # every notebook but the dataset build trains something at paper scale
-    assert set(counts.index) == {n.name for n in paper.notebooks} - {"01_dataset_construction"}
+    assert set(counts.index) == {n.name for n in paper.notebooks} - {"01_dataset_construction"}  # variants too
     assert (paper.jobs["steps"] >= 1000).all() and paper.jobs["cpu_hours"].notna().all()
     # notebook 02's binary arm and notebook 03 ask for the same jobs: listed twice, trained once
     jobs = paper.jobs
     shared = set(jobs[jobs["notebook"] == "02_binarization_study"]["job_id"]) & \
         set(jobs[jobs["notebook"] == "03_dynamic_dg"]["job_id"])
-    assert shared and jobs["job_id"].nunique() == len(jobs) - len(shared)
+    base = jobs[~jobs["notebook"].str.contains("@")]  # the variants' shared jobs: test_variants_are_planned_…
+    assert shared and base["job_id"].nunique() == len(base) - len(shared)
     text = format_dry_run(paper)
     assert f"{jobs['job_id'].nunique()} distinct" in text and "ASSUMED, NOT MEASURED" in text and "MEASURED on" in text
+
+
+def test_variants_are_planned_and_their_jobs_counted_once(paper):
+    """Each variant of a paper YAML is planned as ``<notebook>@<variant>``; a job it shares with the base run (or
+    another variant) is listed under each and counted once."""
+    from dganalysis.runner import load_variants
+
+    declared = list(load_variants("paper", "04_leakage_oracle", ROOT))
+    assert declared == ["pacs", "vlcs", "terra_incognita", "domainnet"]
+    names = [n.name for n in paper.notebooks]
+    at = names.index("04_leakage_oracle")
+    assert names[at:at + 1 + len(declared)] == ["04_leakage_oracle"] + [f"04_leakage_oracle@{v}" for v in declared]
+    jobs = paper.jobs
+    by = {n: jobs[jobs["notebook"] == n] for n in jobs["notebook"].unique()}
+    base, pacs, dn = by["04_leakage_oracle"], by["04_leakage_oracle@pacs"], by["04_leakage_oracle@domainnet"]
+    lp = pacs[pacs["sweep"] == "LP/FT"]  # 4 splits x (2 weights + random init) x (LP, FT) x 3 trials
+    assert set(lp["dataset"]) == {"PACS"} and len(lp) == 4 * 3 * 2 * 3 and set(lp["featurizer"]) == {"resnet50"}
+    # the Table 1 variants keep the base run's NICO++ oracle sweep: the same jobs, trained once
+    for v in ("pacs", "vlcs", "terra_incognita"):
+        sub = by[f"04_leakage_oracle@{v}"]
+        assert set(sub[sub["sweep"] == "oracle-K"]["job_id"]) == set(base[base["sweep"] == "oracle-K"]["job_id"])
+    # Table 4's DomainNet rows: (clipart, infograph, painting) <-> (quickdraw, real, sketch), 10 draws x 3 trials
+    ok = dn[dn["sweep"] == "oracle-K"]
+    assert set(ok["dataset"]) == {"DomainNet"} and len(ok) == 2 * 10 * 3
+    assert set(ok["train"]) == {"clip,info,paint", "quick,real,sketch"} and set(ok["steps"]) == {15000}
+    assert set(dn[dn["sweep"] == "LP/FT"]["test"]) == {"clip", "info", "paint", "quick", "real", "sketch"}
+    shared = len(jobs) - jobs["job_id"].nunique()
+    assert shared >= 3 * len(base[base["sweep"] == "oracle-K"])
+    text = format_dry_run(paper)
+    assert "== 04_leakage_oracle@domainnet: " in text and f"{len(jobs)} jobs listed, {jobs['job_id'].nunique()} " \
+        "distinct" in text
 
 
 def test_job_counts_follow_the_yaml(paper):
@@ -87,7 +120,8 @@ def test_bad_yaml_and_missing_inputs_are_reported(tmp_path, capsys, monkeypatch)
     assert any("folder_root" in m and "/nonexistent/images" in m for m in by["06_shift_estimation"].missing)
     assert "inception_weights: /nonexistent/inception.pt" in by["04_leakage_oracle"].missing  # no published name
     # the others are still planned and listed
-    assert set(result.jobs["notebook"]) == {"00_quickstart", "04_leakage_oracle", "06_shift_estimation"}
+    assert {n.split("@")[0] for n in result.jobs["notebook"]} == {"00_quickstart", "04_leakage_oracle",
+                                                                  "06_shift_estimation"}
     monkeypatch.chdir(root)  # the command finds the project from the current folder
     assert main(["run", "--profile", "paper", "--dry-run", *names]) == 1
     out = capsys.readouterr().out

@@ -40,6 +40,25 @@ def test_smoke_params_keep_the_paper_path():
     assert all(m["kwargs"]["image_size"] <= 32 for m in s06["map_datasets"])
 
 
+def test_smoke_shrinks_every_variant_and_runs_one():
+    from dganalysis.dryrun import notebook_defaults
+    from dganalysis.runner import load_variants
+    from dganalysis.smoke.run import SMOKE_VARIANT, smoke_params, smoke_variants
+
+    defaults = notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb")
+    variants = load_variants("paper", "04_leakage_oracle", ROOT)
+    for v, p in variants.items():
+        s = smoke_params("04_leakage_oracle", p, defaults)
+        assert s["steps"] == 2 and s["oracle_steps"] == 2 and len(s["lp_ft_splits"]) == 1, v
+        assert s["dataset"] == p["dataset"] and s["dataset_kwargs"]["image_size"] == 32, v
+    labels = list_notebooks(ROOT) + [f"04_leakage_oracle@{v}" for v in variants]
+    assert SMOKE_VARIANT == ("04_leakage_oracle", "pacs")
+    assert smoke_variants(list_notebooks(ROOT), labels) == {"04_leakage_oracle": ["pacs"]}
+    assert smoke_variants(["03_dynamic_dg"], labels) == {}
+    assert smoke_variants(["04_leakage_oracle"], ["04_leakage_oracle", "04_leakage_oracle@vlcs"]) == \
+        {"04_leakage_oracle": ["vlcs"]}
+
+
 @pytest.mark.paper_smoke
 def test_paper_profile_smoke_run(tmp_path):
     from dganalysis.cli import main
@@ -51,7 +70,8 @@ def test_paper_profile_smoke_run(tmp_path):
     print(f"paper smoke: {time.time() - start:.0f} s wall, {cpu:.0f} CPU-s in kernels, load {os.getloadavg()}")
     out = tmp_path / "outputs" / "paper"
     runs = json.loads((out / "runs.json").read_text())
-    assert sorted(runs) == list_notebooks(ROOT) and all(r["ok"] for r in runs.values())
+    assert sorted(runs) == sorted(list_notebooks(ROOT) + ["04_leakage_oracle@pacs"]) and all(r["ok"] for r in runs.values())
+    assert (out / "variants" / "pacs" / "tables").is_dir() and "[variant pacs]" in (out / "index.md").read_text()
     assert (out / "index.md").read_text().startswith("> **FAKE DATA")
     assert (out / "FAKE.md").is_file() and (tmp_path / "fake_weights" / "vit-b-300ep.pth.tar").is_file()
     jobs = [json.loads(p.read_text()) for p in (out / "store").glob("*/spec.json")]

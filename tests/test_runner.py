@@ -1,5 +1,7 @@
 """The notebook runner behind `dganalysis run`: parameter checks, failing notebooks, index."""
 
+import json
+
 import nbformat
 import pytest
 
@@ -76,3 +78,106 @@ def test_index_keeps_notebooks_not_rerun(tmp_path):
     run_notebooks("quick", ["01_other"], root=root, progress=False)
     index = (root / "outputs" / "quick" / "index.md").read_text()
     assert "## 00_demo" in index and "## 01_other" in index and "figures/demo.png" in index
+
+
+# --- variants: several runs of one notebook from one YAML (dganalysis.runner module docstring) ---
+
+FINDING = ("from dganalysis.findings import record_finding\n"
+           "record_finding(output_dir, '00a', 'Demo et al.', 'value is set', f'value {value}', 'reproduced')\n")
+
+
+def test_variants_are_the_base_with_overrides_and_are_checked(tmp_path):
+    from dganalysis.runner import load_all_params, load_variants, run_targets
+
+    root = _project(tmp_path, "pass")
+    y = root / "params" / "quick" / "00_demo.yaml"
+    y.write_text("value: 5\nvariants:\n  seven: {value: 7}\n  same_as_base: {}\n")
+    base, variants = load_all_params("quick", "00_demo", root)
+    assert base == {"value": 5} and variants == {"seven": {"value": 7}, "same_as_base": {"value": 5}}
+    assert load_params("quick", "00_demo", root) == {"value": 5}  # the reserved key is no parameter
+    targets = run_targets("quick", ["00_demo"], root)
+    assert [(t.label, t.params) for t in targets] == [("00_demo", {"value": 5}), ("00_demo@seven", {"value": 7}),
+                                                      ("00_demo@same_as_base", {"value": 5})]
+    assert [t.label for t in run_targets("quick", ["00_demo"], root, {"00_demo": ["seven"]})] == \
+        ["00_demo", "00_demo@seven"]
+    assert [t.label for t in run_targets("quick", ["00_demo"], root, {})] == ["00_demo"]
+    with pytest.raises(ValueError, match=r"00_demo.yaml: no variant\(s\) \['nine'\]"):
+        run_targets("quick", ["00_demo"], root, {"00_demo": ["nine"]})
+    bad = {
+        "value: 5\nvariants:\n  'bad name': {value: 7}\n": r"00_demo.yaml \(variant 'bad name'\): a variant name is",
+        "value: 5\nvariants:\n  a/b: {value: 7}\n": r"00_demo.yaml \(variant 'a/b'\): a variant name is",
+        "value: 5\nvariants:\n  odd: {valeu: 7}\n": r"00_demo.yaml \(variant 'odd'\): unknown parameter\(s\) \['valeu'\]",
+        "value: 5\nvariants:\n  odd: {output_dir: /x}\n": r"00_demo.yaml \(variant 'odd'\): \['output_dir'\] are set by",
+        "value: 5\nvariants:\n  odd: {value: seven}\n": r"00_demo.yaml \(variant 'odd'\)",
+        "value: 5\nvariants:\n  odd: [1]\n": r"00_demo.yaml \(variant 'odd'\): expected a mapping",
+        "value: 5\nvariants:\n  odd: {variants: {}}\n": r"00_demo.yaml \(variant 'odd'\): variants cannot be nested",
+        "value: 5\nvariants: [seven]\n": r"00_demo.yaml: 'variants' must map variant names",
+    }
+    for text, message in bad.items():
+        y.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_variants("quick", "00_demo", root)
+        with pytest.raises(ValueError, match=message):  # before anything runs
+            run_notebooks("quick", root=root, progress=False)
+    assert not (root / "outputs").exists()
+
+
+def test_injected_folders_of_a_variant(tmp_path):
+    from dganalysis.runner import injected_params
+
+    base = injected_params("paper", tmp_path, tmp_path / "o")
+    assert base == {"output_dir": str((tmp_path / "o" / "paper").resolve()),
+                    "store_dir": str((tmp_path / "o" / "paper" / "store").resolve()),
+                    "data_dir": str((tmp_path / "o" / "data").resolve())}
+    var = injected_params("paper", tmp_path, tmp_path / "o", "pacs")
+    assert var == {**base, "output_dir": str((tmp_path / "o" / "paper" / "variants" / "pacs").resolve())}
+
+
+def test_variant_runs_write_their_own_outputs_and_index_rows(tmp_path):
+    root = _project(tmp_path, WRITE + FINDING)
+    (root / "params" / "quick" / "00_demo.yaml").write_text("value: 5\nvariants:\n  seven: {value: 7}\n")
+    runs = run_notebooks("quick", root=root, progress=False)
+    assert [r.name for r in runs] == ["00_demo", "00_demo@seven"] and all(r.ok for r in runs), runs
+    out = root / "outputs" / "quick"
+    var = out / "variants" / "seven"
+    assert (out / "notebooks" / "00_demo.ipynb").is_file() and (out / "notebooks" / "00_demo@seven.ipynb").is_file()
+    # nothing of the base run is overwritten: each run has its own figures, tables and findings
+    assert (out / "tables" / "demo_table.csv").read_text() == "v\n5\n"
+    assert (var / "tables" / "demo_table.csv").read_text() == "v\n7\n" and (var / "figures" / "demo.png").is_file()
+    assert "value 5" in (out / "findings" / "00a.json").read_text()
+    assert "value 7" in (var / "findings" / "00a.json").read_text()
+    assert runs[1].figures and all(var in p.parents for p in runs[1].figures + runs[1].tables)
+    index = (out / "index.md").read_text()
+    assert "| [00_demo@seven](notebooks/00_demo@seven.ipynb) | ok |" in index and "## 00_demo@seven" in index
+    assert "[png](variants/seven/figures/demo.png)" in index and "[png](figures/demo.png)" in index
+    assert "| Demo et al. | value is set | **reproduced** | value 5 |" in index
+    assert "| Demo et al. [variant seven] | value is set | **reproduced** | value 7 |" in index
+    assert set(json.loads((out / "runs.json").read_text())) == {"00_demo", "00_demo@seven"}
+    page = (out / "report.html").read_text()
+    assert 'id="nb-00_demo_seven"' in page and 'id="fig-variants_seven_demo"' in page and 'id="fig-demo"' in page
+
+
+def test_without_variants_nothing_changes(tmp_path):
+    root = _project(tmp_path, WRITE + FINDING)
+    (root / "params" / "quick" / "00_demo.yaml").write_text("value: 5\n")
+    runs = run_notebooks("quick", root=root, progress=False)
+    out = root / "outputs" / "quick"
+    assert [r.name for r in runs] == ["00_demo"] and not (out / "variants").exists()
+    index = (out / "index.md").read_text()
+    assert "variant" not in index and "variants/" not in (out / "report.html").read_text()
+    assert "- figure `demo`: [png](figures/demo.png) · [pdf](figures/demo.pdf)" in index
+    assert "- table `demo_table`: [md](tables/demo_table.md) · [csv](tables/demo_table.csv) · " \
+           "[tex](tables/demo_table.tex)" in index
+
+
+def test_no_quick_yaml_declares_variants():
+    """The quick profile runs exactly as before variants existed."""
+    from pathlib import Path
+
+    import yaml
+
+    from dganalysis.runner import VARIANTS_KEY
+
+    root = Path(__file__).resolve().parent.parent
+    assert not [p.name for p in (root / "params" / "quick").glob("*.yaml")
+                if VARIANTS_KEY in (yaml.safe_load(p.read_text()) or {})]

