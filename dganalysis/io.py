@@ -55,6 +55,21 @@ def append_jsonl(path: str | Path, obj: Any) -> None:
         fh.flush()
 
 
+def read_yaml_mapping(path: str | Path, expected: str) -> dict:
+    """The top-level mapping of the YAML file ``path`` (``{}`` for an empty file). Invalid YAML or a top level
+    that is not a mapping raises ``ValueError`` naming the file; ``expected`` says what the mapping should hold."""
+    import yaml
+
+    path = Path(path)
+    try:
+        cfg = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({e})") from e
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{path}: expected {expected}, got {type(cfg).__name__}")
+    return cfg
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from dganalysis.io import read_yaml_mapping
 
 PATHS_FILE = "paths.yaml"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -42,12 +42,7 @@ def profile_paths(profile: str, root: Path, environ: Mapping[str, str] | None = 
     path = Path(root) / "params" / profile / PATHS_FILE
     if not path.is_file():
         return {}
-    try:
-        cfg = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML ({e})") from e
-    if not isinstance(cfg, Mapping):
-        raise ValueError(f"{path}: expected a mapping name -> {{env: VAR, default: path}}")
+    cfg = read_yaml_mapping(path, "a mapping name -> {env: VAR, default: path}")
     out: dict[str, str] = {}
     for name, spec in cfg.items():
         if not isinstance(spec, Mapping) or "default" not in spec or set(spec) - {"env", "default"}:

@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from dganalysis import io
 from dganalysis.paths import expand, profile_paths
 from dganalysis.report import write_report
@@ -83,12 +81,7 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
     ypath = root / "params" / profile / f"{name}.yaml"
     if not ypath.is_file():
         raise FileNotFoundError(f"{ypath}: no parameters for notebook {name!r} in profile {profile!r}")
-    try:
-        raw = yaml.safe_load(ypath.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ValueError(f"{ypath}: not valid YAML ({e})") from e
-    if not isinstance(raw, dict):
-        raise ValueError(f"{ypath}: expected a mapping of parameter names to values, got {type(raw).__name__}")
+    raw = io.read_yaml_mapping(ypath, "a mapping of parameter names to values")
     has_variants = VARIANTS_KEY in raw
     variants = raw.pop(VARIANTS_KEY, None)
     if has_variants and not isinstance(variants, dict):

@@ -22,11 +22,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dganalysis.algorithms._utils import no_autocast, upcast
-from dganalysis.algorithms.base import Algorithm, Minibatches
-from dganalysis.algorithms.coral import coral_penalty, mmd_penalty
+from dganalysis.algorithms._utils import no_autocast
+from dganalysis.algorithms.base import Minibatches
+from dganalysis.algorithms.coral import _DistributionMatching
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
 
 
 def random_halves(features: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,20 +37,13 @@ def random_halves(features: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Ten
     return first, second
 
 
-class _CausIRL(Algorithm):
-    HPARAMS = {"mmd_gamma": HParam(1.0, log10_uniform(-1, 1), "weight γ of the distribution-matching penalty")}
-    kernel_type = "coral"
-
-    def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
-        super().__init__(input_shape, n_classes, n_domains, hparams)
-        self.optimizer, self.scheduler = self.configure_optimizer()
+class _CausIRL(_DistributionMatching):
+    """CORAL/MMD's penalty (same hparam ``mmd_gamma``, same optimizer, fp32 penalty) between two random halves of the
+    batch instead of between domain pairs."""
 
     def penalty(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """P(A, B) (fp32 under bf16 autocast), NaN read as 0 as DomainBed's ``torch.nan_to_num``."""
-        with no_autocast(a):
-            a, b = upcast(a), upcast(b)
-            p = coral_penalty(a, b) if self.kernel_type == "coral" else mmd_penalty(a, b)
-        return torch.nan_to_num(p)
+        return torch.nan_to_num(super().penalty(a, b))
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
         feats = [self.featurizer(x) for x, _ in minibatches]

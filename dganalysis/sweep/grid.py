@@ -283,17 +283,12 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
     ``overrides`` replace keys of the file (e.g. ``steps`` from the command line).
     Unknown keys are an error naming the file and the key.
     """
-    import yaml
+    from dganalysis.io import read_yaml_mapping
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: sweep file not found")
-    try:
-        cfg = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML ({e})") from e
-    if not isinstance(cfg, Mapping):
-        raise ValueError(f"{path}: expected a mapping of sweep settings at the top level")
+    cfg = read_yaml_mapping(path, "a mapping of sweep settings at the top level")
     from dganalysis.validation import ConfigError
 
     cfg = {**cfg, **{k: v for k, v in overrides.items() if v is not None}}
