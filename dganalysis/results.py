@@ -311,9 +311,17 @@ def _read_spec(job_dir: Path) -> dict[str, Any]:
     return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
 
 
+def _default_arg(key: str, value: Any, args: dict[str, Any]) -> bool:
+    """DomainBed's ``task``/``uda_holdout_fraction`` at their defaults, and the ``hparams`` JSON string of our own
+    records (``job_id`` in ``args``; their overrides are in ``spec.json``, :data:`SETTING_SPEC_FIELDS`): left out of
+    the setting, so records written before these keys were added group with those written after."""
+    return ((key == "task" and value == "domain_generalization") or (key == "uda_holdout_fraction" and value == 0)
+            or (key == "hparams" and "job_id" in args))
+
+
 def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
     """The ``setting`` of a record: canonical JSON of ``args`` minus :data:`SETTING_IGNORED_ARGS`, plus ``spec``."""
-    kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS}
+    kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS and not _default_arg(k, v, args)}
     kept.update(spec or {})
     return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
 

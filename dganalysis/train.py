@@ -273,7 +273,7 @@ def run_job(
     runtime = make_runtime(device, precision, eval_batch_size)
     data = build_data(job, data_dir, runtime)
     algorithm = build_algorithm(job, data, runtime, compile)
-    static = record_fields(job, data, runtime)
+    static = record_fields(job, data, runtime, job_dir, data_dir)
     log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
     train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
     finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
@@ -356,9 +356,14 @@ def build_algorithm(job: Job, data: JobData, runtime: Runtime, compile: bool = F
     return algorithm
 
 
-def record_fields(job: Job, data: JobData, runtime: Runtime) -> dict[str, Any]:
+def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path | None = None,
+                  data_dir: str | Path | None = None) -> dict[str, Any]:
     """The fields every checkpoint record repeats: ``hparams``, DomainBed's ``args``, the domain names, the device,
-    precision, data path and host."""
+    precision, data path and host.
+
+    ``args`` holds every key DomainBed's ``train.py`` writes there (``task``, ``hparams`` as its JSON string of the
+    overrides or None, ``uda_holdout_fraction``, ``skip_model_save``, ``save_model_every_checkpoint``,
+    ``data_dir``, ``output_dir`` …) with the value the same run of DomainBed's would hold, plus ours."""
     args = {
         "dataset": job.dataset,
         "dataset_kwargs": dict(job.dataset_kwargs),
@@ -373,6 +378,14 @@ def record_fields(job: Job, data: JobData, runtime: Runtime) -> dict[str, Any]:
         "steps": job.steps,
         "checkpoint_freq": job.checkpoint_freq,
         "job_id": job.job_id,
+        # DomainBed's remaining train.py arguments, as its run of this job would hold them
+        "task": "domain_generalization",
+        "hparams": json.dumps(dict(job.hparams_overrides), sort_keys=True) if job.hparams_overrides else None,
+        "uda_holdout_fraction": 0,
+        "skip_model_save": not job.save_model,
+        "save_model_every_checkpoint": False,
+        "data_dir": str(data_dir) if data_dir is not None else None,
+        "output_dir": str(job_dir) if job_dir is not None else None,
     }
     return {
         "hparams": data.hparams,
@@ -452,8 +465,8 @@ def write_checkpoint(
     record["step_time"] = float(np.mean(step_times))
     with record_function("dganalysis.evaluate"):
         record.update(evaluate(algorithm, data.splits, runtime.eval_batch_size, runtime.autocast))
-    if runtime.cuda:
-        record["mem_gb"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30
+    # DomainBed writes torch.cuda.max_memory_allocated() / 1024**3 always: 0.0 on a CPU
+    record["mem_gb"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30 if runtime.cuda else 0.0
     record["elapsed"] = time.time() - t_start
     record.update(static)
     if heartbeat is not None:

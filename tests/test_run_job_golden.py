@@ -64,6 +64,7 @@ def _observed(tmp_path: Path) -> dict:
             rec = json.loads(line)
             for k in VOLATILE:
                 rec.pop(k, None)
+            rec["args"].pop("output_dir", None)  # the job folder: a tmp path
             lines.append(json.dumps(rec))  # key order kept: the file's own order is part of its bytes
         got[name] = {"job_id": job.job_id, "spec": (d / "spec.json").read_text(), "records": lines,
                      "model_sha256": _state_sha256(d / "model.pt") if job.save_model else None}
