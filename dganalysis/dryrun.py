@@ -44,7 +44,8 @@ from dganalysis.runner import injected_params, list_notebooks, load_all_params, 
 log = logging.getLogger(__name__)
 THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
 #: image side of each built-in dataset when ``image_size`` is not given
-DEFAULT_IMAGE_SIZE = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 28, "ColoredMNIST": 28, "PaHCC": 64}
+DEFAULT_IMAGE_SIZE = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 28, "ColoredMNIST": 28,
+                      "RotatedMNIST_Fixed": 28, "ColoredMNIST_Fixed": 28, "PaHCC": 64}
 ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError)
 
 
@@ -165,7 +166,8 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
         if missing:
             return False, f"Fashion-MNIST IDX files {missing} missing in {root} (apt-get install {DEBIAN_PACKAGE})"
         return True, f"real Fashion-MNIST IDX files in {root}"
-    path_key = {"RotatedMNIST": "mnist_dir", "ColoredMNIST": "mnist_dir", "ImageFolder": "root",
+    path_key = {"RotatedMNIST": "mnist_dir", "ColoredMNIST": "mnist_dir", "RotatedMNIST_Fixed": "mnist_dir",
+                "ColoredMNIST_Fixed": "mnist_dir", "ImageFolder": "root",
                 "CSVImages": "csv_path"}.get(name)
     if path_key:
         path = kwargs.get(path_key)

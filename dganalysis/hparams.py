@@ -185,7 +185,8 @@ def parse_distribution(spec: Any, name: str = "?") -> Sampler:
 #: ``small_images = True`` or a job overrides ``image_regime``.
 SMALL_IMAGE_DATASETS: frozenset[str] = frozenset({"Debug28", "RotatedMNIST", "ColoredMNIST", "RotatedDigits",
                                                   "ColoredDigits", "RotatedFashionMNIST",
-                                                  "ColoredFashionMNIST"})
+                                                  "ColoredFashionMNIST", "RotatedMNIST_Fixed",
+                                                  "ColoredMNIST_Fixed"})
 
 IMAGE_REGIMES = ("auto", "small", "large")
 

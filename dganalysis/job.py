@@ -22,6 +22,16 @@ from typing import Any
 
 #: fields that do not change a job's results and so are not hashed
 UNHASHED_FIELDS = ("save_model",)
+#: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
+OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False}
+#: DomainBed's datasets that DomainBed partitions per run from the run's seed (:mod:`dganalysis.data.domainbed_mnist`);
+#: their jobs hash ``partition`` too (a job of the former fixed partition, now ``*_Fixed``, is not reused)
+PER_RUN_PARTITION_DATASETS = ("RotatedMNIST", "ColoredMNIST")
+
+
+def seed_hash(*args: Any) -> int:
+    """An integer seed from any arguments, exactly as DomainBed's ``misc.seed_hash`` (md5 of ``str(args)``)."""
+    return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
 
 
 def _canonical(obj: Any) -> Any:
@@ -43,6 +53,11 @@ class Job:
     dataset in none of them are unused (neither trained on nor selected on, but still
     evaluated). ``hparams_overrides`` fix hyperparameters outright; ``search_overrides``
     replace search distributions (see :func:`dganalysis.hparams.resolve`).
+
+    ``seed``: DomainBed's ``--seed`` of the run (None, the default: the seed DomainBed's sweep gives it,
+    :meth:`domainbed_seed`; 0 reproduces a bare ``train.py`` call). It partitions DomainBed's per-run datasets
+    (RotatedMNIST, ColoredMNIST) and seeds everything in ``domainbed_exact`` mode. ``domainbed_exact``: train as
+    DomainBed's ``train.py`` does, draw for draw (:mod:`dganalysis.exact`); off by default (slower).
     """
 
     dataset: str
@@ -59,6 +74,8 @@ class Job:
     hparams_overrides: Mapping[str, Any] = field(default_factory=dict)
     search_overrides: Mapping[str, Any] = field(default_factory=dict)
     save_model: bool = False
+    seed: int | None = None
+    domainbed_exact: bool = False
 
     def __post_init__(self) -> None:
         for name in ("train_domains", "test_domains", "val_domains"):
@@ -89,16 +106,33 @@ class Job:
             ("checkpoint_freq", Check("int", low=1)),
             ("holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
             ("save_model", Check("bool")),
+            ("domainbed_exact", Check("bool")),
         ):
             check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "holdout_fraction", float(self.holdout_fraction))
+        if self.seed is not None:
+            Check("int", low=0)(self.seed, "Job.seed")
+            object.__setattr__(self, "seed", int(self.seed))
 
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
-        """The spec as plain JSON types."""
-        return _canonical(asdict(self))
+        """The spec as plain JSON types (:data:`OPTIONAL_FIELDS` only when not at their default)."""
+        d = _canonical(asdict(self))
+        for k, default in OPTIONAL_FIELDS.items():
+            if d.get(k) == default and type(d.get(k)) is type(default):
+                d.pop(k)
+        return d
+
+    def domainbed_seed(self, domain_names: list[str] | tuple[str, ...]) -> int:
+        """DomainBed's ``--seed`` for this run: :attr:`seed` when set, else what DomainBed's sweep passes
+        (``scripts/sweep.py``: ``seed_hash(dataset, algorithm, test_envs, hparams_seed, trial_seed)``, ``test_envs``
+        the list of test-environment indices in the order given; ``domain_names`` is the dataset's domain order)."""
+        if self.seed is not None:
+            return self.seed
+        test_envs = [list(domain_names).index(d) for d in self.test_domains]
+        return seed_hash(self.dataset, self.algorithm, test_envs, self.hparams_seed, self.trial_seed)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Job:
@@ -126,6 +160,8 @@ class Job:
 
     def _spec_hash(self, draw_version: int) -> str:
         spec = {k: v for k, v in self.to_dict().items() if k not in UNHASHED_FIELDS}
+        if self.dataset in PER_RUN_PARTITION_DATASETS:
+            spec["partition"] = "domainbed_run_seed"
         if draw_version != 1:
             spec["draw_version"] = draw_version
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"))

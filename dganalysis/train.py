@@ -31,7 +31,6 @@ different hparam draws also get different initialisations.
 
 from __future__ import annotations
 
-import hashlib
 import io as _pyio
 import json
 import logging
@@ -52,7 +51,7 @@ import torch
 from torch.profiler import record_function
 
 from dganalysis import io, threads
-from dganalysis.job import Job
+from dganalysis.job import Job, seed_hash  # noqa: F401  (seed_hash: re-exported, DomainBed's misc.seed_hash)
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +60,6 @@ JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 
 
 # --------------------------------------------------------------------------- seeding and splits
-def seed_hash(*args: Any) -> int:
-    """An integer seed from any arguments, exactly as DomainBed's ``misc.seed_hash``."""
-    return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
-
-
 def holdout_size(n: int, holdout_fraction: float) -> int:
     """Samples in the ``out`` split of a domain of ``n`` (DomainBed's ``split_dataset``: ``int(n · fraction)``)."""
     return int(n * holdout_fraction)
@@ -315,7 +309,7 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     splits of every domain on the device; an empty ``in`` split of a training domain is an error."""
     from dganalysis.data.pipeline import make_pipeline
 
-    dataset = _cached_dataset(job.dataset, data_dir, job.dataset_kwargs)
+    dataset = _cached_dataset(job.dataset, data_dir, dataset_kwargs(job))
     names = dataset.domain_names
     train_idx = domain_indices(job.train_domains, names, "train")
     test_idx = domain_indices(job.test_domains, names, "test")
@@ -500,6 +494,23 @@ def _cpu_default_precision() -> str:
 
 
 _DATASETS: dict[str, Any] = {}
+
+
+def dataset_kwargs(job: Job) -> dict[str, Any]:
+    """The builder's keywords for ``job``: its ``dataset_kwargs``, plus ``run_seed`` = the job's DomainBed seed
+    (:meth:`dganalysis.job.Job.domainbed_seed`) for a dataset DomainBed partitions per run (builder flagged
+    ``per_run_seed``), which :func:`_cached_dataset` then builds once per distinct seed."""
+    from dganalysis.data.domains import domain_names
+    from dganalysis.data.registry import DATASETS, _import_builtin
+
+    kw = dict(job.dataset_kwargs)
+    _import_builtin()
+    if job.dataset in DATASETS and getattr(DATASETS.get(job.dataset), "per_run_seed", False):
+        if "run_seed" in kw:
+            raise ValueError(f"job {job.job_id}: dataset_kwargs run_seed={kw['run_seed']!r}: the run seed of "
+                             f"{job.dataset} is the job's DomainBed seed; set Job.seed instead")
+        kw["run_seed"] = job.domainbed_seed(domain_names(job.dataset, job.dataset_kwargs, None))
+    return kw
 
 
 def _cached_dataset(name: str, data_dir, kwargs: Mapping[str, Any]):

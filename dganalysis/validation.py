@@ -203,11 +203,13 @@ def _builder_parameters(dataset: str) -> list[str] | None:
     from dganalysis.data.registry import DATASETS
 
     fn = DATASETS.get(dataset)
-    if dataset in ("RotatedDigits", "RotatedMNIST", "ColoredDigits", "ColoredMNIST", "PaHCC"):
-        from dganalysis.data import digits, pahcc
+    if dataset in ("RotatedDigits", "RotatedMNIST_Fixed", "ColoredDigits", "ColoredMNIST_Fixed", "PaHCC",
+                   "RotatedMNIST", "ColoredMNIST"):
+        from dganalysis.data import digits, domainbed_mnist, pahcc
 
-        fn = {"RotatedDigits": digits.rotated_digits, "RotatedMNIST": digits.rotated_digits,
-              "ColoredDigits": digits.colored_digits, "ColoredMNIST": digits.colored_digits,
+        fn = {"RotatedDigits": digits.rotated_digits, "RotatedMNIST_Fixed": digits.rotated_digits,
+              "ColoredDigits": digits.colored_digits, "ColoredMNIST_Fixed": digits.colored_digits,
+              "RotatedMNIST": domainbed_mnist.rotated_mnist, "ColoredMNIST": domainbed_mnist.colored_mnist,
               "PaHCC": pahcc.build_pahcc}[dataset]
     try:
         params = inspect.signature(fn).parameters.values()
@@ -215,7 +217,7 @@ def _builder_parameters(dataset: str) -> list[str] | None:
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
-    return [p.name for p in params if p.name != "data_dir"]
+    return [p.name for p in params if p.name not in ("data_dir", "run_seed")]  # run_seed: set per job
 
 
 def check_dataset_kwargs(dataset: str, kwargs: Mapping[str, Any], where: str) -> None:

@@ -1,7 +1,15 @@
-"""Colored and Rotated digits: DomainBed's Colored MNIST and Rotated MNIST recipes.
+"""Colored and Rotated digits: DomainBed's Colored MNIST and Rotated MNIST recipes on a fixed partition.
 
 The real, offline default uses scikit-learn's 8×8 handwritten digits (1,797 real images,
-UCI optdigits); the same recipes run on MNIST when the user has its raw IDX files.
+UCI optdigits); the same recipes run on MNIST when the user has its raw IDX files, as ``RotatedMNIST_Fixed`` /
+``ColoredMNIST_Fixed``.
+
+Partition rule (ours, fixed): one ``numpy.random.RandomState(seed)`` permutation (``seed`` = 0 unless given) cut into
+consecutive blocks, the same for every run, so trial-to-trial variance holds no partition variance. DomainBed instead
+partitions per run (``torch.randperm`` after ``manual_seed(args.seed)``, every k-th image): that rule, under
+DomainBed's names ``RotatedMNIST`` / ``ColoredMNIST``, is :mod:`dganalysis.data.domainbed_mnist` (two unrelated
+partitions share 1/k of each environment: 16.7% for six rotations). ColoredDigits / ColoredMNIST_Fixed label
+``digit >= 5`` as 1 (DomainBed: ``digit < 5``).
 
 - Rotated (Ghifary et al., 2015; DomainBed): the images are shuffled with a fixed seed and
   split into six disjoint parts, rotated by 0°, 15°, …, 75°; 10 classes, 1 channel.
@@ -110,7 +118,7 @@ def rotated_digits(
 ) -> DomainDataset:
     """Rotated digits: one domain per angle (named ``"0"``, ``"15"``, …), disjoint image subsets."""
     x, y, source = _source(mnist_dir, image_size)
-    name = "RotatedMNIST" if mnist_dir else "RotatedDigits"
+    name = "RotatedMNIST_Fixed" if mnist_dir else "RotatedDigits"
     return rotate_recipe(x, y, tuple(angles), seed, name, [str(c) for c in range(10)], {"source": source})
 
 
@@ -120,33 +128,35 @@ def colored_digits(
 ) -> DomainDataset:
     """Colored digits: environments named by DomainBed's labels ("+90%", "+80%", "-90%")."""
     x, digit, source = _source(mnist_dir, image_size)
-    dname = "ColoredMNIST" if mnist_dir else "ColoredDigits"
+    dname = "ColoredMNIST_Fixed" if mnist_dir else "ColoredDigits"
     return color_recipe(x, digit, dict(flips or COLOR_FLIP), label_noise, seed, dname, {"source": source})
 
 
 @register_dataset("RotatedDigits")
 def _rotated_digits(**kw) -> DomainDataset:
     if kw.get("mnist_dir"):
-        raise ValueError("RotatedDigits uses scikit-learn's digits; use dataset 'RotatedMNIST' with mnist_dir")
+        raise ValueError("RotatedDigits uses scikit-learn's digits; use dataset 'RotatedMNIST' or 'RotatedMNIST_Fixed' with mnist_dir")
     return rotated_digits(**kw)
 
 
 @register_dataset("ColoredDigits")
 def _colored_digits(**kw) -> DomainDataset:
     if kw.get("mnist_dir"):
-        raise ValueError("ColoredDigits uses scikit-learn's digits; use dataset 'ColoredMNIST' with mnist_dir")
+        raise ValueError("ColoredDigits uses scikit-learn's digits; use dataset 'ColoredMNIST' or 'ColoredMNIST_Fixed' with mnist_dir")
     return colored_digits(**kw)
 
 
-@register_dataset("RotatedMNIST")
+@register_dataset("RotatedMNIST_Fixed")
 def _rotated_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
+    """MNIST under our fixed partition (module doc); DomainBed's per-run partition is ``RotatedMNIST``."""
     if not mnist_dir:
-        raise ValueError("RotatedMNIST needs mnist_dir= a folder with MNIST's raw IDX files")
+        raise ValueError("RotatedMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files")
     return rotated_digits(mnist_dir=mnist_dir, **kw)
 
 
-@register_dataset("ColoredMNIST")
+@register_dataset("ColoredMNIST_Fixed")
 def _colored_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
+    """MNIST under our fixed partition and label rule (module doc); DomainBed's is ``ColoredMNIST``."""
     if not mnist_dir:
-        raise ValueError("ColoredMNIST needs mnist_dir= a folder with MNIST's raw IDX files")
+        raise ValueError("ColoredMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files")
     return colored_digits(mnist_dir=mnist_dir, **kw)

@@ -20,9 +20,9 @@ def domain_names(dataset: str, dataset_kwargs: Mapping[str, Any] | None = None,
     from dganalysis.data.pahcc import DOMAINS
 
     kw = dict(dataset_kwargs or {})
-    if dataset in ("RotatedDigits", "RotatedMNIST"):
+    if dataset in ("RotatedDigits", "RotatedMNIST", "RotatedMNIST_Fixed"):
         return [str(a) for a in kw.get("angles", ROTATIONS)]
-    if dataset in ("ColoredDigits", "ColoredMNIST"):
+    if dataset in ("ColoredDigits", "ColoredMNIST", "ColoredMNIST_Fixed"):
         return [str(k) for k in (kw.get("flips") or COLOR_FLIP)]
     if dataset == "PaHCC":
         return list(DOMAINS)

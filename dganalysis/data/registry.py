@@ -40,7 +40,7 @@ def _import_builtin() -> None:
     # importing the modules runs their @register_dataset decorators
     import importlib
 
-    for mod in ("dganalysis.data.digits", "dganalysis.data.fashion", "dganalysis.data.folder", "dganalysis.data.benchmarks",
+    for mod in ("dganalysis.data.digits", "dganalysis.data.domainbed_mnist", "dganalysis.data.fashion", "dganalysis.data.folder", "dganalysis.data.benchmarks",
                 "dganalysis.data.wilds_data", "dganalysis.data.celeba",
                 "dganalysis.data.pahcc", "dganalysis.data.spawrious", "dganalysis.data.debug"):
         try:
