@@ -264,6 +264,11 @@ def run_job(
     job = job if isinstance(job, Job) else Job.from_dict(job)
     job_dir = start_job_dir(job, job_dir)
     t_start = time.time()
+    if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
+        from dganalysis.exact import run_exact
+
+        run_exact(job, job_dir, data_dir, resolve_device(device), t_start, heartbeat)
+        return job_dir
     runtime = make_runtime(device, precision, eval_batch_size)
     data = build_data(job, data_dir, runtime)
     algorithm = build_algorithm(job, data, runtime, compile)

@@ -1,0 +1,250 @@
+"""``domainbed_exact`` training: one job run as DomainBed's ``scripts/train.py`` runs it, draw for draw.
+
+Gulrajani & Lopez-Paz (2021) train with ``train.py``; for the same arguments this mode makes the same random draws in
+the same order, so that on a CPU in fp32 a deterministic algorithm's (ERM's) records equal DomainBed's to float
+tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
+
+1. ``random.seed``, ``np.random.seed``, ``torch.manual_seed`` with the run's DomainBed seed
+   (:meth:`dganalysis.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
+2. The dataset's own draws (DomainBed builds RotatedMNIST/ColoredMNIST after seeding:
+   :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats them on the global generator).
+3. The in/out splits (``split_dataset``, numpy's ``RandomState(seed_hash(trial_seed, i))``; a test environment's
+   ``in`` split is shuffled once more by the same seed, DomainBed's empty ``uda`` split).
+4. One ``InfiniteDataLoader`` per training environment, in environment order, then one ``FastDataLoader`` (batch 64)
+   per ``in`` split and per ``out`` split: :class:`Loader` models each without data: the iterator's base seed
+   drawn from the global generator when it is created; the sampler (``RandomSampler``, ``replacement=True`` for
+   training, a permutation for evaluation) draws a fresh seed from the global generator at the start of every pass
+   over its split, then its indices from its own generator (32 at a time with replacement, as torch does);
+   ``BatchSampler`` drops a training pass's last partial batch. With ``num_workers`` workers (DomainBed's
+   ``N_WORKERS``, 8) torch's iterator requests ``2 * num_workers`` batches ahead (at creation and one per batch
+   taken), so pass seeds are drawn that much earlier; with 0 workers, when the batch is taken.
+5. The algorithm, built after all that (its initial weights come from the global generator at that point).
+6. Each step: one batch per training loader (zip order), images as DomainBed's tensors (uint8 ``.div(255)``, fp32,
+   contiguous), ``update``; a checkpoint when ``step % checkpoint_freq == 0`` or at the last step: ``env{i}_in``
+   for every i, then ``env{i}_out``, each over its loader's next pass in batches of 64 (``misc.accuracy``),
+   ``epoch = step / min over all in splits of (len / batch_size)``, ``mem_gb``.
+
+Departures kept: no DataLoader, no worker processes (the draws are modelled, not made by torch's machinery); the
+runtime is fixed to fp32 without channels_last or autocast, on the job's device (records equal DomainBed's only on
+a CPU: CUDA kernels are not bitwise deterministic). Refused here (ValueError): a dataset whose input pipeline is not
+plain ``/255`` (DomainBed's image benchmarks augment with torchvision's transforms, which this mode does not
+replay), ``class_balanced`` or ``augment`` hparams, validation or unused domains (DomainBed trains on every
+non-test environment).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dganalysis import io
+from dganalysis.job import Job, seed_hash
+
+log = logging.getLogger(__name__)
+
+#: torch's ``DataLoader`` default ``prefetch_factor`` (batches requested ahead per worker)
+PREFETCH_FACTOR = 2
+#: DomainBed's ``MultipleDomainDataset.N_WORKERS`` (its MNIST datasets keep it)
+DOMAINBED_WORKERS = 8
+EVAL_BATCH_SIZE = 64
+
+
+def _global_seed() -> int:
+    """One 64-bit draw from torch's global generator, as ``RandomSampler`` and ``DataLoader`` iterators make it."""
+    return int(torch.empty((), dtype=torch.int64).random_().item())
+
+
+class PassStream:
+    """The index batches of ``BatchSampler(RandomSampler(range(n), replacement), batch_size, drop_last)`` repeated
+    forever (DomainBed's ``_InfiniteSampler``), each pass's sampler seeded from the global generator when the pass's
+    first batch is requested."""
+
+    def __init__(self, n: int, batch_size: int, replacement: bool, drop_last: bool) -> None:
+        if n < 1 or (drop_last and n < batch_size):
+            raise ValueError(f"a split of {n} examples has no full batch of {batch_size} (DomainBed's loader would "
+                             "never yield one)")
+        self.n, self.batch_size, self.replacement, self.drop_last = n, batch_size, replacement, drop_last
+        self._batches: collections.deque[torch.Tensor] = collections.deque()
+
+    def _new_pass(self) -> None:
+        g = torch.Generator()
+        g.manual_seed(_global_seed())
+        n = self.n
+        if self.replacement:
+            parts = [torch.randint(high=n, size=(32,), dtype=torch.int64, generator=g) for _ in range(n // 32)]
+            parts.append(torch.randint(high=n, size=(n % 32,), dtype=torch.int64, generator=g))
+            idx = torch.cat(parts)
+        else:
+            idx = torch.randperm(n, generator=g)
+        full = n // self.batch_size * self.batch_size
+        if full:
+            self._batches.extend(idx[:full].split(self.batch_size))
+        if not self.drop_last and full < n:
+            self._batches.append(idx[full:])
+
+    def next_batch(self) -> torch.Tensor:
+        if not self._batches:
+            self._new_pass()
+        return self._batches.popleft()
+
+
+class Loader:
+    """A DataLoader over a :class:`PassStream` as seen by the global generator: the base-seed draw at creation, and
+    ``lookahead`` batches requested ahead (``prefetch_factor * num_workers``; 0 without workers)."""
+
+    def __init__(self, stream: PassStream, lookahead: int) -> None:
+        self.stream, self.lookahead = stream, lookahead
+        _global_seed()  # _BaseDataLoaderIter's _base_seed
+        self._ahead = collections.deque(stream.next_batch() for _ in range(lookahead))
+
+    def next(self) -> torch.Tensor:
+        if not self.lookahead:
+            return self.stream.next_batch()
+        batch = self._ahead.popleft()
+        self._ahead.append(self.stream.next_batch())  # _process_data puts the next index before returning
+        return batch
+
+    def n_batches(self) -> int:
+        """Batches in one pass (``len`` of the ``FastDataLoader``)."""
+        return math.ceil(self.stream.n / self.stream.batch_size)
+
+
+def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, test: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(in, out)`` indices of environment ``env`` as DomainBed's ``train.py`` orders them (``split_dataset``; a
+    test environment's ``in`` split reshuffled by the empty ``uda`` split)."""
+    keys = list(range(n))
+    np.random.RandomState(seed_hash(trial_seed, env)).shuffle(keys)
+    n_out = int(n * holdout_fraction)
+    out_idx, in_idx = keys[:n_out], keys[n_out:]
+    if test:
+        sub = list(range(len(in_idx)))
+        np.random.RandomState(seed_hash(trial_seed, env)).shuffle(sub)
+        in_idx = [in_idx[k] for k in sub]
+    return np.asarray(in_idx, dtype=np.int64), np.asarray(out_idx, dtype=np.int64)
+
+
+def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict) -> list[int]:
+    """The test-environment indices of ``job``, after refusing what this mode cannot run as DomainBed does."""
+    if job.val_domains or len(job.train_domains) + len(job.test_domains) != len(names):
+        raise ValueError(f"job {job.job_id}: domainbed_exact trains on every non-test domain as DomainBed does; got "
+                         f"train={list(job.train_domains)}, test={list(job.test_domains)}, "
+                         f"val={list(job.val_domains)} of {names}")
+    for key in ("class_balanced", "augment"):
+        if hparams.get(key):
+            raise ValueError(f"job {job.job_id}: domainbed_exact does not replay hparam {key}=True (expected False)")
+    if info.get("pipeline") == "domainbed":
+        raise ValueError(f"job {job.job_id}: dataset {job.dataset!r} goes through DomainBed's image transforms, which "
+                         "domainbed_exact does not replay; it runs DomainBed's RotatedMNIST/ColoredMNIST and "
+                         "other datasets of uint8 arrays read as x/255")
+    return [names.index(d) for d in job.test_domains]
+
+
+def run_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: torch.device, t_start: float,
+              heartbeat: Callable[[], None] | None = None, num_workers: int | None = None) -> None:
+    """Train ``job`` as DomainBed's ``train.py`` (module doc) and append its records to ``job_dir/results.jsonl``.
+    ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass seeds are drawn."""
+    from dganalysis.algorithms import create
+    from dganalysis.data.domainbed_mnist import replay_draws
+    from dganalysis.train import (
+        JobData,
+        Runtime,
+        _cached_dataset,
+        _device_name,
+        dataset_kwargs,
+        finish_job,
+        job_hparams,
+        record_fields,
+    )
+
+    workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
+    hparams = job_hparams(job)
+    dataset = _cached_dataset(job.dataset, data_dir, dataset_kwargs(job))
+    names = list(dataset.domain_names)
+    test_envs = check_exact(job, names, hparams, dict(getattr(dataset, "info", {}) or {}))
+    seed = job.domainbed_seed(names)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    replay_draws(dict(getattr(dataset, "info", {}) or {}))
+
+    splits = []
+    for i, dom in enumerate(dataset.domains):
+        in_idx, out_idx = exact_splits(len(dom), job.holdout_fraction, job.trial_seed, i, i in test_envs)
+        x = torch.from_numpy(np.ascontiguousarray(dom.images))
+        y = torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))
+        splits.append([(x[idx].to(device).float().div(255), y[idx].to(device)) for idx in (in_idx, out_idx)])
+    bs = int(hparams["batch_size"])
+    ahead = PREFETCH_FACTOR * workers
+    train_envs = [i for i in range(len(names)) if i not in test_envs]
+    train_loaders = [(i, Loader(PassStream(len(splits[i][0][1]), bs, True, True), ahead)) for i in train_envs]
+    evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits[i][k]) for k in (0, 1) for i in range(len(names))]
+    eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
+                    for name, xy in evals]
+
+    algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
+    algorithm.to(device)
+    algorithm.train()
+
+    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE)
+
+    class _Mode:
+        mode = "domainbed_exact"
+
+    data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, _Mode(), [])
+    static = record_fields(job, data, runtime, job_dir, data_dir)
+    static["device"] = _device_name(device)
+    steps_per_epoch = min(len(s[0][1]) / bs for s in splits)
+    window: dict[str, list[float]] = collections.defaultdict(list)
+    results_path = job_dir / "results.jsonl"
+    for step in range(job.steps):
+        t0 = time.time()
+        minibatches = []
+        for i, loader in train_loaders:
+            idx = loader.next()
+            minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
+        out = algorithm.update(minibatches, step)
+        window["step_time"].append(time.time() - t0)
+        for k, v in out.items():
+            v = float(v)
+            if not math.isfinite(v):
+                raise FloatingPointError(f"job {job.job_id}: {k} = {v} at step {step} (non-finite)")
+            window[k].append(v)
+        if step % job.checkpoint_freq == 0 or step == job.steps - 1:
+            record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
+            record.update({k: float(np.mean(v)) for k, v in window.items()})
+            for name, (x, y), loader in eval_loaders:
+                record[name + "_acc"] = _accuracy(algorithm, x, y, loader)
+            record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else 0.0
+            record["elapsed"] = time.time() - t_start
+            record.update(static)
+            if heartbeat is not None:
+                heartbeat()
+            io.append_jsonl(results_path, record)
+            window.clear()
+    finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
+
+
+def _accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> float:
+    """DomainBed's ``misc.accuracy`` over one pass of ``loader`` (eval mode inside, train mode after)."""
+    correct, total = 0.0, 0.0
+    algorithm.eval()
+    with torch.no_grad():
+        for _ in range(loader.n_batches()):
+            idx = loader.next()
+            p = algorithm.predict(x[idx])
+            if p.size(1) == 1:
+                correct += p.gt(0).eq(y[idx]).float().sum().item()
+            else:
+                correct += p.argmax(1).eq(y[idx]).float().sum().item()
+            total += len(idx)
+    algorithm.train()
+    return correct / total
