@@ -37,16 +37,11 @@ from __future__ import annotations
 import collections
 import logging
 import math
-import random
-import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from dganalysis import io
 from dganalysis.job import Job, seed_hash
 
 log = logging.getLogger(__name__)
@@ -148,92 +143,7 @@ def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict)
     return [names.index(d) for d in job.test_domains]
 
 
-def run_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: torch.device, t_start: float,
-              heartbeat: Callable[[], None] | None = None, num_workers: int | None = None) -> None:
-    """Train ``job`` as DomainBed's ``train.py`` (module doc) and append its records to ``job_dir/results.jsonl``.
-    ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass seeds are drawn."""
-    from dganalysis.algorithms import create
-    from dganalysis.data.domainbed_mnist import replay_draws
-    from dganalysis.train import (
-        JobData,
-        Runtime,
-        _cached_dataset,
-        _device_name,
-        dataset_kwargs,
-        finish_job,
-        job_hparams,
-        record_fields,
-    )
-
-    workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
-    hparams = job_hparams(job)
-    dataset = _cached_dataset(job.dataset, data_dir, dataset_kwargs(job))
-    names = list(dataset.domain_names)
-    test_envs = check_exact(job, names, hparams, dict(getattr(dataset, "info", {}) or {}))
-    seed = job.domainbed_seed(names)
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    replay_draws(dict(getattr(dataset, "info", {}) or {}))
-
-    splits = []
-    for i, dom in enumerate(dataset.domains):
-        in_idx, out_idx = exact_splits(len(dom), job.holdout_fraction, job.trial_seed, i, i in test_envs)
-        x = torch.from_numpy(np.ascontiguousarray(dom.images))
-        y = torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))
-        splits.append([(x[idx].to(device).float().div(255), y[idx].to(device)) for idx in (in_idx, out_idx)])
-    bs = int(hparams["batch_size"])
-    ahead = PREFETCH_FACTOR * workers
-    train_envs = [i for i in range(len(names)) if i not in test_envs]
-    train_loaders = [(i, Loader(PassStream(len(splits[i][0][1]), bs, True, True), ahead)) for i in train_envs]
-    evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits[i][k]) for k in (0, 1) for i in range(len(names))]
-    eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
-                    for name, xy in evals]
-
-    algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
-    algorithm.to(device)
-    algorithm.train()
-
-    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE)
-
-    class _Mode:
-        mode = "domainbed_exact"
-
-    data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, _Mode(), [])
-    static = record_fields(job, data, runtime, job_dir, data_dir)
-    static["device"] = _device_name(device)
-    steps_per_epoch = min(len(s[0][1]) / bs for s in splits)
-    window: dict[str, list[float]] = collections.defaultdict(list)
-    results_path = job_dir / "results.jsonl"
-    for step in range(job.steps):
-        t0 = time.time()
-        minibatches = []
-        for i, loader in train_loaders:
-            idx = loader.next()
-            minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
-        out = algorithm.update(minibatches, step)
-        window["step_time"].append(time.time() - t0)
-        for k, v in out.items():
-            v = float(v)
-            if not math.isfinite(v):
-                raise FloatingPointError(f"job {job.job_id}: {k} = {v} at step {step} (non-finite)")
-            window[k].append(v)
-        if step % job.checkpoint_freq == 0 or step == job.steps - 1:
-            record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
-            record.update({k: float(np.mean(v)) for k, v in window.items()})
-            for name, (x, y), loader in eval_loaders:
-                record[name + "_acc"] = _accuracy(algorithm, x, y, loader)
-            record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else 0.0
-            record["elapsed"] = time.time() - t_start
-            record.update(static)
-            if heartbeat is not None:
-                heartbeat()
-            io.append_jsonl(results_path, record)
-            window.clear()
-    finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
-
-
-def _accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> float:
+def accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> float:
     """DomainBed's ``misc.accuracy`` over one pass of ``loader`` (eval mode inside, train mode after)."""
     correct, total = 0.0, 0.0
     algorithm.eval()

@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import os
+import random
 import shutil
 import socket
 import time
@@ -265,9 +266,7 @@ def run_job(
     job_dir = start_job_dir(job, job_dir)
     t_start = time.time()
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
-        from dganalysis.exact import run_exact
-
-        run_exact(job, job_dir, data_dir, resolve_device(device), t_start, heartbeat)
+        run_job_exact(job, job_dir, data_dir, resolve_device(device), t_start, heartbeat)
         return job_dir
     runtime = make_runtime(device, precision, eval_batch_size)
     data = build_data(job, data_dir, runtime)
@@ -277,6 +276,91 @@ def run_job(
     train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
     finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
     return job_dir
+
+
+def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: torch.device, t_start: float,
+              heartbeat: Callable[[], None] | None = None, num_workers: int | None = None) -> None:
+    """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.exact`) and append its records to ``job_dir/results.jsonl``.
+    ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass seeds are drawn."""
+    from dganalysis.algorithms import create
+    from dganalysis.data.domainbed_mnist import replay_draws
+    from dganalysis.exact import (
+        DOMAINBED_WORKERS,
+        EVAL_BATCH_SIZE,
+        PREFETCH_FACTOR,
+        Loader,
+        PassStream,
+        accuracy,
+        check_exact,
+        exact_splits,
+    )
+
+    workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
+    hparams = job_hparams(job)
+    dataset = _cached_dataset(job.dataset, data_dir, dataset_kwargs(job))
+    names = list(dataset.domain_names)
+    test_envs = check_exact(job, names, hparams, dict(getattr(dataset, "info", {}) or {}))
+    seed = job.domainbed_seed(names)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    replay_draws(dict(getattr(dataset, "info", {}) or {}))
+
+    splits = []
+    for i, dom in enumerate(dataset.domains):
+        in_idx, out_idx = exact_splits(len(dom), job.holdout_fraction, job.trial_seed, i, i in test_envs)
+        x = torch.from_numpy(np.ascontiguousarray(dom.images))
+        y = torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))
+        splits.append([(x[idx].to(device).float().div(255), y[idx].to(device)) for idx in (in_idx, out_idx)])
+    bs = int(hparams["batch_size"])
+    ahead = PREFETCH_FACTOR * workers
+    train_envs = [i for i in range(len(names)) if i not in test_envs]
+    train_loaders = [(i, Loader(PassStream(len(splits[i][0][1]), bs, True, True), ahead)) for i in train_envs]
+    evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits[i][k]) for k in (0, 1) for i in range(len(names))]
+    eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
+                    for name, xy in evals]
+
+    algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
+    algorithm.to(device)
+    algorithm.train()
+
+    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE)
+
+    class _Mode:
+        mode = "domainbed_exact"
+
+    data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, _Mode(), [])
+    static = record_fields(job, data, runtime, job_dir, data_dir)
+    static["device"] = _device_name(device)
+    steps_per_epoch = min(len(s[0][1]) / bs for s in splits)
+    window: dict[str, list[float]] = defaultdict(list)
+    results_path = job_dir / "results.jsonl"
+    for step in range(job.steps):
+        t0 = time.time()
+        minibatches = []
+        for i, loader in train_loaders:
+            idx = loader.next()
+            minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
+        out = algorithm.update(minibatches, step)
+        window["step_time"].append(time.time() - t0)
+        for k, v in out.items():
+            v = float(v)
+            if not math.isfinite(v):
+                raise FloatingPointError(f"job {job.job_id}: {k} = {v} at step {step} (non-finite)")
+            window[k].append(v)
+        if step % job.checkpoint_freq == 0 or step == job.steps - 1:
+            record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
+            record.update({k: float(np.mean(v)) for k, v in window.items()})
+            for name, (x, y), loader in eval_loaders:
+                record[name + "_acc"] = accuracy(algorithm, x, y, loader)
+            record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else 0.0
+            record["elapsed"] = time.time() - t_start
+            record.update(static)
+            if heartbeat is not None:
+                heartbeat()
+            io.append_jsonl(results_path, record)
+            window.clear()
+    finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
 
 
 def start_job_dir(job: Job, job_dir: str | Path) -> Path:

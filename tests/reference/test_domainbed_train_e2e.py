@@ -33,9 +33,8 @@ import pytest
 import torch
 
 from dganalysis.data.domainbed_mnist import colored_mnist, replay_draws, rotated_mnist
-from dganalysis.exact import run_exact
 from dganalysis.job import Job, seed_hash
-from dganalysis.train import run_job, start_job_dir
+from dganalysis.train import run_job, run_job_exact, start_job_dir
 
 from .conftest import import_with_stubs
 
@@ -151,7 +150,7 @@ def test_exact_mode_records_equal_domainbeds(request, domainbed, data_root, tmp_
     else:
         theirs = request.getfixturevalue("theirs_workers0")
         d = start_job_dir(job, tmp_path / "ours")
-        run_exact(job, d, None, torch.device("cpu"), 0.0, num_workers=workers)
+        run_job_exact(job, d, None, torch.device("cpu"), 0.0, num_workers=workers)
     ours = [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
     assert [r["step"] for r in ours] == [r["step"] for r in theirs] == [0, 5, 10, 11]
     for t, o in zip(theirs, ours):
