@@ -359,6 +359,9 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
     rows, has_store = [], store.is_dir()
     for nb in notebooks:
         for sweep, jobs in (nb.plan.sweeps.items() if nb.plan else ()):
+            if nb.plan.search_protocol == "yu2024":  # the search (trial 0) and, standing in for each config's
+                # rerun on trial t (ids known after the search), its default-draw job of trial t: same data and steps
+                jobs = [j for j in jobs if j.trial_seed == 0 or j.hparams_seed == 0]
             for j in jobs:
                 rows.append({"notebook": nb.name, "sweep": sweep, "job_id": j.job_id, "dataset": j.dataset,
                              "algorithm": j.algorithm, "train": ",".join(j.train_domains),

@@ -39,6 +39,9 @@ class Plan:
     files: dict[str, str] = field(default_factory=dict)
     other: list[str] = field(default_factory=list)
     produced: list[str] = field(default_factory=list)
+    #: how the sweeps search hparams (:mod:`dganalysis.sweep.search_protocol`): ``"domainbed"`` runs every job listed;
+    #: ``"yu2024"`` the trial-0 jobs, then one rerun of the selected draw per config and other trial
+    search_protocol: str = "domainbed"
 
     @property
     def jobs(self) -> list[Job]:
@@ -290,7 +293,7 @@ def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[
                       n_hparams: int, n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
                       data_dir: str | None = None, dataset_overrides: dict | None = None,
                       dataset_steps: dict | None = None, search_overrides: dict | None = None,
-                      leaderboards: dict | None = None) -> Plan:
+                      leaderboards: dict | None = None, search_protocol: str = "domainbed") -> Plan:
     """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
     ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
@@ -300,8 +303,13 @@ def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[
     each with its own datasets, overrides and steps (:func:`leaderboard_boards`); the sweeps are then keyed
     ``"<board> / LODO"`` and ``"<board> / LOGO"``
     (:func:`dganalysis.protocols.leaderboard.board_label`). Without it there is one board and the sweeps are
-    ``"LODO"`` and ``"LOGO"``."""
+    ``"LODO"`` and ``"LOGO"``. ``search_protocol``: ``"domainbed"`` (every draw in every trial) or ``"yu2024"`` (Yu
+    et al.'s search on trial 0, then the selected draw rerun on the other trials,
+    :mod:`dganalysis.sweep.search_protocol`); the sweeps list the full grid either way, ``other`` says the counts."""
     from dganalysis.protocols.leaderboard import board_label
+    from dganalysis.sweep.search_protocol import check_protocol, protocol_job_counts
+
+    check_protocol(search_protocol)
 
     specs = leaderboard_boards(leaderboards, datasets=datasets, hparams_overrides=hparams_overrides,
                                search_overrides=search_overrides, dataset_overrides=dataset_overrides, steps=steps,
@@ -322,7 +330,16 @@ def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[
                         name, kwargs, algorithms, splits, n_hparams=n_hparams, n_trials=n_trials,
                         steps=int(spec["dataset_steps"].get(name, spec["steps"])), checkpoint_freq=checkpoint_freq,
                         hparams_overrides=over, search_overrides=spec["search_overrides"] or None, domains=doms)
-    return Plan(sweeps, [(name, kwargs) for name, kwargs in datasets.items()])
+    other = []
+    if search_protocol == "yu2024":
+        for label, jobs in sweeps.items():
+            c = protocol_job_counts(jobs)
+            if jobs:
+                other.append(f"search protocol yu2024 (Yu et al. 2024), sweep {label}: {c['yu2024']:,} jobs = "
+                             f"{c['search']:,} searched on trial 0 + {c['reruns']:,} reruns of the selected draws "
+                             f"(their ids are known after the search), instead of DomainBed's {c['domainbed']:,}")
+    return Plan(sweeps, [(name, kwargs) for name, kwargs in datasets.items()], other=other,
+                search_protocol=search_protocol)
 
 
 @PLANS.register("06_shift_estimation")

@@ -69,6 +69,9 @@ search_overrides = {}  # hparam -> search distribution, e.g. {"MMD": {"mmd_gamma
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
 # see dganalysis.plans.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
+# "domainbed": every hparam draw in every trial; "yu2024": Yu et al.'s protocol (their DomainBed-v2 code), the draws
+# on trial 0 only, then the draw selected by `selection_method` rerun with its hparams fixed on the other trials
+search_protocol = "domainbed"
 
 # %%
 import logging
@@ -81,9 +84,8 @@ from dganalysis.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import friedman as fr, leaderboard as lb
 from dganalysis.results import load
-from dganalysis.selection import select
 from dganalysis.plans import leaderboards_plan
-from dganalysis.sweep import run_sweep
+from dganalysis.sweep.search_protocol import protocol_selected, run_search_protocol
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 
@@ -96,15 +98,15 @@ protocol_jobs = leaderboards_plan(datasets=datasets, logo_groups=logo_groups, al
                                   n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
                                   hparams_overrides=hparams_overrides, data_dir=data_dir,
                                   dataset_overrides=dataset_overrides, dataset_steps=dataset_steps,
-                                  search_overrides=search_overrides, leaderboards=leaderboards).sweeps
-all_jobs = [j for js in protocol_jobs.values() for j in js]
-status = run_sweep(all_jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
-status["status"].value_counts()
+                                  search_overrides=search_overrides, leaderboards=leaderboards,
+                                  search_protocol=search_protocol).sweeps
+ran = {proto: run_search_protocol(js, store_dir, search_protocol, selection_method, data_dir=data_dir,
+                                  n_workers=n_workers) for proto, js in protocol_jobs.items() if js}
+{proto: len(js) for proto, js in ran.items()}
 
 # %%
 df = load(store_dir)
-sel = {proto: select(df[df["job_id"].isin({j.job_id for j in js})], selection_method)
-       for proto, js in protocol_jobs.items() if js}
+sel = {proto: protocol_selected(df, js, search_protocol, selection_method) for proto, js in ran.items()}
 long = pd.concat([lb.from_selected(s, proto) for proto, s in sel.items()], ignore_index=True)
 save_table(long, "05_leaderboards_long", output_dir)
 for name in long["leaderboard"].unique():

@@ -69,3 +69,19 @@ def test_compare_protocols_on_a_full_grid(tmp_path):
     assert row["yu_acc"] == pytest.approx(select(same_seed, "training_domain")["acc"].mean())
     assert row["delta"] == pytest.approx(row["yu_acc"] - row["domainbed_acc"])
     assert row["same_hparams"] == (h == 0 or len(set(same_seed["hparams"].map(json.loads).map(json.dumps))) == 1)
+
+
+def test_leaderboards_plan_states_both_counts():
+    from dganalysis.plans import leaderboards_plan
+
+    kw = dict(datasets={"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40]}}, logo_groups={},
+              algorithms=["ERM"], n_hparams=4, n_trials=3, steps=5, checkpoint_freq=5,
+              hparams_overrides={"featurizer": "smallcnn"})
+    plan = leaderboards_plan(**kw, search_protocol="yu2024")
+    assert plan.search_protocol == "yu2024" and len(plan.sweeps["LODO"]) == 36
+    assert plan.other == ["search protocol yu2024 (Yu et al. 2024), sweep LODO: 18 jobs = 12 searched on trial 0 + "
+                          "6 reruns of the selected draws (their ids are known after the search), instead of "
+                          "DomainBed's 36"]
+    assert leaderboards_plan(**kw).other == []
+    with pytest.raises(ValueError, match="search_protocol"):
+        leaderboards_plan(**kw, search_protocol="Yu")
