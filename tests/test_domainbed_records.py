@@ -76,3 +76,16 @@ def test_loader_model_matches_torchs_dataloader():
         ours = [loader.next() for _ in range(13)]
         assert all(torch.equal(a, b) for a, b in zip(theirs, ours))
         assert torch.equal(torch.rand(2), after)
+
+
+def test_sweep_yaml_turns_the_exact_mode_on(tmp_path):
+    from dganalysis.sweep import load_sweep_yaml
+
+    p = tmp_path / "s.yaml"
+    p.write_text("dataset: RotatedDigits\nalgorithms: [ERM]\nsplits: leave_one_out\nsteps: 5\ncheckpoint_freq: 5\n"
+                 "domainbed_exact: true\n")
+    jobs = load_sweep_yaml(p)
+    assert jobs and all(j.domainbed_exact for j in jobs)
+    p.write_text(p.read_text().replace("domainbed_exact: true", "domainbed_exact: 2"))
+    with pytest.raises(Exception, match="domainbed_exact"):
+        load_sweep_yaml(p)

@@ -43,6 +43,7 @@ SWEEP_KEYS = (
     "search_overrides",
     "save_model",
     "holdout_fraction",
+    "domainbed_exact",
 )
 
 
@@ -157,6 +158,7 @@ def make_jobs(
     holdout_fraction: float = 0.2,
     domains: Sequence[str] | None = None,
     data_dir: str | Path | None = None,
+    domainbed_exact: bool = False,
 ) -> list[Job]:
     """The full job grid, in a stable order (algorithm, split, hparams seed, trial), checked before any work.
 
@@ -164,7 +166,8 @@ def make_jobs(
     built (from ``data_dir``), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
     every split against the domain names, and every job's concrete hyperparameters (defaults, draws and
     overrides) against their declarations (:mod:`dganalysis.validation`); the first problem raises a
-    :class:`~dganalysis.validation.ConfigError` naming the key.
+    :class:`~dganalysis.validation.ConfigError` naming the key. ``domainbed_exact``: train every job as DomainBed's
+    ``train.py`` does (:mod:`dganalysis.exact`).
     """
     from dganalysis.algorithms import get_algorithm
     from dganalysis.validation import Check, ConfigError, check_dataset_kwargs
@@ -185,6 +188,7 @@ def make_jobs(
         ("checkpoint_freq", checkpoint_freq, Check("int", low=1)),
         ("save_model", save_model, Check("bool")),
         ("holdout_fraction", holdout_fraction, Check("float", low=0.0, high=1.0, high_open=True)),
+        ("domainbed_exact", domainbed_exact, Check("bool")),
     ):
         check(value, key)
     for key, value in (("hparams_overrides", hparams_overrides), ("search_overrides", search_overrides)):
@@ -219,6 +223,7 @@ def make_jobs(
                         trial_seed=trial, steps=steps, checkpoint_freq=checkpoint_freq,
                         holdout_fraction=holdout_fraction, dataset_kwargs=dataset_kwargs,
                         hparams_overrides=hp_over, search_overrides=search_over, save_model=save_model,
+                        domainbed_exact=domainbed_exact,
                     ))
     checked: set[tuple[str, int]] = set()
     for job in jobs:  # hyperparameters depend on (algorithm, hparams_seed, overrides) only
@@ -314,6 +319,7 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
             save_model=cfg.get("save_model", False),
             holdout_fraction=cfg.get("holdout_fraction", 0.2),
             data_dir=data_dir,
+            domainbed_exact=cfg.get("domainbed_exact", False),
         )
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
