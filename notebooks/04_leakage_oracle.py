@@ -72,6 +72,12 @@ fid_reference = None             # folder of pretraining-data images (ImageNet) 
 n_workers = 1
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import LeakageOracleParams
+P = LeakageOracleParams.from_namespace(globals())
+
+# %%
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -82,7 +88,7 @@ from dganalysis.findings import replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
 from dganalysis.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
-from dganalysis.protocols import leakage, leakage_inputs, oracle_k, oracle_k_trials as okt
+from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt, pretraining_sources
 from dganalysis.protocols.leakage_findings import lp_ft_findings, oracle_findings
 from dganalysis.sweep import run_sweep
 plots.setup_style()
@@ -96,13 +102,8 @@ plots.setup_style()
 
 # %%
 ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-pre = dict(train_domains=train_domains, featurizer=featurizer, test_like_angles=test_like_angles,
-           source_copies=source_copies, pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size,
-           pretrain_lr=pretrain_lr)
-own = {} if pretrain_steps == 0 else leakage_inputs.own_pretrainings(ds, **pre, checkpoints=leakage_checkpoints(
-    output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, **pre))
-inits = leakage_pretrainings(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, **pre,
-                             published_weights=published_weights)
+own = {} if pretrain_steps == 0 else pretraining_sources.own_pretrainings(ds, P, leakage_checkpoints(P))
+inits = leakage_pretrainings(P)  # own pretrainings, published weights, random init
 pretrained = {label: path for label, (path, _) in inits.items()}
 sup_label, ssl_label = [k for k in pretrained if k != "none"][:2]  # the supervised and the self-supervised init
 for name, (r, _) in own.items():
@@ -116,16 +117,7 @@ for name, (r, _) in own.items():
 
 # %%
 # the LP/FT jobs (and the oracle-K jobs run below); the same call as `dganalysis run --dry-run` makes
-plan = leakage_oracle_plan(
-    output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs, train_domains=train_domains,
-    test_domains=test_domains, featurizer=featurizer, test_like_angles=test_like_angles, source_copies=source_copies,
-    pretrain_steps=pretrain_steps, pretrain_batch_size=pretrain_batch_size, pretrain_lr=pretrain_lr, algorithm=algorithm,
-    steps=steps, checkpoint_freq=checkpoint_freq, batch_size=batch_size, lr=lr, n_trials=n_trials,
-    frozen_stages=frozen_stages, oracle_dataset=oracle_dataset, oracle_dataset_kwargs=oracle_dataset_kwargs,
-    oracle_splits=oracle_splits, oracle_n_hparams=oracle_n_hparams, oracle_steps=oracle_steps,
-    oracle_n_trials=oracle_n_trials, inception_weights=inception_weights,
-    oracle_search_overrides=oracle_search_overrides, published_weights=published_weights, lp_ft_splits=lp_ft_splits,
-    fid_reference=fid_reference)
+plan = leakage_oracle_plan(P)
 assert set(plan.produced) == {str(r.path.resolve()) for r, _ in own.values()}  # the checkpoints the jobs load
 jobs, ojobs = plan.sweeps["LP/FT"], plan.sweeps["oracle-K"]
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
@@ -165,7 +157,7 @@ curve.pivot_table(index=["pretraining", "domain"], columns="frozen", values="mea
 
 # %%
 ext = leakage.default_extractor(ds.input_shape, inception_weights, featurizer=featurizer)
-dist_wide = leakage_inputs.distance_to_pretraining(ds, ext, {name: x for name, (_, x) in own.items()}, sup_label,
+dist_wide = pretraining_sources.distance_to_pretraining(ds, ext, {name: x for name, (_, x) in own.items()}, sup_label,
                                                    fid_reference)  # published weights: fid_reference images
 print("metric:", ext.name)
 plots.save_table(dist_wide.reset_index(), "04_distance", output_dir, caption=f"{ext.name} to the pretraining data",

@@ -67,8 +67,14 @@ dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no p
 dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
 search_overrides = {}  # hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
-# see dganalysis.plans.leaderboard_boards); {} = one board with the settings above
+# see dganalysis.protocols.leaderboard.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
+
+# %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import LeaderboardsParams
+P = LeaderboardsParams.from_namespace(globals())
 
 # %%
 import logging
@@ -92,11 +98,7 @@ setup_style()
 
 # %%
 # LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
-protocol_jobs = leaderboards_plan(datasets=datasets, logo_groups=logo_groups, algorithms=algorithms, n_hparams=n_hparams,
-                                  n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                                  hparams_overrides=hparams_overrides, data_dir=data_dir,
-                                  dataset_overrides=dataset_overrides, dataset_steps=dataset_steps,
-                                  search_overrides=search_overrides, leaderboards=leaderboards).sweeps
+protocol_jobs = leaderboards_plan(P).sweeps
 all_jobs = [j for js in protocol_jobs.values() for j in js]
 status = run_sweep(all_jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()

@@ -41,7 +41,7 @@ n_samples = 2000
 bandwidth = "scott"  # scipy's Scott rule per density, as OoD-Bench; "shared": one kernel
 calibrate = False
 eps_div = 1e-12
-eps_cor = 5e-4  # OoD-Bench's default thresholds (calibrate = True replaces them)
+eps_cor = 5e-4  # OoD-Bench's default thresholds (replaced when calibrate is True)
 # Fig. 4 (one run per cell, as the paper)
 fig4_rho = [0.1, 0.9]
 fig4_mu = [0.0, 1.0]
@@ -77,6 +77,12 @@ ranking_checkpoint_freq = 5
 ranking_hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "oracle"
 n_workers = 2
+
+# %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import ShiftEstimationParams
+P = ShiftEstimationParams.from_namespace(globals())
 
 # %%
 import logging
@@ -185,13 +191,7 @@ shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se"
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = shift_estimation_plan(
-    ranking_datasets=ranking_datasets, ranking_algorithms=ranking_algorithms, ranking_n_hparams=ranking_n_hparams,
-    ranking_n_trials=ranking_n_trials, ranking_steps=ranking_steps, ranking_checkpoint_freq=ranking_checkpoint_freq,
-    ranking_hparams_overrides=ranking_hparams_overrides, map_datasets=map_datasets, folder_root=folder_root,
-    folder_image_size=folder_image_size, fig4_rho=fig4_rho, fig4_mu=fig4_mu, fig4_trials=fig4_trials,
-    table3_rho_te=table3_rho_te, table3_trials=table3_trials, map_trials=map_trials, env_steps=env_steps,
-    data_dir=data_dir).jobs
+jobs = shift_estimation_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 # test accuracy (%) per dataset and algorithm: mean ± SE over trials after `selection_method`
 summary = benchmark.sweep_accuracy(load(store_dir), [j.job_id for j in jobs], selection_method)

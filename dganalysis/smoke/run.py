@@ -188,6 +188,7 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
     from dganalysis.dryrun import notebook_defaults
     from dganalysis.nets.published import by_file
+    from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params
     from dganalysis.runner import load_all_params, run_label
     from dganalysis.smoke.trees import write_fake_data, write_reference_images
     from dganalysis.smoke.weights import write_fake_weights
@@ -199,6 +200,9 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
         defaults = notebook_defaults(root / "notebooks" / f"{n}.ipynb")
         shrunk[n] = smoke_params(n, base, defaults)
         shrunk.update({run_label(n, v): smoke_params(n, p, defaults) for v, p in variants.items()})
+    for label, p in shrunk.items():  # the shrunk parameters pass the notebook's own checks
+        if label.split("@", 1)[0] in NOTEBOOK_PARAMS:
+            build_params(label, p, f"smoke run of {label}")
     files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
     unknown = sorted(f for f in files if by_file(f) is None)
     if unknown:
