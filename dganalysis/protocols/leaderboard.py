@@ -12,7 +12,7 @@ Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, 
 Table 5), so the user's runs and the literature go through the same functions.
 
 Boards and protocols: Yu et al. (2024) Table 5 / App. C present several *boards* (MoCo-v2 ResNet-50, MoCo-v3 ViT-B/16,
-ResNet-50 trained from scratch), each under one protocol; notebook 05 runs each board under two protocols (LODO,
+ResNet-50 trained from scratch), each under one protocol; :func:`dganalysis.plans.leaderboards_plan` runs each board under two protocols (LODO,
 LOGO). A leaderboard of our runs is named :func:`board_label` ``"<board> / <protocol>"`` (just ``"<protocol>"`` when
 there is a single unnamed board, as in the quick profile); :func:`boards` groups the names back, and
 :func:`rank_changes` / :func:`leaderboard_findings` compare the protocols within each board.

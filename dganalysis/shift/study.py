@@ -1,7 +1,7 @@
-"""The studies of notebook 06 (OoD-Bench, Ye et al., CVPR 2022): Fig. 4 grids, Table 3, a Fig. 3-style
+"""The shift-estimation experiments of OoD-Bench (Ye et al., CVPR 2022): Fig. 4 grids, Table 3, a Fig. 3-style
 dataset map, and Tables 1–2 style ranking-score tables grouped by the dominant shift.
 
-Every function returns a tidy DataFrame (plots take those frames), so the notebook only calls and shows.
+Every function returns a tidy DataFrame (plots take those frames), so a caller only calls and shows.
 """
 
 from __future__ import annotations
