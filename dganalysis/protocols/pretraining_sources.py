@@ -28,15 +28,15 @@ def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]
     """The two pretrainings of the digits setting (see the module doc), with ``p``'s training domains, test-like
     angles, source copies, featurizer and pretraining steps, batch size and learning rate, saved to ``checkpoints``
     (:func:`dganalysis.plans.leakage_checkpoints`); returns label → (result, source images)."""
-    from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
+    from dganalysis.pretrain import PretrainConfig, pretrain_simclr, pretrain_supervised, rotated_digits_source
 
     sup_x, sup_y = rotated_digits_source(ds, p.train_domains, tuple(p.test_like_angles), copies=p.source_copies,
                                          seed=0)
     unlab_x = np.concatenate([d.images for d in ds.domains if d.name in p.train_domains])
-    common = dict(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
-                  lr=p.pretrain_lr, seed=0)
-    sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common, out_path=checkpoints["supervised"])
-    ssl = pretrain_simclr(unlab_x, **common, out_path=checkpoints["simclr"])
+    cfg = PretrainConfig(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
+                         lr=p.pretrain_lr, seed=0)
+    sup = pretrain_supervised(sup_x, sup_y, cfg, n_classes=len(ds.classes), out_path=checkpoints["supervised"])
+    ssl = pretrain_simclr(unlab_x, cfg, out_path=checkpoints["simclr"])
     return {"supervised (test-like)": (sup, sup_x), "SimCLR (train domains)": (ssl, unlab_x)}
 
 
