@@ -32,6 +32,7 @@ from dganalysis.notebook_params import (
 from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboard_boards  # noqa: F401 (re-exported)
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
+from dganalysis.sweep.grid import JobOptions
 
 
 @dataclass
@@ -268,7 +269,7 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
         overrides["wc_rho"] = p.wc_rho
     jobs = make_jobs(p.dataset, p.dataset_kwargs, p.algorithms, [{"train": p.train_domains, "test": p.test_domains}],
                      n_hparams=p.n_hparams, n_trials=1, steps=p.steps, checkpoint_freq=p.checkpoint_freq,
-                     hparams_overrides=overrides, save_model=True)
+                     hparams_overrides=overrides, options=JobOptions(save_model=True))
     return Plan({"models": jobs}, [(p.dataset, p.dataset_kwargs)])
 
 

@@ -72,7 +72,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def jobs_from_args(args: argparse.Namespace):
     """The job list described by the parsed flags (and ``--config``)."""
-    from dganalysis.sweep.grid import load_sweep_yaml, make_jobs
+    from dganalysis.sweep.grid import JobOptions, grid_domains, load_sweep_yaml, make_jobs
 
     flags = {
         "dataset": args.dataset,
@@ -103,8 +103,9 @@ def jobs_from_args(args: argparse.Namespace):
         checkpoint_freq=flags["checkpoint_freq"],
         hparams_overrides=flags["hparams_overrides"],
         search_overrides=flags["search_overrides"],
-        save_model=bool(flags["save_model"]),
-        data_dir=args.data_dir,
+        options=JobOptions(save_model=bool(flags["save_model"])),
+        domains=None if args.data_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
+                                                                args.data_dir),
     )
 
 
