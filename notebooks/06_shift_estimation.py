@@ -97,13 +97,14 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.results import load
 from dganalysis.shift import benchmark, study
 from dganalysis.shift.env_classifier import EnvClassifierConfig
+from dganalysis.shift.pipeline import ShiftOptions
 from dganalysis.sweep import run_sweep
 
 # %%
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 cfg = EnvClassifierConfig(z_dim=z_dim, steps=env_steps)
-est = dict(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_div=eps_div, eps_cor=eps_cor)
+est = ShiftOptions(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_div=eps_div, eps_cor=eps_cor)
 
 # %% [markdown]
 # ## Fig. 4 — sanity study on coloured digits
@@ -114,11 +115,11 @@ est = dict(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_di
 # μ_tr ≠ μ_te; (c) the trade-off — correlation shift drops where diversity shift takes over.
 
 # %%
-fig4a = study.sanity_grid("rho_tr", fig4_rho, "rho_te", fig4_rho, n_trials=fig4_trials, cfg=cfg, seed=seed, **est)
+fig4a = study.sanity_grid("rho_tr", fig4_rho, "rho_te", fig4_rho, n_trials=fig4_trials, cfg=cfg, seed=seed, options=est)
 fig4b = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.1,
-                          "sigma_te": 0.1}, n_trials=fig4_trials, cfg=cfg, seed=seed + 1000, **est)
+                          "sigma_te": 0.1}, n_trials=fig4_trials, cfg=cfg, seed=seed + 1000, options=est)
 fig4c = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.25,
-                          "sigma_te": 0.25}, n_trials=fig4_trials, cfg=cfg, seed=seed + 2000, **est)
+                          "sigma_te": 0.25}, n_trials=fig4_trials, cfg=cfg, seed=seed + 2000, options=est)
 fig, axes = plt.subplots(1, 3, figsize=(13, 4))
 study.plot_heatmap(fig4a, "rho_tr", "rho_te", "correlation", axes[0], "(a) correlation shift")
 study.plot_heatmap(fig4b, "mu_tr", "mu_te", "diversity", axes[1], "(b) diversity shift, σ = 0.1")
@@ -137,7 +138,7 @@ pd.concat({"a": fig4a, "b": fig4b, "c": fig4c}, names=["panel"]).round(3)
 
 # %%
 t3 = study.table3(0.1, table3_rho_te, blue={"mu_tr": 0.0, "mu_te": 1.0, "sigma_tr": 0.1, "sigma_te": 0.1},
-                  n_trials=table3_trials, cfg=cfg, seed=seed, max_points=baseline_max_points, **est)
+                  n_trials=table3_trials, cfg=cfg, seed=seed, max_points=baseline_max_points, options=est)
 show = pd.DataFrame({"ρ_te": [f"{r:.1f}" + ("†" if b else "") for r, b in zip(t3["rho_te"], t3["blue"])]})
 for col, label in [("EMD", "EMD"), ("MMD", "MMD"), ("NI", "NI"), ("diversity", "Div. shift (ours)"),
                    ("correlation", "Cor. shift (ours)")]:
@@ -174,7 +175,7 @@ if folder_root is not None:
     ds = load_dataset("ImageFolder", root=folder_root, image_size=folder_image_size, data_dir=data_dir)
     entries.append({"label": ds.name, "dataset": ds, "train": folder_train or ds.domain_names[:1],
                     "test": folder_test or ds.domain_names[-1:]})
-shift_map = study.dataset_map(entries, n_trials=map_trials, cfg=cfg, seed=seed, max_per_env=map_max_per_env, **est)
+shift_map = study.dataset_map(entries, n_trials=map_trials, cfg=cfg, seed=seed, max_per_env=map_max_per_env, options=est)
 fig, ax = plt.subplots(figsize=(5, 5))
 study.plot_shift_map(shift_map, ax)
 save_figure(fig, "06_fig3_shift_map", output_dir)
