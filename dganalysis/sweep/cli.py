@@ -111,7 +111,7 @@ def jobs_from_args(args: argparse.Namespace):
 
 def main_sweep(args: argparse.Namespace) -> int:
     """Run the ``sweep`` verb; exit status 1 when any job failed."""
-    from dganalysis.sweep.launcher import run_sweep
+    from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 
     for imp in args.imports:  # registrations must exist before the grid is built
         from dganalysis.sweep.launcher import import_plugins
@@ -140,13 +140,10 @@ def main_sweep(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
-        device=args.device,
-        compile=args.compile,
-        precision=args.precision,
-        imports=args.imports,
+        execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
+                                   imports=args.imports),
+        claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
-        wait=not args.no_wait,
-        lease_s=args.lease_s,
     )
     cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]
     print(status[cols].to_string(index=False))
