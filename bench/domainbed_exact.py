@@ -98,7 +98,8 @@ def domainbed_run(root: Path, out: Path, steps: int, freq: int, seed: int) -> li
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-def our_run(root: Path, out: Path, steps: int, freq: int, exact: bool) -> tuple[list[dict], float]:
+def our_run(root: Path, out: Path, steps: int, freq: int, exact: bool,
+            precision: str = "fp32") -> tuple[list[dict], float]:
     from dganalysis.job import Job
     from dganalysis.train import run_job
 
@@ -106,7 +107,7 @@ def our_run(root: Path, out: Path, steps: int, freq: int, exact: bool) -> tuple[
     job = Job("RotatedMNIST", "ERM", names[1:], names[:1], steps=steps, checkpoint_freq=freq,
               dataset_kwargs={"mnist_dir": str(root)}, domainbed_exact=exact)
     t0 = time.perf_counter()
-    run_job(job, out, device="cpu", precision="fp32")
+    run_job(job, out, device="cpu", precision=precision)
     dt = time.perf_counter() - t0
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()], dt
 
@@ -136,8 +137,10 @@ def main() -> None:
         # our default mode and the exact mode, same process (speed ratio), then DomainBed's train.py
         _, t_default = our_run(root, Path(tmp) / "default", args.steps, args.checkpoint_freq, exact=False)
         ours, t_exact = our_run(root, Path(tmp) / "exact", args.steps, args.checkpoint_freq, exact=True)
-        print(f"our job, {args.steps} steps, one thread fp32: default {t_default:.1f} s, domainbed_exact "
-              f"{t_exact:.1f} s (ratio exact/default {t_exact / t_default:.2f})", flush=True)
+        _, t_auto = our_run(root, Path(tmp) / "auto", args.steps, args.checkpoint_freq, exact=False, precision="auto")
+        print(f"our job, {args.steps} steps, one thread: default fp32 {t_default:.1f} s, domainbed_exact (fp32) "
+              f"{t_exact:.1f} s, default precision auto (bf16 on AMX CPUs) {t_auto:.1f} s; ratio exact/default-fp32 "
+              f"{t_exact / t_default:.2f}, exact/default-auto {t_exact / t_auto:.2f}", flush=True)
         if os.environ.get("DOMAINBED_SRC"):
             theirs = domainbed_run(root, Path(tmp) / "db", args.steps, args.checkpoint_freq, seeds[0])
             keys = [k for k in theirs[0] if isinstance(theirs[0][k], (int, float)) and k not in

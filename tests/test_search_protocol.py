@@ -11,6 +11,7 @@ from _tiny import FAST_HPARAMS, TINY, TINY_FILE
 from dganalysis.results import load
 from dganalysis.selection import select
 from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.sweep.launcher import ExecutionOptions
 from dganalysis.sweep.search_protocol import (
     check_protocol,
     compare_protocols,
@@ -21,6 +22,7 @@ from dganalysis.sweep.search_protocol import (
 from dganalysis.train import job_hparams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+EXEC = ExecutionOptions(imports=(TINY_FILE,))
 
 
 def _grid(n_hparams=3, n_trials=3):
@@ -38,7 +40,7 @@ def test_counts_and_bad_name():
 
 def test_search_then_reruns_of_the_chosen_draw(tmp_path):
     grid = _grid()
-    ran = run_search_protocol(grid, tmp_path / "store", "yu2024", progress=False, imports=[TINY_FILE])
+    ran = run_search_protocol(grid, tmp_path / "store", "yu2024", progress=False, execution=EXEC)
     search = [j for j in ran if j.trial_seed == 0]
     reruns = [j for j in ran if j.trial_seed != 0]
     assert len(search) == 3 and [j.trial_seed for j in reruns] == [1, 2]
@@ -55,7 +57,7 @@ def test_search_then_reruns_of_the_chosen_draw(tmp_path):
 
 def test_compare_protocols_on_a_full_grid(tmp_path):
     grid = _grid(n_hparams=3, n_trials=2)
-    run_sweep(grid, tmp_path / "store", progress=False, imports=[TINY_FILE])
+    run_sweep(grid, tmp_path / "store", progress=False, execution=EXEC)
     df = load(tmp_path / "store")
     cmp = compare_protocols(df)
     assert len(cmp) == 1
@@ -72,16 +74,17 @@ def test_compare_protocols_on_a_full_grid(tmp_path):
 
 
 def test_leaderboards_plan_states_both_counts():
+    from dganalysis.notebook_params import LeaderboardsParams
     from dganalysis.plans import leaderboards_plan
 
     kw = dict(datasets={"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40]}}, logo_groups={},
               algorithms=["ERM"], n_hparams=4, n_trials=3, steps=5, checkpoint_freq=5,
               hparams_overrides={"featurizer": "smallcnn"})
-    plan = leaderboards_plan(**kw, search_protocol="yu2024")
+    plan = leaderboards_plan(LeaderboardsParams(**kw, search_protocol="yu2024"))
     assert plan.search_protocol == "yu2024" and len(plan.sweeps["LODO"]) == 36
     assert plan.other == ["search protocol yu2024 (Yu et al. 2024), sweep LODO: 18 jobs = 12 searched on trial 0 + "
                           "6 reruns of the selected draws (their ids are known after the search), instead of "
                           "DomainBed's 36"]
-    assert leaderboards_plan(**kw).other == []
+    assert leaderboards_plan(LeaderboardsParams(**kw)).other == []
     with pytest.raises(ValueError, match="search_protocol"):
-        leaderboards_plan(**kw, search_protocol="Yu")
+        LeaderboardsParams(**kw, search_protocol="Yu")
