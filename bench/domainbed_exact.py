@@ -119,6 +119,7 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--checkpoint-freq", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--membership-only", action="store_true")
     ap.add_argument("--check-domainbed", action="store_true")
     args = ap.parse_args()
@@ -135,12 +136,25 @@ def main() -> None:
         if args.membership_only:
             return
         # our default mode and the exact mode, same process (speed ratio), then DomainBed's train.py
-        _, t_default = our_run(root, Path(tmp) / "default", args.steps, args.checkpoint_freq, exact=False)
-        ours, t_exact = our_run(root, Path(tmp) / "exact", args.steps, args.checkpoint_freq, exact=True)
-        _, t_auto = our_run(root, Path(tmp) / "auto", args.steps, args.checkpoint_freq, exact=False, precision="auto")
-        print(f"our job, {args.steps} steps, one thread: default fp32 {t_default:.1f} s, domainbed_exact (fp32) "
-              f"{t_exact:.1f} s, default precision auto (bf16 on AMX CPUs) {t_auto:.1f} s; ratio exact/default-fp32 "
-              f"{t_exact / t_default:.2f}, exact/default-auto {t_exact / t_auto:.2f}", flush=True)
+        # interleaved rounds (a shared machine's load drifts); per mode the median over rounds of the job's wall
+        # time and of its mean training-step time (the records' step_time, evaluation excluded)
+        modes = {"default fp32": (False, "fp32"), "domainbed_exact": (True, "fp32"),
+                 "default auto (bf16 on AMX CPUs)": (False, "auto")}
+        wall: dict[str, list[float]] = {m: [] for m in modes}
+        step: dict[str, list[float]] = {m: [] for m in modes}
+        for r in range(args.repeats):
+            for m, (exact, prec) in modes.items():
+                recs, dt = our_run(root, Path(tmp) / f"{m.split()[0]}{r}", args.steps, args.checkpoint_freq, exact, prec)
+                wall[m].append(dt)
+                step[m].append(float(np.mean([x["step_time"] for x in recs])))
+                if exact:
+                    ours = recs
+        med = {m: (float(np.median(wall[m])), float(np.median(step[m]))) for m in modes}
+        base = med["default fp32"]
+        for m, (w, st) in med.items():
+            print(f"{m:32s} job {w:7.1f} s  step {1000 * st:8.1f} ms  ratio to default fp32: job {w / base[0]:.2f}, "
+                  f"step {st / base[1]:.2f}  ({args.repeats} interleaved rounds, {args.steps} steps, one thread)",
+                  flush=True)
         if os.environ.get("DOMAINBED_SRC"):
             theirs = domainbed_run(root, Path(tmp) / "db", args.steps, args.checkpoint_freq, seeds[0])
             keys = [k for k in theirs[0] if isinstance(theirs[0][k], (int, float)) and k not in
