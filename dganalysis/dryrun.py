@@ -371,9 +371,11 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
                              "overrides": json.dumps(j.hparams_overrides, sort_keys=True, default=str),
                              "hparams_seed": j.hparams_seed,
                              "trial_seed": j.trial_seed, "steps": j.steps, **job_cost(j, table),
-                             "state": job_state(j, store) if has_store else "new"})
+                             "state": job_state(j, store) if has_store else "new",
+                             "protocol": nb.plan.search_protocol})
     cols = ["notebook", "sweep", "job_id", "dataset", "algorithm", "train", "test", "split", "overrides", "hparams_seed",
-            "trial_seed", "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state"]
+            "trial_seed", "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state",
+            "protocol"]
     return DryRun(profile, notebooks, pd.DataFrame(rows, columns=cols), table)
 
 
@@ -398,7 +400,13 @@ def sweep_breakdown(g: pd.DataFrame) -> list[str]:
         [(n_alg, "algorithm(s)"), (n_settings, "override setting(s)")] if n_pairs == n_alg * n_settings else \
         [(n_pairs, "(algorithm, override setting) pair(s)")]
     factors[1:1] = [(g["split"].nunique(), "data split(s)")]
-    factors += [(g["hparams_seed"].nunique(), "hparam draw(s)"), (g["trial_seed"].nunique(), "trial(s)")]
+    n_draws, n_trials = g["hparams_seed"].nunique(), g["trial_seed"].nunique()
+    if "protocol" in g and (g["protocol"] == "yu2024").all():  # Yu et al.'s search: draws on trial 0, then reruns
+        factors += [(n_draws + n_trials - 1, f"job(s) per config (search protocol yu2024: {n_draws} draws at trial 0 "
+                                             f"+ {n_trials - 1} reruns of the selected one, DomainBed's full grid "
+                                             f"{n_draws * n_trials} per config)")]
+    else:
+        factors += [(n_draws, "hparam draw(s)"), (n_trials, "trial(s)")]
     product = 1
     for n, _ in factors:
         product *= n

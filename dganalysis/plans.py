@@ -247,8 +247,8 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
         for label, jobs in sweeps.items():
             c = protocol_job_counts(jobs)
             if jobs:
-                other.append(f"search protocol yu2024 (Yu et al. 2024), sweep {label}: {c['yu2024']:,} jobs = "
-                             f"{c['search']:,} searched on trial 0 + {c['reruns']:,} reruns of the selected draws "
+                other.append(f"search protocol yu2024 (Yu et al. 2024), sweep {label}: runs {c['yu2024']:,} jobs, "
+                             f"{c['search']:,} searched at trial 0 + {c['reruns']:,} reruns of the selected draws "
                              f"(their ids are known after the search), instead of DomainBed's {c['domainbed']:,}")
     return Plan(sweeps, [(name, kwargs) for name, kwargs in p.datasets.items()], other=other,
                 search_protocol=p.search_protocol)

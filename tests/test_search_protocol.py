@@ -82,8 +82,8 @@ def test_leaderboards_plan_states_both_counts():
               hparams_overrides={"featurizer": "smallcnn"})
     plan = leaderboards_plan(LeaderboardsParams(**kw, search_protocol="yu2024"))
     assert plan.search_protocol == "yu2024" and len(plan.sweeps["LODO"]) == 36
-    assert plan.other == ["search protocol yu2024 (Yu et al. 2024), sweep LODO: 18 jobs = 12 searched on trial 0 + "
-                          "6 reruns of the selected draws (their ids are known after the search), instead of "
+    assert plan.other == ["search protocol yu2024 (Yu et al. 2024), sweep LODO: runs 18 jobs, 12 searched at trial 0 "
+                          "+ 6 reruns of the selected draws (their ids are known after the search), instead of "
                           "DomainBed's 36"]
     assert leaderboards_plan(LeaderboardsParams(**kw)).other == []
     with pytest.raises(ValueError, match="search_protocol"):

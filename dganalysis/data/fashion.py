@@ -12,6 +12,10 @@ downloaded.
   Ankle boot → 1) with 25% label noise, colour flipped at 10%, 20%, 90%. The 10-class label is in
   ``meta["fashion_class"]``.
 
+Partition rule: ours, fixed (:mod:`dganalysis.data.digits`: one numpy shuffle seeded ``seed`` = 0, consecutive
+blocks, the same for every run), not DomainBed's per-run ``torch.randperm`` of ``RotatedMNIST`` / ``ColoredMNIST``
+(:mod:`dganalysis.data.domainbed_mnist`); ColoredFashionMNIST labels ``class >= 5`` as 1.
+
 Departure, by name: ``n_per_domain`` keeps only the first ``n`` images of each of DomainBed's parts (a budget
 subsample; ``None``, the default, keeps DomainBed's full parts). ``info["n_per_domain"]`` records it.
 """
