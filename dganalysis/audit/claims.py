@@ -25,7 +25,9 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 **Published rounding.** A printed mean is a value in [mean − r/2, mean + r/2] and a printed SE one in
 [max(SE − r/2, 0), SE + r/2] (r: the resolution, 0.1 for one decimal): "± 0.0" means SE < 0.05, never zero. A
 verdict must hold over this whole box: the better/worse test uses |Δ| shrunk by the rounding of both means and the
-largest p over a grid of the two SEs (both ends and 7 interior points each — Welch's df is not monotone in the SEs);
+largest p over the two SEs' box (Welch's df is not monotone in the SEs, so the corner is not enough; scaling both SEs
+up raises SE_Δ and leaves the df unchanged, so the worst case lies on the box's upper edges, searched at 17 points
+each);
 the TOST uses |Δ| grown by it and the same worst case over the SEs; the CI is widened alike. As every true value lies
 in the box, each p-value is at least the one the unrounded numbers would give, so the error rates hold. We also give
 ``verdict_nominal`` (printed numbers taken at face value, a printed 0.0 SE as zero — what a naive reader computes,
@@ -51,7 +53,7 @@ CLAIM_COLUMNS = [
     "ci_high", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal", "rounding_changed",
     "trials_needed", "n", "baseline_n", "m", "test", "correction",
 ]
-GRID = 9  #: points per SE rounding interval (ends included) over which the worst case is taken
+GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
 TEST = "Welch t"
 TOST = "TOST (Welch t)"
 
@@ -150,28 +152,32 @@ def decide(mean_a, se_a, n_a, mean_b, se_b, n_b, *, ddof_a=1, ddof_b=1, mean_res
     p_nom = np.where(ok, _p_diff(np.abs(delta), se_n, df_n), np.nan)
     pe_nom = np.where(ok, _p_tost(np.abs(delta), se_n, df_n, rope), np.nan) if rope > 0 else np.full(delta.shape,
                                                                                                        np.nan)
-    # conservative: worst case over the rounding box
-    u = np.linspace(0.0, 1.0, grid) if grid > 1 else np.array([0.5])
-    has_box = bool(np.any(sra > 0) or np.any(srb > 0))
-    ua = u[:, None] if has_box else np.array([[0.5]])
-    ub = u[None, :] if has_box else np.array([[0.5]])
+    # conservative: worst case over the rounding box. Scaling both SEs up by k scales SE_Δ by k and leaves Welch's df
+    # unchanged, so every maximum (of the p-values and of the CI half-width) lies on an upper edge of the box:
+    # SE_A at its upper end with SE_B anywhere in its interval, or the reverse. Each edge is searched at `grid` points.
+    u = np.linspace(0.0, 1.0, grid) if grid > 1 else np.array([1.0])
     lo_a, hi_a = np.maximum(sa - sra / 2, 0.0), sa + sra / 2
     lo_b, hi_b = np.maximum(sb - srb / 2, 0.0), sb + srb / 2
-    ga = (lo_a[..., None, None] + (hi_a - lo_a)[..., None, None] * ua) * ca[..., None, None]
-    gb = (lo_b[..., None, None] + (hi_b - lo_b)[..., None, None] * ub) * cb[..., None, None]
-    se_g, df_g = _welch(ga, gb, na[..., None, None], nb[..., None, None])
-    d_lo = np.maximum(np.abs(delta) - r, 0.0)[..., None, None]
-    d_hi = (np.abs(delta) + r)[..., None, None]
-    p = np.where(ok, _p_diff(d_lo, se_g, df_g).max(axis=(-2, -1)), np.nan)
-    pe = (np.where(ok, _p_tost(d_hi, se_g, df_g, rope).max(axis=(-2, -1)), np.nan) if rope > 0
+    if np.any(sra > 0) or np.any(srb > 0):
+        ga = np.concatenate([np.broadcast_to(hi_a[..., None], (*hi_a.shape, len(u))),
+                             lo_a[..., None] + (hi_a - lo_a)[..., None] * u], axis=-1)
+        gb = np.concatenate([lo_b[..., None] + (hi_b - lo_b)[..., None] * u,
+                             np.broadcast_to(hi_b[..., None], (*hi_b.shape, len(u)))], axis=-1)
+    else:
+        ga, gb = sa[..., None], sb[..., None]
+    se_g, df_g = _welch(ga * ca[..., None], gb * cb[..., None], na[..., None], nb[..., None])
+    d_lo = np.maximum(np.abs(delta) - r, 0.0)[..., None]
+    d_hi = (np.abs(delta) + r)[..., None]
+    p = np.where(ok, _p_diff(d_lo, se_g, df_g).max(axis=-1), np.nan)
+    pe = (np.where(ok, _p_tost(d_hi, se_g, df_g, rope).max(axis=-1), np.nan) if rope > 0
           else np.full(delta.shape, np.nan))
     q = stats.t.ppf(1 - (1 - confidence) / 2, df_g)
-    half = np.where(ok, (q * se_g).max(axis=(-2, -1)), np.nan)
+    half = np.where(ok, (q * se_g).max(axis=-1), np.nan)
     p_adj, pe_adj = holm(p), holm(pe)
     verdict = np.where(ok, _verdicts(delta, p_adj, pe_adj, alpha), 3).astype(np.int8)
     verdict_nom = np.where(ok, _verdicts(delta, holm(p_nom), holm(pe_nom), alpha), 3).astype(np.int8)
-    return Decision(delta, np.where(ok, se_g.max(axis=(-2, -1)), np.nan),
-                    np.where(ok, df_g.min(axis=(-2, -1)), np.nan), delta - r - half, delta + r + half, p, p_adj,
+    return Decision(delta, np.where(ok, se_g.max(axis=-1), np.nan),
+                    np.where(ok, df_g.min(axis=-1), np.nan), delta - r - half, delta + r + half, p, p_adj,
                     pe, pe_adj, verdict, p_nom, verdict_nom)
 
 
