@@ -279,7 +279,7 @@ def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
     if baseline not in algs:
         import difflib
 
-        close = difflib.get_close_matches(baseline, algs, n=1)
+        close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"baseline {baseline!r} is not among the algorithms {algs}{hint}")
 

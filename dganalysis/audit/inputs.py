@@ -163,6 +163,6 @@ def check_baseline(cells: pd.DataFrame, baseline: str, where: str) -> None:
     """Raise naming ``where`` when ``baseline`` is not an algorithm of ``cells`` (with a close match)."""
     algs = sorted(map(str, cells["algorithm"].unique()))
     if baseline not in algs:
-        close = difflib.get_close_matches(baseline, algs, n=1)
+        close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"{where}: baseline {baseline!r} is not among its algorithms {algs}{hint}")
