@@ -368,6 +368,19 @@ def worst_case_plan(*, dataset: str, dataset_kwargs: dict, train_domains: list[s
     return Plan({"models": jobs}, [(dataset, dataset_kwargs)])
 
 
+@PLANS.register("08_audit")
+def audit_plan(*, inputs: list[str], reference: str | None = None) -> Plan:
+    """Notebook 08 trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
+    names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
+    files = {f"inputs[{i}]": str(p) for i, p in enumerate(inputs)
+             if str(p) != "store" and not str(p).startswith("shipped:")}
+    if reference and not str(reference).startswith("shipped:"):
+        files["reference"] = str(reference)
+    n_store = sum(str(p) == "store" for p in inputs)
+    return Plan({}, [], files, [f"audit of {len(inputs)} input(s), no training"
+                                + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
+
+
 def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
     """Call ``notebook``'s plan function with the parameters it names, taken from ``params``."""
     import inspect

@@ -18,6 +18,9 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 * **verdict** — ``equivalent`` when the TOST passes (a difference smaller than the ROPE does not matter, significant
   or not), else ``better`` / ``worse`` when the Holm-adjusted Welch p < α (by the sign of Δ), else ``undecided``.
   A cell without an SE (a table that gives none) or n < 2 is ``undecided`` and left out of the family.
+* **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ (Welch t); ``sim_low``/
+  ``sim_high``: simultaneous over the family (Bonferroni, level 1 − (1 − confidence)/m), the interval to read beside
+  the Holm verdicts (a claim whose simultaneous interval excludes 0 is decided; Holm may decide more).
 * **trials_needed** — trials per group for 80% power of the two-sided Welch (≈ two-sample t) test at level α/m
   (Holm's first step, m = testable claims in the family) if the observed standardised effect were the truth
   (statsmodels ``TTestIndPower``): a planning figure, not evidence.
@@ -50,7 +53,7 @@ VERDICTS = ("better", "worse", "equivalent", "undecided")
 KEY = ["board", "selection", "dataset", "algorithm"]
 CLAIM_COLUMNS = [
     "board", "selection", "dataset", "algorithm", "baseline", "mean", "baseline_mean", "delta", "se", "df", "ci_low",
-    "ci_high", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal", "rounding_changed",
+    "ci_high", "sim_low", "sim_high", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal", "rounding_changed",
     "trials_needed", "n", "baseline_n", "m", "test", "correction",
 ]
 GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
@@ -85,6 +88,8 @@ class Decision:
     df: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
+    sim_low: np.ndarray  # simultaneous (Bonferroni, level 1 − (1 − confidence)/m over the family)
+    sim_high: np.ndarray
     p: np.ndarray
     p_adj: np.ndarray
     p_equiv: np.ndarray
@@ -173,11 +178,15 @@ def decide(mean_a, se_a, n_a, mean_b, se_b, n_b, *, ddof_a=1, ddof_b=1, mean_res
           else np.full(delta.shape, np.nan))
     q = stats.t.ppf(1 - (1 - confidence) / 2, df_g)
     half = np.where(ok, (q * se_g).max(axis=-1), np.nan)
+    m = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
+    q_sim = stats.t.ppf(1 - (1 - confidence) / (2 * m[..., None]), df_g)
+    half_sim = np.where(ok, (q_sim * se_g).max(axis=-1), np.nan)
     p_adj, pe_adj = holm(p), holm(pe)
     verdict = np.where(ok, _verdicts(delta, p_adj, pe_adj, alpha), 3).astype(np.int8)
     verdict_nom = np.where(ok, _verdicts(delta, holm(p_nom), holm(pe_nom), alpha), 3).astype(np.int8)
     return Decision(delta, np.where(ok, se_g.max(axis=-1), np.nan),
-                    np.where(ok, df_g.min(axis=-1), np.nan), delta - r - half, delta + r + half, p, p_adj,
+                    np.where(ok, df_g.min(axis=-1), np.nan), delta - r - half, delta + r + half,
+                    delta - r - half_sim, delta + r + half_sim, p, p_adj,
                     pe, pe_adj, verdict, p_nom, verdict_nom)
 
 
@@ -248,7 +257,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
             "board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
             "algorithm": fam["algorithm"].to_numpy(), "baseline": baseline, "mean": fam["mean"].to_numpy(),
             "baseline_mean": fam["mean_b"].to_numpy(), "delta": d.delta, "se": d.se, "df": d.df,
-            "ci_low": d.ci_low, "ci_high": d.ci_high, "p": d.p, "p_adj": d.p_adj, "p_equiv": d.p_equiv,
+            "ci_low": d.ci_low, "ci_high": d.ci_high, "sim_low": d.sim_low, "sim_high": d.sim_high, "p": d.p, "p_adj": d.p_adj, "p_equiv": d.p_equiv,
             "p_equiv_adj": d.p_equiv_adj, "verdict": np.asarray(VERDICTS)[d.verdict],
             "verdict_nominal": np.asarray(VERDICTS)[d.verdict_nominal], "n": fam["n"].to_numpy(),
             "baseline_n": fam["n_b"].to_numpy(), "m": m,

@@ -22,7 +22,7 @@ from dganalysis.audit.claims import verdict_sentence
 from dganalysis.audit.run import AuditResult, InputAudit
 
 COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
-CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "p_adj", "p_equiv_adj", "verdict",
+CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p_adj", "p_equiv_adj", "verdict",
                "verdict_nominal", "trials_needed", "n"]
 
 
@@ -52,7 +52,8 @@ def forest_plot(fam: pd.DataFrame, title: str):
                 continue
             c = COLORS[r["verdict"]]
             if np.isfinite(r["ci_low"]):
-                ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=1.5)
+                ax.plot([r["sim_low"], r["sim_high"]], [yi, yi], color=c, lw=0.8)
+                ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=2.5)
             ax.plot(r["delta"], yi, "o", color=c, ms=4)
         ax.axvline(0, color="k", lw=0.7)
         ax.set_title(ds, fontsize="small")
@@ -156,8 +157,9 @@ def figures(result: AuditResult) -> dict:
         for (board, sel), fam in _families(a):
             key = f"audit{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             title = _label(a, board, sel)
-            out[f"{key}_forest"] = forest_plot(fam, f"{title}: Δ with {int(result.settings['confidence'] * 100)}% "
-                                                    "CI (rounding honoured)")
+            out[f"{key}_forest"] = forest_plot(fam, f"{title}: Δ, {int(result.settings['confidence'] * 100)}% CI "
+                                                    "(thick; per claim) and simultaneous CI over the family (thin; "
+                                                    "Bonferroni), rounding honoured")
             agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
             if not agg.empty:
                 out[f"{key}_poi"] = poi_plot(agg, title)

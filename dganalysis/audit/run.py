@@ -156,6 +156,29 @@ def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -
     return out, notes
 
 
+STORE = "store"  #: in a notebook's ``inputs``: the profile's job store (``store_dir``)
+
+
+def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[str], list[str]]:
+    """Notebook inputs → (paths to audit, notes): :data:`STORE` becomes ``store_dir``, left out with a note when the
+    store holds no finished run yet (notebook 08 run before the others)."""
+    from dganalysis.results import find_jobs, job_status
+
+    paths, notes = [], []
+    for p in inputs:
+        if str(p) != STORE:
+            paths.append(str(p))
+            continue
+        store = Path(store_dir)
+        done = [j for j in find_jobs(store) if job_status(j) == "done"] if store.is_dir() else []
+        if done:
+            paths.append(str(store))
+        else:
+            notes.append(f"the profile's job store {store} holds no finished run yet: not audited (run the other "
+                         "notebooks first)")
+    return paths, notes
+
+
 def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
               alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
               trials: int | None = None, confidence: float = 0.95, reps: int = 2000, seed: int = 0,
