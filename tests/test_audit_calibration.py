@@ -157,3 +157,24 @@ def test_table_power_at_planted_effects_with_rounding():
     p8 = float((d.verdict[:, N_ALG + 1] == WORSE).mean())
     print(f"\ntable power (trial SD 0.5, rounded): Δ=+5 → {p5:.3f}, Δ=−8 → {p8:.3f}")
     assert p8 > 0.2 and p8 >= p5
+
+
+def test_probability_of_improvement_point_and_interval_on_simulated_runs():
+    """PoI (rliable's metric) with the stratified bootstrap over 3 runs × 7 datasets: near 1 at a planted effect;
+    under the null its 95% interval covers 0.5 in about 91% of simulations (a bootstrap over 3 runs is too narrow:
+    measured, documented in docs/audit.md, and the reason no per-claim verdict uses it)."""
+    from rliable import metrics
+
+    from dganalysis.audit.aggregate import _ci, _poi, _stratified
+
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(3.0, 1.0, (3, 7)), rng.normal(0.0, 1.0, (3, 7))
+    assert _poi(x, y) == pytest.approx(metrics.probability_of_improvement(x, y))
+    assert _poi(x, y) > 0.9
+    sims, cover = 300, 0
+    for _ in range(sims):
+        x, y = rng.normal(size=(3, 7)), rng.normal(size=(3, 7))
+        lo, hi = _ci(_poi(_stratified(x, rng, 500), _stratified(y, rng, 500)), 0.95)
+        cover += lo <= 0.5 <= hi
+    print(f"\nPoI 95% stratified-bootstrap interval, null, 3 runs x 7 datasets: coverage {cover / sims:.3f}")
+    assert 0.8 <= cover / sims <= 0.99

@@ -21,9 +21,10 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 * **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ (Welch t); ``sim_low``/
   ``sim_high``: simultaneous over the family (Bonferroni, level 1 − (1 − confidence)/m), the interval to read beside
   the Holm verdicts (a claim whose simultaneous interval excludes 0 is decided; Holm may decide more).
-* **trials_needed** — trials per group for 80% power of the two-sided Welch (≈ two-sample t) test at level α/m
-  (Holm's first step, m = testable claims in the family) if the observed standardised effect were the truth
-  (statsmodels ``TTestIndPower``): a planning figure, not evidence.
+* **trials_needed** — trials per group for 80% power of the two-sided two-sample t-test (equal variances, df 2n − 2;
+  statsmodels ``TTestIndPower``'s formula) at level α/m (Holm's first step, m = testable claims in the family) if
+  the observed standardised effect — at the cautious end of the rounding box — were the truth: a planning figure,
+  not evidence. It can be ≤ n for a claim left undecided only by the published rounding.
 
 **Published rounding.** A printed mean is a value in [mean − r/2, mean + r/2] and a printed SE one in
 [max(SE − r/2, 0), SE + r/2] (r: the resolution, 0.1 for one decimal): "± 0.0" means SE < 0.05, never zero. A
@@ -302,7 +303,7 @@ def summary_counts(claims_df: pd.DataFrame) -> dict[str, int]:
 def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
     """One sentence stating a claim's verdict with n, the test and the correction."""
     what = {"better": "better than", "worse": "worse than", "equivalent": f"equivalent (within ±{rope:g} points) to",
-            "undecided": "not distinguishable from"}[row["verdict"]]
+            "undecided": "undecided (not shown better, worse or equivalent) against"}[row["verdict"]]
     ci = f"95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" if np.isfinite(row["ci_low"]) else "no CI (no SE)"
     p = (f"Holm-adjusted p = {row['p_adj']:.3g}" + (f", TOST p = {row['p_equiv_adj']:.3g}" if rope > 0 else "")
          if np.isfinite(row["p_adj"]) else "no test")
