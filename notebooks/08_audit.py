@@ -95,7 +95,7 @@ for a in result.audits:
 # ## Report: figures, tables, HTML and JSON
 #
 # Forest plots of Δ per dataset, probability of improvement, Wilcoxon p-values and the CD diagram (per input and
-# selection method) go to `figures/`, the claims to `tables/audit_claims.*`, and one HTML page plus the JSON contract
+# selection method) go to `figures/`, the claims to `tables/08_audit_claims.*`, and one HTML page plus the JSON contract
 # to `audit_report.html` and `audit.json` in the output folder.
 
 # %%

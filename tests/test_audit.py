@@ -201,3 +201,70 @@ def test_shipped_sources_are_documented():
     assert "b93c22a" in src and "MIT License" in src and "domainbed/results/2020_10_06_7df6f06/results.tex" in src
     head = Path(tables.shipped("yu2024_table5")).read_text().splitlines()[0]
     assert head.startswith("# Yu et al. (2024)")
+
+
+def test_audit_reads_our_own_job_store(tmp_path):
+    """A real (tiny, CPU) sweep of our engine: spec.json, settings and our store's rules go through the audit."""
+    from tests._tiny import FAST_HPARAMS, TINY, TINY_FILE  # noqa: F401  (registers the tiny dataset)
+
+    from dganalysis.sweep import make_jobs, run_sweep
+
+    jobs = make_jobs(TINY, {}, ["ERM", "CORAL"], "leave_one_out", 1, 2, 4, 2, hparams_overrides=FAST_HPARAMS)
+    status = run_sweep(jobs, tmp_path / "store", n_workers=1)
+    assert (status["status"] == "done").all()
+    r = run_audit([tmp_path / "store"], selection="training_domain", sweep_analyses=False, reps=100)
+    cl = r.audits[0].claims
+    assert len(cl) == 1 and cl["algorithm"].item() == "CORAL" and cl["n"].item() == 2
+    assert cl["verdict"].item() in ("better", "worse", "equivalent", "undecided")
+    line = r.summary_lines()[0]
+    assert line.startswith(f"audit {tmp_path / 'store'}: ") and "of 1 claims (training_domain, Holm α=0.05)" in line
+
+
+def test_index_lists_one_line_per_audit(tmp_path):
+    from dganalysis.audit.summary import read_audit_lines, record_audit_lines
+    from dganalysis.runner import write_index
+
+    out = tmp_path / "quick"
+    assert read_audit_lines(out) == []
+    record_audit_lines(out, ["audit shipped:domainbed: 0 better, 0 worse, 0 equivalent, 91 undecided of 91 claims"])
+    text = write_index(out, "quick", []).read_text()
+    assert "- audit shipped:domainbed: 0 better" in text
+
+
+def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
+    """The raw-sweep analyses of dganalysis.audit.sweep (agreed interface; a stand-in module here) reach the JSON,
+    the figures and the selected-hparams file; without the module the audit says so and does the rest."""
+    import sys
+    import types
+
+    import pandas as pd
+
+    from dganalysis.audit.report import write_outputs
+
+    planted, _ = sweeps
+    monkeypatch.setitem(sys.modules, "dganalysis.audit.sweep", None)  # not installed
+    r = run_audit([planted], selection="training_domain", reps=50)
+    assert any("dganalysis.audit.sweep" in n for n in r.audits[0].notes) and not r.audits[0].sweep
+
+    fake = types.ModuleType("dganalysis.audit.sweep")
+    curve = pd.DataFrame({"dataset": "PACS", "algorithm": "ERM", "budget": [1, 2], "expected_max": [60.0, 61.0],
+                          "ci_low": [59.0, 60.0], "ci_high": [61.0, 62.0]})
+    fake.selection_regret = lambda df, selections, confidence=0.95: pd.DataFrame(
+        {"dataset": ["PACS"], "algorithm": ["ERM"], "selection": ["training_domain"], "regret": [1.0],
+         "ci_low": [0.5], "ci_high": [1.5], "n": [3]})
+    fake.ranking_changes = lambda df, selections: pd.DataFrame({"selection": ["training_domain"], "changed": [False]})
+    fake.expected_max_curve = lambda df, selection, budgets=None: curve
+    fake.saturation = lambda c: pd.DataFrame({"dataset": ["PACS"], "algorithm": ["ERM"], "saturated": [True]})
+    fake.lodo_vs_logo = lambda df: None
+    fake.selected_hparams = lambda df, selection: [{"dataset": "PACS", "test_env": 0, "trial_seed": 0, "lr": 1e-3}]
+    fake.write_selected_hparams = lambda records, path: Path(path).write_text(json.dumps(records))
+    monkeypatch.setitem(sys.modules, "dganalysis.audit.sweep", fake)
+    r = run_audit([planted], selection="training_domain", reps=50)
+    sw = r.audits[0].sweep
+    assert set(sw) == {"selection_regret", "ranking_changes", "expected_max", "saturation", "selected_hparams"}
+    data = r.to_json()["sweep"][str(planted)]
+    assert data["selection_regret"][0]["regret"] == 1.0 and data["saturation"][0]["saturated"] is True
+    written = write_outputs(r, html_path=tmp_path / "r.html", output_dir=tmp_path)
+    names = {p.name for p in written}
+    assert "08_audit0_expected_max.png" in names and "08_audit0_selection_regret.png" in names
+    assert "r.planted.selected_hparams.json" in names

@@ -22,6 +22,7 @@ from dganalysis.audit.claims import verdict_sentence
 from dganalysis.audit.run import AuditResult, InputAudit
 
 COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
+PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
 CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p_adj", "p_equiv_adj", "verdict",
                "verdict_nominal", "trials_needed", "n"]
 
@@ -155,7 +156,7 @@ def figures(result: AuditResult) -> dict:
     out = {}
     for i, a in enumerate(result.audits):
         for (board, sel), fam in _families(a):
-            key = f"audit{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             title = _label(a, board, sel)
             out[f"{key}_forest"] = forest_plot(fam, f"{title}: Δ, {int(result.settings['confidence'] * 100)}% CI "
                                                     "(thick; per claim) and simultaneous CI over the family (thin; "
@@ -168,7 +169,7 @@ def figures(result: AuditResult) -> dict:
                 out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title)
             if (board, sel) in a.friedman:
                 out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=title)
-        out.update(sweep_plots(a, f"audit{i}"))
+        out.update(sweep_plots(a, f"{PREFIX}{i}"))
     return out
 
 
@@ -243,7 +244,7 @@ def html_page(result: AuditResult, figs: dict) -> str:
                 parts.append("<p>Verdicts that rest on rounding (the printed numbers alone would decide them):</p><ul>"
                              + "".join(f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>"
                                        for _, r in changed.iterrows()) + "</ul>")
-            key = f"audit{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             for suffix in ("forest", "poi", "wilcoxon", "cd"):
                 if f"{key}_{suffix}" in figs:
                     parts.append(f"<img src='data:image/png;base64,{_png(figs[f'{key}_{suffix}'])}'>")
@@ -265,8 +266,8 @@ def html_page(result: AuditResult, figs: dict) -> str:
             if isinstance(value, pd.DataFrame):
                 parts.append(f"<h3>{e(name.replace('_', ' '))}</h3>" + _table_html(value))
         for suffix in ("expected_max", "selection_regret"):
-            if f"audit{i}_{suffix}" in figs:
-                parts.append(f"<img src='data:image/png;base64,{_png(figs[f'audit{i}_{suffix}'])}'>")
+            if f"{PREFIX}{i}_{suffix}" in figs:
+                parts.append(f"<img src='data:image/png;base64,{_png(figs[f'{PREFIX}{i}_{suffix}'])}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -305,9 +306,9 @@ def write_outputs(result: AuditResult, html_path: str | Path | None = None, json
         if output_dir:
             for name, fig in figs.items():
                 written += plots.save_figure(fig, name, output_dir)
-            written += plots.save_table(all_claims, "audit_claims", output_dir, caption="Audit claims")
+            written += plots.save_table(all_claims, "08_audit_claims", output_dir, caption="Audit claims")
             aggs = pd.concat([a.aggregate.assign(input=a.input.name) for a in result.audits], ignore_index=True)
-            written += plots.save_table(aggs, "audit_aggregate", output_dir, caption="Across datasets",
+            written += plots.save_table(aggs, "08_audit_aggregate", output_dir, caption="Across datasets",
                                         float_format="%.3f")
     finally:
         for fig in figs.values():
