@@ -205,9 +205,8 @@ def test_shipped_sources_are_documented():
 
 def test_audit_reads_our_own_job_store(tmp_path):
     """A real (tiny, CPU) sweep of our engine: spec.json, settings and our store's rules go through the audit."""
-    from tests._tiny import FAST_HPARAMS, TINY, TINY_FILE  # noqa: F401  (registers the tiny dataset)
-
     from dganalysis.sweep import make_jobs, run_sweep
+    from tests._tiny import FAST_HPARAMS, TINY, TINY_FILE  # noqa: F401  (registers the tiny dataset)
 
     jobs = make_jobs(TINY, {}, ["ERM", "CORAL"], "leave_one_out", 1, 2, 4, 2, hparams_overrides=FAST_HPARAMS)
     status = run_sweep(jobs, tmp_path / "store", n_workers=1)
