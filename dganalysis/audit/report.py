@@ -43,7 +43,7 @@ def forest_plot(fam: pd.DataFrame, title: str):
     ncols = min(4, len(datasets))
     nrows = int(np.ceil(len(datasets) / ncols))
     algs = sorted(fam["algorithm"].unique())
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 0.22 * len(algs) * nrows + 1.2), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 0.22 * len(algs) * nrows + 1.8), squeeze=False,
                              sharey=True)
     for ax, ds in zip(axes.ravel(), datasets):
         part = fam[fam["dataset"] == ds].set_index("algorithm").reindex(algs)
@@ -64,9 +64,9 @@ def forest_plot(fam: pd.DataFrame, title: str):
     for ax in axes.ravel()[len(datasets):]:
         ax.axis("off")
     handles = [plt.Line2D([], [], color=c, marker="o", lw=1.5, label=v) for v, c in COLORS.items()]
-    fig.legend(handles=handles, loc="upper right", fontsize="x-small", ncol=4)
+    fig.legend(handles=handles, loc="lower center", fontsize="x-small", ncol=4, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize="small", x=0.02, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.06, 1, 0.93))
     return fig
 
 
@@ -158,9 +158,9 @@ def figures(result: AuditResult) -> dict:
         for (board, sel), fam in _families(a):
             key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             title = _label(a, board, sel)
-            out[f"{key}_forest"] = forest_plot(fam, f"{title}: Δ, {int(result.settings['confidence'] * 100)}% CI "
-                                                    "(thick; per claim) and simultaneous CI over the family (thin; "
-                                                    "Bonferroni), rounding honoured")
+            out[f"{key}_forest"] = forest_plot(fam, f"{title}\nΔ with {int(result.settings['confidence'] * 100)}% CI "
+                                                    "(thick: per claim; thin: simultaneous over the family, "
+                                                    "Bonferroni); rounding honoured")
             agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
             if not agg.empty:
                 out[f"{key}_poi"] = poi_plot(agg, title)
