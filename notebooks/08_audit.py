@@ -59,7 +59,7 @@ from dganalysis.audit.summary import record_audit_lines
 plots.setup_style()
 paths, notes = resolve_inputs(inputs, store_dir)
 result = run_audit(paths, baseline=baseline, selection=selections, alpha=alpha, rope=rope,
-                   reference_table=reference or None, reps=reps)
+                   reference_table=reference or None, reps=reps, optional=[store_dir])
 record_audit_lines(output_dir, result.summary_lines() + notes)
 display(pd.DataFrame({"audit": result.summary_lines() + notes}))
 

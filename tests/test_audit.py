@@ -267,3 +267,13 @@ def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
     names = {p.name for p in written}
     assert "08_audit0_expected_max.png" in names and "08_audit0_selection_regret.png" in names
     assert "r.planted.selected_hparams.json" in names
+
+
+def test_optional_input_without_baseline_is_noted_not_fatal(tmp_path):
+    store = write_sweep(tmp_path / "store", {"CORAL": 0.0, "Mixup": 0.0}, datasets={"PACS": 4}, hparams=1)
+    r = run_audit(["shipped:yu2024_table5", store], selection="training_domain", optional=[str(store)],
+                  sweep_analyses=False, reps=50)
+    assert len(r.audits) == 1 and "baseline 'ERM'" in r.notes[0]
+    assert any(line.startswith(f"audit {store}: not audited") for line in r.summary_lines())
+    with pytest.raises(ValueError, match="baseline 'ERM'"):
+        run_audit([store], selection="training_domain", sweep_analyses=False)

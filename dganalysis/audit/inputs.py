@@ -7,7 +7,9 @@ environments of the selected test accuracy, in points, from the single-test-envi
 ``--test-domains auto``). A trial missing a test environment gives no value (it is counted in
 ``trials.attrs["incomplete"]``; DomainBed would average the environments it has). Runs of one dataset under different
 *settings* (``dataset_kwargs``, steps, overrides, …; see :mod:`dganalysis.results`) are different experiments: the
-dataset is then labelled with the setting keys that differ, ``"RotatedDigits (image_size=16)"``.
+dataset is then labelled with the setting keys that differ, ``"RotatedDigits (image_size=16)"``; so are runs with
+different numbers of training domains (``"… [2 training domains]"``). Several training-domain sets of one size
+reaching the same test environment are averaged (and counted in ``attrs["incomplete"]``).
 :func:`cells_from_trials` summarises the trials into the cells frame of :mod:`dganalysis.audit.tables` (sample SD,
 ``se_ddof = 1``, no rounding), so sweeps and tables go through the same claims.
 """
@@ -136,6 +138,16 @@ def sweep_trials(df: pd.DataFrame, selections: Sequence[str]) -> pd.DataFrame:
         k = sel["test_domains"].str.count(",") + 1
         sel = sel[k == k.groupby(sel["dataset"]).transform("min")]  # single-test-domain runs (collect's auto)
         sel = sel.assign(dataset=_dataset_labels(sel))
+        n_train = sel["train_domains"].astype(str).str.split(",").str.len()
+        several = n_train.groupby(sel["dataset"]).transform("nunique") > 1
+        if several.any():  # e.g. a Domain+ study: runs with 1, 2, 3 training domains are different experiments
+            sel.loc[several, "dataset"] = (sel.loc[several, "dataset"] + " [" + n_train[several].astype(str)
+                                           + " training domains]")
+        dup = sel.duplicated(["dataset", "algorithm", "trial_seed", "domain"])
+        if dup.any():
+            incomplete[f"{method} (averaged)"] = (f"{int(dup.sum())} selected results share a (dataset, algorithm, "
+                                                  "trial, test environment) with another training-domain set; "
+                                                  "their mean is used")
         n_dom = sel.groupby("dataset")["domain"].nunique()
         per = sel.groupby(["dataset", "algorithm", "trial_seed"]).agg(acc=("acc", "mean"), k=("domain", "nunique"))
         per = per.reset_index()

@@ -58,9 +58,10 @@ class AuditResult:
 
     audits: list[InputAudit]
     settings: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  #: optional inputs left out, and why
 
     def summary_lines(self) -> list[str]:
-        return [a.summary_line(self.settings["alpha"]) for a in self.audits]
+        return [a.summary_line(self.settings["alpha"]) for a in self.audits] + [f"audit {n}" for n in self.notes]
 
     def to_json(self) -> dict[str, Any]:
         """The machine contract: ``claims`` and ``aggregate`` (the issue's keys, plus ``input`` and more per row),
@@ -182,10 +183,12 @@ def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[s
 def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
               alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
               trials: int | None = None, confidence: float = 0.95, reps: int = 2000, seed: int = 0,
-              sweep_analyses: bool = True) -> AuditResult:
+              sweep_analyses: bool = True, optional: Sequence[str | Path] = ()) -> AuditResult:
     """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
     three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
-    table to compare each input with; ``trials`` overrides n of the tables' cells."""
+    table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
+    (notebook 08's job store, which other notebooks fill) that gives no usable cells or lacks the baseline is left
+    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")
     if not (isinstance(rope, (int, float)) and math.isfinite(rope) and rope >= 0):
@@ -196,12 +199,19 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     if reference_table is not None and not is_table(reference_table):
         raise ValueError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
     ref_cells = read_table(reference_table) if reference_table else None
-    loaded = []
+    loaded, skipped = [], []
+    optional = {str(p) for p in optional}
     for path in inputs:  # read and check everything before any statistic
-        inp = load_input(path, selections, trials=trials if is_table(path) else None)
-        if inp.kind == "table":
-            inp.cells = _table_selections(inp.cells, selections, inp.name, explicit)
-        check_baseline(inp.cells, baseline, inp.name)
+        try:
+            inp = load_input(path, selections, trials=trials if is_table(path) else None)
+            if inp.kind == "table":
+                inp.cells = _table_selections(inp.cells, selections, inp.name, explicit)
+            check_baseline(inp.cells, baseline, inp.name)
+        except ValueError as e:
+            if str(path) not in optional:
+                raise
+            skipped.append(f"{path}: not audited ({e})")
+            continue
         loaded.append(inp)
     audits = []
     for inp in loaded:
@@ -229,4 +239,4 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
                                        "bootstrap CIs (sweeps) or a dataset bootstrap (tables); Bayesian signed-rank "
                                        "(baycomp) with the ROPE",
                           "pairs": "Wilcoxon signed-rank over datasets, Holm over all pairs; Friedman/Nemenyi"}}
-    return AuditResult(audits, settings)
+    return AuditResult(audits, settings, skipped)
