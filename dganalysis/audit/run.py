@@ -68,7 +68,8 @@ class AuditResult:
         ``wilcoxon``, ``friedman``, ``reference``, ``sweep``, ``inputs``, ``settings``, ``summary``. NaN and ±inf
         are null (``trials_needed`` null: no finite number of trials decides the observed effect, or no SE)."""
         out: dict[str, Any] = {"claims": [], "aggregate": [], "wilcoxon": [], "friedman": [], "reference": [],
-                               "sweep": {}, "inputs": [], "settings": self.settings, "summary": self.summary_lines()}
+                               "sweep": {}, "inputs": [], "settings": _clean(self.settings),
+                               "summary": self.summary_lines(), "notes": list(self.notes)}
         for a in self.audits:
             name = a.input.name
             out["inputs"].append({"input": name, "kind": a.input.kind, "notes": a.notes + a.input.notes,
@@ -77,11 +78,11 @@ class AuditResult:
             out["aggregate"] += _records(a.aggregate, name)
             out["wilcoxon"] += _records(a.wilcoxon, name)
             for (board, sel), f in a.friedman.items():
-                out["friedman"].append({"input": name, "board": board, "selection": sel, "statistic": f.statistic,
+                out["friedman"].append(_clean({"input": name, "board": board, "selection": sel, "statistic": f.statistic,
                                         "p": f.p, "n_datasets": f.n_blocks, "n_algorithms": f.n_methods,
                                         "critical_difference": f.critical_difference,
                                         "avg_rank": {k: float(v) for k, v in f.avg_rank.items()},
-                                        "summary": f.summary()})
+                                        "summary": f.summary()}))
             if a.reference is not None:
                 out["reference"] += _records(a.reference, name)
             if a.sweep:
