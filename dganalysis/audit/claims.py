@@ -304,7 +304,8 @@ def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
     """One sentence stating a claim's verdict with n, the test and the correction."""
     what = {"better": "better than", "worse": "worse than", "equivalent": f"equivalent (within ±{rope:g} points) to",
             "undecided": "undecided (not shown better, worse or equivalent) against"}[row["verdict"]]
-    ci = f"95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" if np.isfinite(row["ci_low"]) else "no CI (no SE)"
+    ci = (f"95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] (simultaneous over the family "
+          f"[{row['sim_low']:+.2f}, {row['sim_high']:+.2f}])" if np.isfinite(row["ci_low"]) else "no CI (no SE)")
     p = (f"Holm-adjusted p = {row['p_adj']:.3g}" + (f", TOST p = {row['p_equiv_adj']:.3g}" if rope > 0 else "")
          if np.isfinite(row["p_adj"]) else "no test")
     extra = (f" (the printed numbers taken at face value would say {row['verdict_nominal']}: the difference rests on "

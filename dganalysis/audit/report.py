@@ -173,6 +173,11 @@ def figures(result: AuditResult) -> dict:
     return out
 
 
+def _n_range(fam: pd.DataFrame) -> str:
+    lo, hi = int(fam["n"].min()), int(fam["n"].max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
 def _slug(text: str) -> str:
     import re
 
@@ -238,7 +243,7 @@ def html_page(result: AuditResult, figs: dict) -> str:
             parts.append("<p>Decided claims:</p><ul>" + "".join(
                 f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>" for _, r in decided.iterrows())
                 + ("" if len(decided) else f"<li>none of {len(fam)} claims is decided ({e(fam['correction'].iloc[0])}"
-                   f", α = {s['alpha']:g}; n = {int(fam['n'].min())}–{int(fam['n'].max())} trials per cell, "
+                   f", α = {s['alpha']:g}; n = {_n_range(fam)} trials per cell, "
                    f"Welch t / TOST).</li>") + "</ul>")
             if len(changed):
                 parts.append("<p>Verdicts that rest on rounding (the printed numbers alone would decide them):</p><ul>"
