@@ -273,6 +273,19 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
     return Plan({"models": jobs}, [(p.dataset, p.dataset_kwargs)])
 
 
+@PLANS.register("08_audit")
+def audit_plan(*, inputs: list[str], reference: str | None = None) -> Plan:
+    """Notebook 08 trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
+    names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
+    files = {f"inputs[{i}]": str(p) for i, p in enumerate(inputs)
+             if str(p) != "store" and not str(p).startswith("shipped:")}
+    if reference and not str(reference).startswith("shipped:"):
+        files["reference"] = str(reference)
+    n_store = sum(str(p) == "store" for p in inputs)
+    return Plan({}, [], files, [f"audit of {len(inputs)} input(s), no training"
+                                + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
+
+
 def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
     """``notebook``'s plan from ``params`` (name -> value, e.g. a profile's YAML with the injected folders; names
     not given take the parameters cell's defaults): the parameter object is built and checked

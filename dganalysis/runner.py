@@ -240,8 +240,12 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     rows = read_findings(out)
     if variants:
         rows = read_variant_findings(out, rows, {v: out / VARIANTS_DIR / v for v in variants})
+    from dganalysis.audit.summary import read_audit_lines
+
+    audits = [f"- {line}" for line in read_audit_lines(out)]
     lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
-             *findings_markdown(rows), "",
+             *findings_markdown(rows), *(["", "Audits (`dganalysis audit`, notebook 08):", "", *audits] if audits else []),
+             "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes |", "|---|---|---|"]
     for r in runs:

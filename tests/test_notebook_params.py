@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = list_notebooks(ROOT)
 
 
-def test_all_eight_studies_exist():
-    assert [n[:2] for n in NOTEBOOKS] == ["00", "01", "02", "03", "04", "05", "06", "07"]
+def test_all_nine_studies_exist():
+    assert [n[:2] for n in NOTEBOOKS] == ["00", "01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
