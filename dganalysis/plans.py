@@ -19,6 +19,7 @@ from typing import Any
 
 from dganalysis.data.domains import domain_names
 from dganalysis.notebook_params import (
+    AuditParams,
     BinarizationParams,
     DatasetConstructionParams,
     DynamicDGParams,
@@ -274,15 +275,15 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
 
 
 @PLANS.register("08_audit")
-def audit_plan(*, inputs: list[str], reference: str | None = None) -> Plan:
-    """Notebook 08 trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
+def audit_plan(p: AuditParams) -> Plan:
+    """The audit trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
     names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
-    files = {f"inputs[{i}]": str(p) for i, p in enumerate(inputs)
-             if str(p) != "store" and not str(p).startswith("shipped:")}
-    if reference and not str(reference).startswith("shipped:"):
-        files["reference"] = str(reference)
-    n_store = sum(str(p) == "store" for p in inputs)
-    return Plan({}, [], files, [f"audit of {len(inputs)} input(s), no training"
+    files = {f"inputs[{i}]": str(x) for i, x in enumerate(p.inputs)
+             if str(x) != "store" and not str(x).startswith("shipped:")}
+    if p.reference and not str(p.reference).startswith("shipped:"):
+        files["reference"] = str(p.reference)
+    n_store = sum(str(x) == "store" for x in p.inputs)
+    return Plan({}, [], files, [f"audit of {len(p.inputs)} input(s), no training"
                                 + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
 
 
