@@ -110,7 +110,7 @@ def remix_loss_by_class(
     return total / n_classes
 
 
-@register_algorithm("ADRMX")
+@register_algorithm("ADRMX", tags=("domainbed",))
 class ADRMX(Algorithm):
     """Additive disentanglement of domain features with a remix loss (Demirel et al., 2023; module docstring)."""
 
@@ -193,7 +193,7 @@ class ADRMX(Algorithm):
         return out
 
 
-@register_algorithm("ADRMX_ClassRemix")
+@register_algorithm("ADRMX_ClassRemix", tags=("variant",))
 class ADRMX_ClassRemix(ADRMX):
     """ADRMX with the remix pair DomainBed's comment asks for: two examples of the *same class* from *different
     domains* (:func:`remix_loss_by_class`). DomainBed's ADRMX indexes the batch with positions drawn among class c's

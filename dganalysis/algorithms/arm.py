@@ -96,14 +96,14 @@ class _ARM(Algorithm):
         return {"loss": loss.item()}
 
 
-@register_algorithm("ARM")
+@register_algorithm("ARM", tags=("domainbed",))
 class ARM(_ARM):
     """DomainBed's ARM: batch-context adaptation; the context network stays at its initial weights."""
 
     train_context = False
 
 
-@register_algorithm("ARM_CML")
+@register_algorithm("ARM_CML", tags=("variant",))
 class ARM_CML(_ARM):
     """ARM-CML with the context network trained jointly (Zhang et al., Alg. 2), unlike DomainBed's ARM."""
 

@@ -127,14 +127,14 @@ class _CADBase(Algorithm):
         return {"loss": total.item(), "clf_loss": clf.item(), "bn_loss": bn.item(), "total_loss": total.item()}
 
 
-@register_algorithm("CAD")
+@register_algorithm("CAD", tags=("domainbed",))
 class CAD(_CADBase):
     """CAD: ERM + lmbda · contrastive bottleneck on I(D; Z) (Ruan et al., 2022; see the module docstring)."""
 
     conditional = False
 
 
-@register_algorithm("CondCAD")
+@register_algorithm("CondCAD", tags=("domainbed",))
 class CondCAD(_CADBase):
     """CondCAD: ERM + lmbda · contrastive bottleneck on I(D; Z | Y) (Ruan et al., 2022)."""
 

@@ -137,14 +137,14 @@ class _AbstractDANN(Algorithm):
         return out
 
 
-@register_algorithm("DANN")
+@register_algorithm("DANN", tags=("domainbed",))
 class DANN(_AbstractDANN):
     """DomainBed's DANN: alternating discriminator and generator Adam steps (see the module docstring)."""
 
     conditional = False
 
 
-@register_algorithm("CDANN")
+@register_algorithm("CDANN", tags=("domainbed",))
 class CDANN(_AbstractDANN):
     """DomainBed's CDANN: class-conditional discriminator input, class-balanced domain loss."""
 
@@ -197,14 +197,14 @@ class _AbstractDANNGRL(Algorithm):
         return {"loss": loss.item(), "nll": nll.item(), "disc_loss": disc.item()}
 
 
-@register_algorithm("DANN_GRL")
+@register_algorithm("DANN_GRL", tags=("variant", "grl"))
 class DANN_GRL(_AbstractDANNGRL):
     """DANN with a gradient reversal layer, one joint step per update (Ganin et al.'s form, not DomainBed's)."""
 
     conditional = False
 
 
-@register_algorithm("CDANN_GRL")
+@register_algorithm("CDANN_GRL", tags=("variant", "grl"))
 class CDANN_GRL(_AbstractDANNGRL):
     """Conditional DANN with a gradient reversal layer (class-balanced over the classes present)."""
 

@@ -40,7 +40,7 @@ from dganalysis.lars import LARS
 SMA_START_ITER = 600  # DomainBed's ErmPlusPlusMovingAvg.sma_start_iter
 
 
-@register_algorithm("ERMPlusPlus")
+@register_algorithm("ERMPlusPlus", tags=("domainbed",))
 class ERMPlusPlus(Algorithm):
     """ERM++: linear probing for ``linear_steps`` updates, then full fine-tuning; predictions by the SMA network."""
 

@@ -53,7 +53,7 @@ def sagnet_randomize(
     return out.view_as(z) if z.dim() == 4 else out.transpose(1, 2).squeeze(-1)
 
 
-@register_algorithm("SagNet")
+@register_algorithm("SagNet", tags=("domainbed",))
 class SagNet(Algorithm):
     """Content-biased training with adversarial style suppression."""
 

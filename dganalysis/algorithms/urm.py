@@ -64,7 +64,7 @@ def urm_discriminator(n_features: int, hidden_layers: int, width: int = 100) -> 
     return d
 
 
-@register_algorithm("URM")
+@register_algorithm("URM", tags=("domainbed",))
 class URM(Algorithm):
     """Uniform Risk Minimization: ERM + features pushed towards a uniform distribution by a discriminator."""
 

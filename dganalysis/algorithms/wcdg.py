@@ -58,7 +58,7 @@ class _VariantHParams:
         return {**get_algorithm(self.base).HPARAMS, **WC_HPARAMS}
 
 
-@register_algorithm("WCDG")
+@register_algorithm("WCDG", tags=("wc",))
 class WCDG(Algorithm):
     """Base algorithm (hparam ``wc_base``) + ``wc_weight`` × worst-case loss in the representation space."""
 
@@ -139,7 +139,7 @@ class WCDG(Algorithm):
 def _register_variant(base: str) -> type[WCDG]:
     cls = type(f"{base}_WC", (WCDG,), {"base_name": base, "HPARAMS": _VariantHParams(base),
                                         "__doc__": f"{base} + worst-case term (see :class:`WCDG`)."})
-    return register_algorithm(f"{base}_WC")(cls)
+    return register_algorithm(f"{base}_WC", tags=("wc",))(cls)
 
 
 for _b in VARIANT_BASES:
