@@ -87,7 +87,7 @@ class DomainBedResNet(ResNet):
         else:
             from dganalysis.compat import torchvision
 
-            depth = 18 if hparams.get("resnet18", False) else 50
+            depth = 18 if domainbed_arch(input_shape, hparams) == "resnet18" else 50
             net = getattr(torchvision().models, f"resnet{depth}")(weights=None)
             self.arch, path = f"resnet{depth}", (W.torchvision_resnet_weights(depth) if weights else None)
         if path is not None:
@@ -187,23 +187,43 @@ class DomainBedDinoV2(nn.Module):
         return self.dropout(torch.cat([out[0][1], out[1][1], out[2][1], out[3][1], out[3][0].mean(1)], dim=1))
 
 
-@register_featurizer("domainbed")
-def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
-    """DomainBed's ``networks.Featurizer`` choice for ``input_shape`` (see the module doc)."""
+def domainbed_arch(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> str:
+    """The network DomainBed's ``networks.Featurizer`` picks for ``input_shape`` (C, H, W) and ``hparams``: ``mlp``
+    (1-D inputs), ``cnn`` (MNIST-CNN, 28×28), ``wrn16_2`` (32×32), ``dinov2_vitb14``, ``resnet18`` or ``resnet50``
+    (224×224; ``resnet50_augmix`` wins over ``resnet18``, DomainBed's quirk). The one rule :func:`build_domainbed`
+    and the dry run's estimate both follow; a shape DomainBed has no network for is a ValueError."""
     shape = tuple(input_shape)
     if len(shape) == 1:
-        return DomainBedMLP(shape[0], int(hparams.get("mlp_width", 0)), hparams)
+        return "mlp"
     hw = shape[1:3]
     if hw == (28, 28):
-        return MNISTCNN(shape[0])
+        return "cnn"
     if hw == (224, 224):
         if hparams.get("vit", False):
             if hparams.get("dinov2", False):
-                return DomainBedDinoV2(shape, hparams, _want_weights(hparams))
+                return "dinov2_vitb14"
             raise ValueError("featurizer 'domainbed': vit=True needs dinov2=True (DomainBed raises NotImplementedError "
                              "for any other ViT); for a ViT-B/16 use featurizer 'vit_b_16'")
-        return DomainBedResNet(shape, hparams, _want_weights(hparams))
+        if hparams.get("resnet50_augmix", True):
+            return "resnet50"
+        return "resnet18" if hparams.get("resnet18", False) else "resnet50"
     if hw == (32, 32):
-        return DomainBedWideResNet(shape[0], 16, 2, 0.0)
+        return "wrn16_2"
     raise ValueError(f"featurizer 'domainbed': DomainBed has no network for input shape {shape} (it builds one for "
                      "1-D inputs, 28×28, 32×32 and 224×224); choose another featurizer (e.g. 'auto')")
+
+
+@register_featurizer("domainbed")
+def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
+    """DomainBed's ``networks.Featurizer`` choice for ``input_shape`` (see the module doc, :func:`domainbed_arch`)."""
+    shape = tuple(input_shape)
+    arch = domainbed_arch(shape, hparams)
+    if arch == "mlp":
+        return DomainBedMLP(shape[0], int(hparams.get("mlp_width", 0)), hparams)
+    if arch == "cnn":
+        return MNISTCNN(shape[0])
+    if arch == "dinov2_vitb14":
+        return DomainBedDinoV2(shape, hparams, _want_weights(hparams))
+    if arch == "wrn16_2":
+        return DomainBedWideResNet(shape[0], 16, 2, 0.0)
+    return DomainBedResNet(shape, hparams, _want_weights(hparams))

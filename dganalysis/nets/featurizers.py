@@ -33,7 +33,8 @@ from dganalysis.nets.registry import DOMAINBED_WEIGHTS, get_featurizer_builder, 
 from dganalysis.nets.vit import ARCHS as VIT_ARCHS
 from dganalysis.nets.vit import ViT
 
-__all__ = ["MLP", "MNISTCNN", "ResNet", "SmallCNN", "ViT", "backbone_of", "build_classifier", "build_featurizer"]
+__all__ = ["MLP", "MNISTCNN", "ResNet", "SmallCNN", "ViT", "auto_arch", "backbone_of", "build_classifier", "build_featurizer",
+           "resolve_featurizer_name"]
 
 
 def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
@@ -51,10 +52,30 @@ def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -
     return apply_init_hparams(net, hparams)
 
 
+def auto_arch(input_shape: tuple[int, ...]) -> str:
+    """What ``featurizer: auto`` builds: ``cnn`` up to 32 px, ``resnet18`` above (our departure, see the module doc)."""
+    return "cnn" if input_shape[-1] <= 32 else "resnet18"
+
+
+def resolve_featurizer_name(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> str:
+    """The network a job builds for inputs of ``input_shape`` (C, H, W) under ``hparams['featurizer']`` (default
+    ``auto``): ``auto`` and ``domainbed`` resolved by their rules (:func:`auto_arch`,
+    :func:`dganalysis.nets.domainbed.domainbed_arch`), any other name as it is. Training builds by these rules and the
+    dry run estimates by this function, so the two cannot disagree."""
+    from dganalysis.nets.domainbed import domainbed_arch
+
+    name = str(hparams.get("featurizer", "auto"))
+    if name == "auto":
+        return auto_arch(input_shape)
+    if name == "domainbed":
+        return domainbed_arch(input_shape, hparams)
+    return name
+
+
 @register_featurizer("auto")
 def _auto(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
     """Our departure from DomainBed's rule: ``cnn`` up to 32 px, ``resnet18`` above (see the module doc)."""
-    return get_featurizer_builder("cnn" if input_shape[-1] <= 32 else "resnet18")(input_shape, hparams)
+    return get_featurizer_builder(auto_arch(input_shape))(input_shape, hparams)
 
 
 @register_featurizer("cnn")
