@@ -133,7 +133,7 @@ class ADRMX(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
         hp = self.hparams
-        kind = hp.get("optimizer", "adam")
+        kind = hp["optimizer"]
         if kind != "adam":
             raise ValueError(f"ADRMX: hparam 'optimizer' must be 'adam' (DomainBed's Adam with betas (beta1, 0.9)), "
                              f"got {kind!r}")

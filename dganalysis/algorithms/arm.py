@@ -72,7 +72,7 @@ class _ARM(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
         self.featurizer = ContextFeaturizer(
-            self.input_shape, self.hparams, int(self.hparams.get("batch_size", 64)), ragged=self.train_context
+            self.input_shape, self.hparams, int(self.hparams["batch_size"]), ragged=self.train_context
         )
         self.network = nn.Sequential(self.featurizer, self.classifier)
         if self.train_context:

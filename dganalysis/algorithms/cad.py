@@ -102,7 +102,7 @@ class _CADBase(Algorithm):
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
-        if bool(self.hparams.get("is_project", False)):
+        if bool(self.hparams["is_project"]):
             raise ValueError(f"{type(self).__name__}: hparam 'is_project' must be False: DomainBed's projection head "
                              "references an undefined feature_dim (NameError) and has no behaviour to reproduce")
         self.optimizer, self.scheduler = self.configure_optimizer()

@@ -68,7 +68,7 @@ class _AbstractDANN(Algorithm):
         hp = self.hparams
         self.discriminator = mlp(d, n_domains, int(hp["mlp_width"]), int(hp["mlp_depth"]), float(hp["mlp_dropout"]))
         self.class_embeddings = nn.Embedding(n_classes, d)
-        kind = hp.get("optimizer", "adam")
+        kind = hp["optimizer"]
         if kind != "adam":
             raise ValueError(f"{type(self).__name__}: hparam 'optimizer' must be 'adam' (DomainBed's Adam with betas "
                              f"(beta1, 0.9)), got {kind!r}; use DANN_GRL/CDANN_GRL for other optimisers")
@@ -158,7 +158,7 @@ class _AbstractDANNGRL(Algorithm):
 
     def current_lambda(self, step: int) -> float:
         lam = float(self.hparams["lambda"])
-        if self.hparams.get("dann_lambda_schedule", "constant") == "ganin":
+        if self.hparams["dann_lambda_schedule"] == "ganin":
             p = min(1.0, step / max(1, int(self.hparams.get("steps", 1))))
             lam *= 2.0 / (1.0 + math.exp(-10.0 * p)) - 1.0
         return lam

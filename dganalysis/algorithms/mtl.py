@@ -56,7 +56,7 @@ class _MTL(Algorithm):
         super().__init__(input_shape, n_classes, n_domains, hparams)
         self.featurizer = MarginalFeaturizer(self.featurizer, noise=self.noise)
         self.classifier = build_classifier(
-            self.featurizer.n_outputs, n_classes, bool(self.hparams.get("nonlinear_classifier", False))
+            self.featurizer.n_outputs, n_classes, bool(self.hparams["nonlinear_classifier"])
         )
         self.network = nn.Sequential(self.featurizer, self.classifier)
         self.register_buffer("embeddings", torch.zeros(n_domains, self.featurizer.base.n_outputs))

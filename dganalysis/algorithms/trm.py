@@ -139,7 +139,7 @@ class TRM(Algorithm):
         x, y = concat(minibatches)
         trm_on = step >= int(self.hparams["iters"])
         if trm_on:
-            if bool(self.hparams.get("class_balanced", False)):
+            if bool(self.hparams["class_balanced"]):
                 with torch.no_grad():
                     for head in self.domain_heads:
                         head.weight.copy_(self.classifier.weight)

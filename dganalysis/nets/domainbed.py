@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dganalysis.hparams import HParams
 from dganalysis.nets import domainbed_weights as W
 from dganalysis.nets.archs import MNISTCNN, ResNet
 from dganalysis.nets.registry import DOMAINBED_WEIGHTS, register_featurizer
@@ -46,7 +47,7 @@ def _timm():
 
 
 def _want_weights(hparams: Mapping[str, Any]) -> bool:
-    return hparams.get("pretrained") == DOMAINBED_WEIGHTS
+    return hparams["pretrained"] == DOMAINBED_WEIGHTS
 
 
 class DomainBedMLP(nn.Module):
@@ -81,7 +82,7 @@ class DomainBedResNet(ResNet):
 
     def __init__(self, input_shape: tuple[int, ...], hparams: Mapping[str, Any], weights: bool) -> None:
         nn.Module.__init__(self)
-        if hparams.get("resnet50_augmix", True):
+        if hparams["resnet50_augmix"]:
             net = _timm().create_model(W.AUGMIX_TIMM_NAME, pretrained=False)
             self.arch, path = "resnet50", (W.augmix_weights() if weights else None)
         else:
@@ -101,8 +102,8 @@ class DomainBedResNet(ResNet):
                 net.conv1.weight.data[:, i] = old[:, i % 3]
         net.fc = nn.Identity()
         self.network = net
-        self.dropout = nn.Dropout(float(hparams.get("resnet_dropout", 0.0)))
-        self.freeze_bn = bool(hparams.get("freeze_bn", False))
+        self.dropout = nn.Dropout(float(hparams["resnet_dropout"]))
+        self.freeze_bn = bool(hparams["freeze_bn"])
         self.weights_file = str(path) if path is not None else None
         self.train()
 
@@ -177,8 +178,8 @@ class DomainBedDinoV2(nn.Module):
             path = W.dinov2_weights()
             self.network.load_state_dict(W.read_state(path), strict=True)
             self.weights_file = str(path)
-        self.dropout = nn.Dropout(float(hparams.get("vit_dropout", 0.0)))
-        if hparams.get("vit_attn_tune", False):
+        self.dropout = nn.Dropout(float(hparams["vit_dropout"]))
+        if hparams["vit_attn_tune"]:
             for name, p in self.network.named_parameters():
                 p.requires_grad = "attn" in name
 
@@ -192,6 +193,7 @@ def domainbed_arch(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> 
     (1-D inputs), ``cnn`` (MNIST-CNN, 28×28), ``wrn16_2`` (32×32), ``dinov2_vitb14``, ``resnet18`` or ``resnet50``
     (224×224; ``resnet50_augmix`` wins over ``resnet18``, DomainBed's quirk). The one rule :func:`build_domainbed`
     and the dry run's estimate both follow; a shape DomainBed has no network for is a ValueError."""
+    hparams = HParams.of(hparams)
     shape = tuple(input_shape)
     if len(shape) == 1:
         return "mlp"
@@ -199,14 +201,14 @@ def domainbed_arch(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> 
     if hw == (28, 28):
         return "cnn"
     if hw == (224, 224):
-        if hparams.get("vit", False):
-            if hparams.get("dinov2", False):
+        if hparams["vit"]:
+            if hparams["dinov2"]:
                 return "dinov2_vitb14"
             raise ValueError("featurizer 'domainbed': vit=True needs dinov2=True (DomainBed raises NotImplementedError "
                              "for any other ViT); for a ViT-B/16 use featurizer 'vit_b_16'")
-        if hparams.get("resnet50_augmix", True):
+        if hparams["resnet50_augmix"]:
             return "resnet50"
-        return "resnet18" if hparams.get("resnet18", False) else "resnet50"
+        return "resnet18" if hparams["resnet18"] else "resnet50"
     if hw == (32, 32):
         return "wrn16_2"
     raise ValueError(f"featurizer 'domainbed': DomainBed has no network for input shape {shape} (it builds one for "
@@ -216,6 +218,7 @@ def domainbed_arch(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> 
 @register_featurizer("domainbed")
 def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
     """DomainBed's ``networks.Featurizer`` choice for ``input_shape`` (see the module doc, :func:`domainbed_arch`)."""
+    hparams = HParams.of(hparams)
     shape = tuple(input_shape)
     arch = domainbed_arch(shape, hparams)
     if arch == "mlp":
