@@ -241,7 +241,8 @@ def hparams_key(job: Job) -> tuple:
     the dataset (DomainBed's small- or large-image regime), ``hparams_seed``, ``trial_seed`` (DomainBed seeds a draw
     with ``seed_hash(hparams_seed, trial_seed)``), the overrides and ``steps``."""
     spec = job.to_dict()
-    return (job.algorithm, job.dataset, job.hparams_seed, job.trial_seed, job.steps,
+    trial = job.trial_seed if job.hparams_seed != 0 else None  # hparams_seed 0: the defaults, whatever the trial
+    return (job.algorithm, job.dataset, job.hparams_seed, trial, job.steps,
             json.dumps(spec["hparams_overrides"], sort_keys=True), json.dumps(spec["search_overrides"], sort_keys=True))
 
 
