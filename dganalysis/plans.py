@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dganalysis.algorithms import names as algorithm_names
 from dganalysis.data.domains import domain_names
 from dganalysis.notebook_params import (
     AuditParams,
@@ -266,7 +267,7 @@ def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
 def worst_case_plan(p: WorstCaseParams) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
-    if any(a.endswith("_WC") or a == "WCDG" for a in p.algorithms):
+    if set(p.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
     jobs = make_jobs(p.dataset, p.dataset_kwargs, p.algorithms, [{"train": p.train_domains, "test": p.test_domains}],
                      n_hparams=p.n_hparams, n_trials=1, steps=p.steps, checkpoint_freq=p.checkpoint_freq,
