@@ -210,16 +210,25 @@ def run_notebooks(
 
 
 def _store_summary(store: Path) -> str:
-    """One line counting the profile's jobs by state (tables and figures use finished jobs only)."""
+    """One line counting every job folder of the profile's store by state (:func:`dganalysis.results.job_folders`
+    and :func:`~dganalysis.results.classify_job`, the rule ``collect`` counts by; tables use finished jobs only)."""
     from collections import Counter
 
-    from dganalysis.results import job_status
+    from dganalysis.results import classify_job, job_folders
 
     if not store.is_dir():
         return ""
-    counts = Counter(job_status(d) for d in store.iterdir() if d.is_dir() and not d.name.startswith("."))
-    return (f"Job store `store/`: {counts['done']} done, {counts['failed']} failed, {counts['unfinished']} "
-            "unfinished or running (tables and figures use finished jobs only).")
+    folders = job_folders(store) if any(store.iterdir()) else []
+    kinds = Counter(classify_job(d) for d in folders)
+    done = kinds[("done", True)] + kinds[("done", False)]
+    failed = kinds[("failed", True)] + kinds[("failed", False)]
+    early = kinds[("failed", False)]
+    parts = [f"{done} done", f"{failed} failed" + (f" ({early} before their first record)" if early else ""),
+             f"{kinds[('unfinished', True)] + kinds[('unfinished', False)]} unfinished or running"]
+    if kinds[("done", False)]:
+        parts.append(f"{kinds[('done', False)]} of the done ones without records (unreadable)")
+    return (f"Job store `store/`: {len(folders)} job folders: {', '.join(parts)} "
+            "(tables and figures use finished jobs only).")
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:

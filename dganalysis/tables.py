@@ -246,9 +246,13 @@ def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
+#: the comment line every LaTeX table we write starts with: the rules (\toprule …) come from booktabs
+BOOKTABS_NOTE = "% needs \\usepackage{booktabs} in the preamble (\\toprule, \\midrule, \\bottomrule)"
+
+
 def _latex(title: str, wide: pd.DataFrame) -> str:
     head = ["\\textbf{Algorithm}", *(f"\\textbf{{{_latex_escape(str(c))}}}" for c in wide.columns)]
-    lines = [f"% {title}", "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
+    lines = [f"% {title}", BOOKTABS_NOTE, "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
     for alg, row in wide.iterrows():
         lines.append(" & ".join([_latex_escape(str(alg)), *row.tolist()]) + " \\\\")
@@ -256,5 +260,5 @@ def _latex(title: str, wide: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell", "format_tables",
-           "selection_table"]
+__all__ = ["BOOKTABS_NOTE", "CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell",
+           "format_tables", "selection_table"]
