@@ -52,7 +52,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--no-retry-failed", action="store_true", help="leave jobs marked failed alone")
     r.add_argument("--import", dest="imports", action="append", default=[],
                    help="module or .py file registering extra datasets/algorithms (repeatable)")
-    r.add_argument("--dry-run", action="store_true", help="list the jobs and their state; train nothing")
+    r.add_argument("--dry-run", action="store_true", help="list the jobs and their state, and check the data and weight files; train "
+                                                           "nothing (exit 2 when a real run would refuse to start)")
     r.add_argument("--no-wait", action="store_true",
                    help="leave jobs another live runner holds (status busy) instead of waiting for them")
     r.add_argument("--lease-s", type=float, default=None,
@@ -109,7 +110,8 @@ def jobs_from_args(args: argparse.Namespace):
 
 
 def main_sweep(args: argparse.Namespace) -> int:
-    """Run the ``sweep`` verb; exit status 1 when any job failed."""
+    """Run the ``sweep`` verb; exit status 1 when any job failed, 2 when a dry run found problems (missing data
+    or weight files, see :mod:`dganalysis.preflight`) that a real run refuses before writing any job folder."""
     from dganalysis.sweep.launcher import run_sweep
 
     for imp in args.imports:  # registrations must exist before the grid is built
@@ -151,4 +153,13 @@ def main_sweep(args: argparse.Namespace) -> int:
     print(status[cols].to_string(index=False))
     counts = status["status"].value_counts().to_dict()
     print("jobs: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    problems = status.attrs.get("problems") or []
+    if problems:  # the dry run: the problems a real run would refuse to start with
+        import sys
+
+        from dganalysis.preflight import format_problems
+
+        sys.stderr.write("dganalysis sweep --dry-run: " + format_problems(problems, "in the dry run; a real run refuses to start")
+                         + "\n")
+        return 2
     return 1 if counts.get("failed", 0) else 0

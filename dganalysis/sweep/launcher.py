@@ -369,7 +369,9 @@ def run_sweep(
     ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
     ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
     runner; only with ``wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed`` as
-    found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
+    found on disk (nothing is trained). Data and weight files are checked first (:mod:`dganalysis.preflight`):
+    any problem raises a :class:`~dganalysis.validation.ConfigError` listing them all before any job folder is
+    written; a dry run lists them in ``status.attrs["problems"]`` instead. Any number of processes may run sweeps on one store at once (see
     :mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs another runner holds until they are finished
     (True) or leave them (False); ``lease_s`` — the claim lease (default ``$DGANALYSIS_LEASE_S`` or 120 s);
     ``poll_s`` — seconds between looks at a held job. ``precision`` other than ``auto`` is checked against
@@ -402,6 +404,11 @@ def run_sweep(
     for job in {(j.algorithm, j.hparams_seed, json.dumps(j.to_dict()["hparams_overrides"]),
                  json.dumps(j.to_dict()["search_overrides"])): j for j in jobs}.values():
         check_job_hparams(job)  # jobs built by hand are checked too, before any work
+    from dganalysis.preflight import format_problems, job_problems
+
+    problems = job_problems(jobs)  # data and weight files: before any job folder is written
+    if problems and not dry_run:
+        raise ConfigError(format_problems(problems))
 
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []
@@ -428,7 +435,9 @@ def run_sweep(
     if dry_run:
         for job in jobs:
             log.info("[%s] %s", rows[job.job_id]["status"], job.describe())
-        return pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status = pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status.attrs["problems"] = problems
+        return status
 
     log.info("sweep: %d jobs, %d finished, %d to run (%s, %d workers)", len(jobs), len(jobs) - len(todo), len(todo),
              launcher, n_workers)
