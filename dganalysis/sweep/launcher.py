@@ -337,11 +337,30 @@ def _in_queue(job_id: str, queued: str) -> bool:
     return str(job_id) in ids or any(i.startswith(f"{array}_[") for i in ids)
 
 
+class _Ticker:
+    """The sweep's progress outlets: the tqdm bar (or None) and the progress file a runner watches
+    (:mod:`dganalysis.progress`)."""
+
+    def __init__(self, bar, file_progress) -> None:
+        self.bar, self.file_progress = bar, file_progress
+
+    def tick(self, res: Mapping[str, Any]) -> None:
+        failed = res.get("status") == "failed"
+        if self.bar is not None:
+            self.bar.update(1)
+            if failed:
+                self.bar.set_postfix_str("last: failed", refresh=False)
+        self.file_progress.tick(failed)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.file_progress.close()
+
+
 def _tick(bar, res: Mapping[str, Any]) -> None:
     if bar is not None:
-        bar.update(1)
-        if res.get("status") == "failed":
-            bar.set_postfix_str("last: failed", refresh=False)
+        bar.tick(res)
 
 
 # --------------------------------------------------------------------------- public entry
@@ -445,11 +464,14 @@ def run_sweep(
     policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports)}
     data = str(data_dir) if data_dir is not None else None
-    bar = None
+    from dganalysis.progress import SweepProgress, progress_file
+
+    tqdm_bar = None
     if progress and todo:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc="sweep", unit="job")
+        tqdm_bar = tqdm(total=len(todo), desc="sweep", unit="job")
+    bar = _Ticker(tqdm_bar, SweepProgress(progress_file(), len(todo), skipped=len(jobs) - len(todo)))
     try:
         if not todo:
             results = {}
@@ -461,8 +483,7 @@ def run_sweep(
         else:
             results = _run_pool(todo, store, data, options, policy, min(n_workers, len(todo)), bar)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     for job in todo:
         res = results[job.job_id]
         rows[job.job_id] = _row(job, store, res["status"], res.get("elapsed"), res.get("error", ""))
