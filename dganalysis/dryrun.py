@@ -192,7 +192,9 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
     from dganalysis.data import available
 
     if name not in available():
-        return False, f"unknown dataset {name!r}; known: {', '.join(available())}"
+        from dganalysis.registry import unknown_name
+
+        return False, unknown_name("dataset", name, available())
     if name in ("RotatedDigits", "ColoredDigits"):
         return True, "scikit-learn's digits (installed with the package)"
     if name in ("Debug28", "Debug224"):

@@ -71,6 +71,21 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--array-parallelism", type=int, default=None, help="max jobs running at once")
 
 
+def _check_names(flags: dict[str, Any]) -> None:
+    """Unknown algorithm or dataset names given as flags, with the closest known ones (before anything else)."""
+    from dganalysis.algorithms import available as algorithms
+    from dganalysis.data.registry import available as datasets
+    from dganalysis.registry import unknown_name
+    from dganalysis.validation import ConfigError
+
+    known = set(algorithms())
+    for name in flags["algorithms"] or []:
+        if name not in known:
+            raise ConfigError(f"--algorithms: {unknown_name('algorithm', name, known)}")
+    if flags["dataset"] is not None and flags["dataset"] not in datasets():
+        raise ConfigError(f"--dataset: {unknown_name('dataset', flags['dataset'], datasets())}")
+
+
 def jobs_from_args(args: argparse.Namespace):
     """The job list described by the parsed flags (and ``--config``)."""
     from dganalysis.sweep.grid import load_sweep_yaml, make_jobs
@@ -88,11 +103,14 @@ def jobs_from_args(args: argparse.Namespace):
         "search_overrides": args.search_overrides,
         "save_model": args.save_model,
     }
+    _check_names(flags)  # an unknown name is the first thing to hear about, before any missing flag
     if args.config:
         return load_sweep_yaml(args.config, data_dir=args.data_dir, **flags)
     missing = [f"--{k.replace('_', '-')}" for k in ("dataset", "algorithms", "steps", "checkpoint_freq") if flags[k] is None]
     if missing:
-        raise SystemExit(f"dganalysis sweep: give --config or the flags {', '.join(missing)}")
+        from dganalysis.validation import ConfigError
+
+        raise ConfigError(f"give --config or the flags {', '.join(missing)}")
     return make_jobs(
         dataset=flags["dataset"],
         dataset_kwargs=flags["dataset_kwargs"] or {},
