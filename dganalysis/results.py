@@ -98,7 +98,10 @@ _REQUIRED_ARGS = ("dataset", "algorithm", "test_envs", "hparams_seed", "trial_se
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line."""
     path = Path(path)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as err:  # e.g. no read permission: an unreadable job, counted as such by load
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err}); expected JSON records") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -179,3 +179,20 @@ def test_latex_says_it_needs_booktabs(store, tmp_path, capsys):
     from dganalysis.cli import build_parser
 
     assert "usepackage{booktabs}" in build_parser()._subparsers._group_actions[0].choices["collect"].format_help()
+
+
+def test_a_job_whose_records_cannot_be_read_is_counted_unreadable(store, monkeypatch):
+    bad = _job(store, "noperm", [json.dumps(_record(0, 0, 9))])
+    real = Path.read_bytes
+
+    def read_bytes(self):  # no read permission (root ignores chmod, so the refusal is simulated)
+        if self == bad / "results.jsonl":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    df = results.load(store, progress=False, strict=False)
+    assert df.attrs["jobs"]["unreadable"] == 1 and "cannot be read (Permission denied)" in df.attrs["problems"][0]
+    assert "1 unreadable" in results.summary_line(df)
+    with pytest.raises(ValueError, match="noperm/results.jsonl: cannot be read"):
+        results.load(store, progress=False)
