@@ -67,10 +67,22 @@ def test_index_records_jobs_and_minutes(tmp_path):
     assert "| 10.0 | 12 trained (1 failed), 3 already done; 9.5 min in 2 sweeps |" in text
 
 
+def _project(tmp_path, body: str):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('output_dir = "out"\nstore_dir = "store"\ndata_dir = "data"\nvalue = 1',
+                                       metadata={"tags": ["parameters"]})
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "params" / "quick").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "notebooks" / "00_demo.ipynb")
+    return tmp_path
+
+
 def test_run_shows_a_notebooks_sweep_under_papermill(tmp_path, capfd):
     """A notebook whose cell reports 3 jobs (no training: the plumbing only) through the kernel's environment."""
-    from tests.test_runner import _project
-
     body = ("import time\nfrom dganalysis.progress import SweepProgress, progress_file\n"
             "p = SweepProgress(progress_file(), 3, skipped=1)\n"
             "for _ in range(3):\n    time.sleep(1.2)\n    p.tick()\np.close()\n")
