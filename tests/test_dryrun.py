@@ -81,10 +81,14 @@ def test_job_counts_follow_the_yaml(paper):
 
 
 @pytest.mark.parametrize("name", PLANS.names())
-def test_plan_arguments_are_the_notebooks_parameters(name):
-    params = set(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
-    args = set(inspect.signature(PLANS.get(name)).parameters)
-    assert args <= params, f"{name}: plan arguments {sorted(args - params)} are not parameters of the notebook"
+def test_plan_takes_the_notebooks_parameters(name):
+    """A plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
+    from dganalysis.notebook_params import params_class
+
+    params = list(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
+    (arg,) = inspect.signature(PLANS.get(name)).parameters.values()
+    assert arg.annotation in (params_class(name), params_class(name).__name__)
+    assert params_class(name).names() == params, f"{name}: the parameter object's fields are not the notebook's"
 
 
 @pytest.mark.parametrize("name", [n for n in PLANS.names() if n != "01_dataset_construction"])
