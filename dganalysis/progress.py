@@ -24,6 +24,7 @@ from typing import Any
 from dganalysis import io
 
 ENV = "DGANALYSIS_PROGRESS_FILE"
+REDRAW_S = 10.0  #: the watcher redraws an unchanged line (its ETA) at most this often
 
 
 def progress_file() -> Path | None:
@@ -133,6 +134,8 @@ class ProgressWatcher:
         self._bar = None
         self._shown: int | None = None  # index of the sweep the bar shows
         self.lines: list[str] = []  # what was shown, one entry per change (for tests and logs)
+        self._last_state: tuple | None = None
+        self._last_draw = 0.0
 
     def __enter__(self) -> ProgressWatcher:
         self._thread.start()
@@ -170,7 +173,12 @@ class ProgressWatcher:
         text = describe(entry, i + 1)
         if not self.lines or self.lines[-1] != text:
             self.lines.append(text)
-        self._bar.n = int(entry.get("done", 0))
+        state = (i, int(entry.get("done", 0)), bool(entry.get("finished")))
+        now = time.monotonic()
+        if state == self._last_state and now - self._last_draw < REDRAW_S:
+            return  # nothing new: redraw (the ETA) at most every REDRAW_S seconds, so logs do not fill up
+        self._last_state, self._last_draw = state, now
+        self._bar.n = state[1]
         failed = f"{entry['failed']} failed, " if entry.get("failed") else ""
         self._bar.set_postfix_str(f"{failed}ETA {_clock(eta_seconds(entry))}" if not entry.get("finished")
                                   else f"{failed}finished", refresh=False)
