@@ -337,11 +337,30 @@ def _in_queue(job_id: str, queued: str) -> bool:
     return str(job_id) in ids or any(i.startswith(f"{array}_[") for i in ids)
 
 
+class _Ticker:
+    """The sweep's progress outlets: the tqdm bar (or None) and the progress file a runner watches
+    (:mod:`dganalysis.progress`)."""
+
+    def __init__(self, bar, file_progress) -> None:
+        self.bar, self.file_progress = bar, file_progress
+
+    def tick(self, res: Mapping[str, Any]) -> None:
+        failed = res.get("status") == "failed"
+        if self.bar is not None:
+            self.bar.update(1)
+            if failed:
+                self.bar.set_postfix_str("last: failed", refresh=False)
+        self.file_progress.tick(failed)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.file_progress.close()
+
+
 def _tick(bar, res: Mapping[str, Any]) -> None:
     if bar is not None:
-        bar.update(1)
-        if res.get("status") == "failed":
-            bar.set_postfix_str("last: failed", refresh=False)
+        bar.tick(res)
 
 
 # --------------------------------------------------------------------------- public entry
@@ -387,9 +406,12 @@ def run_sweep(
     ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
     ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
     runner; only with ``claims.wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed``
-    as found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
-    :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution`` (:class:`ExecutionOptions`):
-    device, compilation, precision and plug-in imports; a ``precision`` other than ``auto`` is checked against
+    as found on disk (nothing is trained). Data and weight files are checked first (:mod:`dganalysis.preflight`):
+    any problem raises a :class:`~dganalysis.validation.ConfigError` listing them all before any job folder is
+    written; a dry run lists them in ``status.attrs["problems"]`` instead. Any number of processes may run sweeps
+    on one store at once (see :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution``
+    (:class:`ExecutionOptions`): device, compilation, precision and plug-in imports; a ``precision`` other than
+    ``auto`` is checked against
     the finished jobs of the store first: a job finished with another precision is an error before any work.
     ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
@@ -421,6 +443,11 @@ def run_sweep(
     from dganalysis.sweep.grid import check_grid_hparams
 
     check_grid_hparams(jobs)  # jobs built by hand are checked too, before any work
+    from dganalysis.preflight import format_problems, job_problems
+
+    problems = job_problems(jobs)  # data and weight files: before any job folder is written
+    if problems and not dry_run:
+        raise ConfigError(format_problems(problems))
 
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []
@@ -447,7 +474,9 @@ def run_sweep(
     if dry_run:
         for job in jobs:
             log.info("[%s] %s", rows[job.job_id]["status"], job.describe())
-        return pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status = pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status.attrs["problems"] = problems
+        return status
 
     log.info("sweep: %d jobs, %d finished, %d to run (%s, %d workers)", len(jobs), len(jobs) - len(todo), len(todo),
              launcher, n_workers)
@@ -455,11 +484,14 @@ def run_sweep(
     policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports)}
     data = str(data_dir) if data_dir is not None else None
-    bar = None
+    from dganalysis.progress import SweepProgress, progress_file
+
+    tqdm_bar = None
     if progress and todo:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc="sweep", unit="job")
+        tqdm_bar = tqdm(total=len(todo), desc="sweep", unit="job")
+    bar = _Ticker(tqdm_bar, SweepProgress(progress_file(), len(todo), skipped=len(jobs) - len(todo)))
     try:
         if not todo:
             results = {}
@@ -471,8 +503,7 @@ def run_sweep(
         else:
             results = _run_pool(todo, store, data, options, policy, min(n_workers, len(todo)), bar)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     for job in todo:
         res = results[job.job_id]
         rows[job.job_id] = _row(job, store, res["status"], res.get("elapsed"), res.get("error", ""))
