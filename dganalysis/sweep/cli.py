@@ -59,6 +59,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="claim lease in seconds: a runner silent this long is presumed dead and its job taken over "
                         "(default $DGANALYSIS_LEASE_S or 120)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    r.add_argument("--mixed-threads", action="store_true",
+                   help="reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs "
+                        "(default: an error; the count is workers' share of the cores or $DGANALYSIS_THREADS)")
 
     s = parser.add_argument_group("slurm (submitit)")
     s.add_argument("--slurm-partition", help="Slurm partition")
@@ -146,6 +149,7 @@ def main_sweep(args: argparse.Namespace) -> int:
         slurm=slurm,
         wait=not args.no_wait,
         lease_s=args.lease_s,
+        mixed_threads=args.mixed_threads,
     )
     cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]
     print(status[cols].to_string(index=False))
