@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -39,8 +38,34 @@ def _restore(monkeypatch):
 
 
 def _job(**kw) -> Job:
-    return Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=6, checkpoint_freq=5,
-               hparams_overrides={"featurizer": "cnn", "batch_size": 32}, **kw)
+    """3 steps of a 16-px smallcnn at batch 64 (records at steps 0 and 2): in fp32 its loss on 1 and on 2 threads
+    differs in the last bits, so byte-identity at a fixed count is not an accident."""
+    return Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=3, checkpoint_freq=2,
+               hparams_overrides={"featurizer": "smallcnn", "batch_size": 64}, **kw)
+
+
+#: a job idle, then with one busy-loop process per usable core, in a fresh process with a launcher worker's
+#: environment (its OpenMP runtime reads the waiting policy when torch loads); prints both records
+_CHILD = """
+import json, subprocess, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from _tiny import TINY
+from dganalysis import threads
+from dganalysis.sweep import Job
+from dganalysis.train import run_job
+job, n, out = Job.from_dict(json.loads(sys.argv[2])), int(sys.argv[3]), Path(sys.argv[4])
+run_job(job, out / "idle", device="cpu", precision="fp32", threads=n)
+busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(threads.usable_cores())]
+try:
+    time.sleep(0.3)
+    with open("/proc/loadavg") as f:
+        print("runnable while busy:", f.read().split()[3])
+    run_job(job, out / "busy", device="cpu", precision="fp32", threads=n)
+finally:
+    for p in busy:
+        p.kill()
+"""
 
 
 def _records(job_dir: Path) -> list[str]:
@@ -54,39 +79,27 @@ def _records(job_dir: Path) -> list[str]:
     return out
 
 
-class _Busy:
-    """One busy-loop process per usable core, for the length of the block (the machine fully loaded)."""
-
-    def __enter__(self):
-        n = threads.usable_cores()
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-        time.sleep(0.3)  # let them take their cores
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-        for p in self.procs:
-            p.wait()
-
-
 @pytest.mark.parametrize("n", [1, 2])
 def test_same_job_idle_and_with_every_core_busy_gives_byte_identical_records(tmp_path, n):
-    job = _job()
-    torch.set_num_threads(2)
-    idle = _records(run_job(job, tmp_path / "idle", device="cpu", threads=n))
-    with _Busy():
-        busy = _records(run_job(job, tmp_path / "busy", device="cpu", threads=n))
-    assert torch.get_num_threads() == 2  # the job's count was restored
+    env = {k: v for k, v in os.environ.items() if k != threads.ENV}
+    with threads.worker_environment():
+        env.update({k: os.environ[k] for k in threads.WAIT_POLICY})
+    tests = str(Path(__file__).parent)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(tests).parent), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", _CHILD, tests, json.dumps(_job().to_dict()), str(n), str(tmp_path)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    idle, busy = _records(tmp_path / "idle"), _records(tmp_path / "busy")
+    assert len(idle) == 2 and all(json.loads(r)["threads"] == n for r in idle)
     assert idle == busy
-    assert all(json.loads(r)["threads"] == n for r in idle)
 
 
 def test_two_threads_and_one_thread_agree_to_the_stated_tolerance(tmp_path):
     """oneDNN sums a convolution's weight gradient per thread: the two counts differ in the last bits (checked,
     or the reproducibility test above proves nothing), and agree to REL/ABS after a few steps."""
     job = _job()
-    recs = {n: [json.loads(r) for r in _records(run_job(job, tmp_path / str(n), device="cpu", threads=n))]
+    recs = {n: [json.loads(r) for r in _records(run_job(job, tmp_path / str(n), device="cpu", precision="fp32",
+                                                        threads=n))]
             for n in (1, 2)}
     assert [r.pop("threads") for r in recs[1]] == [1, 1] and [r.pop("threads") for r in recs[2]] == [2, 2]
     assert recs[1] != recs[2], "1 and 2 threads no longer differ on this job: the byte-identity tests prove nothing"
