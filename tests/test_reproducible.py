@@ -115,8 +115,8 @@ def test_two_threads_and_one_thread_agree_to_the_stated_tolerance(tmp_path):
 def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, monkeypatch):
     job = _job()
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 2)
-    run_sweep([job], tmp_path / "s", n_workers=1, progress=False, device="cpu", imports=[TINY_FILE])
-    assert stored_threads(tmp_path / "s" / job.job_id) == 2  # usable cores // 1 worker
+    run_sweep([job], tmp_path / "s", n_workers=2, progress=False, device="cpu", imports=[TINY_FILE])
+    assert stored_threads(tmp_path / "s" / job.job_id) == 1  # usable cores // 2 workers (one job: run inline)
     spec = json.loads((tmp_path / "s" / job.job_id / "spec.json").read_text())
     assert "threads" not in spec and Job.from_dict(spec).job_id == job.job_id
     from dganalysis.results import load
@@ -127,20 +127,20 @@ def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, m
 
 def test_the_store_refuses_to_reuse_a_job_recorded_on_another_count(tmp_path, monkeypatch):
     job, store = _job(), tmp_path / "s"
-    monkeypatch.setenv(threads.ENV, "2")
+    monkeypatch.setenv(threads.ENV, "1")
     first = run_sweep([job], store, progress=False, device="cpu")
     assert list(first["status"]) == ["done"]
     done_before = (store / job.job_id / "done").read_text()
-    monkeypatch.setenv(threads.ENV, "1")  # as a process that would use one thread
-    with pytest.raises(ConfigError, match=r"another number of CPU threads.*1 this sweep.*\(2\)"):
+    monkeypatch.setenv(threads.ENV, "2")  # as a process that would use two threads
+    with pytest.raises(ConfigError, match=r"another number of CPU threads.*2 this sweep.*\(1\)"):
         run_sweep([job], store, progress=False, device="cpu")
     monkeypatch.delenv(threads.ENV)
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 2)
-    with pytest.raises(ConfigError, match=r"2 usable cores // 2 workers"):  # --workers 2 on 2 cores: 1 each
-        run_sweep([job], store, n_workers=2, progress=False, device="cpu")
-    again = run_sweep([job], store, n_workers=2, progress=False, device="cpu", mixed_threads=True)  # asked for
+    with pytest.raises(ConfigError, match=r"2 usable cores // 1 workers"):  # --workers 1 on 2 cores: 2 threads
+        run_sweep([job], store, n_workers=1, progress=False, device="cpu")
+    again = run_sweep([job], store, n_workers=1, progress=False, device="cpu", mixed_threads=True)  # asked for
     assert list(again["status"]) == ["skipped"]
-    same = run_sweep([job], store, n_workers=1, progress=False, device="cpu")  # 2 // 1 = the recorded count
+    same = run_sweep([job], store, n_workers=2, progress=False, device="cpu")  # 2 // 2 = the recorded count
     assert list(same["status"]) == ["skipped"]
     assert (store / job.job_id / "done").read_text() == done_before  # never retrained
 
@@ -149,10 +149,10 @@ def test_a_job_found_finished_on_another_count_is_not_reused_by_a_runner(tmp_pat
     from dganalysis.sweep.launcher import execute_job
 
     job = _job()
-    d = run_job(job, tmp_path / job.job_id, device="cpu", threads=2)
-    res = execute_job(job.to_dict(), str(d), options={"device": "cpu", "threads": 1})
-    assert res["status"] == "failed" and "finished on 2 threads" in res["error"]
-    res = execute_job(job.to_dict(), str(d), options={"device": "cpu", "threads": 1}, policy={"mixed_threads": True})
+    d = run_job(job, tmp_path / job.job_id, device="cpu", threads=1)
+    res = execute_job(job.to_dict(), str(d), options={"device": "cpu", "threads": 2})
+    assert res["status"] == "failed" and "finished with threads=1" in res["error"]
+    res = execute_job(job.to_dict(), str(d), options={"device": "cpu", "threads": 2}, policy={"mixed_threads": True})
     assert res["status"] == "skipped"
 
 

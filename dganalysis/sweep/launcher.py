@@ -135,7 +135,7 @@ def execute_job(
             n, recorded = options.get("threads"), stored_threads(job_dir)
             if not policy.get("mixed_threads", False) and n is not None and recorded is not None and recorded != n:
                 return {"status": "failed", "elapsed": None,
-                        "error": f"{job_dir}: finished on {recorded} threads, this sweep runs jobs on {n} "
+                        "error": f"{job_dir}: finished with threads={recorded}, this sweep runs jobs with threads={n} "
                                  "(mixed_threads allows reusing it)"}
             return {"status": "skipped", "elapsed": _done_elapsed(Path(job_dir)), "error": ""}
         if (Path(job_dir) / "failed").exists() and not (
