@@ -496,6 +496,8 @@ def main(argv=None) -> None:
                         "one thread), idle and loaded")
     p.add_argument("--rounds", type=int, default=2, help="--thread-policies: rounds (policies alternate)")
     p.add_argument("--policy-runs", type=int, default=1, help="--thread-policies: timed jobs per policy and round")
+    p.add_argument("--policies", nargs="+", default=None,
+                   help="--thread-policies: which (fixed, fixed-spin10k, fixed-passive, governor, 1-thread; default all)")
     p.add_argument("--policy-child", help=argparse.SUPPRESS)
     p.add_argument("--policy-job", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -527,7 +529,8 @@ def main(argv=None) -> None:
     if a.thread_policies:
         from bench import _thread_policies
 
-        _thread_policies.policies_bench(job, n_train, a.rounds, a.policy_runs, a.load)
+        _thread_policies.policies_bench(job, n_train, a.rounds, a.policy_runs, a.load,
+                                        tuple(a.policies or _thread_policies.POLICIES))
         return
     if a.profile:
         with tempfile.TemporaryDirectory() as tmp:

@@ -15,8 +15,9 @@ the same job, run twice, give two records (measured: a 40-step RotatedDigits job
 Speed under load comes from how waiting threads wait, not from the count: torch's intra-op pool (OpenMP,
 libgomp here) meets at a barrier after every parallel op and its waiting threads spin; when another process
 holds a core, the thread that lost it holds every barrier while the others burn their slices spinning.
-:func:`worker_environment` gives the launcher's worker processes a short spin (``GOMP_SPINCOUNT``,
-``KMP_BLOCKTIME``), set before torch is imported there; see ``docs/reproducibility.md`` for the measurements.
+:func:`worker_environment` gives the launcher's worker processes the waiting policy :data:`WAIT_POLICY`, set
+before torch is imported there; measured on the project's machine, shorter spinning or passive waiting did not
+pay, so it is the runtime's default (``docs/reproducibility.md``).
 
 The load-adaptive decision stays for work whose result does not depend on the count: :func:`map_chunks` (the
 KDE's chunks, bit-identical for any worker count) takes :func:`compute_threads` workers. The rule
@@ -203,9 +204,12 @@ def torch_threads(n: int | None) -> Iterator[int]:
 
 
 #: How the OpenMP threads of a launcher's worker process wait at barriers (set before torch starts there; a
-#: variable the user already set is kept). Chosen by measurement (``bench/train_throughput.py --wait-policies``,
-#: ``docs/reproducibility.md``).
-WAIT_POLICY: dict[str, str] = {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "0"}
+#: variable the user already set is kept). Empty: the runtime's default (libgomp spins), because on the
+#: project's shared 2-core machine neither a short spin (``GOMP_SPINCOUNT=10000``) nor passive waiting
+#: (``OMP_WAIT_POLICY=PASSIVE``) was faster, idle or loaded: a thread that sleeps at a barrier waits a whole
+#: scheduling round to run again when other processes hold the cores (``bench/train_throughput.py
+#: --thread-policies``, ``docs/reproducibility.md``). Change it here if a measurement on your machine says so.
+WAIT_POLICY: dict[str, str] = {}
 
 
 @contextlib.contextmanager

@@ -173,6 +173,7 @@ def test_workers_get_the_waiting_policy_before_torch_starts(tmp_path, monkeypatc
     """A launcher worker's environment holds the waiting policy (read by its OpenMP runtime when torch loads)."""
     from dganalysis.sweep import launcher
 
+    monkeypatch.setattr(threads, "WAIT_POLICY", {"GOMP_SPINCOUNT": "10000"})  # whatever the measured choice is
     for k in threads.WAIT_POLICY:
         monkeypatch.delenv(k, raising=False)
     seen = {}

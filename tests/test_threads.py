@@ -156,6 +156,7 @@ def test_launcher_share_env_and_errors(monkeypatch):
 
 
 def test_worker_environment_adds_the_waiting_policy_and_keeps_the_users(monkeypatch):
+    monkeypatch.setattr(threads, "WAIT_POLICY", {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "0"})
     for k in threads.WAIT_POLICY:
         monkeypatch.delenv(k, raising=False)
     first = next(iter(threads.WAIT_POLICY))
@@ -165,6 +166,7 @@ def test_worker_environment_adds_the_waiting_policy_and_keeps_the_users(monkeypa
     with threads.worker_environment() as added:
         assert first not in added
         assert os.environ[first] == "12345"
+        assert set(added) == set(threads.WAIT_POLICY) - {first}
         for k, v in added.items():
             assert os.environ[k] == v == threads.WAIT_POLICY[k]
     assert os.environ[first] == "12345"
