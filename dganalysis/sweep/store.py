@@ -21,6 +21,9 @@ JupyterLab, the tasks of a Slurm array). The rules:
   ever cleared or overwritten, and a finished job is never redone.
 - A holder whose claim was taken over (it was frozen for longer than its lease) notices at its next
   checkpoint and stops without writing anything more (:class:`ClaimLost`).
+- A CPU job's records name the thread count they were computed on (``threads``; float32 results depend on it
+  and it is not part of the job hash): :func:`stored_threads` reads it, and a sweep refuses to reuse a finished
+  job recorded on another count than it would use (:mod:`dganalysis.sweep.launcher`, ``mixed_threads``).
 - ``history.log`` keeps one line per claim event (start, done, failed, takeover) with host, PID and time:
   who trained what, for audits.
 
