@@ -18,13 +18,14 @@ import torch
 from _tiny import TINY, TINY_FILE
 
 from dganalysis import threads
-from dganalysis.sweep import Job, run_sweep
+from dganalysis.sweep import ExecutionOptions, Job, run_sweep
 from dganalysis.sweep.store import stored_threads
 from dganalysis.train import run_job
 from dganalysis.validation import ConfigError
 
 #: record fields that depend on the clock or the machine, not on the computation
 CLOCK = ("elapsed", "step_time", "host")
+CPU = ExecutionOptions(device="cpu")
 #: the stated tolerance between records computed on 1 and on 2 threads (a 6-step tiny job; docs/reproducibility.md)
 REL, ABS = 1e-4, 1e-6
 
@@ -115,7 +116,8 @@ def test_two_threads_and_one_thread_agree_to_the_stated_tolerance(tmp_path):
 def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, monkeypatch):
     job = _job()
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 2)
-    run_sweep([job], tmp_path / "s", n_workers=2, progress=False, device="cpu", imports=[TINY_FILE])
+    run_sweep([job], tmp_path / "s", n_workers=2, progress=False,
+              execution=ExecutionOptions(device="cpu", imports=[TINY_FILE]))
     assert stored_threads(tmp_path / "s" / job.job_id) == 1  # usable cores // 2 workers (one job: run inline)
     spec = json.loads((tmp_path / "s" / job.job_id / "spec.json").read_text())
     assert "threads" not in spec and Job.from_dict(spec).job_id == job.job_id
@@ -128,19 +130,20 @@ def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, m
 def test_the_store_refuses_to_reuse_a_job_recorded_on_another_count(tmp_path, monkeypatch):
     job, store = _job(), tmp_path / "s"
     monkeypatch.setenv(threads.ENV, "1")
-    first = run_sweep([job], store, progress=False, device="cpu")
+    first = run_sweep([job], store, progress=False, execution=CPU)
     assert list(first["status"]) == ["done"]
     done_before = (store / job.job_id / "done").read_text()
     monkeypatch.setenv(threads.ENV, "2")  # as a process that would use two threads
     with pytest.raises(ConfigError, match=r"another number of CPU threads.*2 this sweep.*\(1\)"):
-        run_sweep([job], store, progress=False, device="cpu")
+        run_sweep([job], store, progress=False, execution=CPU)
     monkeypatch.delenv(threads.ENV)
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 2)
     with pytest.raises(ConfigError, match=r"2 usable cores // 1 workers"):  # --workers 1 on 2 cores: 2 threads
-        run_sweep([job], store, n_workers=1, progress=False, device="cpu")
-    again = run_sweep([job], store, n_workers=1, progress=False, device="cpu", mixed_threads=True)  # asked for
+        run_sweep([job], store, n_workers=1, progress=False, execution=CPU)
+    mixed = ExecutionOptions(device="cpu", mixed_threads=True)  # asked for
+    again = run_sweep([job], store, n_workers=1, progress=False, execution=mixed)
     assert list(again["status"]) == ["skipped"]
-    same = run_sweep([job], store, n_workers=2, progress=False, device="cpu")  # 2 // 2 = the recorded count
+    same = run_sweep([job], store, n_workers=2, progress=False, execution=CPU)  # 2 // 2 = the recorded count
     assert list(same["status"]) == ["skipped"]
     assert (store / job.job_id / "done").read_text() == done_before  # never retrained
 

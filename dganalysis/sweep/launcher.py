@@ -14,16 +14,17 @@ Launchers:
   ``ProcessPoolExecutor`` with the *spawn* start method, their OpenMP waiting policy set before torch starts
   (:func:`dganalysis.threads.worker_environment`); with GPUs, workers are spread round-robin over
   them (several workers per GPU pack small jobs on one device).
+- ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
+  ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
+  whose job is held by another runner waits for it inside the task.
 
 Every CPU job of a local sweep runs on ``usable cores // n_workers`` torch threads (``$DGANALYSIS_THREADS``
 overrides; :func:`dganalysis.threads.launcher_share`), fixed for the whole job and recorded as ``threads``; a
 Slurm task's jobs on its own share (``$DGANALYSIS_THREADS``, else the cores the task may use). Float32 results
 depend on the count, and the count is not part of the job hash, so a sweep refuses, before any work, to reuse
-finished jobs of its store recorded with another count than the one it would use (``mixed_threads=True`` allows
-it); jobs recorded without a count (older stores, CUDA jobs) are reused.
-- ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
-  ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
-  whose job is held by another runner waits for it inside the task.
+finished jobs of its store recorded with another count than the one it would use
+(``ExecutionOptions(mixed_threads=True)`` allows it); jobs recorded without a count (older stores, CUDA jobs)
+are reused.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import multiprocessing as mp
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +363,32 @@ def _tick(bar, res: Mapping[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- public entry
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How every job of a sweep trains (none of it is part of the job hash): the torch ``device`` (None: the
+    trainer's choice), ``compile`` (``torch.compile``), the ``precision`` (``auto``, ``fp32`` or ``bf16``) and
+    ``imports``, modules or ``.py`` files that register extra datasets/algorithms, imported in every worker;
+    ``mixed_threads``: reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs
+    (default False: an error before any work; see the module docstring)."""
+
+    device: str | None = None
+    compile: bool = False
+    precision: str = "auto"
+    imports: Sequence[str] = ()
+    mixed_threads: bool = False
+
+
+@dataclass(frozen=True)
+class ClaimPolicy:
+    """How a runner shares a store with other runners (:mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs
+    another runner holds until they are finished (True) or leave them (False); ``lease_s`` — the claim lease
+    (default ``$DGANALYSIS_LEASE_S`` or 120 s); ``poll_s`` — seconds between looks at a held job."""
+
+    wait: bool = True
+    lease_s: float | None = None
+    poll_s: float = 1.0
+
+
 def run_sweep(
     jobs: Sequence[Job],
     store_dir: str | Path,
@@ -371,36 +399,34 @@ def run_sweep(
     *,
     dry_run: bool = False,
     retry_failed: bool = True,
-    device: str | None = None,
-    compile: bool = False,
-    precision: str = "auto",
-    imports: Sequence[str] = (),
+    execution: ExecutionOptions | None = None,
+    claims: ClaimPolicy | None = None,
     slurm: Mapping[str, Any] | None = None,
-    wait: bool = True,
-    lease_s: float | None = None,
-    poll_s: float = 1.0,
-    mixed_threads: bool = False,
 ) -> pd.DataFrame:
     """Train the jobs of ``jobs`` that are not finished in ``store_dir``; one status row per job.
 
     ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
     ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
-    runner; only with ``wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed`` as
-    found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
-    :mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs another runner holds until they are finished
-    (True) or leave them (False); ``lease_s`` — the claim lease (default ``$DGANALYSIS_LEASE_S`` or 120 s);
-    ``poll_s`` — seconds between looks at a held job. ``precision`` other than ``auto`` is checked against
+    runner; only with ``claims.wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed``
+    as found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
+    :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution`` (:class:`ExecutionOptions`):
+    device, compilation, precision and plug-in imports; a ``precision`` other than ``auto`` is checked against
     the finished jobs of the store first: a job finished with another precision is an error before any work.
     CPU jobs run on a thread count fixed by the configuration (local: :func:`dganalysis.threads.launcher_share` of
     ``n_workers``; Slurm: each task's cores or ``slurm["cpus_per_task"]``; ``$DGANALYSIS_THREADS`` overrides both),
     recorded as ``threads``; a finished job recorded on another count is an error before any work unless
-    ``mixed_threads`` (the thread count is not part of the job hash, and float32 results depend on it).
-    ``imports``: modules or ``.py`` files that register extra datasets/algorithms, imported in every worker.
+    ``execution.mixed_threads`` (the thread count is not part of the job hash, and float32 results depend on it).
     ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
     """
     from dganalysis.sweep.store import lease_seconds
     from dganalysis.validation import ConfigError
+
+    execution = ExecutionOptions() if execution is None else execution
+    claims = ClaimPolicy() if claims is None else claims
+    device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
+    mixed_threads = execution.mixed_threads
+    wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
     if launcher not in ("local", "slurm"):
         raise ConfigError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")
@@ -457,7 +483,7 @@ def run_sweep(
             f"{', '.join(other_threads[:5])}{' …' if len(other_threads) > 5 else ''}. Float32 results depend on the "
             "thread count and it is not part of the job hash, so mixing them would mix two computations under one "
             f"id: set ${threads.ENV} (or the number of workers) to the recorded count, use another store, or pass "
-            "mixed_threads=True (CLI --mixed-threads) to reuse them as they are"
+            "ExecutionOptions(mixed_threads=True) (CLI --mixed-threads) to reuse them as they are"
         )
     if dry_run:
         for job in jobs:
