@@ -60,6 +60,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="claim lease in seconds: a runner silent this long is presumed dead and its job taken over "
                         "(default $DGANALYSIS_LEASE_S or 120)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    r.add_argument("--mixed-threads", action="store_true",
+                   help="reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs "
+                        "(default: an error; the count is workers' share of the cores or $DGANALYSIS_THREADS)")
 
     s = parser.add_argument_group("slurm (submitit)")
     s.add_argument("--slurm-partition", help="Slurm partition")
@@ -161,7 +164,7 @@ def main_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
-                                   imports=args.imports),
+                                   imports=args.imports, mixed_threads=args.mixed_threads),
         claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
     )
