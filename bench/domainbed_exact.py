@@ -127,7 +127,7 @@ def main() -> None:
     import dganalysis.compat
 
     dganalysis.compat.install()
-    from dganalysis.job import seed_hash
+    from dganalysis.hparams import seed_hash
 
     with tempfile.TemporaryDirectory() as tmp:
         root = layout(Path(args.fashion_dir), Path(tmp) / "data", args.n_train, args.n_test)

@@ -5,6 +5,7 @@ Verbs:
   report   write outputs/<profile>/report.html: the index summary, every figure and table on one page
   sweep    train a grid of jobs (YAML file or flags) into a job store, resumably
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
+  audit    calibrated verdicts (better/worse/equivalent/undecided) on a sweep or a published table
   list     list notebooks, datasets and algorithms
 """
 
@@ -13,6 +14,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+
+#: the parameter profiles `dganalysis run` accepts (folders of params/)
+PROFILES = ("quick", "paper")
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
@@ -59,10 +63,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from dganalysis.report import write_report
     from dganalysis.runner import repo_root
 
+    if not args.outputs and args.profile not in PROFILES:  # `run` refuses it too: suggest a profile it accepts
+        from dganalysis.registry import unknown_name
+
+        raise ValueError(f"--profile: {unknown_name('profile', args.profile, PROFILES)}")
     out = Path(args.outputs) if args.outputs else repo_root() / "outputs" / args.profile
     if not out.is_dir():
-        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; run `dganalysis run --profile "
-                                f"{args.profile}` first")
+        hint = (f"run `dganalysis run --profile {args.profile}` first" if args.profile in PROFILES else
+                f"--outputs names a folder of `dganalysis run` outputs (outputs/<profile> for profiles "
+                f"{', '.join(PROFILES)})")
+        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; {hint}")
     print(f"report: {write_report(out, args.profile, Path(args.output) if args.output else None)}")
     return 0
 
@@ -90,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Execute notebooks (default: all) into outputs/<profile>/notebooks/ and write "
                                    "outputs/<profile>/index.md. Unknown parameter names are an error; a failing "
                                    "notebook is still saved and its failing cell reported (exit status 1).")
-    r.add_argument("--profile", default="quick", choices=["quick", "paper"], help="parameter profile (default quick)")
+    r.add_argument("--profile", default="quick", choices=list(PROFILES), help="parameter profile (default quick)")
     r.add_argument("notebooks", nargs="*", help="notebook names, e.g. 00_quickstart (default: all)")
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
     r.add_argument("--dry-run", action="store_true",
@@ -122,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("collect", help="print the model-selection table for a sweep directory")
     add_collect_arguments(c)
     c.set_defaults(func=main_collect)
+
+    from dganalysis.audit.cli import add_audit_arguments, main_audit
+
+    au = sub.add_parser("audit", help="calibrated verdicts on a sweep directory or a published table")
+    add_audit_arguments(au)
+    au.set_defaults(func=main_audit)
 
     ls = sub.add_parser("list", help="list notebooks, datasets and algorithms")
     ls.set_defaults(func=_cmd_list)

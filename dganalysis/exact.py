@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dganalysis.job import Job, seed_hash
+from dganalysis.hparams import seed_hash
+from dganalysis.job import Job
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,6 @@ OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False}
 PER_RUN_PARTITION_DATASETS = ("RotatedMNIST", "ColoredMNIST")
 
 
-def seed_hash(*args: Any) -> int:
-    """An integer seed from any arguments, exactly as DomainBed's ``misc.seed_hash`` (md5 of ``str(args)``)."""
-    return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
-
 
 def _canonical(obj: Any) -> Any:
     """Plain JSON types with sorted dict keys (tuples → lists)."""
@@ -129,6 +125,8 @@ class Job:
         """DomainBed's ``--seed`` for this run: :attr:`seed` when set, else what DomainBed's sweep passes
         (``scripts/sweep.py``: ``seed_hash(dataset, algorithm, test_envs, hparams_seed, trial_seed)``, ``test_envs``
         the list of test-environment indices in the order given; ``domain_names`` is the dataset's domain order)."""
+        from dganalysis.hparams import seed_hash
+
         if self.seed is not None:
             return self.seed
         test_envs = [list(domain_names).index(d) for d in self.test_domains]

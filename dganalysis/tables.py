@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from dganalysis.latex import latex_escape
 from dganalysis.results import DOMAINBED_ENVIRONMENTS
 from dganalysis.selection import CONFIG, METHODS, select, summarize
 
@@ -238,23 +239,19 @@ def _column_order(part: pd.DataFrame, dataset: str, domain_order: dict[str, list
     return [c for _, c in sorted(zip(key, cols["column"]))]
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+#: the comment line every LaTeX table we write starts with: the rules (\toprule …) come from booktabs
+BOOKTABS_NOTE = "% needs \\usepackage{booktabs} in the preamble (\\toprule, \\midrule, \\bottomrule)"
 
 
 def _latex(title: str, wide: pd.DataFrame) -> str:
-    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{_latex_escape(str(c))}}}" for c in wide.columns)]
-    lines = [f"% {title}", "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
+    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{latex_escape(str(c))}}}" for c in wide.columns)]
+    lines = [f"% {title}", BOOKTABS_NOTE, "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
     for alg, row in wide.iterrows():
-        lines.append(" & ".join([_latex_escape(str(alg)), *row.tolist()]) + " \\\\")
+        lines.append(" & ".join([latex_escape(str(alg)), *row.tolist()]) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 
 
-__all__ = ["CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell", "format_tables",
-           "selection_table"]
+__all__ = ["BOOKTABS_NOTE", "CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell",
+           "format_tables", "selection_table"]

@@ -13,7 +13,8 @@ import torch
 
 from dganalysis.data import load_dataset
 from dganalysis.data.domainbed_mnist import colored_mnist, replay_draws, rotated_mnist
-from dganalysis.job import Job, seed_hash
+from dganalysis.hparams import seed_hash
+from dganalysis.job import Job
 from dganalysis.train import dataset_kwargs
 
 

@@ -33,7 +33,8 @@ import pytest
 import torch
 
 from dganalysis.data.domainbed_mnist import colored_mnist, replay_draws, rotated_mnist
-from dganalysis.job import Job, seed_hash
+from dganalysis.hparams import seed_hash
+from dganalysis.job import Job
 from dganalysis.train import run_job, run_job_exact, start_job_dir
 
 from .conftest import import_with_stubs
