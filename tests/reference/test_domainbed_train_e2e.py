@@ -146,7 +146,7 @@ def test_exact_mode_records_equal_domainbeds(request, domainbed, data_root, tmp_
     assert job.domainbed_seed(NAMES) == SEED
     if workers is None:
         theirs = _domainbed_records(domainbed, data_root, tmp_path / "db", SEED, None)
-        run_job(job, tmp_path / "ours", device="cpu")
+        run_job(job, tmp_path / "ours", device="cpu", threads=1)
         d = tmp_path / "ours"
     else:
         theirs = request.getfixturevalue("theirs_workers0")
