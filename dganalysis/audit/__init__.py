@@ -1,0 +1,1 @@
+"""Audit of domain-generalization results: sweep index, sweep analyses, claims and verdicts."""

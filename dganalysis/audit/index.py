@@ -1,0 +1,570 @@
+"""A columnar index of a sweep's records, kept beside the store and updated incrementally.
+
+:func:`load_indexed` returns the tidy frame of :func:`dganalysis.results.load` (same columns, values, row order and
+``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one ``.npz`` file
+(:data:`INDEX_NAME`) beside the store, and a later call re-reads only the job folders whose key changed. A job's key is
+its folder (relative path), the size and modification time (ns) of its ``results.jsonl``, which of ``done``,
+``failed`` and ``spec.json`` it holds, and ``spec.json``'s modification time. The index also records its format
+version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
+a mismatch rebuilds it.
+
+Reading is fast because (i) lines are parsed with ``orjson`` (falling back to the standard library's ``json`` where
+``orjson`` is missing or refuses a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's ``args``, ``hparams`` and
+domain names, repeated on every line of a job, are turned into the frame's metadata once per job (every line is
+compared with the first, and any difference, or anything unusual, sends the job through
+:func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
+columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
+(``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
+is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.results.load` gives them.
+
+Where it lives: ``<store>/.dganalysis_index.npz`` (with ``<store>/.dganalysis_index.lock``). When the store folder
+is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE_HOME/dganalysis/index/`` (default
+``~/.cache``), named by a hash of the store's resolved path; a log line says so. ``cache_dir=`` chooses that folder.
+
+Concurrency: a reader never sees a half-written index — the file is written to a temporary name in the same folder
+and renamed over the old one (:mod:`dganalysis.io`), and a reader loads every array at once. Writers serialize on an
+``flock`` of the lock file; a writer re-reads the index after taking the lock, so several processes updating at once
+each parse at most the jobs still missing, and the last rename leaves an index that is complete for what it saw (a job
+added later has a key the index lacks, so the next reader adds it). An index that cannot be read (truncated,
+corrupt, another version) is rebuilt, with a warning. Without a lock file (a file system without ``flock``) the
+writes stay atomic; they may only repeat work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io as _io
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dganalysis import io, results
+
+try:  # optional: ~3× faster parsing
+    import orjson
+
+    _loads = orjson.loads
+    _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError,)
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    orjson = None
+    _loads = json.loads
+    _JSONError = (ValueError,)
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = ".dganalysis_index.npz"
+LOCK_NAME = ".dganalysis_index.lock"
+#: format of the index file; another value rebuilds it
+INDEX_VERSION = 1
+_STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
+                "domain", "split", "role", "hparams")
+_META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
+                "trial_seed", "hparams")
+# flags of a job key
+_DONE, _FAILED, _SPEC = 1, 2, 4
+
+
+def _draw_version() -> int:
+    from dganalysis.hparams import DRAW_VERSION
+
+    return int(DRAW_VERSION)
+
+
+# ---------------------------------------------------------------- where the index lives
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/dganalysis/index`` (``~/.cache/dganalysis/index`` without it)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dganalysis" / "index"
+
+
+def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Where the index of the store ``root`` lives: beside it when ``root`` is writable, else in the cache folder
+    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path."""
+    root = Path(root)
+    if cache_dir is None and os.access(root, os.W_OK):
+        return root / INDEX_NAME
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+    return Path(cache_dir or default_cache_dir()) / f"{digest}.npz"
+
+
+# ---------------------------------------------------------------- scanning job folders
+
+
+def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
+    """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
+    its mtime_ns, flags, spec.json mtime_ns or -1). The folder walk is find_jobs's (``os.walk``, sorted)."""
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
+    if not root.is_dir():
+        raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
+    found: list[tuple[Path, list[str]]] = []
+    if (root / "results.jsonl").is_file():
+        found.append((root, os.listdir(root)))
+    else:
+        for here, dirs, files in os.walk(root):
+            if "results.jsonl" in files:
+                found.append((Path(here), files))
+                dirs[:] = []
+            else:
+                dirs.sort()
+    found.sort(key=lambda t: t[0])
+    keys = []
+    for folder, files in found:
+        names = set(files)
+        try:
+            st = os.stat(folder / "results.jsonl")
+        except FileNotFoundError:  # removed since the walk
+            continue
+        flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0)
+        spec_mtime = -1
+        if "spec.json" in names:
+            flags |= _SPEC
+            with contextlib.suppress(FileNotFoundError):
+                spec_mtime = os.stat(folder / "spec.json").st_mtime_ns
+        rel = "." if folder == root else folder.relative_to(root).as_posix()
+        keys.append((rel, int(st.st_size), int(st.st_mtime_ns), flags, int(spec_mtime)))
+    return keys
+
+
+# ---------------------------------------------------------------- the index in memory
+
+
+class _Index:
+    """The parsed records of one store: a job table, string tables and flat numeric columns.
+
+    Records of job ``j`` are ``rec_*[start_j : start_j + count_j]`` in file order; a record's rows (one per
+    (domain, split), in :func:`dganalysis.results.load` order) are ``acc[rec_off[r] : rec_off[r] + len(layout)]``
+    with the domain/split/role of layout ``rec_layout[r]``.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[dict[str, Any]] = []  # key, status, problem, exploded, count
+        self.metas: list[list] = []
+        self.layouts: list[list[list[str]]] = []
+        self._meta_ids: dict[tuple, int] = {}
+        self._layout_ids: dict[tuple, int] = {}
+        self.rec_meta = np.zeros(0, np.int32)
+        self.rec_layout = np.zeros(0, np.int32)
+        self.rec_step = np.zeros(0, np.int64)
+        self.acc = np.zeros(0, np.float64)
+
+    # ---- tables
+    def meta_id(self, meta: tuple) -> int:
+        i = self._meta_ids.get(meta)
+        if i is None:
+            i = self._meta_ids[meta] = len(self.metas)
+            self.metas.append(list(meta))
+        return i
+
+    def layout_id(self, layout: tuple) -> int:
+        i = self._layout_ids.get(layout)
+        if i is None:
+            i = self._layout_ids[layout] = len(self.layouts)
+            self.layouts.append([list(r) for r in layout])
+        return i
+
+    def _rebuild_maps(self) -> None:
+        self._meta_ids = {tuple(m): i for i, m in enumerate(self.metas)}
+        self._layout_ids = {tuple(tuple(r) for r in lay): i for i, lay in enumerate(self.layouts)}
+
+    # ---- file format
+    def to_bytes(self) -> bytes:
+        header = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs, "metas": self.metas,
+                  "layouts": self.layouts}
+        buf = _io.BytesIO()
+        np.savez(buf, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), rec_meta=self.rec_meta,
+                 rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
+        return buf.getvalue()
+
+    @classmethod
+    def read(cls, path: Path) -> _Index | None:
+        """The index at ``path``; None when missing, unreadable or of another version (logged)."""
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as z:  # every array read now: a later rename cannot tear it
+                header = json.loads(z["header"].tobytes())
+                arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
+            if header.get("version") != INDEX_VERSION or header.get("draw_version") != _draw_version():
+                log.info("%s: index of another version; rebuilding it", path)
+                return None
+            idx = cls()
+            idx.jobs, idx.metas, idx.layouts = header["jobs"], header["metas"], header["layouts"]
+            idx.rec_meta, idx.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
+            idx.rec_step, idx.acc = arrays["rec_step"], arrays["acc"]
+            counts = [j["count"] for j in idx.jobs]
+            lens = np.array([len(lay) for lay in idx.layouts] or [0], dtype=np.int64)
+            n_rec = sum(counts)
+            if not (len(idx.rec_meta) == len(idx.rec_layout) == len(idx.rec_step) == n_rec) \
+                    or int(lens[idx.rec_layout].sum() if n_rec else 0) != len(idx.acc) \
+                    or (n_rec and (idx.rec_meta.max() >= len(idx.metas) or idx.rec_layout.max() >= len(idx.layouts))):
+                raise ValueError("array lengths disagree with the job table")
+            idx._rebuild_maps()
+            return idx
+        except Exception as err:  # noqa: BLE001 - any damage means: rebuild
+            log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
+            return None
+
+    def rec_offsets(self) -> np.ndarray:
+        lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
+        off = np.zeros(len(self.rec_layout) + 1, dtype=np.int64)
+        if len(self.rec_layout):
+            np.cumsum(lens[self.rec_layout], out=off[1:])
+        return off
+
+
+# ---------------------------------------------------------------- parsing one job
+
+
+class _Parsed:
+    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc")
+
+    def __init__(self, status: str) -> None:
+        self.status, self.problem, self.exploded = status, None, False
+        self.meta: list[int] = []
+        self.layout: list[int] = []
+        self.step: list[int] = []
+        self.acc: list[float] = []
+
+
+def _status(flags: int) -> str:
+    return "done" if flags & _DONE else "failed" if flags & _FAILED else "unfinished"
+
+
+def _fast_records(path: Path) -> list[dict[str, Any]] | None:
+    """The records of ``path`` parsed with orjson; None on anything unusual (then results.read_records decides)."""
+    if orjson is None:
+        return None
+    records = []
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = _loads(line)
+        except _JSONError:
+            return None
+        if not isinstance(rec, dict):
+            return None
+        records.append(rec)
+    return records
+
+
+_DOMAIN_FIELDS = ("domains", "train_domains", "test_domains", "val_domains")
+_NUMBER_TYPES = frozenset({float, int, type(None)})
+
+
+def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
+    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message)."""
+    out = _Parsed(_status(flags))
+    if out.status == "failed":
+        return out
+    results_path = folder / "results.jsonl"
+    try:
+        spec = results._read_spec(folder)
+        records = _fast_records(results_path)
+        if records is None:
+            records = results.read_records(results_path)
+        results._check_draw(folder, records)
+        _add_records(idx, out, records, job_id, results_path, spec)
+        out.exploded = results._loss_exploded(records)
+    except ValueError as err:
+        out.problem = str(err)
+        out.meta, out.layout, out.step, out.acc = [], [], [], []
+    return out
+
+
+def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: Path,
+                 spec: dict[str, Any]) -> None:
+    ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
+    ref_meta = ref_layout = -1
+    acc_keys: list[str] = []
+    for n, rec in enumerate(records, start=1):
+        if ref is not None and rec.keys() == ref.keys() and rec["args"] == ref["args"] \
+                and rec.get("hparams") == ref.get("hparams") \
+                and all(rec.get(f) == ref.get(f) for f in _DOMAIN_FIELDS if f in rec):
+            vals = [rec[k] for k in acc_keys]
+            step = rec["step"]
+            if set(map(type, vals)) <= _NUMBER_TYPES and type(step) is int:
+                out.meta.append(ref_meta)
+                out.layout.append(ref_layout)
+                out.step.append(step)
+                out.acc.extend(float("nan") if v is None else float(v) for v in vals)
+                continue
+        # results.load's own code for this record: metadata, rows and error messages
+        where = f"{results_path}:{n}"
+        meta: dict[str, list] = {c: [] for c in results._META}
+        rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}
+        try:
+            results._append_rows(meta, rows, rec, job_id, where, spec)
+        except ValueError as err:
+            if str(err).startswith(where):
+                raise
+            raise ValueError(f"{where}: {err}") from err
+        except (TypeError, KeyError, AttributeError) as err:
+            raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+        ref_meta = idx.meta_id(tuple(meta[f][0] for f in _META_FIELDS))
+        ref_layout = idx.layout_id(tuple(zip(rows["domain"], rows["split"], rows["role"])))
+        out.meta.append(ref_meta)
+        out.layout.append(ref_layout)
+        out.step.append(meta["step"][0])
+        out.acc.extend(rows["acc"])
+        ref = rec
+        # the acc keys in row order: results._append_rows sorts (env index, split)
+        pairs = sorted((int(m.group(1)), m.group(2)) for k in rec if (m := results._ENV_KEY.match(k)))
+        acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
+
+
+# ---------------------------------------------------------------- building and updating
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+
+        fh = open(lock_path, "a+")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield  # no lock: writes stay atomic, work may be repeated
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()  # releases the lock
+
+
+def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, int]:
+    """A new index for the scanned ``keys``: ``old``'s records for unchanged jobs, the rest parsed.
+    Returns (index, number of jobs parsed)."""
+    new = _Index()
+    old_by_key: dict[tuple, int] = {}
+    if old is not None:
+        new.metas, new.layouts = old.metas, old.layouts
+        new._rebuild_maps()
+        old_by_key = {tuple(j["key"]): i for i, j in enumerate(old.jobs)}
+        old_start = np.zeros(len(old.jobs) + 1, dtype=np.int64)
+        np.cumsum([j["count"] for j in old.jobs], out=old_start[1:])
+        old_off = old.rec_offsets()
+    pieces: list[tuple] = []  # per job: arrays (meta, layout, step, acc)
+    parsed = 0
+    for key in keys:
+        i = old_by_key.get(tuple(key))
+        if i is not None:
+            job = old.jobs[i]
+            a, b = old_start[i], old_start[i + 1]
+            pieces.append((old.rec_meta[a:b], old.rec_layout[a:b], old.rec_step[a:b], old.acc[old_off[a]:old_off[b]]))
+        else:
+            folder = root if key[0] == "." else root / key[0]
+            p = _parse_job(new, folder, folder.name, key[3])
+            parsed += 1
+            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step)}
+            pieces.append((np.asarray(p.meta, np.int32), np.asarray(p.layout, np.int32),
+                           np.asarray(p.step, np.int64), np.asarray(p.acc, np.float64)))
+        new.jobs.append({**job, "key": list(key)})
+    if pieces:
+        new.rec_meta, new.rec_layout, new.rec_step, new.acc = (np.concatenate([p[k] for p in pieces]) for k in range(4))
+    return new, parsed
+
+
+def update_index(root: str | Path, cache_dir: str | Path | None = None) -> _Index:
+    """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
+    written back atomically when anything changed. See the module docstring for where it lives."""
+    root = Path(root)
+    keys = _scan(root)
+    path = index_location(root, cache_dir)
+    old = _Index.read(path)
+    if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+        return old
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock_ctx = _locked(path.parent / (LOCK_NAME if path.name == INDEX_NAME else path.name + ".lock"))
+    except OSError:
+        lock_ctx = contextlib.nullcontext()
+    with lock_ctx:
+        old = _Index.read(path)  # another writer may have updated it meanwhile
+        keys = _scan(root)
+        if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+            return old
+        new, parsed = _merge(old, keys, root)
+        try:
+            io.write_bytes(path, new.to_bytes())
+        except OSError as err:
+            if cache_dir is not None or path.name != INDEX_NAME:
+                log.warning("could not write the index %s (%s); continuing without it", path, err)
+            else:
+                fallback = index_location(root, default_cache_dir())
+                log.info("store %s is not writable (%s); keeping its index in %s", root, err, fallback)
+                with contextlib.suppress(OSError):
+                    io.write_bytes(fallback, new.to_bytes())
+        log.info("index %s: %d of %d jobs (re)read", path, parsed, len(keys))
+    return new
+
+
+# ---------------------------------------------------------------- the tidy frame
+
+
+def load_indexed(
+    path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, strict: bool = True,
+    categorical: bool = True, cache_dir: str | Path | None = None, progress: bool = False,
+) -> pd.DataFrame:
+    """:func:`dganalysis.results.load` through the index: the same rows, values, order and ``attrs``.
+
+    ``include_unfinished`` and ``strict`` as in :func:`~dganalysis.results.load`. ``categorical=True`` returns the
+    string columns as ``category`` (sorted categories); ``False`` as ``str``, equal to ``load``'s frame.
+    ``cache_dir``: where indexes of stores that cannot be written go (default :func:`default_cache_dir`).
+    ``progress`` is accepted for ``load``'s signature and ignored.
+    """
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("load_indexed: expected at least one results directory, got an empty list")
+    if include_unfinished not in (None, True, False):
+        raise ValueError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
+                         "True or False")
+    indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
+    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0, "unfinished_read": 0}
+    problems: list[str] = []
+    exploded: list[str] = []
+    seen: set[str] = set()
+    chunks = []  # per store: (index, record start/stop per chosen job, job names)
+    for root, idx in indexes:
+        ours = any(j["key"][3] & (_SPEC | _FAILED) for j in idx.jobs)
+        read_unfinished = (not ours) if include_unfinished is None else include_unfinished
+        start = 0
+        chosen: list[tuple[int, int, str]] = []
+        for job in idx.jobs:
+            a, start = start, start + job["count"]
+            status, rel = job["status"], job["key"][0]
+            job_id = root.name if rel == "." else rel.rsplit("/", 1)[-1]
+            if not (status == "unfinished" and read_unfinished):
+                counts[status] += 1
+            if status == "failed" or (status == "unfinished" and not read_unfinished):
+                continue
+            if job_id in seen:
+                log.warning("job %s found twice (%s); keeping the first", job_id, root / rel)
+                continue
+            if job["problem"] is not None:
+                if strict:
+                    raise ValueError(job["problem"])
+                counts["unreadable"] += 1
+                problems.append(job["problem"])
+                log.warning("skipped job %s: %s", root / rel, job["problem"])
+                continue
+            seen.add(job_id)
+            counts["unfinished_read"] += status == "unfinished"
+            if job["exploded"]:
+                exploded.append(job_id)
+                log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)",
+                            root / rel / "results.jsonl", results.LOSS_EXPLOSION_FACTOR)
+            chosen.append((a, start, job_id))
+        chunks.append((idx, chosen))
+    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": counts["unfinished"],
+                  "unreadable": counts["unreadable"], "unfinished_read": counts["unfinished_read"]}
+    df, may_repeat = _frame(chunks, categorical)
+    n = len(df)
+    if may_repeat:
+        df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last").reset_index(drop=True)
+        if len(df) < n:
+            log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)",
+                        n - len(df))
+    df.attrs.update({"jobs": job_counts, "problems": problems, "exploded": exploded})
+    return df
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(a, b)`` for each pair, vectorized."""
+    lens = stops - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = lens > 0
+    starts, lens = starts[keep], lens[keep]
+    steps = np.ones(total, dtype=np.int64)
+    steps[0] = starts[0]
+    ends = np.cumsum(lens)[:-1]
+    steps[ends] = starts[1:] - (starts[:-1] + lens[:-1] - 1)
+    return np.cumsum(steps)
+
+
+class _Strings:
+    """One string table per column: value → code."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, int]] = {c: {} for c in _STR_COLUMNS}
+
+    def codes(self, column: str, values: Iterable[str]) -> np.ndarray:
+        table = self.tables[column]
+        return np.array([table.setdefault(v, len(table)) for v in values], dtype=np.int64)
+
+    def column(self, column: str, codes: np.ndarray, categorical: bool) -> Any:
+        values = np.array(list(self.tables[column]), dtype=object)
+        if not categorical:
+            return values[codes] if len(values) else np.zeros(0, dtype=object)
+        used = np.unique(codes)
+        order = used[np.argsort(values[used].astype(str), kind="stable")] if len(used) else used
+        remap = np.full(len(values), -1, dtype=np.int64)
+        remap[order] = np.arange(len(order))
+        cats = pd.Index(values[order].astype(str) if len(order) else np.zeros(0, dtype=str), dtype="str")
+        return pd.Categorical.from_codes(remap[codes], categories=cats)
+
+
+def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical: bool) -> tuple[pd.DataFrame, bool]:
+    """The tidy frame of the chosen jobs' records, and whether a (job, step, domain, split) may repeat (a job
+    resumed after a crash records a step twice; a layout may name a domain twice): then load's drop_duplicates runs."""
+    strings = _Strings()
+    may_repeat = False
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in results.COLUMNS}
+    for idx, chosen in chunks:
+        if not chosen:
+            continue
+        a = np.array([c[0] for c in chosen], dtype=np.int64)
+        b = np.array([c[1] for c in chosen], dtype=np.int64)
+        recs = _ranges(a, b)
+        if not len(recs):
+            continue
+        job_code = strings.codes("job_id", [c[2] for c in chosen])
+        rec_job = np.repeat(job_code, b - a)
+        off = idx.rec_offsets()
+        lay = idx.rec_layout[recs]
+        may_repeat = may_repeat or pd.MultiIndex.from_arrays([rec_job, idx.rec_step[recs]]).has_duplicates \
+            or any(len({(r[0], r[1]) for r in idx.layouts[i]}) < len(idx.layouts[i]) for i in np.unique(lay))
+        lens = off[recs + 1] - off[recs]
+        rows = _ranges(off[recs], off[recs + 1])
+        row_rec = np.repeat(np.arange(len(recs)), lens)
+        pos = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
+        # layout rows flattened: row r of layout l is flat[lay_start[l] + r]
+        lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int64)
+        lay_start = np.concatenate([[0], np.cumsum(lay_len)[:-1]]) if len(lay_len) else lay_len
+        flat = [r for x in idx.layouts for r in x]
+        lrow = lay_start[lay[row_rec]] + pos
+        for k, col in enumerate(("domain", "split", "role")):
+            parts[col].append(strings.codes(col, (r[k] for r in flat))[lrow] if flat else np.zeros(0, np.int64))
+        meta = idx.rec_meta[recs][row_rec]
+        for k, col in enumerate(_META_FIELDS):
+            values = [m[k] for m in idx.metas]
+            if col in ("hparams_seed", "trial_seed"):
+                parts[col].append(np.asarray(values, dtype=np.int64)[meta])
+            else:
+                parts[col].append(strings.codes(col, values)[meta])
+        parts["job_id"].append(rec_job[row_rec])
+        parts["step"].append(idx.rec_step[recs][row_rec])
+        parts["acc"].append(idx.acc[rows])
+    data = {}
+    for col in results.COLUMNS:
+        arr = np.concatenate(parts[col]) if parts[col] else np.zeros(0, dtype=np.int64)
+        if col in _STR_COLUMNS:
+            data[col] = strings.column(col, arr, categorical)
+        else:
+            data[col] = arr.astype(np.float64 if col == "acc" else np.int64, copy=False)
+    return pd.DataFrame(data, columns=results.COLUMNS), may_repeat
+
+
