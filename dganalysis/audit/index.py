@@ -106,33 +106,55 @@ def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
         raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
     if not root.is_dir():
         raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
-    found: list[tuple[Path, list[str]]] = []
-    if (root / "results.jsonl").is_file():
-        found.append((root, os.listdir(root)))
+    top = str(root)
+    found: list[tuple[str, list[str]]] = []  # (relative folder, file names)
+    if os.path.isfile(os.path.join(top, "results.jsonl")):
+        found.append((".", os.listdir(top)))
     else:
-        for here, dirs, files in os.walk(root):
-            if "results.jsonl" in files:
-                found.append((Path(here), files))
-                dirs[:] = []
-            else:
-                dirs.sort()
-    found.sort(key=lambda t: t[0])
+        _walk(top, "", found)
+    found.sort(key=lambda t: t[0].split("/"))  # find_jobs's order (Path order)
     keys = []
-    for folder, files in found:
-        names = set(files)
+    for rel, files in found:
+        where = top if rel == "." else os.path.join(top, rel)
         try:
-            st = os.stat(folder / "results.jsonl")
+            st = os.stat(os.path.join(where, "results.jsonl"))
         except FileNotFoundError:  # removed since the walk
             continue
+        names = set(files)
         flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0)
         spec_mtime = -1
         if "spec.json" in names:
             flags |= _SPEC
             with contextlib.suppress(FileNotFoundError):
-                spec_mtime = os.stat(folder / "spec.json").st_mtime_ns
-        rel = "." if folder == root else folder.relative_to(root).as_posix()
+                spec_mtime = os.stat(os.path.join(where, "spec.json")).st_mtime_ns
         keys.append((rel, int(st.st_size), int(st.st_mtime_ns), flags, int(spec_mtime)))
     return keys
+
+
+def _walk(top: str, rel: str, found: list[tuple[str, list[str]]]) -> None:
+    """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
+    is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
+    skipped (``os.walk``'s default)."""
+    here = os.path.join(top, rel) if rel else top
+    try:
+        with os.scandir(here) as it:
+            entries = list(it)
+    except OSError:
+        return
+    dirs, files = [], []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        (dirs if is_dir else files).append(e)
+    names = [e.name for e in files]
+    if "results.jsonl" in names and rel:
+        found.append((rel, names))
+        return
+    for e in dirs:
+        if not e.is_symlink():
+            _walk(top, f"{rel}/{e.name}" if rel else e.name, found)
 
 
 # ---------------------------------------------------------------- the index in memory
@@ -233,7 +255,7 @@ class _Parsed:
         self.meta: list[int] = []
         self.layout: list[int] = []
         self.step: list[int] = []
-        self.acc: list[float] = []
+        self.acc: list[np.ndarray] = []
 
 
 def _status(flags: int) -> str:
@@ -287,18 +309,22 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
     ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
     ref_meta = ref_layout = -1
     acc_keys: list[str] = []
+    fields: list[str] = []
+    pending: list[Any] = []  # accuracies of fast records (checked: int, float or None), converted in one go
     for n, rec in enumerate(records, start=1):
         if ref is not None and rec.keys() == ref.keys() and rec["args"] == ref["args"] \
-                and rec.get("hparams") == ref.get("hparams") \
-                and all(rec.get(f) == ref.get(f) for f in _DOMAIN_FIELDS if f in rec):
+                and rec.get("hparams") == ref.get("hparams") and (not fields or all(rec[f] == ref[f] for f in fields)):
             vals = [rec[k] for k in acc_keys]
             step = rec["step"]
             if set(map(type, vals)) <= _NUMBER_TYPES and type(step) is int:
                 out.meta.append(ref_meta)
                 out.layout.append(ref_layout)
                 out.step.append(step)
-                out.acc.extend(float("nan") if v is None else float(v) for v in vals)
+                pending.extend(vals)
                 continue
+        if pending:
+            out.acc.append(np.array(pending, dtype=np.float64))  # None → NaN, as float('nan') in results.load
+            pending = []
         # results.load's own code for this record: metadata, rows and error messages
         where = f"{results_path}:{n}"
         meta: dict[str, list] = {c: [] for c in results._META}
@@ -316,11 +342,14 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
         out.meta.append(ref_meta)
         out.layout.append(ref_layout)
         out.step.append(meta["step"][0])
-        out.acc.extend(rows["acc"])
+        out.acc.append(np.array(rows["acc"], dtype=np.float64))
         ref = rec
+        fields = [f for f in _DOMAIN_FIELDS if f in rec]
         # the acc keys in row order: results._append_rows sorts (env index, split)
         pairs = sorted((int(m.group(1)), m.group(2)) for k in rec if (m := results._ENV_KEY.match(k)))
         acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
+    if pending:
+        out.acc.append(np.array(pending, dtype=np.float64))
 
 
 # ---------------------------------------------------------------- building and updating
@@ -369,7 +398,8 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             parsed += 1
             job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step)}
             pieces.append((np.asarray(p.meta, np.int32), np.asarray(p.layout, np.int32),
-                           np.asarray(p.step, np.int64), np.asarray(p.acc, np.float64)))
+                           np.asarray(p.step, np.int64),
+                           np.concatenate(p.acc) if p.acc else np.zeros(0, np.float64)))
         new.jobs.append({**job, "key": list(key)})
     if pieces:
         new.rec_meta, new.rec_layout, new.rec_step, new.acc = (np.concatenate([p[k] for p in pieces]) for k in range(4))
@@ -509,7 +539,7 @@ class _Strings:
         values = np.array(list(self.tables[column]), dtype=object)
         if not categorical:
             return values[codes] if len(values) else np.zeros(0, dtype=object)
-        used = np.unique(codes)
+        used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else codes
         order = used[np.argsort(values[used].astype(str), kind="stable")] if len(used) else used
         remap = np.full(len(values), -1, dtype=np.int64)
         remap[order] = np.arange(len(order))
