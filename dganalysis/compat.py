@@ -8,12 +8,16 @@ Python parts of torchvision (models, transforms v2 on tensors) import. The C++
 ops and image decoding stay unavailable: we load images with Pillow.
 
 The shim is only applied when ``torch.version.cuda is None``; on a CUDA machine
-torchvision imports normally.
+torchvision imports normally. ``import dganalysis`` does not import torch: :func:`install_on_import` registers a
+finder that installs the shim the moment torchvision is first imported (so reading and auditing results, which need
+pandas only, start in a fraction of a second).
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
+import sys
 
 log = logging.getLogger(__name__)
 _installed = False
@@ -42,6 +46,25 @@ def install() -> None:
     # keep a reference so the fragment is not garbage-collected
     globals()["_torchvision_fragment"] = lib
     log.debug("registered torchvision nms/qnms schemas for CPU-only torch")
+
+
+class _InstallBeforeTorchvision(importlib.abc.MetaPathFinder):
+    """Installs the shim when ``torchvision`` is imported for the first time, then steps aside."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201 - importlib's protocol
+        if name == "torchvision":
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            install()
+        return None  # the normal finders import it
+
+
+def install_on_import() -> None:
+    """Install the shim now if torchvision is already imported, else just before its first import."""
+    if "torchvision" in sys.modules:
+        install()
+    elif not any(isinstance(f, _InstallBeforeTorchvision) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallBeforeTorchvision())
 
 
 def torchvision():
