@@ -209,3 +209,24 @@ def test_empty_and_single_job_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     got = load_indexed(tmp_path / "empty")
     assert got.empty and list(got.columns) == results.COLUMNS and got.attrs["jobs"]["read"] == 0
+
+
+def test_known_folders_not_listed_again(tmp_path, monkeypatch):
+    root = domainbed_dir(tmp_path / "db")
+    old = 1_000_000_000 * 1_600_000_000
+    for d in root.rglob("*"):
+        if d.is_dir():
+            os.utime(d, ns=(old, old))  # folders last changed long ago: their listing can be trusted
+    load_indexed(root)
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(index.os, "scandir", lambda p: listed.append(os.path.basename(p)) or real(p))
+    got = load_indexed(root)
+    assert listed == ["db", "nested", "deeper"]  # the job folders were only stat'ed
+    same(results.load(root, progress=False), got)
+    (root / "run_h0_t1" / "done").unlink()
+    (root / "run_h0_t1" / "failed").write_text("")  # changes the folder's mtime: listed and re-read
+    listed.clear()
+    df = load_indexed(root)
+    assert "run_h0_t1" in listed and "run_h0_t1" not in set(df["job_id"])
+    same(results.load(root, progress=False), df)

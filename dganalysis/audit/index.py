@@ -4,7 +4,8 @@
 ``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one ``.npz`` file
 (:data:`INDEX_NAME`) beside the store, and a later call re-reads only the job folders whose key changed. A job's key is
 its folder (relative path), the size and modification time (ns) of its ``results.jsonl``, which of ``done``,
-``failed`` and ``spec.json`` it holds, and ``spec.json``'s modification time. The index also records its format
+``failed`` and ``spec.json`` it holds, ``spec.json``'s modification time and the folder's own modification time (a
+known folder whose mtime is unchanged holds the same files, so it is not listed again). The index also records its format
 version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
 a mismatch rebuilds it.
 
@@ -38,6 +39,7 @@ import io as _io
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,11 +64,14 @@ log = logging.getLogger(__name__)
 INDEX_NAME = ".dganalysis_index.npz"
 LOCK_NAME = ".dganalysis_index.lock"
 #: format of the index file; another value rebuilds it
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
                 "domain", "split", "role", "hparams")
 _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
                 "trial_seed", "hparams")
+#: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
+#: made in the same tick as the listing leaves the folder's mtime unchanged)
+MTIME_MARGIN_NS = 5_000_000_000
 # flags of a job key
 _DONE, _FAILED, _SPEC = 1, 2, 4
 
@@ -99,44 +104,58 @@ def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Pat
 # ---------------------------------------------------------------- scanning job folders
 
 
-def _scan(root: Path) -> list[tuple[str, int, int, int, int]]:
+def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, int, int, int, int, int]]:
     """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
-    its mtime_ns, flags, spec.json mtime_ns or -1). The folder walk is find_jobs's (``os.walk``, sorted)."""
+    its mtime_ns, flags, spec.json mtime_ns or -1, the folder's mtime_ns). The walk finds find_jobs's folders.
+
+    ``known`` (relative folder → key, from the index): a known job folder whose mtime is unchanged has the same
+    files (creating or removing ``done``, ``failed`` or ``spec.json`` changes it), so it is not listed again; only
+    its ``results.jsonl`` (and ``spec.json``) are stat'ed.
+    """
     if root.exists() and not root.is_dir():
         raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
     if not root.is_dir():
         raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
     top = str(root)
-    found: list[tuple[str, list[str]]] = []  # (relative folder, file names)
+    known = known or {}
+    found: list[tuple[str, list[str] | None, int]] = []  # (relative folder, file names or None if known, mtime)
     if os.path.isfile(os.path.join(top, "results.jsonl")):
-        found.append((".", os.listdir(top)))
+        mtime = os.stat(top).st_mtime_ns
+        found.append((".", os.listdir(top), mtime))
     else:
-        _walk(top, "", found)
+        _walk(top, "", found, known)
     found.sort(key=lambda t: t[0].split("/"))  # find_jobs's order (Path order)
     keys = []
-    for rel, files in found:
+    recent = time.time_ns() - MTIME_MARGIN_NS
+    for rel, files, dir_mtime in found:
         where = top if rel == "." else os.path.join(top, rel)
         try:
             st = os.stat(os.path.join(where, "results.jsonl"))
         except FileNotFoundError:  # removed since the walk
             continue
-        names = set(files)
-        flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0)
+        if files is None:
+            flags = known[rel][3]
+        else:
+            names = set(files)
+            flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
+                | (_SPEC if "spec.json" in names else 0)
         spec_mtime = -1
-        if "spec.json" in names:
-            flags |= _SPEC
+        if flags & _SPEC:
             with contextlib.suppress(FileNotFoundError):
                 spec_mtime = os.stat(os.path.join(where, "spec.json")).st_mtime_ns
-        keys.append((rel, int(st.st_size), int(st.st_mtime_ns), flags, int(spec_mtime)))
+        if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
+            dir_mtime = -1
+        keys.append((rel, int(st.st_size), int(st.st_mtime_ns), flags, int(spec_mtime), int(dir_mtime)))
     return keys
 
 
-def _walk(top: str, rel: str, found: list[tuple[str, list[str]]]) -> None:
+def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
     """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
     is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
-    skipped (``os.walk``'s default)."""
+    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`)."""
     here = os.path.join(top, rel) if rel else top
     try:
+        mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
         with os.scandir(here) as it:
             entries = list(it)
     except OSError:
@@ -150,11 +169,21 @@ def _walk(top: str, rel: str, found: list[tuple[str, list[str]]]) -> None:
         (dirs if is_dir else files).append(e)
     names = [e.name for e in files]
     if "results.jsonl" in names and rel:
-        found.append((rel, names))
+        found.append((rel, names, mtime))
         return
     for e in dirs:
-        if not e.is_symlink():
-            _walk(top, f"{rel}/{e.name}" if rel else e.name, found)
+        if e.is_symlink():
+            continue
+        sub = f"{rel}/{e.name}" if rel else e.name
+        key = known.get(sub)
+        if key is not None:
+            try:
+                if e.stat(follow_symlinks=False).st_mtime_ns == key[5]:
+                    found.append((sub, None, key[5]))
+                    continue
+            except OSError:
+                continue
+        _walk(top, sub, found, known)
 
 
 # ---------------------------------------------------------------- the index in memory
@@ -406,13 +435,17 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
     return new, parsed
 
 
+def _known(idx: _Index | None) -> dict[str, list]:
+    return {j["key"][0]: j["key"] for j in idx.jobs} if idx is not None else {}
+
+
 def update_index(root: str | Path, cache_dir: str | Path | None = None) -> _Index:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
     written back atomically when anything changed. See the module docstring for where it lives."""
     root = Path(root)
-    keys = _scan(root)
     path = index_location(root, cache_dir)
     old = _Index.read(path)
+    keys = _scan(root, _known(old))
     if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
         return old
     try:
@@ -422,7 +455,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None) -> _Inde
         lock_ctx = contextlib.nullcontext()
     with lock_ctx:
         old = _Index.read(path)  # another writer may have updated it meanwhile
-        keys = _scan(root)
+        keys = _scan(root, _known(old))
         if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
             return old
         new, parsed = _merge(old, keys, root)
