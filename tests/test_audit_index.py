@@ -230,3 +230,31 @@ def test_known_folders_not_listed_again(tmp_path, monkeypatch):
     df = load_indexed(root)
     assert "run_h0_t1" in listed and "run_h0_t1" not in set(df["job_id"])
     same(results.load(root, progress=False), df)
+
+
+def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
+    from dganalysis.selection import select
+
+    root = domainbed_dir(tmp_path / "db")
+    for h in range(3):  # leave-one-out helpers: the pair runs of test env 0
+        for d in (1, 2, 3):
+            write_run(root, f"helper_h{h}_{d}", [rec(test_envs=(0, d), step=s, hseed=h) for s in (0, 10, 20)])
+
+    def check(got):
+        want = results.load(root, progress=False)
+        for method, sel in got.items():
+            pd.testing.assert_frame_equal(select(want, method), sel, check_dtype=False)
+            assert sel.attrs == want.attrs and len(sel)
+
+    first = index.select_indexed(root)
+    check(first)
+    assert set(first) == {"training_domain", "leave_one_out", "oracle"}
+    monkeypatch.setattr(index, "load_indexed", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
+    again = index.select_indexed(root)
+    for method in first:
+        pd.testing.assert_frame_equal(first[method], again[method])
+    monkeypatch.undo()
+    write_run(root, "newer", [rec(step=0, hseed=40, tseed=0), rec(step=10, hseed=40, tseed=0)])
+    check(index.select_indexed(root))
+    with pytest.raises(ValueError, match="unknown methods"):
+        index.select_indexed(root, methods=["best"])

@@ -631,3 +631,94 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
     return pd.DataFrame(data, columns=results.COLUMNS), may_repeat
 
 
+
+
+# ---------------------------------------------------------------- selections of an unchanged sweep, cached
+
+#: the three methods DomainBed's collect_results prints
+DOMAINBED_METHODS = ("training_domain", "leave_one_out", "oracle")
+_INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
+_FLOAT_OUTPUT = ("acc", "val_acc")
+
+
+def _code_digest() -> str:
+    """Digest of the code a cached selection depends on (reading, indexing, selecting)."""
+    from dganalysis import selection
+
+    h = hashlib.sha256()
+    for mod in (results, selection):
+        h.update(Path(mod.__file__).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+def select_indexed(
+    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
+    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
+    cache_dir: str | Path | None = None,
+) -> dict[str, pd.DataFrame]:
+    """``{method: dganalysis.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
+
+    The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
+    folder's key, see the module docstring), the arguments and a digest of the reading and selection code; a repeated
+    call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
+    the tidy frame. Any change re-selects. String columns come back as ``str``; ``attrs`` are load_indexed's.
+    """
+    from dganalysis.selection import METHODS, OUTPUT, select
+
+    methods = list(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"select_indexed: unknown methods {bad}; expected some of {list(METHODS)}")
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("select_indexed: expected at least one results directory, got an empty list")
+    h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
+    for p in paths:
+        idx = update_index(p, cache_dir)
+        h.update(str(Path(p).resolve()).encode())
+        h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
+    key = h.hexdigest()
+    where = index_location(Path(paths[0]), cache_dir)
+    folder = where.parent / (where.name + ".select")
+    out: dict[str, pd.DataFrame] = {}
+    df = None
+    for method in methods:
+        file = folder / f"{method}.json"
+        cached = _read_cached(file, key, OUTPUT)
+        if cached is not None:
+            out[method] = cached
+            continue
+        if df is None:
+            df = load_indexed(paths, include_unfinished=include_unfinished, strict=strict, cache_dir=cache_dir)
+        sel = select(df, method, tie_tol=tie_tol)
+        sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
+        sel.attrs = dict(df.attrs)
+        payload = {"key": key, "attrs": sel.attrs, "columns": {c: sel[c].tolist() for c in OUTPUT}}
+        try:
+            io.write_bytes(file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
+        except OSError as err:
+            log.warning("could not cache the %s selection in %s (%s)", method, file, err)
+        out[method] = _read_cached(file, key, OUTPUT) if file.is_file() else sel
+    return out
+
+
+def _read_cached(file: Path, key: str, columns: list[str]) -> pd.DataFrame | None:
+    try:
+        payload = _loads(file.read_bytes())
+    except (OSError, *_JSONError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    cols = payload["columns"]
+    data = {}
+    for c in columns:
+        if c in _INT_OUTPUT:
+            data[c] = np.asarray(cols[c], dtype=np.int64)
+        elif c in _FLOAT_OUTPUT:
+            data[c] = np.asarray([np.nan if v is None else v for v in cols[c]], dtype=np.float64)
+        else:
+            data[c] = pd.array(cols[c], dtype="str")
+    df = pd.DataFrame(data, columns=columns)
+    df.attrs = payload["attrs"]
+    return df
