@@ -340,8 +340,17 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: sweep file not found")
-    cfg = read_yaml_mapping(path, "a mapping of sweep settings at the top level")
     from dganalysis.validation import ConfigError
+
+    if path.suffix.lower() == ".json":  # JSON's numbers (5e-05) are not all YAML 1.1 floats: read JSON as JSON
+        try:
+            cfg = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(cfg, dict):
+            raise ConfigError(f"{path}: expected a mapping of sweep settings at the top level, got {type(cfg).__name__}")
+    else:
+        cfg = read_yaml_mapping(path, "a mapping of sweep settings at the top level")
 
     if "jobs" in cfg:
         return _listed_jobs(path, cfg, data_dir, {k: v for k, v in overrides.items() if v is not None})
