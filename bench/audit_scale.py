@@ -27,6 +27,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,7 @@ def main() -> None:
     p.add_argument("--load", type=int, default=default_load(), help="busy processes for the loaded figures")
     p.add_argument("--no-loaded", action="store_true", help="skip the figures with every core busy")
     a = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed bench still stops its busy processes
     if a.small:
         a.datasets, a.hparams = 1, 2  # 1 × 14 × 10 × 2 × 3 = 840 runs (1/40)
     src = os.environ.get("DOMAINBED_SRC")

@@ -243,7 +243,7 @@ class _Index:
             return None
         try:
             with np.load(path, allow_pickle=False) as z:  # every array read now: a later rename cannot tear it
-                header = json.loads(z["header"].tobytes())
+                header = _loads(z["header"].tobytes())
                 arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
             if header.get("version") != INDEX_VERSION or header.get("draw_version") != _draw_version():
                 log.info("%s: index of another version; rebuilding it", path)
@@ -252,6 +252,7 @@ class _Index:
             idx.jobs, idx.metas, idx.layouts = header["jobs"], header["metas"], header["layouts"]
             idx.rec_meta, idx.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
             idx.rec_step, idx.acc = arrays["rec_step"], arrays["acc"]
+            idx._meta_ids, idx._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
             counts = [j["count"] for j in idx.jobs]
             lens = np.array([len(lay) for lay in idx.layouts] or [0], dtype=np.int64)
             n_rec = sum(counts)
@@ -259,7 +260,6 @@ class _Index:
                     or int(lens[idx.rec_layout].sum() if n_rec else 0) != len(idx.acc) \
                     or (n_rec and (idx.rec_meta.max() >= len(idx.metas) or idx.rec_layout.max() >= len(idx.layouts))):
                 raise ValueError("array lengths disagree with the job table")
-            idx._rebuild_maps()
             return idx
         except Exception as err:  # noqa: BLE001 - any damage means: rebuild
             log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
@@ -493,7 +493,12 @@ def load_indexed(
     if include_unfinished not in (None, True, False):
         raise ValueError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
                          "True or False")
-    indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
+    return _assemble([(Path(p), update_index(p, cache_dir)) for p in paths], include_unfinished, strict, categorical)
+
+
+def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,
+              categorical: bool) -> pd.DataFrame:
+    """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame."""
     counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0, "unfinished_read": 0}
     problems: list[str] = []
     exploded: list[str] = []
@@ -566,26 +571,39 @@ class _Strings:
 
     def codes(self, column: str, values: Iterable[str]) -> np.ndarray:
         table = self.tables[column]
-        return np.array([table.setdefault(v, len(table)) for v in values], dtype=np.int64)
+        return np.array([table.setdefault(v, len(table)) for v in values], dtype=np.int32)
 
-    def column(self, column: str, codes: np.ndarray, categorical: bool) -> Any:
+    def column(self, column: str, codes: np.ndarray, rows: np.ndarray | None, categorical: bool) -> Any:
+        """The column of ``codes[rows]`` (``rows`` None: every code): ``str`` values, or a categorical whose
+        categories are the values used, sorted. Codes are remapped before they are spread to rows."""
         values = np.array(list(self.tables[column]), dtype=object)
         if not categorical:
-            return values[codes] if len(values) else np.zeros(0, dtype=object)
+            out = values[codes] if len(values) else np.zeros(len(codes), dtype=object)
+            return out if rows is None else out[rows]
         used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else codes
         order = used[np.argsort(values[used].astype(str), kind="stable")] if len(used) else used
-        remap = np.full(len(values), -1, dtype=np.int64)
-        remap[order] = np.arange(len(order))
+        remap = np.full(len(values), -1, dtype=np.int32)
+        remap[order] = np.arange(len(order), dtype=np.int32)
+        final = remap[codes] if len(codes) else codes
         cats = pd.Index(values[order].astype(str) if len(order) else np.zeros(0, dtype=str), dtype="str")
-        return pd.Categorical.from_codes(remap[codes], categories=cats)
+        return pd.Categorical.from_codes(final if rows is None else final[rows], categories=cats)
+
+
+_REC_COLUMNS = ("job_id", *_META_FIELDS, "step")  # columns constant within a record
+_ROW_COLUMNS = ("domain", "split", "role")  # columns of a record's layout
 
 
 def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical: bool) -> tuple[pd.DataFrame, bool]:
     """The tidy frame of the chosen jobs' records, and whether a (job, step, domain, split) may repeat (a job
-    resumed after a crash records a step twice; a layout may name a domain twice): then load's drop_duplicates runs."""
+    resumed after a crash records a step twice; a layout may name a domain twice): then load's drop_duplicates runs.
+
+    Columns constant within a record are built per record and spread to the rows at the end (one gather of small
+    integer codes per column), which keeps the peak memory near the frame's own size."""
     strings = _Strings()
     may_repeat = False
-    parts: dict[str, list[np.ndarray]] = {c: [] for c in results.COLUMNS}
+    rec_parts: dict[str, list[np.ndarray]] = {c: [] for c in _REC_COLUMNS}
+    row_parts: dict[str, list[np.ndarray]] = {c: [] for c in (*_ROW_COLUMNS, "acc", "record")}
+    n_recs = 0
     for idx, chosen in chunks:
         if not chosen:
             continue
@@ -594,43 +612,47 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
         recs = _ranges(a, b)
         if not len(recs):
             continue
-        job_code = strings.codes("job_id", [c[2] for c in chosen])
-        rec_job = np.repeat(job_code, b - a)
-        off = idx.rec_offsets()
+        rec_job = np.repeat(strings.codes("job_id", [c[2] for c in chosen]), b - a)
+        steps = idx.rec_step[recs]
         lay = idx.rec_layout[recs]
-        may_repeat = may_repeat or pd.MultiIndex.from_arrays([rec_job, idx.rec_step[recs]]).has_duplicates \
+        may_repeat = may_repeat or pd.MultiIndex.from_arrays([rec_job, steps]).has_duplicates \
             or any(len({(r[0], r[1]) for r in idx.layouts[i]}) < len(idx.layouts[i]) for i in np.unique(lay))
-        lens = off[recs + 1] - off[recs]
-        rows = _ranges(off[recs], off[recs + 1])
-        row_rec = np.repeat(np.arange(len(recs)), lens)
-        pos = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
-        # layout rows flattened: row r of layout l is flat[lay_start[l] + r]
-        lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int64)
-        lay_start = np.concatenate([[0], np.cumsum(lay_len)[:-1]]) if len(lay_len) else lay_len
-        flat = [r for x in idx.layouts for r in x]
-        lrow = lay_start[lay[row_rec]] + pos
-        for k, col in enumerate(("domain", "split", "role")):
-            parts[col].append(strings.codes(col, (r[k] for r in flat))[lrow] if flat else np.zeros(0, np.int64))
-        meta = idx.rec_meta[recs][row_rec]
+        rec_parts["job_id"].append(rec_job)
+        rec_parts["step"].append(steps)
+        meta = idx.rec_meta[recs]
         for k, col in enumerate(_META_FIELDS):
             values = [m[k] for m in idx.metas]
             if col in ("hparams_seed", "trial_seed"):
-                parts[col].append(np.asarray(values, dtype=np.int64)[meta])
+                rec_parts[col].append(np.asarray(values, dtype=np.int64)[meta])
             else:
-                parts[col].append(strings.codes(col, values)[meta])
-        parts["job_id"].append(rec_job[row_rec])
-        parts["step"].append(idx.rec_step[recs][row_rec])
-        parts["acc"].append(idx.acc[rows])
+                rec_parts[col].append(strings.codes(col, values)[meta])
+        off = idx.rec_offsets()
+        lens = (off[recs + 1] - off[recs]).astype(np.int32)
+        row_parts["acc"].append(idx.acc[_ranges(off[recs], off[recs + 1])])
+        row_rec = np.repeat(np.arange(len(recs), dtype=np.int32), lens)
+        # row r of a record with layout l is the flat layout row lay_start[l] + r
+        lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int32)
+        lay_start = np.concatenate([[0], np.cumsum(lay_len)[:-1]]).astype(np.int32)
+        lrow = np.arange(len(row_rec), dtype=np.int32)
+        lrow += (lay_start[lay] - (np.cumsum(lens, dtype=np.int32) - lens))[row_rec]
+        flat = [r for x in idx.layouts for r in x]
+        for k, col in enumerate(_ROW_COLUMNS):
+            row_parts[col].append(strings.codes(col, (r[k] for r in flat))[lrow])
+        row_parts["record"].append(row_rec + np.int32(n_recs))
+        n_recs += len(recs)
+    cat = {c: (np.concatenate(v) if v else np.zeros(0, dtype=np.int32)) for c, v in {**rec_parts, **row_parts}.items()}
+    record = cat.pop("record")
     data = {}
     for col in results.COLUMNS:
-        arr = np.concatenate(parts[col]) if parts[col] else np.zeros(0, dtype=np.int64)
+        arr = cat[col]
         if col in _STR_COLUMNS:
-            data[col] = strings.column(col, arr, categorical)
+            data[col] = strings.column(col, arr, record if col in _REC_COLUMNS else None, categorical)
+        elif col == "acc":
+            data[col] = arr.astype(np.float64, copy=False)
         else:
-            data[col] = arr.astype(np.float64 if col == "acc" else np.int64, copy=False)
-    return pd.DataFrame(data, columns=results.COLUMNS), may_repeat
-
-
+            data[col] = arr.astype(np.int64, copy=False)[record]
+        cat[col] = None  # free the per-record codes as soon as the column is built
+    return pd.DataFrame(data, columns=results.COLUMNS, copy=False), may_repeat
 
 
 # ---------------------------------------------------------------- selections of an unchanged sweep, cached
@@ -674,8 +696,10 @@ def select_indexed(
     if not paths:
         raise ValueError("select_indexed: expected at least one results directory, got an empty list")
     h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
+    indexes = []
     for p in paths:
         idx = update_index(p, cache_dir)
+        indexes.append((Path(p), idx))
         h.update(str(Path(p).resolve()).encode())
         h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
     key = h.hexdigest()
@@ -690,7 +714,7 @@ def select_indexed(
             out[method] = cached
             continue
         if df is None:
-            df = load_indexed(paths, include_unfinished=include_unfinished, strict=strict, cache_dir=cache_dir)
+            df = _assemble(indexes, include_unfinished, strict, categorical=True)
         sel = select(df, method, tie_tol=tie_tol)
         sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
         sel.attrs = dict(df.attrs)
