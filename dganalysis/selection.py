@@ -48,6 +48,7 @@ folder are merged into one "run" and compete; here they are different configs an
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections import defaultdict
@@ -110,8 +111,9 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
         scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
         best = _argmax(_with_meta(scores, df), CONFIG, tie_tol)
         chosen = best.merge(test_in, on=["job_id", "step"])
-    n_configs = df[CONFIG].drop_duplicates().shape[0]
-    n_chosen = chosen[CONFIG].drop_duplicates().shape[0]
+    # counted for the log line only (a pass over every row: skipped when INFO is not logged)
+    n_configs = df[CONFIG].drop_duplicates().shape[0] if log.isEnabledFor(logging.INFO) else 0
+    n_chosen = chosen[CONFIG].drop_duplicates().shape[0] if n_configs else 0
     if n_chosen < n_configs:
         log.info("%s: %d of %d configs give no result (no test domain, no val domain, or missing leave-one-out "
                  "helper runs; DomainBed's [test, val] runs are such configs themselves)",
@@ -269,6 +271,7 @@ def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------- helpers
 
 
+@functools.lru_cache(maxsize=4096)  # a sweep repeats a few split strings on every job
 def _split(joined: str) -> frozenset:
     return frozenset(d for d in str(joined).split(",") if d)
 
