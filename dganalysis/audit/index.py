@@ -584,7 +584,8 @@ class _Strings:
         order = used[np.argsort(values[used].astype(str), kind="stable")] if len(used) else used
         remap = np.full(len(values), -1, dtype=np.int32)
         remap[order] = np.arange(len(order), dtype=np.int32)
-        final = remap[codes] if len(codes) else codes
+        small = np.int8 if len(order) < 2**7 else np.int16 if len(order) < 2**15 else np.int32
+        final = (remap[codes] if len(codes) else codes).astype(small)  # pandas' own code dtype: no copy later
         cats = pd.Index(values[order].astype(str) if len(order) else np.zeros(0, dtype=str), dtype="str")
         return pd.Categorical.from_codes(final if rows is None else final[rows], categories=cats)
 
@@ -628,7 +629,8 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
                 rec_parts[col].append(strings.codes(col, values)[meta])
         off = idx.rec_offsets()
         lens = (off[recs + 1] - off[recs]).astype(np.int32)
-        row_parts["acc"].append(idx.acc[_ranges(off[recs], off[recs + 1])])
+        every = len(recs) == len(idx.rec_step)  # every record of the store (the usual case): no gather
+        row_parts["acc"].append(idx.acc if every else idx.acc[_ranges(off[recs], off[recs + 1])])
         row_rec = np.repeat(np.arange(len(recs), dtype=np.int32), lens)
         # row r of a record with layout l is the flat layout row lay_start[l] + r
         lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int32)
