@@ -176,3 +176,27 @@ def test_selected_hparams_rerun_end_to_end(tmp_path):
     assert (again["trial_seed"].iloc[0], again["hparams_seed"].iloc[0]) == (recs[0]["trial_seed"],
                                                                             recs[0]["hparams_seed"])
     assert set(again["test_domains"]) == {"d0"}
+
+
+def test_job_list_file_checked(tmp_path):
+    from dganalysis.sweep import load_sweep_yaml
+    from dganalysis.validation import ConfigError
+    from tests._tiny import FAST_HPARAMS, TINY
+
+    job = {"dataset": TINY, "algorithm": "ERM", "train_domains": ["d1", "d2"], "test_domains": ["d0"],
+           "hparams_seed": 3, "trial_seed": 1, "steps": 6, "checkpoint_freq": 2, "hparams_overrides": FAST_HPARAMS}
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps({"jobs": [job], "selected": []}))
+    (got,) = load_sweep_yaml(path, steps=2)
+    assert (got.hparams_seed, got.trial_seed, got.steps, got.test_domains) == (3, 1, 2, ("d0",))
+    assert dict(got.hparams_overrides) == FAST_HPARAMS
+    for bad, match in (({"jobs": [job], "extra": 1}, "unknown key"), ({"jobs": []}, "non-empty list"),
+                       ({"jobs": [dict(job, colour="red")]}, r"jobs\[0\] has unknown field"),
+                       ({"jobs": [dict(job, test_domains=["nowhere"])]}, "unknown domains"),
+                       ({"jobs": [dict(job, hparams_overrides={"lr": -1.0})]}, r"jobs\[0\].*lr")):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match=match):
+            load_sweep_yaml(path)
+    path.write_text(json.dumps({"jobs": [job]}))
+    with pytest.raises(ConfigError, match="only"):
+        load_sweep_yaml(path, n_trials=3)
