@@ -1,5 +1,5 @@
 """The benchmark side of Ye et al. 2022 (OoD-Bench), Tables 1–2: test accuracy per dataset and algorithm
-after model selection, and each dataset's dominant shift, as notebook 06 needs them for the ranking tables
+after model selection, and each dataset's dominant shift, as the ranking tables need them
 (:func:`dganalysis.shift.study.ranking_tables`).
 """
 

@@ -366,8 +366,6 @@ def estimate_shift(
     n_samples: int = N_SAMPLES,
     seed: int | np.random.RandomState | None = 0,
     bandwidth: Literal["scott", "shared"] = "scott",
-    points: np.ndarray | None = None,
-    strict: bool = False,
     precision: Literal["float32", "float64"] = "float32",
     device: torch.device | str | None = None,
 ) -> ShiftEstimate:
@@ -376,9 +374,11 @@ def estimate_shift(
     Defaults reproduce OoD-Bench's ``quantify.py --legacy_mode`` (Definition 1 with eq. 5) with its default
     thresholds and sample size; ``seed`` gives the same Monte-Carlo points as its ``--seed``.
     ``formula="hellinger"`` is its current default mode. See the module docstring for every step.
+    :func:`fit_densities` (then :meth:`ShiftDensities.estimate`) does the same in two steps and also takes given
+    Monte-Carlo ``points`` and ``strict`` (an error instead of skipping a class too small for a KDE).
     """
     if formula not in FORMULAS:
         raise ValueError(f"estimate_shift: formula must be one of {FORMULAS}, got {formula!r}")
-    dens = fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
-                         strict=strict, precision=precision, device=device, thresholds=(eps_div, eps_cor))
+    dens = fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed,
+                         precision=precision, device=device, thresholds=(eps_div, eps_cor))
     return dens.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula)

@@ -1,4 +1,4 @@
-"""The two claims of Ye et al. (2022, OoD-Bench) Table 3 that notebook 06 checks, as rows for the index summary.
+"""The two claims of Ye et al. (2022, OoD-Bench) Table 3 checked on the Table 3 frame of :func:`dganalysis.shift.study.table3`, as rows for the index summary.
 
 Table 3 (Colored MNIST, one training environment with ρ_tr = 0.1): (a) with red/green colouring only, the
 correlation-shift estimate grows with |ρ_te − ρ_tr| (paper 0.67 / 0.48 / 0.34 / 0.18 / 0.00 at ρ_te 0.9 … 0.1)
@@ -20,11 +20,11 @@ PAPER = "Ye et al. 2022 (OoD-Bench)"
 
 
 def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[dict]:
-    """Finding rows (``paper, finding, ours, verdict``) from notebook 06's Table 3 frame
+    """Finding rows (``paper, finding, ours, verdict``) from a Table 3 frame (:func:`dganalysis.shift.study.table3`)
     (columns ``rho_te, blue, diversity, correlation`` and optionally ``*_se``)."""
     missing = [c for c in ("rho_te", "blue", "diversity", "correlation") if c not in t3]
     if missing:
-        raise ValueError(f"table3_findings: t3 lacks columns {missing}; expected notebook 06's Table 3 frame")
+        raise ValueError(f"table3_findings: t3 lacks columns {missing}; expected the frame of dganalysis.shift.study.table3")
     rows = []
     rg = t3[~t3["blue"].astype(bool)].assign(gap=lambda d: (d["rho_te"] - rho_tr).abs()).sort_values("gap")
     if len(rg) >= 2:

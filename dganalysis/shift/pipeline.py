@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -58,6 +59,25 @@ def trial_features(
             "z_q": model.features(to_float(x_q[ho_q], dev)), "y_q": y_q[ho_q], "env_acc": acc}
 
 
+@dataclass(frozen=True)
+class ShiftOptions:
+    """How :func:`shift_trials` turns features into the two shifts (Ye et al. 2022, Definition 1; OoD-Bench's
+    ``quantify.py`` and ``calibrate.py`` options): the ``formula`` (``"eq5"``: ``--legacy_mode``; ``"hellinger"``),
+    the thresholds ``eps_div`` / ``eps_cor``, or ``calibrate`` them on i.i.d. splits (with ``calibration_formula``,
+    which defaults to ``"hellinger"`` because ``calibrate.py`` never passes ``--legacy_mode``, see
+    :mod:`dganalysis.shift.calibration`, and ``calibration_bounds``), the ``n_samples`` Monte-Carlo points and the
+    KDE ``bandwidth`` rule (:func:`dganalysis.shift.estimator.fit_densities`)."""
+
+    formula: str = "eq5"
+    eps_div: float = EPS_DIV
+    eps_cor: float = EPS_COR
+    calibrate: bool = False
+    calibration_formula: str = "hellinger"
+    calibration_bounds: tuple[float, float] = (5e-3, 1e-2)
+    n_samples: int = N_SAMPLES
+    bandwidth: str = "scott"
+
+
 def shift_trials(
     dataset: DomainDataset,
     train: Sequence[str] | str,
@@ -65,26 +85,23 @@ def shift_trials(
     *,
     n_trials: int = 3,
     cfg: EnvClassifierConfig | None = None,
-    formula: str = "eq5",
-    eps_div: float = EPS_DIV,
-    eps_cor: float = EPS_COR,
-    calibrate: bool = False,
-    calibration_formula: str = "hellinger",
-    calibration_bounds: tuple[float, float] = (5e-3, 1e-2),
-    n_samples: int = N_SAMPLES,
-    bandwidth: str = "scott",
+    options: ShiftOptions | None = None,
     seed: int = 0,
     device: str | torch.device | None = None,
     max_per_env: int | None = None,
 ) -> pd.DataFrame:
     """One row per trial: diversity, correlation, their Monte-Carlo SEs, the thresholds used (calibrated when
-    ``calibrate``, with the i.i.d. averages), and the environment classifier's holdout accuracy.
+    ``options.calibrate``, with the i.i.d. averages), and the environment classifier's holdout accuracy.
 
-    ``train``/``test``: domain name(s) pooled into environment p resp. q. ``max_per_env`` subsamples each
-    environment first (for speed). ``calibration_formula`` defaults to ``"hellinger"`` because OoD-Bench's
-    ``calibrate.py`` never passes ``--legacy_mode`` (see :mod:`dganalysis.shift.calibration`).
+    ``train``/``test``: domain name(s) pooled into environment p resp. q. ``cfg``: the environment classifier
+    (default :class:`EnvClassifierConfig`); ``options``: the estimate (:class:`ShiftOptions`; default: OoD-Bench's
+    defaults). ``max_per_env`` subsamples each environment first (for speed).
     """
     cfg = cfg or EnvClassifierConfig()
+    o = ShiftOptions() if options is None else options
+    formula, eps_div, eps_cor, calibrate = o.formula, o.eps_div, o.eps_cor, o.calibrate
+    calibration_formula, calibration_bounds, n_samples, bandwidth = (o.calibration_formula, o.calibration_bounds,
+                                                                      o.n_samples, o.bandwidth)
     if n_trials < 1:
         raise ValueError(f"shift_trials: n_trials must be >= 1, got {n_trials}")
     x_p, y_p = _pool(dataset, train)
