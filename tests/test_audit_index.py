@@ -258,3 +258,15 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
     check(index.select_indexed(root))
     with pytest.raises(ValueError, match="unknown methods"):
         index.select_indexed(root, methods=["best"])
+
+
+def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
+    root = domainbed_dir(tmp_path / "db")
+    load_indexed(root)
+    lazy = index._Index.read(root / INDEX_NAME, lazy=True)
+    assert not hasattr(lazy, "metas") or lazy.metas == []  # only the job table so far
+    write_run(root, "added", [rec(step=0, hseed=50)])
+    load_indexed(root)  # a writer renames a newer index over the file
+    full = lazy.full()  # the arrays of the version the job table came from
+    assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
+    assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1

@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 INDEX_NAME = ".dganalysis_index.npz"
 LOCK_NAME = ".dganalysis_index.lock"
 #: format of the index file; another value rebuilds it
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 _STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
                 "domain", "split", "role", "hparams")
 _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
@@ -229,41 +229,65 @@ class _Index:
 
     # ---- file format
     def to_bytes(self) -> bytes:
-        header = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs, "metas": self.metas,
-                  "layouts": self.layouts}
+        head = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs}
         buf = _io.BytesIO()
-        np.savez(buf, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), rec_meta=self.rec_meta,
-                 rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
+        np.savez(buf, head=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
+                 tables=np.frombuffer(json.dumps({"metas": self.metas, "layouts": self.layouts}).encode(), np.uint8),
+                 rec_meta=self.rec_meta, rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
         return buf.getvalue()
 
     @classmethod
-    def read(cls, path: Path) -> _Index | None:
-        """The index at ``path``; None when missing, unreadable or of another version (logged)."""
+    def read(cls, path: Path, lazy: bool = False) -> _Index | None:
+        """The index at ``path``; None when missing, unreadable or of another version (logged). ``lazy``: read the
+        job table only; the rest comes from the same open file (the same version of it, even if a writer has renamed
+        a newer one over it meanwhile) when :meth:`full` is called."""
         if not path.is_file():
             return None
+        fh = None
         try:
-            with np.load(path, allow_pickle=False) as z:  # every array read now: a later rename cannot tear it
-                header = _loads(z["header"].tobytes())
-                arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
-            if header.get("version") != INDEX_VERSION or header.get("draw_version") != _draw_version():
+            fh = open(path, "rb")  # noqa: SIM115 - kept open until full() (or garbage collection)
+            z = np.load(fh, allow_pickle=False)
+            head = _loads(z["head"].tobytes())
+            if head.get("version") != INDEX_VERSION or head.get("draw_version") != _draw_version():
                 log.info("%s: index of another version; rebuilding it", path)
+                fh.close()
                 return None
             idx = cls()
-            idx.jobs, idx.metas, idx.layouts = header["jobs"], header["metas"], header["layouts"]
-            idx.rec_meta, idx.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
-            idx.rec_step, idx.acc = arrays["rec_step"], arrays["acc"]
-            idx._meta_ids, idx._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
-            counts = [j["count"] for j in idx.jobs]
-            lens = np.array([len(lay) for lay in idx.layouts] or [0], dtype=np.int64)
-            n_rec = sum(counts)
-            if not (len(idx.rec_meta) == len(idx.rec_layout) == len(idx.rec_step) == n_rec) \
-                    or int(lens[idx.rec_layout].sum() if n_rec else 0) != len(idx.acc) \
-                    or (n_rec and (idx.rec_meta.max() >= len(idx.metas) or idx.rec_layout.max() >= len(idx.layouts))):
-                raise ValueError("array lengths disagree with the job table")
+            idx.jobs = head["jobs"]
+            idx._z, idx._fh = z, fh
+            if not lazy:
+                idx.full()
             return idx
         except Exception as err:  # noqa: BLE001 - any damage means: rebuild
+            if fh is not None:
+                fh.close()
             log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
             return None
+
+    def full(self) -> _Index:
+        """Load the tables and arrays of a lazily read index (checked against the job table); ValueError if damaged."""
+        z = getattr(self, "_z", None)
+        if z is None:
+            return self
+        try:
+            tables = _loads(z["tables"].tobytes())
+            arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
+        finally:
+            z.close()
+            self._fh.close()
+            self._z = self._fh = None
+        self.metas, self.layouts = tables["metas"], tables["layouts"]
+        self.rec_meta, self.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
+        self.rec_step, self.acc = arrays["rec_step"], arrays["acc"]
+        self._meta_ids, self._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
+        counts = [j["count"] for j in self.jobs]
+        lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
+        n_rec = sum(counts)
+        if not (len(self.rec_meta) == len(self.rec_layout) == len(self.rec_step) == n_rec) \
+                or int(lens[self.rec_layout].sum() if n_rec else 0) != len(self.acc) \
+                or (n_rec and (self.rec_meta.max() >= len(self.metas) or self.rec_layout.max() >= len(self.layouts))):
+            raise ValueError("array lengths disagree with the job table")
+        return self
 
     def rec_offsets(self) -> np.ndarray:
         lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
@@ -439,12 +463,12 @@ def _known(idx: _Index | None) -> dict[str, list]:
     return {j["key"][0]: j["key"] for j in idx.jobs} if idx is not None else {}
 
 
-def update_index(root: str | Path, cache_dir: str | Path | None = None) -> _Index:
+def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False) -> _Index:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
     written back atomically when anything changed. See the module docstring for where it lives."""
     root = Path(root)
     path = index_location(root, cache_dir)
-    old = _Index.read(path)
+    old = _Index.read(path, lazy=lazy)
     keys = _scan(root, _known(old))
     if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
         return old
@@ -454,7 +478,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None) -> _Inde
     except OSError:
         lock_ctx = contextlib.nullcontext()
     with lock_ctx:
-        old = _Index.read(path)  # another writer may have updated it meanwhile
+        old = _Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
         keys = _scan(root, _known(old))
         if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
             return old
@@ -700,7 +724,7 @@ def select_indexed(
     h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
     indexes = []
     for p in paths:
-        idx = update_index(p, cache_dir)
+        idx = update_index(p, cache_dir, lazy=True)  # the job table decides whether the cache holds
         indexes.append((Path(p), idx))
         h.update(str(Path(p).resolve()).encode())
         h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
@@ -716,7 +740,15 @@ def select_indexed(
             out[method] = cached
             continue
         if df is None:
-            df = _assemble(indexes, include_unfinished, strict, categorical=True)
+            full = []
+            for p, idx in indexes:
+                try:
+                    full.append((p, idx.full()))
+                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
+                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
+                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
+                    full.append((p, update_index(p, cache_dir)))
+            df = _assemble(full, include_unfinished, strict, categorical=True)
         sel = select(df, method, tie_tol=tie_tol)
         sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
         sel.attrs = dict(df.attrs)
