@@ -354,7 +354,7 @@ def _listed_jobs(path: Path, cfg: dict, data_dir: str | Path | None, overrides: 
             raise ConfigError(f"{path}: jobs[{i}]: {e}") from None
         key = json.dumps([job.dataset, dict(job.dataset_kwargs)], sort_keys=True)
         if key not in domains:
-            domains[key] = list(_domain_names(job.dataset, job.dataset_kwargs, data_dir))
+            domains[key] = grid_domains(job.dataset, job.dataset_kwargs, data_dir)
         wrong = [d for d in (*job.train_domains, *job.test_domains, *job.val_domains) if d not in domains[key]]
         if wrong:
             raise ConfigError(f"{path}: jobs[{i}]: unknown domains {wrong}; {job.dataset} has {domains[key]}")
