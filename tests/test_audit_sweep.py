@@ -200,3 +200,18 @@ def test_job_list_file_checked(tmp_path):
     path.write_text(json.dumps({"jobs": [job]}))
     with pytest.raises(ConfigError, match="only"):
         load_sweep_yaml(path, n_trials=3)
+
+
+def test_bad_arguments_named(planted):
+    with pytest.raises(ValueError, match="budgets"):
+        sweep.expected_max_curve(planted, "training_domain", budgets=[0, 2])
+    with pytest.raises(ValueError, match="unknown selection"):
+        sweep.expected_max_curve(planted, "best")
+    with pytest.raises(ValueError, match="string"):
+        sweep.ranking_changes(planted, "oracle")
+
+
+def test_ranking_changes_one_method_compared_with_oracle(planted):
+    rk = sweep.ranking_changes(planted, ["training_domain"])
+    assert {"rank_training_domain", "rank_oracle", "kendall_training_domain_oracle"} <= set(rk.columns)
+    assert rk["changed"].all()

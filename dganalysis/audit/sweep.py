@@ -137,12 +137,13 @@ def ranking_changes(df: pd.DataFrame, selections: Mapping[str, pd.DataFrame] | I
     average; ties share the mean rank), whether the ranking changes between methods, and Kendall's tau and Spearman's
     rho between every pair of methods (over the algorithms ranked by both).
 
+    One method given: compared with the oracle (the oracle alone: with training-domain validation).
     Returns one row per (dataset, algorithm): ``mean_<method>`` (points), ``rank_<method>``, ``changed`` (True where
     the dataset's ranking differs between any two methods), ``kendall_<a>_<b>``, ``spearman_<a>_<b>``.
     """
     sels = _selections(df, selections)
-    if len(sels) < 2:
-        raise ValueError(f"ranking_changes: expected at least two selection methods, got {list(sels)}")
+    if len(sels) < 2:  # one method: compared with the oracle (what the method costs in ranking)
+        sels = _selections(df, {**sels, "oracle": None} if "oracle" not in sels else {**sels, "training_domain": None})
     wide = None
     for method, sel in sels.items():
         means = trial_averages(sel).groupby(["dataset", "algorithm"], as_index=False)["avg"].mean()
@@ -220,6 +221,8 @@ def expected_max_curve(
         raise ValueError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
     if n_boot < 0 or not 0 < confidence < 1:
         raise ValueError(f"expected_max_curve: n_boot ≥ 0 and confidence in (0, 1) expected, got {n_boot}, {confidence}")
+    if budgets is not None and (isinstance(budgets, (str, int)) or any(int(b) < 1 for b in budgets)):
+        raise ValueError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
     draws = _per_draw(df, selection)
     rng = np.random.default_rng(seed)
     rows = []
@@ -234,8 +237,6 @@ def expected_max_curve(
         if not len(a):
             continue
         sizes = list(range(1, len(seeds) + 1)) if budgets is None else [int(b) for b in budgets]
-        if any(b < 1 for b in sizes):
-            raise ValueError(f"expected_max_curve: budgets must be ≥ 1, got {list(budgets)}")
 
         big_n = len(seeds)
         i = np.arange(1, big_n + 1)
