@@ -238,9 +238,8 @@ def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
 
     import pandas as pd
 
-    from dganalysis.audit.report import write_outputs
-
     import dganalysis.audit
+    from dganalysis.audit.report import write_outputs
 
     planted, _ = sweeps
     # the real module may be imported already: hide the package attribute so the import goes through sys.modules
