@@ -141,7 +141,9 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
     (default 0: exact, as DomainBed). A frame without a ``setting`` column (built by hand) is one setting.
     """
     if method not in _METHODS:
-        raise ValueError(f"select: unknown method {method!r}; expected one of {methods()}")
+        from dganalysis.registry import unknown_name
+
+        raise ValueError(f"select: {unknown_name('method', method, methods())}")
     how = _METHODS[method]
     if not (isinstance(tie_tol, (int, float)) and tie_tol >= 0 and math.isfinite(tie_tol)):
         raise ValueError(f"select: tie_tol must be a finite number ≥ 0, got {tie_tol!r}")
