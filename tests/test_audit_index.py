@@ -59,6 +59,10 @@ def domainbed_dir(root: Path) -> Path:
     write_run(root, "mixed", [rec(step=0, hseed=12), changed, rec(step=9, hseed=12, algorithm="CORAL")])
     write_run(root, "exploded", [rec(step=0, hseed=13, loss=1.0), rec(step=5, hseed=13, loss=50.0)])
     write_run(root / "nested" / "deeper", "inner", [rec(step=0, hseed=14, dataset="ColoredMNIST", n_envs=3)])
+    (root / "crashed").mkdir()  # DomainBed run that died before its first checkpoint: err.txt only
+    (root / "crashed" / "err.txt").write_text("Traceback ...")
+    (root / "donenothing").mkdir()  # marked done without records
+    (root / "donenothing" / "done").write_text("")
     val = rec(step=0, hseed=15, dataset="NICO")
     val["args"]["val_envs"] = [2]
     write_run(root, "val", [val, dict(val, step=4)])
@@ -75,6 +79,9 @@ def our_store(root: Path) -> Path:
     write_run(root, "job2", [dict(base, train_domains=["kai"], val_domains=[], step=0)], spec={})
     write_run(root, "job3", [dict(base, step=0)], status="failed", spec={})
     write_run(root, "job4", [dict(base, step=0)], status=None, spec={})
+    (root / "job5").mkdir()  # failed before writing any record
+    (root / "job5" / "failed").write_text("")
+    (root / "job5" / "spec.json").write_text("{}")
     return root
 
 
@@ -95,7 +102,8 @@ def test_equal_to_results_load(tmp_path, include_unfinished, categorical):
         again = load_indexed(path, include_unfinished=include_unfinished, categorical=categorical)  # from the index
         same(want, again)
     assert (roots[0] / INDEX_NAME).is_file() and (roots[1] / INDEX_NAME).is_file()
-    assert got.attrs["exploded"] == ["exploded"] and got.attrs["jobs"]["failed"] == 1
+    assert got.attrs["exploded"] == ["exploded"] and got.attrs["jobs"]["failed"] == 2
+    assert got.attrs["jobs"]["no_records"] == 1 and got.attrs["jobs"]["failed_no_records"] == 1
     if categorical:
         assert list(got["dataset"].cat.categories) == sorted(got["dataset"].cat.categories)
 
@@ -113,7 +121,7 @@ def test_unreadable_jobs_same_errors_and_problems(tmp_path):
         load_indexed(root)
     assert str(got.value) == str(want.value) and "pair/results.jsonl:2: unreadable JSON" in str(got.value)
     same(results.load(root, strict=False, progress=False), load_indexed(root, strict=False))
-    assert len(load_indexed(root, strict=False).attrs["problems"]) == 2
+    assert len(load_indexed(root, strict=False).attrs["problems"]) == 3  # two bad jobs and one done without records
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_indexed(tmp_path / "nope")
     with pytest.raises(ValueError, match="include_unfinished"):

@@ -3,7 +3,8 @@
 :func:`load_indexed` returns the tidy frame of :func:`dganalysis.results.load` (same columns, values, row order and
 ``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one ``.npz`` file
 (:data:`INDEX_NAME`) beside the store, and a later call re-reads only the job folders whose key changed. A job's key is
-its folder (relative path), the size and modification time (ns) of its ``results.jsonl``, which of ``done``,
+its folder (relative path; every folder :func:`dganalysis.results.job_folders` counts, records or not), the size and
+modification time (ns) of its ``results.jsonl`` (-1 without one), which of ``done``,
 ``failed`` and ``spec.json`` it holds, ``spec.json``'s modification time and the folder's own modification time (a
 known folder whose mtime is unchanged holds the same files, so it is not listed again). The index also records its format
 version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
@@ -64,7 +65,7 @@ log = logging.getLogger(__name__)
 INDEX_NAME = ".dganalysis_index.npz"
 LOCK_NAME = ".dganalysis_index.lock"
 #: format of the index file; another value rebuilds it
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 _STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
                 "domain", "split", "role", "hparams")
 _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
@@ -119,11 +120,7 @@ def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, i
     top = str(root)
     known = known or {}
     found: list[tuple[str, list[str] | None, int]] = []  # (relative folder, file names or None if known, mtime)
-    if os.path.isfile(os.path.join(top, "results.jsonl")):
-        mtime = os.stat(top).st_mtime_ns
-        found.append((".", os.listdir(top), mtime))
-    else:
-        _walk(top, "", found, known)
+    _walk(top, "", found, known)
     found.sort(key=lambda t: t[0].split("/"))  # find_jobs's order (Path order)
     keys = []
     recent = time.time_ns() - MTIME_MARGIN_NS
@@ -131,8 +128,9 @@ def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, i
         where = top if rel == "." else os.path.join(top, rel)
         try:
             st = os.stat(os.path.join(where, "results.jsonl"))
-        except FileNotFoundError:  # removed since the walk
-            continue
+            size, mtime = int(st.st_size), int(st.st_mtime_ns)
+        except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
+            size = mtime = -1
         if files is None:
             flags = known[rel][3]
         else:
@@ -145,7 +143,7 @@ def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, i
                 spec_mtime = os.stat(os.path.join(where, "spec.json")).st_mtime_ns
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
             dir_mtime = -1
-        keys.append((rel, int(st.st_size), int(st.st_mtime_ns), flags, int(spec_mtime), int(dir_mtime)))
+        keys.append((rel, size, mtime, flags, int(spec_mtime), int(dir_mtime)))
     return keys
 
 
@@ -168,8 +166,8 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
             is_dir = False
         (dirs if is_dir else files).append(e)
     names = [e.name for e in files]
-    if "results.jsonl" in names and rel:
-        found.append((rel, names, mtime))
+    if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
+        found.append((rel or ".", names, mtime))
         return
     for e in dirs:
         if e.is_symlink():
@@ -340,7 +338,7 @@ _NUMBER_TYPES = frozenset({float, int, type(None)})
 def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
     """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message)."""
     out = _Parsed(_status(flags))
-    if out.status == "failed":
+    if out.status == "failed" or not (folder / "results.jsonl").is_file():
         return out
     results_path = folder / "results.jsonl"
     try:
@@ -449,7 +447,8 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             folder = root if key[0] == "." else root / key[0]
             p = _parse_job(new, folder, folder.name, key[3])
             parsed += 1
-            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step)}
+            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step),
+                   "records": key[1] >= 0}
             pieces.append((np.asarray(p.meta, np.int32), np.asarray(p.layout, np.int32),
                            np.asarray(p.step, np.int64),
                            np.concatenate(p.acc) if p.acc else np.zeros(0, np.float64)))
@@ -523,44 +522,58 @@ def load_indexed(
 def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,
               categorical: bool) -> pd.DataFrame:
     """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame."""
-    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0, "unfinished_read": 0}
+    counts = dict.fromkeys(results.JOB_COUNT_KEYS, 0)
     problems: list[str] = []
     exploded: list[str] = []
     seen: set[str] = set()
     chunks = []  # per store: (index, record start/stop per chosen job, job names)
     for root, idx in indexes:
+        counts["folders"] += len(idx.jobs)
         ours = any(j["key"][3] & (_SPEC | _FAILED) for j in idx.jobs)
         read_unfinished = (not ours) if include_unfinished is None else include_unfinished
         start = 0
         chosen: list[tuple[int, int, str]] = []
         for job in idx.jobs:
             a, start = start, start + job["count"]
-            status, rel = job["status"], job["key"][0]
-            job_id = root.name if rel == "." else rel.rsplit("/", 1)[-1]
-            if not (status == "unfinished" and read_unfinished):
-                counts[status] += 1
-            if status == "failed" or (status == "unfinished" and not read_unfinished):
+            status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
+            job_dir = root if rel == "." else root / rel
+            job_id = job_dir.name
+            if status == "failed":
+                counts["failed"] += 1
+                counts["failed_no_records"] += not has_records
+                continue
+            if status == "unfinished" and not has_records:
+                counts["no_records"] += 1
+                continue
+            if status == "unfinished" and not read_unfinished:
+                counts["unfinished"] += 1
+                continue
+            if not has_records:  # ``done`` without records
+                counts["unreadable"] += 1
+                problems.append(f"{job_dir}: marked done but holds no results.jsonl")
+                log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
                 continue
             if job_id in seen:
-                log.warning("job %s found twice (%s); keeping the first", job_id, root / rel)
+                log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
+                counts["duplicate"] += 1
                 continue
             if job["problem"] is not None:
                 if strict:
                     raise ValueError(job["problem"])
                 counts["unreadable"] += 1
                 problems.append(job["problem"])
-                log.warning("skipped job %s: %s", root / rel, job["problem"])
+                log.warning("skipped job %s: %s", job_dir, job["problem"])
                 continue
             seen.add(job_id)
             counts["unfinished_read"] += status == "unfinished"
             if job["exploded"]:
                 exploded.append(job_id)
                 log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)",
-                            root / rel / "results.jsonl", results.LOSS_EXPLOSION_FACTOR)
+                            job_dir / "results.jsonl", results.LOSS_EXPLOSION_FACTOR)
             chosen.append((a, start, job_id))
         chunks.append((idx, chosen))
-    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": counts["unfinished"],
-                  "unreadable": counts["unreadable"], "unfinished_read": counts["unfinished_read"]}
+    counts["read"] = len(seen)
+    job_counts = dict(counts)
     df, may_repeat = _frame(chunks, categorical)
     n = len(df)
     if may_repeat:
