@@ -82,6 +82,19 @@ def test_table_without_se_gives_no_verdict():
     assert cl["test"].item().startswith("none")
 
 
+def test_outputs_are_written_when_no_claim_can_be_made(tmp_path):
+    """An input with the baseline alone (e.g. DomainBed's own test sweep, ERM only) gives no claim, and every
+    output (JSON, HTML, CSV, LaTeX) is still written, saying so."""
+    from dganalysis.audit.report import write_outputs
+
+    table = tmp_path / "erm_only.csv"
+    table.write_text("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,ERM,50.0,1.0,3\n")
+    result = run_audit([str(table)], baseline="ERM", selection="training_domain")
+    written = write_outputs(result, html_path=tmp_path / "r.html", json_path=tmp_path / "r.json")
+    assert {p.suffix for p in written} >= {".json", ".html", ".csv", ".tex"}
+    assert json.loads((tmp_path / "r.json").read_text())["claims"] == []
+
+
 @pytest.mark.parametrize("text, pattern", [
     ("selection,dataset,algorithm,mean,se\nx,D,A,1,1\n", r"t\.csv:1: missing column\(s\) \['n'\]"),
     ("selection,dataset,algorithm,mean,se,n\nfoo,D,A,1,1,3\n", r"t\.csv:2: selection 'foo'"),
