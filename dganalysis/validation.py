@@ -343,12 +343,13 @@ def _tensor_kind(t: Any) -> str:
 
 
 def check_features(value: Any, name: str, *, func: str | None = None, ndim: int | None = 2, min_ndim: int | None = None,
-                   min_samples: int = 1, n: int | None = None, d: int | None = None, to: str = "numpy",
+                   min_samples: int = 1, n: int | None = None, d: int | None = None, to: str | None = "numpy",
                    finite: bool = True) -> Any:
     """Features (or images) ``[n, ...]`` as float numbers: a numpy array, a torch tensor, or nested lists.
 
     ``ndim``: the exact number of dimensions (``None``: any ≥ ``min_ndim``); ``n``: the required number of rows;
-    ``d``: the required size of the last dimension; ``finite``: refuse NaN and inf. ``to="numpy"`` returns a
+    ``d``: the required size of the last dimension; ``finite``: refuse NaN and inf. ``to=None`` only checks and
+    returns ``value`` unchanged (large image arrays: no copy); ``to="numpy"`` returns a
     float64 array; ``to="torch"`` a float tensor: a float tensor is returned as it arrived (same object, device
     and autograd graph), an integer/bool tensor as float32, anything else as a float32 CPU tensor.
     Raises :class:`ConfigError`.
@@ -385,6 +386,8 @@ def check_features(value: Any, name: str, *, func: str | None = None, ndim: int 
         ok = bool(value.isfinite().all()) if tensor else bool(np.isfinite(arr).all())
         if not ok:
             raise ConfigError(f"{where}: expected finite values, got NaN or inf in {describe(value)}")
+    if to is None:
+        return value
     if to == "numpy":
         return np.asarray(value.detach().cpu().numpy() if tensor else arr, dtype=np.float64)
     import torch
@@ -395,11 +398,12 @@ def check_features(value: Any, name: str, *, func: str | None = None, ndim: int 
 
 
 def check_labels(value: Any, n: int | None, name: str, *, func: str | None = None, to: str = "numpy",
-                 n_classes: int | None = None, device: Any = None) -> Any:
+                 n_classes: int | None = None, device: Any = None, rows_of: str = "the features") -> Any:
     """Integer class labels, one per sample: shape ``[n]`` (``[n, 1]`` is squeezed, as scikit-learn's
     ``column_or_1d`` does), values ``0 ≤ y`` (``< n_classes`` when given). Integer dtype, or floats holding whole
     numbers (``1.0`` → 1); booleans, strings and fractions (``0.5``) are refused with a message.
-    Returns int64 numpy (``to="numpy"``) or an int64 torch tensor (``to="torch"``, on ``device`` when given)."""
+    Returns int64 numpy (``to="numpy"``) or an int64 torch tensor (``to="torch"``, on ``device`` when given);
+    ``rows_of`` names the features the labels go with (in the message)."""
     import numpy as np
 
     where = _where(func, name)
@@ -424,7 +428,7 @@ def check_labels(value: Any, n: int | None, name: str, *, func: str | None = Non
         else:
             arr = arr[:, 0]
     if len(shape) != 1 or (n is not None and shape[0] != n):
-        raise ConfigError(f"{where}: expected {expect} (one per row of the features), got {describe(value)}")
+        raise ConfigError(f"{where}: expected {expect} (one per row of {rows_of}), got {describe(value)}")
     if tensor:
         if kind == "f" and not bool((src == src.round()).all()):
             bad = src[src != src.round()][:3].tolist()
@@ -536,7 +540,7 @@ def check_frame(value: Any, required: Any, name: str, *, func: str | None = None
     if missing:
         have = [str(k) for k in value.columns]
         hints = "".join(f"; for {c!r}{did_you_mean(c, have)}" for c in missing if did_you_mean(c, have))
-        raise ConfigError(f"{where}: lacks column(s) {missing}{src}; it has {have[:20]}{hints}")
+        raise ConfigError(f"{where}: lacks columns {missing}{src}; it has {have[:20]}{hints}")
     return value
 
 
@@ -622,3 +626,24 @@ def check_generator(seed: Any, name: str = "seed", *, func: str | None = None) -
     if is_kind(seed, "int") and int(seed) >= 0:
         return np.random.default_rng(int(seed))
     raise ConfigError(f"{_where(func, name)}: expected None, an integer ≥ 0 or a numpy Generator, got {describe(seed)}")
+
+
+def check_domain_dataset(value: Any, name: str = "dataset", *, func: str | None = None) -> Any:
+    """A :class:`dganalysis.data.dataset.DomainDataset` (e.g. from ``dganalysis.data.load_dataset``)."""
+    from dganalysis.data.dataset import DomainDataset
+
+    if not isinstance(value, DomainDataset):
+        raise ConfigError(f"{_where(func, name)}: expected a DomainDataset (dganalysis.data.load_dataset(name, ...)), "
+                          f"got {describe(value)}")
+    return value
+
+
+def check_domains(value: Any, known: Any, name: str, *, func: str | None = None) -> list[str]:
+    """One domain name or a list of them, each among ``known`` ("did you mean"); returned as a list."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(v, str) for v in names):
+        raise ConfigError(f"{_where(func, name)}: expected a domain name or a non-empty list of them, got "
+                          f"{describe(value)}")
+    for v in names:
+        check_choice(v, list(known), name, func=func)
+    return list(names)

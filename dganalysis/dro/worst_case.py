@@ -378,7 +378,8 @@ def check_inputs(func: str, z: object, y: object, head: object, loss: object, *,
     if callable(loss):
         t = check_features(y, "y", func=func, ndim=None, min_ndim=1, n=len(z), to="torch")
         return z, t.to(z.device)
-    return z, check_labels(y, len(z), "y", func=func, to="torch", n_classes=n_classes, device=z.device)
+    return z, check_labels(y, len(z), "y", func=func, to="torch", n_classes=n_classes, device=z.device,
+                           rows_of=repr(z_name))
 
 
 def check_config(config: object, func: str, name: str = "config") -> None:

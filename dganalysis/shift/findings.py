@@ -16,15 +16,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dganalysis.validation import check_frame, check_scalar
+
 PAPER = "Ye et al. 2022 (OoD-Bench)"
 
 
 def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[dict]:
     """Finding rows (``paper, finding, ours, verdict``) from notebook 06's Table 3 frame
     (columns ``rho_te, blue, diversity, correlation`` and optionally ``*_se``)."""
-    missing = [c for c in ("rho_te", "blue", "diversity", "correlation") if c not in t3]
-    if missing:
-        raise ValueError(f"table3_findings: t3 lacks columns {missing}; expected notebook 06's Table 3 frame")
+    f = "table3_findings"
+    check_frame(t3, ("rho_te", "blue", "diversity", "correlation"), "t3", func=f,
+                what="notebook 06's Table 3 frame, dganalysis.shift.study.table3")
+    check_scalar(rho_tr, "rho_tr", func=f, low=0.0, high=1.0)
+    check_scalar(tol, "tol", func=f, low=0.0)
     rows = []
     rg = t3[~t3["blue"].astype(bool)].assign(gap=lambda d: (d["rho_te"] - rho_tr).abs()).sort_values("gap")
     if len(rg) >= 2:

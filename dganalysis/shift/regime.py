@@ -1,0 +1,60 @@
+"""Where the KDE shift estimate of Ye et al. (2022, OoD-Bench) is valid, and what happens outside it.
+
+Definition 1's diversity term counts Monte-Carlo points where a density is below ``eps_div`` (OoD-Bench: 1e-12,
+an *absolute* density). A Gaussian KDE in d standardised dimensions has densities of order (2πe)^(-d/2) at typical
+points and far lower in its sparse tails, so as d grows ever more points fall below any fixed ``eps_div`` although
+the two samples come from one distribution. Measured on SIMULATED i.i.d. data (``bench/shift_null_regime.py``,
+table in docs/validation.md): the null diversity is 0.000 up to d = 8 and jumps at d = 10 to 16 (0.45 at d = 16,
+~1 from d = 32, n = 1,000 points per environment). OoD-Bench itself runs the estimate on the 8-d output of its
+environment classifier (:mod:`dganalysis.shift.env_classifier`, ``EnvClassifierConfig.z_dim = 8``).
+
+Rules (:func:`check_regime`, called by :func:`dganalysis.shift.estimate_shift` and ``fit_densities``):
+
+- d ≤ :data:`MAX_DIM`: the largest d whose null diversity stays below 0.01 (OoD-Bench's calibration upper bound:
+  an i.i.d. estimate up to 0.01 reads "no shift") at n = 1,000 in our measurement;
+- :data:`MAX_DIM` < d ≤ :data:`REFUSE_DIM`: a :class:`ShiftRegimeWarning` (the estimate may report a shift that
+  is not there);
+- d > :data:`REFUSE_DIM` (null diversity ≥ 0.4 at n = 1,000): refused with a ``ConfigError`` unless
+  ``allow_high_dim=True``.
+
+The documented path for high-dimensional features: train the environment classifier and estimate on its 8-d
+features (:func:`dganalysis.shift.shift_trials`, or :func:`dganalysis.shift.train_env_classifier` then
+``model.features(x)``), as OoD-Bench does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from dganalysis.validation import ConfigError
+
+#: largest feature dimension with null diversity < 0.01 at n = 1,000 per environment (bench/shift_null_regime.py)
+MAX_DIM = 8
+#: above this the null diversity is ≥ 0.4 at n = 1,000: refused unless ``allow_high_dim=True``
+REFUSE_DIM = 16
+
+HOW_TO = ("estimate on the 8-d features of the environment classifier instead, as OoD-Bench does: "
+          "dganalysis.shift.shift_trials(dataset, train, test) on images, or train_env_classifier(...) then "
+          "model.features(x) (docs/validation.md, 'Shift estimator: valid regime')")
+
+
+class ShiftRegimeWarning(UserWarning):
+    """An estimate is computed outside the regime where its null (no-shift) value is near 0."""
+
+
+def check_regime(d: int, n: int, *, func: str = "estimate_shift", allow_high_dim: bool = False,
+                 stacklevel: int = 2) -> None:
+    """Warn (``MAX_DIM < d ≤ REFUSE_DIM``) or refuse (``d > REFUSE_DIM`` without ``allow_high_dim``) a KDE
+    shift estimate on ``d``-dimensional features with ``n`` points in the smaller environment (``stacklevel``: of
+    the user's call, as :func:`warnings.warn` counts it from the caller of this function)."""
+    if d <= MAX_DIM:
+        return
+    if d > REFUSE_DIM and not allow_high_dim:
+        raise ConfigError(
+            f"{func}: parameters 'z_p', 'z_q': {d}-dimensional features are outside the estimator's valid regime "
+            f"(d ≤ {MAX_DIM}): on i.i.d. data with no shift it reports a diversity shift of 0.4 to 1 at d > "
+            f"{REFUSE_DIM}; {HOW_TO}. Pass allow_high_dim=True to compute it anyway")
+    warnings.warn(
+        f"{func}: {d}-dimensional features (n = {n}) are above d = {MAX_DIM}, where the KDE estimate of Ye et al. "
+        f"reports a diversity shift on i.i.d. data with no shift (0.45 at d = 16, n = 1,000); {HOW_TO}",
+        ShiftRegimeWarning, stacklevel=stacklevel + 1)
