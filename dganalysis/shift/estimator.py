@@ -407,9 +407,9 @@ def estimate_shift(
     Parameters
     ----------
     z_p, z_q : [n_p, d], [n_q, d] arrays or tensors of floats
-        Features of the two environments, the same d. **Valid regime: d ≤ 8** (the environment classifier's
-        8-d features, as OoD-Bench): above, the estimate reports shift on i.i.d. data (0.45 at d = 16), so
-        8 < d ≤ 16 warns (:class:`dganalysis.shift.regime.ShiftRegimeWarning`) and d > 16 is refused unless
+        Features of the two environments, the same d. **Valid regime: d ≤ 9** (use the environment classifier's
+        8-d features, as OoD-Bench): above, the estimate reports shift on i.i.d. data (0.44 at d = 16), so
+        9 < d ≤ 16 warns (:class:`dganalysis.shift.regime.ShiftRegimeWarning`) and d > 16 is refused unless
         ``allow_high_dim=True`` (see :mod:`dganalysis.shift.regime` and docs/validation.md).
     y_p, y_q : [n_p], [n_q] integer class labels (the same classes in both; ``[n, 1]`` squeezed, whole floats ok)
     formula : ``"eq5"`` (Definition 1 with eq. 5) or ``"hellinger"`` (squared-Hellinger form)
