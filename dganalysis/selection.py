@@ -56,6 +56,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from dganalysis.validation import ConfigError, check_choice, check_frame, check_scalar, check_strings, describe
+
 log = logging.getLogger(__name__)
 
 CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
@@ -73,21 +75,35 @@ METHODS: dict[str, str] = {
 
 
 def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
-    """Selected test accuracy per (config, test domain) under ``method`` (see the module docstring).
+    """Selected test accuracy per (config, test domain) under ``method`` (DomainBed's model selection, Gulrajani &
+    Lopez-Paz 2021, Sec. 3; the methods are described in the module docstring).
 
-    Returns columns :data:`OUTPUT`: one row per (dataset, algorithm, train_domains, test_domains, val_domains,
-    setting, trial_seed, domain) with ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain`` and
-    ``val_acc`` the selection score of the chosen (job, step). ``tie_tol``: scores within it of the best are ties
-    (default 0: exact, as DomainBed). A frame without a ``setting`` column (built by hand) is one setting.
+    Parameters
+    ----------
+    df : the tidy frame of :func:`dganalysis.results.load` — one row per (job, step, domain, split) with columns
+        dataset, algorithm, train_domains, test_domains, val_domains, trial_seed, job_id, hparams_seed, step, domain,
+        split ('in'/'out'), role ('train'/'test'/'val') and acc (a fraction in [0, 1]); ``setting`` and ``hparams``
+        are optional (a frame without ``setting`` is one setting).
+    method : one of :data:`METHODS` — ``"training_domain"`` (DomainBed's default, early stopping on the training
+        domains' holdout), ``"training_domain_last"``, ``"leave_one_out"``, ``"oracle"`` (test-domain holdout, last
+        checkpoint), ``"oracle_pooled"``, ``"ood_validation"``.
+    tie_tol : scores within ``tie_tol`` (≥ 0, accuracy units) of the best are ties (default 0: exact, as DomainBed).
+
+    Returns
+    -------
+    pandas.DataFrame with columns :data:`OUTPUT`, one row per (dataset, algorithm, train_domains, test_domains,
+    val_domains, setting, trial_seed, domain): ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain``
+    (a fraction), ``val_acc`` the selection score of the chosen (job, step), ``hparams_seed``, ``job_id``, ``step``
+    and ``hparams`` of the choice, ``selection`` = ``method``. Average over trials with :func:`summarize`.
+
+    Example: ``summarize(select(load("store"), "training_domain"))``.
     """
-    if method not in METHODS:
-        raise ValueError(f"select: unknown method {method!r}; expected one of {list(METHODS)}")
-    if not (isinstance(tie_tol, (int, float)) and tie_tol >= 0 and math.isfinite(tie_tol)):
-        raise ValueError(f"select: tie_tol must be a finite number ≥ 0, got {tie_tol!r}")
+    f = "select"
+    check_choice(method, list(METHODS), "method", func=f)
+    tie_tol = check_scalar(tie_tol, "tie_tol", func=f, low=0.0)
     need = [c for c in CONFIG if c != "setting"]
-    missing = [c for c in (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc") if c not in df]
-    if missing:
-        raise ValueError(f"select: df lacks columns {missing}; expected the tidy frame of dganalysis.results.load")
+    check_frame(df, (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc"), "df", func=f,
+                what="expected the tidy frame of dganalysis.results.load")
     if "hparams" not in df:
         df = df.assign(hparams="{}")
     if "setting" not in df:
@@ -128,13 +144,19 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     estimate): DomainBed's ``collect_results.format_mean`` uses ``np.std`` (ddof=0, population), which shrinks the
     error bar by sqrt((n-1)/n) — 18% with its 3 trials. ``ddof=0`` reproduces DomainBed's numbers exactly.
     With n = 1 and ddof = 1 the SE is undefined and returned as NaN (tables print "± —").
+
+    ``selected``: a :func:`select` frame (or any frame with ``acc`` and the ``by`` columns). Returns one row per
+    group: the ``by`` columns, ``mean`` (mean accuracy, a fraction), ``se`` (its standard error) and ``n`` (trials).
     """
+    f = "summarize"
+    check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.selection.select frame")
     if by is None:
         by = [c for c in ("selection", *CONFIG, "domain") if c != "trial_seed" and c in selected]
-    by = list(by)
-    missing = [c for c in [*by, "acc"] if c not in selected]
-    if missing:
-        raise ValueError(f"summarize: selected lacks columns {missing}")
+    by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func=f)
+    check_frame(selected, by, "selected", func=f, what=f"grouped by {by}")
+    if not (isinstance(ddof, int) and not isinstance(ddof, bool) and ddof in (0, 1)):
+        raise ConfigError(f"{f}: parameter 'ddof': expected 0 (DomainBed's np.std) or 1 (sample std), got "
+                          f"{describe(ddof)}")
     g = selected.groupby(by, sort=True, dropna=False)["acc"]
     out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
     out["se"] = [s / math.sqrt(n) if n > ddof else np.nan for s, n in zip(out["std"], out["n"])]
@@ -149,10 +171,9 @@ def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) 
     ``selected`` is several :func:`select` outputs concatenated (their ``selection`` column tells them apart). Where
     the methods agree everywhere, their tables cannot differ: the search gave them nothing to disagree about.
     """
-    by = list(by)
-    missing = [c for c in [*by, "selection", "hparams_seed", "step"] if c not in selected]
-    if missing:
-        raise ValueError(f"picks: selected lacks columns {missing}; expected concatenated select() outputs")
+    by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func="picks", min_len=1)
+    check_frame(selected, [*by, "selection", "hparams_seed", "step"], "selected", func="picks",
+                what="expected concatenated select() outputs")
     dup = selected.duplicated([*by, "selection"])
     if dup.any():
         raise ValueError(f"picks: {int(dup.sum())} rows repeat a ({', '.join(by)}, selection); keep one config per "

@@ -522,8 +522,12 @@ def check_choice(value: Any, choices: Any, name: str, *, func: str | None = None
     except TypeError:
         ok = False
     if not ok:
-        raise ConfigError(f"{_where(func, name)}: expected one of {', '.join(repr(c) for c in choices)}, got "
-                          f"{describe(value)}{did_you_mean(value, choices) if isinstance(value, str) else ''}")
+        expected = ", ".join(repr(c) for c in choices)
+        if isinstance(value, str):
+            label = name.split("[")[0].split(" ")[0]
+            raise ConfigError(f"{_where(func, name)}: unknown {label} {value!r}{did_you_mean(value, choices)}; "
+                              f"expected one of {expected}")
+        raise ConfigError(f"{_where(func, name)}: expected one of {expected}, got {describe(value)}")
     return value
 
 
