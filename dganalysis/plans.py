@@ -21,6 +21,7 @@ from typing import Any
 from dganalysis.data.domains import domain_names
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
+from dganalysis.validation import check_plan_args
 
 
 @dataclass
@@ -55,6 +56,7 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
 
 def quickstart_datasets(angles: list[int], image_size: int, datasets: dict | None) -> dict[str, dict]:
     """Notebook 00's datasets: ``datasets`` (name → kwargs) when given, else RotatedDigits at ``angles``."""
+    check_plan_args("quickstart_datasets", locals())
     return dict(datasets) if datasets else {"RotatedDigits": {"image_size": image_size, "angles": angles}}
 
 
@@ -67,6 +69,7 @@ def quickstart_plan(*, angles: list[int], image_size: int, algorithms: list[str]
     ``datasets`` (DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
     ``dataset_overrides`` (name → hparams) goes on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for
     the MNISTs, ImageNet ResNet-50 for the others, as DomainBed)."""
+    check_plan_args("quickstart_plan", locals())
     jobs: list[Job] = []
     specs = quickstart_datasets(angles, image_size, datasets)
     for name, kwargs in specs.items():
@@ -82,6 +85,7 @@ def quickstart_plan(*, angles: list[int], image_size: int, algorithms: list[str]
 @PLANS.register("01_dataset_construction")
 def dataset_construction_plan(*, n_classes: int, image_size: int, writers: int, seed: int) -> Plan:
     """No training: the PaHCC build (Zhang, Zhang & Liu, Sec. 3), gray and binarized."""
+    check_plan_args("dataset_construction_plan", locals())
     kwargs = {"size": n_classes, "image_size": image_size, "writers": writers, "seed": seed}
     return Plan({}, [("PaHCC", kwargs), ("PaHCC", {**kwargs, "binarize": True})],
                 other=[f"PaHCC build: {n_classes} classes at {image_size} px, {writers} simulated writers (CPU)"])
@@ -94,6 +98,7 @@ def binarization_plan(*, dataset: str, dataset_kwargs: dict, full_dataset_kwargs
     """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
     Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
     as notebook 03's for the same settings."""
+    check_plan_args("binarization_plan", locals())
     domains = domain_names(dataset, dataset_kwargs, data_dir)
     splits = [{"train": list(t), "test": _rest(t, domains)} for t in train_sets]
     arms = {"gray": {**dataset_kwargs, "binarize": False}, "binary": {**dataset_kwargs, "binarize": True}}
@@ -113,6 +118,7 @@ def dynamic_dg_plan(*, dataset: str, dataset_kwargs: dict, test_domain: str, swa
                     n_trials: int, steps: int, checkpoint_freq: int, hparams_overrides: dict,
                     data_dir: str | None = None) -> Plan:
     """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
+    check_plan_args("dynamic_dg_plan", locals())
     domains = domain_names(dataset, dataset_kwargs, data_dir)
     train_sets = list(dict.fromkeys(tuple(t) for t in swap_choices + [s for chain in domain_plus_chains for s in chain]))
     splits = [{"train": list(t), "test": _rest(t, domains) if evaluate_on == "rest" else [test_domain]}
@@ -127,6 +133,7 @@ def leakage_checkpoints(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
                         pretrain_batch_size: int, pretrain_lr: float) -> dict[str, Path]:
     """Where notebook 04 keeps its two pretrained featurizers (supervised on a test-like source, SimCLR on the
     training domains), as :func:`dganalysis.pretrain.checkpoint_path` names them."""
+    check_plan_args("leakage_checkpoints", locals())
     from dganalysis.pretrain import checkpoint_path
 
     common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
@@ -148,6 +155,7 @@ def leakage_pretrainings(*, output_dir: str, dataset: str, dataset_kwargs: dict,
     ``{"path": file, "featurizer": arch}``: the authors' files of Yu et al. 2024, Tables 1-3, e.g. MoCo-v2 ResNet-50,
     see :mod:`dganalysis.nets.published`); then ``"none"`` (random init). With ``pretrain_steps == 0`` the notebook
     pretrains nothing (the paper profile on real benchmarks: its test-like source is built from rotated digits)."""
+    check_plan_args("leakage_pretrainings", locals())
     out: dict[str, tuple[str | None, str]] = {}
     if pretrain_steps > 0:
         ckpt = leakage_checkpoints(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
@@ -184,6 +192,7 @@ def leakage_oracle_plan(*, output_dir: str, dataset: str, dataset_kwargs: dict, 
     is computed per trial. ``oracle_search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice that
     moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
+    check_plan_args("leakage_oracle_plan", locals())
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     inits = leakage_pretrainings(output_dir=output_dir, dataset=dataset, dataset_kwargs=dataset_kwargs,
@@ -239,6 +248,7 @@ def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapp
     ``None`` or ``{}``: one unnamed board ``""`` with the notebook-wide settings (the notebook without boards).
     Everything is checked before any job is built; a bad board raises ValueError naming the board.
     """
+    check_plan_args("leaderboard_boards", locals())
     base = {"datasets": list(datasets), "hparams_overrides": dict(hparams_overrides or {}),
             "search_overrides": dict(search_overrides or {}),
             "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()}, "steps": steps,
@@ -301,6 +311,7 @@ def leaderboards_plan(*, datasets: dict[str, dict], logo_groups: dict[str, list[
     ``"<board> / LODO"`` and ``"<board> / LOGO"``
     (:func:`dganalysis.protocols.leaderboard.board_label`). Without it there is one board and the sweeps are
     ``"LODO"`` and ``"LOGO"``."""
+    check_plan_args("leaderboards_plan", locals())
     from dganalysis.protocols.leaderboard import board_label
 
     specs = leaderboard_boards(leaderboards, datasets=datasets, hparams_overrides=hparams_overrides,
@@ -336,6 +347,7 @@ def shift_estimation_plan(*, ranking_datasets: list[dict], ranking_algorithms: l
     train small environment classifiers, counted in ``other``. A ranking spec's optional ``hparams`` go on top of
     ``ranking_hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
     MNIST CNN on Colored MNIST)."""
+    check_plan_args("shift_estimation_plan", locals())
     jobs: list[Job] = []
     for spec in ranking_datasets:
         kwargs = spec.get("kwargs", {})
@@ -359,6 +371,7 @@ def worst_case_plan(*, dataset: str, dataset_kwargs: dict, train_domains: list[s
                     algorithms: list[str], featurizer: str, n_hparams: int, steps: int, checkpoint_freq: int,
                     batch_size: int, lr: float, wc_rho: float) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
+    check_plan_args("worst_case_plan", locals())
     overrides: dict[str, Any] = {"featurizer": featurizer, "batch_size": batch_size, "lr": lr}
     if any(a.endswith("_WC") or a == "WCDG" for a in algorithms):
         overrides["wc_rho"] = wc_rho
@@ -370,6 +383,7 @@ def worst_case_plan(*, dataset: str, dataset_kwargs: dict, train_domains: list[s
 
 def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
     """Call ``notebook``'s plan function with the parameters it names, taken from ``params``."""
+    check_plan_args("plan_for", locals())
     import inspect
 
     fn = PLANS.get(notebook)

@@ -158,7 +158,7 @@ def is_our_store(jobs: Iterable[str | Path]) -> bool:
     them holds one of :data:`OUR_JOB_FILES`. Otherwise the directory is taken as a DomainBed sweep output dir, whose
     unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`load`, so a
     DomainBed dir and one of our stores can be collected together, each by its own rule."""
-    if isinstance(jobs, (str, os.PathLike)):
+    if isinstance(jobs, (str, os.PathLike)) or not isinstance(jobs, Iterable):
         raise ConfigError(f"is_our_store: parameter 'jobs': expected a list of job folders (find_jobs(path)), got "
                           f"{describe(jobs)}")
     return any((Path(j) / f).exists() for j in jobs for f in OUR_JOB_FILES)
@@ -313,7 +313,7 @@ def summary_line(df: pd.DataFrame) -> str:
 
 def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True) -> pd.DataFrame:
     """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable):
         raise ConfigError(f"load_many: parameter 'paths': expected a list of results folders, got {describe(paths)}")
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
 

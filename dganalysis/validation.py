@@ -510,7 +510,12 @@ def did_you_mean(value: Any, choices: Any) -> str:
 
     names = [str(c) for c in choices]
     lower = {n.lower(): n for n in names}
-    close = difflib.get_close_matches(str(value).lower(), list(lower), n=1, cutoff=0.6)
+    v = str(value).lower()
+    if v in lower:  # a case slip: 'coral' for 'CORAL'
+        return f" (did you mean {lower[v]!r}?)"
+    close = difflib.get_close_matches(v, list(lower), n=1, cutoff=0.6)
+    if not close and len(v) >= 2:  # an abbreviation or an extension: 'acc' for 'accuracy', 'rhos' for 'rho'
+        close = [n for n in lower if n.startswith(v) or (v.startswith(n) and len(n) >= 2)][:1]
     return f" (did you mean {lower[close[0]]!r}?)" if close else ""
 
 
@@ -651,3 +656,62 @@ def check_domains(value: Any, known: Any, name: str, *, func: str | None = None)
     for v in names:
         check_choice(v, list(known), name, func=func)
     return list(names)
+
+
+# --------------------------------------------------------------------------- planner arguments (by parameter name)
+def _plan_rule(name: str) -> Check | str | None:
+    """The rule of a planner argument from its name (the notebooks' parameter names): a :class:`Check`, or
+    ``"mapping"``, ``"names"`` (a list of strings), ``"list"``, ``"path"``, ``"algorithms"``; None: not checked here."""
+    if name in ("algorithms", "ranking_algorithms"):
+        return "algorithms"
+    if name in ("dataset", "oracle_dataset", "featurizer", "algorithm", "test_domain", "evaluate_on", "notebook"):
+        return Check("str")
+    if name.endswith(("_kwargs", "overrides")) or name in ("datasets", "logo_groups", "params", "leaderboards",
+                                                            "published_weights", "dataset_steps"):
+        return "mapping"
+    if name.endswith("_domains"):
+        return "names"
+    if name in ("angles", "train_sets", "swap_choices", "domain_plus_chains") or name.endswith(
+            ("_angles", "_splits", "_datasets", "_stages", "_rho", "_mu", "_rho_te")) and name != "wc_rho":
+        return "list"
+    if name == "output_dir":
+        return "path"
+    if name.endswith("_trials"):
+        return Check("int", low=1 if name.startswith("n_") or "_n_" in name else 0)
+    if name in ("seed", "pretrain_steps"):
+        return Check("int", low=0)
+    if name.startswith(("n_", "ranking_n_", "oracle_n_")) or name.endswith(
+            ("steps", "checkpoint_freq", "image_size", "batch_size")) or name in ("writers", "source_copies"):
+        return Check("int", low=1)
+    if name.endswith("_lr") or name == "lr":
+        return Check("float", low=0.0, low_open=True)
+    if name == "wc_rho":
+        return Check("float", low=0.0)
+    return None
+
+
+def check_plan_args(func: str, values: Mapping[str, Any]) -> None:
+    """Check a planner's arguments by their names (:func:`_plan_rule`) before it builds any job: integers that
+    count (``n_trials``, ``steps``, …) are integers ≥ 1, ``*_kwargs`` and ``*overrides`` are mappings, ``*_domains``
+    lists of names, ``algorithms`` registered names ("did you mean"), ``None`` where the default is ``None``."""
+    for name, value in values.items():
+        rule = _plan_rule(name)
+        if rule is None or value is None:
+            continue
+        if isinstance(rule, Check):
+            rule(value, _where(func, name))
+        elif rule == "mapping":
+            check_mapping(value, name, func=func)
+        elif rule == "names":
+            check_strings(value, name, func=func)
+        elif rule == "list":
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                raise ConfigError(f"{_where(func, name)}: expected a list, got {describe(value)}")
+        elif rule == "path":
+            if not isinstance(value, (str, __import__("os").PathLike)):
+                raise ConfigError(f"{_where(func, name)}: expected a folder path, got {describe(value)}")
+        elif rule == "algorithms":
+            from dganalysis.algorithms import available
+
+            for a in check_strings(value, name, func=func, min_len=1):
+                check_choice(a, available(), name, func=func)

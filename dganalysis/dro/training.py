@@ -106,10 +106,10 @@ def worst_case_penalty(z0: torch.Tensor, y: torch.Tensor, head: Head, rho: float
     Returns ``(value, info)`` as :func:`robust_surrogate`.
     """
     f = "worst_case_penalty"
+    z0, y = check_inputs(f, z0, y, head, loss, z_name="z0", probe=False)
     if (rho is None) == (gamma is None):
         raise ConfigError(f"{f}: parameters 'rho', 'gamma': give exactly one of 'rho' (constraint form) or 'gamma' "
                           f"(penalty form), got rho={rho!r}, gamma={gamma!r}")
-    z0, y = check_inputs(f, z0, y, head, loss, z_name="z0", probe=False)
     if rho is not None:
         rho = check_scalar(rho, "rho", func=f, low=0.0)
     check_scale(scale, func=f)

@@ -185,6 +185,12 @@ class ShiftDensities:
 def shift_terms(dens: ShiftDensities, eps_div: float, eps_cor: float, formula: str) -> dict[str, np.ndarray]:
     """Per-point Monte-Carlo terms: ``div`` [m], ``cor_class`` [m, C] (already divided by ``2 w``),
     ``in_div``, ``in_cor`` [m] bool. Their means over the points are the estimates."""
+    f = "shift_terms"
+    if not isinstance(dens, ShiftDensities):
+        raise ConfigError(f"{f}: parameter 'dens': expected ShiftDensities (fit_densities), got {describe(dens)}")
+    check_scalar(eps_div, "eps_div", func=f, low=0.0)
+    check_scalar(eps_cor, "eps_cor", func=f, low=0.0)
+    check_choice(formula, FORMULAS, "formula", func=f)
     p, q, w = dens.p, dens.q, dens.w
     in_div = (p < eps_div) | (q < eps_div)
     in_cor = (p > eps_cor) & (q > eps_cor)

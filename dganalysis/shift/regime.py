@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 
-from dganalysis.validation import ConfigError
+from dganalysis.validation import ConfigError, check_scalar
 
 #: largest feature dimension with null diversity < 0.01 at n = 1,000 per environment (bench/shift_null_regime.py)
 MAX_DIM = 9
@@ -49,6 +49,8 @@ def check_regime(d: int, n: int, *, func: str = "estimate_shift", allow_high_dim
     """Warn (``MAX_DIM < d ≤ REFUSE_DIM``) or refuse (``d > REFUSE_DIM`` without ``allow_high_dim``) a KDE
     shift estimate on ``d``-dimensional features with ``n`` points in the smaller environment (``stacklevel``: of
     the user's call, as :func:`warnings.warn` counts it from the caller of this function)."""
+    check_scalar(d, "d", func="check_regime", kind="int", low=1)
+    check_scalar(n, "n", func="check_regime", kind="int", low=0)
     if d <= MAX_DIM:
         return
     if d > REFUSE_DIM and not allow_high_dim:
