@@ -666,8 +666,8 @@ def _plan_rule(name: str) -> Check | str | None:
         return "algorithms"
     if name in ("dataset", "oracle_dataset", "featurizer", "algorithm", "test_domain", "evaluate_on", "notebook"):
         return Check("str")
-    if name.endswith(("_kwargs", "overrides")) or name in ("datasets", "logo_groups", "params", "leaderboards",
-                                                            "published_weights", "dataset_steps"):
+    if name.endswith(("_kwargs", "overrides")) or name in ("datasets", "logo_groups", "params", "published_weights",
+                                                            "dataset_steps"):
         return "mapping"
     if name.endswith("_domains"):
         return "names"
@@ -715,3 +715,62 @@ def check_plan_args(func: str, values: Mapping[str, Any]) -> None:
 
             for a in check_strings(value, name, func=func, min_len=1):
                 check_choice(a, available(), name, func=func)
+
+
+def check_str(value: Any, name: str, *, func: str | None = None, nullable: bool = False) -> Any:
+    """``value`` if it is a string (or None when ``nullable``), else a :class:`ConfigError`."""
+    return Check("str", nullable=nullable)(value, _where(func, name))
+
+
+def check_number(value: Any, name: str, *, func: str | None = None, nullable: bool = False) -> Any:
+    """A real number where NaN and inf are meaningful (an undefined effect, a missing p-value): Python or numpy,
+    not a bool, not a string."""
+    import numpy as np
+
+    if value is None and nullable:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"{_where(func, name)}: expected a number{' or None' if nullable else ''}, got "
+                          f"{describe(value)}")
+    return value
+
+
+def check_pvalues(value: Any, name: str = "p", *, func: str | None = None) -> Any:
+    """p-values: a number or a 1-D sequence of numbers in [0, 1] (NaN allowed: a test that could not be run)."""
+    import numpy as np
+
+    arr = _to_numpy(value) if not is_kind(value, "float") else np.asarray([float(value)])
+    if arr is None or arr.dtype.kind not in "fiu" or arr.ndim > 1:
+        raise ConfigError(f"{_where(func, name)}: expected p-values (numbers in [0, 1]), got {describe(value)}")
+    a = arr.astype(float)
+    bad = a[~np.isnan(a) & ((a < 0) | (a > 1))]
+    if len(bad):
+        raise ConfigError(f"{_where(func, name)}: expected p-values in [0, 1], got {bad[:3].tolist()}")
+    return value
+
+
+def check_shape(value: Any, name: str, *, func: str | None = None) -> tuple[int, ...]:
+    """An input shape: a sequence of positive integers, e.g. ``(3, 28, 28)``."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value or not all(
+            is_kind(v, "int") and int(v) >= 1 for v in value):
+        raise ConfigError(f"{_where(func, name)}: expected a shape (a list of positive integers such as [3, 28, 28]), "
+                          f"got {describe(value)}")
+    return tuple(int(v) for v in value)
+
+
+def check_choices_list(value: Any, name: str, *, func: str | None = None) -> list:
+    """Training-domain choices: a list whose items are a domain name or a list of names."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, str) or (isinstance(v, (list, tuple)) and all(isinstance(w, str) for w in v)) for v in value):
+        raise ConfigError(f"{_where(func, name)}: expected a list of domain names or of lists of names, got "
+                          f"{describe(value)}")
+    return list(value)
+
+
+def check_numeric(value: Any, name: str, *, func: str | None = None) -> Any:
+    """An array (any shape, a tensor or nested lists) of real numbers; returned as it arrived."""
+    arr = value if _is_tensor(value) else _to_numpy(value)
+    kind = None if arr is None else (_tensor_kind(arr) if _is_tensor(arr) else arr.dtype.kind)
+    if kind is None or kind not in "fiu":
+        raise ConfigError(f"{_where(func, name)}: expected an array of numbers, got {describe(value)}")
+    return value

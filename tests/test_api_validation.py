@@ -170,7 +170,7 @@ def test_selection_did_you_mean():
                                        "acc"]})
     with pytest.raises(ValueError, match="did you mean 'oracle'"):
         select(df, "oracel")
-    with pytest.raises(ValueError, match=r"lacks columns \['acc'\].*did you mean 'acc'"):
+    with pytest.raises(ValueError, match=r"lacks columns \['acc'\].*did you mean 'accuracy'"):
         select(df.rename(columns={"acc": "accuracy"}), "oracle")
 
 

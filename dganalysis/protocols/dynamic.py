@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.protocols.stats import adjust_pvalues, compare, direction, trials_needed
+from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ def trial_accuracies(
     ``train_choices`` are matched to the frame's ``train_domains`` as sets (order-free); the frame's spelling is kept.
     Several runs of one trial that test on the same domain (e.g. different test-domain groups) are averaged.
     """
+    check_frame(selected, (), "selected", func="trial_accuracies")
+    check_str(test_domain, "test_domain", func="trial_accuracies")
     need = {method_col, acc_col, "train_domains", "trial_seed", "domain"}
     missing = need - set(selected.columns)
     if missing:
@@ -175,6 +178,10 @@ def swap_test(
     2 × (method pairs) claims. ``paired``: None = pair on shared trial seeds when ≥ 2 are shared (see
     :func:`dganalysis.protocols.stats.compare`). ``power``: target power of ``trials_needed``.
     """
+    check_frame(selected, (), "selected", func="swap_test")
+    check_str(test_domain, "test_domain", func="swap_test")
+    check_scalar(alpha, "alpha", func="swap_test", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func="swap_test", low=0.0, high=1.0, low_open=True, high_open=True)
     trials = trial_accuracies(selected, test_domain, train_choices, methods, method_col, acc_col, dataset)
     choices = _ordered_choices(trials, train_choices)
     sizes = {len(_split(c)) for c in choices}
@@ -306,6 +313,10 @@ def domain_plus(
     ``p_adj`` (``correction`` over the rows of this call), ``verdict`` and, when undecided, ``trials_needed``.
     To correct over several chains at once, concatenate the rows and call :func:`adjust_domain_plus`.
     """
+    check_frame(selected, (), "selected", func="domain_plus")
+    check_str(test_domain, "test_domain", func="domain_plus")
+    check_scalar(alpha, "alpha", func="domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(confidence, "confidence", func="domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
     if len(chain) < 2:
         raise ValueError(f"chain: need at least 2 training-domain sets, got {list(chain)}")
     sets = [frozenset(_split(c)) for c in chain]
@@ -335,6 +346,9 @@ def domain_plus(
 def adjust_domain_plus(dp: pd.DataFrame, alpha: float = 0.05, correction: str = "holm",
                        power: float = 0.8) -> pd.DataFrame:
     """(Re)compute ``p_adj``, ``verdict`` and ``trials_needed`` of Domain+ rows over the family ``dp`` (all its rows)."""
+    check_frame(dp, (), "dp", func="adjust_domain_plus")
+    check_scalar(alpha, "alpha", func="adjust_domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func="adjust_domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
     out = dp.copy()
     out["p_adj"] = adjust_pvalues(out["p"].to_numpy(), alpha, correction)
     out["verdict"] = [_dp_verdict(d, p, alpha) for d, p in zip(out["delta"], out["p_adj"])]
@@ -364,6 +378,10 @@ def dynamic_summary(
     Puts the static protocol (``lodo_rank``, e.g. from :func:`dganalysis.protocols.leaderboard.ranks`) next to the
     dynamic criteria so disagreements are visible (Zhang, Zhang & Liu, Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
     """
+    if swap is not None and not isinstance(swap, (SwapTestResult, list, tuple)):
+        raise ConfigError(f"dynamic_summary: parameter 'swap': expected a SwapTestResult (or a list of them) or None, got {describe(swap)}")
+    if domain_plus_results is not None:
+        check_frame(domain_plus_results, (), "domain_plus_results", func="dynamic_summary")
     parts = []
     swaps = [swap] if isinstance(swap, SwapTestResult) else list(swap or [])
     for s in swaps:
@@ -414,6 +432,8 @@ def plot_swap_test(
     ``xticks="name"`` (default) writes each method's name under its point, so the figure reads without a key;
     ``"index"`` numbers them 1..M as the paper's figures do (Zhang, Zhang & Liu), with the legend title as the key.
     """
+    check_frame(selected, (), "selected", func="plot_swap_test")
+    check_str(test_domain, "test_domain", func="plot_swap_test")
     import matplotlib.pyplot as plt
 
     _check_xticks(xticks)
@@ -436,6 +456,8 @@ def plot_swap_test(
 def plot_reversal_matrix(result: SwapTestResult, ax=None):
     """Method × method verdicts of the swap test: ``>`` row has a stable advantage over column, ``<`` the
     reverse, ``R`` decided reversal, ``?`` undecided (with the trials that would decide it at the observed effect)."""
+    if not isinstance(result, SwapTestResult):
+        raise ConfigError(f"plot_reversal_matrix: parameter 'result': expected a SwapTestResult (swap_test), got {describe(result)}")
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -474,6 +496,7 @@ def plot_domain_plus(dp: pd.DataFrame, methods: Sequence[str] | None = None, xti
     ``dp`` is the output of :func:`domain_plus` (several calls may be concatenated). ``xticks``: ``"name"``
     (default) or the paper's ``"index"`` (1..M, with the key as the figure's title), as in :func:`plot_swap_test`.
     """
+    check_frame(dp, (), "dp", func="plot_domain_plus")
     import matplotlib.pyplot as plt
 
     _check_xticks(xticks)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dganalysis.validation import check_frame, check_scalar, check_str
+
 PAPER = "Yu et al. 2024"
 
 
@@ -43,6 +45,9 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     below) and the fall row reports the relative reductions with their CIs next to Table 4's ranges and judges the
     fall from K−1 to K at the largest K (paired, Holm), which no construction guarantees.
     """
+    check_frame(leak_k, (), "leak_k", func="oracle_findings")
+    check_str(oracle, "oracle", func="oracle_findings")
+    check_scalar(alpha, "alpha", func="oracle_findings", low=0.0, high=1.0, low_open=True, high_open=True)
     from dganalysis.protocols.stats import adjust_pvalues
 
     if oracle not in _LABEL:
@@ -102,6 +107,9 @@ def lp_ft_findings(gap: pd.DataFrame, supervised: str, self_supervised: str) -> 
     """One row from :func:`dganalysis.protocols.leakage.gap_table` (index = pretraining, column ``Avg``): Gap > 0
     for the supervised test-like source and ≤ 0 for the self-supervised one (means over test domains, one split;
     no trial-level test here)."""
+    check_frame(gap, (), "gap", func="lp_ft_findings")
+    check_str(supervised, "supervised", func="lp_ft_findings")
+    check_str(self_supervised, "self_supervised", func="lp_ft_findings")
     gs, gu = float(gap.loc[supervised, "Avg"]), float(gap.loc[self_supervised, "Avg"])
     ok = gs > 0 >= gu
     return [dict(paper=PAPER, finding="supervised test-like pretraining leaks: LP beats FT (Gap > 0), "

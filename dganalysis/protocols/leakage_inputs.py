@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from dganalysis.validation import check_domain_dataset, check_mapping, check_path, check_scalar, check_str
+
 #: image files read from a ``fid_reference`` folder
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".JPEG")
 
@@ -24,6 +26,9 @@ def own_pretrainings(ds, *, train_domains: list[str], test_like_angles: list[int
                      featurizer: str, pretrain_steps: int, pretrain_batch_size: int, pretrain_lr: float,
                      checkpoints: Mapping[str, Path]) -> dict[str, Any]:
     """The two pretrainings of the digits setting (see the module doc); returns their results and source images."""
+    check_domain_dataset(ds, "ds", func="own_pretrainings")
+    check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
+    check_scalar(pretrain_steps, "pretrain_steps", func="own_pretrainings", kind='int', low=0)
     from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
 
     sup_x, sup_y = rotated_digits_source(ds, train_domains, tuple(test_like_angles), copies=source_copies, seed=0)
@@ -36,6 +41,8 @@ def own_pretrainings(ds, *, train_domains: list[str], test_like_angles: list[int
 
 def domain_images(ds, limit: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
     """uint8[N, C, H, W] images of each domain (decoded for an encoded benchmark), at most ``limit`` per domain."""
+    check_domain_dataset(ds, "ds", func="domain_images")
+    check_scalar(limit, "limit", func="domain_images", kind='int', low=1, nullable=True)
     rng = np.random.RandomState(seed)
     out = {}
     for d in ds.domains:
@@ -47,6 +54,9 @@ def domain_images(ds, limit: int | None = None, seed: int = 0) -> dict[str, np.n
 
 def reference_images(folder: str | Path, size: int, limit: int = 2000) -> np.ndarray:
     """uint8[N, 3, size, size] from the image files under ``folder`` (sorted, at most ``limit``)."""
+    check_path(folder, "folder", func="reference_images", kind="dir")
+    check_scalar(size, "size", func="reference_images", kind='int', low=1)
+    check_scalar(limit, "limit", func="reference_images", kind='int', low=1)
     from PIL import Image
 
     folder = Path(folder).expanduser()
@@ -64,6 +74,9 @@ def distance_to_pretraining(ds, extractor, own_sources: Mapping[str, np.ndarray]
 
     ``own_sources``: label → the images the notebook pretrained on; without them, the published weights' reference
     is ``fid_reference`` (labelled ``published_label``); neither → an empty table (logged: nothing to compare)."""
+    check_domain_dataset(ds, "ds", func="distance_to_pretraining")
+    check_mapping(own_sources, "own_sources", func="distance_to_pretraining", what="a mapping label → images")
+    check_str(published_label, "published_label", func="distance_to_pretraining")
     import logging
 
     import pandas as pd
