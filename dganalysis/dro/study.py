@@ -17,6 +17,7 @@ from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
+from dganalysis.findings import Verdict, format_p, spearman_test, spearman_too_small
 from dganalysis.validation import (
     ConfigError,
     check_domain_dataset,
@@ -99,12 +100,11 @@ def curves_for_models(models: Mapping[str, object], x: torch.Tensor, y: torch.Te
 
 
 def rank_correlation(table: pd.DataFrame, x: str, y: str) -> tuple[float, float]:
-    """Spearman rank correlation and its p-value between columns ``x`` and ``y`` (NaN with < 3 rows)."""
+    """Spearman rank correlation and its two-sided p-value between columns ``x`` and ``y`` (NaN with < 3 rows):
+    the exact permutation p-value up to 8 rows (:func:`dganalysis.findings.spearman_test`; with 4 rows it is at
+    least 1/12), scipy's t approximation above."""
     check_frame(table, [x, y], "table", func="rank_correlation")
-    if len(table) < 3:
-        return float("nan"), float("nan")
-    res = spearmanr(table[x], table[y])
-    return float(res.statistic), float(res.pvalue)
+    return spearman_test(table[x], table[y])
 
 
 MEASURES = ("nominal_ce", "wc_ce", "wc_hinge", "wc_01")
@@ -255,24 +255,25 @@ def poster_findings(near: pd.DataFrame, attained: pd.DataFrame, agreement: pd.Da
     a = dict(paper=paper, finding=f"worst-case loss is high close to the sources (ρ = {rho_small} spread)",
              ours=f"WC/nominal CE median {med_ratio:.2f} (range {near['ratio'].min():.2f}–{near['ratio'].max():.2f}, "
                   f"{len(near)} models); threshold {high_ratio}",
-             verdict="reproduced" if med_ratio >= high_ratio else "not reproduced")
+             verdict=Verdict.REPRODUCED if med_ratio >= high_ratio else Verdict.NOT_REPRODUCED)
     med_att = float(attained["attained"].median()) if len(attained) else float("nan")
     b = dict(paper=paper, finding="representation-space worst case is not an over-estimate of the input-space one "
                                   "(at the z-distance the input perturbation induces)",
              ours=f"input perturbations attain a median {med_att:.0%} of the representation excess loss "
                   f"(range {attained['attained'].min():.0%}–{attained['attained'].max():.0%}, {len(attained)} "
                   f"model×ρ); rep/input loss median {attained['rep/input'].median():.2f}" if len(attained) else "no rows",
-             verdict="reproduced" if med_att >= reached else "partly" if med_att >= 0.5 else
-             "not reproduced" if np.isfinite(med_att) else "not decided")
+             verdict=Verdict.REPRODUCED if med_att >= reached else Verdict.PARTLY if med_att >= 0.5 else
+             Verdict.NOT_REPRODUCED if np.isfinite(med_att) else Verdict.NOT_DECIDED)
     ok = bool(len(agreement) and (agreement["spearman"] > 0).all() and (agreement["p_value"] < 0.05).all())
+    n_models = int(agreement["n_models"].min()) if len(agreement) else 0
     c = dict(paper=paper, finding="cross-entropy, hinge and 0-1 worst cases order the models alike",
-             ours="; ".join(f"{r.losses}: ρ={r.spearman:.2f} (p={r.p_value:.2g})" for r in agreement.itertuples())
-                  + f" over {int(agreement['n_models'].max()) if len(agreement) else 0} models",
-             verdict="reproduced" if ok else "not decided" if len(agreement) else "not decided")
+             ours="; ".join(f"{r.losses}: ρ={r.spearman:.2f} ({format_p(r.p_value)})" for r in agreement.itertuples())
+                  + f" over {n_models} models",
+             verdict=spearman_too_small(n_models) or (Verdict.REPRODUCED if ok else Verdict.NOT_DECIDED))
     lo, hi = sdiff["ci_low"], sdiff["ci_high"]
     d = dict(paper=paper + " (implied)", finding="the worst case predicts unseen-domain accuracy better than the "
                                                   "nominal loss",
              ours=f"Spearman {sdiff['spearman_measure']:.2f} vs {sdiff['spearman_baseline']:.2f}, difference "
                   f"{sdiff['difference']:+.2f} [95% CI {lo:+.2f}, {hi:+.2f}] over {sdiff['n_models']} models",
-             verdict="reproduced" if hi < 0 else "not reproduced" if lo > 0 else "not decided")
+             verdict=Verdict.REPRODUCED if hi < 0 else Verdict.NOT_REPRODUCED if lo > 0 else Verdict.NOT_DECIDED)
     return [a, b, c, d]

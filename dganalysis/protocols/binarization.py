@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dganalysis.findings import Verdict
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
 
 
@@ -132,7 +133,7 @@ def table7_finding(table: pd.DataFrame, hw_task: str, min_gap: float = 10.0, n_s
     gray, binary = float(hw["gray mean"].mean()), float(hw["binary mean"].mean())
     se = float(np.sqrt((hw["gray se"].fillna(np.inf) ** 2 + hw["binary se"].fillna(np.inf) ** 2).mean()))
     gap = binary - gray
-    verdict = "reproduced" if gap > max(min_gap, n_se * se) else "partly" if gap > 0 else "not reproduced"
+    verdict = Verdict.REPRODUCED if gap > max(min_gap, n_se * se) else Verdict.PARTLY if gap > 0 else Verdict.NOT_REPRODUCED
     return dict(paper="Zhang, Zhang & Liu (Table 7)",
                 finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after "
                         "binarization (paper: 16.4% gray vs 60.6% binary)",

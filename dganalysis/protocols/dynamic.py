@@ -35,6 +35,7 @@ import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,29 @@ from dganalysis.validation import ConfigError, check_frame, check_scalar, check_
 
 log = logging.getLogger(__name__)
 
-REVERSAL, CONSISTENT, UNDECIDED = "reversal", "consistent", "undecided"
+class PairVerdict(str, Enum):
+    """The swap test's verdict on one method pair (a ``str``: compares and prints as its value)."""
+
+    STABLE_A = "stable a>b"  # method_a ahead under every training-domain choice (decided)
+    STABLE_B = "stable b>a"
+    REVERSAL = "reversal"  # the order reverses between choices (decided)
+    UNDECIDED = "undecided"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+    @property
+    def stable(self) -> bool:
+        """A decided stable order (either direction)."""
+        return self in (PairVerdict.STABLE_A, PairVerdict.STABLE_B)
+
+
+REVERSAL, UNDECIDED = PairVerdict.REVERSAL, PairVerdict.UNDECIDED
+CONSISTENT = "consistent"
+#: the two one-sided stable-order claims of a pair (a ahead in every choice, or b ahead)
+STABLE_CLAIMS = ("stable a>b", "stable a<b")
 COPES, DEGRADES, NO_CHANGE, NOT_TESTABLE = "copes", "degrades", "no significant change", "undecided (n<2)"
 
 
@@ -148,7 +171,7 @@ class SwapTestResult:
         names = list(self.methods.index)
         mat = pd.DataFrame(0, index=names, columns=names, dtype=int)
         for _, r in self.pairs.iterrows():
-            if r["verdict"] == value or (value == "stable" and r["verdict"].startswith("stable")):
+            if r["verdict"] == value or (value == "stable" and PairVerdict(r["verdict"]).stable):
                 mat.loc[r["method_a"], r["method_b"]] = mat.loc[r["method_b"], r["method_a"]] = 1
         return mat
 
@@ -252,12 +275,12 @@ def _st_pairs(tests: pd.DataFrame, claims: pd.DataFrame, names) -> pd.DataFrame:
     for a, b in itertools.combinations(names, 2):
         t = tests[(tests["method_a"] == a) & (tests["method_b"] == b)]
         c = claims[(claims["method_a"] == a) & (claims["method_b"] == b)].set_index("claim")
-        stable = c[c.index.str.startswith("stable")].iloc[0]
+        stable = c[c.index.isin(STABLE_CLAIMS)].iloc[0]
         rev = c.loc["reversal"]
         if rev["decided"]:
             verdict = REVERSAL
         elif stable["decided"]:
-            verdict = "stable a>b" if stable.name == "stable a>b" else "stable b>a"
+            verdict = PairVerdict.STABLE_A if stable.name == "stable a>b" else PairVerdict.STABLE_B
         else:
             verdict = UNDECIDED
         raw = bool((t["diff"] > 0).any() and (t["diff"] < 0).any())
@@ -278,8 +301,8 @@ def _method_summary(names, pairs: pd.DataFrame) -> pd.DataFrame:
         over, under = [], []
         for _, r in inv.iterrows():
             other = r["method_b"] if r["method_a"] == m else r["method_a"]
-            if r["verdict"].startswith("stable"):
-                a_wins = r["verdict"] == "stable a>b"
+            if PairVerdict(r["verdict"]).stable:
+                a_wins = r["verdict"] == PairVerdict.STABLE_A
                 (over if a_wins == (r["method_a"] == m) else under).append(other)
         n_rev = int((inv["verdict"] == REVERSAL).sum())
         verdict = "unstable" if n_rev else "stable advantage" if over else "no decided advantage"
@@ -470,8 +493,8 @@ def plot_reversal_matrix(result: SwapTestResult, ax=None):
         if v == REVERSAL:
             val.loc[a, b] = val.loc[b, a] = np.nan
             lab.loc[a, b] = lab.loc[b, a] = "R"
-        elif v.startswith("stable"):
-            s = 1.0 if v == "stable a>b" else -1.0
+        elif PairVerdict(v).stable:
+            s = 1.0 if v == PairVerdict.STABLE_A else -1.0
             val.loc[a, b], val.loc[b, a] = s, -s
             lab.loc[a, b], lab.loc[b, a] = (">", "<") if s > 0 else ("<", ">")
         else:

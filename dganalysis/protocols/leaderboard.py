@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dganalysis.findings import Verdict
 from dganalysis.validation import ConfigError, check_frame, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
@@ -395,7 +396,7 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
     a = dict(paper="Yu et al. 2024", finding=f"Table 5: new leaderboards agree with each other (Spearman {paper_spearman}) "
                                              "and reorder the old one",
              ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
-             verdict="reproduced" if abs(r_new - paper_spearman) <= tol and moved else "not reproduced")
+             verdict=Verdict.REPRODUCED if abs(r_new - paper_spearman) <= tol and moved else Verdict.NOT_REPRODUCED)
     rows = [a]
     for board_names in boards(ours["leaderboard"]).values():
         if len(board_names) >= 2:
@@ -415,4 +416,4 @@ def _protocol_finding(ours: pd.DataFrame, ol: list[str], tests: dict) -> dict:
                                                 "our runs)",
                 ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
                      + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
-                verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")
+                verdict=(Verdict.REPRODUCED if (dr != 0).any() else Verdict.NOT_REPRODUCED) if decided else Verdict.NOT_DECIDED)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dganalysis.findings import Verdict
 from dganalysis.validation import check_frame, check_scalar
 
 PAPER = "Ye et al. 2022 (OoD-Bench)"
@@ -41,12 +42,12 @@ def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[
         rows.append({"paper": PAPER, "finding": "correlation shift grows with |ρ_te − ρ_tr| while diversity stays 0 "
                      "(Table 3; paper 0.67 / 0.34 / 0.00 at ρ_te 0.9 / 0.5 / 0.1)",
                      "ours": f"correlation {values} at ρ_te {rhos} (ρ_tr {rho_tr:g}); diversity ≤ {div.max():.3f}",
-                     "verdict": "reproduced" if ok else "not reproduced"})
+                     "verdict": Verdict.REPRODUCED if ok else Verdict.NOT_REPRODUCED})
     blue = t3[t3["blue"].astype(bool)]
     if len(blue):
         d, c = float(blue["diversity"].iloc[0]), float(blue["correlation"].iloc[0])
         rows.append({"paper": PAPER, "finding": "a new colour at test time is diversity shift, not correlation shift "
                      "(Table 3 † row; paper 0.93 / 0.00)",
                      "ours": f"diversity {d:.2f}, correlation {c:.2f}",
-                     "verdict": "reproduced" if d > 0.5 and c < tol else "not reproduced"})
+                     "verdict": Verdict.REPRODUCED if d > 0.5 and c < tol else Verdict.NOT_REPRODUCED})
     return rows
