@@ -180,7 +180,10 @@ def _one(long: pd.DataFrame, leaderboard: str | None) -> pd.DataFrame:
 
 
 def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method: str = "min") -> pd.DataFrame:
-    """Algorithm × leaderboard table of ranks by average accuracy (see :func:`leaderboard_table`)."""
+    """Algorithm × leaderboard table of ranks by average accuracy (1 = best; see :func:`leaderboard_table`).
+
+    ``long``: one row per (leaderboard, algorithm, dataset) with ``acc`` and ``se`` in percent (:func:`from_selected`,
+    :func:`load_published`); ``datasets``: those averaged (default: all); ``tie_method`` as ``DataFrame.rank``."""
     check_frame(long, (), "long", func="ranks")
     cols = {}
     for name in dict.fromkeys(long["leaderboard"]):
@@ -189,7 +192,8 @@ def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method:
 
 
 def averages(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
-    """Algorithm × leaderboard table of average accuracy over ``datasets``."""
+    """Algorithm × leaderboard table of the unweighted mean accuracy (percent) over ``datasets`` (``long`` as
+    :func:`ranks`; NaN where an algorithm lacks one of the datasets)."""
     check_frame(long, (), "long", func="averages")
     return pd.DataFrame({n: leaderboard_table(long, n, datasets)["Average"] for n in dict.fromkeys(long["leaderboard"])})
 

@@ -245,7 +245,7 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
 
 
 def gaussian_fit(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and covariance (ddof = 1) of features [N, d]."""
+    """Mean ``[d]`` and covariance ``[d, d]`` (ddof = 1) of features ``[N, d]`` (N ≥ 2), the Gaussian of FID."""
     check_features(features, "features", func="gaussian_fit", min_samples=2)
     f = np.asarray(features, dtype=np.float64)
     if f.ndim != 2 or len(f) < 2:
