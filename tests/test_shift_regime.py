@@ -50,3 +50,11 @@ def test_warns_above_and_refuses_well_above(fn):
 
 def test_warning_is_a_userwarning():
     assert issubclass(ShiftRegimeWarning, UserWarning)
+
+
+def test_shift_trials_refuses_a_high_dimensional_classifier_before_training():
+    from dganalysis.shift import EnvClassifierConfig, colored_digits_shift, shift_trials
+
+    ds = colored_digits_shift(seed=0)
+    with pytest.raises(ConfigError, match=r"shift_trials: parameter 'cfg' \(z_dim\): 17-dimensional.*z_dim=8"):
+        shift_trials(ds, "train", "test", cfg=EnvClassifierConfig(z_dim=REFUSE_DIM + 1), max_per_env=50)

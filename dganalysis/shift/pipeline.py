@@ -29,6 +29,7 @@ from dganalysis.shift.env_classifier import (
     train_env_classifier,
 )
 from dganalysis.shift.estimator import EPS_COR, EPS_DIV, N_SAMPLES, fit_densities
+from dganalysis.shift.regime import MAX_DIM, check_regime
 from dganalysis.threads import torch_threads
 from dganalysis.validation import (
     ConfigError,
@@ -133,6 +134,9 @@ def shift_trials(
     check_scalar(seed, "seed", func=f, kind="int", low=0)
     check_scalar(max_per_env, "max_per_env", func=f, kind="int", low=4, nullable=True)
     cfg = cfg or EnvClassifierConfig()
+    # before training: an environment classifier wider than the valid regime warns or is refused
+    check_regime(cfg.z_dim, max_per_env or 0, func=f, arg="parameter 'cfg' (z_dim)",
+                 override=f"Use EnvClassifierConfig(z_dim=8), OoD-Bench's, or at most {MAX_DIM}")
     x_p, y_p = _pool(dataset, train)
     x_q, y_q = _pool(dataset, test)
     est_kw = dict(bandwidth=bandwidth, n_samples=n_samples, device=device)

@@ -45,7 +45,8 @@ class ShiftRegimeWarning(UserWarning):
 
 
 def check_regime(d: int, n: int, *, func: str = "estimate_shift", allow_high_dim: bool = False,
-                 stacklevel: int = 2) -> None:
+                 stacklevel: int = 2, arg: str = "parameters 'z_p', 'z_q'",
+                 override: str = "Pass allow_high_dim=True to compute it anyway") -> None:
     """Warn (``MAX_DIM < d ≤ REFUSE_DIM``) or refuse (``d > REFUSE_DIM`` without ``allow_high_dim``) a KDE
     shift estimate on ``d``-dimensional features with ``n`` points in the smaller environment (``stacklevel``: of
     the user's call, as :func:`warnings.warn` counts it from the caller of this function)."""
@@ -55,9 +56,9 @@ def check_regime(d: int, n: int, *, func: str = "estimate_shift", allow_high_dim
         return
     if d > REFUSE_DIM and not allow_high_dim:
         raise ConfigError(
-            f"{func}: parameters 'z_p', 'z_q': {d}-dimensional features are outside the estimator's valid regime "
+            f"{func}: {arg}: {d}-dimensional features are outside the estimator's valid regime "
             f"(d ≤ {MAX_DIM}): on i.i.d. data with no shift it reports a diversity shift of 0.9 to 1 at d > "
-            f"{REFUSE_DIM} (measured, docs/validation.md); {HOW_TO}. Pass allow_high_dim=True to compute it anyway")
+            f"{REFUSE_DIM} (measured, docs/validation.md); {HOW_TO}. {override}")
     warnings.warn(
         f"{func}: {d}-dimensional features (n = {n}) are above d = {MAX_DIM}, where the KDE estimate of Ye et al. "
         f"reports a diversity shift on i.i.d. data with no shift (0.01 at d = 10, 0.44 at d = 16, n = 1,000); {HOW_TO}",
