@@ -398,12 +398,14 @@ def check_features(value: Any, name: str, *, func: str | None = None, ndim: int 
 
 
 def check_labels(value: Any, n: int | None, name: str, *, func: str | None = None, to: str = "numpy",
-                 n_classes: int | None = None, device: Any = None, rows_of: str = "the features") -> Any:
+                 n_classes: int | None = None, device: Any = None, rows_of: str = "the features",
+                 values: bool = True) -> Any:
     """Integer class labels, one per sample: shape ``[n]`` (``[n, 1]`` is squeezed, as scikit-learn's
     ``column_or_1d`` does), values ``0 ≤ y`` (``< n_classes`` when given). Integer dtype, or floats holding whole
     numbers (``1.0`` → 1); booleans, strings and fractions (``0.5``) are refused with a message.
     Returns int64 numpy (``to="numpy"``) or an int64 torch tensor (``to="torch"``, on ``device`` when given);
-    ``rows_of`` names the features the labels go with (in the message)."""
+    ``rows_of`` names the features the labels go with (in the message); ``values=False`` checks only type and
+    shape (no pass over the data: for tensors in a training loop, where the range check would sync the device)."""
     import numpy as np
 
     where = _where(func, name)
@@ -429,6 +431,9 @@ def check_labels(value: Any, n: int | None, name: str, *, func: str | None = Non
             arr = arr[:, 0]
     if len(shape) != 1 or (n is not None and shape[0] != n):
         raise ConfigError(f"{where}: expected {expect} (one per row of {rows_of}), got {describe(value)}")
+    if tensor and not values:
+        out = src.long() if kind == "f" else src
+        return out.cpu().numpy() if to == "numpy" else (out.to(device) if device is not None else out)
     if tensor:
         if kind == "f" and not bool((src == src.round()).all()):
             bad = src[src != src.round()][:3].tolist()

@@ -349,9 +349,10 @@ def check_inputs(func: str, z: object, y: object, head: object, loss: object, *,
     a named loss ``y`` must be integer class labels [n] (or [n, 1]; whole-number floats accepted) in
     ``[0, C)``, C the number of the head's outputs (found by calling ``head`` on two rows when ``probe``); with a
     callable loss ``y`` holds its targets (any numbers, one per sample). Returns ``(z, y)`` as tensors, y on z's
-    device.
+    device. ``probe=False`` (the training loss, called every step) checks types and shapes only: no pass over the
+    data that would synchronise a GPU.
     """
-    z = check_features(z, z_name, func=func, ndim=None, min_ndim=2, to="torch")
+    z = check_features(z, z_name, func=func, ndim=None, min_ndim=2, to="torch", finite=probe)
     check_callable(head, "head", func=func, what="a head h: z → logits (a callable such as nn.Linear)")
     if not callable(loss):
         if not isinstance(loss, str):
@@ -376,10 +377,10 @@ def check_inputs(func: str, z: object, y: object, head: object, loss: object, *,
                                   f"{describe(out)}")
             n_classes = out.shape[1]
     if callable(loss):
-        t = check_features(y, "y", func=func, ndim=None, min_ndim=1, n=len(z), to="torch")
+        t = check_features(y, "y", func=func, ndim=None, min_ndim=1, n=len(z), to="torch", finite=probe)
         return z, t.to(z.device)
     return z, check_labels(y, len(z), "y", func=func, to="torch", n_classes=n_classes, device=z.device,
-                           rows_of=repr(z_name))
+                           rows_of=repr(z_name), values=probe)
 
 
 def check_config(config: object, func: str, name: str = "config") -> None:
