@@ -56,7 +56,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dganalysis.validation import ConfigError, check_choice, check_frame, check_scalar, check_strings, describe
+from dganalysis.validation import (
+    ConfigError,
+    check_choice,
+    check_frame,
+    check_scalar,
+    check_strings,
+    describe,
+    is_kind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +162,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
         by = [c for c in ("selection", *CONFIG, "domain") if c != "trial_seed" and c in selected]
     by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func=f)
     check_frame(selected, by, "selected", func=f, what=f"grouped by {by}")
-    if not (isinstance(ddof, int) and not isinstance(ddof, bool) and ddof in (0, 1)):
+    if not (is_kind(ddof, "int") and int(ddof) in (0, 1)):
         raise ConfigError(f"{f}: parameter 'ddof': expected 0 (DomainBed's np.std) or 1 (sample std), got "
                           f"{describe(ddof)}")
     g = selected.groupby(by, sort=True, dropna=False)["acc"]
