@@ -114,7 +114,7 @@ def report_on(selected: pd.DataFrame, tidy: pd.DataFrame, split: str) -> pd.Data
     of :func:`with_pooled_split`, to report IID on the same data as the literal oracle). The choice is unchanged."""
     check_frame(selected, (), "selected", func="report_on")
     check_frame(tidy, (), "tidy", func="report_on")
-    check_choice(split, ("in", "out", "pooled"), "split", func="report_on")
+    check_choice(split, ("in", "out", POOLED), "split", func="report_on")
     keys = ["job_id", "step", "domain"]
     acc = tidy.loc[tidy["split"] == split, keys + ["acc"]].drop_duplicates(keys)
     out = selected.drop(columns="acc").merge(acc, on=keys, how="left")
