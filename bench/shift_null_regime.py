@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from dganalysis.shift import estimate_shift
+from dganalysis.shift import allow_high_dim, estimate_shift
 
 
 def null_estimate(d: int, n: int, seed: int) -> dict:
@@ -27,9 +27,9 @@ def null_estimate(d: int, n: int, seed: int) -> dict:
     z_p, z_q = rng.standard_normal((n, d)), rng.standard_normal((n, d))
     y_p, y_q = np.arange(n) % 2, np.arange(n) % 2
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), allow_high_dim():
             warnings.simplefilter("ignore")
-            est = estimate_shift(z_p, y_p, z_q, y_q, seed=seed, allow_high_dim=True)
+            est = estimate_shift(z_p, y_p, z_q, y_q, seed=seed)
     except ValueError:  # no class KDE can be built (fewer points per class than dimensions)
         return {"d": d, "n": n, "seed": seed, "diversity": np.nan, "correlation": np.nan}
     return {"d": d, "n": n, "seed": seed, "diversity": est.diversity, "correlation": est.correlation}

@@ -5,6 +5,7 @@ Verbs:
   report   write outputs/<profile>/report.html: the index summary, every figure and table on one page
   sweep    train a grid of jobs (YAML file or flags) into a job store, resumably
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
+  audit    calibrated verdicts (better/worse/equivalent/undecided) on a sweep or a published table
   list     list notebooks, datasets and algorithms
 """
 
@@ -122,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("collect", help="print the model-selection table for a sweep directory")
     add_collect_arguments(c)
     c.set_defaults(func=main_collect)
+
+    from dganalysis.audit.cli import add_audit_arguments, main_audit
+
+    au = sub.add_parser("audit", help="calibrated verdicts on a sweep directory or a published table")
+    add_audit_arguments(au)
+    au.set_defaults(func=main_audit)
 
     ls = sub.add_parser("list", help="list notebooks, datasets and algorithms")
     ls.set_defaults(func=_cmd_list)

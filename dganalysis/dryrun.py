@@ -385,7 +385,7 @@ def _values(series: pd.Series) -> str:
 def sweep_breakdown(g: pd.DataFrame) -> list[str]:
     """How one sweep's jobs multiply out, stated exactly: the number of distinct values of each factor, as a product
     when the jobs are the full grid of them (otherwise said to be no full grid); then, when the hyperparameter
-    overrides vary, each setting with its job count (e.g. notebook 04's pretrained weights × LP/FT/frozen stages).
+    overrides vary, each setting with its job count (e.g. the leakage study's pretrained weights × LP/FT/frozen stages).
     A setting that belongs to some algorithms only (e.g. ``wc_rho`` of the ``*_WC`` variants) is no separate factor."""
     n_alg, n_settings = g["algorithm"].nunique(), g["overrides"].nunique()
     n_pairs = len(g[["algorithm", "overrides"]].drop_duplicates())

@@ -2,7 +2,8 @@
 
 A notebook calls :func:`record_finding` once per claim it tests (the paper, the claim, our number, a verdict);
 the records are small JSON files under ``<output_dir>/findings/`` (atomic writes), so a rerun of one notebook
-replaces only its own lines. :func:`findings_markdown` renders them as the one-screen summary of the index.
+replaces only its own lines. :func:`findings_markdown` renders them as the one-screen summary of the index, and
+:func:`findings_prose` as the notebook's sentences about its own run.
 
 Verdicts are a :class:`Verdict` (a ``str`` enum: ``"reproduced"``, ``"partly"``, ``"not reproduced"``, ``"not
 decided"``), optionally followed by a reason in parentheses, e.g. ``"not decided (too small: n = 4 models …)"``.
@@ -167,6 +168,19 @@ def findings_markdown(rows: list[dict]) -> list[str]:
     lines += [f"| {cell(r['paper'])} | {cell(r['finding'])} | **{cell(r['verdict'])}** | {cell(r['ours'])} | "
               f"{cell(r.get('data') or 'not stated')} |" for r in rows]
     return lines
+
+
+def findings_prose(rows: list[dict]) -> str:
+    """The findings of one run in words, as Markdown: one bullet per row — the claim, the verdict in bold, the numbers
+    that decide it and the data they rest on. A notebook displays it instead of typing one run's numbers into its
+    text, so the words follow the results under any parameters."""
+    if not rows:
+        return "No finding was recorded by this run."
+    out = []
+    for r in rows:
+        data = f" (data: {r['data']})" if r.get("data") else ""
+        out.append(f"* {r['finding']}: **{r['verdict']}**; this run: {r['ours']}{data}.")
+    return "\n".join(out)
 
 
 def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data: str = "", *,

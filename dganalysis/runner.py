@@ -3,7 +3,9 @@
 ``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile (``${data}``, ``${weights}``
 in its strings come from ``params/<profile>/paths.yaml``, see :mod:`dganalysis.paths`); the runner checks every name against the notebook's ``parameters`` cell (an unknown
 name is an error naming the YAML file) and every value against the kind of the cell's default (an
-integer stays an integer, a boolean a boolean; see :func:`dganalysis.validation.check_notebook_params`), injects the profile's folders
+integer stays an integer, a boolean a boolean), and builds the notebook's parameter object
+(:mod:`dganalysis.notebook_params`, whose checks span parameters, e.g. ``rho_small`` among ``rhos``) — so a bad YAML
+fails before anything runs; it injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
 ``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing each
@@ -57,9 +59,12 @@ def list_notebooks(root: Path | None = None) -> list[str]:
     return sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def _check(params: dict, label: str, inspected: dict, profile: str, root: Path) -> dict:
-    """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell;
-    errors start with ``label`` (the YAML file, and the variant if any)."""
+def _check(params: dict, label: str, inspected: dict, profile: str, root: Path, name: str = "") -> dict:
+    """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell and, when
+    notebook ``name`` has one, its parameter object (:func:`dganalysis.notebook_params.build_params`); errors start
+    with ``label`` (the YAML file, and the variant if any)."""
+    from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params
+
     params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.paths
     known = set(inspected)
     unknown = sorted(set(params) - known)
@@ -68,7 +73,10 @@ def _check(params: dict, label: str, inspected: dict, profile: str, root: Path) 
     clash = sorted(set(params) & set(INJECTED))
     if clash:
         raise ValueError(f"{label}: {clash} are set by the runner per profile; remove them")
-    check_notebook_params(params, inspected, label)
+    if name.split("@", 1)[0] in NOTEBOOK_PARAMS:
+        build_params(name, params, label)
+    else:
+        check_notebook_params(params, inspected, label)
     return params
 
 
@@ -88,7 +96,7 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
         raise ValueError(f"{ypath}: {VARIANTS_KEY!r} must map variant names to parameter overrides, "
                          f"got {type(variants).__name__}")
     inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
-    base = _check(raw, str(ypath), inspected, profile, root)
+    base = _check(raw, str(ypath), inspected, profile, root, name)
     out: dict[str, dict] = {}
     for vname, overrides in (variants or {}).items():
         label = f"{ypath} (variant {vname!r})"
@@ -98,7 +106,7 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
             raise ValueError(f"{label}: expected a mapping of parameter overrides, got {type(overrides).__name__}")
         if VARIANTS_KEY in overrides:
             raise ValueError(f"{label}: variants cannot be nested")
-        out[vname] = _check({**raw, **overrides}, label, inspected, profile, root)
+        out[vname] = _check({**raw, **overrides}, label, inspected, profile, root, name)
     return base, out
 
 
@@ -232,8 +240,12 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     rows = read_findings(out)
     if variants:
         rows = read_variant_findings(out, rows, {v: out / VARIANTS_DIR / v for v in variants})
+    from dganalysis.audit.summary import read_audit_lines
+
+    audits = [f"- {line}" for line in read_audit_lines(out)]
     lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
-             *findings_markdown(rows), "",
+             *findings_markdown(rows), *(["", "Audits (`dganalysis audit`, notebook 08):", "", *audits] if audits else []),
+             "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes |", "|---|---|---|"]
     for r in runs:

@@ -663,63 +663,22 @@ def check_domains(value: Any, known: Any, name: str, *, func: str | None = None)
     return list(names)
 
 
-# --------------------------------------------------------------------------- planner arguments (by parameter name)
-def _plan_rule(name: str) -> Check | str | None:
-    """The rule of a planner argument from its name (the notebooks' parameter names): a :class:`Check`, or
-    ``"mapping"``, ``"names"`` (a list of strings), ``"list"``, ``"path"``, ``"algorithms"``; None: not checked here."""
-    if name in ("algorithms", "ranking_algorithms"):
-        return "algorithms"
-    if name in ("dataset", "oracle_dataset", "featurizer", "algorithm", "test_domain", "evaluate_on", "notebook"):
-        return Check("str")
-    if name.endswith(("_kwargs", "overrides")) or name in ("datasets", "logo_groups", "params", "published_weights",
-                                                            "dataset_steps"):
-        return "mapping"
-    if name.endswith("_domains"):
-        return "names"
-    if name in ("angles", "train_sets", "swap_choices", "domain_plus_chains") or name.endswith(
-            ("_angles", "_splits", "_datasets", "_stages", "_rho", "_mu", "_rho_te")) and name != "wc_rho":
-        return "list"
-    if name == "output_dir":
-        return "path"
-    if name.endswith("_trials"):
-        return Check("int", low=1 if name.startswith("n_") or "_n_" in name else 0)
-    if name in ("seed", "pretrain_steps"):
-        return Check("int", low=0)
-    if name.startswith(("n_", "ranking_n_", "oracle_n_")) or name.endswith(
-            ("steps", "checkpoint_freq", "image_size", "batch_size")) or name in ("writers", "source_copies"):
-        return Check("int", low=1)
-    if name.endswith("_lr") or name == "lr":
-        return Check("float", low=0.0, low_open=True)
-    if name == "wc_rho":
-        return Check("float", low=0.0)
-    return None
+# --------------------------------------------------------------------------- planner arguments
+def check_params(value: Any, cls: type, func: str, name: str = "p") -> Any:
+    """A notebook's parameter object of class ``cls`` (:mod:`dganalysis.notebook_params`, which checks the values
+    themselves), else a :class:`ConfigError` saying how to build one."""
+    if not isinstance(value, cls):
+        raise ConfigError(f"{_where(func, name)}: expected a {cls.__name__} (build one with "
+                          f"{cls.__name__}.from_mapping(params)), got {describe(value)}")
+    return value
 
 
-def check_plan_args(func: str, values: Mapping[str, Any]) -> None:
-    """Check a planner's arguments by their names (:func:`_plan_rule`) before it builds any job: integers that
-    count (``n_trials``, ``steps``, …) are integers ≥ 1, ``*_kwargs`` and ``*overrides`` are mappings, ``*_domains``
-    lists of names, ``algorithms`` registered names ("did you mean"), ``None`` where the default is ``None``."""
-    for name, value in values.items():
-        rule = _plan_rule(name)
-        if rule is None or value is None:
-            continue
-        if isinstance(rule, Check):
-            rule(value, _where(func, name))
-        elif rule == "mapping":
-            check_mapping(value, name, func=func)
-        elif rule == "names":
-            check_strings(value, name, func=func)
-        elif rule == "list":
-            if isinstance(value, str) or not isinstance(value, (list, tuple)):
-                raise ConfigError(f"{_where(func, name)}: expected a list, got {describe(value)}")
-        elif rule == "path":
-            if not isinstance(value, (str, __import__("os").PathLike)):
-                raise ConfigError(f"{_where(func, name)}: expected a folder path, got {describe(value)}")
-        elif rule == "algorithms":
-            from dganalysis.algorithms import available
-
-            for a in check_strings(value, name, func=func, min_len=1):
-                check_choice(a, available(), name, func=func)
+def check_list(value: Any, name: str, *, func: str | None = None, min_len: int = 0) -> list:
+    """A list or tuple (a single string is refused), with at least ``min_len`` items; returned as a list."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or len(value) < min_len:
+        raise ConfigError(f"{_where(func, name)}: expected a list{f' of at least {min_len} item(s)' if min_len else ''}"
+                          f", got {describe(value)}")
+    return list(value)
 
 
 def check_str(value: Any, name: str, *, func: str | None = None, nullable: bool = False) -> Any:

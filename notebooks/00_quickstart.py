@@ -47,6 +47,12 @@ datasets = {}               # name -> kwargs replacing the rotated digits (Domai
 dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import QuickstartParams
+P = QuickstartParams.from_namespace(globals())
+
+# %%
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -56,7 +62,7 @@ from dganalysis.plans import quickstart_datasets, quickstart_plan
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()
-name0, dataset_kwargs = next(iter(quickstart_datasets(angles, image_size, datasets).items()))
+name0, dataset_kwargs = next(iter(quickstart_datasets(P).items()))
 ds = load_dataset(name0, data_dir=data_dir, **dataset_kwargs)
 display(ds.stats())
 print(ds.info["source"])
@@ -70,10 +76,7 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = quickstart_plan(angles=angles, image_size=image_size, algorithms=algorithms, n_hparams=n_hparams,
-                       n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                       hparams_overrides=hparams_overrides, datasets=datasets, dataset_overrides=dataset_overrides,
-                       data_dir=data_dir).jobs
+jobs = quickstart_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
 display(status["status"].value_counts().to_frame())
 df = results.load(store_dir)

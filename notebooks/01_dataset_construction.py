@@ -33,6 +33,12 @@ writers = 6
 seed = 0
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import DatasetConstructionParams
+P = DatasetConstructionParams.from_namespace(globals())
+
+# %%
 import logging
 
 import matplotlib.pyplot as plt

@@ -50,6 +50,12 @@ selection_method = "training_domain"
 n_workers = 2
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import BinarizationParams
+P = BinarizationParams.from_namespace(globals())
+
+# %%
 import logging
 import pandas as pd
 from IPython.display import Markdown, display
@@ -73,10 +79,7 @@ base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 source = base.info.get("source", dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
 # each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
-arm_jobs = binarization_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, full_dataset_kwargs=full_dataset_kwargs,
-                             train_sets=train_sets, algorithms=algorithms, n_hparams=n_hparams, n_trials=n_trials,
-                             steps=steps, checkpoint_freq=checkpoint_freq, hparams_overrides=hparams_overrides,
-                             extra_bars_csv=extra_bars_csv, data_dir=data_dir).sweeps
+arm_jobs = binarization_plan(P).sweeps
 status = run_sweep([j for js in arm_jobs.values() for j in js], store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

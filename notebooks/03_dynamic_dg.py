@@ -61,6 +61,12 @@ correction = "holm"
 n_workers = 2
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import DynamicDGParams
+P = DynamicDGParams.from_namespace(globals())
+
+# %%
 import logging
 import pandas as pd
 from IPython.display import display
@@ -85,10 +91,7 @@ base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 source = base.info.get("source", dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
 print(source)
 # every training set of the swap test and the Domain+ chains, once; the same call as `dganalysis run --dry-run` makes
-jobs = dynamic_dg_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, test_domain=test_domain, swap_choices=swap_choices,
-                       domain_plus_chains=domain_plus_chains, evaluate_on=evaluate_on, algorithms=algorithms,
-                       n_hparams=n_hparams, n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                       hparams_overrides=hparams_overrides, data_dir=data_dir).jobs
+jobs = dynamic_dg_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

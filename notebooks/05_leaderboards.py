@@ -67,8 +67,14 @@ dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no p
 dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
 search_overrides = {}  # hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
-# see dganalysis.plans.leaderboard_boards); {} = one board with the settings above
+# see dganalysis.protocols.leaderboard.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
+
+# %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import LeaderboardsParams
+P = LeaderboardsParams.from_namespace(globals())
 
 # %%
 import logging
@@ -77,7 +83,7 @@ from IPython.display import Markdown, display
 from dganalysis.io import write_text
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import replace_findings
+from dganalysis.findings import findings_prose, replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import friedman as fr, leaderboard as lb
 from dganalysis.results import load
@@ -92,11 +98,7 @@ setup_style()
 
 # %%
 # LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
-protocol_jobs = leaderboards_plan(datasets=datasets, logo_groups=logo_groups, algorithms=algorithms, n_hparams=n_hparams,
-                                  n_trials=n_trials, steps=steps, checkpoint_freq=checkpoint_freq,
-                                  hparams_overrides=hparams_overrides, data_dir=data_dir,
-                                  dataset_overrides=dataset_overrides, dataset_steps=dataset_steps,
-                                  search_overrides=search_overrides, leaderboards=leaderboards).sweeps
+protocol_jobs = leaderboards_plan(P).sweeps
 all_jobs = [j for js in protocol_jobs.values() for j in js]
 status = run_sweep(all_jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
@@ -176,12 +178,6 @@ display(lb.spearman_matrix(both[both["algorithm"].isin(common)]).round(3) if len
 # Yu et al.'s Table 5 claims recomputed from the published numbers, and the same question on our runs, once per
 # board: does the protocol reorder the leaderboard? On our runs the verdict needs the Friedman test to find rank
 # differences at all (under both protocols of the board).
-#
-# The one quick run of the fixed design (real Fashion-MNIST, 2,000 images a test domain, 3 trials) gave: C1
-# reproduced from the published numbers (Spearman 0.794; 8 of 10 algorithms change rank). C2 is **not decided**. The
-# ranks do move: CORAL is first under LODO (average rank 1.5) but last under LOGO (2.5), ERM goes from 2nd to 1st,
-# and the Spearman between the two leaderboards is 0.50. But the Friedman test finds rank differences only under
-# LOGO (p = 0.042), not under LODO (p = 0.22), so the LODO order is not established.
 
 # %%
 rows = lb.leaderboard_findings(pub, long, rank_tests)
@@ -190,3 +186,9 @@ ours_data = "; ".join(data_label(d, d.domain_names) for d in
                       (load_dataset(n, data_dir=data_dir, **kw) for n, kw in datasets.items()))
 replace_findings(output_dir, "05", rows, data=ours_data)
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
+
+# %% [markdown]
+# This run, in words (written from the findings above, so it says what this run found under these parameters):
+
+# %%
+display(Markdown(findings_prose(rows)))

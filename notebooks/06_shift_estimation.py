@@ -41,7 +41,7 @@ n_samples = 2000
 bandwidth = "scott"  # scipy's Scott rule per density, as OoD-Bench; "shared": one kernel
 calibrate = False
 eps_div = 1e-12
-eps_cor = 5e-4  # OoD-Bench's default thresholds (calibrate = True replaces them)
+eps_cor = 5e-4  # OoD-Bench's default thresholds (replaced when calibrate is True)
 # Fig. 4 (one run per cell, as the paper)
 fig4_rho = [0.1, 0.9]
 fig4_mu = [0.0, 1.0]
@@ -79,6 +79,12 @@ selection_method = "oracle"
 n_workers = 2
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import ShiftEstimationParams
+P = ShiftEstimationParams.from_namespace(globals())
+
+# %%
 import logging
 
 import matplotlib.pyplot as plt
@@ -91,13 +97,14 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.results import load
 from dganalysis.shift import benchmark, study
 from dganalysis.shift.env_classifier import EnvClassifierConfig
+from dganalysis.shift.pipeline import ShiftOptions
 from dganalysis.sweep import run_sweep
 
 # %%
 logging.basicConfig(level=logging.WARNING)
 setup_style()
 cfg = EnvClassifierConfig(z_dim=z_dim, steps=env_steps)
-est = dict(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_div=eps_div, eps_cor=eps_cor)
+est = ShiftOptions(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_div=eps_div, eps_cor=eps_cor)
 
 # %% [markdown]
 # ## Fig. 4 — sanity study on coloured digits
@@ -108,11 +115,11 @@ est = dict(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_di
 # μ_tr ≠ μ_te; (c) the trade-off — correlation shift drops where diversity shift takes over.
 
 # %%
-fig4a = study.sanity_grid("rho_tr", fig4_rho, "rho_te", fig4_rho, n_trials=fig4_trials, cfg=cfg, seed=seed, **est)
+fig4a = study.sanity_grid("rho_tr", fig4_rho, "rho_te", fig4_rho, n_trials=fig4_trials, cfg=cfg, seed=seed, options=est)
 fig4b = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.1,
-                          "sigma_te": 0.1}, n_trials=fig4_trials, cfg=cfg, seed=seed + 1000, **est)
+                          "sigma_te": 0.1}, n_trials=fig4_trials, cfg=cfg, seed=seed + 1000, options=est)
 fig4c = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.25,
-                          "sigma_te": 0.25}, n_trials=fig4_trials, cfg=cfg, seed=seed + 2000, **est)
+                          "sigma_te": 0.25}, n_trials=fig4_trials, cfg=cfg, seed=seed + 2000, options=est)
 fig, axes = plt.subplots(1, 3, figsize=(13, 4))
 study.plot_heatmap(fig4a, "rho_tr", "rho_te", "correlation", axes[0], "(a) correlation shift")
 study.plot_heatmap(fig4b, "mu_tr", "mu_te", "diversity", axes[1], "(b) diversity shift, σ = 0.1")
@@ -131,7 +138,7 @@ pd.concat({"a": fig4a, "b": fig4b, "c": fig4c}, names=["panel"]).round(3)
 
 # %%
 t3 = study.table3(0.1, table3_rho_te, blue={"mu_tr": 0.0, "mu_te": 1.0, "sigma_tr": 0.1, "sigma_te": 0.1},
-                  n_trials=table3_trials, cfg=cfg, seed=seed, max_points=baseline_max_points, **est)
+                  n_trials=table3_trials, cfg=cfg, seed=seed, max_points=baseline_max_points, options=est)
 show = pd.DataFrame({"ρ_te": [f"{r:.1f}" + ("†" if b else "") for r, b in zip(t3["rho_te"], t3["blue"])]})
 for col, label in [("EMD", "EMD"), ("MMD", "MMD"), ("NI", "NI"), ("diversity", "Div. shift (ours)"),
                    ("correlation", "Cor. shift (ours)")]:
@@ -168,7 +175,7 @@ if folder_root is not None:
     ds = load_dataset("ImageFolder", root=folder_root, image_size=folder_image_size, data_dir=data_dir)
     entries.append({"label": ds.name, "dataset": ds, "train": folder_train or ds.domain_names[:1],
                     "test": folder_test or ds.domain_names[-1:]})
-shift_map = study.dataset_map(entries, n_trials=map_trials, cfg=cfg, seed=seed, max_per_env=map_max_per_env, **est)
+shift_map = study.dataset_map(entries, n_trials=map_trials, cfg=cfg, seed=seed, max_per_env=map_max_per_env, options=est)
 fig, ax = plt.subplots(figsize=(5, 5))
 study.plot_shift_map(shift_map, ax)
 save_figure(fig, "06_fig3_shift_map", output_dir)
@@ -185,13 +192,7 @@ shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se"
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = shift_estimation_plan(
-    ranking_datasets=ranking_datasets, ranking_algorithms=ranking_algorithms, ranking_n_hparams=ranking_n_hparams,
-    ranking_n_trials=ranking_n_trials, ranking_steps=ranking_steps, ranking_checkpoint_freq=ranking_checkpoint_freq,
-    ranking_hparams_overrides=ranking_hparams_overrides, map_datasets=map_datasets, folder_root=folder_root,
-    folder_image_size=folder_image_size, fig4_rho=fig4_rho, fig4_mu=fig4_mu, fig4_trials=fig4_trials,
-    table3_rho_te=table3_rho_te, table3_trials=table3_trials, map_trials=map_trials, env_steps=env_steps,
-    data_dir=data_dir).jobs
+jobs = shift_estimation_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 # test accuracy (%) per dataset and algorithm: mean ± SE over trials after `selection_method`
 summary = benchmark.sweep_accuracy(load(store_dir), [j.job_id for j in jobs], selection_method)

@@ -67,6 +67,12 @@ n_workers = 1
 n_threads = 1                       # torch threads in this kernel (the machine is often shared)
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
+# and helpers below take it whole (dganalysis.notebook_params)
+from dganalysis.notebook_params import WorstCaseParams
+P = WorstCaseParams.from_namespace(globals())
+
+# %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -91,9 +97,7 @@ ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 
 # %%
 # one model per (algorithm, hparams draw), saved; the same call as `dganalysis run --dry-run` makes
-jobs = worst_case_plan(dataset=dataset, dataset_kwargs=dataset_kwargs, train_domains=train_domains,
-                       test_domains=test_domains, algorithms=algorithms, featurizer=featurizer, n_hparams=n_hparams,
-                       steps=steps, checkpoint_freq=checkpoint_freq, batch_size=batch_size, lr=lr, wc_rho=wc_rho).jobs
+jobs = worst_case_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 display(status.groupby(["algorithm", "status"]).size().rename("jobs").reset_index())
 

@@ -67,7 +67,8 @@ def test_bad_input_names_the_parameter(qualname, fn):
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     required = [p for p in params if p.default is inspect.Parameter.empty]
     given = required or params[:1]
-    assert given, f"{qualname} takes no parameters"
+    if not given:
+        pytest.skip(f"{qualname} takes no parameters: nothing to check")
     args = [_Bad() for p in given if p.kind is not p.KEYWORD_ONLY]
     kwargs = {p.name: _Bad() for p in given if p.kind is p.KEYWORD_ONLY}
     with pytest.raises((ValueError, TypeError)) as info:

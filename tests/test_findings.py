@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis.findings import findings_markdown, read_findings, record_finding, replace_findings
+from dganalysis.findings import findings_markdown, findings_prose, read_findings, record_finding, replace_findings
 from dganalysis.runner import NotebookRun, write_index
 
 
@@ -63,3 +63,27 @@ def test_every_row_states_its_data(tmp_path):
     md = findings_markdown(rows + [dict(row, key="old")])  # a record from before this column
     assert md[0].endswith("| data (real or SIMULATED; test images) |") and all(line.count(" | ") == 4 for line in md[2:])
     assert md[2].endswith(f"| {real} |") and md[4].endswith("| not stated |")
+
+
+def test_findings_prose_is_written_from_the_rows():
+    """The notebooks' sentences about their run come from the findings rows: other numbers, other words."""
+    rows = [dict(paper="P", finding="leakage at K=1 is positive", ours="+4.09 [+1.86, +6.32] pts", verdict="reproduced",
+                 data="real Fashion-MNIST"),
+            dict(paper="P", finding="leakage falls with K", ours="Δ=-0.10", verdict="not decided")]
+    text = findings_prose(rows)
+    assert text.splitlines() == [
+        "* leakage at K=1 is positive: **reproduced**; this run: +4.09 [+1.86, +6.32] pts (data: real Fashion-MNIST).",
+        "* leakage falls with K: **not decided**; this run: Δ=-0.10."]
+    other = findings_prose([{**rows[0], "ours": "+0.20 [-1.0, +1.4] pts", "verdict": "not decided"}])
+    assert "+4.09" not in other and "+0.20" in other and "**not decided**" in other
+    assert findings_prose([]) == "No finding was recorded by this run."
+
+
+def test_notebooks_type_no_run_numbers_into_their_prose():
+    """The sentences that once carried one quick run's numbers are rendered from the findings instead."""
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    for name in ("04_leakage_oracle", "05_leaderboards"):
+        text = (root / f"{name}.py").read_text()
+        assert "The one quick run" not in text and "display(Markdown(findings_prose(rows)))" in text, name
+    assert "+4.09" not in (root / "04_leakage_oracle.py").read_text()
+    assert "p = 0.042" not in (root / "05_leaderboards.py").read_text()

@@ -1,4 +1,4 @@
-"""Notebook 05's boards (Yu et al. 2024, Table 5 / App. C.2-C.4): several leaderboards, each with its own datasets,
+"""The leaderboard study's boards (Yu et al. 2024, Table 5 / App. C.2-C.4): several leaderboards, each with its own datasets,
 networks, weights, search space and steps; without ``leaderboards`` the plan is exactly what it was."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 from dganalysis.algorithms import default_hparams
 from dganalysis.hparams import draw_seed, name_state
+from dganalysis.notebook_params import LeaderboardsParams
 from dganalysis.plans import leaderboard_boards, leaderboards_plan, plan_for
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.runner import load_params
@@ -28,6 +29,11 @@ SMALL = dict(datasets={"RotatedDigits": {"image_size": 8, "angles": [0, 30, 60]}
              steps=3, checkpoint_freq=3, hparams_overrides={"featurizer": "smallcnn"})
 
 
+def _plan(**params):
+    """The leaderboard study's plan for ``SMALL`` with ``params`` on top."""
+    return leaderboards_plan(LeaderboardsParams(**{**SMALL, **params}))
+
+
 def _ids(jobs) -> list[str]:
     return [j.job_id for j in jobs]
 
@@ -41,12 +47,12 @@ def test_quick_profile_job_ids_unchanged():
 
 
 def test_no_boards_is_one_unnamed_board():
-    base = leaderboards_plan(**SMALL)
+    base = _plan()
     assert list(base.sweeps) == ["LODO", "LOGO"]
     for empty in (None, {}):
-        assert {k: _ids(v) for k, v in leaderboards_plan(**SMALL, leaderboards=empty).sweeps.items()} == \
+        assert {k: _ids(v) for k, v in _plan(leaderboards=empty).sweeps.items()} == \
             {k: _ids(v) for k, v in base.sweeps.items()}
-    named = leaderboards_plan(**SMALL, leaderboards={"A": {}, "B": None})
+    named = _plan(leaderboards={"A": {}, "B": None})
     assert list(named.sweeps) == ["A / LODO", "A / LOGO", "B / LODO", "B / LOGO"]
     for board in ("A", "B"):  # a board that sets nothing has the notebook-wide jobs
         assert _ids(named.sweeps[f"{board} / LODO"]) == _ids(base.sweeps["LODO"])
@@ -86,11 +92,11 @@ def test_board_settings_merge_or_replace():
 ])
 def test_bad_boards_are_refused_before_any_work(boards, match):
     with pytest.raises(ValueError, match=match):
-        leaderboards_plan(**SMALL, leaderboards=boards)
+        _plan(leaderboards=boards)
 
 
 def test_board_jobs_carry_their_settings():
-    plan = leaderboards_plan(**SMALL, search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}},
+    plan = _plan(search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}},
                              leaderboards={"main": {}, "scratch": {
                                  "datasets": ["RotatedDigits"], "steps": 11, "hparams_overrides": {"augment": True},
                                  "search_overrides": {"lr": {"log10_uniform": [-4.5, -3]}}}})

@@ -1,19 +1,36 @@
-"""Every params YAML names only parameters its notebook has, and every notebook is thin and parameterised."""
+"""Every params YAML names only parameters its notebook has, every notebook is thin and parameterised, and each
+notebook's parameters are one frozen, validated object (:mod:`dganalysis.notebook_params`) that papermill, a YAML and
+Python can each set, parameter by parameter."""
 
+import ast
+import copy
+import dataclasses
+import functools
+import inspect
 import json
+import shutil
+import typing
 from pathlib import Path
 
 import papermill as pm
+import papermill.cli
 import pytest
+import yaml
+from papermill.iorw import load_notebook_node
+from papermill.parameterize import parameterize_notebook
 
+from dganalysis import runner
+from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params, params_class
+from dganalysis.plans import PLANS
 from dganalysis.runner import INJECTED, list_notebooks, load_params
+from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = list_notebooks(ROOT)
 
 
-def test_all_eight_studies_exist():
-    assert [n[:2] for n in NOTEBOOKS] == ["00", "01", "02", "03", "04", "05", "06", "07"]
+def test_all_nine_studies_exist():
+    assert [n[:2] for n in NOTEBOOKS] == ["00", "01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -34,3 +51,152 @@ def test_parameters_cell_and_no_outputs(name):
         if c["cell_type"] == "code":
             assert not c.get("outputs"), f"{name}: notebooks are committed without outputs"
             assert "def " not in "".join(c["source"]), f"{name}: logic belongs in the library, not the notebook"
+
+
+# --------------------------------------------------------------------------- one parameter object per notebook
+
+
+@functools.cache
+def _inspected(name: str) -> dict:
+    return pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"))
+
+
+def test_every_notebook_has_a_parameter_object():
+    assert NOTEBOOK_PARAMS.names() == NOTEBOOKS
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_object_fields_are_the_parameters_cell(name):
+    """Names, order and defaults of the object are those papermill reads from the parameters cell (so every
+    parameter of the cell parses: a comment papermill cannot parse hides its parameter from the runner)."""
+    cls = params_class(name)
+    cell = _inspected(name)
+    assert list(cell) == cls.names()
+    defaults = cls.defaults()
+    for n, info in cell.items():
+        assert ast.literal_eval(info["default"]) == defaults[n], n
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cls().output_dir = "elsewhere"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_builds_its_object_and_its_planner_takes_it(name):
+    cls = params_class(name)
+    source = (ROOT / "notebooks" / f"{name}.py").read_text()
+    assert f"P = {cls.__name__}.from_namespace(globals())" in source
+    if name in PLANS and name != "01_dataset_construction":  # the PaHCC build trains nothing: no planner call
+        fn = PLANS.get(name)
+        (arg,) = inspect.signature(fn).parameters
+        assert typing.get_type_hints(fn)[arg] is cls
+        assert f"{fn.__name__}(P)" in source
+
+
+#: a valid value other than the default, where the generic change (:func:`_new_value`) is not one
+NEW_VALUES = {
+    "bandwidth": "shared", "evaluate_on": "test_domain", "correction": "bonferroni", "selection_method": "oracle",
+    "featurizer": "cnn", "algorithm": "CORAL", "dataset": "ColoredDigits", "oracle_dataset": "ColoredDigits",
+    "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
+    "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3], "angles": [0, 30, 60, 90],
+    "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
+    "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
+    "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
+    "algorithms": ["ERM", "WM", "G2DM"], "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
+    "dataset_kwargs": {"image_size": 12}, "oracle_dataset_kwargs": {"image_size": 12},
+    "hparams_overrides": {"featurizer": "cnn"}, "ranking_hparams_overrides": {"featurizer": "cnn"},
+    "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
+    "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]},
+    "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
+    "oracle_search_overrides": {},
+}
+
+
+def _new_value(name: str, default):
+    """A value of the default's kind that differs from it (the parameter's consistency checks must accept it)."""
+    if name in NEW_VALUES:
+        return copy.deepcopy(NEW_VALUES[name])
+    if name.endswith("_dir") or name in ("extra_bars_csv", "extra_bars_label"):
+        return f"{default}_elsewhere"
+    if default is None:
+        return "/some/folder" if name in ("folder_root", "inception_weights", "fid_reference") else ["d0"]
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default + 1
+    if isinstance(default, float):
+        return default * 2
+    if isinstance(default, list):
+        return default[:1] if len(default) > 1 else default * 2 or [3]
+    raise AssertionError(f"{name}: no new value for {default!r}")
+
+
+CASES = [(n, p) for n in NOTEBOOKS for p in params_class(n).names()]
+
+
+@pytest.mark.parametrize("name, param", CASES, ids=[f"{n[:2]}-{p}" for n, p in CASES])
+def test_every_parameter_is_settable_by_papermill_yaml_and_object(name, param, tmp_path):
+    """Each parameter of each notebook, set alone to a new value: (1) through papermill's injection (what ``papermill
+    -p/-y`` and ``dganalysis run`` do: the parameters cell, then the injected cell, run in one namespace, then the
+    notebook's ``from_namespace``); (2) through a params YAML read by the runner; (3) on the object."""
+    cls = params_class(name)
+    default = cls.defaults()[param]
+    value = _new_value(param, default)
+    if param == "selection_method" and value == default:
+        value = "training_domain"
+    assert value != default, f"{name}.{param}: pick a value other than the default"
+    # (3) the object
+    p = cls(**{param: value})
+    assert getattr(p, param) == value
+    # (1) papermill: -p resolves scalars from the command line's text; -y and the runner pass them as they are
+    if isinstance(value, (bool, int, float)) or value is None:
+        assert papermill.cli._resolve_type(str(value)) == value
+    nb = parameterize_notebook(load_notebook_node(str(ROOT / "notebooks" / f"{name}.ipynb")), {param: value})
+    cells = [c.source for c in nb.cells if c.cell_type == "code"
+             and {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
+    namespace: dict = {}
+    for src in cells:
+        exec(src, namespace)  # noqa: S102 - the notebook's own literal assignments and papermill's injection
+    assert namespace[param] == value
+    assert getattr(cls.from_namespace(namespace), param) == value
+    # (2) a params YAML, through the runner's validation
+    for sub in ("notebooks",):
+        (tmp_path / sub).mkdir()
+        shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", tmp_path / sub / f"{name}.ipynb")
+    (tmp_path / "params" / "t").mkdir(parents=True)
+    (tmp_path / "params" / "t" / f"{name}.yaml").write_text(yaml.safe_dump({param: value}, allow_unicode=True))
+    if param in runner.INJECTED:
+        with pytest.raises(ValueError, match="set by the runner"):
+            runner.load_params("t", name, tmp_path)
+        return
+    assert runner.load_params("t", name, tmp_path)[param] == value
+
+
+def test_consistency_checks_name_the_parameter():
+    from dganalysis.notebook_params import LeaderboardsParams, WorstCaseParams
+
+    with pytest.raises(ConfigError, match=r"parameter 'rho_small': 0\.3 is not among rhos"):
+        WorstCaseParams(rho_small=0.3)
+    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['MMD'\] are not in algorithms"):
+        WorstCaseParams(compare_models=["MMD"])
+    with pytest.raises(ConfigError, match=r"parameter 'steps' \(the notebook's default is 20\): expected an integer"):
+        WorstCaseParams(steps=20.5)
+    with pytest.raises(ConfigError, match=r"parameter 'alpha'"):
+        LeaderboardsParams(alpha=1.5)
+    with pytest.raises(ConfigError, match=r"07\.yaml: unknown parameter\(s\) \['bogus'\]"):
+        build_params("07_worst_case", {"bogus": 1}, "07.yaml")
+    with pytest.raises(ConfigError, match=r"p\.yaml: parameter 'test_domain'|trains on the test domain"):
+        build_params("03_dynamic_dg", {"test_domain": "15"}, "p.yaml")
+
+
+def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
+    """The consistency checks run on a YAML (and on each variant) when the runner reads it."""
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "07_worst_case.ipynb", tmp_path / "notebooks")
+    (tmp_path / "params" / "t").mkdir(parents=True)
+    yml = tmp_path / "params" / "t" / "07_worst_case.yaml"
+    yml.write_text("rho_small: 0.07\n")
+    with pytest.raises(ConfigError, match=r"07_worst_case\.yaml: parameter 'rho_small': 0\.07 is not among rhos"):
+        runner.load_params("t", "07_worst_case", tmp_path)
+    yml.write_text("variants:\n  wide:\n    rhos: [0.0, 0.5]\n")
+    with pytest.raises(ConfigError, match=r"variant 'wide'\): parameter 'rho_small'"):
+        runner.load_params("t", "07_worst_case", tmp_path)

@@ -66,3 +66,17 @@ def test_code_cells_are_short(ipynb: Path):
     bad = long_cells(nbformat.read(ipynb, as_version=4))
     assert not bad, (f"{ipynb.name}: code cells over {MAX_LINES} lines (cell index, lines): {bad}; "
                      "move the logic into dganalysis/ (with tests) and call it from the notebook")
+
+
+def test_library_does_not_name_notebooks_by_number():
+    """Library modules say what they compute, not which notebook uses them ("notebook 06", "notebook 04's");
+    notebooks may name library modules, not the other way round. The runner layer keys runs by notebook file name
+    (``04_leakage_oracle``), which this does not count."""
+    import re
+
+    package = NOTEBOOKS.parent / "dganalysis"
+    pattern = re.compile(r"\bnotebooks? \d\d\b|(?<![\w/.-])0\d's\b", re.IGNORECASE)
+    hits = [f"{p.relative_to(package.parent)}:{i}: {line.strip()}" for p in sorted(package.rglob("*.py"))
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert not hits, "library modules naming notebooks by number:\n" + "\n".join(hits)
+    assert pattern.search("as notebook 06 needs") and pattern.search("06's shift map")

@@ -157,7 +157,7 @@ needs_hw = pytest.mark.skipif(not (hanzi_writer_dir() / "的.json").is_file(),
 
 @needs_hw
 def test_tiny_build_cache_and_stats(tmp_path, few_faces, monkeypatch):
-    kw = dict(size=4, image_size=32, fonts=few_faces, writers=3, distorted_instances=2, data_dir=tmp_path, progress=False)
+    kw = dict(size=4, image_size=32, fonts=few_faces, writers=3, distorted_instances=2, data_dir=tmp_path)
     ds = build_pahcc(**kw)
     assert ds.domain_names == ["d0", "d1", "d2", "hw"] and ds.classes == pahcc_classes(4)
     n0, n2 = len(ds.info["fonts"]["d0"]), len(ds.info["fonts"]["d2"])
@@ -202,6 +202,6 @@ def test_build_with_gnt_dir(tmp_path, few_faces):
     bmp[5:25, 10:14] = 40
     write_gnt(gnt / "001.gnt", [(c, bmp) for c in pahcc_classes(2)])
     ds = build_pahcc(size=2, image_size=32, fonts=few_faces[:3], distorted_instances=1, gnt_dir=gnt,
-                     data_dir=tmp_path / "data", progress=False)
+                     data_dir=tmp_path / "data")
     assert len(ds["hw"]) == 2 and ds.info["writers"] == ["001"] and ds.info["writers_simulated"] is False
     assert pahcc_stats(ds)["handwritten"].iloc[0]["source"] == "real"

@@ -9,7 +9,14 @@ import torch
 import dganalysis  # noqa: F401
 from dganalysis.algorithms import create, default_hparams
 from dganalysis.nets.pretrained import detect_layout, load_pretrained, read_checkpoint
-from dganalysis.pretrain import nt_xent, pretrain_simclr, pretrain_supervised, rotated_digits_source, two_views
+from dganalysis.pretrain import (
+    PretrainConfig,
+    nt_xent,
+    pretrain_simclr,
+    pretrain_supervised,
+    rotated_digits_source,
+    two_views,
+)
 from dganalysis.pretrain.checkpoint import checkpoint_path, read_meta
 
 torch.set_num_threads(1)
@@ -49,8 +56,8 @@ def test_two_views_reproducible_and_in_range(digits16):
 def test_simclr_loss_decreases_and_checkpoint_loads(tmp_path, digits16):
     x, _ = digits16
     path = checkpoint_path(tmp_path, "simclr", {"steps": 40})
-    res = pretrain_simclr(x, featurizer="smallcnn", steps=40, batch_size=48, lr=2e-3, seed=0, out_path=path,
-                          progress=False)
+    res = pretrain_simclr(x, PretrainConfig(featurizer="smallcnn", steps=40, batch_size=48, lr=2e-3, seed=0),
+                          out_path=path, progress=False)
     first, last = np.mean(res.losses[:8]), np.mean(res.losses[-8:])
     assert last < first - 0.2, (first, last)
     assert detect_layout(read_checkpoint(path)) == "simclr"
@@ -61,13 +68,13 @@ def test_simclr_loss_decreases_and_checkpoint_loads(tmp_path, digits16):
     for k, v in res.featurizer.state_dict().items():
         assert torch.equal(alg.featurizer.state_dict()[k], v), k
     # a second call reuses the file instead of retraining
-    again = pretrain_simclr(x, featurizer="smallcnn", steps=40, out_path=path, progress=False)
+    again = pretrain_simclr(x, PretrainConfig(featurizer="smallcnn", steps=40), out_path=path, progress=False)
     assert again.reused and again.losses == []
 
 
 def test_supervised_pretraining_learns(tmp_path, digits16):
     x, y = digits16
-    res = pretrain_supervised(x, y, featurizer="smallcnn", steps=40, batch_size=64, lr=3e-3, seed=0,
+    res = pretrain_supervised(x, y, PretrainConfig(featurizer="smallcnn", steps=40, batch_size=64, lr=3e-3, seed=0),
                               out_path=tmp_path / "sup.pt", progress=False)
     assert np.mean(res.losses[-8:]) < 0.6 * np.mean(res.losses[:8])
     assert detect_layout(read_checkpoint(tmp_path / "sup.pt")) == "torchvision"
@@ -76,7 +83,7 @@ def test_supervised_pretraining_learns(tmp_path, digits16):
     rep = load_pretrained(SmallCNN(1), tmp_path / "sup.pt")
     assert rep.head == ["fc.bias", "fc.weight"] or sorted(rep.head) == ["fc.bias", "fc.weight"]
     with pytest.raises(ValueError, match="labels"):
-        pretrain_supervised(x, y[:5], steps=1, progress=False)
+        pretrain_supervised(x, y[:5], PretrainConfig(steps=1), progress=False)
 
 
 def test_rotated_digits_source_uses_training_images_only():
@@ -111,11 +118,18 @@ def test_pretraining_does_not_depend_on_the_callers_thread_count(digits16, kind)
     for n in (1, 2):
         torch.set_num_threads(n)
         if kind == "supervised":
-            res = pretrain_supervised(x, y, n_classes=10, steps=8, batch_size=128, seed=0, progress=False)
+            res = pretrain_supervised(x, y, PretrainConfig(steps=8, batch_size=128, seed=0), n_classes=10, progress=False)
         else:
-            res = pretrain_simclr(x, steps=8, batch_size=128, seed=0, progress=False)
+            res = pretrain_simclr(x, PretrainConfig(steps=8, batch_size=128, seed=0), progress=False)
         assert torch.get_num_threads() == n  # restored
         losses[n] = (res.losses, [p.detach().clone() for p in res.featurizer.parameters()])
     assert losses[1][0] == losses[2][0]
     assert all(torch.equal(a, b) for a, b in zip(losses[1][1], losses[2][1]))
     torch.set_num_threads(1)
+
+
+def test_pretrain_config_refuses_bad_settings():
+    with pytest.raises(ValueError, match="steps"):
+        PretrainConfig(steps=0)
+    with pytest.raises(ValueError, match="lr"):
+        PretrainConfig(lr=0.0)

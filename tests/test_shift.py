@@ -157,7 +157,7 @@ def test_small_class_is_skipped_or_raises(caplog):
     assert e.skipped_classes.tolist() == [2] and e.per_class_correlation[2] == 0
     assert "skipping class y=2" in caplog.text
     with pytest.raises(ValueError, match="dimensions"):  # scipy's own error
-        estimate_shift(z, y, z + 0.1, y, n_samples=300, strict=True)
+        fit_densities(z, y, z + 0.1, y, n_samples=300, strict=True)
 
 
 def test_kde_matches_scipy():

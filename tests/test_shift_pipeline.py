@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dganalysis.shift.env_classifier import EnvClassifierConfig, balance_and_split, iid_split
-from dganalysis.shift.pipeline import shift_trials, summarize
+from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.shift.study import ranking_tables
 
@@ -69,10 +69,10 @@ def test_recipes():
 
 def test_pipeline_separates_the_two_shifts():
     cfg = EnvClassifierConfig(n_epochs=6, swa_start=3)  # OoD-Bench's recipe, shorter
-    cor = shift_trials(colored_digits_shift(0.1, 0.9, seed=1), "train", "test", n_trials=1, cfg=cfg, n_samples=1500,
-                       device="cpu")
+    cor = shift_trials(colored_digits_shift(0.1, 0.9, seed=1), "train", "test", n_trials=1, cfg=cfg,
+                       options=ShiftOptions(n_samples=1500), device="cpu")
     div = shift_trials(colored_digits_shift(0.1, 0.1, mu_tr=0.0, mu_te=1.0, seed=1), "train", "test", n_trials=1,
-                       cfg=cfg, n_samples=1500, device="cpu")
+                       cfg=cfg, options=ShiftOptions(n_samples=1500), device="cpu")
     assert cor["correlation"].iloc[0] > 0.3 and cor["diversity"].iloc[0] < 0.05
     assert div["diversity"].iloc[0] > 0.8 and div["correlation"].iloc[0] < 0.1
     s = summarize(pd.concat([cor, cor]))
@@ -81,8 +81,8 @@ def test_pipeline_separates_the_two_shifts():
 
 def test_pipeline_calibrated_with_our_recipe():
     cfg = EnvClassifierConfig.dganalysis(steps=60)
-    r = shift_trials(colored_digits_shift(0.1, 0.9, seed=2), "train", "test", n_trials=1, cfg=cfg, n_samples=1000,
-                     calibrate=True, device="cpu")
+    r = shift_trials(colored_digits_shift(0.1, 0.9, seed=2), "train", "test", n_trials=1, cfg=cfg,
+                     options=ShiftOptions(n_samples=1000, calibrate=True), device="cpu")
     row = r.iloc[0]
     assert 0 < row["eps_cor"] < 1 and 0 <= row["eps_div"] <= 1e-6
     assert row["iid_correlation"] < 0.05 and row["correlation"] > 0.2

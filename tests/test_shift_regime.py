@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dganalysis.shift import MAX_DIM, REFUSE_DIM, ShiftRegimeWarning, estimate_shift, fit_densities
+from dganalysis.shift import MAX_DIM, REFUSE_DIM, ShiftRegimeWarning, allow_high_dim, estimate_shift, fit_densities
 from dganalysis.validation import ConfigError
 
 
@@ -19,9 +19,9 @@ def null_pair(d: int, n: int = 1000, seed: int = 0):
 
 
 def null_diversity(d: int, **kw) -> float:
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), allow_high_dim():
         warnings.simplefilter("ignore", ShiftRegimeWarning)
-        return estimate_shift(*null_pair(d), n_samples=4000, allow_high_dim=True, **kw).diversity
+        return estimate_shift(*null_pair(d), n_samples=4000, **kw).diversity
 
 
 def test_thresholds_hold_on_the_null():
@@ -42,10 +42,12 @@ def test_warns_above_and_refuses_well_above(fn):
     with pytest.warns(ShiftRegimeWarning, match="environment classifier") as rec:
         fn(*null_pair(MAX_DIM + 1, n=200), n_samples=500)
     assert rec[0].filename == __file__  # points at the caller's line
-    with pytest.raises(ConfigError, match=r"z_p.*allow_high_dim=True"):
+    with pytest.raises(ConfigError, match=r"z_p.*with dganalysis.shift.allow_high_dim\(\)"):
         fn(*null_pair(REFUSE_DIM + 1, n=200), n_samples=500)
-    with pytest.warns(ShiftRegimeWarning):
-        fn(*null_pair(REFUSE_DIM + 1, n=200), n_samples=500, allow_high_dim=True)
+    with pytest.warns(ShiftRegimeWarning), allow_high_dim():
+        fn(*null_pair(REFUSE_DIM + 1, n=200), n_samples=500)
+    with pytest.raises(ConfigError):  # the opt-in ends with the block
+        fn(*null_pair(REFUSE_DIM + 1, n=200), n_samples=500)
 
 
 def test_warning_is_a_userwarning():

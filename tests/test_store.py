@@ -11,7 +11,7 @@ import pytest
 from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis.job import Job
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.sweep import ClaimPolicy, ExecutionOptions, make_jobs, run_sweep
 from dganalysis.sweep.store import ClaimInfo, ClaimLost, job_state, read_claim, try_claim
 from dganalysis.validation import ConfigError
 
@@ -86,13 +86,13 @@ def test_sweep_leaves_a_job_another_runner_holds(tmp_path):
     claim = try_claim(store / held.job_id, lease_s=60)
     assert job_state(held, store) == "running"
     assert list(run_sweep(jobs, store, dry_run=True, progress=False)["status"]) == ["pending", "running", "pending"]
-    status = run_sweep(jobs, store, progress=False, wait=False)
+    status = run_sweep(jobs, store, progress=False, claims=ClaimPolicy(wait=False))
     assert list(status["status"]) == ["done", "busy", "done"]
     assert (store / held.job_id / "results.jsonl").read_text() == '{"step": 0}\n'  # not cleared, not overwritten
     # with wait=True the sweep comes back to the job once the holder lets go (here: dies without finishing)
     threading.Timer(1.0, claim.release).start()
     t0 = time.time()
-    status = run_sweep(jobs, store, progress=False, poll_s=0.2)
+    status = run_sweep(jobs, store, progress=False, claims=ClaimPolicy(poll_s=0.2))
     assert list(status["status"]) == ["skipped", "done", "skipped"] and time.time() - t0 >= 0.9
     steps = [json.loads(x)["step"] for x in (store / held.job_id / "results.jsonl").read_text().splitlines()]
     assert steps == [0, 2]
@@ -112,18 +112,18 @@ def test_a_job_finished_by_another_runner_while_waiting_is_not_redone(tmp_path):
         claim.release()
 
     threading.Timer(0.6, finish).start()
-    status = run_sweep(jobs, store, progress=False, poll_s=0.2)
+    status = run_sweep(jobs, store, progress=False, claims=ClaimPolicy(poll_s=0.2))
     assert list(status["status"]) == ["skipped"] and (d / "results.jsonl").read_text() == ""
 
 
 def test_precision_is_checked_against_finished_jobs(tmp_path):
     store = tmp_path / "store"
     jobs = _jobs(steps=1)[:1]
-    run_sweep(jobs, store, progress=False, precision="fp32")
-    assert run_sweep(jobs, store, progress=False, precision="fp32")["status"].item() == "skipped"
+    run_sweep(jobs, store, progress=False, execution=ExecutionOptions(precision="fp32"))
+    assert run_sweep(jobs, store, progress=False, execution=ExecutionOptions(precision="fp32"))["status"].item() == "skipped"
     assert run_sweep(jobs, store, progress=False)["status"].item() == "skipped"  # auto reuses what is there
     with pytest.raises(ConfigError, match=r"another precision than the bf16.*fp32"):
-        run_sweep(jobs, store, progress=False, precision="bf16")
+        run_sweep(jobs, store, progress=False, execution=ExecutionOptions(precision="bf16"))
 
 
 def test_store_that_is_a_file_is_an_error(tmp_path):
@@ -132,5 +132,5 @@ def test_store_that_is_a_file_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="must be a folder"):
         run_sweep(_jobs()[:1], f, progress=False)
     with pytest.raises(ValueError, match="lease_s"):
-        run_sweep(_jobs()[:1], tmp_path / "s", progress=False, lease_s=0)
+        run_sweep(_jobs()[:1], tmp_path / "s", progress=False, claims=ClaimPolicy(lease_s=0))
     assert Job(TINY, "ERM", ["d0"], ["d1"]).job_id  # the spec module imports without the sweep package

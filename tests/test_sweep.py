@@ -12,7 +12,7 @@ from _tiny import DOMAINS, FAST_HPARAMS, TINY, TINY_FILE
 from dganalysis.algorithms import register_algorithm
 from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
-from dganalysis.sweep import Job, load_sweep_yaml, make_jobs, run_sweep
+from dganalysis.sweep import ExecutionOptions, Job, load_sweep_yaml, make_jobs, run_sweep
 from dganalysis.sweep.cli import add_sweep_arguments, main_sweep
 from dganalysis.validation import ConfigError
 
@@ -154,7 +154,8 @@ def test_failed_job_is_recorded_and_sweep_goes_on(tmp_path):
 @pytest.mark.slow  # spawns two worker processes (each imports torch): ~10 s, more on a loaded machine
 def test_local_process_pool(tmp_path):
     jobs = _jobs(steps=2)[:2]
-    status = run_sweep(jobs, tmp_path / "store", n_workers=2, imports=[TINY_FILE], progress=False)
+    status = run_sweep(jobs, tmp_path / "store", n_workers=2, execution=ExecutionOptions(imports=[TINY_FILE]),
+                        progress=False)
     assert list(status["status"]) == ["done", "done"], status["error"].tolist()
     for j in jobs:
         assert (tmp_path / "store" / j.job_id / "done").is_file()
@@ -167,7 +168,8 @@ def test_local_process_pool(tmp_path):
 def test_submitit_round_trip(tmp_path, cluster):
     pytest.importorskip("submitit")
     jobs = _jobs(steps=2)[:1]
-    status = run_sweep(jobs, tmp_path / "store", launcher="slurm", imports=[TINY_FILE], progress=False,
+    status = run_sweep(jobs, tmp_path / "store", launcher="slurm", execution=ExecutionOptions(imports=[TINY_FILE]),
+                       progress=False,
                        slurm={"cluster": cluster, "timeout_min": 5})
     assert list(status["status"]) == ["done"], status["error"].tolist()
     recs = (tmp_path / "store" / jobs[0].job_id / "results.jsonl").read_text().splitlines()

@@ -20,8 +20,8 @@ Preprocessing as OoD-Bench's evaluation transform: a centred square crop of the 
 on the 178 × 218 images), then a bilinear resize to ``image_size``². Departures from OoD-Bench: the images are
 decoded once into uint8 arrays (cached under ``data_dir`` like the folder imports, :mod:`dganalysis.data.folder`),
 so training uses this project's array augmentation rather than OoD-Bench's CelebA-specific one; and
-``max_per_env`` may keep only a seeded subset of each environment *before* decoding (the shift map of notebook 06
-needs a few thousand images per environment, not all ~50k).
+``max_per_env`` may keep only a seeded subset of each environment *before* decoding (the shift map of Ye et al.
+(2022, Fig. 3) needs a few thousand images per environment, not all ~50k).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ as square (``square_frame``). Large-image datasets (``small_images = False``). N
 
 ``max_per_env`` keeps at most that many samples of each environment (a seeded uniform draw, ``subsample_seed``,
 in file order) *before* anything is packed or decoded: Camelyon17-WILDS has ~450k patches, and the shift map of
-Ye et al. (2022, Fig. 3 / Table 1; notebook 06) needs only a few thousand per hospital. The subset is part of the
+Ye et al. (2022, Fig. 3 / Table 1) needs only a few thousand per hospital. The subset is part of the
 cache key and recorded in ``info["max_per_env"]``.
 """
 

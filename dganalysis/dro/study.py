@@ -1,4 +1,4 @@
-"""Helpers of notebook 07 (the WC-DG poster): worst-case curves of trained models and their link to unseen-domain accuracy.
+"""The WC-DG poster's evaluation: worst-case curves of trained models and their link to unseen-domain accuracy.
 
 - :func:`source_sample`: the source distribution Q = a seeded sample of the training domains' images.
 - :func:`curves_for_models`: worst-case curves (several losses) of many models on the same sample.

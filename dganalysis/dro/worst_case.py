@@ -66,7 +66,7 @@ from dganalysis.validation import (
 log = logging.getLogger(__name__)
 Head = Callable[[torch.Tensor], torch.Tensor]
 StatsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-#: distance units: the representation's spread (default, as the WC-DG poster's figures and notebook 07), or raw
+#: distance units: the representation's spread (default, as the WC-DG poster's figures and the worst-case study), or raw
 SCALES = ("std", "none")
 
 
@@ -414,7 +414,8 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: float |
     scale : ``"std"`` (default), ``"none"`` or a positive number
         The unit of distance: ``"std"`` is ``s = sqrt(E‖z − E z‖²)`` computed on ``z``, so ρ means the same for
         models whose representations differ in size (g·c with h(·/c) is the same model); this is the unit of the
-        WC-DG poster's figures, of notebook 07 and of training (:func:`dganalysis.dro.robust_surrogate`).
+        WC-DG poster's figures, of the worst-case study (dganalysis.dro.study) and of training
+        (:func:`dganalysis.dro.robust_surrogate`).
         ``"none"`` keeps raw Euclidean distances in z.
     config : :class:`DualConfig` or None — solver settings (defaults are tested on bench/worst_case_speed.py).
     progress : bool — a tqdm bar over the γ grid.

@@ -9,11 +9,12 @@ Both write checkpoints :func:`dganalysis.nets.pretrained.load_pretrained` reads;
 ``pretrained`` hparam to the returned path.
 """
 
+from dganalysis.pretrain._loop import PretrainConfig, PretrainResult
 from dganalysis.pretrain.augment import two_views
 from dganalysis.pretrain.checkpoint import checkpoint_path, save_checkpoint
 from dganalysis.pretrain.simclr import nt_xent, pretrain_simclr
 from dganalysis.pretrain.sources import rotated_digits_source
 from dganalysis.pretrain.supervised import pretrain_supervised
 
-__all__ = ["checkpoint_path", "nt_xent", "pretrain_simclr", "pretrain_supervised", "rotated_digits_source",
+__all__ = ["PretrainConfig", "PretrainResult", "checkpoint_path", "nt_xent", "pretrain_simclr", "pretrain_supervised", "rotated_digits_source",
            "save_checkpoint", "two_views"]

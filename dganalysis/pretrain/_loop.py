@@ -18,6 +18,29 @@ from dganalysis.nets import build_featurizer
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class PretrainConfig:
+    """What both pretrainings share: the ``featurizer`` (a registered name, with ``featurizer_hparams`` on top of its
+    defaults), Adam for ``steps`` steps of ``batch_size`` images at learning rate ``lr``, the ``seed`` of the weights
+    and the batches, and the torch ``device``."""
+
+    featurizer: str = "smallcnn"
+    featurizer_hparams: dict[str, Any] | None = None
+    steps: int = 200
+    batch_size: int = 128
+    lr: float = 1e-3
+    seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        from dganalysis.validation import Check
+
+        Check("int", low=1)(self.steps, "steps")
+        Check("int", low=1)(self.batch_size, "batch_size")
+        Check("float", low=0.0, low_open=True)(self.lr, "lr")
+        Check("int", low=0)(self.seed, "seed")
+
+
 @dataclass
 class PretrainResult:
     """A pretraining run: the checkpoint ``path`` (None when not saved), per-step ``losses``, the ``featurizer``."""

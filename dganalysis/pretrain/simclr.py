@@ -24,6 +24,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from dganalysis.pretrain._loop import (
+    PretrainConfig,
     PretrainResult,
     as_uint8_tensor,
     batches,
@@ -55,15 +56,18 @@ def projection_head(n_features: int, dim: int = 64) -> nn.Module:
 
 
 def pretrain_simclr(
-    images: Any, *, featurizer: str = "smallcnn", featurizer_hparams: dict[str, Any] | None = None,
-    steps: int = 200, batch_size: int = 128, lr: float = 1e-3, temperature: float = 0.5, proj_dim: int = 64,
-    max_rotate: float = 10.0, seed: int = 0, device: str = "cpu", out_path: str | Path | None = None,
-    overwrite: bool = False, progress: bool = True,
+    images: Any, config: PretrainConfig | None = None, *, temperature: float = 0.5, proj_dim: int = 64,
+    max_rotate: float = 10.0, out_path: str | Path | None = None, overwrite: bool = False, progress: bool = True,
 ) -> PretrainResult:
     """SimCLR on ``images`` (uint8[N, C, H, W], labels unused); saves to ``out_path`` when given.
 
-    An existing ``out_path`` is reused (loaded, not retrained) unless ``overwrite``.
+    ``config``: the featurizer and the optimisation (:class:`~dganalysis.pretrain.PretrainConfig`; default: its
+    defaults); ``temperature`` τ of NT-Xent, ``proj_dim`` the projection's size, ``max_rotate`` (degrees) the views'
+    rotation range. An existing ``out_path`` is reused (loaded, not retrained) unless ``overwrite``.
     """
+    c = PretrainConfig() if config is None else config
+    featurizer, featurizer_hparams, steps, batch_size, lr, seed, device = (
+        c.featurizer, c.featurizer_hparams, c.steps, c.batch_size, c.lr, c.seed, c.device)
     x_all = as_uint8_tensor(images)
     reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "simclr")
     if reused is not None:

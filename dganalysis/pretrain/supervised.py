@@ -19,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from dganalysis.pretrain._loop import (
+    PretrainConfig,
     PretrainResult,
     as_uint8_tensor,
     batches,
@@ -33,15 +34,18 @@ log = logging.getLogger(__name__)
 
 
 def pretrain_supervised(
-    images: Any, labels: Any, *, n_classes: int | None = None, featurizer: str = "smallcnn",
-    featurizer_hparams: dict[str, Any] | None = None, steps: int = 200, batch_size: int = 128, lr: float = 1e-3,
-    augment: bool = False, seed: int = 0, device: str = "cpu", out_path: str | Path | None = None,
-    overwrite: bool = False, progress: bool = True,
+    images: Any, labels: Any, config: PretrainConfig | None = None, *, n_classes: int | None = None,
+    augment: bool = False, out_path: str | Path | None = None, overwrite: bool = False, progress: bool = True,
 ) -> PretrainResult:
     """Cross-entropy pretraining on (``images`` uint8[N, C, H, W], ``labels`` int[N]); saves to ``out_path``.
 
+    ``config``: the featurizer and the optimisation (:class:`~dganalysis.pretrain.PretrainConfig`; default: its
+    defaults). ``n_classes`` defaults to ``max(labels) + 1``; ``augment`` adds a batched random affine view.
     An existing ``out_path`` is reused (loaded, not retrained) unless ``overwrite``.
     """
+    c = PretrainConfig() if config is None else config
+    featurizer, featurizer_hparams, steps, batch_size, lr, seed, device = (
+        c.featurizer, c.featurizer_hparams, c.steps, c.batch_size, c.lr, c.seed, c.device)
     x_all = as_uint8_tensor(images)
     y_all = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
     if y_all.shape != (len(x_all),):

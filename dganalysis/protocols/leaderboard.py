@@ -12,7 +12,7 @@ Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, 
 Table 5), so the user's runs and the literature go through the same functions.
 
 Boards and protocols: Yu et al. (2024) Table 5 / App. C present several *boards* (MoCo-v2 ResNet-50, MoCo-v3 ViT-B/16,
-ResNet-50 trained from scratch), each under one protocol; notebook 05 runs each board under two protocols (LODO,
+ResNet-50 trained from scratch), each under one protocol; :func:`dganalysis.plans.leaderboards_plan` runs each board under two protocols (LODO,
 LOGO). A leaderboard of our runs is named :func:`board_label` ``"<board> / <protocol>"`` (just ``"<protocol>"`` when
 there is a single unnamed board, as in the quick profile); :func:`boards` groups the names back, and
 :func:`rank_changes` / :func:`leaderboard_findings` compare the protocols within each board.
@@ -23,15 +23,16 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from dganalysis.findings import Verdict
-from dganalysis.validation import ConfigError, check_frame, check_path, check_scalar, check_str, describe
+from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,82 @@ BOARD_SEP = " / "  #: between a board's name and the protocol in a leaderboard n
 # ----------------------------------------------------------------------------------------------- boards
 def board_label(board: str, protocol: str) -> str:
     """The name of ``board``'s leaderboard under ``protocol``: ``"MoCo-v2 ResNet-50 / LODO"``, or ``protocol`` alone
-    for the unnamed board ``""`` (one board, as notebook 05 without ``leaderboards``). Board names may not contain
+    for the unnamed board ``""`` (one board: a leaderboard study without ``leaderboards``). Board names may not contain
     :data:`BOARD_SEP`."""
     check_str(board, "board", func="board_label")
     check_str(protocol, "protocol", func="board_label")
     if BOARD_SEP in board:
         raise ValueError(f"board name {board!r} contains {BOARD_SEP!r}, which separates board and protocol")
     return f"{board}{BOARD_SEP}{protocol}" if board else protocol
+
+
+#: what one board of the leaderboard study's ``leaderboards`` may set (:func:`leaderboard_boards`)
+BOARD_KEYS = ("datasets", "hparams_overrides", "search_overrides", "dataset_overrides", "steps", "dataset_steps")
+
+
+def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapping[str, dict],
+                       hparams_overrides: Mapping[str, Any], search_overrides: Mapping[str, Any] | None = None,
+                       dataset_overrides: Mapping[str, Mapping[str, Any]] | None = None, steps: int,
+                       dataset_steps: Mapping[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """Each board of the leaderboard study with its settings in full: board name → ``datasets`` (names), ``hparams_overrides``,
+    ``search_overrides``, ``dataset_overrides``, ``steps``, ``dataset_steps``.
+
+    Yu et al. (2024) Table 5 and App. C.2-C.4 present three boards of the same ten algorithms: MoCo-v2 ResNet-50 and
+    MoCo-v3 ViT-B/16 on PACS, VLCS, OfficeHome, NICO++ and DomainNet, and ResNet-50 trained from scratch on DomainNet
+    and NICO++ only (App. C.4: learning rate searched over 10^U(-4.5, -3), 60,000 iterations). ``leaderboards`` (board
+    name → the keys of :data:`BOARD_KEYS`, each optional) expresses them: ``datasets`` is a subset of the notebook's
+    ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the notebook-wide ones
+    key by key, ``dataset_overrides`` dataset by dataset (so a board states only what sets it apart, e.g.
+    ``{featurizer: vit_b_16, pretrained: <file>}``, or ``pretrained: null`` with ``search_overrides: {lr:
+    {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` and ``dataset_steps`` replace the notebook-wide values
+    (a board with ``steps: 60000`` and no per-dataset steps says ``dataset_steps: {}``).
+
+    ``None`` or ``{}``: one unnamed board ``""`` with the notebook-wide settings (the notebook without boards).
+    Everything is checked before any job is built; a bad board raises ValueError naming the board.
+    """
+    check_mapping(datasets, "datasets", func="leaderboard_boards", what="a mapping dataset name → builder kwargs")
+    base = {"datasets": list(datasets), "hparams_overrides": dict(hparams_overrides or {}),
+            "search_overrides": dict(search_overrides or {}),
+            "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()}, "steps": steps,
+            "dataset_steps": dict(dataset_steps or {})}
+    if not leaderboards:
+        return {"": base}
+    if not isinstance(leaderboards, Mapping):
+        raise ValueError(f"leaderboards: expected a mapping of board names to settings, got {leaderboards!r}")
+    out: dict[str, dict[str, Any]] = {}
+    for board, spec in leaderboards.items():
+        where = f"leaderboards[{board!r}]"
+        if not isinstance(board, str) or not board.strip() or BOARD_SEP in board:
+            raise ValueError(f"{where}: a board name is a non-empty string without {BOARD_SEP!r}")
+        spec = {} if spec is None else spec
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{where}: expected a mapping with keys among {list(BOARD_KEYS)}, got {spec!r}")
+        unknown = sorted(set(spec) - set(BOARD_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; a board may set {list(BOARD_KEYS)}")
+        for key in ("hparams_overrides", "search_overrides", "dataset_overrides", "dataset_steps"):
+            if spec.get(key) is not None and not isinstance(spec[key], Mapping):
+                raise ValueError(f"{where}.{key}: expected a mapping, got {spec[key]!r}")
+        names = spec.get("datasets", base["datasets"])
+        if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+            raise ValueError(f"{where}.datasets: expected a non-empty list of dataset names, got {names!r}")
+        for name in names:
+            if name not in datasets:
+                raise ValueError(f"{where}: dataset {name!r} is not in the notebook's datasets {list(datasets)}")
+        for key in ("dataset_overrides", "dataset_steps"):
+            stray = [n for n in (spec.get(key) or {}) if n not in names]
+            if stray:
+                raise ValueError(f"{where}.{key}: dataset(s) {stray} are not among the board's datasets {list(names)}")
+        dover = {k: dict(v) for k, v in base["dataset_overrides"].items()}
+        for name, over in (spec.get("dataset_overrides") or {}).items():
+            dover[name] = {**dover.get(name, {}), **over}
+        out[board] = {"datasets": list(dict.fromkeys(names)),
+                      "hparams_overrides": {**base["hparams_overrides"], **(spec.get("hparams_overrides") or {})},
+                      "search_overrides": {**base["search_overrides"], **(spec.get("search_overrides") or {})},
+                      "dataset_overrides": dover, "steps": spec.get("steps", steps),
+                      "dataset_steps": dict(spec["dataset_steps"] or {}) if "dataset_steps" in spec
+                      else base["dataset_steps"]}
+    return out
 
 
 def boards(names: Iterable[str]) -> dict[str, list[str]]:

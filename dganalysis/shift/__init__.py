@@ -17,11 +17,12 @@ from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.calibration import Calibration, calibrate_thresholds
 from dganalysis.shift.env_classifier import EnvClassifierConfig, train_env_classifier
 from dganalysis.shift.estimator import ShiftDensities, ShiftEstimate, estimate_shift, fit_densities
-from dganalysis.shift.pipeline import shift_trials, summarize
-from dganalysis.shift.regime import MAX_DIM, REFUSE_DIM, ShiftRegimeWarning
+from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
+from dganalysis.shift.regime import MAX_DIM, REFUSE_DIM, ShiftRegimeWarning, allow_high_dim
 from dganalysis.shift.sanity import colored_digits_shift
 
 __all__ = [
+    "ShiftOptions",
     "Calibration",
     "EnvClassifierConfig",
     "MAX_DIM",
@@ -29,6 +30,7 @@ __all__ = [
     "ShiftDensities",
     "ShiftEstimate",
     "ShiftRegimeWarning",
+    "allow_high_dim",
     "calibrate_thresholds",
     "colored_digits_shift",
     "emd",

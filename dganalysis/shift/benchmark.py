@@ -1,5 +1,5 @@
 """The benchmark side of Ye et al. 2022 (OoD-Bench), Tables 1–2: test accuracy per dataset and algorithm
-after model selection, and each dataset's dominant shift, as notebook 06 needs them for the ranking tables
+after model selection, and each dataset's dominant shift, as the ranking tables need them
 (:func:`dganalysis.shift.study.ranking_tables`).
 """
 
@@ -41,5 +41,5 @@ def dominant_shift(shift_map: pd.DataFrame, overrides: Mapping[str, str] | None 
     f = "dominant_shift"
     check_frame(shift_map, ("dataset", "dominant"), "shift_map", func=f, what="a dganalysis.shift.study.dataset_map frame")
     for k, v in check_mapping(overrides or {}, "overrides", func=f).items():
-        check_choice(v, ("diversity", "correlation"), f"overrides[{k!r}] (notebook 06's ranking_dominant)", func=f)
+        check_choice(v, ("diversity", "correlation"), f"overrides[{k!r}] (the ranking_dominant parameter)", func=f)
     return {**dict(zip(shift_map["dataset"], shift_map["dominant"])), **dict(overrides or {})}

@@ -248,7 +248,6 @@ def fit_densities(
     precision: Literal["float32", "float64"] = "float32",
     device: torch.device | str | None = None,
     thresholds: tuple[float, float] | None = None,
-    allow_high_dim: bool = False,
 ) -> ShiftDensities:
     """Steps 1–3 of the module docstring: standardise, draw (or take) the Monte-Carlo points, evaluate
     the importance density, p, q and every class density there with one batched torch KDE per group kind.
@@ -257,20 +256,20 @@ def fit_densities(
     ``thresholds=(eps_div, eps_cor)`` evaluates only what those thresholds use (the result is identical):
     p and q everywhere, w only where a point counts for D_div or D_cor (elsewhere ``inf``), class densities
     only where it counts for D_cor (elsewhere 0); the returned densities then refuse other thresholds.
-    ``None`` (for calibration) evaluates everything. Inputs and ``allow_high_dim`` as :func:`estimate_shift`.
+    ``None`` (for calibration) evaluates everything. Inputs and the valid regime as :func:`estimate_shift`.
 
     Threads (:mod:`dganalysis.threads`): numpy/scipy BLAS runs on one thread (its few small products are not
     worth a pool that spins on a busy machine), the KDE on workers chosen from the free cores, each chunk on
     one torch thread; the result does not depend on the machine's load.
     """
     with threads.blas_threads(1):
-        return _fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
-                              strict=strict, precision=precision, device=device, thresholds=thresholds,
-                              allow_high_dim=allow_high_dim, func="fit_densities")
+        return _fit_densities(z_p, y_p, z_q, y_q, dict(bandwidth=bandwidth, n_samples=n_samples, seed=seed,
+                                                      points=points, strict=strict, precision=precision,
+                                                      device=device, thresholds=thresholds), func="fit_densities")
 
 
-def _check_inputs(z_p, y_p, z_q, y_q, *, bandwidth, n_samples, seed, precision, thresholds, allow_high_dim, func,
-                  points=None, stacklevel=3):
+def _check_inputs(z_p, y_p, z_q, y_q, *, bandwidth, n_samples, seed, precision, thresholds, func, points=None,
+                  stacklevel=3):
     """Every argument check of :func:`estimate_shift` / :func:`fit_densities`, before any work."""
     z_p, y_p = _check(z_p, y_p, "z_p", "y_p", func)
     z_q, y_q = _check(z_q, y_q, "z_q", "y_q", func)
@@ -294,20 +293,22 @@ def _check_inputs(z_p, y_p, z_q, y_q, *, bandwidth, n_samples, seed, precision, 
                           f"OoD-Bench requires), got {classes.tolist()[:10]} and {np.unique(y_q).tolist()[:10]}")
     if points is not None:
         check_features(points, "points", func=func, d=z_p.shape[1], to="numpy")
-    check_regime(z_p.shape[1], min(len(z_p), len(z_q)), func=func, allow_high_dim=allow_high_dim,
-                 stacklevel=stacklevel)
+    check_regime(z_p.shape[1], min(len(z_p), len(z_q)), func=func, stacklevel=stacklevel)
     return z_p, y_p, z_q, y_q, classes
 
 
-def _fit_densities(z_p, y_p, z_q, y_q, *, bandwidth, n_samples, seed, points, strict, precision, device,
-                   thresholds, allow_high_dim, func, checked=False) -> ShiftDensities:
+_FIT_KEYS = ("bandwidth", "n_samples", "seed", "points", "strict", "precision", "device", "thresholds")
+
+
+def _fit_densities(z_p, y_p, z_q, y_q, kw: dict, *, func: str, checked: bool = False) -> ShiftDensities:
+    """Steps 1–3 with the settings ``kw`` (the keywords of :func:`fit_densities`, :data:`_FIT_KEYS`)."""
+    bandwidth, n_samples, seed, points, strict, precision, device, thresholds = (kw[k] for k in _FIT_KEYS)
     if checked:
         classes = np.unique(y_p)
     else:
         z_p, y_p, z_q, y_q, classes = _check_inputs(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples,
                                                     seed=seed, precision=precision, thresholds=thresholds,
-                                                    allow_high_dim=allow_high_dim, func=func, points=points,
-                                                    stacklevel=4)
+                                                    func=func, points=points, stacklevel=4)
     n_p, n_q, d = len(z_p), len(z_q), z_p.shape[1]
     pooled = np.concatenate([z_p, z_q])
     scaler = StandardScaler().fit(pooled)
@@ -398,11 +399,8 @@ def estimate_shift(
     n_samples: int = N_SAMPLES,
     seed: int | np.random.RandomState | None = 0,
     bandwidth: Literal["scott", "shared"] = "scott",
-    points: np.ndarray | None = None,
-    strict: bool = False,
     precision: Literal["float32", "float64"] = "float32",
     device: torch.device | str | None = None,
-    allow_high_dim: bool = False,
 ) -> ShiftEstimate:
     """Diversity and correlation shift between ``z_p`` (training env) and ``z_q`` (test env), Ye et al. 2022, Def. 1.
 
@@ -415,16 +413,14 @@ def estimate_shift(
     z_p, z_q : [n_p, d], [n_q, d] arrays or tensors of floats
         Features of the two environments, the same d. **Valid regime: d ≤ 9** (use the environment classifier's
         8-d features, as OoD-Bench): above, the estimate reports shift on i.i.d. data (0.44 at d = 16), so
-        9 < d ≤ 16 warns (:class:`dganalysis.shift.regime.ShiftRegimeWarning`) and d > 16 is refused unless
-        ``allow_high_dim=True`` (see :mod:`dganalysis.shift.regime` and docs/validation.md).
+        9 < d ≤ 16 warns (:class:`dganalysis.shift.regime.ShiftRegimeWarning`) and d > 16 is refused outside
+        ``with dganalysis.shift.allow_high_dim():`` (see :mod:`dganalysis.shift.regime` and docs/validation.md).
     y_p, y_q : [n_p], [n_q] integer class labels (the same classes in both; ``[n, 1]`` squeezed, whole floats ok)
     formula : ``"eq5"`` (Definition 1 with eq. 5) or ``"hellinger"`` (squared-Hellinger form)
     eps_div, eps_cor : density thresholds ≥ 0 (OoD-Bench's 1e-12 and 5e-4; or calibrated,
         :func:`dganalysis.shift.calibrate_thresholds`)
     n_samples : Monte-Carlo points (≥ 1); ``seed``: an integer, a numpy RandomState or None
     bandwidth : ``"scott"`` (scipy's default per density, OoD-Bench) or ``"shared"`` (one kernel)
-    points : [m, d] Monte-Carlo points in the standardised space, replacing the draws (for comparisons)
-    strict : raise instead of skipping a class whose KDE cannot be built
     precision, device : the KDE's float precision and torch device
 
     Returns
@@ -435,6 +431,9 @@ def estimate_shift(
     (each class's part of D_cor, over ``classes``), ``skipped_classes``, and the settings used (``n_samples``,
     ``eps_div``, ``eps_cor``, ``formula``, ``bandwidth``). ``as_dict()`` gives the scalars.
 
+    :func:`fit_densities` (then :meth:`ShiftDensities.estimate`) does the same in two steps and also takes given
+    Monte-Carlo ``points`` and ``strict`` (an error instead of skipping a class too small for a KDE).
+
     Example: ``estimate_shift(z_train, y_train, z_test, y_test).diversity``.
     """
     f = "estimate_shift"
@@ -443,9 +442,9 @@ def estimate_shift(
     eps_cor = check_scalar(eps_cor, "eps_cor", func=f, low=0.0)
     z_p, y_p, z_q, y_q, _ = _check_inputs(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed,
                                           precision=precision, thresholds=(eps_div, eps_cor),
-                                          allow_high_dim=allow_high_dim, func=f, points=points)
+                                          func=f)
     with threads.blas_threads(1):
-        dens = _fit_densities(z_p, y_p, z_q, y_q, bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=points,
-                              strict=strict, precision=precision, device=device, thresholds=(eps_div, eps_cor),
-                              allow_high_dim=allow_high_dim, func=f, checked=True)
+        dens = _fit_densities(z_p, y_p, z_q, y_q, dict(bandwidth=bandwidth, n_samples=n_samples, seed=seed, points=None,
+                                                      strict=False, precision=precision, device=device,
+                                                      thresholds=(eps_div, eps_cor)), func=f, checked=True)
     return dens.estimate(eps_div=eps_div, eps_cor=eps_cor, formula=formula)

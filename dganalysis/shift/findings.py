@@ -1,4 +1,4 @@
-"""The two claims of Ye et al. (2022, OoD-Bench) Table 3 that notebook 06 checks, as rows for the index summary.
+"""The two claims of Ye et al. (2022, OoD-Bench) Table 3 checked on the Table 3 frame of :func:`dganalysis.shift.study.table3`, as rows for the index summary.
 
 Table 3 (Colored MNIST, one training environment with ρ_tr = 0.1): (a) with red/green colouring only, the
 correlation-shift estimate grows with |ρ_te − ρ_tr| (paper 0.67 / 0.48 / 0.34 / 0.18 / 0.00 at ρ_te 0.9 … 0.1)
@@ -23,11 +23,11 @@ PAPER = "Ye et al. 2022 (OoD-Bench)"
 
 
 def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[dict]:
-    """Finding rows (``paper, finding, ours, verdict``) from notebook 06's Table 3 frame
+    """Finding rows (``paper, finding, ours, verdict``) from a Table 3 frame (:func:`dganalysis.shift.study.table3`)
     (columns ``rho_te, blue, diversity, correlation`` and optionally ``*_se``)."""
     f = "table3_findings"
     check_frame(t3, ("rho_te", "blue", "diversity", "correlation"), "t3", func=f,
-                what="notebook 06's Table 3 frame, dganalysis.shift.study.table3")
+                what="the frame of dganalysis.shift.study.table3")
     check_scalar(rho_tr, "rho_tr", func=f, low=0.0, high=1.0)
     check_scalar(tol, "tol", func=f, low=0.0)
     rows = []

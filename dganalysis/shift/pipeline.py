@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -82,6 +83,37 @@ def trial_features(
             "z_q": model.features(to_float(x_q[ho_q], dev)), "y_q": y_q[ho_q], "env_acc": acc}
 
 
+@dataclass(frozen=True)
+class ShiftOptions:
+    """How :func:`shift_trials` turns features into the two shifts (Ye et al. 2022, Definition 1; OoD-Bench's
+    ``quantify.py`` and ``calibrate.py`` options): the ``formula`` (``"eq5"``: ``--legacy_mode``; ``"hellinger"``),
+    the thresholds ``eps_div`` / ``eps_cor``, or ``calibrate`` them on i.i.d. splits (with ``calibration_formula``,
+    which defaults to ``"hellinger"`` because ``calibrate.py`` never passes ``--legacy_mode``, see
+    :mod:`dganalysis.shift.calibration`, and ``calibration_bounds``), the ``n_samples`` Monte-Carlo points and the
+    KDE ``bandwidth`` rule (:func:`dganalysis.shift.estimator.fit_densities`)."""
+
+    formula: str = "eq5"
+    eps_div: float = EPS_DIV
+    eps_cor: float = EPS_COR
+    calibrate: bool = False
+    calibration_formula: str = "hellinger"
+    calibration_bounds: tuple[float, float] = (5e-3, 1e-2)
+    n_samples: int = N_SAMPLES
+    bandwidth: str = "scott"
+
+    def __post_init__(self) -> None:
+        f = "ShiftOptions"
+        check_choice(self.formula, ("eq5", "hellinger"), "formula", func=f)
+        check_choice(self.calibration_formula, ("eq5", "hellinger"), "calibration_formula", func=f)
+        check_choice(self.bandwidth, ("scott", "shared"), "bandwidth", func=f)
+        check_scalar(self.eps_div, "eps_div", func=f, low=0.0)
+        check_scalar(self.eps_cor, "eps_cor", func=f, low=0.0)
+        check_interval(self.calibration_bounds, "calibration_bounds", func=f, low=0.0)
+        check_scalar(self.n_samples, "n_samples", func=f, kind="int", low=1)
+        if not isinstance(self.calibrate, bool):
+            raise ConfigError(f"{f}: parameter 'calibrate': expected True or False, got {describe(self.calibrate)}")
+
+
 def shift_trials(
     dataset: DomainDataset,
     train: Sequence[str] | str,
@@ -89,33 +121,26 @@ def shift_trials(
     *,
     n_trials: int = 3,
     cfg: EnvClassifierConfig | None = None,
-    formula: str = "eq5",
-    eps_div: float = EPS_DIV,
-    eps_cor: float = EPS_COR,
-    calibrate: bool = False,
-    calibration_formula: str = "hellinger",
-    calibration_bounds: tuple[float, float] = (5e-3, 1e-2),
-    n_samples: int = N_SAMPLES,
-    bandwidth: str = "scott",
+    options: ShiftOptions | None = None,
     seed: int = 0,
     device: str | torch.device | None = None,
     max_per_env: int | None = None,
 ) -> pd.DataFrame:
     """One row per trial: diversity, correlation, their Monte-Carlo SEs, the thresholds used (calibrated when
-    ``calibrate``, with the i.i.d. averages), and the environment classifier's holdout accuracy.
+    ``options.calibrate``, with the i.i.d. averages), and the environment classifier's holdout accuracy.
 
-    ``train``/``test``: domain name(s) pooled into environment p resp. q. ``max_per_env`` subsamples each
-    environment first (for speed). ``calibration_formula`` defaults to ``"hellinger"`` because OoD-Bench's
-    ``calibrate.py`` never passes ``--legacy_mode`` (see :mod:`dganalysis.shift.calibration`).
+    ``train``/``test``: domain name(s) pooled into environment p resp. q. ``cfg``: the environment classifier
+    (default :class:`EnvClassifierConfig`); ``options``: the estimate (:class:`ShiftOptions`; default: OoD-Bench's
+    defaults). ``max_per_env`` subsamples each environment first (for speed).
     Each trial trains the environment classifier (:func:`dganalysis.shift.train_env_classifier`) and estimates on
     its ``cfg.z_dim``-d (default 8) holdout features: the regime where the estimate is valid
     (:mod:`dganalysis.shift.regime`).
 
     Columns: ``trial``; ``diversity``, ``correlation`` (D_div, D_cor, dimensionless in [0, 1]) and their Monte-Carlo
     ``*_se``; ``share_div``, ``share_cor``, ``n_samples``, ``eps_div``, ``eps_cor``, ``formula``, ``bandwidth``
-    (as :class:`dganalysis.shift.ShiftEstimate`); with ``calibrate``: ``iid_diversity``, ``iid_correlation``,
-    ``calibration_converged``; ``env_acc`` (the environment classifier's holdout accuracy, 0.5 = chance);
-    ``n_p``, ``n_q`` (holdout sizes the estimate used).
+    (as :class:`dganalysis.shift.ShiftEstimate`); with ``options.calibrate``: ``iid_diversity``,
+    ``iid_correlation``, ``calibration_converged``; ``env_acc`` (the environment classifier's holdout accuracy,
+    0.5 = chance); ``n_p``, ``n_q`` (holdout sizes the estimate used).
     """
     f = "shift_trials"
     check_domain_dataset(dataset, func=f)
@@ -124,19 +149,18 @@ def shift_trials(
     n_trials = check_scalar(n_trials, "n_trials", func=f, kind="int", low=1)
     if cfg is not None and not isinstance(cfg, EnvClassifierConfig):
         raise ConfigError(f"{f}: parameter 'cfg': expected an EnvClassifierConfig or None, got {describe(cfg)}")
-    check_choice(formula, ("eq5", "hellinger"), "formula", func=f)
-    check_choice(calibration_formula, ("eq5", "hellinger"), "calibration_formula", func=f)
-    check_choice(bandwidth, ("scott", "shared"), "bandwidth", func=f)
-    check_scalar(eps_div, "eps_div", func=f, low=0.0)
-    check_scalar(eps_cor, "eps_cor", func=f, low=0.0)
-    check_interval(calibration_bounds, "calibration_bounds", func=f, low=0.0)
-    check_scalar(n_samples, "n_samples", func=f, kind="int", low=1)
+    if options is not None and not isinstance(options, ShiftOptions):
+        raise ConfigError(f"{f}: parameter 'options': expected a ShiftOptions or None, got {describe(options)}")
     check_scalar(seed, "seed", func=f, kind="int", low=0)
     check_scalar(max_per_env, "max_per_env", func=f, kind="int", low=4, nullable=True)
     cfg = cfg or EnvClassifierConfig()
     # before training: an environment classifier wider than the valid regime warns or is refused
     check_regime(cfg.z_dim, max_per_env or 0, func=f, arg="parameter 'cfg' (z_dim)",
                  override=f"Use EnvClassifierConfig(z_dim=8), OoD-Bench's, or at most {MAX_DIM}")
+    o = ShiftOptions() if options is None else options
+    formula, eps_div, eps_cor, calibrate = o.formula, o.eps_div, o.eps_cor, o.calibrate
+    calibration_formula, calibration_bounds, n_samples, bandwidth = (o.calibration_formula, o.calibration_bounds,
+                                                                      o.n_samples, o.bandwidth)
     x_p, y_p = _pool(dataset, train)
     x_q, y_q = _pool(dataset, test)
     est_kw = dict(bandwidth=bandwidth, n_samples=n_samples, device=device)

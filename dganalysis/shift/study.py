@@ -1,7 +1,7 @@
-"""The studies of notebook 06 (OoD-Bench, Ye et al., CVPR 2022): Fig. 4 grids, Table 3, a Fig. 3-style
+"""The shift-estimation experiments of OoD-Bench (Ye et al., CVPR 2022): Fig. 4 grids, Table 3, a Fig. 3-style
 dataset map, and Tables 1–2 style ranking-score tables grouped by the dominant shift.
 
-Every function returns a tidy DataFrame (plots take those frames), so the notebook only calls and shows.
+Every function returns a tidy DataFrame (plots take those frames), so a caller only calls and shows.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.env_classifier import EnvClassifierConfig
-from dganalysis.shift.pipeline import shift_trials, summarize
+from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.validation import (
     ConfigError,
@@ -36,12 +36,13 @@ GRID_PARAMS = ("rho_tr", "rho_te", "mu_tr", "mu_te", "sigma_tr", "sigma_te", "la
 
 def sanity_grid(
     x: str, xs: Sequence[float], y: str, ys: Sequence[float], base: Mapping[str, Any] | None = None, *,
-    n_trials: int = 1, cfg: EnvClassifierConfig | None = None, seed: int = 0, **estimate_kw: Any,
+    n_trials: int = 1, cfg: EnvClassifierConfig | None = None, seed: int = 0, options: ShiftOptions | None = None,
 ) -> pd.DataFrame:
     """Fig. 4: shift estimates over a grid of two :func:`colored_digits_shift` parameters ``x`` × ``y``
     (e.g. ``rho_tr`` × ``rho_te``, or ``mu_tr`` × ``mu_te``), other parameters from ``base``. One row per grid
     point: ``x``, ``y``, :func:`dganalysis.shift.summarize` of its trials (diversity, correlation, their SEs,
-    n_trials) and ``env_acc``. SIMULATED data."""
+    n_trials) and ``env_acc``; ``options``: the estimate (:class:`~dganalysis.shift.pipeline.ShiftOptions`).
+    SIMULATED data."""
     f = "sanity_grid"
     check_choice(x, GRID_PARAMS, "x", func=f)
     check_choice(y, GRID_PARAMS, "y", func=f)
@@ -54,7 +55,7 @@ def sanity_grid(
     grid = list(itertools.product(xs, ys))
     for i, (a, b) in enumerate(tqdm(grid, desc=f"Fig. 4 grid {x} x {y}")):
         ds = colored_digits_shift(**{**dict(base or {}), x: a, y: b, "seed": seed + i})
-        trials = shift_trials(ds, "train", "test", n_trials=n_trials, cfg=cfg, seed=seed + i, **estimate_kw)
+        trials = shift_trials(ds, "train", "test", n_trials=n_trials, cfg=cfg, seed=seed + i, options=options)
         rows.append({x: a, y: b, **summarize(trials), "env_acc": float(trials["env_acc"].mean())})
     return pd.DataFrame(rows)
 
@@ -70,7 +71,7 @@ def pixels(ds: DomainDataset, name: str) -> tuple[np.ndarray, np.ndarray]:
 def table3(
     rho_tr: float = 0.1, rho_tes: Sequence[float] = (0.9, 0.7, 0.5, 0.3, 0.1), *, blue: Mapping[str, float] | None = None,
     n_trials: int = 2, cfg: EnvClassifierConfig | None = None, seed: int = 0, max_points: int = 1000,
-    **estimate_kw: Any,
+    options: ShiftOptions | None = None,
 ) -> pd.DataFrame:
     """Table 3: EMD, MMD, NI (on raw pixels) and our diversity/correlation shift over ``rho_te`` with one
     training environment; ``blue`` (e.g. ``{"mu_tr": 0, "mu_te": 1, "sigma_tr": .1, "sigma_te": .1}``) adds
@@ -100,7 +101,7 @@ def table3(
             vals["MMD"].append(mmd(xp, xq, max_points=max_points, seed=t))
             vals["NI"].append(ni_index(xp, yp, xq, yq))
             trials.append(shift_trials(ds, "train", "test", n_trials=1, cfg=cfg, seed=seed + 100 * k + t,
-                                       **estimate_kw))
+                                       options=options))
         tr = pd.concat(trials, ignore_index=True)
         row: dict[str, Any] = {"rho_te": rho_te, "blue": extra is not None}
         for name, v in vals.items():
@@ -115,7 +116,7 @@ def table3(
 
 def dataset_map(
     entries: Sequence[Mapping[str, Any]], *, n_trials: int = 2, cfg: EnvClassifierConfig | None = None, seed: int = 0,
-    max_per_env: int | None = 2000, **estimate_kw: Any,
+    max_per_env: int | None = 2000, options: ShiftOptions | None = None,
 ) -> pd.DataFrame:
     """Fig. 3: one point per entry ``{"label": str, "dataset": DomainDataset, "train": [...], "test": [...]}``
     on the (diversity, correlation) plane, mean ± SE over trials, plus the dominant shift (``dominant``: the larger
@@ -134,7 +135,7 @@ def dataset_map(
     rows = []
     for e in tqdm(entries, desc="dataset map"):
         tr = shift_trials(e["dataset"], e["train"], e["test"], n_trials=n_trials, cfg=cfg, seed=seed,
-                          max_per_env=max_per_env, **estimate_kw)
+                          max_per_env=max_per_env, options=options)
         s = summarize(tr)
         rows.append({"label": e["label"], "dataset": e["dataset"].name, **s,
                      "dominant": "diversity" if s["diversity"] >= s["correlation"] else "correlation",

@@ -13,19 +13,19 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
-  and for notebook 05 those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
-  those (:func:`_smoke_board`); notebook 06's shift map its MNIST, Camelyon17-WILDS and CelebA entries (a KDE per
+  and for the leaderboards (``05_leaderboards``) those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
+  those (:func:`_smoke_board`); the shift map (``06_shift_estimation``) its MNIST, Camelyon17-WILDS and CelebA entries (a KDE per
   class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the folder
-  benchmarks, NICO++, Camelyon17-WILDS and CelebA); notebook 04's LP/FT splits the first one.
+  benchmarks, NICO++, Camelyon17-WILDS and CelebA); the leakage study's (``04_leakage_oracle``) LP/FT splits the first one.
 
 Variants (``variants:`` in a YAML, see :mod:`dganalysis.runner`): every variant of every notebook is validated and
 shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
 and the weight files they name are written; but running each would multiply the run's time, so the smoke run
-executes the base run of every notebook and ONE variant in total, :data:`SMOKE_VARIANT`: notebook 04's ``pacs``
+executes the base run of every notebook and ONE variant in total, :data:`SMOKE_VARIANT`: ``04_leakage_oracle@pacs``
 (Table 1 on PACS), the cheapest — LP and FT of two weights and random init on one split (a handful of 2-step jobs),
 its NICO++ oracle sweep the base run's very jobs (trained once, already in the store), and a new dataset loader
 path (a DomainBed folder benchmark other than the base run's OfficeHome). If that variant is not declared (or
-notebook 04 is not run) the first declared variant of the first notebook run that has one is executed instead.
+``04_leakage_oracle`` is not run) the first declared variant of the first notebook run that has one is executed instead.
 
 Every output is FAKE: the outputs folder holds ``FAKE.md`` and its ``index.md`` starts with a FAKE banner.
 """
@@ -50,7 +50,7 @@ _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
 _AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
 MAX_IMAGE = 32
-#: notebook 06's shift-map entries kept: the loaders whose fake inputs hold ~100+ images per environment
+#: the shift map's entries kept (``06_shift_estimation``'s ``map_datasets``): the loaders whose fake inputs hold ~100+ images per environment
 _MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
 #: the one variant the smoke run executes (see the module docstring)
@@ -117,7 +117,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
     for k in ("datasets", "map_datasets", "ranking_datasets"):
         if out.get(k):
             out[k] = _one_per_kind(out[k])
-    if out.get("map_datasets"):  # 06's shift map fits a KDE per class: more images than the fake folder trees hold
+    if out.get("map_datasets"):  # the shift map fits a KDE per class: more images than the fake folder trees hold
         out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) in _MAP_KINDS]
     if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
         out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
@@ -140,7 +140,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
 
 
 def _smoke_board(spec: Mapping[str, Any], datasets: list[str]) -> dict[str, Any]:
-    """One board of notebook 05's ``leaderboards``, shrunk: its steps at :data:`SWEEP_STEPS`, its datasets those of
+    """One board of the leaderboards' ``leaderboards`` parameter, shrunk: its steps at :data:`SWEEP_STEPS`, its datasets those of
     the shrunk ``datasets`` (all of them when it keeps none), its per-dataset settings on those datasets only; its
     networks, weights and search spaces stay (every board still runs, minimally)."""
     out = dict(spec)
@@ -188,6 +188,7 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
     from dganalysis.dryrun import notebook_defaults
     from dganalysis.nets.published import by_file
+    from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params
     from dganalysis.runner import load_all_params, run_label
     from dganalysis.smoke.trees import write_fake_data, write_reference_images
     from dganalysis.smoke.weights import write_fake_weights
@@ -199,6 +200,9 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
         defaults = notebook_defaults(root / "notebooks" / f"{n}.ipynb")
         shrunk[n] = smoke_params(n, base, defaults)
         shrunk.update({run_label(n, v): smoke_params(n, p, defaults) for v, p in variants.items()})
+    for label, p in shrunk.items():  # the shrunk parameters pass the notebook's own checks
+        if label.split("@", 1)[0] in NOTEBOOK_PARAMS:
+            build_params(label, p, f"smoke run of {label}")
     files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
     unknown = sorted(f for f in files if by_file(f) is None)
     if unknown:

@@ -115,11 +115,11 @@ def write_celeba_blond(root: str | Path, per_env: int = 8, w: int = 12, h: int =
 def write_fake_data(root: str | Path, benchmarks: list[str] | None = None, per_class: int = 1) -> dict[str, Path]:
     """Every benchmark tree (default: all of :data:`BENCHMARKS`), MNIST, Camelyon17-WILDS and OoD-Bench's CelebA
     under ``root`` (the profile's ``${data}``)."""
-    # at least ~50 images per domain: notebook 06's environment classifier trains on batches of 32 (80% split)
+    # at least ~50 images per domain: the shift estimate's environment classifier trains on batches of 32 (80% split)
     out = {name: write_benchmark_tree(root, name, max(per_class, -(-50 // BENCHMARKS[name].n_classes)), seed=i)
            for i, name in enumerate(benchmarks if benchmarks is not None else sorted(BENCHMARKS))}
     out["MNIST"] = write_mnist_idx(Path(root) / "MNIST" / "raw", n_train=450, n_test=150)
-    # notebook 06 maps both: a KDE per class on each environment's held-out part needs ~100 images per environment
+    # the shift map (dganalysis.shift.study.dataset_map) holds both: a KDE per class on each environment's held-out part needs ~100 images per environment
     out["Camelyon17-WILDS"] = write_wilds_camelyon(root, per_center=120) / "camelyon17_v1.0"
     out["CelebA"] = write_celeba_blond(root, per_env=120) / "celeba"
     return out

@@ -4,8 +4,8 @@
 """
 
 from dganalysis.job import Job
-from dganalysis.sweep.grid import expand_splits, load_sweep_yaml, make_jobs
-from dganalysis.sweep.launcher import run_sweep
+from dganalysis.sweep.grid import JobOptions, expand_splits, grid_domains, load_sweep_yaml, make_jobs
+from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 from dganalysis.sweep.store import job_state
 
-__all__ = ["Job", "expand_splits", "job_state", "load_sweep_yaml", "make_jobs", "run_sweep"]
+__all__ = ["ClaimPolicy", "ExecutionOptions", "Job", "JobOptions", "expand_splits", "grid_domains", "job_state", "load_sweep_yaml", "make_jobs", "run_sweep"]

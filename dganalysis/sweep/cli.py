@@ -72,7 +72,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def jobs_from_args(args: argparse.Namespace):
     """The job list described by the parsed flags (and ``--config``)."""
-    from dganalysis.sweep.grid import load_sweep_yaml, make_jobs
+    from dganalysis.sweep.grid import JobOptions, grid_domains, load_sweep_yaml, make_jobs
 
     flags = {
         "dataset": args.dataset,
@@ -103,14 +103,15 @@ def jobs_from_args(args: argparse.Namespace):
         checkpoint_freq=flags["checkpoint_freq"],
         hparams_overrides=flags["hparams_overrides"],
         search_overrides=flags["search_overrides"],
-        save_model=bool(flags["save_model"]),
-        data_dir=args.data_dir,
+        options=JobOptions(save_model=bool(flags["save_model"])),
+        domains=None if args.data_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
+                                                                args.data_dir),
     )
 
 
 def main_sweep(args: argparse.Namespace) -> int:
     """Run the ``sweep`` verb; exit status 1 when any job failed."""
-    from dganalysis.sweep.launcher import run_sweep
+    from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 
     for imp in args.imports:  # registrations must exist before the grid is built
         from dganalysis.sweep.launcher import import_plugins
@@ -139,13 +140,10 @@ def main_sweep(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
-        device=args.device,
-        compile=args.compile,
-        precision=args.precision,
-        imports=args.imports,
+        execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
+                                   imports=args.imports),
+        claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
-        wait=not args.no_wait,
-        lease_s=args.lease_s,
     )
     cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]
     print(status[cols].to_string(index=False))

@@ -22,12 +22,23 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dganalysis.job import Job
 
 Split = dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """The job fields that are neither a grid axis nor a hyperparameter, the same for every job of a grid:
+    ``save_model`` (keep the trained network, ``model.pt``) and ``holdout_fraction`` (each domain's share held out
+    for validation, DomainBed's ``--holdout_fraction``)."""
+
+    save_model: bool = False
+    holdout_fraction: float = 0.2
 
 #: keys a sweep YAML file may hold
 SWEEP_KEYS = (
@@ -153,21 +164,25 @@ def make_jobs(
     checkpoint_freq: int,
     hparams_overrides: dict | None = None,
     search_overrides: dict | None = None,
-    save_model: bool = False,
-    holdout_fraction: float = 0.2,
+    options: JobOptions | None = None,
     domains: Sequence[str] | None = None,
-    data_dir: str | Path | None = None,
 ) -> list[Job]:
     """The full job grid, in a stable order (algorithm, split, hparams seed, trial), checked before any work.
 
-    ``domains``: the dataset's domain names; when None they are looked up (built-in datasets) or the dataset is
-    built (from ``data_dir``), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
+    ``options``: the fields every job shares (:class:`JobOptions`; default: its defaults). ``domains``: the
+    dataset's domain names; when None they are looked up (built-in datasets) or the dataset is built (without a data
+    folder; :func:`grid_domains` looks them up in one), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
     every split against the domain names, and every job's concrete hyperparameters (defaults, draws and
     overrides) against their declarations (:mod:`dganalysis.validation`); the first problem raises a
     :class:`~dganalysis.validation.ConfigError` naming the key.
     """
     from dganalysis.algorithms import get_algorithm
     from dganalysis.validation import Check, ConfigError, check_dataset_kwargs
+
+    options = JobOptions() if options is None else options
+    if not isinstance(options, JobOptions):
+        raise ConfigError(f"options: expected a JobOptions, got {options!r}")
+    save_model, holdout_fraction = options.save_model, options.holdout_fraction
 
     if isinstance(algorithms, str):
         algorithms = [algorithms]
@@ -194,7 +209,7 @@ def make_jobs(
         else dataset_kwargs
     check_dataset_kwargs(dataset, dataset_kwargs, "dataset_kwargs")
     if domains is None:
-        domains = _domain_names(dataset, dataset_kwargs, data_dir)
+        domains = grid_domains(dataset, dataset_kwargs, None)
     try:
         split_list = expand_splits(splits, list(domains))
         _check_flat_overrides(algorithms, hparams_overrides, "hparams_overrides")
@@ -264,11 +279,17 @@ def check_job_hparams(job: Job) -> None:
         hparam_check(name, specs.get(name))(value, where)
 
 
-def _domain_names(dataset: str, dataset_kwargs: Mapping[str, Any], data_dir: str | Path | None) -> list[str]:
-    """The dataset's domain names: the built-in datasets' without building them (:func:`dganalysis.data.domains.domain_names`;
-    PaHCC at paper scale takes hours to render), others by building the dataset once per process."""
+def grid_domains(dataset: str, dataset_kwargs: Mapping[str, Any] | None, data_dir: str | Path | None) -> list[str]:
+    """The dataset's domain names for :func:`make_jobs`'s ``domains``: the built-in datasets' without building them
+    (:func:`dganalysis.data.domains.domain_names`; PaHCC at paper scale takes hours to render), others by building
+    the dataset from ``data_dir`` once per process; ``dataset_kwargs`` is checked first (:class:`ConfigError`
+    naming the key)."""
     from dganalysis.data.domains import domain_names
-    from dganalysis.validation import ConfigError, load_checked_dataset
+    from dganalysis.validation import ConfigError, check_dataset_kwargs, load_checked_dataset
+
+    dataset_kwargs = dict(dataset_kwargs or {}) if isinstance(dataset_kwargs, Mapping) or not dataset_kwargs \
+        else dataset_kwargs
+    check_dataset_kwargs(dataset, dataset_kwargs, "dataset_kwargs")
 
     try:
         return list(domain_names(dataset, dataset_kwargs, data_dir))
@@ -311,9 +332,9 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
             checkpoint_freq=cfg["checkpoint_freq"],
             hparams_overrides=cfg.get("hparams_overrides"),
             search_overrides=cfg.get("search_overrides"),
-            save_model=cfg.get("save_model", False),
-            holdout_fraction=cfg.get("holdout_fraction", 0.2),
-            data_dir=data_dir,
+            options=JobOptions(save_model=cfg.get("save_model", False),
+                               holdout_fraction=cfg.get("holdout_fraction", 0.2)),
+            domains=None if data_dir is None else grid_domains(cfg["dataset"], cfg.get("dataset_kwargs"), data_dir),
         )
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None

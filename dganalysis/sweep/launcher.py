@@ -31,6 +31,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -345,6 +346,29 @@ def _tick(bar, res: Mapping[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- public entry
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How every job of a sweep trains (none of it is part of the job hash): the torch ``device`` (None: the
+    trainer's choice), ``compile`` (``torch.compile``), the ``precision`` (``auto``, ``fp32`` or ``bf16``) and
+    ``imports``, modules or ``.py`` files that register extra datasets/algorithms, imported in every worker."""
+
+    device: str | None = None
+    compile: bool = False
+    precision: str = "auto"
+    imports: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class ClaimPolicy:
+    """How a runner shares a store with other runners (:mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs
+    another runner holds until they are finished (True) or leave them (False); ``lease_s`` — the claim lease
+    (default ``$DGANALYSIS_LEASE_S`` or 120 s); ``poll_s`` — seconds between looks at a held job."""
+
+    wait: bool = True
+    lease_s: float | None = None
+    poll_s: float = 1.0
+
+
 def run_sweep(
     jobs: Sequence[Job],
     store_dir: str | Path,
@@ -355,31 +379,29 @@ def run_sweep(
     *,
     dry_run: bool = False,
     retry_failed: bool = True,
-    device: str | None = None,
-    compile: bool = False,
-    precision: str = "auto",
-    imports: Sequence[str] = (),
+    execution: ExecutionOptions | None = None,
+    claims: ClaimPolicy | None = None,
     slurm: Mapping[str, Any] | None = None,
-    wait: bool = True,
-    lease_s: float | None = None,
-    poll_s: float = 1.0,
 ) -> pd.DataFrame:
     """Train the jobs of ``jobs`` that are not finished in ``store_dir``; one status row per job.
 
     ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
     ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
-    runner; only with ``wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed`` as
-    found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
-    :mod:`dganalysis.sweep.store`): ``wait`` — come back to jobs another runner holds until they are finished
-    (True) or leave them (False); ``lease_s`` — the claim lease (default ``$DGANALYSIS_LEASE_S`` or 120 s);
-    ``poll_s`` — seconds between looks at a held job. ``precision`` other than ``auto`` is checked against
+    runner; only with ``claims.wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed``
+    as found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
+    :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution`` (:class:`ExecutionOptions`):
+    device, compilation, precision and plug-in imports; a ``precision`` other than ``auto`` is checked against
     the finished jobs of the store first: a job finished with another precision is an error before any work.
-    ``imports``: modules or ``.py`` files that register extra datasets/algorithms, imported in every worker.
     ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
     """
     from dganalysis.sweep.store import lease_seconds
     from dganalysis.validation import ConfigError
+
+    execution = ExecutionOptions() if execution is None else execution
+    claims = ClaimPolicy() if claims is None else claims
+    device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
+    wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
     if launcher not in ("local", "slurm"):
         raise ConfigError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")

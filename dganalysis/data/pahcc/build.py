@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -139,7 +139,6 @@ def build_pahcc(
     gnt_dir: str | Path | None = None,
     handwritten_dir: str | Path | None = None,
     font_config: str | Path | None = None,
-    progress: bool = True,
 ) -> DomainDataset:
     """PaHCC with domains ``d0, d1, d2, hw`` (paper Sec. 3), cached; optionally a binarized view.
 
@@ -153,6 +152,8 @@ def build_pahcc(
         seed: seeds distortions and simulated writers.
         gnt_dir / handwritten_dir: real handwritten sources replacing the simulated hw domain.
         font_config: domain-assignment YAML (default ``resources/fonts.yaml``).
+
+    A build shows a progress bar (tqdm's; ``TQDM_DISABLE=1`` in the environment hides it).
     """
     if isinstance(binarize, bool):
         mode: str | int | None = "otsu" if binarize else None
@@ -185,8 +186,8 @@ def build_pahcc(
     if (folder / "manifest.json").is_file():
         log.info("PaHCC: loading cached build %s", folder)
     else:
-        _build(folder, root, chars, image_size, d0, d2, assigned, cfg, n_inst, writers, samples_per_writer, seed,
-               gnt_dir, handwritten_dir, data_dir, size, progress)
+        hw = _Handwriting(writers, samples_per_writer, gnt_dir, handwritten_dir, data_dir)
+        _build(folder, root, chars, image_size, d0, d2, assigned, cfg, n_inst, seed, hw, size)
     ds = DomainDataset.load(folder)
     if mode is None:
         return ds
@@ -198,15 +199,26 @@ def build_pahcc(
                          {"binarize": f"fixed threshold {int(mode)}"})
 
 
+class _Handwriting(NamedTuple):
+    """Where the hw domain comes from: ``writers`` × ``samples_per_writer`` simulated writers, or the real sources
+    ``gnt_dir`` / ``handwritten_dir`` (read under ``data_dir``)."""
+
+    writers: int
+    samples_per_writer: int
+    gnt_dir: Any
+    handwritten_dir: Any
+    data_dir: Any
+
+
 def _build(folder: Path, root: Path, chars: list[str], image_size: int, d0: list[FontFace], d2: list[FontFace],
-           assigned: dict[str, list[FontFace]], cfg: dict[str, Any], n_inst: int, writers: int,
-           samples_per_writer: int, seed: int, gnt_dir, handwritten_dir, data_dir, size, progress: bool) -> None:
+           assigned: dict[str, list[FontFace]], cfg: dict[str, Any], n_inst: int, seed: int, hw: _Handwriting,
+           size) -> None:
     t0 = time.time()
     cache = CoverageCache(root / "font_coverage.json")
-    simulated = gnt_dir is None and handwritten_dir is None
-    total = len(chars) * (len(d0) + n_inst + len(d2) + (writers if simulated else 0))
+    simulated = hw.gnt_dir is None and hw.handwritten_dir is None
+    total = len(chars) * (len(d0) + n_inst + len(d2) + (hw.writers if simulated else 0))
     ranges = cfg["d1"]["distortion"]
-    with tqdm(total=total, desc="PaHCC glyphs", unit="glyph", disable=not progress) as bar:
+    with tqdm(total=total, desc="PaHCC glyphs", unit="glyph") as bar:
         jobs0 = [(f.name, lambda f=f: render_face(f, chars, image_size, cache)) for f in d0]
         dom0, names0, miss0 = _printed_domain("d0", jobs0, chars, image_size, cache, bar)
         jobs1 = []
@@ -220,8 +232,8 @@ def _build(folder: Path, root: Path, chars: list[str], image_size: int, d0: list
         jobs2 = [(f.name, lambda f=f: render_face(f, chars, image_size, cache)) for f in d2]
         dom2, names2, miss2 = _printed_domain("d2", jobs2, chars, image_size, cache, bar)
         cache.save()
-        domh, writer_names, hw_info = _hw_domain(chars, image_size, writers, samples_per_writer, seed, gnt_dir,
-                                                 handwritten_dir, data_dir, bar)
+        domh, writer_names, hw_info = _hw_domain(chars, image_size, hw.writers, hw.samples_per_writer, seed,
+                                                 hw.gnt_dir, hw.handwritten_dir, hw.data_dir, bar)
     n_glyphs = sum(len(d) for d in (dom0, dom1, dom2, domh))
     info = {
         "source": "PaHCC (Zhang, Zhang & Liu, Sec. 3) rebuilt from installed fonts"

@@ -1,4 +1,4 @@
-"""Figures and tables for PaHCC (notebook 01): Fig. 7-style grids, gray vs binary, foreground histograms.
+"""Figures and tables of the PaHCC build (Zhang, Zhang & Liu, Sec. 3): Fig. 7-style grids, gray vs binary, foreground histograms.
 
 Simulated handwriting is labelled "simulated" in titles whenever the dataset's hw domain is simulated.
 """

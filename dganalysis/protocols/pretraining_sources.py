@@ -1,8 +1,9 @@
-"""Notebook 04's inputs: its own pretrainings or the published files, and the images the FID compares.
+"""The pretraining sources of the leakage study: its own pretrainings or the published files, and the images the FID
+compares with each domain.
 
 Yu et al. (2024, Tables 1-3) fine-tune or linear-probe from the weights their authors publish (ImageNet
 supervised, MoCo, SimCLR, …) and measure each test domain's FID to ImageNet (Table 2). On the small digits the
-notebook makes its own pretrainings instead (a supervised source close to the test domains, SimCLR on the
+study makes its own pretrainings instead (a supervised source close to the test domains, SimCLR on the
 training domains; :func:`own_pretrainings`). The FID reference for published weights is a folder of images
 from their pretraining data (``fid_reference``: e.g. a few thousand ImageNet validation images; chosen because
 ImageNet itself cannot be shipped); without one, the distance table is skipped and says so.
@@ -12,30 +13,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dganalysis.validation import check_domain_dataset, check_mapping, check_path, check_scalar, check_str
 
+if TYPE_CHECKING:
+    from dganalysis.notebook_params import LeakageOracleParams
+
 #: image files read from a ``fid_reference`` folder
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".JPEG")
 
 
-def own_pretrainings(ds, *, train_domains: list[str], test_like_angles: list[int], source_copies: int,
-                     featurizer: str, pretrain_steps: int, pretrain_batch_size: int, pretrain_lr: float,
-                     checkpoints: Mapping[str, Path]) -> dict[str, Any]:
-    """The two pretrainings of the digits setting (see the module doc); returns their results and source images."""
+def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]) -> dict[str, Any]:
+    """The two pretrainings of the digits setting (see the module doc), with ``p``'s training domains, test-like
+    angles, source copies, featurizer and pretraining steps, batch size and learning rate, saved to ``checkpoints``
+    (:func:`dganalysis.plans.leakage_checkpoints`); returns label → (result, source images)."""
     check_domain_dataset(ds, "ds", func="own_pretrainings")
-    check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
-    check_scalar(pretrain_steps, "pretrain_steps", func="own_pretrainings", kind='int', low=0)
-    from dganalysis.pretrain import pretrain_simclr, pretrain_supervised, rotated_digits_source
+    if not hasattr(p, "train_domains"):
+        from dganalysis.validation import ConfigError, describe
 
-    sup_x, sup_y = rotated_digits_source(ds, train_domains, tuple(test_like_angles), copies=source_copies, seed=0)
-    unlab_x = np.concatenate([d.images for d in ds.domains if d.name in train_domains])
-    common = dict(featurizer=featurizer, steps=pretrain_steps, batch_size=pretrain_batch_size, lr=pretrain_lr, seed=0)
-    sup = pretrain_supervised(sup_x, sup_y, n_classes=len(ds.classes), **common, out_path=checkpoints["supervised"])
-    ssl = pretrain_simclr(unlab_x, **common, out_path=checkpoints["simclr"])
+        raise ConfigError(f"own_pretrainings: parameter 'p': expected a LeakageOracleParams (dganalysis.notebook_params), got {describe(p)}")
+    check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
+    from dganalysis.pretrain import PretrainConfig, pretrain_simclr, pretrain_supervised, rotated_digits_source
+
+    sup_x, sup_y = rotated_digits_source(ds, p.train_domains, tuple(p.test_like_angles), copies=p.source_copies,
+                                         seed=0)
+    unlab_x = np.concatenate([d.images for d in ds.domains if d.name in p.train_domains])
+    cfg = PretrainConfig(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
+                         lr=p.pretrain_lr, seed=0)
+    sup = pretrain_supervised(sup_x, sup_y, cfg, n_classes=len(ds.classes), out_path=checkpoints["supervised"])
+    ssl = pretrain_simclr(unlab_x, cfg, out_path=checkpoints["simclr"])
     return {"supervised (test-like)": (sup, sup_x), "SimCLR (train domains)": (ssl, unlab_x)}
 
 
@@ -72,7 +81,7 @@ def distance_to_pretraining(ds, extractor, own_sources: Mapping[str, np.ndarray]
                             fid_reference: str | Path | None, limit: int = 2000):
     """Fréchet distance of each domain to each pretraining's data, wide (reference × domain; Yu et al. Table 2).
 
-    ``own_sources``: label → the images the notebook pretrained on; without them, the published weights' reference
+    ``own_sources``: label → the images of the study's own pretrainings; without them, the published weights' reference
     is ``fid_reference`` (labelled ``published_label``); neither → an empty table (logged: nothing to compare)."""
     check_domain_dataset(ds, "ds", func="distance_to_pretraining")
     check_mapping(own_sources, "own_sources", func="distance_to_pretraining", what="a mapping label → images")

@@ -1,0 +1,177 @@
+"""Across datasets, per algorithm against the baseline: probability of improvement, IQM, Wilcoxon signed-rank with
+Holm beside Friedman/Nemenyi, and the Bayesian signed-rank test with a ROPE.
+
+Each analysis runs on one *family* (one board and selection method of one input); datasets are the tasks / blocks.
+
+* **Probability of improvement** (Agarwal et al. 2021, ``rliable.metrics.probability_of_improvement``): the
+  probability that a run of the algorithm beats a run of the baseline on a randomly drawn dataset, ties counting ½
+  (the Mann–Whitney U statistic per dataset, averaged over datasets). *Sweep:* runs are the trials; its 95% CI is the
+  stratified bootstrap of Agarwal et al. (trials resampled with replacement within each dataset, each algorithm on
+  its own; percentile interval) — computed here vectorised with rliable's metric definition, because
+  ``rliable.library``'s bootstrap imports ``arch``, whose 7.x releases (the ones rliable allows) fail to import under
+  pandas ≥ 3. *Table* (means only): each dataset holds one "run", the published mean, so PoI is the share of datasets
+  where the algorithm's mean is higher (ties ½) and its CI resamples *datasets* (a task bootstrap), labelled
+  ``basis = "datasets (published means)"``; no runs are simulated from the means.
+* **IQM** (``rliable.metrics.aggregate_iqm``, the 25%-trimmed mean over all runs × datasets) of accuracy and of the
+  difference to the baseline's mean on each dataset (a baseline-normalised score), with the same CIs.
+* **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``, two-sided) for every pair of algorithms over the datasets'
+  means, Holm-adjusted over all pairs: it decides *this pair*, whatever else is in the pool (Benavoli, Corani &
+  Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.protocols.friedman`, Demšar 2006) ask whether the average
+  ranks differ at all and which pairs differ *given the whole pool* — adding or removing an algorithm can change a
+  Nemenyi verdict on A vs B, not a Wilcoxon one. With 7 datasets the smallest two-sided Wilcoxon p is 1/64.
+* **Bayesian signed-rank** (Benavoli et al. 2017, ``baycomp.two_on_multiple`` on the datasets' means, seeded):
+  posterior P(better), P(equivalent: |Δ| < rope), P(worse) of the algorithm against the baseline, from 5000
+  posterior samples (Monte-Carlo error ≤ 0.007).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dganalysis.audit.claims import holm
+
+AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "iqm",
+               "iqm_low", "iqm_high", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "p_better", "p_equivalent",
+               "p_worse", "n_datasets", "basis"]
+BASIS_RUNS = "trials within datasets (stratified bootstrap)"
+BASIS_TABLE = "datasets (published means; task bootstrap)"
+
+
+def _runs(trials: pd.DataFrame, algorithm: str, datasets: list[str]) -> np.ndarray:
+    """(runs, datasets) matrix of an algorithm's trials; datasets with more trials are cut to the fewest."""
+    cols = [trials.loc[(trials["algorithm"] == algorithm) & (trials["dataset"] == d), "acc"].to_numpy()
+            for d in datasets]
+    k = min(len(c) for c in cols)
+    return np.stack([c[:k] for c in cols], axis=1)
+
+
+def _poi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PoI of x over y for arrays (..., runs, tasks): mean over tasks of P(x > y) + ½ P(x = y) (rliable's metric)."""
+    gt = (x[..., :, None, :] > y[..., None, :, :]).mean(axis=(-3, -2))
+    eq = (x[..., :, None, :] == y[..., None, :, :]).mean(axis=(-3, -2))
+    return (gt + 0.5 * eq).mean(axis=-1)
+
+
+def _iqm(s: np.ndarray) -> np.ndarray:
+    flat = s.reshape(*s.shape[:-2], -1)
+    return stats.trim_mean(flat, 0.25, axis=-1)
+
+
+def _stratified(x: np.ndarray, rng: np.random.Generator, reps: int) -> np.ndarray:
+    """(reps, runs, tasks): runs resampled with replacement within each task."""
+    runs, tasks = x.shape
+    idx = rng.integers(0, runs, size=(reps, runs, tasks))
+    return np.take_along_axis(np.broadcast_to(x, (reps, runs, tasks)), idx, axis=1)
+
+
+def _tasks(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, reps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both (reps, runs, tasks) with the same datasets resampled with replacement."""
+    idx = rng.integers(0, x.shape[1], size=(reps, x.shape[1]))
+    return x[:, idx].transpose(1, 0, 2), y[:, idx].transpose(1, 0, 2)
+
+
+def _ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    a = (1 - confidence) / 2
+    return float(np.quantile(values, a)), float(np.quantile(values, 1 - a))
+
+
+def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: str, rope: float = 1.0,
+                  confidence: float = 0.95, reps: int = 2000, seed: int = 0,
+                  bayes_samples: int = 5000) -> pd.DataFrame:
+    """PoI, IQM and Bayesian signed-rank per (board, selection, algorithm ≠ baseline), columns :data:`AGG_COLUMNS`.
+
+    ``trials`` (a sweep's per-trial dataset averages) gives the run-level analyses; without it (a table) the
+    datasets' means are the runs (see the module docstring). Needs ≥ 2 shared datasets per algorithm.
+    ``bayes_samples``: posterior samples of the Bayesian signed-rank test (Monte-Carlo error of its probabilities
+    ≈ 0.5/√samples ≤ 0.007 at 5000; baycomp's default 50,000 costs 0.6 s a pair).
+    """
+    import baycomp
+    from rliable import metrics
+
+    rows = []
+    avg = cells[cells["env"].fillna("") == ""]
+    for (board, selection), fam in avg.groupby(["board", "selection"], sort=False):
+        means = fam.pivot_table(index="dataset", columns="algorithm", values="mean")
+        if baseline not in means:
+            continue
+        for alg in [a for a in means.columns if a != baseline]:
+            pair = means[[alg, baseline]].dropna()
+            datasets = list(pair.index)
+            if len(datasets) < 2:
+                continue
+            rng = np.random.default_rng(seed)
+            tr = None if trials is None else trials[(trials["board"] == board) & (trials["selection"] == selection)]
+            if tr is not None and not tr.empty:
+                x, y = _runs(tr, alg, datasets), _runs(tr, baseline, datasets)
+                basis = BASIS_RUNS
+                xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
+            else:
+                x, y = pair[[alg]].to_numpy().T, pair[[baseline]].to_numpy().T
+                basis = BASIS_TABLE
+                xb, yb = _tasks(x, y, rng, reps)
+            base_mean = y.mean(axis=0)
+            poi = float(metrics.probability_of_improvement(x, y))
+            iqm = float(metrics.aggregate_iqm(x))
+            iqm_d = float(metrics.aggregate_iqm(x - base_mean))
+            bmean = yb.mean(axis=-2, keepdims=True)
+            lo, hi = _ci(_poi(xb, yb), confidence)
+            ilo, ihi = _ci(_iqm(xb), confidence)
+            dlo, dhi = _ci(_iqm(xb - bmean), confidence)
+            probs = baycomp.two_on_multiple(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope=rope,
+                                            random_state=seed, nsamples=bayes_samples)
+            pb, pe, pw = (probs if rope > 0 else (probs[0], 0.0, probs[1]))
+            rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,
+                             prob_improvement=poi, ci_low=lo, ci_high=hi, iqm=iqm, iqm_low=ilo, iqm_high=ihi,
+                             iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi, p_better=float(pb),
+                             p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets), basis=basis))
+    return pd.DataFrame(rows, columns=AGG_COLUMNS)
+
+
+def block_means(cells: pd.DataFrame, board: str, selection: str) -> pd.DataFrame:
+    """Datasets × algorithms of the dataset-average means of one family, complete rows only."""
+    avg = cells[(cells["env"].fillna("") == "") & (cells["board"] == board) & (cells["selection"] == selection)]
+    wide = avg.pivot_table(index="dataset", columns="algorithm", values="mean").dropna(axis=0, how="any")
+    wide.columns.name = None
+    return wide
+
+
+def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Two-sided Wilcoxon signed-rank test of every pair of algorithms over the datasets' means, Holm over the
+    pairs of one family. ``direction``: +1 where ``a`` is decided better than ``b``, −1 worse, 0 undecided."""
+    rows = []
+    for (board, selection), _ in cells.groupby(["board", "selection"], sort=False):
+        wide = block_means(cells, board, selection)
+        if len(wide) < 2 or wide.shape[1] < 2:
+            continue
+        fam = []
+        for a, b in itertools.combinations(wide.columns, 2):
+            d = wide[a] - wide[b]
+            p = 1.0 if (d == 0).all() else float(stats.wilcoxon(wide[a], wide[b], zero_method="pratt").pvalue)
+            fam.append(dict(board=board, selection=selection, a=a, b=b, median_diff=float(d.median()),
+                            n_datasets=len(wide), p=p))
+        frame = pd.DataFrame(fam)
+        frame["p_adj"] = holm(frame["p"].to_numpy())
+        frame["direction"] = np.where(frame["p_adj"] < alpha, np.sign(frame["median_diff"]), 0).astype(int)
+        frame["test"] = "Wilcoxon signed-rank (two-sided, Pratt zeros)"
+        frame["correction"] = f"Holm over {len(frame)} pairs"
+        rows.append(frame)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["board", "selection", "a", "b", "median_diff", "n_datasets", "p", "p_adj", "direction", "test",
+                 "correction"])
+
+
+def friedman_tests(cells: pd.DataFrame, alpha: float = 0.05) -> dict:
+    """(board, selection) → :class:`dganalysis.protocols.friedman.FriedmanResult` over datasets (≥ 3 algorithms,
+    ≥ 2 complete datasets; otherwise left out)."""
+    from dganalysis.protocols.friedman import friedman
+
+    out = {}
+    for (board, selection), _ in cells.groupby(["board", "selection"], sort=False):
+        wide = block_means(cells, board, selection)
+        if wide.shape[1] >= 3 and len(wide) >= 2:
+            out[(board, selection)] = friedman(wide, alpha=alpha)
+    return out

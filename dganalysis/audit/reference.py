@@ -1,0 +1,60 @@
+"""Reproduction check: a sweep (or a table) against a published table, cell by cell.
+
+"I can't reproduce your numbers — is my lower number noise?" Each (selection, dataset, algorithm) present in both
+gets Δ = ours − reference on the dataset average (points) and the tests of :mod:`dganalysis.audit.claims` — Welch t
+from both cells' summaries, TOST within ±rope, the published table's rounding honoured (worst case over its rounding
+box), Holm over the cells of one selection (and reference board) — and a verdict: ``consistent`` (equivalent within
+±rope), ``lower`` / ``higher`` (a decided difference), or ``undecided`` (neither: more trials needed, see
+``trials_needed``). Consistency is the TOST: it is claimed for a true |Δ| = rope in at most α of the checks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dganalysis.audit.claims import VERDICTS, decide, trials_needed
+
+REFERENCE_VERDICTS = {"better": "higher", "worse": "lower", "equivalent": "consistent", "undecided": "undecided"}
+REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "reference_mean", "delta", "ci_low",
+               "ci_high", "p_adj", "p_equiv_adj", "verdict", "n", "reference_n", "trials_needed", "test",
+               "correction"]
+
+
+def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
+            confidence: float = 0.95) -> pd.DataFrame:
+    """Cell-by-cell comparison of two cells frames (dataset averages, ``env == ""``); columns :data:`REF_COLUMNS`.
+    Raises when no (selection, dataset, algorithm) is shared."""
+    a = ours[ours["env"].fillna("") == ""]
+    b = reference[reference["env"].fillna("") == ""]
+    key = ["selection", "dataset", "algorithm"]
+    joined = a.merge(b, on=key, suffixes=("", "_r"))
+    if joined.empty:
+        raise ValueError(f"reference: no (selection, dataset, algorithm) in common; ours has datasets "
+                         f"{sorted(a['dataset'].unique())}, algorithms {sorted(a['algorithm'].unique())}; the "
+                         f"reference has {sorted(b['dataset'].unique())}, {sorted(b['algorithm'].unique())}")
+    out = []
+    for (board, selection), fam in joined.groupby(["board_r", "selection"], sort=False):
+        d = decide(fam["mean"].to_numpy(), fam["se"].to_numpy(), fam["n"].to_numpy(), fam["mean_r"].to_numpy(),
+                   fam["se_r"].to_numpy(), fam["n_r"].to_numpy(), ddof_a=fam["se_ddof"].to_numpy(),
+                   ddof_b=fam["se_ddof_r"].to_numpy(), mean_res_a=fam["mean_res"].to_numpy(),
+                   mean_res_b=fam["mean_res_r"].to_numpy(), se_res_a=fam["se_res"].to_numpy(),
+                   se_res_b=fam["se_res_r"].to_numpy(), alpha=alpha, rope=rope, confidence=confidence)
+        m = int(np.isfinite(d.p).sum())
+        ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / (fam["n"] - 1)), 1.0)
+        cb = np.where(fam["se_ddof_r"] == 0, np.sqrt(fam["n_r"] / (fam["n_r"] - 1)), 1.0)
+        sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
+        sd_b = (fam["se_r"] + fam["se_res_r"] / 2).to_numpy() * cb * np.sqrt(fam["n_r"].to_numpy())
+        r = (fam["mean_res"].to_numpy() + fam["mean_res_r"].to_numpy()) / 2
+        need = trials_needed(np.maximum(np.abs(d.delta) - r, 0.0), sd_a, sd_b, alpha / max(m, 1))
+        out.append(pd.DataFrame({
+            "reference_board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
+            "algorithm": fam["algorithm"].to_numpy(), "mean": fam["mean"].to_numpy(),
+            "reference_mean": fam["mean_r"].to_numpy(), "delta": d.delta, "ci_low": d.ci_low, "ci_high": d.ci_high,
+            "p_adj": d.p_adj, "p_equiv_adj": d.p_equiv_adj,
+            "verdict": [REFERENCE_VERDICTS[VERDICTS[v]] for v in d.verdict], "n": fam["n"].to_numpy(),
+            "reference_n": fam["n_r"].to_numpy(), "trials_needed": need,
+            "test": f"Welch t + TOST (Welch t), rope ±{rope:g}; reference rounding honoured",
+            "correction": f"Holm over {m} cells ({selection}{', ' + board if board else ''})",
+        }))
+    return pd.concat(out, ignore_index=True)[REF_COLUMNS]

@@ -1,0 +1,321 @@
+"""The audit's outputs: figures, the claims as CSV and booktabs LaTeX, the JSON contract, one self-contained HTML page.
+
+Figures (:func:`figures`): a forest plot of Δ with its CI per dataset (one panel per dataset, colour = verdict), the
+probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon
+pairs' Holm-adjusted p-values, and — when the raw-sweep analyses ran — expected best accuracy vs search budget and
+the selection regret. Every verdict sentence of the page states n, the test and the correction
+(:func:`dganalysis.audit.claims.verdict_sentence`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io as _io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dganalysis import io
+from dganalysis.audit.claims import verdict_sentence
+from dganalysis.audit.run import AuditResult, InputAudit
+
+COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
+PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
+CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p_adj", "p_equiv_adj", "verdict",
+               "verdict_nominal", "trials_needed", "n"]
+
+
+def _families(a: InputAudit):
+    return list(a.claims.groupby(["board", "selection"], sort=False)) if not a.claims.empty else []
+
+
+def _label(a: InputAudit, board: str, sel: str) -> str:
+    return f"{Path(a.input.name).name} · {sel}{' · ' + board if board else ''}"
+
+
+def forest_plot(fam: pd.DataFrame, title: str):
+    """Δ (points) with its CI per algorithm, one panel per dataset, coloured by verdict."""
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(fam["dataset"]))
+    ncols = min(4, len(datasets))
+    nrows = int(np.ceil(len(datasets) / ncols))
+    algs = sorted(fam["algorithm"].unique())
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 0.22 * len(algs) * nrows + 1.8), squeeze=False,
+                             sharey=True)
+    for ax, ds in zip(axes.ravel(), datasets):
+        part = fam[fam["dataset"] == ds].set_index("algorithm").reindex(algs)
+        y = np.arange(len(algs))
+        for yi, (_, r) in zip(y, part.iterrows()):
+            if pd.isna(r["delta"]):
+                continue
+            c = COLORS[r["verdict"]]
+            if np.isfinite(r["ci_low"]):
+                ax.plot([r["sim_low"], r["sim_high"]], [yi, yi], color=c, lw=0.8)
+                ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=2.5)
+            ax.plot(r["delta"], yi, "o", color=c, ms=4)
+        ax.axvline(0, color="k", lw=0.7)
+        ax.set_title(ds, fontsize="small")
+        ax.set_yticks(y, algs, fontsize="x-small")
+        ax.invert_yaxis() if ds == datasets[0] else None
+        ax.set_xlabel("Δ vs baseline (points)", fontsize="x-small")
+    for ax in axes.ravel()[len(datasets):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=1.5, label=v) for v, c in COLORS.items()]
+    fig.legend(handles=handles, loc="lower center", fontsize="x-small", ncol=4, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(title, fontsize="small", x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0.06, 1, 0.93))
+    return fig
+
+
+def poi_plot(agg: pd.DataFrame, title: str):
+    """Probability of improvement over the baseline with its CI, one row per algorithm."""
+    import matplotlib.pyplot as plt
+
+    agg = agg.sort_values("prob_improvement")
+    fig, ax = plt.subplots(figsize=(5, 0.25 * len(agg) + 1.2))
+    y = np.arange(len(agg))
+    ax.errorbar(agg["prob_improvement"], y, xerr=[agg["prob_improvement"] - agg["ci_low"],
+                                                   agg["ci_high"] - agg["prob_improvement"]], fmt="o", ms=4,
+                capsize=2)
+    ax.axvline(0.5, color="k", lw=0.7, ls="--")
+    ax.set_yticks(y, agg["algorithm"], fontsize="x-small")
+    ax.set_xlim(-0.02, 1.02)
+    basis = agg["basis"].iloc[0] if len(agg) else ""
+    ax.set_xlabel(f"P(algorithm > {agg['baseline'].iloc[0] if len(agg) else 'baseline'}) — over {basis}",
+                  fontsize="x-small")
+    ax.set_title(title, fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def wilcoxon_plot(wil: pd.DataFrame, title: str):
+    """Holm-adjusted Wilcoxon p-values of every pair (lower triangle)."""
+    import matplotlib.pyplot as plt
+
+    algs = sorted(set(wil["a"]) | set(wil["b"]))
+    mat = pd.DataFrame(np.nan, index=algs, columns=algs)
+    for _, r in wil.iterrows():
+        mat.loc[r["a"], r["b"]] = mat.loc[r["b"], r["a"]] = r["p_adj"]
+    fig, ax = plt.subplots(figsize=(0.35 * len(algs) + 2, 0.35 * len(algs) + 1.2))
+    im = ax.imshow(mat.to_numpy(), vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(algs)), algs, rotation=90, fontsize="x-small")
+    ax.set_yticks(range(len(algs)), algs, fontsize="x-small")
+    fig.colorbar(im, ax=ax, label="Holm-adjusted p", shrink=0.8)
+    n = int(wil["n_datasets"].iloc[0]) if len(wil) else 0
+    ax.set_title(f"{title}\nWilcoxon signed-rank over {n} datasets (decides each pair on its own)", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def sweep_plots(a: InputAudit, prefix: str) -> dict:
+    """Expected-max curves and selection regret from the raw-sweep analyses, where they ran."""
+    import matplotlib.pyplot as plt
+
+    out = {}
+    curve = a.sweep.get("expected_max")
+    if isinstance(curve, pd.DataFrame) and not curve.empty:
+        datasets = list(dict.fromkeys(curve["dataset"]))
+        fig, axes = plt.subplots(1, len(datasets), figsize=(3.5 * len(datasets), 3), squeeze=False)
+        for ax, ds in zip(axes[0], datasets):
+            for alg, part in curve[curve["dataset"] == ds].groupby("algorithm"):
+                ax.plot(part["budget"], part["expected_max"], label=alg)
+                ax.fill_between(part["budget"], part["ci_low"], part["ci_high"], alpha=0.2)
+            ax.set_title(ds, fontsize="small")
+            ax.set_xlabel("hparam draws (budget)")
+            ax.set_ylabel("expected best accuracy")
+        axes[0][0].legend(fontsize="x-small")
+        fig.suptitle("Expected best accuracy vs search budget (Dodge et al. 2019)", fontsize="small")
+        fig.tight_layout()
+        out[f"{prefix}_expected_max"] = fig
+    regret = a.sweep.get("selection_regret")
+    if isinstance(regret, pd.DataFrame) and not regret.empty:
+        fig, ax = plt.subplots(figsize=(6, 0.25 * len(regret) + 1.2))
+        lab = regret["dataset"].astype(str) + " · " + regret["algorithm"].astype(str) + " · " + regret["selection"]
+        y = np.arange(len(regret))
+        ax.errorbar(regret["regret"], y, xerr=[regret["regret"] - regret["ci_low"], regret["ci_high"] - regret["regret"]],
+                    fmt="o", ms=3, capsize=2)
+        ax.set_yticks(y, lab, fontsize="xx-small")
+        ax.axvline(0, color="k", lw=0.7)
+        ax.set_xlabel("regret against oracle selection")
+        ax.set_title("Model-selection regret", fontsize="small")
+        fig.tight_layout()
+        out[f"{prefix}_selection_regret"] = fig
+    return out
+
+
+def figures(result: AuditResult) -> dict:
+    """name → matplotlib Figure for every input and family (see the module docstring)."""
+    import matplotlib as mpl
+
+    from dganalysis.protocols.friedman import plot_cd_diagram
+
+    mpl.rcParams["figure.max_open_warning"] = 0  # the caller closes them (write_outputs)
+    out = {}
+    for i, a in enumerate(result.audits):
+        for (board, sel), fam in _families(a):
+            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            title = _label(a, board, sel)
+            out[f"{key}_forest"] = forest_plot(fam, f"{title}\nΔ with {int(result.settings['confidence'] * 100)}% CI "
+                                                    "(thick: per claim; thin: simultaneous over the family, "
+                                                    "Bonferroni); rounding honoured")
+            agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
+            if not agg.empty:
+                out[f"{key}_poi"] = poi_plot(agg, title)
+            wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
+            if not wil.empty:
+                out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title)
+            if (board, sel) in a.friedman:
+                out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=title)
+        out.update(sweep_plots(a, f"{PREFIX}{i}"))
+    return out
+
+
+def _n_range(fam: pd.DataFrame) -> str:
+    lo, hi = int(fam["n"].min()), int(fam["n"].max())
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def claims_latex(result: AuditResult) -> str:
+    """All claims as one booktabs table with a caption stating the tests, n and the correction."""
+    s = result.settings
+    frames = [a.claims.assign(input=Path(a.input.name).name) for a in result.audits if not a.claims.empty]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["input", *CLAIM_TABLE])
+    df = df[["input", "board", *CLAIM_TABLE]]
+    caption = (f"Claims against {s['baseline']}: Δ in accuracy points on each dataset's average over test "
+               f"environments with its {int(s['confidence'] * 100)}\\% CI; Welch t-test (two-sided) and TOST within "
+               f"±{s['rope']:g} points, p-values Holm-adjusted over each selection method's claims, α = {s['alpha']:g}; "
+               "published rounding honoured (worst case over each printed number's rounding interval); "
+               "verdict\\_nominal reads the printed numbers at face value. n = trials per cell.")
+    body = df.to_latex(index=False, float_format=lambda v: f"{v:.3g}", escape=True)
+    return ("\\begin{table}[t]\n\\centering\n\\small\n\\caption{" + caption + "}\n\\label{tab:audit-claims}\n"
+            + body + "\\end{table}\n")
+
+
+def _png(fig) -> str:
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _table_html(df: pd.DataFrame, max_rows: int = 400) -> str:
+    if df is None or df.empty:
+        return "<p>(none)</p>"
+    return df.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0, classes="t",
+                                     na_rep="—")
+
+
+def html_page(result: AuditResult, figs: dict) -> str:
+    """One self-contained page: settings, summary, per input the decided claims in sentences, the tables, figures."""
+    s = result.settings
+    e = html.escape
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>dganalysis audit</title><style>",
+             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;font-size:14px}"
+             "table.t{border-collapse:collapse;font-size:12px}table.t td,table.t th{padding:2px 6px;"
+             "border-bottom:1px solid #ddd}img{max-width:100%}.note{color:#555}</style></head><body>",
+             "<h1>dganalysis audit</h1>",
+             f"<p>Baseline <b>{e(s['baseline'])}</b>; selections {e(', '.join(s['selections']))}; α = {s['alpha']:g}; "
+             f"ROPE ±{s['rope']:g} points; {int(s['confidence'] * 100)}% CIs.</p>",
+             "<p class='note'>How to read a verdict: <b>better</b>/<b>worse</b> — Welch's t-test on the dataset "
+             "averages over trials, Holm-adjusted over all claims of one selection method, p &lt; α; "
+             "<b>equivalent</b> — the TOST shows |Δ| &lt; ROPE (Holm-adjusted); <b>undecided</b> — neither. With "
+             "algorithms identical in distribution, better/worse appears in at most α of audits. Published numbers "
+             "are rounded: verdicts hold for every value the printed digits allow (a printed ± 0.0 is an SE below "
+             "0.05, not zero); <i>verdict_nominal</i> is what the printed numbers give at face value. "
+             "<i>trials_needed</i>: trials per group for 80% power at the observed effect (a planning figure).</p>",
+             "<h2>Summary</h2><ul>", *[f"<li>{e(line)}</li>" for line in result.summary_lines()], "</ul>"]
+    for i, a in enumerate(result.audits):
+        parts.append(f"<h2>{e(a.input.name)} ({a.input.kind})</h2>")
+        for note in a.notes + a.input.notes:
+            parts.append(f"<p class='note'>Note: {e(note)}</p>")
+        for (board, sel), fam in _families(a):
+            parts.append(f"<h3>{e(sel)}{' · ' + e(board) if board else ''}</h3>")
+            decided = fam[fam["verdict"] != "undecided"]
+            changed = fam[fam["rounding_changed"]]
+            parts.append("<p>Decided claims:</p><ul>" + "".join(
+                f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>" for _, r in decided.iterrows())
+                + ("" if len(decided) else f"<li>none of {len(fam)} claims is decided ({e(fam['correction'].iloc[0])}"
+                   f", α = {s['alpha']:g}; n = {_n_range(fam)} trials per cell, "
+                   f"Welch t / TOST).</li>") + "</ul>")
+            if len(changed):
+                parts.append("<p>Verdicts that rest on rounding (the printed numbers alone would decide them):</p><ul>"
+                             + "".join(f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>"
+                                       for _, r in changed.iterrows()) + "</ul>")
+            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            for suffix in ("forest", "poi", "wilcoxon", "cd"):
+                if f"{key}_{suffix}" in figs:
+                    parts.append(f"<img src='data:image/png;base64,{_png(figs[f'{key}_{suffix}'])}'>")
+            parts.append("<details><summary>All claims</summary>" + _table_html(fam[CLAIM_TABLE]) + "</details>")
+            agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
+            parts.append("<h4>Across datasets</h4>" + _table_html(agg.drop(columns=["board", "selection"])))
+            if (board, sel) in a.friedman:
+                parts.append(f"<p>{e(a.friedman[(board, sel)].summary())} — Friedman asks whether the average ranks "
+                             "differ at all; Nemenyi (the CD diagram) which pairs differ given the whole pool.</p>")
+            wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
+            dec = wil[wil["direction"] != 0]
+            parts.append(f"<p>Wilcoxon signed-rank (each pair on its own, Holm over {len(wil)} pairs): "
+                         f"{len(dec)} pair(s) decided.</p>" + (_table_html(dec) if len(dec) else ""))
+        if a.reference is not None:
+            counts = a.reference["verdict"].value_counts().to_dict()
+            parts.append(f"<h3>Reproduction check against {e(str(s['reference']))}</h3><p>{e(str(counts))}</p>"
+                         + _table_html(a.reference))
+        for name, value in a.sweep.items():
+            if isinstance(value, pd.DataFrame):
+                parts.append(f"<h3>{e(name.replace('_', ' '))}</h3>" + _table_html(value))
+        for suffix in ("expected_max", "selection_regret"):
+            if f"{PREFIX}{i}_{suffix}" in figs:
+                parts.append(f"<img src='data:image/png;base64,{_png(figs[f'{PREFIX}{i}_{suffix}'])}'>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_outputs(result: AuditResult, html_path: str | Path | None = None, json_path: str | Path | None = None,
+                  output_dir: str | Path | None = None) -> list[Path]:
+    """Write the HTML page (with ``<stem>.claims.csv`` and ``<stem>.claims.tex`` beside it), the JSON, and — with
+    ``output_dir`` — every figure and table in the notebooks' layout (``figures/``, ``tables/``)."""
+    import matplotlib.pyplot as plt
+
+    from dganalysis import plots
+
+    written: list[Path] = []
+    frames = [a.claims.assign(input=a.input.name) for a in result.audits]
+    all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if json_path:
+        import json
+
+        written.append(io.write_text(json_path, json.dumps(result.to_json(), indent=1, allow_nan=False) + "\n"))
+    figs = figures(result) if (html_path or output_dir) else {}
+    try:
+        if html_path:
+            html_path = Path(html_path)
+            written.append(io.write_text(html_path, html_page(result, figs)))
+            written.append(io.write_text(html_path.with_suffix(".claims.csv"), all_claims.to_csv(index=False)))
+            written.append(io.write_text(html_path.with_suffix(".claims.tex"), claims_latex(result)))
+            for a in result.audits:
+                hp = a.sweep.get("selected_hparams")
+                if hp:
+                    from dganalysis.audit import sweep as sw
+
+                    stem = _slug(Path(a.input.name).name)
+                    target = html_path.with_name(f"{html_path.stem}.{stem}.selected_hparams.json")
+                    sw.write_selected_hparams(hp, target)
+                    written.append(target)
+        if output_dir:
+            for name, fig in figs.items():
+                written += plots.save_figure(fig, name, output_dir)
+            written += plots.save_table(all_claims, "08_audit_claims", output_dir, caption="Audit claims")
+            aggs = pd.concat([a.aggregate.assign(input=a.input.name) for a in result.audits], ignore_index=True)
+            written += plots.save_table(aggs, "08_audit_aggregate", output_dir, caption="Across datasets",
+                                        float_format="%.3f")
+    finally:
+        for fig in figs.values():
+            plt.close(fig)
+    return written

@@ -1,0 +1,243 @@
+"""The whole audit of one or more inputs: :func:`run_audit` → :class:`AuditResult` (claims, across-dataset analyses,
+reproduction check, raw-sweep analyses) and its JSON contract (:meth:`AuditResult.to_json`).
+
+Every input is read and checked (file, columns, baseline, selections, reference) before any statistic is computed.
+Raw-sweep analyses (selection regret, ranking changes, expected best accuracy vs search budget, LODO vs LOGO, the
+selected hparams) come from :mod:`dganalysis.audit.sweep` when it is installed; where it is not, the audit says so
+and does everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dganalysis.audit import aggregate, claims, reference
+from dganalysis.audit.inputs import AuditInput, check_baseline, check_inputs, load_input, parse_selections
+from dganalysis.audit.tables import is_table, read_table
+
+log = logging.getLogger(__name__)
+CONTRACT_CLAIM = ["selection", "dataset", "algorithm", "baseline", "delta", "ci_low", "ci_high", "p_adj", "verdict",
+                  "trials_needed"]
+CONTRACT_AGG = ["selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high"]
+
+
+@dataclass
+class InputAudit:
+    """The audit of one input."""
+
+    input: AuditInput
+    claims: pd.DataFrame
+    aggregate: pd.DataFrame
+    wilcoxon: pd.DataFrame
+    friedman: dict
+    reference: pd.DataFrame | None = None
+    sweep: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def summary_line(self, alpha: float) -> str:
+        """``audit <input>: k better, m worse, e equivalent, u undecided of N claims (selection, Holm α)`` per family."""
+        parts = []
+        for (board, sel), fam in self.claims.groupby(["board", "selection"], sort=False):
+            c = claims.summary_counts(fam)
+            parts.append(f"{c['better']} better, {c['worse']} worse, {c['equivalent']} equivalent, {c['undecided']} "
+                         f"undecided of {c['total']} claims ({sel}{', ' + board if board else ''}, Holm α={alpha:g})")
+        return f"audit {self.input.name}: " + ("; ".join(parts) if parts else "no claims (no baseline cells)")
+
+
+@dataclass
+class AuditResult:
+    """All inputs' audits and the settings they ran with."""
+
+    audits: list[InputAudit]
+    settings: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  #: optional inputs left out, and why
+
+    def summary_lines(self) -> list[str]:
+        return [a.summary_line(self.settings["alpha"]) for a in self.audits] + [f"audit {n}" for n in self.notes]
+
+    def to_json(self) -> dict[str, Any]:
+        """The machine contract: ``claims`` and ``aggregate`` (the issue's keys, plus ``input`` and more per row),
+        ``wilcoxon``, ``friedman``, ``reference``, ``sweep``, ``inputs``, ``settings``, ``summary``. NaN and ±inf
+        are null (``trials_needed`` null: no finite number of trials decides the observed effect, or no SE)."""
+        out: dict[str, Any] = {"claims": [], "aggregate": [], "wilcoxon": [], "friedman": [], "reference": [],
+                               "sweep": {}, "inputs": [], "settings": _clean(self.settings),
+                               "summary": self.summary_lines(), "notes": list(self.notes)}
+        for a in self.audits:
+            name = a.input.name
+            out["inputs"].append({"input": name, "kind": a.input.kind, "notes": a.notes + a.input.notes,
+                                  "cells": int(len(a.input.cells))})
+            out["claims"] += _records(a.claims, name)
+            out["aggregate"] += _records(a.aggregate, name)
+            out["wilcoxon"] += _records(a.wilcoxon, name)
+            for (board, sel), f in a.friedman.items():
+                out["friedman"].append(_clean({"input": name, "board": board, "selection": sel, "statistic": f.statistic,
+                                        "p": f.p, "n_datasets": f.n_blocks, "n_algorithms": f.n_methods,
+                                        "critical_difference": f.critical_difference,
+                                        "avg_rank": {k: float(v) for k, v in f.avg_rank.items()},
+                                        "summary": f.summary()}))
+            if a.reference is not None:
+                out["reference"] += _records(a.reference, name)
+            if a.sweep:
+                out["sweep"][name] = {k: (_records(v, name) if isinstance(v, pd.DataFrame) else _clean(v))
+                                      for k, v in a.sweep.items()}
+        return out
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return None if not math.isfinite(float(v)) else float(v)
+    if isinstance(v, pd.DataFrame):
+        return _records(v, None)
+    return v
+
+
+def _records(df: pd.DataFrame, name: str | None) -> list[dict]:
+    rows = df.to_dict(orient="records")
+    return [_clean({**({"input": name} if name is not None else {}), **r}) for r in rows]
+
+
+def _table_selections(cells: pd.DataFrame, selections: list[str], where: str, explicit: bool) -> pd.DataFrame:
+    have = list(dict.fromkeys(cells["selection"]))
+    keep = cells[cells["selection"].isin(selections)]
+    if keep.empty or (explicit and set(selections) - set(have)):
+        raise ValueError(f"{where}: no cells for selection {sorted(set(selections) - set(have))}; the table has "
+                         f"{have}")
+    return keep
+
+
+def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -> tuple[dict, list[str]]:
+    """The raw-sweep analyses of :mod:`dganalysis.audit.sweep`, or a note where it is not installed."""
+    try:
+        from dganalysis.audit import sweep as sw
+    except ImportError:
+        return {}, ["raw-sweep analyses (selection regret, expected-max curves, LODO vs LOGO, selected hparams) "
+                    "need dganalysis.audit.sweep, which is not installed in this version"]
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    df = inp.records
+    main_sel = "training_domain" if "training_domain" in selections else selections[0]
+    steps = [
+        ("selection_regret", lambda: sw.selection_regret(df, selections, confidence=confidence)),
+        ("ranking_changes", lambda: sw.ranking_changes(df, selections)),
+        ("expected_max", lambda: sw.expected_max_curve(df, main_sel)),
+        ("lodo_vs_logo", lambda: sw.lodo_vs_logo(df)),
+        ("selected_hparams", lambda: sw.selected_hparams(df, main_sel)),
+    ]
+    for key, call in steps:
+        try:
+            value = call()
+        except (AttributeError, NotImplementedError) as e:
+            notes.append(f"{key}: not available in dganalysis.audit.sweep ({e})")
+            continue
+        except ValueError as e:  # this sweep cannot give the analysis (e.g. no oracle, one hparam draw)
+            notes.append(f"{key}: {e}")
+            continue
+        if value is not None:
+            out[key] = value
+    if "expected_max" in out:
+        try:
+            out["saturation"] = sw.saturation(out["expected_max"])
+        except (AttributeError, ValueError) as e:
+            notes.append(f"saturation: {e}")
+    return out, notes
+
+
+STORE = "store"  #: in a notebook's ``inputs``: the profile's job store (``store_dir``)
+
+
+def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[str], list[str]]:
+    """Notebook inputs → (paths to audit, notes): :data:`STORE` becomes ``store_dir``, left out with a note when the
+    store holds no finished run yet (notebook 08 run before the others)."""
+    from dganalysis.results import find_jobs, job_status
+
+    paths, notes = [], []
+    for p in inputs:
+        if str(p) != STORE:
+            paths.append(str(p))
+            continue
+        store = Path(store_dir)
+        done = [j for j in find_jobs(store) if job_status(j) == "done"] if store.is_dir() else []
+        if done:
+            paths.append(str(store))
+        else:
+            notes.append(f"the profile's job store {store} holds no finished run yet: not audited (run the other "
+                         "notebooks first)")
+    return paths, notes
+
+
+def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
+              alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
+              trials: int | None = None, confidence: float = 0.95, reps: int = 2000, seed: int = 0,
+              sweep_analyses: bool = True, optional: Sequence[str | Path] = ()) -> AuditResult:
+    """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
+    three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
+    table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
+    (notebook 08's job store, which other notebooks fill) that gives no usable cells or lacks the baseline is left
+    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")
+    if not (isinstance(rope, (int, float)) and math.isfinite(rope) and rope >= 0):
+        raise ValueError(f"rope={rope!r}: expected a width ≥ 0 in accuracy points")
+    selections = parse_selections(selection)
+    explicit = selection != "all"
+    check_inputs(list(inputs) + ([reference_table] if reference_table else []))
+    if reference_table is not None and not is_table(reference_table):
+        raise ValueError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
+    ref_cells = read_table(reference_table) if reference_table else None
+    loaded, skipped = [], []
+    optional = {str(p) for p in optional}
+    for path in inputs:  # read and check everything before any statistic
+        try:
+            inp = load_input(path, selections, trials=trials if is_table(path) else None)
+            if inp.kind == "table":
+                inp.cells = _table_selections(inp.cells, selections, inp.name, explicit)
+            check_baseline(inp.cells, baseline, inp.name)
+        except ValueError as e:
+            if str(path) not in optional:
+                raise
+            skipped.append(f"{path}: not audited ({e})")
+            continue
+        loaded.append(inp)
+    audits = []
+    for inp in loaded:
+        cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence)
+        agg = aggregate.per_algorithm(inp.cells, inp.trials, baseline, rope=rope, confidence=confidence, reps=reps,
+                                      seed=seed)
+        audit = InputAudit(inp, cl, agg, aggregate.wilcoxon_pairs(inp.cells, alpha=alpha),
+                           aggregate.friedman_tests(inp.cells, alpha=alpha))
+        if ref_cells is not None:
+            try:
+                audit.reference = reference.compare(inp.cells, ref_cells, alpha=alpha, rope=rope,
+                                                    confidence=confidence)
+            except ValueError as e:
+                audit.notes.append(f"reference {reference_table}: {e}")
+        if inp.kind == "sweep" and sweep_analyses:
+            audit.sweep, notes = _sweep_analyses(inp, selections, confidence)
+            audit.notes += notes
+        audits.append(audit)
+    settings = {"baseline": baseline, "selections": selections, "alpha": alpha, "rope": rope,
+                "confidence": confidence, "reference": str(reference_table) if reference_table else None,
+                "trials": trials, "bootstrap_reps": reps, "seed": seed,
+                "tests": {"claims": "Welch t (two-sided) and TOST within ±rope from Welch t; Holm per (board, "
+                                    "selection); published rounding honoured (worst case over the rounding box)",
+                          "aggregate": "probability of improvement and IQM (rliable metrics) with stratified "
+                                       "bootstrap CIs (sweeps) or a dataset bootstrap (tables); Bayesian signed-rank "
+                                       "(baycomp) with the ROPE",
+                          "pairs": "Wilcoxon signed-rank over datasets, Holm over all pairs; Friedman/Nemenyi"}}
+    return AuditResult(audits, settings, skipped)

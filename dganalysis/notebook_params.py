@@ -1,0 +1,533 @@
+"""Each study notebook's parameters as one frozen, validated object.
+
+A study notebook keeps a papermill ``parameters`` cell (papermill injects values after it); right after it the
+notebook builds its parameter object once (``P = WorstCaseParams.from_namespace(globals())``) and passes it whole to
+its planner (:mod:`dganalysis.plans`) and helpers. ``dganalysis run``, its dry run and its smoke run build the same
+object from a profile's YAML (:func:`build_params`), so a parameter of the wrong kind, or two parameters that
+disagree (``rho_small`` not among ``rhos``), fail with a :class:`~dganalysis.validation.ConfigError` naming the
+parameter before anything runs.
+
+Each class's fields are its notebook's parameter names, with the parameters cell's defaults (a test compares them
+with what papermill's ``inspect_notebook`` reads from the cell). Every value must be of the kind of its default
+(:func:`dganalysis.validation.like`: an integer stays an integer, a boolean a boolean; a ``None`` default takes
+anything), as the runner has always checked; the class's ``check`` adds the consistency checks of its study.
+
+The objects are frozen (no attribute can be reassigned); the lists and mappings they hold are the values given, not
+copies, so the jobs planned from an object are the jobs planned from the same values passed one by one.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from dganalysis.registry import Registry
+from dganalysis.validation import Check, ConfigError, like
+
+P = TypeVar("P", bound="NotebookParams")
+
+#: notebook name (``00_quickstart`` …) -> its parameter class
+NOTEBOOK_PARAMS: Registry[type[NotebookParams]] = Registry("notebook parameters")
+
+
+def _default(value: Any, nullable: bool = False) -> Any:
+    """A dataclass field whose default is ``value`` (a fresh copy per object when it is a list or a mapping); with
+    ``nullable`` it also takes ``None``."""
+    meta = {"nullable": True} if nullable else {}
+    if isinstance(value, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(value), metadata=meta)
+    return field(default=value, metadata=meta)
+
+
+def _nullable(value: Any) -> Any:
+    """A field with default ``value`` that also takes ``None``."""
+    return field(default=value, metadata={"nullable": True})
+
+
+def _own_check(value: Any) -> Any:
+    """A field with default ``value`` whose value (``None`` included) the class's ``check`` checks in full."""
+    return field(default_factory=lambda: copy.deepcopy(value), metadata={"nullable": True, "own_check": True})
+
+
+@dataclass(frozen=True)
+class NotebookParams:
+    """What every study notebook has: the folders ``dganalysis run`` injects per profile."""
+
+    notebook: ClassVar[str] = ""
+
+    output_dir: str = "../outputs/default"
+    store_dir: str = "../outputs/default/store"
+    data_dir: str = "../outputs/data"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+            value = getattr(self, f.name)
+            if (value is None and f.metadata.get("nullable")) or f.metadata.get("own_check"):
+                continue
+            like(default)(value, f"parameter {f.name!r} (the notebook's default is {default!r})")
+        self.check()
+
+    def check(self) -> None:
+        """The study's consistency checks across parameters (none here); raise :class:`ConfigError`."""
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The parameter names, in the order of the notebook's parameters cell."""
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Parameter name -> the parameters cell's default."""
+        return {f.name: f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+                for f in fields(cls)}
+
+    @classmethod
+    def from_mapping(cls: type[P], params: Mapping[str, Any], where: str = "parameters") -> P:
+        """The object from ``params`` (name -> value; missing names take their defaults). An unknown name or a bad
+        value raises :class:`ConfigError` starting with ``where`` (e.g. the YAML file)."""
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{where}: expected a mapping of parameter names to values, got {params!r}")
+        unknown = sorted(str(k) for k in set(params) - set(cls.names()))
+        if unknown:
+            raise ConfigError(f"{where}: unknown parameter(s) {unknown}; {cls.notebook or cls.__name__} has "
+                              f"{cls.names()}")
+        try:
+            return cls(**params)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+
+    @classmethod
+    def from_namespace(cls: type[P], namespace: Mapping[str, Any]) -> P:
+        """The object from a notebook's ``globals()`` after its parameters cell (and papermill's injected one)."""
+        return cls.from_mapping({n: namespace[n] for n in cls.names() if n in namespace},
+                                f"notebook {cls.notebook}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Parameter name -> value (the values themselves, not copies)."""
+        return {n: getattr(self, n) for n in self.names()}
+
+
+# --------------------------------------------------------------------------- helpers for the checks
+def _fail(name: str, expected: str, value: Any) -> ConfigError:
+    return ConfigError(f"parameter {name!r}: expected {expected}, got {value!r}")
+
+
+def _at_least(obj: NotebookParams, low: int, *names: str) -> None:
+    for n in names:
+        Check("int", low=low)(getattr(obj, n), f"parameter {n!r}")
+
+
+def _unit(obj: NotebookParams, *names: str) -> None:
+    """Each of ``names`` in the open interval (0, 1) (a significance level)."""
+    for n in names:
+        Check("float", low=0.0, high=1.0, low_open=True, high_open=True)(getattr(obj, n), f"parameter {n!r}")
+
+
+def _names(name: str, value: Any, what: str = "a non-empty list of names") -> list[str]:
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise _fail(name, what, value)
+    return list(value)
+
+
+def _split(name: str, spec: Any) -> None:
+    """A split ``{"train": [...], "test": [...]}`` with disjoint, non-empty domain lists."""
+    if not isinstance(spec, Mapping) or set(spec) != {"train", "test"}:
+        raise _fail(name, '{"train": [domains], "test": [domains]}', spec)
+    train, test = _names(f"{name}.train", spec["train"]), _names(f"{name}.test", spec["test"])
+    both = sorted(set(map(str, train)) & set(map(str, test)))
+    if both:
+        raise _fail(name, "training and test domains that do not overlap", f"{both} in both")
+
+
+def _selection(obj: NotebookParams, name: str = "selection_method") -> None:
+    from dganalysis.selection import METHODS
+
+    Check(choices=tuple(METHODS))(getattr(obj, name), f"parameter {name!r}")
+
+
+def _subset(name: str, values: Sequence[Any], of_name: str, of: Sequence[Any]) -> None:
+    stray = [v for v in values if v not in of]
+    if stray:
+        raise ConfigError(f"parameter {name!r}: {stray} are not in {of_name} {list(of)}")
+
+
+# --------------------------------------------------------------------------- one class per notebook
+@NOTEBOOK_PARAMS.register("00_quickstart")
+@dataclass(frozen=True)
+class QuickstartParams(NotebookParams):
+    """DomainBed's protocol on rotated digits or on ``datasets`` (Gulrajani & Lopez-Paz 2021)."""
+
+    notebook: ClassVar[str] = "00_quickstart"
+
+    angles: list = _default([0, 45, 75])
+    image_size: int = 16
+    algorithms: list = _default(["ERM"])
+    n_hparams: int = 2
+    n_trials: int = 2
+    steps: int = 40
+    checkpoint_freq: int = 20
+    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    workers: int = 2
+    datasets: dict = _default({})
+    dataset_overrides: dict = _default({})
+
+    def check(self) -> None:
+        _at_least(self, 1, "image_size", "n_hparams", "n_trials", "steps", "checkpoint_freq", "workers")
+        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
+        if not self.datasets and len(self.angles) < 3:
+            raise _fail("angles", "at least 3 rotations (leave-one-out with two held-out domains needs 3)",
+                        self.angles)
+        for name, over in self.dataset_overrides.items():  # entries for datasets not run are ignored
+            if not isinstance(over, Mapping):
+                raise _fail(f"dataset_overrides[{name!r}]", "a mapping of hparams", over)
+
+
+@NOTEBOOK_PARAMS.register("01_dataset_construction")
+@dataclass(frozen=True)
+class DatasetConstructionParams(NotebookParams):
+    """The PaHCC build (Zhang, Zhang & Liu, Sec. 3)."""
+
+    notebook: ClassVar[str] = "01_dataset_construction"
+
+    n_classes: int = 8
+    image_size: int = 32
+    writers: int = 6
+    seed: int = 0
+
+    def check(self) -> None:
+        _at_least(self, 1, "n_classes", "image_size", "writers")
+        _at_least(self, 0, "seed")
+
+
+@NOTEBOOK_PARAMS.register("02_binarization_study")
+@dataclass(frozen=True)
+class BinarizationParams(NotebookParams):
+    """Gray vs binary PaHCC, Tables 7-8 and Fig. 8 of Zhang, Zhang & Liu (Sec. 4.1)."""
+
+    notebook: ClassVar[str] = "02_binarization_study"
+
+    dataset: str = "PaHCC"
+    dataset_kwargs: dict = _default({"size": 10, "image_size": 32, "writers": 4})
+    full_dataset_kwargs: dict = _default({})
+    train_sets: list = _default([["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"]])
+    table7_tasks: list = _default([[["d0", "d1"], "d2"], [["d0", "d2"], "d1"], [["d1", "d2"], "d0"],
+                                   [["d0", "d1", "d2"], "hw"]])
+    algorithms: list = _default(["ERM"])
+    extra_bars_csv: str = ""
+    extra_bars_label: str = "DomainNet"
+    n_hparams: int = 1
+    n_trials: int = 1
+    steps: int = 20
+    checkpoint_freq: int = 10
+    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    selection_method: str = "training_domain"
+    n_workers: int = 2
+
+    def check(self) -> None:
+        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers")
+        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
+        _selection(self)
+        sets = [tuple(_names(f"train_sets[{i}]", t)) for i, t in enumerate(_names("train_sets", self.train_sets,
+                                                                                  "a non-empty list of domain lists"))]
+        for i, task in enumerate(_names("table7_tasks", self.table7_tasks, "a non-empty list of [train, test]")):
+            if not isinstance(task, Sequence) or isinstance(task, str) or len(task) != 2:
+                raise _fail(f"table7_tasks[{i}]", "[[training domains], test domain]", task)
+            train, test = task
+            if tuple(_names(f"table7_tasks[{i}][0]", train)) not in sets:
+                raise ConfigError(f"parameter 'table7_tasks[{i}]': training set {list(train)} is not among "
+                                  f"train_sets {self.train_sets}")
+            if test in train:
+                raise _fail(f"table7_tasks[{i}]", "a test domain outside its training set", task)
+
+
+@NOTEBOOK_PARAMS.register("03_dynamic_dg")
+@dataclass(frozen=True)
+class DynamicDGParams(NotebookParams):
+    """The swap test and the Domain+ chains of Zhang, Zhang & Liu (Sec. 4.2-4.3)."""
+
+    notebook: ClassVar[str] = "03_dynamic_dg"
+
+    dataset: str = "RotatedDigits"
+    dataset_kwargs: dict = _default({"image_size": 16})
+    test_domain: str = "75"
+    swap_choices: list = _default([["0", "15"], ["0", "30"]])
+    domain_plus_chains: list = _default([[["0", "15"], ["0", "15", "30"]]])
+    evaluate_on: str = "rest"
+    algorithms: list = _default(["ERM", "CORAL"])
+    n_hparams: int = 1
+    n_trials: int = 2
+    steps: int = 20
+    checkpoint_freq: int = 10
+    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    selection_method: str = "training_domain"
+    alpha: float = 0.05
+    correction: str = "holm"
+    n_workers: int = 2
+
+    def check(self) -> None:
+        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers")
+        _unit(self, "alpha")
+        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
+        _selection(self)
+        Check(choices=("rest", "test_domain"))(self.evaluate_on, "parameter 'evaluate_on'")
+        sets = [("swap_choices", i, t) for i, t in enumerate(_names("swap_choices", self.swap_choices,
+                                                                      "a non-empty list of domain lists"))]
+        for c, chain in enumerate(self.domain_plus_chains):
+            sets += [(f"domain_plus_chains[{c}]", i, t) for i, t in enumerate(_names(
+                f"domain_plus_chains[{c}]", chain, "a non-empty list of domain lists"))]
+        for name, i, train in sets:
+            if self.test_domain in _names(f"{name}[{i}]", train):
+                raise ConfigError(f"parameter '{name}[{i}]': trains on the test domain {self.test_domain!r}")
+
+
+@NOTEBOOK_PARAMS.register("04_leakage_oracle")
+@dataclass(frozen=True)
+class LeakageOracleParams(NotebookParams):
+    """Test-information leakage through pretraining and oracle selection (Yu et al. 2024, Tables 1-4, Fig. 1)."""
+
+    notebook: ClassVar[str] = "04_leakage_oracle"
+
+    dataset: str = "RotatedDigits"
+    dataset_kwargs: dict = _default({"image_size": 16})
+    train_domains: list = _default(["0", "15", "30"])
+    test_domains: list = _default(["45", "60", "75"])
+    featurizer: str = "smallcnn"
+    test_like_angles: list = _default([45, 90])
+    source_copies: int = 1
+    pretrain_steps: int = 15
+    pretrain_batch_size: int = 64
+    pretrain_lr: float = 2e-3
+    algorithm: str = "ERM"
+    steps: int = 10
+    checkpoint_freq: int = 5
+    batch_size: int = 32
+    lr: float = 3e-3
+    n_trials: int = 1
+    frozen_stages: list = _default([])
+    oracle_dataset: str = "RotatedDigits"
+    oracle_dataset_kwargs: dict = _default({"image_size": 16})
+    oracle_splits: list = _default([{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}])
+    oracle_n_hparams: int = 2
+    oracle_search_overrides: dict = _default({"augment": {"choice": [True, False]}}, nullable=True)  # None: DomainBed's
+    oracle_steps: int = 10
+    oracle_n_trials: int = 2
+    inception_weights: Any = None
+    published_weights: dict = _default({})
+    lp_ft_splits: list = _default([])
+    fid_reference: Any = None
+    n_workers: int = 1
+
+    def check(self) -> None:
+        _at_least(self, 1, "source_copies", "pretrain_batch_size", "steps", "checkpoint_freq", "batch_size",
+                  "n_trials", "oracle_n_hparams", "oracle_steps", "oracle_n_trials", "n_workers")
+        _at_least(self, 0, "pretrain_steps")
+        for n in ("lr", "pretrain_lr"):
+            Check("float", low=0.0, low_open=True)(getattr(self, n), f"parameter {n!r}")
+        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        if len(self.test_like_angles) != 2 or self.test_like_angles[0] > self.test_like_angles[1]:
+            raise _fail("test_like_angles", "[low, high] rotation range", self.test_like_angles)
+        for i, k in enumerate(self.frozen_stages):
+            Check("int", low=0)(k, f"parameter 'frozen_stages[{i}]'")
+        for i, s in enumerate(_names("oracle_splits", self.oracle_splits, "a non-empty list of splits")):
+            _split(f"oracle_splits[{i}]", s)
+        for i, s in enumerate(self.lp_ft_splits):
+            _split(f"lp_ft_splits[{i}]", s)
+        for label, spec in self.published_weights.items():
+            if not isinstance(spec, Mapping) or set(spec) != {"path", "featurizer"}:
+                raise _fail(f"published_weights[{label!r}]", "{path: <file>, featurizer: <arch>}", spec)
+        if self.pretrain_steps == 0 and len(self.published_weights) < 2:
+            raise ConfigError("parameter 'published_weights': with pretrain_steps = 0 the notebook pretrains "
+                              "nothing, so it needs two published weights (a supervised and a self-supervised one) "
+                              f"to compare; got {list(self.published_weights)}")
+
+
+@NOTEBOOK_PARAMS.register("05_leaderboards")
+@dataclass(frozen=True)
+class LeaderboardsParams(NotebookParams):
+    """LODO vs LOGO leaderboards, per board (Yu et al. 2024, Table 5, App. C)."""
+
+    notebook: ClassVar[str] = "05_leaderboards"
+
+    datasets: dict = _default({"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}})
+    logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
+    algorithms: list = _default(["ERM", "CORAL", "Mixup"])
+    n_hparams: int = 1
+    n_trials: int = 1
+    steps: int = 20
+    checkpoint_freq: int = 10
+    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    selection_method: str = "training_domain"
+    alpha: float = 0.05
+    n_bootstrap: int = 2000
+    n_workers: int = 2
+    dataset_overrides: dict = _default({})
+    dataset_steps: dict = _default({})
+    search_overrides: dict = _default({})
+    leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
+
+    def check(self) -> None:
+        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_bootstrap", "n_workers")
+        _unit(self, "alpha")
+        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
+        _selection(self)
+        if not self.datasets:
+            raise _fail("datasets", "a non-empty mapping of dataset names to builder arguments", self.datasets)
+        for name, groups in self.logo_groups.items():  # entries for datasets not run are ignored
+            for i, g in enumerate(_names(f"logo_groups[{name!r}]", groups, "a list of domain groups")):
+                _names(f"logo_groups[{name!r}][{i}]", g, "a non-empty list of domains")
+        for name, steps in self.dataset_steps.items():
+            Check("int", low=1)(steps, f"parameter 'dataset_steps[{name!r}]'")
+        try:
+            self.boards()
+        except ValueError as e:
+            raise ConfigError(f"parameter 'leaderboards': {e}") from None
+
+    def boards(self) -> dict[str, dict[str, Any]]:
+        """Each board with its settings in full (:func:`dganalysis.protocols.leaderboard.leaderboard_boards`)."""
+        from dganalysis.protocols.leaderboard import leaderboard_boards
+
+        return leaderboard_boards(self.leaderboards, datasets=self.datasets, hparams_overrides=self.hparams_overrides,
+                                  search_overrides=self.search_overrides, dataset_overrides=self.dataset_overrides,
+                                  steps=self.steps, dataset_steps=self.dataset_steps)
+
+
+_MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
+_RANKING_KEYS = {"name", "kwargs", "train", "test", "hparams"}
+
+
+@NOTEBOOK_PARAMS.register("06_shift_estimation")
+@dataclass(frozen=True)
+class ShiftEstimationParams(NotebookParams):
+    """Diversity and correlation shift (Ye et al. 2022, OoD-Bench: Figs. 3-4, Tables 1-3)."""
+
+    notebook: ClassVar[str] = "06_shift_estimation"
+
+    seed: int = 0
+    env_steps: int = _nullable(60)
+    z_dim: int = 2
+    n_samples: int = 2000
+    bandwidth: str = "scott"
+    calibrate: bool = False
+    eps_div: float = 1e-12
+    eps_cor: float = 5e-4
+    fig4_rho: list = _default([0.1, 0.9])
+    fig4_mu: list = _default([0.0, 1.0])
+    fig4_trials: int = 1
+    table3_rho_te: list = _default([0.9, 0.1])
+    table3_trials: int = 2
+    baseline_max_points: int = 400
+    map_datasets: list = _default([
+        {"label": "ColoredDigits +90%→-90%", "name": "ColoredDigits", "kwargs": {"image_size": 14},
+         "train": ["+90%"], "test": ["-90%"]},
+        {"label": "RotatedDigits 0°→75°", "name": "RotatedDigits", "kwargs": {"image_size": 14},
+         "train": ["0"], "test": ["75"]},
+    ])
+    map_trials: int = 1
+    map_max_per_env: int = 600
+    folder_root: Any = None
+    folder_train: Any = None
+    folder_test: Any = None
+    folder_image_size: int = 32
+    ranking_datasets: list = _default([
+        {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
+        {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
+    ])
+    ranking_dominant: dict = _default({})
+    ranking_algorithms: list = _default(["ERM", "VREx"])
+    ranking_n_hparams: int = 1
+    ranking_n_trials: int = 2
+    ranking_steps: int = 10
+    ranking_checkpoint_freq: int = 5
+    ranking_hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    selection_method: str = "oracle"
+    n_workers: int = 2
+
+    def check(self) -> None:
+        _at_least(self, 0, "seed")
+        _at_least(self, 1, "z_dim", "n_samples", "fig4_trials", "table3_trials", "baseline_max_points", "map_trials",
+                  "map_max_per_env", "folder_image_size", "ranking_n_hparams", "ranking_n_trials", "ranking_steps",
+                  "ranking_checkpoint_freq", "n_workers")
+        if self.env_steps is not None:
+            _at_least(self, 1, "env_steps")
+        Check(choices=("scott", "shared"))(self.bandwidth, "parameter 'bandwidth'")
+        for n in ("eps_div", "eps_cor"):
+            Check("float", low=0.0)(getattr(self, n), f"parameter {n!r}")
+        for n in ("fig4_rho", "table3_rho_te"):
+            for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of probabilities")):
+                Check("float", low=0.0, high=1.0)(r, f"parameter '{n}[{i}]'")
+        _names("fig4_mu", self.fig4_mu, "a non-empty list of means")
+        for n, specs, keys, required in (("map_datasets", self.map_datasets, _MAP_KEYS, _MAP_KEYS - {"kwargs"}),
+                                         ("ranking_datasets", self.ranking_datasets, _RANKING_KEYS,
+                                          {"name", "train", "test"})):
+            for i, spec in enumerate(specs):
+                if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= keys:
+                    raise _fail(f"{n}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
+                                f"{sorted(keys - required)})", spec)
+                _split(f"{n}[{i}]", {"train": spec["train"], "test": spec["test"]})
+        _names("ranking_algorithms", self.ranking_algorithms, "a non-empty list of algorithm names")
+        for name, shift in self.ranking_dominant.items():
+            Check(choices=("diversity", "correlation"))(shift, f"parameter 'ranking_dominant[{name!r}]'")
+        _selection(self)
+
+
+@NOTEBOOK_PARAMS.register("07_worst_case")
+@dataclass(frozen=True)
+class WorstCaseParams(NotebookParams):
+    """Worst-case loss at Wasserstein radius ρ around the source (the WC-DG poster; Sinha et al. 2017's dual)."""
+
+    notebook: ClassVar[str] = "07_worst_case"
+
+    dataset: str = "RotatedDigits"
+    dataset_kwargs: dict = _default({"image_size": 16})
+    train_domains: list = _default(["15", "30", "45", "60"])
+    test_domains: list = _default(["0", "75"])
+    algorithms: list = _default(["ERM", "CORAL", "WM", "G2DM", "ERM_WC"])
+    featurizer: str = "mlp"
+    n_hparams: int = 1
+    steps: int = 20
+    checkpoint_freq: int = 10
+    batch_size: int = 32
+    lr: float = 3e-3
+    wc_rho: float = 0.1
+    rhos: list = _default([0.0, 0.05, 0.1, 0.2, 0.4])
+    rho_small: float = 0.05
+    n_eval: int = 150
+    loss_models: list = _default(["WM"])
+    compare_models: list = _default(["WM", "G2DM"])
+    input_rhos: list = _default([0.0, 0.5, 1.0])
+    n_input: int = 16
+    n_workers: int = 1
+    n_threads: int = 1
+
+    def check(self) -> None:
+        _at_least(self, 1, "n_hparams", "steps", "checkpoint_freq", "batch_size", "n_eval", "n_input", "n_workers",
+                  "n_threads")
+        Check("float", low=0.0, low_open=True)(self.lr, "parameter 'lr'")
+        Check("float", low=0.0)(self.wc_rho, "parameter 'wc_rho'")
+        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
+        for n in ("rhos", "input_rhos"):
+            for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of radii")):
+                Check("float", low=0.0)(r, f"parameter '{n}[{i}]'")
+        if 0.0 not in self.rhos:
+            raise _fail("rhos", "a list of radii holding 0 (the nominal loss)", self.rhos)
+        Check("float", low=0.0, low_open=True)(self.rho_small, "parameter 'rho_small'")
+        if self.rho_small not in self.rhos:
+            raise ConfigError(f"parameter 'rho_small': {self.rho_small!r} is not among rhos {self.rhos}; the "
+                              "curves are computed at rhos only")
+        _subset("loss_models", self.loss_models, "algorithms", self.algorithms)
+        _subset("compare_models", self.compare_models, "algorithms", self.algorithms)
+
+
+def params_class(notebook: str) -> type[NotebookParams]:
+    """The parameter class of ``notebook`` (``07_worst_case``, or a run label ``07_worst_case@variant``)."""
+    return NOTEBOOK_PARAMS.get(notebook.split("@", 1)[0])
+
+
+def build_params(notebook: str, params: Mapping[str, Any], where: str | None = None) -> NotebookParams:
+    """``notebook``'s parameter object from ``params`` (a YAML's values, names the notebook does not know fail);
+    errors start with ``where`` (default: the notebook's name)."""
+    return params_class(notebook).from_mapping(params, where or notebook)

@@ -1,0 +1,106 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Audit: can this domain-generalization result be trusted?
+#
+# `dganalysis audit` gives a **calibrated verdict** on DG results — a sweep directory (ours or DomainBed's) or a
+# published table (DomainBed's `collect_results --latex` output, or a CSV). For each (selection method, dataset,
+# algorithm) it compares the algorithm with a baseline on the dataset's average over test environments (DomainBed's
+# Avg column, per trial):
+#
+# * **better / worse** — Welch's t-test (valid at 3 trials; no bootstrap over 3 trials), Holm-adjusted over all claims
+#   of one selection method: with algorithms identical in distribution, such a claim appears in at most α of audits;
+# * **equivalent** — two one-sided tests (TOST) show |Δ| < ROPE (Holm-adjusted too);
+# * **undecided** — neither; `trials_needed` says how many trials would decide the observed effect.
+#
+# Published numbers are rounded: a printed "± 0.0" is an SE below 0.05, never zero, and **no verdict rests on the
+# rounding** — each holds for every value the printed digits allow; `verdict_nominal` shows what the printed numbers
+# give at face value. Across datasets: probability of improvement and IQM (Agarwal et al. 2021, `rliable`),
+# Wilcoxon signed-rank with Holm beside Friedman/Nemenyi (Benavoli, Corani & Mangili 2016; Demšar 2006) and the
+# Bayesian signed-rank test with the ROPE (Benavoli et al. 2017, `baycomp`). On raw sweeps, where the audit's sweep
+# module is installed: model-selection regret, expected best accuracy vs search budget (Dodge et al. 2019), LODO vs
+# LOGO. See `docs/audit.md`.
+#
+# Inputs: `shipped:domainbed` (DomainBed's published results.tex, Gulrajani & Lopez-Paz 2021),
+# `shipped:yu2024_table5` (Yu et al. 2024, Table 5), a path, or `store` (this profile's job store).
+
+# %% tags=["parameters"]
+# parameters: the smallest settings that run every cell (nbval); params/quick and params/paper add the store
+output_dir = "../outputs/default"
+store_dir = "../outputs/default/store"
+data_dir = "../outputs/data"
+inputs = ["shipped:domainbed"]       # sweep dirs, .tex/.csv tables, shipped:<name>, or "store" (store_dir)
+baseline = "ERM"
+selections = "training_domain"       # "all" (DomainBed's three; a table: those it has), a method, or a list
+alpha = 0.05                         # family-wise error level of the claims
+rope = 1.0                           # region of practical equivalence, ± accuracy points
+reference = ""                       # a published table to compare every input with (empty: none)
+reps = 500                           # bootstrap resamples of the across-dataset CIs
+
+# %%
+import pandas as pd
+from IPython.display import Image, display
+from dganalysis import plots
+from dganalysis.audit.report import write_outputs
+from dganalysis.audit.run import resolve_inputs, run_audit
+from dganalysis.audit.summary import record_audit_lines
+plots.setup_style()
+paths, notes = resolve_inputs(inputs, store_dir)
+result = run_audit(paths, baseline=baseline, selection=selections, alpha=alpha, rope=rope,
+                   reference_table=reference or None, reps=reps, optional=[store_dir])
+record_audit_lines(output_dir, result.summary_lines() + notes)
+display(pd.DataFrame({"audit": result.summary_lines() + notes}))
+
+# %% [markdown]
+# ## Claims
+#
+# One row per claim; `ci_low`/`ci_high` is the per-claim 95% interval of Δ (points), `sim_low`/`sim_high` the
+# simultaneous one over the family; `p_adj` the Holm-adjusted Welch p, `p_equiv_adj` the Holm-adjusted TOST p.
+# The decided claims first, then those whose face-value verdict differs (they rest on rounding).
+
+# %%
+claims = pd.concat([a.claims.assign(input=a.input.name) for a in result.audits], ignore_index=True)
+cols = ["input", "board", "selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "p_adj", "verdict",
+        "verdict_nominal", "trials_needed"]
+display(claims.groupby(["input", "board", "selection"])["verdict"].value_counts().unstack(fill_value=0))
+display(claims[(claims["verdict"] != "undecided") | claims["rounding_changed"]][cols].round(3))
+
+# %% [markdown]
+# ## Across datasets
+#
+# Probability of improvement over the baseline (with a table: over datasets, from the published means; with a
+# sweep: over trials, stratified bootstrap), IQM, and the Bayesian signed-rank probabilities with the ROPE.
+
+# %%
+agg = pd.concat([a.aggregate.assign(input=a.input.name) for a in result.audits], ignore_index=True)
+display(agg[["input", "board", "selection", "algorithm", "prob_improvement", "ci_low", "ci_high", "iqm_delta",
+             "p_better", "p_equivalent", "p_worse", "basis"]].round(3))
+for a in result.audits:
+    for key, f in a.friedman.items():
+        print(a.input.name, key, f.summary())
+
+# %% [markdown]
+# ## Report: figures, tables, HTML and JSON
+#
+# Forest plots of Δ per dataset, probability of improvement, Wilcoxon p-values and the CD diagram (per input and
+# selection method) go to `figures/`, the claims to `tables/08_audit_claims.*`, and one HTML page plus the JSON contract
+# to `audit_report.html` and `audit.json` in the output folder.
+
+# %%
+written = write_outputs(result, html_path=f"{output_dir}/audit_report.html", json_path=f"{output_dir}/audit.json",
+                        output_dir=output_dir)
+print(f"{len(written)} files written to {output_dir}")
+shown = [p for p in written if p.suffix == ".png" and ("forest" in p.name or "poi" in p.name or "cd" in p.name)]
+display(*[Image(filename=str(p)) for p in shown[:6]])
