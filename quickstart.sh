@@ -27,7 +27,7 @@ echo "== 2/4 Python environment in .venv"
 # on a CPU machine); on this project's CPU machines 2.13.0 is a local CPU build, on CUDA machines the
 # same pins give the CUDA builds from PyPI.
 .venv/bin/python -m pip install -q "torch==2.13.0" "torchvision==0.28.0"
-.venv/bin/python -m pip install -q -e ".[test,wilds]"
+.venv/bin/python -m pip install -q -e ".[test,wilds,docs]"
 .venv/bin/python -c "import dganalysis, torch, torchvision; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'torchvision', torchvision.__version__)"
 
 echo "== 3/4 Jupyter kernel 'dganalysis' (shown as 'Python (dganalysis)' in JupyterLab)"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from dganalysis import io
 from dganalysis.results import load, summary_line
-from dganalysis.selection import METHODS
+from dganalysis.selection import METHODS, get_method, methods
 from dganalysis.tables import FORMATS, selection_table
 
-DOMAINBED_METHODS = ("training_domain", "leave_one_out", "oracle")
+DOMAINBED_METHODS = tuple(m for m in methods() if get_method(m).domainbed)  # what DomainBed prints
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:

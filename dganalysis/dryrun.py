@@ -111,24 +111,24 @@ def notebook_defaults(notebook: Path) -> dict[str, Any]:
 
 
 @cache
-def _hparams(algorithm: str, hparams_seed: int, overrides: str, search: str, dataset: str | None = None,
-             trial_seed: int = 0) -> tuple[str, int]:
+def _network_and_batch(algorithm: str, hparams_seed: int, overrides: str, search: str, dataset: str | None,
+                       trial_seed: int, image_size: int) -> tuple[str, int]:
+    """The network a job builds (by the rule training uses) and its batch size."""
     from dganalysis.algorithms import default_hparams
+    from dganalysis.nets import resolve_featurizer_name
 
     hp = default_hparams(algorithm, hparams_seed, overrides=json.loads(overrides), search_overrides=json.loads(search),
                          dataset=dataset, trial_seed=trial_seed)
-    return str(hp.get("featurizer", "auto")), int(hp.get("batch_size", 64))
+    return resolve_featurizer_name((3, image_size, image_size), hp), int(hp.get("batch_size", 64))
 
 
 def job_cost(job, throughput: Throughput) -> dict[str, Any]:
     """Featurizer, image size, batch size, training images and estimated hours of one job."""
-    featurizer, batch = _hparams(job.algorithm, job.hparams_seed, json.dumps(job.hparams_overrides, sort_keys=True),
-                                 json.dumps(job.search_overrides, sort_keys=True), job.dataset, job.trial_seed)
     size = int(job.dataset_kwargs.get("image_size", DEFAULT_IMAGE_SIZE.get(job.dataset, 32)))
-    if featurizer == "auto":  # as dganalysis.nets.featurizers resolves it
-        featurizer = "cnn" if size <= 32 else "resnet18"
-    elif featurizer == "domainbed":  # DomainBed's rule (nets.domainbed): MNIST-CNN at 28 px, a ResNet-50 at 224
-        featurizer = "cnn" if size <= 28 else "resnet50"
+    featurizer, batch = _network_and_batch(job.algorithm, job.hparams_seed,
+                                           json.dumps(job.hparams_overrides, sort_keys=True),
+                                           json.dumps(job.search_overrides, sort_keys=True), job.dataset,
+                                           job.trial_seed, size)
     images = int(job.steps) * batch * len(job.train_domains)
     row = {"featurizer": featurizer, "image_size": size, "batch_size": batch, "train_images": images}
     for device in ("cpu", "gpu"):

@@ -260,6 +260,46 @@ BASE_HPARAMS: dict[str, HParam] = {
 }
 
 
+class HParams(Mapping[str, Any]):
+    """Resolved hyperparameters of one model, read-only: the values given (defaults, draws and overrides, resolved
+    once by :func:`resolve`), and for a name declared in ``specs`` but not given, its declared
+    :attr:`HParam.default` — so readers write ``hp["resnet_dropout"]`` and never restate a default. Iteration and
+    ``len`` see the given values only (a record of them is unchanged); a name neither given nor declared is a
+    KeyError naming it."""
+
+    __slots__ = ("_specs", "_values")
+
+    def __init__(self, values: Mapping[str, Any], specs: Mapping[str, HParam] | None = None) -> None:
+        self._values = dict(values._values if isinstance(values, HParams) else values)
+        self._specs = BASE_HPARAMS if specs is None else specs
+
+    @classmethod
+    def of(cls, hparams: Mapping[str, Any]) -> HParams:
+        """``hparams`` itself when it is already resolved, else a view with the base hyperparameters' defaults."""
+        return hparams if isinstance(hparams, HParams) else cls(hparams)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        spec = self._specs.get(name)
+        if spec is None:
+            raise KeyError(f"hyperparameter {name!r} is neither set nor declared (declared: {sorted(self._specs)})")
+        return spec.default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values or name in self._specs
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"HParams({self._values!r})"
+
+
+
 def resolve(
     specs: Mapping[str, HParam],
     hparams_seed: int,

@@ -522,6 +522,36 @@ class WorstCaseParams(NotebookParams):
         _subset("compare_models", self.compare_models, "algorithms", self.algorithms)
 
 
+@NOTEBOOK_PARAMS.register("08_audit")
+@dataclass(frozen=True)
+class AuditParams(NotebookParams):
+    """Verdicts on results the notebook did not train (sweep folders, published tables, the profile's store)."""
+
+    notebook: ClassVar[str] = "08_audit"
+
+    inputs: list = _default(["shipped:domainbed"])
+    baseline: str = "ERM"
+    selections: Any = _own_check("training_domain")
+    alpha: float = 0.05
+    rope: float = 1.0
+    reference: str = ""
+    reps: int = 500
+
+    def check(self) -> None:
+        from dganalysis.audit.inputs import parse_selections
+
+        _names("inputs", self.inputs, 'a non-empty list of sweep folders, tables, "shipped:<name>" or "store"')
+        if not isinstance(self.baseline, str) or not self.baseline:
+            raise _fail("baseline", "an algorithm name", self.baseline)
+        try:
+            parse_selections(self.selections)
+        except ValueError as e:
+            raise ConfigError(f"parameter 'selections': {e}") from None
+        _unit(self, "alpha")
+        Check("float", low=0.0)(self.rope, "parameter 'rope'")
+        _at_least(self, 1, "reps")
+
+
 def params_class(notebook: str) -> type[NotebookParams]:
     """The parameter class of ``notebook`` (``07_worst_case``, or a run label ``07_worst_case@variant``)."""
     return NOTEBOOK_PARAMS.get(notebook.split("@", 1)[0])

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dganalysis.algorithms import names as algorithm_names
 from dganalysis.data.domains import domain_names
 from dganalysis.notebook_params import (
+    AuditParams,
     BinarizationParams,
     DatasetConstructionParams,
     DynamicDGParams,
@@ -33,7 +35,7 @@ from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboar
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
 from dganalysis.sweep.grid import JobOptions
-from dganalysis.validation import check_choice, check_list, check_mapping, check_params, check_str
+from dganalysis.validation import check_choice, check_mapping, check_params
 
 
 @dataclass
@@ -277,7 +279,7 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
     check_params(p, WorstCaseParams, "worst_case_plan")
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
-    if any(a.endswith("_WC") or a == "WCDG" for a in p.algorithms):
+    if set(p.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
     jobs = make_jobs(p.dataset, p.dataset_kwargs, p.algorithms, [{"train": p.train_domains, "test": p.test_domains}],
                      n_hparams=p.n_hparams, n_trials=1, steps=p.steps, checkpoint_freq=p.checkpoint_freq,
@@ -286,17 +288,16 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
 
 
 @PLANS.register("08_audit")
-def audit_plan(*, inputs: list[str], reference: str | None = None) -> Plan:
-    """Notebook 08 trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
+def audit_plan(p: AuditParams) -> Plan:
+    """The audit trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
     names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
-    check_list(inputs, "inputs", func="audit_plan", min_len=1)
-    check_str(reference, "reference", func="audit_plan", nullable=True)
-    files = {f"inputs[{i}]": str(p) for i, p in enumerate(inputs)
-             if str(p) != "store" and not str(p).startswith("shipped:")}
-    if reference and not str(reference).startswith("shipped:"):
-        files["reference"] = str(reference)
-    n_store = sum(str(p) == "store" for p in inputs)
-    return Plan({}, [], files, [f"audit of {len(inputs)} input(s), no training"
+    check_params(p, AuditParams, "audit_plan")
+    files = {f"inputs[{i}]": str(x) for i, x in enumerate(p.inputs)
+             if str(x) != "store" and not str(x).startswith("shipped:")}
+    if p.reference and not str(p.reference).startswith("shipped:"):
+        files["reference"] = str(p.reference)
+    n_store = sum(str(x) == "store" for x in p.inputs)
+    return Plan({}, [], files, [f"audit of {len(p.inputs)} input(s), no training"
                                 + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
 
 

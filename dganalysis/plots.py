@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from dganalysis import io
+from dganalysis.latex import latex_escape
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -83,7 +84,7 @@ def save_table(
     fmt = (lambda v: float_format % v) if float_format else None
     body = df.to_latex(index=index, float_format=fmt, escape=True)
     tex = body if not caption else (
-        "\\begin{table}[t]\n\\centering\n\\caption{" + _latex_escape(caption) + "}\n" + body + "\\end{table}\n"
+        "\\begin{table}[t]\n\\centering\n\\caption{" + latex_escape(caption) + "}\n" + body + "\\end{table}\n"
     )
     md_df = df.copy()
     if float_format:
@@ -105,12 +106,6 @@ def format_mean_se(mean: float, se: float, digits: int = 1) -> str:
     if se is None or (isinstance(se, float) and math.isnan(se)):
         return f"{mean:.{digits}f} ± —"
     return f"{mean:.{digits}f} ± {se:.{digits}f}"
-
-
-def _latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
-        text = text.replace(a, b)
-    return text
 
 
 def domain_grid(ds, per_domain: int = 8, seed: int = 0, title: str | None = None):

@@ -1,25 +1,36 @@
-"""A tiny name → object registry filled by decorators (as timm does)."""
+"""A tiny name → object registry filled by decorators (as timm does), with tags for families.
+
+A tag names a family an entry belongs to (e.g. an algorithm's ``"wc"`` worst-case variants or ``"grl"``
+gradient-reversal ones), so code asks the registry (``names(tag="wc")``) instead of parsing names.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Maps names to objects; unknown names fail with the list of known ones."""
+    """Maps names to objects (and each name to its tags); unknown names fail with the list of known ones."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._tags: dict[str, frozenset[str]] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, tags: Iterable[str] = ()) -> Callable[[T], T]:
+        """Decorator registering its object as ``name`` with the family ``tags``."""
+        if isinstance(tags, str):
+            raise ValueError(f"{self.kind} {name!r}: tags must be a collection of strings, got the string {tags!r}")
+        tag_set = frozenset(tags)
+
         def deco(obj: T) -> T:
             if name in self._items and self._items[name] is not obj:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._items[name] = obj
+            self._tags[name] = tag_set
             return obj
 
         return deco
@@ -31,8 +42,18 @@ class Registry(Generic[T]):
             known = ", ".join(sorted(self._items)) or "(none)"
             raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
 
-    def names(self) -> list[str]:
-        return sorted(self._items)
+    def names(self, tag: str | None = None) -> list[str]:
+        """Registered names, sorted; with ``tag``, only those carrying it."""
+        return sorted(n for n in self._items if tag is None or tag in self._tags[n])
+
+    def tags(self, name: str) -> frozenset[str]:
+        """The tags ``name`` was registered with."""
+        self.get(name)
+        return self._tags[name]
+
+    def all_tags(self) -> list[str]:
+        """Every tag some entry carries, sorted."""
+        return sorted(set().union(*self._tags.values())) if self._tags else []
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

@@ -244,7 +244,7 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
 
     audits = [f"- {line}" for line in read_audit_lines(out)]
     lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
-             *findings_markdown(rows), *(["", "Audits (`dganalysis audit`, notebook 08):", "", *audits] if audits else []),
+             *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
              "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes |", "|---|---|---|"]

@@ -10,7 +10,8 @@ only runs that differ in ``hparams_seed`` alone compete. Within a config the can
 ``hparams_seed``) and, where the method allows early stopping, their checkpoints. The reported accuracy is always the
 test domain's **'in' split** at the chosen (job, step), as DomainBed reports it.
 
-Methods (``select(df, method)``):
+Methods (``select(df, method)``; each a registered scoring function, :func:`register_method`, listed by
+:func:`methods`):
 
 * ``training_domain`` — training-domain validation: argmax over (hparams, step) of the mean 'out'-split accuracy of
   the training domains (DomainBed's ``IIDAccuracySelectionMethod``, which allows early stopping, i.e. every
@@ -51,7 +52,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -61,8 +63,10 @@ from dganalysis.validation import (
     check_choice,
     check_frame,
     check_scalar,
+    check_str,
     check_strings,
     describe,
+    did_you_mean,
     is_kind,
 )
 
@@ -71,15 +75,76 @@ log = logging.getLogger(__name__)
 CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
 OUTPUT = [*CONFIG, "domain", "acc", "val_acc", "hparams_seed", "job_id", "step", "hparams", "selection"]
 
-#: Method key → the name printed in table headers (DomainBed's names where it has the method).
-METHODS: dict[str, str] = {
-    "training_domain": "training-domain validation set",
-    "training_domain_last": "training-domain validation set, last checkpoint (no early stopping)",
-    "leave_one_out": "leave-one-domain-out cross-validation",
-    "oracle": "test-domain validation set (oracle)",
-    "oracle_pooled": "test-domain validation set, pooled over test domains (oracle)",
-    "ood_validation": "OoD validation set",
-}
+#: A scoring function: the tidy frame → one row per candidate (job_id, step, val_acc) — or, for a method that
+#: chooses per test domain, (job_id, step, domain, val_acc, acc).
+Scorer = Callable[[pd.DataFrame], pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class SelectionMethod:
+    """One model-selection method, as a class of DomainBed's ``model_selection.py`` is one.
+
+    ``scores`` gives every candidate (job, checkpoint) its score; :func:`select` takes the argmax per config
+    (with DomainBed's ties). ``per_test_domain``: the choice is made separately for each test domain (DomainBed's
+    oracle), and ``scores`` also returns the candidate's ``domain`` and test accuracy ``acc``. ``domainbed``: the
+    name of DomainBed's class for the same method, where it has one.
+    """
+
+    key: str
+    title: str
+    scores: Scorer
+    per_test_domain: bool = False
+    domainbed: str | None = None
+
+
+_METHODS: dict[str, SelectionMethod] = {}
+
+
+def register_method(key: str, title: str, *, per_test_domain: bool = False,
+                    domainbed: str | None = None) -> Callable[[Scorer], Scorer]:
+    """Decorator registering a scoring function as the selection method ``key`` (``title``: table headers)."""
+    check_str(key, "key", func="register_method")
+    check_str(title, "title", func="register_method")
+
+    def deco(scores: Scorer) -> Scorer:
+        if key in _METHODS and _METHODS[key].scores is not scores:
+            raise ValueError(f"selection method {key!r} is registered twice")
+        _METHODS[key] = SelectionMethod(key, title, scores, per_test_domain, domainbed)
+        return scores
+
+    return deco
+
+
+def methods() -> list[str]:
+    """The registered selection methods' keys, in registration order."""
+    return list(_METHODS)
+
+
+def get_method(key: str) -> SelectionMethod:
+    """The method registered as ``key``; an unknown key fails listing the known ones ("did you mean")."""
+    if not isinstance(key, str):
+        raise ConfigError(f"get_method: parameter 'key': expected a selection method name, got {describe(key)}")
+    if key not in _METHODS:
+        raise ConfigError(f"get_method: parameter 'key': unknown selection method {key!r}"
+                          f"{did_you_mean(key, methods())}; expected one of {methods()}")
+    return _METHODS[key]
+
+
+class _Titles(Mapping[str, str]):
+    """Read-only view: method key → the name printed in table headers."""
+
+    def __getitem__(self, key: str) -> str:
+        return _METHODS[key].title
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_METHODS)
+
+    def __len__(self) -> int:
+        return len(_METHODS)
+
+
+#: Method key → the name printed in table headers (DomainBed's names where it has the method); follows the registry.
+METHODS: Mapping[str, str] = _Titles()
 
 
 def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
@@ -107,7 +172,8 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
     Example: ``summarize(select(load("store"), "training_domain"))``.
     """
     f = "select"
-    check_choice(method, list(METHODS), "method", func=f)
+    check_choice(method, methods(), "method", func=f)
+    how = _METHODS[method]
     tie_tol = check_scalar(tie_tol, "tie_tol", func=f, low=0.0)
     need = [c for c in CONFIG if c != "setting"]
     check_frame(df, (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc"), "df", func=f,
@@ -119,17 +185,10 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame({c: [] for c in OUTPUT})
     test_in = df.loc[(df["role"] == "test") & (df["split"] == "in"), ["job_id", "step", "domain", "acc"]]
-    if method == "oracle":
-        wide = _last_test_rows(df).rename(columns={"out": "val_acc", "in": "acc"})
-        chosen = _argmax(_with_meta(wide, df), [*CONFIG, "domain"], tie_tol)
+    if how.per_test_domain:
+        chosen = _argmax(_with_meta(how.scores(df), df), [*CONFIG, "domain"], tie_tol)
     else:
-        scores = {
-            "training_domain": _training_domain_scores,
-            "training_domain_last": _training_domain_last_scores,
-            "leave_one_out": _leave_one_out_scores,
-            "oracle_pooled": _oracle_pooled_scores,
-            "ood_validation": _ood_validation_scores,
-        }[method](df)
+        scores = how.scores(df)
         # a candidate checkpoint must hold test-domain records (DomainBed: the single-test-env record of the step)
         scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
         best = _argmax(_with_meta(scores, df), CONFIG, tie_tol)
@@ -255,6 +314,10 @@ def _last_test_rows(df: pd.DataFrame) -> pd.DataFrame:
     return wide.drop(columns="index").reset_index(drop=True)
 
 
+def _oracle_scores(df: pd.DataFrame) -> pd.DataFrame:
+    return _last_test_rows(df).rename(columns={"out": "val_acc", "in": "acc"})
+
+
 def _oracle_pooled_scores(df: pd.DataFrame) -> pd.DataFrame:
     wide = _last_test_rows(df)
     return _row_means(wide.rename(columns={"out": "acc"})[["job_id", "step", "acc"]], ["job_id", "step"])
@@ -293,6 +356,20 @@ def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
     m = m[n.to_numpy() == m["job_id"].map(n_train).to_numpy()]  # every training domain has its helper at the step
     # DomainBed: np.sum(val_accs) / (n_envs - 1), the held-out accuracies in env order
     return _row_means(m, ["job_id", "step"], reduce="sum_div")
+
+
+# ---------------------------------------------------------------- the registered methods (the module docstring defines them)
+
+register_method("training_domain", "training-domain validation set",
+                domainbed="IIDAccuracySelectionMethod")(_training_domain_scores)
+register_method("training_domain_last",
+                "training-domain validation set, last checkpoint (no early stopping)")(_training_domain_last_scores)
+register_method("leave_one_out", "leave-one-domain-out cross-validation",
+                domainbed="LeaveOneOutSelectionMethod")(_leave_one_out_scores)
+register_method("oracle", "test-domain validation set (oracle)", per_test_domain=True,
+                domainbed="OracleSelectionMethod")(_oracle_scores)
+register_method("oracle_pooled", "test-domain validation set, pooled over test domains (oracle)")(_oracle_pooled_scores)
+register_method("ood_validation", "OoD validation set")(_ood_validation_scores)
 
 
 # ---------------------------------------------------------------- helpers

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from dganalysis.latex import latex_escape
 from dganalysis.results import DOMAINBED_ENVIRONMENTS
 from dganalysis.selection import CONFIG, METHODS, select, summarize
 
@@ -238,20 +239,12 @@ def _column_order(part: pd.DataFrame, dataset: str, domain_order: dict[str, list
     return [c for _, c in sorted(zip(key, cols["column"]))]
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
 def _latex(title: str, wide: pd.DataFrame) -> str:
-    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{_latex_escape(str(c))}}}" for c in wide.columns)]
+    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{latex_escape(str(c))}}}" for c in wide.columns)]
     lines = [f"% {title}", "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
     for alg, row in wide.iterrows():
-        lines.append(" & ".join([_latex_escape(str(alg)), *row.tolist()]) + " \\\\")
+        lines.append(" & ".join([latex_escape(str(alg)), *row.tolist()]) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 

@@ -31,7 +31,6 @@ different hparam draws also get different initialisations.
 
 from __future__ import annotations
 
-import hashlib
 import io as _pyio
 import json
 import logging
@@ -52,6 +51,7 @@ import torch
 from torch.profiler import record_function
 
 from dganalysis import io, threads
+from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
 
 log = logging.getLogger(__name__)
@@ -61,11 +61,6 @@ JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 
 
 # --------------------------------------------------------------------------- seeding and splits
-def seed_hash(*args: Any) -> int:
-    """An integer seed from any arguments, exactly as DomainBed's ``misc.seed_hash``."""
-    return int(hashlib.md5(str(args).encode("utf-8")).hexdigest(), 16) % (2**31)
-
-
 def holdout_size(n: int, holdout_fraction: float) -> int:
     """Samples in the ``out`` split of a domain of ``n`` (DomainBed's ``split_dataset``: ``int(n · fraction)``)."""
     return int(n * holdout_fraction)

@@ -50,6 +50,11 @@ reference = ""                       # a published table to compare every input 
 reps = 500                           # bootstrap resamples of the across-dataset CIs
 
 # %%
+# the parameters above (papermill's injected ones included) as one frozen, checked object (dganalysis.notebook_params)
+from dganalysis.notebook_params import AuditParams
+P = AuditParams.from_namespace(globals())
+
+# %%
 import pandas as pd
 from IPython.display import Image, display
 from dganalysis import plots
@@ -57,10 +62,10 @@ from dganalysis.audit.report import write_outputs
 from dganalysis.audit.run import resolve_inputs, run_audit
 from dganalysis.audit.summary import record_audit_lines
 plots.setup_style()
-paths, notes = resolve_inputs(inputs, store_dir)
-result = run_audit(paths, baseline=baseline, selection=selections, alpha=alpha, rope=rope,
-                   reference_table=reference or None, reps=reps, optional=[store_dir])
-record_audit_lines(output_dir, result.summary_lines() + notes)
+paths, notes = resolve_inputs(P.inputs, P.store_dir)
+result = run_audit(paths, baseline=P.baseline, selection=P.selections, alpha=P.alpha, rope=P.rope,
+                   reference_table=P.reference or None, reps=P.reps, optional=[P.store_dir])
+record_audit_lines(P.output_dir, result.summary_lines() + notes)
 display(pd.DataFrame({"audit": result.summary_lines() + notes}))
 
 # %% [markdown]
@@ -99,8 +104,8 @@ for a in result.audits:
 # to `audit_report.html` and `audit.json` in the output folder.
 
 # %%
-written = write_outputs(result, html_path=f"{output_dir}/audit_report.html", json_path=f"{output_dir}/audit.json",
-                        output_dir=output_dir)
-print(f"{len(written)} files written to {output_dir}")
+written = write_outputs(result, html_path=f"{P.output_dir}/audit_report.html", json_path=f"{P.output_dir}/audit.json",
+                        output_dir=P.output_dir)
+print(f"{len(written)} files written to {P.output_dir}")
 shown = [p for p in written if p.suffix == ".png" and ("forest" in p.name or "poi" in p.name or "cd" in p.name)]
 display(*[Image(filename=str(p)) for p in shown[:6]])

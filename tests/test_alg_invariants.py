@@ -14,7 +14,6 @@ import dganalysis.algorithms as A
 from dganalysis.algorithms._utils import grad_reverse
 from dganalysis.algorithms.andmask import and_mask, sand_mask_values
 from dganalysis.algorithms.coral import coral_penalty, mmd_penalty
-from dganalysis.algorithms.dann import class_balanced_weights, domainbed_class_weights
 from dganalysis.algorithms.fishr import corrected_ema, fishr_penalty, gradient_variance, per_sample_head_grads
 from dganalysis.algorithms.groupdro import groupdro_weights
 from dganalysis.algorithms.iga import iga_penalty
@@ -27,6 +26,7 @@ from dganalysis.algorithms.sd import sd_penalty
 from dganalysis.algorithms.selfreg import class_blocks, same_class_partners, selfreg_penalty
 from dganalysis.algorithms.swad import swad_window
 from dganalysis.algorithms.vrex import vrex_penalty
+from dganalysis.data.balanced import class_balanced_weights, domainbed_cdann_weights
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -265,11 +265,11 @@ def test_dann_alternates_discriminator_and_generator_steps():
 
 def test_cdann_class_balanced_conditional_discriminator():
     y = torch.tensor([0, 0, 0, 1, 2, 2])
-    w = class_balanced_weights(y, 4)
+    w = class_balanced_weights(y)
     assert w.sum().item() == pytest.approx(1.0)
     for c in (0, 1, 2):
         assert w[y == c].sum().item() == pytest.approx(1 / 3)
-    torch.testing.assert_close(domainbed_class_weights(y), w.to(torch.get_default_dtype()))  # all classes ≤ max present
+    torch.testing.assert_close(domainbed_cdann_weights(y), w.to(torch.get_default_dtype()))  # all classes ≤ max present
     alg = make("CDANN_GRL")
     z, d = torch.randn(6, alg.featurizer.n_outputs), torch.tensor([0, 1, 2, 0, 1, 2])
     # the discriminator is conditioned on the class: other labels, other loss

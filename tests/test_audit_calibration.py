@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from dganalysis.audit.claims import VERDICTS, decide, holm
+from dganalysis.audit.claims import VERDICTS, Summaries, decide, holm
 
 ALPHA = 0.05
 N_ALG, N_DS, N = 13, 7, 3
@@ -51,10 +51,10 @@ def _summaries(alg, base, ddof: int = 1, digits: int | None = None):
 def _decide(alg, base, rope=0.0, table=False, grid=9):
     if table:  # DomainBed's published form: population SE, one decimal
         ma, sa, mb, sb = _summaries(alg, base, ddof=0, digits=1)
-        return decide(ma, sa, N, mb, sb, N, ddof_a=0, ddof_b=0, mean_res_a=0.1, mean_res_b=0.1, se_res_a=0.1,
-                      se_res_b=0.1, alpha=ALPHA, rope=rope, grid=grid)
+        return decide(Summaries(ma, sa, N, 0, 0.1, 0.1), Summaries(mb, sb, N, 0, 0.1, 0.1), alpha=ALPHA, rope=rope,
+                      grid=grid)
     ma, sa, mb, sb = _summaries(alg, base)
-    return decide(ma, sa, N, mb, sb, N, alpha=ALPHA, rope=rope)
+    return decide(Summaries(ma, sa, N), Summaries(mb, sb, N), alpha=ALPHA, rope=rope)
 
 
 def _fwer(verdict, which=(BETTER, WORSE)) -> float:

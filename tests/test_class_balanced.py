@@ -100,3 +100,21 @@ def test_stream_split_draws_balanced_classes():
         assert np.all(np.abs(shares - 1 / 3) < 0.03), shares
     finally:
         feed.close()
+
+
+def test_float32_callers_get_the_float32_quotient():
+    """The one rule is computed in float64; rounded to float32 it equals the quotient computed in float32 (what
+    CDANN_GRL computed before the rule was shared), so float32 training is unchanged."""
+    g = torch.Generator().manual_seed(0)
+    for n_classes in (2, 7, 65, 345):
+        y = torch.randint(0, n_classes, (512,), generator=g)
+        counts = torch.bincount(y, minlength=n_classes).float()
+        float32_quotient = 1.0 / (counts[y] * (counts > 0).sum())
+        assert torch.equal(balanced.class_balanced_weights(y).float(), float32_quotient)
+
+
+def test_domainbed_cdann_weights_count_classes_up_to_the_largest_label():
+    y = torch.tensor([0, 0, 2, 2, 2])  # class 1 absent: DomainBed divides by 3 classes, the rule by 2
+    torch.testing.assert_close(balanced.domainbed_cdann_weights(y).double(),
+                               torch.tensor([1 / 6, 1 / 6, 1 / 9, 1 / 9, 1 / 9], dtype=torch.float64))
+    assert float(balanced.class_balanced_weights(y).sum()) == pytest.approx(1.0)

@@ -66,3 +66,56 @@ def test_a_registered_featurizer_is_built_and_accepted():
         FEATURIZERS._items.pop("tiny_test", None)
     with pytest.raises(ConfigError, match="featurizer: expected one of .*'domainbed'"):
         BASE_CHECKS["featurizer"]("tiny_test", "hparams_overrides.featurizer")
+
+
+# ---------------------------------------------------------------- one featurizer rule: training builds it, the dry run estimates by it
+
+_ARCH_OF = {"cnn": MNISTCNN, "resnet18": ResNet, "resnet50": ResNet}
+
+
+@pytest.mark.parametrize("size,hp,expected", [
+    (28, {"featurizer": "auto"}, "cnn"),
+    (32, {"featurizer": "auto"}, "cnn"),
+    (64, {"featurizer": "auto"}, "resnet18"),
+    (28, {"featurizer": "domainbed"}, "cnn"),
+    (32, {"featurizer": "domainbed"}, "wrn16_2"),  # DomainBed's Wide-ResNet-16-2, not a ResNet-50
+    (224, {"featurizer": "domainbed", "resnet50_augmix": False, "resnet18": True}, "resnet18"),
+    (224, {"featurizer": "domainbed", "resnet50_augmix": False}, "resnet50"),
+    (224, {"featurizer": "domainbed", "resnet50_augmix": True, "resnet18": True}, "resnet50"),  # DomainBed's quirk
+    (224, {"featurizer": "domainbed", "vit": True, "dinov2": True}, "dinov2_vitb14"),
+    (64, {"featurizer": "smallcnn"}, "smallcnn"),
+])
+def test_resolve_featurizer_name(size, hp, expected):
+    from dganalysis.nets import resolve_featurizer_name
+
+    assert resolve_featurizer_name((3, size, size), hp) == expected
+
+
+@pytest.mark.parametrize("size,hp", [(28, {"featurizer": "auto"}), (64, {"featurizer": "auto"}),
+                                     (28, {"featurizer": "domainbed", "pretrained": None}),
+                                     (32, {"featurizer": "domainbed", "pretrained": None}),
+                                     (224, {"featurizer": "domainbed", "pretrained": None, "resnet50_augmix": False,
+                                            "resnet18": True})])
+def test_what_is_built_is_what_the_rule_names(size, hp):
+    from dganalysis.nets import resolve_featurizer_name
+    from dganalysis.nets.domainbed import DomainBedWideResNet
+
+    name = resolve_featurizer_name((3, size, size), hp)
+    net = build_featurizer((3, size, size), hp)
+    assert isinstance(net, {**_ARCH_OF, "wrn16_2": DomainBedWideResNet}[name]), (name, type(net))
+    if isinstance(net, ResNet):
+        assert net.arch == name
+
+
+def test_dry_run_estimates_the_network_training_builds():
+    """The dry run resolves the featurizer with the training rule (DomainBed's WRN-16-2 at 32 px, resnet18 honoured)."""
+    from dganalysis.dryrun import job_cost, load_throughput
+    from dganalysis.job import Job
+
+    tp = load_throughput()
+    at32 = Job("PACS", "ERM", ["A"], ["C"], dataset_kwargs={"image_size": 32},
+               hparams_overrides={"featurizer": "domainbed"})
+    r18 = Job("PACS", "ERM", ["A"], ["C"], dataset_kwargs={"image_size": 224},
+              hparams_overrides={"featurizer": "domainbed", "resnet50_augmix": False, "resnet18": True})
+    assert job_cost(at32, tp)["featurizer"] == "wrn16_2"
+    assert job_cost(r18, tp)["featurizer"] == "resnet18"

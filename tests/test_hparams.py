@@ -152,3 +152,34 @@ def test_distributions_and_errors():
     with pytest.raises(ValueError, match="trial_seed"):
         resolve(BASE_HPARAMS, 1, trial_seed=-1)
     assert fixed(None)(r) is None
+
+
+def test_resolved_hparams_read_declared_defaults_and_list_only_given_values():
+    from dganalysis.hparams import BASE_HPARAMS, HParams
+
+    hp = HParams({"lr": 0.5})
+    assert hp["lr"] == 0.5 and hp["resnet_dropout"] == BASE_HPARAMS["resnet_dropout"].default
+    assert dict(hp) == {"lr": 0.5} and len(hp) == 1  # records of the values are unchanged
+    assert HParams.of(hp) is hp
+    with pytest.raises(KeyError, match="'no_such_name' is neither set nor declared"):
+        hp["no_such_name"]
+
+
+def test_algorithms_and_networks_never_restate_a_declared_default():
+    """``hparams.get("name", default)`` in algorithms/ and nets/ would restate a default declared by an HParam
+    (and could drift from it): read ``hparams["name"]`` from the resolved HParams instead."""
+    import re
+    from pathlib import Path
+
+    import dganalysis.algorithms as A
+    from dganalysis.hparams import BASE_HPARAMS
+
+    declared = set(BASE_HPARAMS).union(*(A.get_algorithm(n).HPARAMS for n in A.available()))
+    root = Path(A.__file__).resolve().parents[1]
+    found = []
+    for path in [*(root / "algorithms").glob("*.py"), *(root / "nets").glob("*.py")]:
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            for m in re.finditer(r'\b(?:hparams|hp)\.get\("(\w+)",', line):
+                if m.group(1) in declared and m.group(1) != "mlp_width":  # unused: DomainBedMLP refuses hparams without it
+                    found.append(f"{path.name}:{i} {m.group(0)}")
+    assert not found, "defaults restated:\n" + "\n".join(found)

@@ -209,7 +209,10 @@ def test_leave_one_out_needs_pair_runs(tiny_domainbed):
 @pytest.fixture
 def multi_test(tmp_path):
     """Our store: 5 domains a..e, train {a, b}, test {c, d}, val {e}; 3 hparams; 2 trials; steps 0, 10."""
-    root = tmp_path / "store"
+    return write_multi_test(tmp_path / "store")
+
+
+def write_multi_test(root: Path) -> Path:
     doms = ["a", "b", "c", "d", "e"]
     # (hseed) -> step -> [(in, out)] for a, b, c, d, e; trial 1 = trial 0 shifted by +0.01
     acc = {
@@ -490,3 +493,42 @@ def test_picks_tells_where_methods_chose_different_runs():
         selection.picks(pd.DataFrame(rows + rows[:1]))
     with pytest.raises(ValueError, match="lacks columns"):
         selection.picks(pd.DataFrame(rows).drop(columns="step"))
+
+
+# ---------------------------------------------------------------- every registered method: the contract of select()
+
+
+@pytest.fixture(scope="module")
+def every_role(tmp_path_factory):
+    """Our multi-test-domain store (train, test, val roles) beside a DomainBed sweep with pair runs (helpers)."""
+    tmp = tmp_path_factory.mktemp("every_role")
+    random_domainbed_sweep(tmp / "db", algorithms=("ERM",), n_hparams=2, trials=(0, 1), steps=(0, 100))
+    return results.load_many([write_multi_test(tmp / "store"), tmp / "db"], progress=False)
+
+
+@pytest.mark.parametrize("method", selection.methods())
+def test_registered_method_keeps_the_select_contract(every_role, method):
+    """Columns, one row per (config, test domain), the reported accuracy is the chosen checkpoint's test 'in'
+    accuracy, and the chosen score is the best candidate's score of its config."""
+    how = selection.get_method(method)
+    assert how.key == method and how.title and selection.METHODS[method] == how.title
+    df = every_role
+    sel = selection.select(df, method)
+    assert not sel.empty, f"{method} selects nothing on a frame with train, test and val domains and helper runs"
+    assert list(sel.columns) == selection.OUTPUT and set(sel["selection"]) == {method}
+    assert not sel.duplicated([*selection.CONFIG, "domain"]).any()
+    test_in = df[(df["role"] == "test") & (df["split"] == "in")].set_index(["job_id", "step", "domain"])["acc"]
+    for r in sel.itertuples():
+        assert r.acc == test_in[(r.job_id, r.step, r.domain)]
+    scores = selection._with_meta(how.scores(df), df)
+    keys = [*selection.CONFIG, "domain"] if how.per_test_domain else selection.CONFIG
+    best = scores.groupby(keys, dropna=False)["val_acc"].max()
+    for r in sel.itertuples():
+        assert r.val_acc == best[tuple(getattr(r, k) for k in keys)]
+
+
+def test_register_method_rejects_a_second_scorer_under_one_name():
+    with pytest.raises(ValueError, match="registered twice"):
+        selection.register_method("oracle", "again")(lambda df: df)
+    with pytest.raises(ValueError, match="unknown selection method 'nope'"):
+        selection.get_method("nope")

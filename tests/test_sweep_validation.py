@@ -98,3 +98,22 @@ def test_notebook_parameter_kinds():
     for name, value in (("steps", 40.9), ("steps", True), ("lr", "1.0e6"), ("angles", 15), ("flag", "no")):
         with pytest.raises(ConfigError, match=rf"p\.yaml: parameter '{name}' .*expected"):
             check_notebook_params({name: value}, cell, "p.yaml")
+
+
+def test_every_trial_draw_is_checked(tmp_path):
+    """A draw depends on trial_seed too (DomainBed: seed_hash(hparams_seed, trial_seed)): here hparams_seed 1 draws a
+    valid lr for trials 0 and 1 but a negative one for trial 2, and both the grid and run_sweep refuse it."""
+    from dganalysis.algorithms import default_hparams
+
+    search = {"lr": {"uniform": [1, -1]}}
+    lrs = [default_hparams("ERM", 1, search_overrides=search, trial_seed=t, dataset="RotatedDigits")["lr"]
+           for t in range(3)]
+    assert lrs[0] > 0 and lrs[1] > 0 and lrs[2] < 0, lrs  # the premise of this test
+    with pytest.raises(ConfigError, match=r"search_overrides\.lr"):
+        make_jobs("RotatedDigits", {}, ["ERM"], "leave_one_out", n_hparams=2, n_trials=3, steps=2, checkpoint_freq=1,
+                  search_overrides=search)
+    by_hand = [Job("RotatedDigits", "ERM", ["0", "15"], ["30"], hparams_seed=1, trial_seed=t, search_overrides=search)
+               for t in range(3)]
+    with pytest.raises(ConfigError, match=r"search_overrides\.lr"):
+        run_sweep(by_hand, tmp_path / "store")
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())

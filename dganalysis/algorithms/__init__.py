@@ -13,11 +13,14 @@ from dganalysis.algorithms.registry import (
     default_hparams,
     get_algorithm,
     hparam_specs,
+    names,
     register_algorithm,
+    tags,
 )
 
 for _m in pkgutil.iter_modules(__path__):
     if _m.name not in ("base", "registry"):
         importlib.import_module(f"{__name__}.{_m.name}")
 
-__all__ = ["Algorithm", "available", "create", "default_hparams", "get_algorithm", "hparam_specs", "register_algorithm"]
+__all__ = ["Algorithm", "available", "create", "default_hparams", "get_algorithm", "hparam_specs", "names", "register_algorithm",
+           "tags"]

@@ -110,7 +110,7 @@ def remix_loss_by_class(
     return total / n_classes
 
 
-@register_algorithm("ADRMX")
+@register_algorithm("ADRMX", tags=("domainbed",))
 class ADRMX(Algorithm):
     """Additive disentanglement of domain features with a remix loss (Demirel et al., 2023; module docstring)."""
 
@@ -133,7 +133,7 @@ class ADRMX(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
         hp = self.hparams
-        kind = hp.get("optimizer", "adam")
+        kind = hp["optimizer"]
         if kind != "adam":
             raise ValueError(f"ADRMX: hparam 'optimizer' must be 'adam' (DomainBed's Adam with betas (beta1, 0.9)), "
                              f"got {kind!r}")
@@ -193,7 +193,7 @@ class ADRMX(Algorithm):
         return out
 
 
-@register_algorithm("ADRMX_ClassRemix")
+@register_algorithm("ADRMX_ClassRemix", tags=("variant",))
 class ADRMX_ClassRemix(ADRMX):
     """ADRMX with the remix pair DomainBed's comment asks for: two examples of the *same class* from *different
     domains* (:func:`remix_loss_by_class`). DomainBed's ADRMX indexes the batch with positions drawn among class c's

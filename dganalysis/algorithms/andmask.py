@@ -81,7 +81,7 @@ class _GradMask(Algorithm):
         return {"loss": mean_loss}
 
 
-@register_algorithm("ANDMask")
+@register_algorithm("ANDMask", tags=("domainbed",))
 class ANDMask(_GradMask):
     """AND-mask: gradient step only along entries whose sign agrees across domains."""
 
@@ -91,7 +91,7 @@ class ANDMask(_GradMask):
         return and_mask(grads, float(self.hparams["tau"]))
 
 
-@register_algorithm("SANDMask")
+@register_algorithm("SANDMask", tags=("domainbed",))
 class SANDMask(_GradMask):
     """SAND-mask: smooth agreement mask scaled by the inverse gradient variance (DomainBed's default τ = 1)."""
 
@@ -106,7 +106,7 @@ class SANDMask(_GradMask):
         return sand_mask(grads, float(self.hparams["tau"]), float(self.hparams["k"]))
 
 
-@register_algorithm("SANDMask_tau05")
+@register_algorithm("SANDMask_tau05", tags=("variant",))
 class SANDMask_tau05(SANDMask):
     """SANDMask with default τ = 0.5, a departure from DomainBed: at DomainBed's default τ = 1 the mask
     ``max(0, tanh(k (|mean sign| − 1) / Var))`` is zero everywhere, so SANDMask's default run never updates

@@ -72,7 +72,7 @@ class _ARM(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
         self.featurizer = ContextFeaturizer(
-            self.input_shape, self.hparams, int(self.hparams.get("batch_size", 64)), ragged=self.train_context
+            self.input_shape, self.hparams, int(self.hparams["batch_size"]), ragged=self.train_context
         )
         self.network = nn.Sequential(self.featurizer, self.classifier)
         if self.train_context:
@@ -96,14 +96,14 @@ class _ARM(Algorithm):
         return {"loss": loss.item()}
 
 
-@register_algorithm("ARM")
+@register_algorithm("ARM", tags=("domainbed",))
 class ARM(_ARM):
     """DomainBed's ARM: batch-context adaptation; the context network stays at its initial weights."""
 
     train_context = False
 
 
-@register_algorithm("ARM_CML")
+@register_algorithm("ARM_CML", tags=("variant",))
 class ARM_CML(_ARM):
     """ARM-CML with the context network trained jointly (Zhang et al., Alg. 2), unlike DomainBed's ARM."""
 

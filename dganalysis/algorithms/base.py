@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from dganalysis.hparams import HParam
+from dganalysis.hparams import BASE_HPARAMS, HParam, HParams
 from dganalysis.nets import build_classifier, build_featurizer
 from dganalysis.optim import make_optimizer, make_scheduler
 
@@ -47,9 +47,9 @@ class Algorithm(nn.Module):
         self.input_shape = tuple(input_shape)
         self.n_classes = n_classes
         self.n_domains = n_domains
-        self.hparams = dict(hparams)
+        self.hparams = HParams(hparams, {**BASE_HPARAMS, **self.HPARAMS})  # resolved once; declared defaults
         self.featurizer = build_featurizer(self.input_shape, self.hparams)
-        self.classifier = build_classifier(self.featurizer.n_outputs, n_classes, bool(self.hparams.get("nonlinear_classifier", False)))
+        self.classifier = build_classifier(self.featurizer.n_outputs, n_classes, bool(self.hparams["nonlinear_classifier"]))
         self.network = nn.Sequential(self.featurizer, self.classifier)
 
     # -- optimisation helpers --------------------------------------------------------

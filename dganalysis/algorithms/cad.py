@@ -102,7 +102,7 @@ class _CADBase(Algorithm):
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
-        if bool(self.hparams.get("is_project", False)):
+        if bool(self.hparams["is_project"]):
             raise ValueError(f"{type(self).__name__}: hparam 'is_project' must be False: DomainBed's projection head "
                              "references an undefined feature_dim (NameError) and has no behaviour to reproduce")
         self.optimizer, self.scheduler = self.configure_optimizer()
@@ -127,14 +127,14 @@ class _CADBase(Algorithm):
         return {"loss": total.item(), "clf_loss": clf.item(), "bn_loss": bn.item(), "total_loss": total.item()}
 
 
-@register_algorithm("CAD")
+@register_algorithm("CAD", tags=("domainbed",))
 class CAD(_CADBase):
     """CAD: ERM + lmbda · contrastive bottleneck on I(D; Z) (Ruan et al., 2022; see the module docstring)."""
 
     conditional = False
 
 
-@register_algorithm("CondCAD")
+@register_algorithm("CondCAD", tags=("domainbed",))
 class CondCAD(_CADBase):
     """CondCAD: ERM + lmbda · contrastive bottleneck on I(D; Z | Y) (Ruan et al., 2022)."""
 

@@ -60,14 +60,14 @@ class _CausIRL(_DistributionMatching):
         return {"loss": nll.item(), "penalty": penalty.item(), "objective": loss.item()}
 
 
-@register_algorithm("CausIRL_CORAL")
+@register_algorithm("CausIRL_CORAL", tags=("domainbed",))
 class CausIRL_CORAL(_CausIRL):
     """CausIRL with the CORAL distance (means + covariances) between two random domain-mixing halves of the batch."""
 
     kernel_type = "coral"
 
 
-@register_algorithm("CausIRL_MMD")
+@register_algorithm("CausIRL_MMD", tags=("domainbed",))
 class CausIRL_MMD(_CausIRL):
     """CausIRL with the Gaussian-kernel MMD² between two random domain-mixing halves of the batch."""
 

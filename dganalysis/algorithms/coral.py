@@ -75,14 +75,14 @@ class _DistributionMatching(Algorithm):
         return {"loss": loss.item(), "nll": nll.item(), "penalty": penalty.item()}
 
 
-@register_algorithm("CORAL")
+@register_algorithm("CORAL", tags=("domainbed",))
 class CORAL(_DistributionMatching):
     """Deep CORAL (Sun & Saenko, 2016): ERM + γ · (mean + covariance) matching between domain pairs."""
 
     kernel_type = "coral"
 
 
-@register_algorithm("MMD")
+@register_algorithm("MMD", tags=("domainbed",))
 class MMD(_DistributionMatching):
     """MMD matching (Li et al., 2018): ERM + γ · Gaussian-kernel MMD² between domain pairs."""
 

@@ -32,22 +32,9 @@ from torch import nn
 from dganalysis.algorithms._utils import domain_index, grad_reverse, mlp
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
+from dganalysis.data.balanced import class_balanced_weights, domainbed_cdann_weights
 from dganalysis.hparams import HParam, choice, fixed, log2_uniform_int, log10_uniform
 from dganalysis.optim import make_scheduler
-
-
-def class_balanced_weights(y: torch.Tensor, n_classes: int) -> torch.Tensor:
-    """Per-example weights ``1 / (count(y_i) · n_present)`` summing to 1, each present class weighing the same."""
-    counts = torch.bincount(y, minlength=n_classes).float()
-    n_present = (counts > 0).sum()
-    return 1.0 / (counts[y] * n_present)
-
-
-def domainbed_class_weights(y: torch.Tensor) -> torch.Tensor:
-    """DomainBed's CDANN weights ``1 / (count(y_i) · (max y + 1))`` (``F.one_hot`` counts classes 0..max y)."""
-    counts = F.one_hot(y).sum(dim=0)
-    return 1.0 / (counts[y] * counts.shape[0]).to(torch.get_default_dtype())
-
 
 _MLP_HPARAMS = {
     "mlp_width": HParam(256, log2_uniform_int(6, 10), "discriminator width"),
@@ -81,7 +68,7 @@ class _AbstractDANN(Algorithm):
         hp = self.hparams
         self.discriminator = mlp(d, n_domains, int(hp["mlp_width"]), int(hp["mlp_depth"]), float(hp["mlp_dropout"]))
         self.class_embeddings = nn.Embedding(n_classes, d)
-        kind = hp.get("optimizer", "adam")
+        kind = hp["optimizer"]
         if kind != "adam":
             raise ValueError(f"{type(self).__name__}: hparam 'optimizer' must be 'adam' (DomainBed's Adam with betas "
                              f"(beta1, 0.9)), got {kind!r}; use DANN_GRL/CDANN_GRL for other optimisers")
@@ -109,7 +96,7 @@ class _AbstractDANN(Algorithm):
         disc_in = z + self.class_embeddings(y) if self.conditional else z
         disc_out = self.discriminator(disc_in)
         if self.conditional:
-            w = domainbed_class_weights(y).to(disc_out.dtype)
+            w = domainbed_cdann_weights(y).to(disc_out.dtype)
             disc_loss = (w * F.cross_entropy(disc_out, d, reduction="none")).sum()
         else:
             disc_loss = F.cross_entropy(disc_out, d)
@@ -137,14 +124,14 @@ class _AbstractDANN(Algorithm):
         return out
 
 
-@register_algorithm("DANN")
+@register_algorithm("DANN", tags=("domainbed",))
 class DANN(_AbstractDANN):
     """DomainBed's DANN: alternating discriminator and generator Adam steps (see the module docstring)."""
 
     conditional = False
 
 
-@register_algorithm("CDANN")
+@register_algorithm("CDANN", tags=("domainbed",))
 class CDANN(_AbstractDANN):
     """DomainBed's CDANN: class-conditional discriminator input, class-balanced domain loss."""
 
@@ -171,7 +158,7 @@ class _AbstractDANNGRL(Algorithm):
 
     def current_lambda(self, step: int) -> float:
         lam = float(self.hparams["lambda"])
-        if self.hparams.get("dann_lambda_schedule", "constant") == "ganin":
+        if self.hparams["dann_lambda_schedule"] == "ganin":
             p = min(1.0, step / max(1, int(self.hparams.get("steps", 1))))
             lam *= 2.0 / (1.0 + math.exp(-10.0 * p)) - 1.0
         return lam
@@ -182,7 +169,7 @@ class _AbstractDANNGRL(Algorithm):
         if not self.conditional:
             return F.cross_entropy(self.discriminator(zr), d)
         out = self.discriminator(zr + self.class_embeddings(y))
-        w = class_balanced_weights(y, self.n_classes).to(out.dtype)
+        w = class_balanced_weights(y).to(out.dtype)
         return (w * F.cross_entropy(out, d, reduction="none")).sum()
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
@@ -197,14 +184,14 @@ class _AbstractDANNGRL(Algorithm):
         return {"loss": loss.item(), "nll": nll.item(), "disc_loss": disc.item()}
 
 
-@register_algorithm("DANN_GRL")
+@register_algorithm("DANN_GRL", tags=("variant", "grl"))
 class DANN_GRL(_AbstractDANNGRL):
     """DANN with a gradient reversal layer, one joint step per update (Ganin et al.'s form, not DomainBed's)."""
 
     conditional = False
 
 
-@register_algorithm("CDANN_GRL")
+@register_algorithm("CDANN_GRL", tags=("variant", "grl"))
 class CDANN_GRL(_AbstractDANNGRL):
     """Conditional DANN with a gradient reversal layer (class-balanced over the classes present)."""
 

@@ -63,7 +63,7 @@ def kde_quantile(x: torch.Tensor, q: float, n_steps: int = 32) -> torch.Tensor:
     return k
 
 
-@register_algorithm("EQRM")
+@register_algorithm("EQRM", tags=("domainbed",))
 class EQRM(Algorithm):
     """Empirical Quantile Risk Minimization: the α-quantile of the domain risks after an ERM burn-in."""
 
@@ -97,7 +97,7 @@ class EQRM(Algorithm):
         return step == burnin
 
 
-@register_algorithm("EQRM_restart")
+@register_algorithm("EQRM_restart", tags=("variant",))
 class EQRM_restart(EQRM):
     """EQRM whose optimiser restart (at ``eqrm_lr``) happens at the first quantile step even for a float burn-in
     (DomainBed's EQRM never restarts then); the same as EQRM for an integer burn-in."""

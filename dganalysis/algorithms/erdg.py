@@ -44,7 +44,7 @@ class ERDG(Algorithm):
         super().__init__(input_shape, n_classes, n_domains, hparams)
         d = self.featurizer.n_outputs
         self.discriminator = mlp(d, n_domains, 256, 3)
-        nonlinear = bool(self.hparams.get("nonlinear_classifier", False))
+        nonlinear = bool(self.hparams["nonlinear_classifier"])
         self.domain_classifiers = nn.ModuleList(build_classifier(d, n_classes, nonlinear) for _ in range(n_domains))
         self.optimizer, self.scheduler = self.configure_optimizer()
 

@@ -9,7 +9,7 @@ from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 
 
-@register_algorithm("ERM")
+@register_algorithm("ERM", tags=("domainbed",))
 class ERM(Algorithm):
     """Minimise the mean cross-entropy of all training-domain minibatches concatenated."""
 

@@ -40,7 +40,7 @@ from dganalysis.lars import LARS
 SMA_START_ITER = 600  # DomainBed's ErmPlusPlusMovingAvg.sma_start_iter
 
 
-@register_algorithm("ERMPlusPlus")
+@register_algorithm("ERMPlusPlus", tags=("domainbed",))
 class ERMPlusPlus(Algorithm):
     """ERM++: linear probing for ``linear_steps`` updates, then full fine-tuning; predictions by the SMA network."""
 
@@ -60,7 +60,7 @@ class ERMPlusPlus(Algorithm):
         self.sma_count = 0
 
     def _optimizer(self, params, lr: float, wd: float) -> torch.optim.Optimizer:
-        if self.hparams.get("lars", False):
+        if self.hparams["lars"]:
             return LARS(params, lr=lr, weight_decay=wd)
         return torch.optim.Adam(params, lr=lr, weight_decay=wd, foreach=False)
 
@@ -88,7 +88,7 @@ class ERMPlusPlus(Algorithm):
         optimizer.step()
         fresh_casts()
         self.update_sma()
-        if not self.hparams.get("freeze_bn", False):
+        if not self.hparams["freeze_bn"]:
             self.network_sma.train()
             self.network_sma(x)
         return {"loss": loss.item()}

@@ -34,7 +34,7 @@ def interpolate_(target: torch.nn.Module, source: torch.nn.Module, eps: float) -
             t.copy_(t + eps * (s - t))
 
 
-@register_algorithm("Fish")
+@register_algorithm("Fish", tags=("domainbed",))
 class Fish(Algorithm):
     """Sequential inner steps over domains, then a Reptile-style meta step."""
 

@@ -54,7 +54,7 @@ def fishr_penalty(variances: torch.Tensor) -> torch.Tensor:
     return (variances - variances.mean(0, keepdim=True)).pow(2).mean()
 
 
-@register_algorithm("Fishr")
+@register_algorithm("Fishr", tags=("domainbed",))
 class Fishr(Algorithm):
     """Match the domain-level variances of the classifier's per-sample gradients."""
 

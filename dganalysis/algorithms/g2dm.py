@@ -51,7 +51,7 @@ class G2DM(Algorithm):
         super().__init__(input_shape, n_classes, n_domains, hparams)
         hp = self.hparams
         self.discriminator = mlp(self.featurizer.n_outputs, n_domains, int(hp["mlp_width"]), int(hp["mlp_depth"]))
-        wd = float(hp.get("weight_decay", 0.0))
+        wd = float(hp["weight_decay"])
         self.d_optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=float(hp["g2dm_lr_d"]),
                                             weight_decay=wd, betas=(0.5, 0.9))
         self.optimizer, self.scheduler = self.configure_optimizer(self.network.parameters())

@@ -21,7 +21,7 @@ def groupdro_weights(q: torch.Tensor, losses: torch.Tensor, eta: float) -> torch
     return w / w.sum()
 
 
-@register_algorithm("GroupDRO")
+@register_algorithm("GroupDRO", tags=("domainbed",))
 class GroupDRO(Algorithm):
     """Worst-group robust optimisation with adaptive domain weights ``self.q`` (a buffer)."""
 

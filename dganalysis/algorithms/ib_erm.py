@@ -17,7 +17,7 @@ from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
 
 
-@register_algorithm("IB_ERM")
+@register_algorithm("IB_ERM", tags=("domainbed",))
 class IB_ERM(Algorithm):
     """ERM with the information-bottleneck penalty on the features."""
 

@@ -26,7 +26,7 @@ def iga_penalty(env_grads: Sequence[Sequence[torch.Tensor]], mean_grads: Sequenc
     return total
 
 
-@register_algorithm("IGA")
+@register_algorithm("IGA", tags=("domainbed",))
 class IGA(Algorithm):
     """ERM + variance of the per-domain gradients around their mean."""
 

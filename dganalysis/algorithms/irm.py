@@ -54,7 +54,7 @@ def per_domain(minibatches: Minibatches, t: torch.Tensor) -> list[torch.Tensor]:
     return list(t.split([len(y) for _, y in minibatches]))
 
 
-@register_algorithm("IRM")
+@register_algorithm("IRM", tags=("domainbed",))
 class IRM(Algorithm):
     """Invariant Risk Minimization (IRMv1), DomainBed's update."""
 
@@ -88,7 +88,7 @@ class IRM(Algorithm):
         return {"loss": loss.item(), "nll": nll.item(), "penalty": irm.item()}
 
 
-@register_algorithm("IB_IRM")
+@register_algorithm("IB_IRM", tags=("domainbed",))
 class IB_IRM(IRM):
     """IB-IRM: IRMv1 + information bottleneck on the features (Ahuja et al., 2021, Eq. 5), DomainBed's update."""
 

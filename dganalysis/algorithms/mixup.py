@@ -31,7 +31,7 @@ def mixup_loss(
     return lam * F.cross_entropy(logits, yi[:n]) + (1 - lam) * F.cross_entropy(logits, yj[:n])
 
 
-@register_algorithm("Mixup")
+@register_algorithm("Mixup", tags=("domainbed",))
 class Mixup(Algorithm):
     """Inter-domain Mixup."""
 

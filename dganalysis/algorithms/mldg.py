@@ -44,7 +44,7 @@ def meta_train_test_pairs(n_domains: int, n_meta_test: int) -> list[tuple[int, i
     return list(zip(perm[: n_domains - n_meta_test], cycle(perm[-n_meta_test:])))
 
 
-@register_algorithm("MLDG")
+@register_algorithm("MLDG", tags=("domainbed",))
 class MLDG(Algorithm):
     """Meta-learning DG, first-order, DomainBed's update."""
 

@@ -56,7 +56,7 @@ class _MTL(Algorithm):
         super().__init__(input_shape, n_classes, n_domains, hparams)
         self.featurizer = MarginalFeaturizer(self.featurizer, noise=self.noise)
         self.classifier = build_classifier(
-            self.featurizer.n_outputs, n_classes, bool(self.hparams.get("nonlinear_classifier", False))
+            self.featurizer.n_outputs, n_classes, bool(self.hparams["nonlinear_classifier"])
         )
         self.network = nn.Sequential(self.featurizer, self.classifier)
         self.register_buffer("embeddings", torch.zeros(n_domains, self.featurizer.base.n_outputs))
@@ -75,7 +75,7 @@ class _MTL(Algorithm):
         return losses
 
 
-@register_algorithm("MTL")
+@register_algorithm("MTL", tags=("domainbed",))
 class MTL(_MTL):
     """DomainBed's MTL: the domain embedding handed to the classifier is N(0, 1) noise; summed domain losses."""
 
@@ -87,7 +87,7 @@ class MTL(_MTL):
         return {"loss": loss.item()}
 
 
-@register_algorithm("MTL_KME")
+@register_algorithm("MTL_KME", tags=("variant",))
 class MTL_KME(_MTL):
     """Marginal transfer learning with the domain's mean feature as its embedding (Blanchard et al.), not noise."""
 

@@ -63,7 +63,7 @@ def worst_and_all_risks(per_example: list[torch.Tensor], worst: int) -> tuple[to
     return per_example[worst].flatten(), torch.cat(per_example)
 
 
-@register_algorithm("RDM")
+@register_algorithm("RDM", tags=("domainbed",))
 class RDM(Algorithm):
     """Risk Distribution Matching: ERM + the worst domain's risk distribution matched to the pooled one."""
 

@@ -1,4 +1,14 @@
-"""Algorithms by name: ``@register_algorithm("ERM")`` on an :class:`Algorithm` subclass."""
+"""Algorithms by name: ``@register_algorithm("ERM", tags=("domainbed",))`` on an :class:`Algorithm` subclass.
+
+Tags name families, so callers ask the registry instead of parsing names:
+
+* ``"domainbed"`` — DomainBed's own algorithms (its ``ALGORITHMS`` list, Gulrajani & Lopez-Paz 2021), same names,
+  same behaviour (``tests/reference/``);
+* ``"variant"`` — our departures from a DomainBed algorithm, under their own names (e.g. ``DANN_GRL``);
+* ``"grl"`` — the one-step gradient-reversal adversaries (``DANN_GRL``, ``CDANN_GRL``);
+* ``"wc"`` — models trained with the worst-case term of the WC-DG poster (``WCDG`` and the ``<base>_WC`` variants),
+  the ones that take ``wc_rho``.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +25,18 @@ register_algorithm = ALGORITHMS.register
 def available() -> list[str]:
     """Names of all registered algorithms."""
     return ALGORITHMS.names()
+
+
+def names(tag: str | None = None) -> list[str]:
+    """Registered algorithm names, sorted; with ``tag`` (e.g. ``"wc"``, ``"variant"``), the family carrying it."""
+    if tag is not None and tag not in ALGORITHMS.all_tags():
+        raise ValueError(f"names: unknown algorithm tag {tag!r}; expected one of {ALGORITHMS.all_tags()}")
+    return ALGORITHMS.names(tag)
+
+
+def tags(name: str) -> frozenset[str]:
+    """The family tags ``name`` was registered with."""
+    return ALGORITHMS.tags(name)
 
 
 def get_algorithm(name: str) -> type[Algorithm]:

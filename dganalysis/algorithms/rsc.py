@@ -37,7 +37,7 @@ def rsc_mask(z_grad: torch.Tensor, changes: torch.Tensor, f_drop: float, b_drop:
     return torch.maximum(mask_f, mask_b)
 
 
-@register_algorithm("RSC")
+@register_algorithm("RSC", tags=("domainbed",))
 class RSC(Algorithm):
     """Self-challenging: train on features with the most predictive entries muted."""
 

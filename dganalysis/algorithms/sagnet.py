@@ -53,7 +53,7 @@ def sagnet_randomize(
     return out.view_as(z) if z.dim() == 4 else out.transpose(1, 2).squeeze(-1)
 
 
-@register_algorithm("SagNet")
+@register_algorithm("SagNet", tags=("domainbed",))
 class SagNet(Algorithm):
     """Content-biased training with adversarial style suppression."""
 
@@ -62,7 +62,7 @@ class SagNet(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)
         self.style_net = build_classifier(
-            self.featurizer.n_outputs, n_classes, bool(self.hparams.get("nonlinear_classifier", False))
+            self.featurizer.n_outputs, n_classes, bool(self.hparams["nonlinear_classifier"])
         )
         self.opt_f, self.sched_f = self.configure_optimizer(self.featurizer.parameters())
         self.opt_c, self.sched_c = self.configure_optimizer(self.classifier.parameters())

@@ -19,7 +19,7 @@ def sd_penalty(logits: torch.Tensor) -> torch.Tensor:
     return upcast(logits).pow(2).mean()
 
 
-@register_algorithm("SD")
+@register_algorithm("SD", tags=("domainbed",))
 class SD(Algorithm):
     """ERM on the pooled batch + spectral-decoupling penalty on the logits."""
 

@@ -61,7 +61,7 @@ def selfreg_penalty(
     return lam * ind + (1 - lam) * hdl
 
 
-@register_algorithm("SelfReg")
+@register_algorithm("SelfReg", tags=("domainbed",))
 class SelfReg(Algorithm):
     """ERM + same-class logit and feature consistency with in-batch mixup (DomainBed's form)."""
 

@@ -70,7 +70,7 @@ def domain_loss_gap(loss_fn, minibatches: Minibatches) -> torch.Tensor:
     return hi - lo
 
 
-@register_algorithm("Transfer")
+@register_algorithm("Transfer", tags=("domainbed",))
 class Transfer(Algorithm):
     """Transferability-regularised ERM with an adversarial classifier in a δ-ball (Zhang et al., 2021, Algorithm 1)."""
 
@@ -124,7 +124,7 @@ class Transfer(Algorithm):
         return {"loss": loss.item(), "gap": reported}
 
 
-@register_algorithm("Transfer_NoGDA")
+@register_algorithm("Transfer_NoGDA", tags=("variant",))
 class Transfer_NoGDA(Transfer):
     """DomainBed's Transfer with ``gda`` fixed to False in the search as well: every draw trains g and h with Adam.
     DomainBed's search draws ``gda=True`` for every hparams_seed ≠ 0, and under it g and h never change (see the module

@@ -78,7 +78,7 @@ def late_weighted(loss: torch.Tensor, w_forward: torch.Tensor, w_backward: torch
     return loss * w_forward + (loss - loss.detach()) * (w_backward - w_forward)
 
 
-@register_algorithm("TRM")
+@register_algorithm("TRM", tags=("domainbed",))
 class TRM(Algorithm):
     """Transfer risk minimisation with per-domain heads (Xu et al., 2021; see the module docstring)."""
 
@@ -139,7 +139,7 @@ class TRM(Algorithm):
         x, y = concat(minibatches)
         trm_on = step >= int(self.hparams["iters"])
         if trm_on:
-            if bool(self.hparams.get("class_balanced", False)):
+            if bool(self.hparams["class_balanced"]):
                 with torch.no_grad():
                     for head in self.domain_heads:
                         head.weight.copy_(self.classifier.weight)

@@ -64,7 +64,7 @@ def urm_discriminator(n_features: int, hidden_layers: int, width: int = 100) -> 
     return d
 
 
-@register_algorithm("URM")
+@register_algorithm("URM", tags=("domainbed",))
 class URM(Algorithm):
     """Uniform Risk Minimization: ERM + features pushed towards a uniform distribution by a discriminator."""
 
@@ -96,7 +96,7 @@ class URM(Algorithm):
         self.optimizer, self.scheduler = self.configure_optimizer(self.network.parameters())
         self.discriminator = urm_discriminator(self.featurizer.n_outputs, int(hp["urm_discriminator_hidden_layers"]))
         kind = hp["urm_discriminator_optimizer"]
-        lr, wd = float(hp["urm_discriminator_lr"]), float(hp.get("weight_decay", 0.0))
+        lr, wd = float(hp["urm_discriminator_lr"]), float(hp["weight_decay"])
         if kind == "adam":
             self.d_optimizer: torch.optim.Optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=lr,
                                                                        weight_decay=wd)

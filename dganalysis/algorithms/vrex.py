@@ -22,7 +22,7 @@ def vrex_penalty(losses: torch.Tensor) -> torch.Tensor:
     return (losses - losses.mean()).pow(2).mean()
 
 
-@register_algorithm("VREx")
+@register_algorithm("VREx", tags=("domainbed",))
 class VREx(Algorithm):
     """Variance Risk Extrapolation."""
 

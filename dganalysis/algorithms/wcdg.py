@@ -32,7 +32,7 @@ from torch import nn
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import create, default_hparams, get_algorithm, hparam_specs, register_algorithm
 from dganalysis.dro.training import worst_case_penalty
-from dganalysis.hparams import HParam, choice, fixed, log10_uniform
+from dganalysis.hparams import BASE_HPARAMS, HParam, HParams, choice, fixed, log10_uniform
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class _VariantHParams:
         return {**get_algorithm(self.base).HPARAMS, **WC_HPARAMS}
 
 
-@register_algorithm("WCDG")
+@register_algorithm("WCDG", tags=("wc",))
 class WCDG(Algorithm):
     """Base algorithm (hparam ``wc_base``) + ``wc_weight`` × worst-case loss in the representation space."""
 
@@ -68,8 +68,8 @@ class WCDG(Algorithm):
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         nn.Module.__init__(self)  # no network of our own: the base's is used
         self.input_shape, self.n_classes, self.n_domains = tuple(input_shape), n_classes, n_domains
-        self.hparams = dict(hparams)
-        base = self.base_name or str(self.hparams.get("wc_base", "ERM"))
+        self.hparams = HParams(hparams, {**BASE_HPARAMS, **self.HPARAMS})
+        base = self.base_name or str(self.hparams["wc_base"])
         if issubclass(get_algorithm(base), WCDG):
             raise ValueError(f"hparam 'wc_base': {base!r} is already a worst-case variant; expected a plain algorithm")
         specs = hparam_specs(base)
@@ -90,12 +90,12 @@ class WCDG(Algorithm):
         x = torch.cat([x for x, _ in minibatches])
         y = torch.cat([y for _, y in minibatches])
         z = self.featurizer(x)
-        mode = hp.get("wc_mode", "rho")
+        mode = hp["wc_mode"]
         if mode not in ("rho", "penalty"):
             raise ValueError(f"hparam 'wc_mode': expected 'rho' or 'penalty', got {mode!r}")
         kw = {"rho": float(hp["wc_rho"])} if mode == "rho" else {"gamma": float(hp["wc_gamma"])}
-        return worst_case_penalty(z, y, self.classifier, loss=hp.get("wc_loss", "ce"), scale=hp.get("wc_scale", "std"),
-                                  steps=int(hp.get("wc_steps", 5)), **kw)
+        return worst_case_penalty(z, y, self.classifier, loss=hp["wc_loss"], scale=hp["wc_scale"],
+                                  steps=int(hp["wc_steps"]), **kw)
 
     def _updates_head(self, optimizer: torch.optim.Optimizer) -> bool:
         return any(id(p) in self._head_params for g in optimizer.param_groups for p in g["params"])
@@ -139,7 +139,7 @@ class WCDG(Algorithm):
 def _register_variant(base: str) -> type[WCDG]:
     cls = type(f"{base}_WC", (WCDG,), {"base_name": base, "HPARAMS": _VariantHParams(base),
                                         "__doc__": f"{base} + worst-case term (see :class:`WCDG`)."})
-    return register_algorithm(f"{base}_WC")(cls)
+    return register_algorithm(f"{base}_WC", tags=("wc",))(cls)
 
 
 for _b in VARIANT_BASES:

@@ -45,6 +45,7 @@ thousands of simulated families at once); :func:`claims` is the frame-level entr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,15 +133,35 @@ def _verdicts(delta, p_adj, pe_adj, alpha):
     return np.where(pe_adj < alpha, 2, v).astype(np.int8)
 
 
-def decide(mean_a, se_a, n_a, mean_b, se_b, n_b, *, ddof_a=1, ddof_b=1, mean_res_a=0.0, mean_res_b=0.0,
-           se_res_a=0.0, se_res_b=0.0, alpha: float = 0.05, rope: float = 0.0, confidence: float = 0.95,
+@dataclass(frozen=True)
+class Summaries:
+    """Per-cell summaries of one side of a batch of claims (arrays or scalars that broadcast to ``(..., m)``):
+    ``mean`` and ``se`` in accuracy points, ``n`` trials, ``ddof`` of the SE's standard deviation (0: DomainBed's
+    population-std SE), and the rounding resolutions of the printed ``mean`` and ``se`` (0: exact numbers)."""
+
+    mean: Any
+    se: Any
+    n: Any
+    ddof: Any = 1
+    mean_res: Any = 0.0
+    se_res: Any = 0.0
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, suffix: str = "") -> Summaries:
+        """The columns ``mean, se, n, se_ddof, mean_res, se_res`` (each with ``suffix``) of ``frame``."""
+        return cls(*(frame[c + suffix].to_numpy() for c in ("mean", "se", "n", "se_ddof", "mean_res", "se_res")))
+
+
+def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0, confidence: float = 0.95,
            grid: int = GRID) -> Decision:
     """Verdicts of a batch of claims A vs B from summaries; the last axis is one Holm family.
 
-    Inputs broadcast to one shape ``(..., m)``; ``se_*`` are the SEs as given (``ddof_*`` 0: population-std SEs,
-    converted); ``*_res`` the rounding resolutions (0: exact numbers). NaN SE: no test (p NaN, undecided, out of the
-    family). See the module docstring for the tests, the rounding box and the verdicts.
+    The fields of ``a`` and ``b`` broadcast to one shape ``(..., m)``; SEs as given (``ddof`` 0: population-std SEs,
+    converted); NaN SE: no test (p NaN, undecided, out of the family). See the module docstring for the tests, the
+    rounding box and the verdicts.
     """
+    mean_a, se_a, n_a, ddof_a, mean_res_a, se_res_a = a.mean, a.se, a.n, a.ddof, a.mean_res, a.se_res
+    mean_b, se_b, n_b, ddof_b, mean_res_b, se_res_b = b.mean, b.se, b.n, b.ddof, b.mean_res, b.se_res
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise ValueError(f"alpha={alpha}, confidence={confidence}: expected values in (0, 1)")
     if not rope >= 0:
@@ -248,11 +269,8 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     out = []
     for (board, selection), fam in rows.groupby(["board", "selection"], sort=False):
-        d = decide(fam["mean"].to_numpy(), fam["se"].to_numpy(), fam["n"].to_numpy(), fam["mean_b"].to_numpy(),
-                   fam["se_b"].to_numpy(), fam["n_b"].to_numpy(), ddof_a=fam["se_ddof"].to_numpy(),
-                   ddof_b=fam["se_ddof_b"].to_numpy(), mean_res_a=fam["mean_res"].to_numpy(),
-                   mean_res_b=fam["mean_res_b"].to_numpy(), se_res_a=fam["se_res"].to_numpy(),
-                   se_res_b=fam["se_res_b"].to_numpy(), alpha=alpha, rope=rope, confidence=confidence)
+        d = decide(Summaries.from_frame(fam), Summaries.from_frame(fam, "_b"), alpha=alpha, rope=rope,
+                   confidence=confidence)
         m = int(np.isfinite(d.p).sum())
         frame = pd.DataFrame({
             "board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),

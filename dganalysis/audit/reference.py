@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.audit.claims import VERDICTS, decide, trials_needed
+from dganalysis.audit.claims import VERDICTS, Summaries, decide, trials_needed
 
 REFERENCE_VERDICTS = {"better": "higher", "worse": "lower", "equivalent": "consistent", "undecided": "undecided"}
 REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "reference_mean", "delta", "ci_low",
@@ -35,11 +35,8 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
                          f"reference has {sorted(b['dataset'].unique())}, {sorted(b['algorithm'].unique())}")
     out = []
     for (board, selection), fam in joined.groupby(["board_r", "selection"], sort=False):
-        d = decide(fam["mean"].to_numpy(), fam["se"].to_numpy(), fam["n"].to_numpy(), fam["mean_r"].to_numpy(),
-                   fam["se_r"].to_numpy(), fam["n_r"].to_numpy(), ddof_a=fam["se_ddof"].to_numpy(),
-                   ddof_b=fam["se_ddof_r"].to_numpy(), mean_res_a=fam["mean_res"].to_numpy(),
-                   mean_res_b=fam["mean_res_r"].to_numpy(), se_res_a=fam["se_res"].to_numpy(),
-                   se_res_b=fam["se_res_r"].to_numpy(), alpha=alpha, rope=rope, confidence=confidence)
+        d = decide(Summaries.from_frame(fam), Summaries.from_frame(fam, "_r"), alpha=alpha, rope=rope,
+                   confidence=confidence)
         m = int(np.isfinite(d.p).sum())
         ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / (fam["n"] - 1)), 1.0)
         cb = np.where(fam["se_ddof_r"] == 0, np.sqrt(fam["n_r"] / (fam["n_r"] - 1)), 1.0)

@@ -163,7 +163,7 @@ STORE = "store"  #: in a notebook's ``inputs``: the profile's job store (``store
 
 def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[str], list[str]]:
     """Notebook inputs → (paths to audit, notes): :data:`STORE` becomes ``store_dir``, left out with a note when the
-    store holds no finished run yet (notebook 08 run before the others)."""
+    store holds no finished run yet (the audit ran before any sweep finished)."""
     from dganalysis.results import find_jobs, job_status
 
     paths, notes = [], []
@@ -188,7 +188,7 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
     three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
     table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
-    (notebook 08's job store, which other notebooks fill) that gives no usable cells or lacks the baseline is left
+    (a profile's job store, which the training notebooks fill) that gives no usable cells or lacks the baseline is left
     out with a note (:attr:`AuditResult.notes`) instead of stopping the audit."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")

@@ -1,6 +1,6 @@
 """One line per audit in the run index's summary (``outputs/<profile>/index.md``, :func:`dganalysis.runner.write_index`).
 
-Notebook 08 writes its audits' summary lines (:meth:`dganalysis.audit.run.AuditResult.summary_lines`) to
+The audit notebook writes its audits' summary lines (:meth:`dganalysis.audit.run.AuditResult.summary_lines`) to
 ``<output_dir>/audits/summary.json`` (atomic write; a rerun replaces them); the runner lists them under the findings.
 """
 

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dganalysis.hparams import HParams
 from dganalysis.nets import domainbed_weights as W
 from dganalysis.nets.archs import MNISTCNN, ResNet
 from dganalysis.nets.registry import DOMAINBED_WEIGHTS, register_featurizer
@@ -46,7 +47,7 @@ def _timm():
 
 
 def _want_weights(hparams: Mapping[str, Any]) -> bool:
-    return hparams.get("pretrained") == DOMAINBED_WEIGHTS
+    return hparams["pretrained"] == DOMAINBED_WEIGHTS
 
 
 class DomainBedMLP(nn.Module):
@@ -81,13 +82,13 @@ class DomainBedResNet(ResNet):
 
     def __init__(self, input_shape: tuple[int, ...], hparams: Mapping[str, Any], weights: bool) -> None:
         nn.Module.__init__(self)
-        if hparams.get("resnet50_augmix", True):
+        if hparams["resnet50_augmix"]:
             net = _timm().create_model(W.AUGMIX_TIMM_NAME, pretrained=False)
             self.arch, path = "resnet50", (W.augmix_weights() if weights else None)
         else:
             from dganalysis.compat import torchvision
 
-            depth = 18 if hparams.get("resnet18", False) else 50
+            depth = 18 if domainbed_arch(input_shape, hparams) == "resnet18" else 50
             net = getattr(torchvision().models, f"resnet{depth}")(weights=None)
             self.arch, path = f"resnet{depth}", (W.torchvision_resnet_weights(depth) if weights else None)
         if path is not None:
@@ -101,8 +102,8 @@ class DomainBedResNet(ResNet):
                 net.conv1.weight.data[:, i] = old[:, i % 3]
         net.fc = nn.Identity()
         self.network = net
-        self.dropout = nn.Dropout(float(hparams.get("resnet_dropout", 0.0)))
-        self.freeze_bn = bool(hparams.get("freeze_bn", False))
+        self.dropout = nn.Dropout(float(hparams["resnet_dropout"]))
+        self.freeze_bn = bool(hparams["freeze_bn"])
         self.weights_file = str(path) if path is not None else None
         self.train()
 
@@ -177,8 +178,8 @@ class DomainBedDinoV2(nn.Module):
             path = W.dinov2_weights()
             self.network.load_state_dict(W.read_state(path), strict=True)
             self.weights_file = str(path)
-        self.dropout = nn.Dropout(float(hparams.get("vit_dropout", 0.0)))
-        if hparams.get("vit_attn_tune", False):
+        self.dropout = nn.Dropout(float(hparams["vit_dropout"]))
+        if hparams["vit_attn_tune"]:
             for name, p in self.network.named_parameters():
                 p.requires_grad = "attn" in name
 
@@ -187,23 +188,45 @@ class DomainBedDinoV2(nn.Module):
         return self.dropout(torch.cat([out[0][1], out[1][1], out[2][1], out[3][1], out[3][0].mean(1)], dim=1))
 
 
-@register_featurizer("domainbed")
-def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
-    """DomainBed's ``networks.Featurizer`` choice for ``input_shape`` (see the module doc)."""
+def domainbed_arch(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> str:
+    """The network DomainBed's ``networks.Featurizer`` picks for ``input_shape`` (C, H, W) and ``hparams``: ``mlp``
+    (1-D inputs), ``cnn`` (MNIST-CNN, 28×28), ``wrn16_2`` (32×32), ``dinov2_vitb14``, ``resnet18`` or ``resnet50``
+    (224×224; ``resnet50_augmix`` wins over ``resnet18``, DomainBed's quirk). The one rule :func:`build_domainbed`
+    and the dry run's estimate both follow; a shape DomainBed has no network for is a ValueError."""
+    hparams = HParams.of(hparams)
     shape = tuple(input_shape)
     if len(shape) == 1:
-        return DomainBedMLP(shape[0], int(hparams.get("mlp_width", 0)), hparams)
+        return "mlp"
     hw = shape[1:3]
     if hw == (28, 28):
-        return MNISTCNN(shape[0])
+        return "cnn"
     if hw == (224, 224):
-        if hparams.get("vit", False):
-            if hparams.get("dinov2", False):
-                return DomainBedDinoV2(shape, hparams, _want_weights(hparams))
+        if hparams["vit"]:
+            if hparams["dinov2"]:
+                return "dinov2_vitb14"
             raise ValueError("featurizer 'domainbed': vit=True needs dinov2=True (DomainBed raises NotImplementedError "
                              "for any other ViT); for a ViT-B/16 use featurizer 'vit_b_16'")
-        return DomainBedResNet(shape, hparams, _want_weights(hparams))
+        if hparams["resnet50_augmix"]:
+            return "resnet50"
+        return "resnet18" if hparams["resnet18"] else "resnet50"
     if hw == (32, 32):
-        return DomainBedWideResNet(shape[0], 16, 2, 0.0)
+        return "wrn16_2"
     raise ValueError(f"featurizer 'domainbed': DomainBed has no network for input shape {shape} (it builds one for "
                      "1-D inputs, 28×28, 32×32 and 224×224); choose another featurizer (e.g. 'auto')")
+
+
+@register_featurizer("domainbed")
+def build_domainbed(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
+    """DomainBed's ``networks.Featurizer`` choice for ``input_shape`` (see the module doc, :func:`domainbed_arch`)."""
+    hparams = HParams.of(hparams)
+    shape = tuple(input_shape)
+    arch = domainbed_arch(shape, hparams)
+    if arch == "mlp":
+        return DomainBedMLP(shape[0], int(hparams.get("mlp_width", 0)), hparams)
+    if arch == "cnn":
+        return MNISTCNN(shape[0])
+    if arch == "dinov2_vitb14":
+        return DomainBedDinoV2(shape, hparams, _want_weights(hparams))
+    if arch == "wrn16_2":
+        return DomainBedWideResNet(shape[0], 16, 2, 0.0)
+    return DomainBedResNet(shape, hparams, _want_weights(hparams))

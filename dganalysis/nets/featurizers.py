@@ -27,13 +27,15 @@ from typing import Any
 
 from torch import nn
 
+from dganalysis.hparams import HParams
 from dganalysis.nets.archs import MLP, MNISTCNN, ResNet, SmallCNN, backbone_of
 from dganalysis.nets.pretrained import apply_init_hparams
 from dganalysis.nets.registry import DOMAINBED_WEIGHTS, get_featurizer_builder, register_featurizer
 from dganalysis.nets.vit import ARCHS as VIT_ARCHS
 from dganalysis.nets.vit import ViT
 
-__all__ = ["MLP", "MNISTCNN", "ResNet", "SmallCNN", "ViT", "backbone_of", "build_classifier", "build_featurizer"]
+__all__ = ["MLP", "MNISTCNN", "ResNet", "SmallCNN", "ViT", "auto_arch", "backbone_of", "build_classifier", "build_featurizer",
+           "resolve_featurizer_name"]
 
 
 def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
@@ -44,17 +46,39 @@ def build_featurizer(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -
     ``pretrained: domainbed`` (the default on DomainBed's datasets) asks for the weights DomainBed loads: the
     ``domainbed`` featurizer loads them itself; any other featurizer has no DomainBed weights and starts from its
     random initialisation (as it did before this value existed)."""
-    builder = get_featurizer_builder(str(hparams.get("featurizer", "auto")))
+    hparams = HParams.of(hparams)
+    builder = get_featurizer_builder(str(hparams["featurizer"]))
     net = builder(tuple(input_shape), hparams)
-    if hparams.get("pretrained") == DOMAINBED_WEIGHTS:
+    if hparams["pretrained"] == DOMAINBED_WEIGHTS:
         hparams = {**hparams, "pretrained": None}
     return apply_init_hparams(net, hparams)
+
+
+def auto_arch(input_shape: tuple[int, ...]) -> str:
+    """What ``featurizer: auto`` builds: ``cnn`` up to 32 px, ``resnet18`` above (our departure, see the module doc)."""
+    return "cnn" if input_shape[-1] <= 32 else "resnet18"
+
+
+def resolve_featurizer_name(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> str:
+    """The network a job builds for inputs of ``input_shape`` (C, H, W) under ``hparams['featurizer']`` (default
+    ``auto``): ``auto`` and ``domainbed`` resolved by their rules (:func:`auto_arch`,
+    :func:`dganalysis.nets.domainbed.domainbed_arch`), any other name as it is. Training builds by these rules and the
+    dry run estimates by this function, so the two cannot disagree."""
+    from dganalysis.nets.domainbed import domainbed_arch
+
+    hparams = HParams.of(hparams)
+    name = str(hparams["featurizer"])
+    if name == "auto":
+        return auto_arch(input_shape)
+    if name == "domainbed":
+        return domainbed_arch(input_shape, hparams)
+    return name
 
 
 @register_featurizer("auto")
 def _auto(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
     """Our departure from DomainBed's rule: ``cnn`` up to 32 px, ``resnet18`` above (see the module doc)."""
-    return get_featurizer_builder("cnn" if input_shape[-1] <= 32 else "resnet18")(input_shape, hparams)
+    return get_featurizer_builder(auto_arch(input_shape))(input_shape, hparams)
 
 
 @register_featurizer("cnn")
@@ -82,8 +106,9 @@ def _mlp(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
 
 def _resnet(depth: int):
     def build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
-        return ResNet(depth, input_shape[0], bool(hparams.get("conv1_3x3", False)),
-                      float(hparams.get("resnet_dropout", 0.0)), freeze_bn=bool(hparams.get("freeze_bn", False)))
+        hparams = HParams.of(hparams)
+        return ResNet(depth, input_shape[0], bool(hparams["conv1_3x3"]),
+                      float(hparams["resnet_dropout"]), freeze_bn=bool(hparams["freeze_bn"]))
     build.__doc__ = f"torchvision ResNet-{depth} trunk (see :class:`dganalysis.nets.archs.ResNet`)."
     return build
 
@@ -94,7 +119,7 @@ for _depth in (18, 50):
 
 def _vit(arch: str):
     def build(input_shape: tuple[int, ...], hparams: Mapping[str, Any]) -> nn.Module:
-        return ViT(arch, input_shape[0], input_shape[-1], float(hparams.get("resnet_dropout", 0.0)))
+        return ViT(arch, input_shape[0], input_shape[-1], float(hparams["resnet_dropout"]))
     build.__doc__ = f"torchvision ViT {arch} trunk (see :class:`dganalysis.nets.vit.ViT`)."
     return build
 

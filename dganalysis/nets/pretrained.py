@@ -57,6 +57,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dganalysis.hparams import HParams
 from dganalysis.nets.archs import backbone_of
 from dganalysis.nets.freeze import freeze_featurizer, freeze_stages
 from dganalysis.nets.torchhub import resolve_pretrained
@@ -310,13 +311,14 @@ def apply_init_hparams(featurizer: nn.Module, hparams: Mapping[str, Any]) -> nn.
     ``imagenet[:<weights>]`` for torchvision's cached file, see :mod:`dganalysis.nets.torchhub`; layout
     ``pretrained_layout``), then freeze (``linear_probe`` → whole featurizer, else the first
     ``freeze_stages`` stages; see :mod:`dganalysis.nets.freeze`). Returns ``featurizer``."""
-    spec = hparams.get("pretrained")
+    hparams = HParams.of(hparams)
+    spec = hparams["pretrained"]
     if spec:
         path = resolve_pretrained(spec, getattr(featurizer, "arch", None))
-        load_pretrained(featurizer, path, str(hparams.get("pretrained_layout", "auto")))
-    if bool(hparams.get("linear_probe", False)):
+        load_pretrained(featurizer, path, str(hparams["pretrained_layout"]))
+    if bool(hparams["linear_probe"]):
         freeze_featurizer(featurizer)
-    elif int(hparams.get("freeze_stages", 0) or 0) > 0:
+    elif int(hparams["freeze_stages"] or 0) > 0:
         freeze_stages(featurizer, int(hparams["freeze_stages"]))
     return featurizer
 

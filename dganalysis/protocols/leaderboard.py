@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis.findings import Verdict
+from dganalysis.latex import latex_escape
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
@@ -378,17 +379,17 @@ def to_latex(
     ncol = len(datasets) + 4
     lines = ["\\begin{table}[t]", "\\centering"]
     if caption:
-        lines.append("\\caption{" + _esc(caption) + "}")
+        lines.append("\\caption{" + latex_escape(caption) + "}")
     lines += ["\\begin{tabular}{l" + "c" * (ncol - 1) + "}", "\\toprule"]
-    head = "Algorithm & " + " & ".join(_esc(d) for d in datasets) + " & Average & Ranking & $\\Delta$R \\\\"
+    head = "Algorithm & " + " & ".join(latex_escape(d) for d in datasets) + " & Average & Ranking & $\\Delta$R \\\\"
     for name in names:
         tab = leaderboard_table(long, name, datasets)
         title = (titles or {}).get(name, name)
-        lines += ["\\midrule", f"\\multicolumn{{{ncol}}}{{c}}{{{_esc(title)}}} \\\\", "\\midrule", head, "\\midrule"]
+        lines += ["\\midrule", f"\\multicolumn{{{ncol}}}{{c}}{{{latex_escape(title)}}} \\\\", "\\midrule", head, "\\midrule"]
         dr = delta_rank(rk, reference, name) if name != reference else pd.Series(0, index=tab.index)
         big = dr.abs().max() if name != reference else 0
         for alg, r in tab.iterrows():
-            cells = [_esc(str(alg))]
+            cells = [latex_escape(str(alg))]
             for ds in datasets:
                 m, s = r[ds], r[f"{ds} se"]
                 cells.append("-" if pd.isna(m) else f"{m:.{digits}f}" + ("" if pd.isna(s) else f" $\\pm$ {s:.{digits}f}"))
@@ -402,10 +403,6 @@ def to_latex(
     return "\n".join(lines)
 
 
-def _esc(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
-        text = text.replace(a, b)
-    return text
 
 
 # ----------------------------------------------------------------------------------------------- bump chart

@@ -21,7 +21,8 @@ see :mod:`dganalysis.hparams`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,11 +236,7 @@ def make_jobs(
                         holdout_fraction=holdout_fraction, dataset_kwargs=dataset_kwargs,
                         hparams_overrides=hp_over, search_overrides=search_over, save_model=save_model,
                     ))
-    checked: set[tuple[str, int]] = set()
-    for job in jobs:  # hyperparameters depend on (algorithm, hparams_seed, overrides) only
-        if (job.algorithm, job.hparams_seed) not in checked:
-            checked.add((job.algorithm, job.hparams_seed))
-            check_job_hparams(job)
+    check_grid_hparams(jobs)
     return jobs
 
 
@@ -252,6 +249,27 @@ def _job(i: int, split: Split, **kw: Any) -> Job:
         raise
     except (TypeError, ValueError) as e:
         raise ConfigError(f"splits[{i}] {split}: {e}") from None
+
+
+def hparams_key(job: Job) -> tuple:
+    """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.train.job_hparams`): the algorithm,
+    the dataset (DomainBed's small- or large-image regime), ``hparams_seed``, ``trial_seed`` (DomainBed seeds a draw
+    with ``seed_hash(hparams_seed, trial_seed)``), the overrides and ``steps``."""
+    spec = job.to_dict()
+    trial = job.trial_seed if job.hparams_seed != 0 else None  # hparams_seed 0: the defaults, whatever the trial
+    return (job.algorithm, job.dataset, job.hparams_seed, trial, job.steps,
+            json.dumps(spec["hparams_overrides"], sort_keys=True), json.dumps(spec["search_overrides"], sort_keys=True))
+
+
+def check_grid_hparams(jobs: Iterable[Job]) -> None:
+    """Check the hyperparameters of every job of a grid, once per distinct :func:`hparams_key` — every
+    (algorithm, dataset, hparams_seed, trial_seed, overrides) the grid will run — before any work."""
+    checked: set[tuple] = set()
+    for job in jobs:
+        key = hparams_key(job)
+        if key not in checked:
+            checked.add(key)
+            check_job_hparams(job)
 
 
 def check_job_hparams(job: Job) -> None:

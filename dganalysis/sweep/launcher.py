@@ -24,7 +24,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import importlib
 import importlib.util
-import json
 import logging
 import multiprocessing as mp
 import os
@@ -419,11 +418,9 @@ def run_sweep(
         j = j if isinstance(j, Job) else Job.from_dict(j)
         unique.setdefault(j.job_id, j)
     jobs = list(unique.values())
-    from dganalysis.sweep.grid import check_job_hparams
+    from dganalysis.sweep.grid import check_grid_hparams
 
-    for job in {(j.algorithm, j.hparams_seed, json.dumps(j.to_dict()["hparams_overrides"]),
-                 json.dumps(j.to_dict()["search_overrides"])): j for j in jobs}.values():
-        check_job_hparams(job)  # jobs built by hand are checked too, before any work
+    check_grid_hparams(jobs)  # jobs built by hand are checked too, before any work
 
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []

@@ -40,12 +40,12 @@ def test_dann_matches_domainbed(domainbed, name):
 
 def test_cdann_class_weights_count_up_to_largest_label(domainbed):
     """DomainBed's class balance divides by (max label + 1), not by the number of classes present."""
-    from dganalysis.algorithms.dann import class_balanced_weights, domainbed_class_weights
+    from dganalysis.data.balanced import class_balanced_weights, domainbed_cdann_weights
 
     y = torch.tensor([0, 0, 2, 2, 2])  # class 1 absent
-    w = domainbed_class_weights(y)
+    w = domainbed_cdann_weights(y)
     assert torch.allclose(w, torch.tensor([1 / 6, 1 / 6, 1 / 9, 1 / 9, 1 / 9], dtype=w.dtype))
-    assert float(class_balanced_weights(y, 3).sum()) == pytest.approx(1.0)  # the GRL variant's weights
+    assert float(class_balanced_weights(y).sum()) == pytest.approx(1.0)  # the GRL variant's weights
 
 
 def test_dann_grl_variant_departs(domainbed):

@@ -63,6 +63,11 @@ def test_every_domainbed_algorithm_is_ours(domainbed):
     assert len(_shared(domainbed)) == len(domainbed.algorithms.ALGORITHMS) >= 33
 
 
+def test_domainbed_tag_is_domainbeds_list(domainbed):
+    """The registry's ``domainbed`` family is DomainBed's ALGORITHMS list, no more, no less."""
+    assert A.names(tag="domainbed") == sorted(domainbed.algorithms.ALGORITHMS)
+
+
 def test_seed_hash_is_domainbeds(domainbed):
     for args in [(0, 0), (1, 0), (3, 2), (12345, "lr"), (7, "batch_size")]:
         assert seed_hash(*args) == domainbed.misc.seed_hash(*args)

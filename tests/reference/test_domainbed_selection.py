@@ -23,8 +23,8 @@ import pytest
 from dganalysis import results, selection
 from dganalysis.collect import add_collect_arguments, main_collect
 
-METHODS = {"training_domain": "IIDAccuracySelectionMethod", "leave_one_out": "LeaveOneOutSelectionMethod",
-           "oracle": "OracleSelectionMethod"}
+# every registered method that names its DomainBed class is compared with that class
+METHODS = {m: selection.get_method(m).domainbed for m in selection.methods() if selection.get_method(m).domainbed}
 
 
 def write_sweep(root: Path, seed: int, n_envs: int = 4, n_hparams: int = 4, trials=(0, 1, 2), steps=(0, 50, 100, 150),
