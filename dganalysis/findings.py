@@ -96,7 +96,7 @@ EXACT_SPEARMAN_MAX_N = 8
 
 def spearman_test(x, y) -> tuple[float, float]:
     """Spearman ρ and its two-sided p-value: exact over all n! pairings for n ≤ :data:`EXACT_SPEARMAN_MAX_N`
-    (``scipy.stats.permutation_test``), scipy's t approximation above (which gives p = 0 for |ρ| = 1 at any n).
+    (``scipy.stats.permutation_test``), scipy's t approximation above (which gives p = 0 for ``|ρ| = 1`` at any n).
     NaN for fewer than 3 pairs or a constant input."""
     import numpy as np
     from scipy import stats
