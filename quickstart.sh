@@ -28,6 +28,11 @@ echo "== 2/4 Python environment in .venv"
 # same pins give the CUDA builds from PyPI.
 .venv/bin/python -m pip install -q "torch==2.13.0" "torchvision==0.28.0"
 .venv/bin/python -m pip install -q -e ".[test,wilds,docs]"
+# torchvision imports on its own, before dganalysis and in DomainBed's scripts: a .pth hook in the venv registers
+# the op schemas a CUDA torchvision wheel lacks beside a CPU torch, at the first `import torchvision` (a no-op
+# where its C++ ops load; about 0.5 ms per interpreter start; see dganalysis/tvhook.py)
+.venv/bin/python -c "from dganalysis.tvhook import install_pth; print('torchvision hook:', install_pth())"
+.venv/bin/python -c "import torchvision, torchvision.models, torchvision.ops" </dev/null
 .venv/bin/python -c "import dganalysis, torch, torchvision; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'torchvision', torchvision.__version__)"
 
 echo "== 3/4 Jupyter kernel 'dganalysis' (shown as 'Python (dganalysis)' in JupyterLab)"

@@ -31,6 +31,12 @@ phase (data, forward, backward, optimizer, evaluation; from the ``record_functio
 the rest), the evaluation convolutions' GMAC/s, and the largest ratio reachable if everything but our
 convolutions cost nothing.
 
+``--thread-policies`` times the CPU thread policies instead (:mod:`bench._thread_policies`): the fixed count of
+the launcher's share with the workers' waiting policy (the default), the same count with OpenMP's default and
+with passive waiting, the former load-adaptive governor and one thread; idle and with every core busy, each in
+its own process, images/s and the ratio to the default in the same run, and whether idle and loaded records are
+identical. ``--rounds`` rounds, ``--policy-runs`` timed jobs per policy and round.
+
 ``--image-pipeline`` times DomainBed's image pipeline instead (training minibatches delivered to the
 model, augmented and normalised, no model step), on simulated photo-like JPEGs of varied sizes in a
 PACS-layout folder (real folder names, simulated content), in one run:
@@ -485,8 +491,22 @@ def main(argv=None) -> None:
                    help="time DomainBed's image pipeline instead: device path, streaming path, DomainBed-style loader")
     p.add_argument("--n-per-class", type=int, default=20, help="--image-pipeline: images per class and domain (PACS: 7 x 4)")
     p.add_argument("--prefetch", type=int, default=3, help="--image-pipeline: batches read ahead per split (streaming)")
+    p.add_argument("--thread-policies", action="store_true",
+                   help="time the CPU thread policies instead (fixed count, waiting policies, the former governor, "
+                        "one thread), idle and loaded")
+    p.add_argument("--rounds", type=int, default=2, help="--thread-policies: rounds (policies alternate)")
+    p.add_argument("--policy-runs", type=int, default=1, help="--thread-policies: timed jobs per policy and round")
+    p.add_argument("--policies", nargs="+", default=None,
+                   help="--thread-policies: which (fixed, fixed-spin10k, fixed-passive, governor, 1-thread; default all)")
+    p.add_argument("--policy-child", help=argparse.SUPPRESS)
+    p.add_argument("--policy-job", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if a.policy_child:
+        from bench import _thread_policies
+
+        _thread_policies.child(a.policy_child, json.loads(a.policy_job), a.policy_runs)
+        return
     torch.set_num_threads(a.threads)
     defaults = (224, 32, 10) if a.image_pipeline else (32, 64, 60)
     a.size, a.batch_size, a.steps = (v if v is not None else d for v, d in zip((a.size, a.batch_size, a.steps), defaults))
@@ -506,6 +526,12 @@ def main(argv=None) -> None:
           f"{n_evals} evaluations of {a.domains * a.n_per_domain} images; torch threads {a.threads}, "
           f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
+    if a.thread_policies:
+        from bench import _thread_policies
+
+        _thread_policies.policies_bench(job, n_train, a.rounds, a.policy_runs, a.load,
+                                        tuple(a.policies or _thread_policies.POLICIES))
+        return
     if a.profile:
         with tempfile.TemporaryDirectory() as tmp:
             run_job(job, Path(tmp) / "warmup", device="cpu")  # oneDNN primitives and allocator warm, as in later rounds

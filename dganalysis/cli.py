@@ -15,6 +15,9 @@ import argparse
 import logging
 import sys
 
+#: the parameter profiles `dganalysis run` accepts (folders of params/)
+PROFILES = ("quick", "paper")
+
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
     from dganalysis.dryrun import dry_run, format_dry_run
@@ -60,10 +63,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from dganalysis.report import write_report
     from dganalysis.runner import repo_root
 
+    if not args.outputs and args.profile not in PROFILES:  # `run` refuses it too: suggest a profile it accepts
+        from dganalysis.registry import unknown_name
+
+        raise ValueError(f"--profile: {unknown_name('profile', args.profile, PROFILES)}")
     out = Path(args.outputs) if args.outputs else repo_root() / "outputs" / args.profile
     if not out.is_dir():
-        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; run `dganalysis run --profile "
-                                f"{args.profile}` first")
+        hint = (f"run `dganalysis run --profile {args.profile}` first" if args.profile in PROFILES else
+                f"--outputs names a folder of `dganalysis run` outputs (outputs/<profile> for profiles "
+                f"{', '.join(PROFILES)})")
+        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; {hint}")
     print(f"report: {write_report(out, args.profile, Path(args.output) if args.output else None)}")
     return 0
 
@@ -91,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Execute notebooks (default: all) into outputs/<profile>/notebooks/ and write "
                                    "outputs/<profile>/index.md. Unknown parameter names are an error; a failing "
                                    "notebook is still saved and its failing cell reported (exit status 1).")
-    r.add_argument("--profile", default="quick", choices=["quick", "paper"], help="parameter profile (default quick)")
+    r.add_argument("--profile", default="quick", choices=list(PROFILES), help="parameter profile (default quick)")
     r.add_argument("notebooks", nargs="*", help="notebook names, e.g. 00_quickstart (default: all)")
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
     r.add_argument("--dry-run", action="store_true",

@@ -31,7 +31,9 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         "mean ± SE over trial seeds, in %) for job stores or DomainBed sweep output dirs. Failed jobs are skipped; "
         "unfinished runs (no 'done' file) are read in DomainBed sweep dirs, as DomainBed's collect_results reads "
         "them, and skipped in our job stores (a DIR is our store when a job folder in it holds spec.json or "
-        "'failed'); both are counted in a line under each table. A job with an unreadable record is "
+        "'failed'). Every job folder is counted in a line under each table: read, failed (with or without "
+        "records), without records (a run that crashed before its first checkpoint: DomainBed's err.txt "
+        "only), unfinished, unreadable. A job with an unreadable record is "
         "reported (file and line) and skipped, unless --strict; runs whose loss exploded are flagged there too."
     )
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
@@ -40,7 +42,9 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         help="model selection method; 'all' = DomainBed's three (training_domain, leave_one_out, oracle). "
              "Default: all",
     )
-    parser.add_argument("--format", default="text", choices=FORMATS, help="output format (default text)")
+    parser.add_argument("--format", default="text", choices=FORMATS,
+                        help="output format (default text); latex tables use booktabs rules: add "
+                             "\\usepackage{booktabs} to the preamble (a comment line in the .tex says so)")
     parser.add_argument(
         "--test-domains", default="auto",
         help="which runs make the columns: 'auto' (per dataset, the runs with the fewest test domains), "

@@ -7,8 +7,9 @@ not have. Defining the two missing schemas (``nms`` and ``qnms``) first lets the
 Python parts of torchvision (models, transforms v2 on tensors) import. The C++
 ops and image decoding stay unavailable: we load images with Pillow.
 
-The shim is only applied when ``torch.version.cuda is None``; on a CUDA machine
-torchvision imports normally.
+The shim is applied only when torchvision's compiled ``_C`` does not load (see :mod:`dganalysis.tvhook`, which
+also installs it for processes that import torchvision before dganalysis); on a CUDA machine torchvision imports
+normally.
 """
 
 from __future__ import annotations
@@ -20,28 +21,17 @@ _installed = False
 
 
 def install() -> None:
-    """Register the missing torchvision op schemas on CPU-only torch (idempotent)."""
+    """Register the missing torchvision op schemas when torchvision's C++ ops cannot load (idempotent); the rule
+    lives in :func:`dganalysis.tvhook.register_missing_schemas`, which the environment's ``.pth`` hook also runs
+    at the first ``import torchvision`` of any process (so torchvision imports before dganalysis too)."""
     global _installed
     if _installed:
         return
     _installed = True
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a hard dependency
-        return
-    if torch.version.cuda is not None:
-        return
-    try:
-        torch.ops.torchvision.nms  # noqa: B018 - probe: exists when C++ ops are loaded
-        return
-    except (AttributeError, RuntimeError):
-        pass
-    lib = torch.library.Library("torchvision", "FRAGMENT")
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    # keep a reference so the fragment is not garbage-collected
-    globals()["_torchvision_fragment"] = lib
-    log.debug("registered torchvision nms/qnms schemas for CPU-only torch")
+    from dganalysis.tvhook import register_missing_schemas
+
+    if register_missing_schemas():
+        log.debug("registered torchvision nms/qnms schemas (torchvision's C++ ops do not load beside this torch)")
 
 
 def torchvision():

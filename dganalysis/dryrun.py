@@ -15,8 +15,10 @@ For every notebook of the profile, and every variant its YAML declares (``varian
 4. estimates their cost: each job's training images (steps × batch size × training domains,
    with the batch size of its own hyperparameter draw) over an images/s figure for its
    featurizer and image size from ``dganalysis/throughput.yaml``. Those figures say where
-   they come from: the CPU ones are measured (``bench/dryrun_throughput.py``), the GPU one
-   is an assumed speed-up until someone measures a GPU (the GPU-hours then say ASSUMED). Evaluation passes, pretraining and
+   they come from: the CPU ones are measured (``bench/dryrun_throughput.py``); the GPU ones are training
+   throughputs others published (timm's train benchmark, each entry with model, GPU, precision, batch and
+   reference), or derived from one by forward MACs for small networks nobody publishes (``bench/gpu_flops_derive.py``),
+   labelled "published, not measured here" until a lent GPU measures ours. Evaluation passes, pretraining and
    environment classifiers are not counted (the output says so);
 5. says which datasets, weights and files are missing, and how to get them (DomainBed's
    benchmarks, WILDS datasets and OoD-Bench's CelebA: their folders are looked for, nothing is read).
@@ -48,31 +50,46 @@ DEFAULT_IMAGE_SIZE = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 
 ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError)
 
 
+#: how the dry run labels its GPU-hours: figures others published, not measured on this project's code
+GPU_LABEL = "published, not measured here"
+
+
 @dataclass
 class Throughput:
-    """images/s per (featurizer, image size) on the CPU, and the GPU figures or an assumed speed-up."""
+    """images/s per (featurizer, image size): measured on the CPU; on a GPU, figures others published, each with
+    its source (``gpu_notes``: model, GPU, precision, batch and reference, or how a derived one was computed)."""
 
     cpu: dict[tuple[str, int], float]
     gpu: dict[tuple[str, int], float]
-    speedup: float | None
     cpu_source: str
     gpu_source: str
+    gpu_notes: dict[tuple[str, int], str] = field(default_factory=dict)
+    cross_checks: list[str] = field(default_factory=list)
 
     def images_per_s(self, featurizer: str, image_size: int, device: str) -> float | None:
-        """The figure for ``featurizer`` at ``image_size``, scaled by pixel count from the nearest measured size."""
-        table = self.gpu if device == "gpu" and self.gpu else self.cpu
+        """The figure for ``featurizer`` at ``image_size``, scaled by pixel count from the nearest listed size."""
+        table = self.gpu if device == "gpu" else self.cpu
+        ref = self._nearest(table, featurizer, image_size)
+        return None if ref is None else table[(featurizer, ref)] * (ref / image_size) ** 2
+
+    @staticmethod
+    def _nearest(table: Mapping[tuple[str, int], float], featurizer: str, image_size: int) -> int | None:
         sizes = [s for f, s in table if f == featurizer]
-        if not sizes:
-            return None
-        ref = min(sizes, key=lambda s: abs(s - image_size))
-        ips = table[(featurizer, ref)] * (ref / image_size) ** 2
-        if device == "gpu" and not self.gpu:
-            return None if self.speedup is None else ips * self.speedup
-        return ips
+        return min(sizes, key=lambda s: abs(s - image_size)) if sizes else None
+
+    def gpu_basis(self, featurizer: str, image_size: int) -> str:
+        """Where the GPU figure for ``featurizer`` at ``image_size`` comes from, in words."""
+        ref = self._nearest(self.gpu, featurizer, image_size)
+        if ref is None:
+            return "no published GPU figure"
+        note = self.gpu_notes.get((featurizer, ref), "")
+        return note + (f"; scaled by pixel count from {ref} to {image_size} px" if ref != image_size else "")
 
 
 def load_throughput(path: str | Path | None = None) -> Throughput:
-    """The throughput table (default ``dganalysis/throughput.yaml``); errors name the file and key."""
+    """The throughput table (default ``dganalysis/throughput.yaml``); errors name the file and key. GPU entries
+    need a ``basis`` (``published``: with ``model``, ``gpu``, ``precision``, ``batch``; ``derived``: with ``how``)
+    and a ``ref`` among ``gpu.references``; an assumed speed-up factor is refused."""
     path = Path(path) if path is not None else THROUGHPUT_YAML
     try:
         cfg = yaml.safe_load(path.read_text())
@@ -92,9 +109,33 @@ def load_throughput(path: str | Path | None = None) -> Throughput:
     if not isinstance(cfg, Mapping) or "cpu" not in cfg:
         raise ValueError(f"{path}: expected a mapping with a 'cpu' section (and optionally 'gpu')")
     gpu = cfg.get("gpu") or {}
-    speed = gpu.get("speedup_over_cpu")
-    return Throughput(entries("cpu"), entries("gpu"), float(speed) if speed is not None else None,
-                      " ".join(str(cfg["cpu"].get("source", "")).split()), " ".join(str(gpu.get("source", "")).split()))
+    if "speedup_over_cpu" in gpu:
+        raise ValueError(f"{path}: gpu.speedup_over_cpu: an assumed CPU-to-GPU factor is no longer accepted; list "
+                         "published or measured GPU figures under gpu.entries, each with its source")
+    refs = gpu.get("references") or {}
+    notes: dict[tuple[str, int], str] = {}
+    for i, e in enumerate(gpu.get("entries") or []):
+        where = f"{path}: gpu.entries[{i}]"
+        basis, ref = e.get("basis"), e.get("ref")
+        if ref not in refs:
+            raise ValueError(f"{where}: ref {ref!r} is not one of gpu.references {sorted(refs)}")
+        if basis == "published":
+            missing = [k for k in ("model", "gpu", "precision", "batch") if e.get(k) in (None, "")]
+            if missing:
+                raise ValueError(f"{where}: a published figure needs {missing} (model, gpu, precision, batch)")
+            notes[(str(e["featurizer"]), int(e["image_size"]))] = (
+                f"published: {e['model']}, {e['gpu']}, {e['precision']}, batch {e['batch']} [{ref}]")
+        elif basis == "derived":
+            if not e.get("how"):
+                raise ValueError(f"{where}: a derived figure needs 'how' (from which published figure, and how)")
+            notes[(str(e["featurizer"]), int(e["image_size"]))] = f"derived: {e['how']} [{ref}]"
+        else:
+            raise ValueError(f"{where}: basis {basis!r}; expected 'published' or 'derived'")
+    sources = " ".join(str(gpu.get("source", "")).split())
+    if refs:
+        sources += " References: " + "; ".join(f"[{k}] {' '.join(str(v).split())}" for k, v in refs.items())
+    return Throughput(entries("cpu"), entries("gpu"), " ".join(str(cfg["cpu"].get("source", "")).split()),
+                      sources, notes, [" ".join(str(c).split()) for c in gpu.get("cross_checks") or []])
 
 
 def notebook_defaults(notebook: Path) -> dict[str, Any]:
@@ -134,6 +175,7 @@ def job_cost(job, throughput: Throughput) -> dict[str, Any]:
     for device in ("cpu", "gpu"):
         ips = throughput.images_per_s(featurizer, size, device)
         row[f"{device}_hours"] = images / ips / 3600 if ips else float("nan")
+    row["gpu_basis"] = throughput.gpu_basis(featurizer, size)
     return row
 
 
@@ -150,7 +192,9 @@ def check_dataset(name: str, kwargs: Mapping[str, Any]) -> tuple[bool, str]:
     from dganalysis.data import available
 
     if name not in available():
-        return False, f"unknown dataset {name!r}; known: {', '.join(available())}"
+        from dganalysis.registry import unknown_name
+
+        return False, unknown_name("dataset", name, available())
     if name in ("RotatedDigits", "ColoredDigits"):
         return True, "scikit-learn's digits (installed with the package)"
     if name in ("Debug28", "Debug224"):
@@ -368,7 +412,7 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
                              "trial_seed": j.trial_seed, "steps": j.steps, **job_cost(j, table),
                              "state": job_state(j, store) if has_store else "new"})
     cols = ["notebook", "sweep", "job_id", "dataset", "algorithm", "train", "test", "split", "overrides", "hparams_seed",
-            "trial_seed", "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "state"]
+            "trial_seed", "steps", "featurizer", "image_size", "batch_size", "train_images", "cpu_hours", "gpu_hours", "gpu_basis", "state"]
     return DryRun(profile, notebooks, pd.DataFrame(rows, columns=cols), table)
 
 
@@ -438,22 +482,20 @@ def format_dry_run(result: DryRun) -> str:
         lines += [f"   MISSING {m}" for m in nb.missing] + [f"   found: {f}" for f in nb.found]
     todo = df[df["state"] != "done"].drop_duplicates("job_id")
     t = result.throughput
-    gpu_basis = ("from measured GPU figures" if t.gpu else
-                 f"ASSUMED: no GPU measured, one GPU taken as {t.speedup:g}× one CPU process" if t.speedup else
-                 "no GPU figure: measure one, see below")
     lines += ["", f"== total: {len(df)} jobs listed, {df['job_id'].nunique()} distinct (notebooks share the store), "
                   f"{len(todo)} still to train",
               f"   training images: {todo['train_images'].sum():,}",
               f"   estimated CPU-hours (one process per job): {_hours(todo, 'cpu_hours')}",
-              f"   estimated GPU-hours ({gpu_basis}): {_hours(todo, 'gpu_hours')}",
+              f"   estimated GPU-hours (one GPU per job; from GPU training throughputs {GPU_LABEL}): "
+              f"{_hours(todo, 'gpu_hours')}",
               f"   CPU figures: {t.cpu_source}",
-              f"   GPU figures: {t.gpu_source}",
+              f"   GPU figures ({GPU_LABEL}): {t.gpu_source}",
+              *(f"   GPU cross-check: {c}" for c in t.cross_checks),
               "   not counted: evaluation passes at each checkpoint, pretraining and environment classifiers (see 'also')"]
-    by = todo.groupby("featurizer")[["train_images", "cpu_hours", "gpu_hours"]].sum()
-    gpu_unit = "GPU-h" if t.gpu else "GPU-h (assumed factor)"
-    for feat, r in by.iterrows():
-        lines.append(f"   {feat:12s} {int(r['train_images']):>15,} images  {r['cpu_hours']:>10,.1f} CPU-h  "
-                     f"{r['gpu_hours']:>8,.1f} {gpu_unit}")
+    by = todo.groupby(["featurizer", "image_size"])[["train_images", "cpu_hours", "gpu_hours"]].sum()
+    for (feat, size), r in by.iterrows():
+        lines.append(f"   {feat:12s} {size:>4d} px {int(r['train_images']):>15,} images  {r['cpu_hours']:>10,.1f} CPU-h  "
+                     f"{r['gpu_hours']:>8,.1f} GPU-h ({t.gpu_basis(feat, int(size))})")
     lines.append("result: " + ("every YAML valid, every input found" if result.ok
                                else "PROBLEMS above (ERROR / MISSING)"))
     return "\n".join(lines)

@@ -1,14 +1,43 @@
-"""Atomic file writes: write to a temporary file in the same folder, then rename."""
+"""Atomic file writes: write to a temporary file in the same folder, then rename.
+
+Files get the mode a plain ``open(path, "w")`` would give them: ``0o666`` less the process umask (``tempfile``
+creates its files ``0o600``, which would hide every figure, table and report from colleagues on a shared server
+whatever their umask).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux tells it (``/proc/self/status``); elsewhere set and
+    restored at once under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new file gets from ``open``: ``0o666 & ~umask``."""
+    return 0o666 & ~current_umask()
 
 
 def _atomic(path: Path, write, mode: str) -> Path:
@@ -16,6 +45,7 @@ def _atomic(path: Path, write, mode: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())  # mkstemp's 0o600 → what open() would give
         with os.fdopen(fd, mode) as fh:
             write(fh)
             fh.flush()

@@ -82,7 +82,9 @@ def save_table(
     _check_name(name)
     csv = df.to_csv(index=index)
     fmt = (lambda v: float_format % v) if float_format else None
-    body = df.to_latex(index=index, float_format=fmt, escape=True)
+    from dganalysis.tables import BOOKTABS_NOTE
+
+    body = BOOKTABS_NOTE + "\n" + df.to_latex(index=index, float_format=fmt, escape=True)
     tex = body if not caption else (
         "\\begin{table}[t]\n\\centering\n\\caption{" + latex_escape(caption) + "}\n" + body + "\\end{table}\n"
     )

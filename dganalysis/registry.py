@@ -6,10 +6,31 @@ gradient-reversal ones), so code asks the registry (``names(tag="wc")``) instead
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+
+def suggest(name: object, known: Iterable[str]) -> list[str]:
+    """The known names closest to ``name`` (difflib's ratio ≥ 0.6, case ignored; at most three, best first)."""
+    known = list(known)
+    if not isinstance(name, str) or not known:
+        return []
+    lower = {k.lower(): k for k in known}
+    exact = [lower[name.lower()]] if name.lower() in lower else []
+    close = difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.6)
+    return list(dict.fromkeys(exact + [lower[c] for c in close]))
+
+
+def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
+    """``unknown algorithm 'CORALL' (did you mean 'CORAL'?); known: ...``: the one wording of an unknown name,
+    for algorithms, datasets, selection methods and every other registry."""
+    known = sorted(known)
+    close = suggest(name, known)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    return f"unknown {kind} {name!r}{hint}; known: {', '.join(known) or '(none)'}"
 
 
 class Registry(Generic[T]):
@@ -38,9 +59,8 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         try:
             return self._items[name]
-        except KeyError:
-            known = ", ".join(sorted(self._items)) or "(none)"
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+        except (KeyError, TypeError):
+            raise KeyError(unknown_name(self.kind, name, self._items)) from None
 
     def names(self, tag: str | None = None) -> list[str]:
         """Registered names, sorted; with ``tag``, only those carrying it."""

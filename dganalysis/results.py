@@ -21,8 +21,10 @@ or not ``done`` exists, so its tables come out; in our job stores they are skipp
 is not a result), with a logged count. ``True``/``False`` read/skip them everywhere. A torn *last* line
 (a job killed mid-write) is skipped with a warning, any other unreadable line (bad JSON, invalid UTF-8, a missing
 key, an accuracy that is not a number) is an error naming file and line — or, with ``strict=False``, that
-job is reported and skipped. ``df.attrs["jobs"]`` counts the jobs read, those skipped (``failed``,
-``unfinished``, ``unreadable``) and the unfinished ones read (``unfinished_read``); ``df.attrs["problems"]`` lists
+job is reported and skipped. Every job folder counts, records or not (:func:`job_folders`: a folder holding any of
+:data:`JOB_FILES`, so a run that crashed before its first checkpoint is seen): ``df.attrs["jobs"]`` counts them
+(:data:`JOB_COUNT_KEYS`: read, failed with or without records, without records, unfinished, unreadable,
+duplicates) and the unfinished ones read (``unfinished_read``); ``df.attrs["problems"]`` lists
 the skipped jobs' errors and ``df.attrs["exploded"]``
 the runs whose loss exploded while staying finite (a checkpoint's loss above :data:`LOSS_EXPLOSION_FACTOR` times
 the first one's); :func:`summary_line` puts them in one line for under a table.
@@ -80,6 +82,13 @@ DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
        for kind in ("O2O", "M2M") for level in ("easy", "medium", "hard")},
 }
 
+#: the keys of ``load(...).attrs["jobs"]``: ``folders`` (every job folder, :func:`job_folders`) = ``read`` +
+#: ``failed`` (``failed_no_records`` of them without records) + ``no_records`` (no records, not failed: crashed
+#: before the first checkpoint or still starting) + ``unfinished`` (skipped) + ``unreadable`` + ``duplicate``;
+#: ``unfinished_read``: the unfinished runs among those read
+JOB_COUNT_KEYS = ("folders", "read", "failed", "failed_no_records", "no_records", "unfinished", "unreadable",
+                  "duplicate", "unfinished_read")
+
 #: a run is flagged when a checkpoint's mean loss exceeds this factor times its first checkpoint's loss
 LOSS_EXPLOSION_FACTOR = 10.0
 
@@ -92,7 +101,10 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line.
     Returns the records (dicts) in file order."""
     path = check_path(path, "path", func="read_records", kind="file")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as err:  # e.g. no read permission: an unreadable job, counted as such by load
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err}); expected JSON records") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -133,19 +145,44 @@ def _results_dir(path: Any, func: str, name: str = "path") -> Path:
     return p
 
 
-def find_jobs(path: str | Path) -> list[Path]:
-    """Job folders under ``path``: ``path`` itself if it holds ``results.jsonl``, else every folder below that does."""
-    path = _results_dir(path, "find_jobs")
-    if (path / "results.jsonl").is_file():
+#: files that make a folder a job folder: records (``results.jsonl``), our engine's ``spec.json``, ``claim``,
+#: ``failed`` and ``done``, and the ``out.txt``/``err.txt`` DomainBed's ``scripts/train.py`` opens before its first
+#: step (so a DomainBed run that crashed before its first checkpoint still leaves a job folder: ``err.txt`` only)
+JOB_FILES = ("results.jsonl", "spec.json", "claim", "failed", "done", "out.txt", "err.txt")
+
+
+def _is_job_folder(files: Iterable[str]) -> bool:
+    return any(f in JOB_FILES for f in files)
+
+
+def job_folders(path: str | Path) -> list[Path]:
+    """Every job folder under ``path``, with records or not: ``path`` itself if it holds one of :data:`JOB_FILES`,
+    else every folder below that does (a job folder's sub-folders are not searched), sorted. The one rule by which
+    :func:`load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
+    path = _results_dir(path, "job_folders")
+    if _is_job_folder(e.name for e in os.scandir(path) if not e.is_dir()):
         return [path]
     jobs = []
     for root, dirs, files in os.walk(path):
-        if "results.jsonl" in files:
+        if _is_job_folder(files):
             jobs.append(Path(root))
             dirs[:] = []  # a job folder's sub-folders are not jobs
         else:
             dirs.sort()
     return sorted(jobs)
+
+
+def classify_job(job_dir: str | Path) -> tuple[str, bool]:
+    """(state, has_records) of one job folder: state ``"done"``, ``"failed"`` or ``"unfinished"``
+    (:func:`job_status`), ``has_records`` whether it holds ``results.jsonl``. A folder without records is a job
+    that failed (ours write ``failed``) or stopped before its first checkpoint, or one still starting."""
+    job_dir = _results_dir(job_dir, "classify_job", "job_dir")
+    return job_status(job_dir), (job_dir / "results.jsonl").is_file()
+
+
+def find_jobs(path: str | Path) -> list[Path]:
+    """The job folders under ``path`` that hold records (``results.jsonl``); see :func:`job_folders` for all."""
+    return [j for j in job_folders(path) if (j / "results.jsonl").is_file()]
 
 
 #: files only our engine writes in a job folder (``spec.json`` first of all, ``failed`` when a job crashed); DomainBed's
@@ -210,25 +247,38 @@ def load(
     jobs: list[Path] = []
     read_unfinished: dict[Path, bool] = {}
     for p in paths:
-        found = find_jobs(p)
+        found = job_folders(p)
         jobs += found
         rule = (not is_our_store(found)) if include_unfinished is None else include_unfinished
         read_unfinished.update({j: rule for j in found})
-    counts = {"done": 0, "failed": 0, "unfinished": 0, "unreadable": 0, "unfinished_read": 0}
+    counts = dict.fromkeys(JOB_COUNT_KEYS, 0)
+    counts["folders"] = len(jobs)
     problems: list[str] = []
     exploded: list[str] = []
     meta: dict[str, list] = {c: [] for c in _META}  # one entry per record
     rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}  # one entry per row
     seen: set[str] = set()
     for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
-        status = job_status(job_dir)
-        if not (status == "unfinished" and read_unfinished[job_dir]):
-            counts[status] += 1  # the unfinished runs read are counted once read (unfinished_read)
-        if status == "failed" or (status == "unfinished" and not read_unfinished[job_dir]):
+        status, has_records = classify_job(job_dir)
+        if status == "failed":
+            counts["failed"] += 1
+            counts["failed_no_records"] += not has_records
+            continue
+        if status == "unfinished" and not has_records:
+            counts["no_records"] += 1  # crashed before its first checkpoint (DomainBed: err.txt only) or starting
+            continue
+        if status == "unfinished" and not read_unfinished[job_dir]:
+            counts["unfinished"] += 1
+            continue
+        if not has_records:  # ``done`` without records
+            counts["unreadable"] += 1
+            problems.append(f"{job_dir}: marked done but holds no results.jsonl")
+            log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
             continue
         job_id = job_dir.name
         if job_id in seen:
             log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
+            counts["duplicate"] += 1
             continue
         results = job_dir / "results.jsonl"
         mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
@@ -263,12 +313,10 @@ def load(
             exploded.append(job_id)
             log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)", results,
                         LOSS_EXPLOSION_FACTOR)
-    log.info(
-        "read %d jobs from %s (%d of them unfinished); skipped %d failed and %d unfinished",
-        len(seen), ", ".join(map(str, paths)), counts["unfinished_read"], counts["failed"], counts["unfinished"],
-    )
-    job_counts = {"read": len(seen), "failed": counts["failed"], "unfinished": counts["unfinished"],
-                  "unreadable": counts["unreadable"], "unfinished_read": counts["unfinished_read"]}
+    counts["read"] = len(seen)
+    log.info("read %d of %d job folders under %s; %s", len(seen), len(jobs), ", ".join(map(str, paths)),
+             _left_out(counts) or "none left out")
+    job_counts = dict(counts)
     record = np.asarray(rows.pop("record"), dtype=np.int64)
     data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
     df = pd.DataFrame({**data, **rows}, columns=COLUMNS)
@@ -291,19 +339,38 @@ def _loss_exploded(records: list[dict[str, Any]]) -> bool:
     return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
 
 
+def _left_out(c: dict[str, int]) -> str:
+    """What :func:`load` did not read, in words ("" when it read every job folder)."""
+    parts = []
+    if c.get("failed"):
+        n = c.get("failed_no_records", 0)
+        parts.append(f"{c['failed']} failed" + (f" ({n} before their first record)" if n else ""))
+    if c.get("no_records"):
+        parts.append(f"{c['no_records']} without records (crashed before the first checkpoint, e.g. DomainBed's "
+                     "err.txt only, or still starting)")
+    for key, words in (("unfinished", "unfinished"), ("unreadable", "unreadable"),
+                       ("duplicate", "duplicate job ids")):
+        if c.get(key):
+            parts.append(f"{c[key]} {words}")
+    return ", ".join(parts)
+
+
 def summary_line(df: pd.DataFrame) -> str:
-    """One line on what a table of ``df`` (from :func:`load`) leaves out: failed, unfinished and unreadable jobs,
-    and runs whose loss exploded, e.g. ``jobs: 12 read; not in the table: 2 failed, 1 unfinished``."""
+    """One line on what a table of ``df`` (from :func:`load`) leaves out: every job folder that was not read —
+    failed (with or without records), without records (crashed before the first checkpoint), unfinished,
+    unreadable — and runs whose loss exploded, e.g. ``jobs: 12 of 16 job folders read; not in the table:
+    2 failed (1 before their first record), 1 unfinished``. "none left out" only when every folder was read."""
     check_frame(df, (), "df", func="summary_line", what="a dganalysis.results.load frame")
     c = df.attrs.get("jobs")
     if not c:
         return ""
-    left = [f"{c[k]} {k}" for k in ("failed", "unfinished", "unreadable") if c.get(k)]
-    line = f"jobs: {c['read']} read"
+    total = c.get("folders", c["read"])
+    line = f"jobs: {c['read']} of {total} job folder{'s' if total != 1 else ''} read"
     if c.get("unfinished_read"):
         line += (f" ({c['unfinished_read']} of them unfinished, without 'done', and included"
                  f" as DomainBed's collect_results includes them)")
-    line += f"; not in the table: {', '.join(left)}" if left else "; none left out"
+    left = _left_out(c)
+    line += f"; not in the table: {left}" if left else "; none left out"
     exploded = df.attrs.get("exploded") or []
     if exploded:
         line += (f"; {len(exploded)} run(s) whose loss exploded (>{LOSS_EXPLOSION_FACTOR:g}× the first checkpoint's,"

@@ -46,6 +46,9 @@ class NotebookRun:
     error: str = ""
     figures: list[Path] = field(default_factory=list)
     tables: list[Path] = field(default_factory=list)
+    #: its sweeps' totals (:func:`dganalysis.progress.summarize`: sweeps, trained, failed, skipped, minutes); {}
+    #: when it ran no sweep
+    jobs: dict = field(default_factory=dict)
 
 
 def record_run(out: Path, run: NotebookRun) -> list[NotebookRun]:
@@ -54,7 +57,8 @@ def record_run(out: Path, run: NotebookRun) -> list[NotebookRun]:
     path = Path(out) / "runs.json"
     history = json.loads(path.read_text()) if path.is_file() else {}
     history[run.name] = {"output": str(run.output), "ok": run.ok, "seconds": run.seconds, "error": run.error,
-                         "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables]}
+                         "figures": [str(p) for p in run.figures], "tables": [str(p) for p in run.tables],
+                         "jobs": run.jobs}
     io.write_json(path, history)
     return read_history(out)
 
@@ -67,7 +71,7 @@ def read_history(out: Path) -> list[NotebookRun]:
     try:
         history = json.loads(path.read_text())
         return [NotebookRun(name, Path(h["output"]), h["ok"], h["seconds"], h["error"],
-                            [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]])
+                            [Path(p) for p in h["figures"]], [Path(p) for p in h["tables"]], h.get("jobs") or {})
                 for name, h in sorted(history.items())]
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path}: not a run history written by `dganalysis run` ({e})") from e

@@ -22,25 +22,35 @@ the variant) before anything runs. The runner executes the base run, then one ru
 ``store_dir`` and ``data_dir`` (a job that a variant shares with the base run is trained once). ``index.md``, the
 report and ``runs.json`` list each variant run as its own row; the index's summary adds the variants' findings,
 labelled with the variant. Without ``variants:`` nothing changes.
+
+**Progress.** While a notebook runs, the jobs done of its current sweep and an ETA show on stderr under papermill's
+cell counter (:func:`sweep_progress`, :mod:`dganalysis.progress`: the kernel's sweeps write
+``outputs/<profile>/.progress/<run label>.json``, a thread here draws it); the index's ``jobs`` column and
+``runs.json`` record each run's jobs (trained, failed, already done) and minutes inside sweeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dganalysis import io
 from dganalysis.paths import expand, profile_paths
+from dganalysis.progress import ENV as PROGRESS_ENV
+from dganalysis.progress import ProgressWatcher, summarize
 from dganalysis.report import write_report
 from dganalysis.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
 from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
+PROGRESS_DIR = ".progress"  #: ``outputs/<profile>/.progress/<run label>.json``: a notebook's sweeps' progress
 VARIANTS_KEY = "variants"  #: reserved top-level YAML key: variant name -> parameter overrides
 VARIANT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
@@ -201,33 +211,79 @@ def run_notebooks(
         target.parent.mkdir(parents=True, exist_ok=True)
         start = time.time()
         ok, err = True, ""
+        progress_path = out / PROGRESS_DIR / f"{t.label}.json"
+        progress_path.unlink(missing_ok=True)
         try:
-            pm.execute_notebook(
-                str(root / "notebooks" / f"{t.name}.ipynb"), str(target), parameters={**t.params, **inject},
-                cwd=str(root / "notebooks"), kernel_name=kernel_name, progress_bar=progress, log_output=False,
-            )
+            with sweep_progress(progress_path, t.label, progress):
+                pm.execute_notebook(
+                    str(root / "notebooks" / f"{t.name}.ipynb"), str(target), parameters={**t.params, **inject},
+                    cwd=str(root / "notebooks"), kernel_name=kernel_name, progress_bar=progress, log_output=False,
+                )
         except pm.PapermillExecutionError as e:
             ok, err = False, f"cell {e.exec_count} failed: {e.ename}: {e.evalue}"
             log.error("%s: %s (partial notebook saved to %s)", t.label, err, target)
         runs.append(NotebookRun(t.label, target, ok, time.time() - start, err,
-                                _new_files(t_out / "figures", start), _new_files(t_out / "tables", start)))
+                                _new_files(t_out / "figures", start), _new_files(t_out / "tables", start),
+                                summarize(progress_path)))
         write_index(out, profile, record_run(out, runs[-1]))
     if runs:
         log.info("HTML report: %s", write_report(out, profile))
     return runs
 
 
+@contextlib.contextmanager
+def sweep_progress(path: Path, label: str, show: bool = True) -> Iterator[None]:
+    """While the block runs (a notebook in its kernel): ``$DGANALYSIS_PROGRESS_FILE`` names ``path``, so the
+    kernel's sweeps report there (:mod:`dganalysis.progress`), and, with ``show``, a thread draws the current
+    sweep's jobs done and ETA on stderr under papermill's cell counter. The variable is restored afterwards."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = os.environ.get(PROGRESS_ENV)
+    os.environ[PROGRESS_ENV] = str(path)
+    try:
+        if show:
+            with ProgressWatcher(path, label):
+                yield
+        else:
+            yield
+    finally:
+        if old is None:
+            os.environ.pop(PROGRESS_ENV, None)
+        else:
+            os.environ[PROGRESS_ENV] = old
+
+
+def _jobs_cell(jobs: dict) -> str:
+    """The index's ``jobs`` cell of a run: jobs trained (failed), already done, minutes inside sweeps."""
+    if not jobs:
+        return "—"
+    text = f"{jobs['trained']} trained"
+    if jobs.get("failed"):
+        text += f" ({jobs['failed']} failed)"
+    if jobs.get("skipped"):
+        text += f", {jobs['skipped']} already done"
+    return text + f"; {jobs['minutes']:.1f} min in {jobs['sweeps']} sweep{'s' if jobs['sweeps'] != 1 else ''}"
+
+
 def _store_summary(store: Path) -> str:
-    """One line counting the profile's jobs by state (tables and figures use finished jobs only)."""
+    """One line counting every job folder of the profile's store by state (:func:`dganalysis.results.job_folders`
+    and :func:`~dganalysis.results.classify_job`, the rule ``collect`` counts by; tables use finished jobs only)."""
     from collections import Counter
 
-    from dganalysis.results import job_status
+    from dganalysis.results import classify_job, job_folders
 
     if not store.is_dir():
         return ""
-    counts = Counter(job_status(d) for d in store.iterdir() if d.is_dir() and not d.name.startswith("."))
-    return (f"Job store `store/`: {counts['done']} done, {counts['failed']} failed, {counts['unfinished']} "
-            "unfinished or running (tables and figures use finished jobs only).")
+    folders = job_folders(store) if any(store.iterdir()) else []
+    kinds = Counter(classify_job(d) for d in folders)
+    done = kinds[("done", True)] + kinds[("done", False)]
+    failed = kinds[("failed", True)] + kinds[("failed", False)]
+    early = kinds[("failed", False)]
+    parts = [f"{done} done", f"{failed} failed" + (f" ({early} before their first record)" if early else ""),
+             f"{kinds[('unfinished', True)] + kinds[('unfinished', False)]} unfinished or running"]
+    if kinds[("done", False)]:
+        parts.append(f"{kinds[('done', False)]} of the done ones without records (unreadable)")
+    return (f"Job store `store/`: {len(folders)} job folders: {', '.join(parts)} "
+            "(tables and figures use finished jobs only).")
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
@@ -247,10 +303,11 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
              *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
              "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
-             "| notebook | status | minutes |", "|---|---|---|"]
+             "| notebook | status | minutes | jobs |", "|---|---|---|---|"]
     for r in runs:
         status = "ok" if r.ok else f"FAILED ({r.error})"
-        lines.append(f"| [{r.name}](notebooks/{r.name}.ipynb) | {status} | {r.seconds / 60:.1f} |")
+        lines.append(f"| [{r.name}](notebooks/{r.name}.ipynb) | {status} | {r.seconds / 60:.1f} | "
+                     f"{_jobs_cell(r.jobs)} |")
     store_line = _store_summary(out / "store")
     if store_line:
         lines += ["", store_line]

@@ -239,9 +239,13 @@ def _column_order(part: pd.DataFrame, dataset: str, domain_order: dict[str, list
     return [c for _, c in sorted(zip(key, cols["column"]))]
 
 
+#: the comment line every LaTeX table we write starts with: the rules (\toprule …) come from booktabs
+BOOKTABS_NOTE = "% needs \\usepackage{booktabs} in the preamble (\\toprule, \\midrule, \\bottomrule)"
+
+
 def _latex(title: str, wide: pd.DataFrame) -> str:
     head = ["\\textbf{Algorithm}", *(f"\\textbf{{{latex_escape(str(c))}}}" for c in wide.columns)]
-    lines = [f"% {title}", "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
+    lines = [f"% {title}", BOOKTABS_NOTE, "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
     for alg, row in wide.iterrows():
         lines.append(" & ".join([latex_escape(str(alg)), *row.tolist()]) + " \\\\")
@@ -249,5 +253,5 @@ def _latex(title: str, wide: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell", "format_tables",
-           "selection_table"]
+__all__ = ["BOOKTABS_NOTE", "CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell",
+           "format_tables", "selection_table"]

@@ -1,29 +1,38 @@
-"""How many CPU threads a computation uses: the one place that decides it, from the cores it can really use.
+"""How many CPU threads a computation uses: fixed when it starts, from its configuration, never from the load.
 
-Why (issue 22, measured on the project's shared 2-core CPU): torch's intra-op pool (OpenMP, libgomp) and
-numpy's OpenBLAS pool each start one thread per core and meet at a barrier after every parallel op; waiting
-threads spin. When other processes keep the cores busy, a thread that lost its core holds every barrier
-until the scheduler gives it a slice again, and the team's other thread burns its own slice spinning.
-``estimate_shift`` at d=16, 20,000 points per environment took 0.36 s idle with 2 torch threads and 15–24 s
-(4.7–8.3 CPU-s) with two busy processes beside it; with 1 thread 0.45 s idle and 0.9–3.2 s loaded
-(the rest of the loss: numpy's OpenBLAS pool, still two spinning threads). Passive waiting
-(``OMP_WAIT_POLICY=passive``, ``GOMP_SPINCOUNT=0``) removes the spinning but costs 2–3x on an idle
-machine for the many short ops of a KDE (d=2: 0.029 s → 0.065–0.088 s) and must be set before torch is
-imported, so we keep the runtimes' defaults and choose the thread count instead.
+Why a fixed count: a float32 result depends on the number of threads that computed it (oneDNN sums a
+convolution's weight gradient from per-thread partial sums; torch's reductions split their input per thread),
+and training amplifies last-bit differences into other weights. A count that followed the machine's load made
+the same job, run twice, give two records (measured: a 40-step RotatedDigits job, ``env0_in_acc`` 0.8583 vs
+0.8604). So every computation whose result feeds a record or a finding runs on a count fixed when it starts:
 
-The rule (:func:`decide_threads`): ``usable`` cores = the CPU affinity mask, capped by a cgroup CPU quota
-(v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``, rounded up); ``busy`` cores = processes
-running elsewhere right now (``/proc/loadavg``'s runnable count, median of a few samples, minus this
-process's own running threads); threads = ``usable - busy``, at least 1, at most ``usable`` and at most the
-caller's ``limit``. ``$DGANALYSIS_THREADS`` (a positive integer) overrides the decision everywhere.
-Each computation decides when it starts (the load of a 1-minute average lags by a minute, the runnable
-count does not); long ones (training) decide again every few seconds (:class:`ThreadGovernor`).
+- :func:`launcher_share`: a sweep worker's count, ``usable cores // workers`` (or ``$DGANALYSIS_THREADS``);
+  the job records it (``threads`` in every record, see :mod:`dganalysis.train`);
+- :func:`fixed_count`: any other computation (``torch_threads(None)``): ``$DGANALYSIS_THREADS``, else the torch
+  count in force (what the caller, a launcher or torch's default set);
+- pretraining: one thread (:func:`dganalysis.pretrain._loop.fixed_threads`).
+
+Speed under load comes from how waiting threads wait, not from the count: torch's intra-op pool (OpenMP,
+libgomp here) meets at a barrier after every parallel op and its waiting threads spin; when another process
+holds a core, the thread that lost it holds every barrier while the others burn their slices spinning.
+:func:`worker_environment` gives the launcher's worker processes the waiting policy :data:`WAIT_POLICY`, set
+before torch is imported there; measured on the project's machine, shorter spinning or passive waiting did not
+pay, so it is the runtime's default (``docs/reproducibility.md``).
+
+The load-adaptive decision stays for work whose result does not depend on the count: :func:`map_chunks` (the
+KDE's chunks, bit-identical for any worker count) takes :func:`compute_threads` workers. The rule
+(:func:`decide_threads`): ``usable`` cores = the CPU affinity mask, capped by a cgroup CPU quota (v2 ``cpu.max``
+or v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``, rounded up); ``busy`` cores = processes running elsewhere right
+now (``/proc/loadavg``'s runnable count, median of a few samples, minus this process's own running threads);
+workers = ``usable - busy``, at least 1, at most ``usable`` and at most the caller's ``limit``.
+``$DGANALYSIS_THREADS`` (a positive integer) overrides every count.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import operator
 import os
 import statistics
 import threading
@@ -145,21 +154,43 @@ def compute_threads(limit: int | None = None) -> int:
     return decide_threads(_measured[1], _measured[2], limit=limit)
 
 
-def capped_threads() -> int:
-    """:func:`compute_threads` capped by the torch thread count in force (what the caller or a launcher set)."""
-    return compute_threads(limit=torch.get_num_threads())
+def fixed_count(n: int | None = None) -> int:
+    """The thread count of a computation whose result depends on it: ``n`` if given, else ``$DGANALYSIS_THREADS``,
+    else the torch count in force (what the caller, a launcher or torch's default set). Never the load."""
+    if n is None:
+        n = env_override()
+    if n is None:
+        n = torch.get_num_threads()
+    try:
+        count = operator.index(n)  # int, numpy integers; not floats, strings or bools
+    except TypeError:
+        count = 0
+    if isinstance(n, bool) or count < 1:
+        raise ValueError(f"thread count: expected a positive integer, got {n!r}")
+    return count
+
+
+def launcher_share(n_workers: int, usable: int | None = None) -> int:
+    """Threads of each of ``n_workers`` processes that share this machine: ``$DGANALYSIS_THREADS``, else
+    ``usable // n_workers`` (``usable``: :func:`usable_cores`, the affinity mask capped by the cgroup quota), at
+    least 1. A function of the configuration (workers, cores, environment), not of the load."""
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"launcher_share: n_workers must be an integer >= 1, got {n_workers!r}")
+    override = env_override()
+    if override is not None:
+        return override
+    if usable is None:
+        usable = usable_cores(quota=cgroup_cpu_limit())
+    return max(1, int(usable) // n_workers)
 
 
 @contextlib.contextmanager
 def torch_threads(n: int | None) -> Iterator[int]:
-    """Run the block with ``n`` torch intra-op threads (None: :func:`compute_threads`), restoring the count after.
+    """Run the block with ``n`` torch intra-op threads (None: :func:`fixed_count`), restoring the count after.
 
-    Yields the count in force. ``$DGANALYSIS_THREADS`` replaces the automatic decision, not an explicit ``n``.
+    Yields the count in force. ``$DGANALYSIS_THREADS`` replaces the default, not an explicit ``n``.
     """
-    if n is None:
-        n = compute_threads()
-    if n < 1:
-        raise ValueError(f"torch_threads: n must be >= 1, got {n}")
+    n = fixed_count(n)
     with _lock:
         old = torch.get_num_threads()
         if n != old:
@@ -172,48 +203,27 @@ def torch_threads(n: int | None) -> Iterator[int]:
                 torch.set_num_threads(old)
 
 
-class ThreadGovernor:
-    """Re-decides the torch thread count of a long computation at most every ``every_s`` seconds.
+#: How the OpenMP threads of a launcher's worker process wait at barriers (set before torch starts there; a
+#: variable the user already set is kept). Empty: the runtime's default (libgomp spins), because on the
+#: project's shared 2-core machine neither a short spin (``GOMP_SPINCOUNT=10000``) nor passive waiting
+#: (``OMP_WAIT_POLICY=PASSIVE``) was faster, idle or loaded: a thread that sleeps at a barrier waits a whole
+#: scheduling round to run again when other processes hold the cores (``bench/train_throughput.py
+#: --thread-policies``, ``docs/reproducibility.md``). Change it here if a measurement on your machine says so.
+WAIT_POLICY: dict[str, str] = {}
 
-    Call :meth:`step` once per step (it reads the clock; the decision itself costs well under 1 ms). The
-    automatic count never exceeds ``limit`` (default: the torch count in force when it starts, i.e. what the
-    caller or launcher set); :meth:`close` (or leaving the ``with`` block) restores that count. A fixed ``n``
-    (or ``$DGANALYSIS_THREADS``) pins it.
-    """
 
-    def __init__(self, n: int | None = None, every_s: float = 2.0, limit: int | None = None) -> None:
-        if n is not None and n < 1:
-            raise ValueError(f"ThreadGovernor: n must be >= 1, got {n}")
-        override = env_override()
-        self.fixed = override if override is not None else n
-        self.every_s = float(every_s)
-        self.old = torch.get_num_threads()
-        self.limit = self.old if limit is None else limit  # never more threads than the caller had set
-        self.current = self.old
-        self.changes = 0
-        self._next = 0.0
-        self.step(force=True)
-
-    def step(self, force: bool = False) -> int:
-        now = time.monotonic()
-        if force or now >= self._next:
-            self._next = now + self.every_s
-            n = self.fixed if self.fixed is not None else compute_threads(limit=self.limit)
-            if n != self.current:
-                torch.set_num_threads(n)
-                self.changes += 0 if force else 1
-                self.current = n
-        return self.current
-
-    def close(self) -> None:
-        if torch.get_num_threads() != self.old:
-            torch.set_num_threads(self.old)
-
-    def __enter__(self) -> ThreadGovernor:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+@contextlib.contextmanager
+def worker_environment(policy: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """Within the block, ``os.environ`` also holds the waiting policy (default :data:`WAIT_POLICY`) for the
+    processes started in it (spawned workers read it when their OpenMP runtime loads; this process's runtime
+    has long read its own). Variables already set are left as they are; yields the ones added."""
+    added = {k: v for k, v in (WAIT_POLICY if policy is None else policy).items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield added
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def map_chunks(fn, items: list, workers: int | None = None) -> list:

@@ -21,7 +21,9 @@ device are streamed from the host with prefetch (:mod:`dganalysis.data.feed`, re
 batches under ``torch.inference_mode``. On CUDA the job uses bf16 autocast and
 channels_last; on CPU channels_last, with bf16 autocast on CPUs that have AMX-bf16 units
 (measured ~2.5x faster per job on this project's CPU machines at equal accuracy) and fp32
-elsewhere, or as ``precision`` / ``$DGANALYSIS_CPU_PRECISION`` says.
+elsewhere, or as ``precision`` / ``$DGANALYSIS_CPU_PRECISION`` says. A CPU job runs on a torch thread count
+fixed when it starts (``threads``; default :func:`dganalysis.threads.fixed_count`) and recorded as ``threads``:
+float32 sums depend on the count, so the records are a function of the job and that count, never of the load.
 
 Choices DomainBed leaves implicit: ``epoch = step / steps_per_epoch`` with
 ``steps_per_epoch = min(len(in split of a *training* domain)) / batch_size`` (DomainBed
@@ -31,6 +33,7 @@ different hparam draws also get different initialisations.
 
 from __future__ import annotations
 
+import contextlib
 import io as _pyio
 import json
 import logging
@@ -205,7 +208,8 @@ def _cuda_setup(device: torch.device) -> None:
 @dataclass(frozen=True)
 class Runtime:
     """How a job runs on its machine (none of it is part of the job hash): the device, whether it is CUDA, the
-    precision (``fp32`` or ``bf16``; bf16 means autocast), channels_last and the evaluation batch size."""
+    precision (``fp32`` or ``bf16``; bf16 means autocast), channels_last, the evaluation batch size and, on CPU, the
+    torch thread count (None on CUDA)."""
 
     device: torch.device
     cuda: bool
@@ -213,6 +217,7 @@ class Runtime:
     autocast: bool
     channels_last: bool
     eval_batch_size: int
+    threads: int | None = None
 
 
 @dataclass
@@ -242,6 +247,7 @@ def run_job(
     progress: bool = False,
     eval_batch_size: int | None = None,
     heartbeat: Callable[[], None] | None = None,
+    threads: int | None = None,
 ) -> Path:
     """Train ``job`` and write its records into ``job_dir``; returns ``job_dir``.
 
@@ -252,7 +258,10 @@ def run_job(
 
     ``device``: None → CUDA when available, else CPU. ``precision``: ``auto`` (bf16 autocast
     on CUDA and on AMX-bf16 CPUs, else fp32; ``$DGANALYSIS_CPU_PRECISION`` overrides on CPU), ``fp32`` or ``bf16``; recorded as
-    ``precision`` (not part of the job hash). ``compile``: ``torch.compile`` the featurizer
+    ``precision`` (not part of the job hash). ``threads``: the CPU job's torch thread count, fixed for the whole
+    job (None: ``$DGANALYSIS_THREADS``, else the count in force; a sweep passes its workers' share,
+    :func:`dganalysis.threads.launcher_share`); recorded as ``threads`` (not part of the job hash; None on CUDA).
+    ``compile``: ``torch.compile`` the featurizer
     and classifier. ``progress``: a tqdm bar over steps. ``heartbeat``: called before every write into
     ``job_dir`` after the first; it raises to stop the job (a sweep passes its claim's check, see
     :mod:`dganalysis.sweep.store`).
@@ -265,14 +274,20 @@ def run_job(
     job = job if isinstance(job, Job) else Job.from_dict(job)
     job_dir = start_job_dir(job, job_dir)
     t_start = time.time()
-    runtime = make_runtime(device, precision, eval_batch_size)
-    data = build_data(job, data_dir, runtime)
-    algorithm = build_algorithm(job, data, runtime, compile)
-    static = record_fields(job, data, runtime)
-    log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
-    train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
-    finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
+    runtime = make_runtime(device, precision, eval_batch_size, threads)
+    with job_threads(runtime):  # data, model, training and evaluation on one fixed count
+        data = build_data(job, data_dir, runtime)
+        algorithm = build_algorithm(job, data, runtime, compile)
+        static = record_fields(job, data, runtime)
+        log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
+        train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
+        finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
     return job_dir
+
+
+def job_threads(runtime: Runtime):
+    """The context a job computes in: ``runtime.threads`` torch threads on CPU (restored after), nothing on CUDA."""
+    return contextlib.nullcontext() if runtime.threads is None else threads.torch_threads(runtime.threads)
 
 
 def start_job_dir(job: Job, job_dir: str | Path) -> Path:
@@ -284,10 +299,12 @@ def start_job_dir(job: Job, job_dir: str | Path) -> Path:
     return job_dir
 
 
-def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None) -> Runtime:
+def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None,
+                 n_threads: int | None = None) -> Runtime:
     """Resolve the device and set it up (TF32 and cuDNN autotuning on CUDA; :func:`dganalysis.speed.keep_freed_memory`
     on CPU), then the precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here,
-    same accuracy within noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice."""
+    same accuracy within noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU
+    the thread count: :func:`dganalysis.threads.fixed_count` of ``n_threads``."""
     from dganalysis.speed import keep_freed_memory
 
     device = resolve_device(device)
@@ -298,11 +315,16 @@ def make_runtime(device: str | torch.device | None, precision: str, eval_batch_s
         keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
+    try:
+        count = None if cuda else threads.fixed_count(n_threads)
+    except ValueError as e:
+        raise ValueError(f"run_job threads: {e}") from None
     if precision == "auto":
         precision = "bf16" if cuda else os.environ.get("DGANALYSIS_CPU_PRECISION", _cpu_default_precision())
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
-    return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512))
+    return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512),
+                   count)
 
 
 def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobData:
@@ -353,7 +375,8 @@ def build_algorithm(job: Job, data: JobData, runtime: Runtime, compile: bool = F
 
 def record_fields(job: Job, data: JobData, runtime: Runtime) -> dict[str, Any]:
     """The fields every checkpoint record repeats: ``hparams``, DomainBed's ``args``, the domain names, the device,
-    precision, data path and host."""
+    precision, CPU thread count (``threads``; null on CUDA; outside ``args``, so no part of the ``setting``), data
+    path and host."""
     args = {
         "dataset": job.dataset,
         "dataset_kwargs": dict(job.dataset_kwargs),
@@ -378,6 +401,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime) -> dict[str, Any]:
         "val_domains": list(job.val_domains),
         "device": _device_name(runtime.device),
         "precision": runtime.precision,
+        "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
     }
@@ -401,12 +425,8 @@ def train_loop(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=job.steps, desc=f"job {job.job_id}", leave=False, unit="step")
-    # CPU threads follow the cores free right now, re-decided every 2 s, never above the caller's count
-    governor = None if runtime.cuda else threads.ThreadGovernor(every_s=2.0)
     try:
         for step in range(job.steps):
-            if governor is not None:
-                governor.step()
             t0 = time.perf_counter()
             with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
                 minibatches = [s.sample(batch_size, gen) for s in data.train_splits]
@@ -428,8 +448,6 @@ def train_loop(
                 step_times.clear()
     finally:
         data.splits.close()
-        if governor is not None:
-            governor.close()
         if bar is not None:
             bar.close()
 

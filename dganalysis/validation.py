@@ -226,7 +226,9 @@ def check_dataset_kwargs(dataset: str, kwargs: Mapping[str, Any], where: str) ->
     if not isinstance(dataset, str):
         raise ConfigError(f"dataset: expected a dataset name, got {_got(dataset)}")
     if dataset not in available():
-        raise ConfigError(f"dataset: unknown dataset {dataset!r}; known: {', '.join(available())}")
+        from dganalysis.registry import unknown_name
+
+        raise ConfigError(f"dataset: {unknown_name('dataset', dataset, available())}")
     if not isinstance(kwargs, Mapping):
         raise ConfigError(f"{where}: expected a mapping of builder arguments, got {_got(kwargs)}")
     known = _builder_parameters(dataset)

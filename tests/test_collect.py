@@ -62,7 +62,7 @@ def test_one_bad_job_is_reported_and_skipped(store, capsys, name):
     assert main(["collect", str(store), "--selection", "oracle"]) == 0
     out, err = capsys.readouterr()
     assert "Model selection" in out and "ERM" in out
-    assert "jobs: 8 read; not in the table: 1 failed, 1 unfinished, 1 unreadable" in out
+    assert "jobs: 8 of 11 job folders read; not in the table: 1 failed, 1 unfinished, 1 unreadable" in out
     import re
 
     assert re.search(pattern, err), err
@@ -76,7 +76,7 @@ def test_counts_under_every_table_in_every_format(store, capsys):
     for fmt, marker in (("text", ""), ("markdown", "*"), ("latex", "% ")):
         assert main(["collect", str(store), "--format", fmt]) == 0
         out = capsys.readouterr().out
-        assert out.count(f"{marker}jobs: 8 read; not in the table: 1 failed, 1 unfinished") == 3, out
+        assert out.count(f"{marker}jobs: 8 of 10 job folders read; not in the table: 1 failed, 1 unfinished") == 3, out
     assert main(["collect", str(store), "--format", "csv"]) == 0
     out, err = capsys.readouterr()
     assert "jobs:" not in out and "1 failed, 1 unfinished" in err
@@ -113,4 +113,86 @@ def test_notebook_index_counts_the_store(store):
 
     out = store.parent
     text = write_index(out, "quick", []).read_text()
-    assert "Job store `store/`: 8 done, 1 failed, 1 unfinished or running" in text
+    assert "Job store `store/`: 10 job folders: 8 done, 1 failed, 1 unfinished or running" in text
+    _early_crash(store, "our_crash", {"spec.json": "{}", "failed": "Traceback"})
+    _early_crash(store, "db_crash", {"err.txt": "Traceback"})
+    text = write_index(out, "quick", []).read_text()
+    assert ("Job store `store/`: 12 job folders: 8 done, 2 failed (1 before their first record), "
+            "2 unfinished or running") in text
+
+
+def _early_crash(root: Path, name: str, files: dict[str, str]) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    for f, text in files.items():
+        (d / f).write_text(text)
+    return d
+
+
+def test_jobs_without_records_are_counted_never_none_left_out(store, capsys):
+    """A DomainBed run that crashed before its first checkpoint leaves out.txt/err.txt only; ours leave spec.json
+    and failed. Both are job folders: counted in load's attrs, in the line under every table, in the index."""
+    _early_crash(store, "db_crash", {"out.txt": "Environment:\n", "err.txt": "Traceback ...\nOSError: PACS\n"})
+    _early_crash(store, "our_crash", {"spec.json": "{}", "failed": "Traceback ...\nFileNotFoundError: PACS\n"})
+    df = results.load(store, progress=False)
+    c = df.attrs["jobs"]
+    assert (c["folders"], c["read"], c["failed"], c["failed_no_records"], c["no_records"], c["unfinished"]) == \
+        (12, 8, 2, 1, 1, 1)
+    assert c["folders"] == sum(c[k] for k in ("read", "failed", "no_records", "unfinished", "unreadable", "duplicate"))
+    line = results.summary_line(df)
+    assert "8 of 12 job folders read" in line and "2 failed (1 before their first record)" in line
+    assert "1 without records" in line and "none left out" not in line
+    assert main(["collect", str(store), "--selection", "oracle"]) == 0
+    assert line in capsys.readouterr().out
+
+
+def test_only_crashed_jobs_is_not_none_left_out(tmp_path, capsys):
+    """The first-contact case: every job failed before its first record; collect must not say 'skipped 0'."""
+    for i in range(4):
+        _early_crash(tmp_path / "sweep", f"run{i}", {"out.txt": "", "err.txt": "FileNotFoundError"})
+    assert [p.name for p in results.job_folders(tmp_path / "sweep")] == [f"run{i}" for i in range(4)]
+    assert results.classify_job(tmp_path / "sweep" / "run0") == ("unfinished", False)
+    assert main(["collect", str(tmp_path / "sweep")]) == 1
+    err = capsys.readouterr().err
+    assert "0 of 4 job folders read" in err and "4 without records" in err and "none left out" not in err
+    # a single job folder given directly is itself the one job
+    assert results.job_folders(tmp_path / "sweep" / "run1") == [tmp_path / "sweep" / "run1"]
+
+
+def test_none_left_out_only_when_true(tmp_path):
+    for env in range(2):
+        _job(tmp_path, f"ok{env}", [json.dumps(_record(env, 0, 0))])
+    df = results.load(tmp_path, progress=False)
+    assert results.summary_line(df) == "jobs: 2 of 2 job folders read; none left out"
+
+
+def test_latex_says_it_needs_booktabs(store, tmp_path, capsys):
+    import pandas as pd
+
+    from dganalysis.plots import save_table
+
+    assert main(["collect", str(store), "--format", "latex", "--selection", "oracle"]) == 0
+    out = capsys.readouterr().out
+    assert "\\toprule" in out and "% needs \\usepackage{booktabs}" in out
+    tex = save_table(pd.DataFrame({"a": [1.0]}), "t", tmp_path)[1].read_text()
+    assert "\\toprule" in tex and tex.startswith("% needs \\usepackage{booktabs}")
+    from dganalysis.cli import build_parser
+
+    assert "usepackage{booktabs}" in build_parser()._subparsers._group_actions[0].choices["collect"].format_help()
+
+
+def test_a_job_whose_records_cannot_be_read_is_counted_unreadable(store, monkeypatch):
+    bad = _job(store, "noperm", [json.dumps(_record(0, 0, 9))])
+    real = Path.read_bytes
+
+    def read_bytes(self):  # no read permission (root ignores chmod, so the refusal is simulated)
+        if self == bad / "results.jsonl":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    df = results.load(store, progress=False, strict=False)
+    assert df.attrs["jobs"]["unreadable"] == 1 and "cannot be read (Permission denied)" in df.attrs["problems"][0]
+    assert "1 unreadable" in results.summary_line(df)
+    with pytest.raises(ValueError, match="noperm/results.jsonl: cannot be read"):
+        results.load(store, progress=False)

@@ -38,7 +38,7 @@ def test_paper_profile_plans_every_notebook(paper):
     base = jobs[~jobs["notebook"].str.contains("@")]  # the variants' shared jobs: test_variants_are_planned_…
     assert shared and base["job_id"].nunique() == len(base) - len(shared)
     text = format_dry_run(paper)
-    assert f"{jobs['job_id'].nunique()} distinct" in text and "ASSUMED, NOT MEASURED" in text and "MEASURED on" in text
+    assert f"{jobs['job_id'].nunique()} distinct" in text and "published, not measured here" in text and "MEASURED on" in text
 
 
 def test_variants_are_planned_and_their_jobs_counted_once(paper):
@@ -149,7 +149,8 @@ def test_done_jobs_are_not_budgeted(tmp_path):
 
 
 def test_job_cost_from_the_throughput_table():
-    table = Throughput(cpu={("cnn", 28): 100.0}, gpu={}, speedup=50.0, cpu_source="measured", gpu_source="assumed")
+    table = Throughput(cpu={("cnn", 28): 100.0}, gpu={("cnn", 28): 5000.0}, cpu_source="measured",
+                       gpu_source="published", gpu_notes={("cnn", 28): "published: x"})
     job = Job("RotatedDigits", "ERM", ["0", "15", "30"], ["75"], steps=10, checkpoint_freq=5,
               dataset_kwargs={"image_size": 28}, hparams_overrides={"featurizer": "cnn", "batch_size": 32})
     cost = job_cost(job, table)
@@ -158,17 +159,35 @@ def test_job_cost_from_the_throughput_table():
     big = Job("RotatedDigits", "ERM", ["0"], ["75"], steps=10, checkpoint_freq=5, dataset_kwargs={"image_size": 56},
               hparams_overrides={"featurizer": "cnn", "batch_size": 32})
     assert math.isclose(job_cost(big, table)["cpu_hours"], 4 * 320 / 100 / 3600)  # 4× the pixels
-    measured_gpu = Throughput({("cnn", 28): 100.0}, {("cnn", 28): 20000.0}, 50.0, "m", "m")
-    assert math.isclose(job_cost(job, measured_gpu)["gpu_hours"], 960 / 20000 / 3600)
+    assert job_cost(job, table)["gpu_basis"] == "published: x"
+    assert job_cost(big, table)["gpu_basis"] == "published: x; scaled by pixel count from 28 to 56 px"
+    assert math.isclose(job_cost(big, table)["gpu_hours"], 4 * 320 / 5000 / 3600)
     other = Job("RotatedDigits", "ERM", ["0"], ["75"], steps=10, checkpoint_freq=5,
                 hparams_overrides={"featurizer": "resnet50"})
-    assert math.isnan(job_cost(other, table)["cpu_hours"])
+    assert math.isnan(job_cost(other, table)["cpu_hours"]) and math.isnan(job_cost(other, table)["gpu_hours"])
+    assert job_cost(other, table)["gpu_basis"] == "no published GPU figure"
 
 
 def test_shipped_throughput_table_states_its_sources(tmp_path):
     t = load_throughput()
     assert t.cpu and "MEASURED" in t.cpu_source and "bench/dryrun_throughput.py" in t.cpu_source
-    assert not t.gpu and "ASSUMED" in t.gpu_source and t.speedup
+    # GPU figures: published ones name model, GPU, precision, batch and the file they were read from
+    assert t.gpu[("resnet50", 224)] == 826.06 and t.gpu[("resnet18", 224)] == 2764.22
+    assert t.gpu[("vit_b_16", 224)] == 390.86
+    assert "RTX 3090" in t.gpu_notes[("resnet50", 224)] and "batch 512" in t.gpu_notes[("resnet50", 224)]
+    assert "benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv" in t.gpu_source and "PUBLISHED" in t.gpu_source
+    assert t.gpu_notes[("cnn", 28)].startswith("derived:") and t.cross_checks
+    for key in t.gpu:  # every GPU figure says where it comes from
+        assert t.gpu_notes[key].startswith(("published:", "derived:")), key
+    assumed = tmp_path / "assumed.yaml"
+    assumed.write_text(json.dumps({"cpu": {"entries": []}, "gpu": {"speedup_over_cpu": 50}}))
+    with pytest.raises(ValueError, match="assumed CPU-to-GPU factor is no longer accepted"):
+        load_throughput(assumed)
+    unsourced = tmp_path / "unsourced.yaml"
+    unsourced.write_text(json.dumps({"cpu": {"entries": []}, "gpu": {"references": {"r": "x"}, "entries": [
+        {"featurizer": "cnn", "image_size": 28, "images_per_s": 1.0, "basis": "published", "ref": "r"}]}}))
+    with pytest.raises(ValueError, match=r"needs \['model', 'gpu', 'precision', 'batch'\]"):
+        load_throughput(unsourced)
     bad = tmp_path / "t.yaml"
     bad.write_text(json.dumps({"cpu": {"entries": [{"featurizer": "cnn"}]}}))
     with pytest.raises(ValueError, match=r"t.yaml: cpu.entries\[0\]: expected featurizer, image_size, images_per_s"):
@@ -220,7 +239,8 @@ def test_every_sweep_breakdown_states_its_exact_count(paper):
     assert len(settings) == 42 and {int(n) for _, n in settings} == {12}
     assert "setting wc_rho=0.1 (ERM_WC, CORAL_WC, WM_WC): 30 jobs" in text  # tied to algorithms: no extra factor
     gpu_line = next(line for line in text.splitlines() if "estimated GPU-hours" in line)
-    assert "ASSUMED: no GPU measured" in gpu_line and "GPU-h (assumed factor)" in text
+    assert "published, not measured here" in gpu_line and "ASSUMED" not in text
+    assert re.search(r"resnet50 +224 px .* GPU-h \(published: timm resnet50, NVIDIA GeForce RTX 3090, AMP, batch 512", text)
 
 
 def test_breakdown_says_when_jobs_are_no_full_grid():

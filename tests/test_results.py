@@ -98,7 +98,7 @@ def test_skips_failed_and_unfinished_with_logged_count(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="dganalysis.results"):
         df = results.load(tmp_path, progress=False)
     assert set(df["job_id"]) == {"done1"}
-    assert "read 1 jobs" in caplog.text and "skipped 1 failed and 2 unfinished" in caplog.text
+    assert "read 1 of 4 job folders" in caplog.text and "1 failed, 2 unfinished" in caplog.text
     df = results.load(tmp_path, include_unfinished=True, progress=False)
     assert set(df["job_id"]) == {"done1", "running1", "running2"}
     assert results.job_status(tmp_path / "failed1") == "failed"

@@ -157,8 +157,12 @@ def test_local_process_pool(tmp_path):
     status = run_sweep(jobs, tmp_path / "store", n_workers=2, execution=ExecutionOptions(imports=[TINY_FILE]),
                         progress=False)
     assert list(status["status"]) == ["done", "done"], status["error"].tolist()
+    from dganalysis.sweep.store import stored_threads
+    from dganalysis.threads import launcher_share
+
     for j in jobs:
         assert (tmp_path / "store" / j.job_id / "done").is_file()
+        assert stored_threads(tmp_path / "store" / j.job_id) == launcher_share(2)  # each worker's share, recorded
 
 
 @pytest.mark.parametrize(
@@ -174,6 +178,9 @@ def test_submitit_round_trip(tmp_path, cluster):
     assert list(status["status"]) == ["done"], status["error"].tolist()
     recs = (tmp_path / "store" / jobs[0].job_id / "results.jsonl").read_text().splitlines()
     assert [json.loads(r)["step"] for r in recs] == [0, 1]
+    from dganalysis.threads import launcher_share
+
+    assert {json.loads(r)["threads"] for r in recs} == {launcher_share(1)}  # the task's cores
 
 
 def test_cli_dry_run_and_run(tmp_path, capsys):

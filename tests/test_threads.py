@@ -1,5 +1,6 @@
-"""The one place that decides CPU threads (dganalysis.threads): inputs → count, overrides, and results that do
-not depend on the count it picks. No timed assertions."""
+"""The one place that decides CPU threads (dganalysis.threads): fixed counts from the configuration, the launcher's
+share, the workers' waiting policy, the load-adaptive worker count of work whose results do not depend on it.
+No timed assertions. Jobs' records under load: tests/test_reproducible.py."""
 
 from __future__ import annotations
 
@@ -108,25 +109,78 @@ def test_torch_threads_restores_and_explicit_n_wins_over_env(monkeypatch):
     with threads.torch_threads(1) as n:
         assert n == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == 2
-    with threads.torch_threads(None) as n:  # automatic: the override
+    with threads.torch_threads(None) as n:  # default: the override
         assert n == 3 and torch.get_num_threads() == 3
     assert torch.get_num_threads() == 2
-    with pytest.raises(ValueError, match="n must be"):
+    with pytest.raises(ValueError, match="positive integer"):
         with threads.torch_threads(0):
             pass
 
 
-def test_governor_caps_at_the_callers_count_and_restores(monkeypatch):
-    torch.set_num_threads(1)
-    monkeypatch.setattr(threads, "compute_threads", lambda limit=None: min(4, limit or 4))
-    with threads.ThreadGovernor(every_s=0.0) as gov:
-        assert gov.step() == 1  # never above what the caller had set
+def test_fixed_count_is_the_configuration_never_the_load(monkeypatch):
+    """A count whose results depend on it comes from the caller, $DGANALYSIS_THREADS or the count in force; the
+    machine's load is never read (a busy_cores call would raise here)."""
+    def no_load(*a, **k):
+        raise AssertionError("the load was read")
+
+    monkeypatch.setattr(threads, "busy_cores", no_load)
+    monkeypatch.setattr(threads, "compute_threads", no_load)
     torch.set_num_threads(2)
-    monkeypatch.setattr(threads, "compute_threads", lambda limit=None: 1)  # the machine got busy
-    gov = threads.ThreadGovernor(every_s=0.0)
-    assert torch.get_num_threads() == 1
-    gov.close()
-    assert torch.get_num_threads() == 2
+    assert threads.fixed_count() == 2
+    assert threads.fixed_count(1) == 1
+    assert threads.fixed_count(np.int64(3)) == 3
+    with threads.torch_threads(None) as n:
+        assert n == 2
+    monkeypatch.setenv(threads.ENV, "1")
+    assert threads.fixed_count() == 1
+    assert threads.fixed_count(2) == 2  # an explicit count wins
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="positive integer"):
+            threads.fixed_count(bad)
+
+
+@pytest.mark.parametrize("usable, workers, expected", [(2, 1, 2), (2, 2, 1), (2, 3, 1), (16, 4, 4), (16, 3, 5)])
+def test_launcher_share(usable, workers, expected, monkeypatch):
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 1 / 0)  # never the load
+    assert threads.launcher_share(workers, usable=usable) == expected
+
+
+def test_launcher_share_env_and_errors(monkeypatch):
+    monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 6)
+    assert threads.launcher_share(2) == 3
+    monkeypatch.setenv(threads.ENV, "4")
+    assert threads.launcher_share(2) == 4
+    for bad in (0, 1.0, True):
+        with pytest.raises(ValueError, match="n_workers"):
+            threads.launcher_share(bad)
+
+
+def test_worker_environment_adds_the_waiting_policy_and_keeps_the_users(monkeypatch):
+    monkeypatch.setattr(threads, "WAIT_POLICY", {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "0"})
+    for k in threads.WAIT_POLICY:
+        monkeypatch.delenv(k, raising=False)
+    first = next(iter(threads.WAIT_POLICY))
+    monkeypatch.setenv(first, "12345")  # set by the user: kept
+    import os
+
+    with threads.worker_environment() as added:
+        assert first not in added
+        assert os.environ[first] == "12345"
+        assert set(added) == set(threads.WAIT_POLICY) - {first}
+        for k, v in added.items():
+            assert os.environ[k] == v == threads.WAIT_POLICY[k]
+    assert os.environ[first] == "12345"
+    assert not any(k in os.environ for k in added)
+
+
+def test_the_training_loop_has_no_load_adaptive_count():
+    """The former ThreadGovernor (a count that followed the load) must not come back into the library."""
+    import inspect
+
+    from dganalysis import train
+
+    assert not hasattr(threads, "ThreadGovernor") and not hasattr(threads, "capped_threads")
+    assert "compute_threads" not in inspect.getsource(train)
 
 
 def test_map_chunks_keeps_order_and_uses_one_torch_thread():
@@ -176,55 +230,6 @@ def test_kde_result_does_not_depend_on_the_worker_count(monkeypatch):
         assert np.array_equal(out[1], out[w])
         assert np.array_equal(out[1, "g"], out[w, "g"])
 
-
-def _job_records(job, out, n, monkeypatch):
-    import json
-
-    from dganalysis.train import run_job
-
-    monkeypatch.setenv(threads.ENV, str(n))
-    d = run_job(job, out, device="cpu")
-    assert torch.get_num_threads() == 2  # restored after the job
-    return [{k: v for k, v in json.loads(line).items() if k not in ("elapsed", "step_time")}
-            for line in (d / "results.jsonl").read_text().splitlines()]
-
-
-def test_job_records_with_a_pinned_thread_count_are_reproducible(tmp_path, monkeypatch):
-    """With $DGANALYSIS_THREADS pinned (or a launcher that gives each worker one thread: n_workers = cores, as the
-    quick profile does) a job's records are the same on every run, whatever the machine's load."""
-    from _tiny import TINY
-
-    from dganalysis.sweep import Job
-
-    job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=6, checkpoint_freq=5,
-              hparams_overrides={"featurizer": "cnn", "batch_size": 32})
-    torch.set_num_threads(2)
-    for n in (1, 2):
-        assert _job_records(job, tmp_path / f"{n}a", n, monkeypatch) == _job_records(job, tmp_path / f"{n}b", n,
-                                                                                      monkeypatch)
-
-
-def test_thread_count_changes_job_records_only_in_the_last_bits(tmp_path, monkeypatch):
-    """The documented limit of the load-adaptive governor (README, "Reproducibility on CPU"): oneDNN sums a
-    convolution's weight gradient per thread, so records made at 1 and at 2 threads may differ in the last bits
-    (they do for a 16-px smallcnn at batch 64, and the difference grows with steps); after a few steps they agree
-    to float32 precision."""
-    from _tiny import TINY
-
-    from dganalysis.sweep import Job
-
-    job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=6, checkpoint_freq=5,
-              hparams_overrides={"featurizer": "cnn", "batch_size": 32})
-    torch.set_num_threads(2)
-    recs = {n: _job_records(job, tmp_path / str(n), n, monkeypatch) for n in (1, 2)}
-    assert len(recs[1]) == 2
-    for a, b in zip(recs[1], recs[2]):
-        assert a.keys() == b.keys()
-        for k, v in a.items():
-            if isinstance(v, float):
-                assert v == pytest.approx(b[k], rel=1e-5, abs=1e-6), k
-            else:
-                assert v == b[k], k
 
 def test_worst_case_curve_does_not_depend_on_the_thread_count(monkeypatch):
     from dganalysis.dro import worst_case_curve

@@ -101,8 +101,10 @@ class Benchmark:
             f"dataset {self.name!r}: folder {root / self.folder} not found (expected {root / self.folder}/"
             f"{{{','.join(self.env_folders)}}}/<class>/<image>; source: {self.source}); {self.howto}")
 
-    def listing(self, root: str | Path | None) -> tuple[Path, list[str], dict[str, list[tuple[Path, int]]]]:
-        """(dataset folder, classes, {domain name: [(file, label)]}) in DomainBed's order; checks the layout."""
+    def check_layout(self, root: str | Path | None) -> tuple[Path, list[str]]:
+        """(dataset folder, classes) after checking the layout the build reads — dataset and environment folders,
+        no extra folder, the same class folders in every environment, DomainBed's classes, at least one image per
+        environment — without listing every image (what a sweep checks before any job folder is written)."""
         base = self.locate(root)
         found = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
         missing = [f for f in self.env_folders if f not in found]
@@ -114,8 +116,7 @@ class Benchmark:
             raise ValueError(f"dataset {self.name!r}: unexpected folder(s) {[str(base / f) for f in extra]} in {base} "
                              f"(DomainBed counts every sub-folder as an environment; expected only {list(self.env_folders)})")
         classes: list[str] | None = None
-        out: dict[str, list[tuple[Path, int]]] = {}
-        for env, folder in zip(self.environments, self.env_folders):
+        for folder in self.env_folders:
             eroot = base / folder
             cls = sorted(e.name for e in os.scandir(eroot) if e.is_dir())
             if classes is None:
@@ -124,11 +125,18 @@ class Benchmark:
             elif cls != classes:
                 raise ValueError(f"dataset {self.name!r}: {eroot} has classes {_diff(cls, classes)} compared with "
                                  f"{base / self.env_folders[0]} (every environment must have the same class folders)")
-            items = [(f, k) for k, c in enumerate(cls) for f in _image_files(eroot / c)]
-            if not items:
+            if not any(_has_image(eroot / c) for c in cls):
                 raise ValueError(f"dataset {self.name!r}: {eroot} has no images (extensions {TORCHVISION_EXTENSIONS})")
-            out[env] = items
-        return base, list(classes or []), out
+        return base, list(classes or [])
+
+    def listing(self, root: str | Path | None) -> tuple[Path, list[str], dict[str, list[tuple[Path, int]]]]:
+        """(dataset folder, classes, {domain name: [(file, label)]}) in DomainBed's order; checks the layout."""
+        base, classes = self.check_layout(root)
+        out: dict[str, list[tuple[Path, int]]] = {}
+        for env, folder in zip(self.environments, self.env_folders):
+            eroot = base / folder
+            out[env] = [(f, k) for k, c in enumerate(classes) for f in _image_files(eroot / c)]
+        return base, classes, out
 
     def _check_classes(self, eroot: Path, cls: list[str]) -> None:
         if self.classes is not None and cls != list(self.classes):
@@ -190,6 +198,14 @@ def build_image_dataset(
 def _diff(got: Sequence[str], want: Sequence[str]) -> str:
     extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
     return f"extra {extra[:10]}, missing {missing[:10]}" if extra or missing else f"order {list(got)[:10]}"
+
+
+def _has_image(folder: Path) -> bool:
+    """Whether ``folder`` (searched as :func:`_image_files` searches) holds at least one image; stops at the first."""
+    for _dirpath, _dirs, files in os.walk(folder, followlinks=True):
+        if any(f.lower().endswith(TORCHVISION_EXTENSIONS) for f in files):
+            return True
+    return False
 
 
 def _image_files(folder: Path) -> list[Path]:

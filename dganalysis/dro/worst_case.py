@@ -444,8 +444,8 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: float |
     z = z.detach().float()
     s = representation_scale(z, scale)
     name = "custom" if callable(loss) else loss_name(loss)
-    # CPU: threads for the cores free now, at most the caller's count (dganalysis.threads)
-    n_threads = threads.capped_threads() if z.device.type == "cpu" else torch.get_num_threads()
+    # a fixed count (the caller's, or $DGANALYSIS_THREADS), never the load: float32 sums depend on it
+    n_threads = threads.fixed_count() if z.device.type == "cpu" else torch.get_num_threads()
     with torch.no_grad(), threads.torch_threads(n_threads):
         if name == "01":
             lin = inner.linear_params(head)

@@ -88,9 +88,10 @@ def fixed_threads(device: str | torch.device):
 
     oneDNN sums a convolution's weight gradient from per-thread partial sums, so 1 and 2 threads give gradients
     that differ in the last bits, and 150 Adam steps turn that into different weights (measured on the quick
-    profile's supervised pretraining: another checkpoint, and LP/FT accuracies 0.5-4.6 points apart). A
-    load-adaptive count (:class:`dganalysis.threads.ThreadGovernor`) would make the checkpoint depend on what
-    else ran on the machine; one thread makes it a function of the inputs and the seed. Cost on the quick
+    profile's supervised pretraining: another checkpoint, and LP/FT accuracies 0.5-4.6 points apart). A count
+    that followed the load (as the former thread governor did) would make the checkpoint depend on what else ran
+    on the machine, and one that followed the core count would make it depend on the machine; one thread makes it
+    a function of the inputs and the seed (recorded as ``threads: 1`` in the checkpoint's meta). Cost on the quick
     profile's two pretrainings (idle 2-core EPYC): 8.9 s on one thread against 5.6 s on two.
     """
     return threads.torch_threads(1) if torch.device(device).type == "cpu" else contextlib.nullcontext(0)

@@ -72,7 +72,7 @@ def pretrain_simclr(
     reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "simclr")
     if reused is not None:
         return reused
-    with fixed_threads(device):  # the checkpoint must not depend on the machine's load (see fixed_threads)
+    with fixed_threads(device) as n_threads:  # the checkpoint must not depend on the machine's load (see fixed_threads)
         torch.manual_seed(seed)
         net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
         head = projection_head(net.n_outputs, proj_dim).to(device)
@@ -93,6 +93,7 @@ def pretrain_simclr(
     path = None
     if out_path is not None:
         meta = {"kind": "simclr", "featurizer": featurizer, "steps": steps, "batch_size": batch_size, "lr": lr,
-                "temperature": temperature, "seed": seed, "n_images": len(x_all), "final_loss": losses[-1]}
+                "temperature": temperature, "seed": seed, "n_images": len(x_all), "final_loss": losses[-1],
+                "threads": n_threads or None}
         path = save_checkpoint(net.cpu(), out_path, "simclr", head.cpu(), meta)
     return PretrainResult(path, net, losses)

@@ -54,7 +54,7 @@ def pretrain_supervised(
     reused = reuse_checkpoint(tuple(x_all.shape[1:]), featurizer, featurizer_hparams, out_path, overwrite, "torchvision")
     if reused is not None:
         return reused
-    with fixed_threads(device):  # the checkpoint must not depend on the machine's load (see fixed_threads)
+    with fixed_threads(device) as n_threads:  # the checkpoint must not depend on the machine's load (see fixed_threads)
         torch.manual_seed(seed)
         net = make_featurizer(tuple(x_all.shape[1:]), featurizer, featurizer_hparams).to(device)
         head = nn.Linear(net.n_outputs, n_classes).to(device)
@@ -78,6 +78,6 @@ def pretrain_supervised(
     if out_path is not None:
         meta = {"kind": "supervised", "featurizer": featurizer, "steps": steps, "batch_size": batch_size, "lr": lr,
                 "augment": augment, "seed": seed, "n_images": len(x_all), "n_classes": n_classes,
-                "final_loss": losses[-1]}
+                "final_loss": losses[-1], "threads": n_threads or None}
         path = save_checkpoint(net.cpu(), out_path, "torchvision", head.cpu(), meta)
     return PretrainResult(path, net, losses)

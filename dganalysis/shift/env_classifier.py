@@ -25,8 +25,8 @@ Both recipes share the data handling of OoD-Bench's ``utils.get_dataloaders``: l
 (per class, both environments subsampled at random to the smaller count) and a holdout split stratified
 per class (``int(count * holdout_fraction)`` of each class held out; OoD-Bench's 20%).
 ``num_threads = 1``: training runs with one torch CPU thread (on a shared 2-core CPU two OpenMP threads
-made a trial 7x slower, 37 s vs 5 s measured); ``None`` lets :mod:`dganalysis.threads` decide from the free
-cores; the previous setting is restored afterwards.
+made a trial 7x slower, 37 s vs 5 s measured); ``None`` uses :func:`dganalysis.threads.fixed_count` (the count
+in force or ``$DGANALYSIS_THREADS``, never the load); the previous setting is restored afterwards.
 """
 
 from __future__ import annotations

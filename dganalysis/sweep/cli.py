@@ -52,13 +52,17 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--no-retry-failed", action="store_true", help="leave jobs marked failed alone")
     r.add_argument("--import", dest="imports", action="append", default=[],
                    help="module or .py file registering extra datasets/algorithms (repeatable)")
-    r.add_argument("--dry-run", action="store_true", help="list the jobs and their state; train nothing")
+    r.add_argument("--dry-run", action="store_true", help="list the jobs and their state, and check the data and weight files; train "
+                                                           "nothing (exit 2 when a real run would refuse to start)")
     r.add_argument("--no-wait", action="store_true",
                    help="leave jobs another live runner holds (status busy) instead of waiting for them")
     r.add_argument("--lease-s", type=float, default=None,
                    help="claim lease in seconds: a runner silent this long is presumed dead and its job taken over "
                         "(default $DGANALYSIS_LEASE_S or 120)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    r.add_argument("--mixed-threads", action="store_true",
+                   help="reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs "
+                        "(default: an error; the count is workers' share of the cores or $DGANALYSIS_THREADS)")
 
     s = parser.add_argument_group("slurm (submitit)")
     s.add_argument("--slurm-partition", help="Slurm partition")
@@ -68,6 +72,21 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--cpus-per-task", type=int, default=None, help="CPU cores per job")
     s.add_argument("--mem-gb", type=float, default=None, help="memory per job in GB")
     s.add_argument("--array-parallelism", type=int, default=None, help="max jobs running at once")
+
+
+def _check_names(flags: dict[str, Any]) -> None:
+    """Unknown algorithm or dataset names given as flags, with the closest known ones (before anything else)."""
+    from dganalysis.algorithms import available as algorithms
+    from dganalysis.data.registry import available as datasets
+    from dganalysis.registry import unknown_name
+    from dganalysis.validation import ConfigError
+
+    known = set(algorithms())
+    for name in flags["algorithms"] or []:
+        if name not in known:
+            raise ConfigError(f"--algorithms: {unknown_name('algorithm', name, known)}")
+    if flags["dataset"] is not None and flags["dataset"] not in datasets():
+        raise ConfigError(f"--dataset: {unknown_name('dataset', flags['dataset'], datasets())}")
 
 
 def jobs_from_args(args: argparse.Namespace):
@@ -87,11 +106,14 @@ def jobs_from_args(args: argparse.Namespace):
         "search_overrides": args.search_overrides,
         "save_model": args.save_model,
     }
+    _check_names(flags)  # an unknown name is the first thing to hear about, before any missing flag
     if args.config:
         return load_sweep_yaml(args.config, data_dir=args.data_dir, **flags)
     missing = [f"--{k.replace('_', '-')}" for k in ("dataset", "algorithms", "steps", "checkpoint_freq") if flags[k] is None]
     if missing:
-        raise SystemExit(f"dganalysis sweep: give --config or the flags {', '.join(missing)}")
+        from dganalysis.validation import ConfigError
+
+        raise ConfigError(f"give --config or the flags {', '.join(missing)}")
     return make_jobs(
         dataset=flags["dataset"],
         dataset_kwargs=flags["dataset_kwargs"] or {},
@@ -110,7 +132,8 @@ def jobs_from_args(args: argparse.Namespace):
 
 
 def main_sweep(args: argparse.Namespace) -> int:
-    """Run the ``sweep`` verb; exit status 1 when any job failed."""
+    """Run the ``sweep`` verb; exit status 1 when any job failed, 2 when a dry run found problems (missing data
+    or weight files, see :mod:`dganalysis.preflight`) that a real run refuses before writing any job folder."""
     from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 
     for imp in args.imports:  # registrations must exist before the grid is built
@@ -141,7 +164,7 @@ def main_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
-                                   imports=args.imports),
+                                   imports=args.imports, mixed_threads=args.mixed_threads),
         claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
     )
@@ -149,4 +172,13 @@ def main_sweep(args: argparse.Namespace) -> int:
     print(status[cols].to_string(index=False))
     counts = status["status"].value_counts().to_dict()
     print("jobs: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    problems = status.attrs.get("problems") or []
+    if problems:  # the dry run: the problems a real run would refuse to start with
+        import sys
+
+        from dganalysis.preflight import format_problems
+
+        sys.stderr.write("dganalysis sweep --dry-run: " + format_problems(problems, "in the dry run; a real run refuses to start")
+                         + "\n")
+        return 2
     return 1 if counts.get("failed", 0) else 0

@@ -11,12 +11,20 @@ inside a job (including a non-finite loss) writes ``failed`` with the traceback;
 Launchers:
 
 - ``local``: ``n_workers == 1`` runs jobs in this process; more workers run in a
-  ``ProcessPoolExecutor`` with the *spawn* start method, each worker using
-  ``cores // n_workers`` torch threads; with GPUs, workers are spread round-robin over
+  ``ProcessPoolExecutor`` with the *spawn* start method, their OpenMP waiting policy set before torch starts
+  (:func:`dganalysis.threads.worker_environment`); with GPUs, workers are spread round-robin over
   them (several workers per GPU pack small jobs on one device).
 - ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
   ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
   whose job is held by another runner waits for it inside the task.
+
+Every CPU job of a local sweep runs on ``usable cores // n_workers`` torch threads (``$DGANALYSIS_THREADS``
+overrides; :func:`dganalysis.threads.launcher_share`), fixed for the whole job and recorded as ``threads``; a
+Slurm task's jobs on its own share (``$DGANALYSIS_THREADS``, else the cores the task may use). Float32 results
+depend on the count, and the count is not part of the job hash, so a sweep refuses, before any work, to reuse
+finished jobs of its store recorded with another count than the one it would use
+(``ExecutionOptions(mixed_threads=True)`` allows it); jobs recorded without a count (older stores, CUDA jobs)
+are reused.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ import importlib
 import importlib.util
 import logging
 import multiprocessing as mp
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -36,8 +43,9 @@ from typing import Any
 
 import pandas as pd
 
+from dganalysis import threads
 from dganalysis.job import Job
-from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision
+from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision, stored_threads
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +106,17 @@ def execute_job(
     (another live runner holds the job; only with ``policy["wait"]`` false). ``policy``: ``wait`` (poll until
     the holder releases; default False), ``poll_s``, ``lease_s``, ``retry_failed`` and ``failed_seen`` (the
     :func:`~dganalysis.sweep.store.failed_stamp` seen when the sweep was planned: only that failure is retried,
-    not one another runner wrote since).
+    not one another runner wrote since) and ``mixed_threads`` (reuse a job found finished on another thread count
+    than ``options["threads"]``; default False: the job is reported ``failed`` with the reason).
+    ``options["threads"]`` None: :func:`dganalysis.threads.launcher_share` of one worker (a Slurm task's cores).
     """
     from dganalysis.sweep.store import ClaimLost, append_history, failed_stamp, stored_precision, try_claim
     from dganalysis.train import clear_job_dir, run_job, write_failed
 
     options = dict(options or {})
     policy = dict(policy or {})
+    if options.get("threads") is None and options.get("device") in (None, "cpu"):
+        options["threads"] = threads.launcher_share(1)  # a Slurm task: its own cores (or $DGANALYSIS_THREADS)
     job = Job.from_dict(job_spec)
     t0 = time.time()
     while True:
@@ -121,6 +133,11 @@ def execute_job(
             if wanted != "auto" and stored is not None and stored != wanted:
                 return {"status": "failed", "elapsed": None,
                         "error": f"{job_dir}: finished with precision {stored}, this sweep asks for {wanted}"}
+            n, recorded = options.get("threads"), stored_threads(job_dir)
+            if not policy.get("mixed_threads", False) and n is not None and recorded is not None and recorded != n:
+                return {"status": "failed", "elapsed": None,
+                        "error": f"{job_dir}: finished with threads={recorded}, this sweep runs jobs with threads={n} "
+                                 "(mixed_threads allows reusing it)"}
             return {"status": "skipped", "elapsed": _done_elapsed(Path(job_dir)), "error": ""}
         if (Path(job_dir) / "failed").exists() and not (
             policy.get("retry_failed", True) and failed_stamp(job_dir) == policy.get("failed_seen")
@@ -174,7 +191,7 @@ _WORKER_OPTIONS: dict[str, Any] = {}
 def _init_worker(n_threads: int, n_gpus: int, counter, imports: Sequence[str]) -> None:
     import torch
 
-    torch.set_num_threads(max(1, n_threads))
+    torch.set_num_threads(n_threads)
     if n_gpus > 0:
         with counter.get_lock():
             slot = counter.value
@@ -261,10 +278,10 @@ def _run_pool(todo, store, data_dir, options, policy, n_workers, bar) -> dict[st
 
     ctx = mp.get_context("spawn")
     n_gpus = torch.cuda.device_count() if options.get("device") is None and torch.cuda.is_available() else 0
-    n_threads = max(1, (os.cpu_count() or 1) // n_workers)
+    n_threads = options.get("threads") or threads.launcher_share(n_workers)
     counter = ctx.Value("i", 0)
     imports = list(options.get("imports", ()))
-    with cf.ProcessPoolExecutor(
+    with threads.worker_environment(), cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker, initargs=(n_threads, n_gpus, counter, imports)
     ) as pool:
         return _drive(todo, store, lambda j: pool.submit(_execute_in_worker, j.to_dict(), str(store / j.job_id), data_dir,
@@ -337,11 +354,30 @@ def _in_queue(job_id: str, queued: str) -> bool:
     return str(job_id) in ids or any(i.startswith(f"{array}_[") for i in ids)
 
 
+class _Ticker:
+    """The sweep's progress outlets: the tqdm bar (or None) and the progress file a runner watches
+    (:mod:`dganalysis.progress`)."""
+
+    def __init__(self, bar, file_progress) -> None:
+        self.bar, self.file_progress = bar, file_progress
+
+    def tick(self, res: Mapping[str, Any]) -> None:
+        failed = res.get("status") == "failed"
+        if self.bar is not None:
+            self.bar.update(1)
+            if failed:
+                self.bar.set_postfix_str("last: failed", refresh=False)
+        self.file_progress.tick(failed)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.file_progress.close()
+
+
 def _tick(bar, res: Mapping[str, Any]) -> None:
     if bar is not None:
-        bar.update(1)
-        if res.get("status") == "failed":
-            bar.set_postfix_str("last: failed", refresh=False)
+        bar.tick(res)
 
 
 # --------------------------------------------------------------------------- public entry
@@ -349,12 +385,15 @@ def _tick(bar, res: Mapping[str, Any]) -> None:
 class ExecutionOptions:
     """How every job of a sweep trains (none of it is part of the job hash): the torch ``device`` (None: the
     trainer's choice), ``compile`` (``torch.compile``), the ``precision`` (``auto``, ``fp32`` or ``bf16``) and
-    ``imports``, modules or ``.py`` files that register extra datasets/algorithms, imported in every worker."""
+    ``imports``, modules or ``.py`` files that register extra datasets/algorithms, imported in every worker;
+    ``mixed_threads``: reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs
+    (default False: an error before any work; see the module docstring)."""
 
     device: str | None = None
     compile: bool = False
     precision: str = "auto"
     imports: Sequence[str] = ()
+    mixed_threads: bool = False
 
 
 @dataclass(frozen=True)
@@ -387,10 +426,17 @@ def run_sweep(
     ``status``: ``done`` (trained now), ``skipped`` (already done, possibly by another runner meanwhile),
     ``failed`` (this run or, with ``retry_failed=False``, an earlier one), ``busy`` (held by another live
     runner; only with ``claims.wait=False``), or for ``dry_run`` ``pending`` / ``running`` / ``done`` / ``failed``
-    as found on disk (nothing is trained). Any number of processes may run sweeps on one store at once (see
-    :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution`` (:class:`ExecutionOptions`):
-    device, compilation, precision and plug-in imports; a ``precision`` other than ``auto`` is checked against
+    as found on disk (nothing is trained). Data and weight files are checked first (:mod:`dganalysis.preflight`):
+    any problem raises a :class:`~dganalysis.validation.ConfigError` listing them all before any job folder is
+    written; a dry run lists them in ``status.attrs["problems"]`` instead. Any number of processes may run sweeps
+    on one store at once (see :mod:`dganalysis.sweep.store`; ``claims``: :class:`ClaimPolicy`). ``execution``
+    (:class:`ExecutionOptions`): device, compilation, precision and plug-in imports; a ``precision`` other than
+    ``auto`` is checked against
     the finished jobs of the store first: a job finished with another precision is an error before any work.
+    CPU jobs run on a thread count fixed by the configuration (local: :func:`dganalysis.threads.launcher_share` of
+    ``n_workers``; Slurm: each task's cores or ``slurm["cpus_per_task"]``; ``$DGANALYSIS_THREADS`` overrides both),
+    recorded as ``threads``; a finished job recorded on another count is an error before any work unless
+    ``execution.mixed_threads`` (the thread count is not part of the job hash, and float32 results depend on it).
     ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
     """
@@ -400,6 +446,7 @@ def run_sweep(
     execution = ExecutionOptions() if execution is None else execution
     claims = ClaimPolicy() if claims is None else claims
     device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
+    mixed_threads = execution.mixed_threads
     wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
     if launcher not in ("local", "slurm"):
@@ -412,7 +459,8 @@ def run_sweep(
     if store.exists() and not store.is_dir():
         raise ConfigError(f"{store}: the job store must be a folder, but a file of that name exists")
     policy = {"wait": bool(wait), "lease_s": lease_seconds(lease_s), "poll_s": float(poll_s),
-              "retry_failed": bool(retry_failed)}
+              "retry_failed": bool(retry_failed), "mixed_threads": bool(mixed_threads)}
+    n_threads = _planned_threads(launcher, n_workers, device, slurm)
     unique: dict[str, Job] = {}
     for j in jobs:
         j = j if isinstance(j, Job) else Job.from_dict(j)
@@ -421,16 +469,24 @@ def run_sweep(
     from dganalysis.sweep.grid import check_grid_hparams
 
     check_grid_hparams(jobs)  # jobs built by hand are checked too, before any work
+    from dganalysis.preflight import format_problems, job_problems
+
+    problems = job_problems(jobs)  # data and weight files: before any job folder is written
+    if problems and not dry_run:
+        raise ConfigError(format_problems(problems))
 
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []
-    mismatched = []
+    mismatched, other_threads = [], []
     for job in jobs:
         state = job_state(job, store)
         if state == "done":
             stored = stored_precision(store / job.job_id)
             if precision != "auto" and stored is not None and stored != precision:
                 mismatched.append(f"{job.job_id} ({stored})")
+            recorded = stored_threads(store / job.job_id)
+            if n_threads is not None and recorded is not None and recorded != n_threads:
+                other_threads.append(f"{job.job_id} ({recorded})")
             rows[job.job_id] = _row(job, store, "done" if dry_run else "skipped", _done_elapsed(store / job.job_id))
         elif state == "failed" and not retry_failed:
             rows[job.job_id] = _row(job, store, "failed", error=_failed_summary(store / job.job_id))
@@ -444,22 +500,37 @@ def run_sweep(
             f"asked for: {', '.join(mismatched[:5])}{' …' if len(mismatched) > 5 else ''}; precision is not part "
             "of the job hash, so use another store, or precision='auto' to reuse them"
         )
+    if other_threads and not mixed_threads:
+        raise ConfigError(
+            f"{store}: {len(other_threads)} finished job(s) were trained on another number of CPU threads than the "
+            f"{n_threads} this sweep gives each job ({_threads_origin(launcher, n_workers, slurm)}): "
+            f"{', '.join(other_threads[:5])}{' …' if len(other_threads) > 5 else ''}. Float32 results depend on the "
+            "thread count and it is not part of the job hash, so mixing them would mix two computations under one "
+            f"id: set ${threads.ENV} (or the number of workers) to the recorded count, use another store, or pass "
+            "ExecutionOptions(mixed_threads=True) (CLI --mixed-threads) to reuse them as they are"
+        )
     if dry_run:
         for job in jobs:
             log.info("[%s] %s", rows[job.job_id]["status"], job.describe())
-        return pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status = pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+        status.attrs["problems"] = problems
+        return status
 
     log.info("sweep: %d jobs, %d finished, %d to run (%s, %d workers)", len(jobs), len(jobs) - len(todo), len(todo),
              launcher, n_workers)
     store.mkdir(parents=True, exist_ok=True)
     policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
-    options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports)}
+    options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports),
+               "threads": n_threads}
     data = str(data_dir) if data_dir is not None else None
-    bar = None
+    from dganalysis.progress import SweepProgress, progress_file
+
+    tqdm_bar = None
     if progress and todo:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc="sweep", unit="job")
+        tqdm_bar = tqdm(total=len(todo), desc="sweep", unit="job")
+    bar = _Ticker(tqdm_bar, SweepProgress(progress_file(), len(todo), skipped=len(jobs) - len(todo)))
     try:
         if not todo:
             results = {}
@@ -471,8 +542,7 @@ def run_sweep(
         else:
             results = _run_pool(todo, store, data, options, policy, min(n_workers, len(todo)), bar)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     for job in todo:
         res = results[job.job_id]
         rows[job.job_id] = _row(job, store, res["status"], res.get("elapsed"), res.get("error", ""))
@@ -480,6 +550,31 @@ def run_sweep(
     if n_failed:
         log.warning("sweep: %d of %d jobs failed (see <store>/<job_id>/failed)", n_failed, len(jobs))
     return pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+
+
+def _planned_threads(launcher: str, n_workers: int, device: str | None,
+                     slurm: Mapping[str, Any] | None) -> int | None:
+    """The CPU thread count each job of this sweep gets (None: CUDA jobs, or decided by each Slurm task)."""
+    if device is not None and not str(device).startswith("cpu"):
+        return None
+    if device is None:
+        import torch
+
+        if torch.cuda.is_available():
+            return None
+    if launcher == "slurm":
+        override = threads.env_override()
+        cpus = (slurm or {}).get("cpus_per_task")
+        return override if override is not None else (int(cpus) if cpus else None)
+    return threads.launcher_share(n_workers)
+
+
+def _threads_origin(launcher: str, n_workers: int, slurm: Mapping[str, Any] | None) -> str:
+    if threads.env_override() is not None:
+        return f"${threads.ENV}"
+    if launcher == "slurm":
+        return "the Slurm tasks' cpus_per_task"
+    return f"{threads.usable_cores(quota=threads.cgroup_cpu_limit())} usable cores // {n_workers} workers"
 
 
 def _done_elapsed(job_dir: Path) -> float | None:

@@ -21,6 +21,9 @@ JupyterLab, the tasks of a Slurm array). The rules:
   ever cleared or overwritten, and a finished job is never redone.
 - A holder whose claim was taken over (it was frozen for longer than its lease) notices at its next
   checkpoint and stops without writing anything more (:class:`ClaimLost`).
+- A CPU job's records name the thread count they were computed on (``threads``; float32 results depend on it
+  and it is not part of the job hash): :func:`stored_threads` reads it, and a sweep refuses to reuse a finished
+  job recorded on another count than it would use (:mod:`dganalysis.sweep.launcher`, ``mixed_threads``).
 - ``history.log`` keeps one line per claim event (start, done, failed, takeover) with host, PID and time:
   who trained what, for audits.
 
@@ -323,3 +326,25 @@ def stored_precision(job_dir: str | Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return str(value) if value is not None else None
+
+
+def stored_threads(job_dir: str | Path) -> int | None:
+    """The CPU ``threads`` every record of the job was computed on; None when unknown (no records, records written
+    before the count was recorded, DomainBed's, or a CUDA job's null). Records of one job that name different
+    counts are an error: such a job mixes two computations."""
+    counts = set()
+    try:
+        with open(Path(job_dir) / "results.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line: the reader of the records reports it
+                if isinstance(rec, dict) and rec.get("threads") is not None:
+                    counts.add(int(rec["threads"]))
+    except OSError:
+        return None
+    if len(counts) > 1:
+        raise ValueError(f"{job_dir}/results.jsonl: records computed on different thread counts {sorted(counts)}; "
+                         "train the job again (remove its folder)")
+    return counts.pop() if counts else None
