@@ -7,6 +7,6 @@ worst-case estimators, and figure/table export.
 
 from dganalysis import compat as _compat
 
-_compat.install()
+_compat.install_on_import()  # the torchvision shim, without importing torch now
 
 __version__ = "0.1.0"

@@ -9,12 +9,16 @@ ops and image decoding stay unavailable: we load images with Pillow.
 
 The shim is applied only when torchvision's compiled ``_C`` does not load (see :mod:`dganalysis.tvhook`, which
 also installs it for processes that import torchvision before dganalysis); on a CUDA machine torchvision imports
-normally.
+normally. ``import dganalysis`` does not import torch: :func:`install_on_import` registers a finder that installs
+the shim the moment torchvision is first imported (so reading and auditing results, which need pandas only, start
+in a fraction of a second).
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
+import sys
 
 log = logging.getLogger(__name__)
 _installed = False
@@ -32,6 +36,25 @@ def install() -> None:
 
     if register_missing_schemas():
         log.debug("registered torchvision nms/qnms schemas (torchvision's C++ ops do not load beside this torch)")
+
+
+class _InstallBeforeTorchvision(importlib.abc.MetaPathFinder):
+    """Installs the shim when ``torchvision`` is imported for the first time, then steps aside."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201 - importlib's protocol
+        if name == "torchvision":
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            install()
+        return None  # the normal finders import it
+
+
+def install_on_import() -> None:
+    """Install the shim now if torchvision is already imported, else just before its first import."""
+    if "torchvision" in sys.modules:
+        install()
+    elif not any(isinstance(f, _InstallBeforeTorchvision) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallBeforeTorchvision())
 
 
 def torchvision():

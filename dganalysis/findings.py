@@ -4,28 +4,141 @@ A notebook calls :func:`record_finding` once per claim it tests (the paper, the 
 the records are small JSON files under ``<output_dir>/findings/`` (atomic writes), so a rerun of one notebook
 replaces only its own lines. :func:`findings_markdown` renders them as the one-screen summary of the index, and
 :func:`findings_prose` as the notebook's sentences about its own run.
+
+Verdicts are a :class:`Verdict` (a ``str`` enum: ``"reproduced"``, ``"partly"``, ``"not reproduced"``, ``"not
+decided"``), optionally followed by a reason in parentheses, e.g. ``"not decided (too small: n = 4 models …)"``.
+Two rules say when a run is too small to decide, applied where verdicts are made:
+
+- **too few units for the test** — :func:`spearman_test` returns the exact permutation p-value for small n and
+  :func:`spearman_too_small` says when no outcome can reach p < α: a two-sided Spearman test over n items has
+  smallest p = 2/n! (both perfect orders), 1/12 ≈ 0.083 at n = 4, so it needs n ≥ 5 for α = 0.05. p-values are
+  printed with :func:`format_p`, never as ``p=0``.
+- **too short a run to refute** — :func:`decide` (called by :func:`record_finding` / :func:`replace_findings` with
+  the run's ``steps``) turns "not reproduced" and "partly" from a run shorter than :data:`PAPER_STEPS` (DomainBed's
+  5,000 steps, Gulrajani & Lopez-Paz 2021, the training length of the claims tested here) into
+  ``"not decided (too small: steps = 10 < 5,000 …)"``; a positive verdict stands (a short run that shows the
+  effect shows it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from enum import Enum
 from pathlib import Path
 
 from dganalysis import io
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "not decided")
+
+class Verdict(str, Enum):
+    """The verdict on one paper's claim (a ``str``: compares and serialises as its value)."""
+
+    REPRODUCED = "reproduced"
+    PARTLY = "partly"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_DECIDED = "not decided"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+    @classmethod
+    def parse(cls, text: object) -> tuple[Verdict, str]:
+        """``(verdict, reason)`` of ``"<verdict>"`` or ``"<verdict> (<reason>)"``; ValueError for anything else."""
+        s = str(text.value if isinstance(text, Verdict) else text)
+        for v in sorted(cls, key=lambda v: -len(v.value)):  # "not reproduced" before "reproduced"
+            if s == v.value:
+                return v, ""
+            if s.startswith(v.value + " (") and s.endswith(")"):
+                return v, s[len(v.value) + 2:-1]
+        raise ValueError(f"verdict={text!r}: expected one of {VERDICTS}, optionally followed by ' (reason)'")
 
 
-def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str,
-                   data: str = "") -> Path:
+VERDICTS = tuple(v.value for v in Verdict)
+#: DomainBed's default training length (Gulrajani & Lopez-Paz 2021), the length of the runs behind the claims tested
+PAPER_STEPS = 5000
+
+
+def too_small(reason: str) -> str:
+    """``"not decided (too small: <reason>)"``."""
+    return f"{Verdict.NOT_DECIDED.value} (too small: {reason})"
+
+
+def decide(verdict: str | Verdict, *, steps: int | None = None, min_steps: int = PAPER_STEPS) -> str:
+    """The verdict to record: a negative one ("not reproduced", "partly") from a run of fewer than ``min_steps``
+    training steps becomes ``not decided (too small: steps = …)``; anything else is returned unchanged."""
+    v, _ = Verdict.parse(verdict)
+    if steps is not None and steps < min_steps and v in (Verdict.NOT_REPRODUCED, Verdict.PARTLY):
+        return too_small(f"steps = {steps:,} < {min_steps:,}, the papers' training length; a shorter run cannot "
+                         f"refute the claim; it read {v.value!r}")
+    return str(verdict.value if isinstance(verdict, Verdict) else verdict)
+
+
+def spearman_min_p(n: int) -> float:
+    """Smallest two-sided p-value an exact Spearman permutation test can give with ``n`` items (no ties): 2/n!."""
+    return min(1.0, 2.0 / math.factorial(n)) if n >= 2 else 1.0
+
+
+def spearman_too_small(n: int, alpha: float = 0.05, what: str = "models") -> str | None:
+    """``not decided (too small: n = …)`` when no ranking of ``n`` items can reach p < ``alpha``, else None."""
+    if spearman_min_p(n) < alpha:
+        return None
+    need = next(k for k in range(2, 20) if spearman_min_p(k) < alpha)
+    return too_small(f"n = {n} {what}; a two-sided Spearman test needs n ≥ {need} to reach p < {alpha:g} "
+                     f"(smallest exact p with n = {n}: 2/{n}! = {spearman_min_p(n):.3g})")
+
+
+#: up to this many items the Spearman p-value is the exact permutation one (n! orderings)
+EXACT_SPEARMAN_MAX_N = 8
+
+
+def spearman_test(x, y) -> tuple[float, float]:
+    """Spearman ρ and its two-sided p-value: exact over all n! pairings for n ≤ :data:`EXACT_SPEARMAN_MAX_N`
+    (``scipy.stats.permutation_test``), scipy's t approximation above (which gives p = 0 for ``|ρ| = 1`` at any n).
+    NaN for fewer than 3 pairs or a constant input."""
+    import numpy as np
+    from scipy import stats
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan")
+    rho = float(stats.spearmanr(x, y).statistic)
+    if n > EXACT_SPEARMAN_MAX_N:
+        return rho, float(stats.spearmanr(x, y).pvalue)
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+
+    def statistic(a):
+        return stats.pearsonr(a, ry).statistic
+
+    res = stats.permutation_test((rx,), statistic, permutation_type="pairings", n_resamples=math.inf,
+                                 alternative="two-sided")
+    return rho, float(min(1.0, res.pvalue))
+
+
+def format_p(p: float, digits: int = 2) -> str:
+    """``p=0.083``; never ``p=0``: below 1e-4 it reads ``p<0.0001``; NaN reads ``p=n/a``."""
+    if p is None or p != p:
+        return "p=n/a"
+    if p < 1e-4:
+        return "p<0.0001"
+    return f"p={p:.{digits}g}"
+
+
+def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str | Verdict,
+                   data: str = "", *, steps: int | None = None, min_steps: int = PAPER_STEPS) -> Path:
     """Write one finding to ``<output_dir>/findings/<key>.json``; ``key`` (e.g. ``"03a"``) orders the summary.
 
-    ``verdict`` is one of :data:`VERDICTS`; ``ours`` holds the number(s) that decide it; ``data`` says what the number
-    rests on: real (which set) or SIMULATED, and each test domain's size (:func:`dganalysis.data.provenance.data_label`).
+    ``verdict`` is a :class:`Verdict` (or its text, optionally with `` (reason)``); ``ours`` holds the number(s) that
+    decide it; ``data`` says what the number rests on: real (which set) or SIMULATED, and each test domain's size
+    (:func:`dganalysis.data.provenance.data_label`); ``steps``: the training length of the runs behind it
+    (:func:`decide` makes a negative verdict from a run shorter than ``min_steps`` "not decided").
     """
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict={verdict!r}: expected one of {VERDICTS}")
+    verdict = decide(verdict, steps=steps, min_steps=min_steps)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
         raise ValueError(f"key={key!r}: expected letters, digits, '_', '.', '-'")
     rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict, "data": data}
@@ -70,20 +183,21 @@ def findings_prose(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data: str = "") -> list[Path]:
+def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data: str = "", *,
+                     steps: int | None = None, min_steps: int = PAPER_STEPS) -> list[Path]:
     """Replace every finding whose key starts with ``prefix`` by ``rows`` (keys ``prefix`` + a, b, c, …).
 
     Each row has ``paper, finding, ours, verdict`` and may have ``data``; ``data`` here is the default for rows
-    without one. Use one prefix per notebook so a rerun drops stale lines.
+    without one. Use one prefix per notebook so a rerun drops stale lines. ``steps``: the training length of the
+    runs behind the rows (see :func:`decide`).
     """
     folder = Path(output_dir) / "findings"
     for row in rows:  # validate everything before removing anything
-        if row.get("verdict") not in VERDICTS:
-            raise ValueError(f"verdict={row.get('verdict')!r}: expected one of {VERDICTS}")
+        Verdict.parse(row.get("verdict"))
     for p in folder.glob(f"{prefix}*.json") if folder.is_dir() else []:
         p.unlink()
     return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"],
-                           r.get("data") or data) for i, r in enumerate(rows)]
+                           r.get("data") or data, steps=steps, min_steps=min_steps) for i, r in enumerate(rows)]
 
 
 def read_variant_findings(output_dir: str | Path, base_rows: list[dict], variants: dict[str, str | Path]) -> list[dict]:

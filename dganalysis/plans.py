@@ -35,6 +35,7 @@ from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboar
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
 from dganalysis.sweep.grid import JobOptions
+from dganalysis.validation import check_choice, check_mapping, check_params
 
 
 @dataclass
@@ -74,6 +75,7 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
 def quickstart_datasets(p: QuickstartParams) -> dict[str, dict]:
     """The DomainBed-protocol datasets: ``p.datasets`` (name → kwargs) when given, else RotatedDigits at
     ``p.angles`` and ``p.image_size``."""
+    check_params(p, QuickstartParams, "quickstart_datasets")
     return dict(p.datasets) if p.datasets else {"RotatedDigits": {"image_size": p.image_size, "angles": p.angles}}
 
 
@@ -84,6 +86,7 @@ def quickstart_plan(p: QuickstartParams) -> Plan:
     ``datasets`` (DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
     ``dataset_overrides`` (name → hparams) goes on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for
     the MNISTs, ImageNet ResNet-50 for the others, as DomainBed)."""
+    check_params(p, QuickstartParams, "quickstart_plan")
     jobs: list[Job] = []
     specs = quickstart_datasets(p)
     for name, kwargs in specs.items():
@@ -99,6 +102,7 @@ def quickstart_plan(p: QuickstartParams) -> Plan:
 @PLANS.register("01_dataset_construction")
 def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
     """No training: the PaHCC build (Zhang, Zhang & Liu, Sec. 3), gray and binarized."""
+    check_params(p, DatasetConstructionParams, "dataset_construction_plan")
     kwargs = {"size": p.n_classes, "image_size": p.image_size, "writers": p.writers, "seed": p.seed}
     return Plan({}, [("PaHCC", kwargs), ("PaHCC", {**kwargs, "binarize": True})],
                 other=[f"PaHCC build: {p.n_classes} classes at {p.image_size} px, {p.writers} simulated writers (CPU)"])
@@ -109,6 +113,7 @@ def binarization_plan(p: BinarizationParams) -> Plan:
     """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
     Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
     as the dynamic-DG study's (:func:`dynamic_dg_plan` with ``evaluate_on="rest"``) for the same settings."""
+    check_params(p, BinarizationParams, "binarization_plan")
     domains = domain_names(p.dataset, p.dataset_kwargs, p.data_dir)
     splits = [{"train": list(t), "test": _rest(t, domains)} for t in p.train_sets]
     arms = {"gray": {**p.dataset_kwargs, "binarize": False}, "binary": {**p.dataset_kwargs, "binarize": True}}
@@ -125,6 +130,7 @@ def binarization_plan(p: BinarizationParams) -> Plan:
 @PLANS.register("03_dynamic_dg")
 def dynamic_dg_plan(p: DynamicDGParams) -> Plan:
     """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
+    check_params(p, DynamicDGParams, "dynamic_dg_plan")
     domains = domain_names(p.dataset, p.dataset_kwargs, p.data_dir)
     train_sets = list(dict.fromkeys(tuple(t) for t in p.swap_choices
                                     + [s for chain in p.domain_plus_chains for s in chain]))
@@ -139,6 +145,7 @@ def dynamic_dg_plan(p: DynamicDGParams) -> Plan:
 def leakage_checkpoints(p: LeakageOracleParams) -> dict[str, Path]:
     """Where the leakage study keeps its two pretrained featurizers (supervised on a test-like source, SimCLR on the
     training domains), as :func:`dganalysis.pretrain.checkpoint_path` names them (under ``p.output_dir``)."""
+    check_params(p, LeakageOracleParams, "leakage_checkpoints")
     from dganalysis.pretrain import checkpoint_path
 
     common = dict(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
@@ -158,6 +165,7 @@ def leakage_pretrainings(p: LeakageOracleParams) -> dict[str, tuple[str | None, 
     ``{"path": file, "featurizer": arch}``: the authors' files of Yu et al. 2024, Tables 1-3, e.g. MoCo-v2 ResNet-50,
     see :mod:`dganalysis.nets.published`); then ``"none"`` (random init). With ``pretrain_steps == 0`` nothing is
     pretrained (the paper profile on real benchmarks: its test-like source is built from rotated digits)."""
+    check_params(p, LeakageOracleParams, "leakage_pretrainings")
     out: dict[str, tuple[str | None, str]] = {}
     if p.pretrain_steps > 0:
         ckpt = leakage_checkpoints(p)
@@ -182,6 +190,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     leakage is computed per trial. ``p.oracle_search_overrides`` widens or narrows that search (YAML distribution
     specs, :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
+    check_params(p, LeakageOracleParams, "leakage_oracle_plan")
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     inits = leakage_pretrainings(p)
@@ -224,6 +233,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     ``"LODO"`` and ``"LOGO"``. ``search_protocol``: ``"domainbed"`` (every draw in every trial) or ``"yu2024"`` (Yu
     et al.'s search on trial 0, then the selected draw rerun on the other trials,
     :mod:`dganalysis.sweep.search_protocol`); the sweeps list the full grid either way, ``other`` says the counts."""
+    check_params(p, LeaderboardsParams, "leaderboards_plan")
     from dganalysis.sweep.search_protocol import check_protocol, protocol_job_counts
 
     check_protocol(p.search_protocol)
@@ -262,6 +272,7 @@ def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     train small environment classifiers, counted in ``other``. A ranking spec's optional ``hparams`` go on top of
     ``ranking_hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
     MNIST CNN on Colored MNIST)."""
+    check_params(p, ShiftEstimationParams, "shift_estimation_plan")
     jobs: list[Job] = []
     for spec in p.ranking_datasets:
         kwargs = spec.get("kwargs", {})
@@ -283,6 +294,7 @@ def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
 @PLANS.register("07_worst_case")
 def worst_case_plan(p: WorstCaseParams) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
+    check_params(p, WorstCaseParams, "worst_case_plan")
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
     if set(p.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
@@ -296,6 +308,7 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
 def audit_plan(p: AuditParams) -> Plan:
     """The audit trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
     names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
+    check_params(p, AuditParams, "audit_plan")
     files = {f"inputs[{i}]": str(x) for i, x in enumerate(p.inputs)
              if str(x) != "store" and not str(x).startswith("shipped:")}
     if p.reference and not str(p.reference).startswith("shipped:"):
@@ -309,4 +322,6 @@ def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
     """``notebook``'s plan from ``params`` (name -> value, e.g. a profile's YAML with the injected folders; names
     not given take the parameters cell's defaults): the parameter object is built and checked
     (:func:`dganalysis.notebook_params.build_params`), then passed to the notebook's planner."""
+    check_choice(notebook, PLANS.names(), "notebook", func="plan_for")
+    check_mapping(params, "params", func="plan_for", what="a mapping of parameter names to values")
     return PLANS.get(notebook)(build_params(notebook, params))

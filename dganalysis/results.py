@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dganalysis.validation import ConfigError, check_frame, check_path, describe
+
 log = logging.getLogger(__name__)
 
 COLUMNS = [
@@ -96,8 +98,9 @@ _REQUIRED_ARGS = ("dataset", "algorithm", "test_envs", "hparams_seed", "trial_se
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line."""
-    path = Path(path)
+    """Read one ``results.jsonl``; a torn last line is skipped, any other bad line raises naming file and line.
+    Returns the records (dicts) in file order."""
+    path = check_path(path, "path", func="read_records", kind="file")
     try:
         data = path.read_bytes()
     except OSError as err:  # e.g. no read permission: an unreadable job, counted as such by load
@@ -127,17 +130,25 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def _results_dir(path: Any, func: str, name: str = "path") -> Path:
+    """``path`` as a ``Path`` when it is an existing folder, else a ConfigError naming it."""
+    where = f"{func}: parameter {name!r}"
+    if not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and not path):
+        raise ConfigError(f"{where}: expected a results folder (a job store or DomainBed sweep output dir), got "
+                          f"{describe(path)}")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{where}: {str(p)!r} is a file, not a folder (expected a job store or sweep output dir)")
+    if not p.is_dir():
+        raise ConfigError(f"{where}: results directory {str(p)!r} does not exist (expected a job store or sweep "
+                          f"output dir)")
+    return p
+
+
 #: files that make a folder a job folder: records (``results.jsonl``), our engine's ``spec.json``, ``claim``,
 #: ``failed`` and ``done``, and the ``out.txt``/``err.txt`` DomainBed's ``scripts/train.py`` opens before its first
 #: step (so a DomainBed run that crashed before its first checkpoint still leaves a job folder: ``err.txt`` only)
 JOB_FILES = ("results.jsonl", "spec.json", "claim", "failed", "done", "out.txt", "err.txt")
-
-
-def _check_results_dir(path: Path) -> None:
-    if path.exists() and not path.is_dir():
-        raise NotADirectoryError(f"{path}: a file, not a folder (expected a job store or sweep output dir)")
-    if not path.is_dir():
-        raise FileNotFoundError(f"results directory {path} does not exist (expected a job store or sweep output dir)")
 
 
 def _is_job_folder(files: Iterable[str]) -> bool:
@@ -148,8 +159,7 @@ def job_folders(path: str | Path) -> list[Path]:
     """Every job folder under ``path``, with records or not: ``path`` itself if it holds one of :data:`JOB_FILES`,
     else every folder below that does (a job folder's sub-folders are not searched), sorted. The one rule by which
     :func:`load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
-    path = Path(path)
-    _check_results_dir(path)
+    path = _results_dir(path, "job_folders")
     if _is_job_folder(e.name for e in os.scandir(path) if not e.is_dir()):
         return [path]
     jobs = []
@@ -166,7 +176,7 @@ def classify_job(job_dir: str | Path) -> tuple[str, bool]:
     """(state, has_records) of one job folder: state ``"done"``, ``"failed"`` or ``"unfinished"``
     (:func:`job_status`), ``has_records`` whether it holds ``results.jsonl``. A folder without records is a job
     that failed (ours write ``failed``) or stopped before its first checkpoint, or one still starting."""
-    job_dir = Path(job_dir)
+    job_dir = _results_dir(job_dir, "classify_job", "job_dir")
     return job_status(job_dir), (job_dir / "results.jsonl").is_file()
 
 
@@ -185,12 +195,15 @@ def is_our_store(jobs: Iterable[str | Path]) -> bool:
     them holds one of :data:`OUR_JOB_FILES`. Otherwise the directory is taken as a DomainBed sweep output dir, whose
     unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`load`, so a
     DomainBed dir and one of our stores can be collected together, each by its own rule."""
+    if isinstance(jobs, (str, os.PathLike)) or not isinstance(jobs, Iterable):
+        raise ConfigError(f"is_our_store: parameter 'jobs': expected a list of job folders (find_jobs(path)), got "
+                          f"{describe(jobs)}")
     return any((Path(j) / f).exists() for j in jobs for f in OUR_JOB_FILES)
 
 
 def job_status(job_dir: str | Path) -> str:
     """``"done"``, ``"failed"`` or ``"unfinished"`` from the sentinel files of a job folder."""
-    job_dir = Path(job_dir)
+    job_dir = _results_dir(job_dir, "job_status", "job_dir")
     if (job_dir / "done").exists():
         return "done"
     if (job_dir / "failed").exists():
@@ -209,12 +222,28 @@ def load(
     skips those of our stores (:func:`is_our_store` decides, per folder in ``path``); ``True``/``False``: everywhere.
     Returns one row per (job, step, domain, split) with columns :data:`COLUMNS`, in job-folder, record and env order.
     ``strict=False``: a job with an unreadable record is logged, counted and skipped instead of raising.
+    Every folder is checked (it exists and is a directory) before any is read.
+
+    Columns: ``job_id``; ``dataset``, ``algorithm``; ``train_domains``, ``test_domains``, ``val_domains`` (domain
+    names joined by commas); ``setting`` (JSON of everything else that makes runs different experiments);
+    ``hparams_seed``, ``trial_seed``; ``step`` (training step of the checkpoint); ``domain`` and ``split`` (``in``:
+    the domain's main part, ``out``: its holdout); ``role`` (``train``, ``test`` or ``val``); ``acc`` (accuracy, a
+    fraction in [0, 1]); ``hparams`` (JSON). ``df.attrs["jobs"]`` counts the jobs read and left out.
     """
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if isinstance(path, (str, os.PathLike)):
+        paths = [path]
+    elif isinstance(path, Iterable):
+        paths = list(path)
+    else:
+        raise ConfigError(f"load: parameter 'path': expected a results folder or a list of them, got {describe(path)}")
     if not paths:
-        raise ValueError("load: expected at least one results directory, got an empty list")
+        raise ConfigError("load: parameter 'path': expected at least one results directory, got an empty list")
+    paths = [_results_dir(p, "load") for p in paths]
     if include_unfinished not in (None, True, False):
-        raise ValueError(f"load: include_unfinished={include_unfinished!r}, expected None (by writer), True or False")
+        raise ConfigError(f"load: parameter 'include_unfinished': expected None (by writer), True or False, got "
+                          f"{describe(include_unfinished)}")
+    if not isinstance(strict, bool):
+        raise ConfigError(f"load: parameter 'strict': expected True or False, got {describe(strict)}")
     jobs: list[Path] = []
     read_unfinished: dict[Path, bool] = {}
     for p in paths:
@@ -331,6 +360,7 @@ def summary_line(df: pd.DataFrame) -> str:
     failed (with or without records), without records (crashed before the first checkpoint), unfinished,
     unreadable — and runs whose loss exploded, e.g. ``jobs: 12 of 16 job folders read; not in the table:
     2 failed (1 before their first record), 1 unfinished``. "none left out" only when every folder was read."""
+    check_frame(df, (), "df", func="summary_line", what="a dganalysis.results.load frame")
     c = df.attrs.get("jobs")
     if not c:
         return ""
@@ -350,6 +380,8 @@ def summary_line(df: pd.DataFrame) -> str:
 
 def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True) -> pd.DataFrame:
     """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable):
+        raise ConfigError(f"load_many: parameter 'paths': expected a list of results folders, got {describe(paths)}")
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
 
 
@@ -392,6 +424,10 @@ def _default_arg(key: str, value: Any, args: dict[str, Any]) -> bool:
 
 def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
     """The ``setting`` of a record: canonical JSON of ``args`` minus :data:`SETTING_IGNORED_ARGS`, plus ``spec``."""
+    if not isinstance(args, dict):
+        raise ConfigError(f"setting_key: parameter 'args': expected a record's args (a dict), got {describe(args)}")
+    if spec is not None and not isinstance(spec, dict):
+        raise ConfigError(f"setting_key: parameter 'spec': expected a dict or None, got {describe(spec)}")
     kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS and not _default_arg(k, v, args)}
     kept.update(spec or {})
     return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)

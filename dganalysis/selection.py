@@ -49,6 +49,7 @@ folder are merged into one "run" and compete; here they are different configs an
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections import defaultdict
@@ -57,6 +58,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from dganalysis.validation import (
+    ConfigError,
+    check_choice,
+    check_frame,
+    check_scalar,
+    check_str,
+    check_strings,
+    describe,
+    did_you_mean,
+    is_kind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +104,8 @@ _METHODS: dict[str, SelectionMethod] = {}
 def register_method(key: str, title: str, *, per_test_domain: bool = False,
                     domainbed: str | None = None) -> Callable[[Scorer], Scorer]:
     """Decorator registering a scoring function as the selection method ``key`` (``title``: table headers)."""
+    check_str(key, "key", func="register_method")
+    check_str(title, "title", func="register_method")
 
     def deco(scores: Scorer) -> Scorer:
         if key in _METHODS and _METHODS[key].scores is not scores:
@@ -107,11 +122,13 @@ def methods() -> list[str]:
 
 
 def get_method(key: str) -> SelectionMethod:
-    """The method registered as ``key``; an unknown key fails listing the known ones."""
-    try:
-        return _METHODS[key]
-    except KeyError:
-        raise ValueError(f"unknown selection method {key!r}; expected one of {methods()}") from None
+    """The method registered as ``key``; an unknown key fails listing the known ones ("did you mean")."""
+    if not isinstance(key, str):
+        raise ConfigError(f"get_method: parameter 'key': expected a selection method name, got {describe(key)}")
+    if key not in _METHODS:
+        raise ConfigError(f"get_method: parameter 'key': unknown selection method {key!r}"
+                          f"{did_you_mean(key, methods())}; expected one of {methods()}")
+    return _METHODS[key]
 
 
 class _Titles(Mapping[str, str]):
@@ -132,24 +149,36 @@ METHODS: Mapping[str, str] = _Titles()
 
 
 def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
-    """Selected test accuracy per (config, test domain) under ``method`` (see the module docstring).
+    """Selected test accuracy per (config, test domain) under ``method`` (DomainBed's model selection, Gulrajani &
+    Lopez-Paz 2021, Sec. 3; the methods are described in the module docstring).
 
-    Returns columns :data:`OUTPUT`: one row per (dataset, algorithm, train_domains, test_domains, val_domains,
-    setting, trial_seed, domain) with ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain`` and
-    ``val_acc`` the selection score of the chosen (job, step). ``tie_tol``: scores within it of the best are ties
-    (default 0: exact, as DomainBed). A frame without a ``setting`` column (built by hand) is one setting.
+    Parameters
+    ----------
+    df : the tidy frame of :func:`dganalysis.results.load` — one row per (job, step, domain, split) with columns
+        dataset, algorithm, train_domains, test_domains, val_domains, trial_seed, job_id, hparams_seed, step, domain,
+        split ('in'/'out'), role ('train'/'test'/'val') and acc (a fraction in [0, 1]); ``setting`` and ``hparams``
+        are optional (a frame without ``setting`` is one setting).
+    method : one of :data:`METHODS` — ``"training_domain"`` (DomainBed's default, early stopping on the training
+        domains' holdout), ``"training_domain_last"``, ``"leave_one_out"``, ``"oracle"`` (test-domain holdout, last
+        checkpoint), ``"oracle_pooled"``, ``"ood_validation"``.
+    tie_tol : scores within ``tie_tol`` (≥ 0, accuracy units) of the best are ties (default 0: exact, as DomainBed).
+
+    Returns
+    -------
+    pandas.DataFrame with columns :data:`OUTPUT`, one row per (dataset, algorithm, train_domains, test_domains,
+    val_domains, setting, trial_seed, domain): ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain``
+    (a fraction), ``val_acc`` the selection score of the chosen (job, step), ``hparams_seed``, ``job_id``, ``step``
+    and ``hparams`` of the choice, ``selection`` = ``method``. Average over trials with :func:`summarize`.
+
+    Example: ``summarize(select(load("store"), "training_domain"))``.
     """
-    if method not in _METHODS:
-        from dganalysis.registry import unknown_name
-
-        raise ValueError(f"select: {unknown_name('method', method, methods())}")
+    f = "select"
+    check_choice(method, methods(), "method", func=f)
     how = _METHODS[method]
-    if not (isinstance(tie_tol, (int, float)) and tie_tol >= 0 and math.isfinite(tie_tol)):
-        raise ValueError(f"select: tie_tol must be a finite number ≥ 0, got {tie_tol!r}")
+    tie_tol = check_scalar(tie_tol, "tie_tol", func=f, low=0.0)
     need = [c for c in CONFIG if c != "setting"]
-    missing = [c for c in (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc") if c not in df]
-    if missing:
-        raise ValueError(f"select: df lacks columns {missing}; expected the tidy frame of dganalysis.results.load")
+    check_frame(df, (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc"), "df", func=f,
+                what="expected the tidy frame of dganalysis.results.load")
     if "hparams" not in df:
         df = df.assign(hparams="{}")
     if "setting" not in df:
@@ -165,8 +194,9 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
         scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
         best = _argmax(_with_meta(scores, df), CONFIG, tie_tol)
         chosen = best.merge(test_in, on=["job_id", "step"])
-    n_configs = df[CONFIG].drop_duplicates().shape[0]
-    n_chosen = chosen[CONFIG].drop_duplicates().shape[0]
+    # counted for the log line only (a pass over every row: skipped when INFO is not logged)
+    n_configs = df[CONFIG].drop_duplicates().shape[0] if log.isEnabledFor(logging.INFO) else 0
+    n_chosen = chosen[CONFIG].drop_duplicates().shape[0] if n_configs else 0
     if n_chosen < n_configs:
         log.info("%s: %d of %d configs give no result (no test domain, no val domain, or missing leave-one-out "
                  "helper runs; DomainBed's [test, val] runs are such configs themselves)",
@@ -183,13 +213,19 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     estimate): DomainBed's ``collect_results.format_mean`` uses ``np.std`` (ddof=0, population), which shrinks the
     error bar by sqrt((n-1)/n) — 18% with its 3 trials. ``ddof=0`` reproduces DomainBed's numbers exactly.
     With n = 1 and ddof = 1 the SE is undefined and returned as NaN (tables print "± —").
+
+    ``selected``: a :func:`select` frame (or any frame with ``acc`` and the ``by`` columns). Returns one row per
+    group: the ``by`` columns, ``mean`` (mean accuracy, a fraction), ``se`` (its standard error) and ``n`` (trials).
     """
+    f = "summarize"
+    check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.selection.select frame")
     if by is None:
         by = [c for c in ("selection", *CONFIG, "domain") if c != "trial_seed" and c in selected]
-    by = list(by)
-    missing = [c for c in [*by, "acc"] if c not in selected]
-    if missing:
-        raise ValueError(f"summarize: selected lacks columns {missing}")
+    by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func=f)
+    check_frame(selected, by, "selected", func=f, what=f"grouped by {by}")
+    if not (is_kind(ddof, "int") and int(ddof) in (0, 1)):
+        raise ConfigError(f"{f}: parameter 'ddof': expected 0 (DomainBed's np.std) or 1 (sample std), got "
+                          f"{describe(ddof)}")
     g = selected.groupby(by, sort=True, dropna=False)["acc"]
     out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
     out["se"] = [s / math.sqrt(n) if n > ddof else np.nan for s, n in zip(out["std"], out["n"])]
@@ -204,10 +240,9 @@ def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) 
     ``selected`` is several :func:`select` outputs concatenated (their ``selection`` column tells them apart). Where
     the methods agree everywhere, their tables cannot differ: the search gave them nothing to disagree about.
     """
-    by = list(by)
-    missing = [c for c in [*by, "selection", "hparams_seed", "step"] if c not in selected]
-    if missing:
-        raise ValueError(f"picks: selected lacks columns {missing}; expected concatenated select() outputs")
+    by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func="picks", min_len=1)
+    check_frame(selected, [*by, "selection", "hparams_seed", "step"], "selected", func="picks",
+                what="expected concatenated select() outputs")
     dup = selected.duplicated([*by, "selection"])
     if dup.any():
         raise ValueError(f"picks: {int(dup.sum())} rows repeat a ({', '.join(by)}, selection); keep one config per "
@@ -342,6 +377,7 @@ register_method("ood_validation", "OoD validation set")(_ood_validation_scores)
 # ---------------------------------------------------------------- helpers
 
 
+@functools.lru_cache(maxsize=4096)  # a sweep repeats a few split strings on every job
 def _split(joined: str) -> frozenset:
     return frozenset(d for d in str(joined).split(",") if d)
 

@@ -122,7 +122,7 @@ display(Markdown(
 # %%
 row = table7_finding(t7, f"({tasks[-1][0]}) → {tasks[-1][1]}")
 replace_findings(output_dir, "02", [dict(row, finding=f"{row['finding']} [{source}]")],
-                 data=data_label(base, [tasks[-1][1]], note="gray build"))
+                 data=data_label(base, [tasks[-1][1]], note="gray build"), steps=steps)
 pd.Series(row)
 
 # %% [markdown]

@@ -178,5 +178,5 @@ save_table(found, "03_findings", output_dir, caption=f"Sec. 4.3 findings vs ours
 verdicts = {"yes": "reproduced", "partly": "partly", "no": "not reproduced"}
 replace_findings(output_dir, "03", [dict(paper="Zhang, Zhang & Liu (dynamic DG)", finding=f"{r.finding} [{dataset}]",
                                          ours=r.ours, verdict=verdicts.get(r.reproduced, "not decided"))
-                                    for r in found.itertuples()], data=data_label(base, [test_domain]))
+                                    for r in found.itertuples()], data=data_label(base, [test_domain]), steps=steps)
 found

@@ -224,7 +224,7 @@ otest = [d for d in ods.domain_names if any(d in s["test"] for s in oracle_split
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 rows += [dict(r, data=data_label(ods, otest, note=onote.get(name, name))) for name in oracle_k.ORACLES
          for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
-replace_findings(output_dir, "04", rows)
+replace_findings(output_dir, "04", rows, steps=min(steps, oracle_steps))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]

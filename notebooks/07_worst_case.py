@@ -229,7 +229,7 @@ pd.Series(sdiff).to_frame("value")
 near = study.near_source_table(curves, rho_small)
 agree = study.loss_agreement(curves, rho_small)
 rows = study.poster_findings(near, att, agree, sdiff, rho_small)
-replace_findings(output_dir, "07", rows, data=provenance.data_label(ds, test_domains))
+replace_findings(output_dir, "07", rows, data=provenance.data_label(ds, test_domains), steps=steps)
 plots.save_table(pd.DataFrame(rows), "07_findings", output_dir, caption="WC-DG poster claims vs this run")
 display(agree.round(3))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

@@ -82,6 +82,19 @@ def test_table_without_se_gives_no_verdict():
     assert cl["test"].item().startswith("none")
 
 
+def test_outputs_are_written_when_no_claim_can_be_made(tmp_path):
+    """An input with the baseline alone (e.g. DomainBed's own test sweep, ERM only) gives no claim, and every
+    output (JSON, HTML, CSV, LaTeX) is still written, saying so."""
+    from dganalysis.audit.report import write_outputs
+
+    table = tmp_path / "erm_only.csv"
+    table.write_text("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,ERM,50.0,1.0,3\n")
+    result = run_audit([str(table)], baseline="ERM", selection="training_domain")
+    written = write_outputs(result, html_path=tmp_path / "r.html", json_path=tmp_path / "r.json")
+    assert {p.suffix for p in written} >= {".json", ".html", ".csv", ".tex"}
+    assert json.loads((tmp_path / "r.json").read_text())["claims"] == []
+
+
 @pytest.mark.parametrize("text, pattern", [
     ("selection,dataset,algorithm,mean,se\nx,D,A,1,1\n", r"t\.csv:1: missing column\(s\) \['n'\]"),
     ("selection,dataset,algorithm,mean,se,n\nfoo,D,A,1,1,3\n", r"t\.csv:2: selection 'foo'"),
@@ -238,9 +251,12 @@ def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
 
     import pandas as pd
 
+    import dganalysis.audit
     from dganalysis.audit.report import write_outputs
 
     planted, _ = sweeps
+    # the real module may be imported already: hide the package attribute so the import goes through sys.modules
+    monkeypatch.delattr(dganalysis.audit, "sweep", raising=False)
     monkeypatch.setitem(sys.modules, "dganalysis.audit.sweep", None)  # not installed
     r = run_audit([planted], selection="training_domain", reps=50)
     assert any("dganalysis.audit.sweep" in n for n in r.audits[0].notes) and not r.audits[0].sweep

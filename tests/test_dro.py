@@ -91,7 +91,7 @@ def test_zero_one_closed_form_matches_brute_force_2d():
     psi = torch.maximum(loss0[None, :], 1 - gammas[:, None] * d2_brute[None, :])  # [Γ, n]
     rhos = [0.0, 0.1, 0.3, 0.6, 1.0, 2.0, 5.0]
     brute = [float((gammas * r**2 + psi.mean(1)).min()) for r in rhos]
-    df = worst_case_curve(z, y, head, rhos, loss="01")
+    df = worst_case_curve(z, y, head, rhos, loss="01", scale="none")
     assert np.allclose(df.worst_case_loss, brute, atol=0.02), (df.worst_case_loss.tolist(), brute)
     assert df.worst_case_loss[0] == pytest.approx(2 / 12)
 
@@ -134,7 +134,7 @@ def test_gradient_ascent_matches_squared_loss_closed_form():
         assert torch.allclose(psi, exact, rtol=1e-3, atol=1e-5)
     # whole dual curve: sup_{W2 ≤ ρ} E(w·z − t)² = (‖r‖_2 + ‖w‖ρ)²
     rhos = [0.0, 0.1, 0.3, 0.6]
-    df = worst_case_curve(z0, t, head, rhos, loss=sq_loss, config=DualConfig(steps=30, grid_ratio=1.1))
+    df = worst_case_curve(z0, t, head, rhos, loss=sq_loss, scale="none", config=DualConfig(steps=30, grid_ratio=1.1))
     R = float(r.square().mean().sqrt())
     exact = [(R + math.sqrt(w2) * rho) ** 2 for rho in rhos]
     assert np.allclose(df.worst_case_loss, exact, rtol=0.02)

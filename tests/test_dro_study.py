@@ -9,9 +9,9 @@ from scipy.stats import spearmanr
 from dganalysis.dro import study
 
 
-def curves_frame():
+def curves_frame(n_models=4):
     rows = []
-    for i, m in enumerate(["a", "b", "c", "d"]):
+    for i, m in enumerate("abcdefgh"[:n_models]):
         for loss, k in (("ce", 1.0), ("hinge", 2.0), ("01", 0.5)):
             for rho in (0.0, 0.05, 0.1):
                 rows.append(dict(model=m, loss=loss, rho=rho, worst_case_loss=k * (0.1 + i * 0.1) * (1 + 20 * rho)))
@@ -61,8 +61,13 @@ def test_poster_findings_verdicts():
     sdiff = {"spearman_measure": -0.5, "spearman_baseline": -0.6, "difference": 0.1, "ci_low": -0.3, "ci_high": 0.5,
              "n_models": 10}
     rows = study.poster_findings(near, att, agree, sdiff, 0.05)
-    assert [r["verdict"] for r in rows] == ["reproduced", "not reproduced", "reproduced", "not decided"]
+    # 4 models in perfect agreement: the exact Spearman p is 1/12 at best, so the claim cannot be decided
+    assert [r["verdict"] for r in rows[:2] + rows[3:]] == ["reproduced", "not reproduced", "not decided"]
+    assert rows[2]["verdict"].startswith("not decided (too small: n = 4 models")
+    assert "p=0.083" in rows[2]["ours"] and "p=0 " not in rows[2]["ours"] + " " and "p=0)" not in rows[2]["ours"]
     assert "35%" in rows[1]["ours"]
+    c5 = curves_frame(5)
+    near, agree = study.near_source_table(c5, 0.05), study.loss_agreement(c5, 0.05)
     rows = study.poster_findings(near, att.assign(attained=[0.6, 0.7]), agree, dict(sdiff, ci_high=-0.01), 0.05,
                                  high_ratio=3)
     assert [r["verdict"] for r in rows] == ["not reproduced", "partly", "reproduced", "reproduced"]

@@ -130,7 +130,7 @@ def test_bad_records_name_file_and_line(tmp_path):
     write_run(tmp_path / "c", "r", [{"step": 0, "args": db_record()["args"]}])
     with pytest.raises(ValueError, match="no env"):
         results.load(tmp_path / "c", progress=False)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(ValueError, match="path.*does not exist"):
         results.load(tmp_path / "nope", progress=False)
 
 

@@ -188,7 +188,7 @@ def claims_latex(result: AuditResult) -> str:
     """All claims as one booktabs table with a caption stating the tests, n and the correction."""
     s = result.settings
     frames = [a.claims.assign(input=Path(a.input.name).name) for a in result.audits if not a.claims.empty]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["input", *CLAIM_TABLE])
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["input", "board", *CLAIM_TABLE])
     df = df[["input", "board", *CLAIM_TABLE]]
     caption = (f"Claims against {s['baseline']}: Δ in accuracy points on each dataset's average over test "
                f"environments with its {int(s['confidence'] * 100)}\\% CI; Welch t-test (two-sided) and TOST within "

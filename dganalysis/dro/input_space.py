@@ -27,7 +27,17 @@ import pandas as pd
 import torch
 
 from dganalysis.dro.losses import LossFn, loss_name
-from dganalysis.dro.worst_case import DualConfig, _check, _dual_curve, _Problem, representation_scale, worst_case_curve
+from dganalysis.dro.worst_case import (
+    DualConfig,
+    _dual_curve,
+    _Problem,
+    check_config,
+    check_inputs,
+    check_scale,
+    representation_scale,
+    worst_case_curve,
+)
+from dganalysis.validation import ConfigError, check_callable, check_interval, check_rhos
 
 Net = Callable[[torch.Tensor], torch.Tensor]
 
@@ -36,19 +46,32 @@ INPUT_CONFIG = DualConfig(grid_ratio=1.6, max_grid=40, first_steps=30, steps=8, 
 
 
 def input_worst_case_curve(x: torch.Tensor, y: torch.Tensor, network: Net, rhos: Sequence[float],
-                           loss: str | LossFn = "ce", featurizer: Net | None = None, rep_scale: str | float = "none",
+                           loss: str | LossFn = "ce", featurizer: Net | None = None, rep_scale: str | float = "std",
                            clip: tuple[float, float] | None = (0.0, 1.0), config: DualConfig | None = None,
                            progress: bool = False) -> pd.DataFrame:
-    """Worst-case loss vs ρ when the images x themselves are transported (ρ in pixel units).
+    """Worst-case loss vs ρ when the images x themselves are transported (ρ in pixel units: Euclidean distance
+    over all pixel values in [0, 1], no scale).
 
-    ``network``: x → logits (e.g. ``algorithm.predict``); ``featurizer``: x → z, when given the frame gets
-    ``rep_transport`` = (E‖g(x*) − g(x0)‖²)^½ / s at each ρ's optimal γ, s from ``rep_scale`` computed
-    on g(x0) (see :func:`dganalysis.dro.worst_case.representation_scale`). The 0-1 loss has no gradient
-    and is not supported here. Other columns as :func:`dganalysis.dro.worst_case.worst_case_curve`.
+    ``x`` [n, channels, height, width] (or [n, ...]) floats in ``clip`` (default [0, 1]); ``y`` [n] integer
+    labels; ``network``: x → logits [n, C] (e.g. ``algorithm.predict``); ``rhos`` radii ≥ 0 (pixel units);
+    ``loss`` ``"ce"`` or ``"hinge"`` (the 0-1 loss has no gradient and is refused) or a callable;
+    ``featurizer``: x → z, when given the frame gets ``rep_transport`` = (E‖g(x*) − g(x0)‖²)^½ / s at each ρ's
+    optimal γ, s from ``rep_scale`` computed on g(x0) (default ``"std"`` as the representation-space siblings;
+    see :func:`dganalysis.dro.worst_case.representation_scale`) and ``rep_scale`` (s). Other columns as
+    :func:`dganalysis.dro.worst_case.worst_case_curve` (``scale`` is 1: pixel units).
     """
-    r = _check(x, y, rhos)
+    f = "input_worst_case_curve"
+    x, y = check_inputs(f, x, y, network, loss, z_name="x")
+    r = check_rhos(rhos, func=f)
+    rep_scale = check_scale(rep_scale, "rep_scale", func=f)
+    check_config(config, f)
+    if featurizer is not None:
+        check_callable(featurizer, "featurizer", func=f, what="a featurizer x → z (a callable) or None")
+    if clip is not None:
+        clip = check_interval(clip, "clip", func=f)
     if not callable(loss) and loss_name(loss) == "01":
-        raise ValueError("parameter 'loss': the input-space worst case needs a differentiable loss ('ce' or 'hinge')")
+        raise ConfigError(f"{f}: parameter 'loss': the input-space worst case needs a differentiable loss ('ce' or "
+                          "'hinge'), got '01'")
     cfg = config or INPUT_CONFIG
     x = x.detach()
     project = (lambda t: t.clamp(*clip)) if clip is not None else None
@@ -82,8 +105,18 @@ def compare_input_representation(x: torch.Tensor, y: torch.Tensor, featurizer: N
     Returns one row per input radius: ``rho_input``, ``input_wc`` (input dual value), ``input_primal``
     (loss of the feasible input-space distribution P_x found), ``rho_rep`` (the representation transport
     it induces, in units of ``rep_scale``), ``rep_wc`` (representation worst case at ``rho_rep``),
-    ``gap = rep_wc − input_primal`` (≥ 0 in theory, since g#P_x is feasible there), ``nominal``.
+    ``gap = rep_wc − input_primal`` (≥ 0 in theory, since g#P_x is feasible there), ``nominal``, ``loss``.
+    ``x`` [n, ...] images in [0, 1], ``y`` [n] integer labels, ``featurizer`` x → z, ``head`` z → logits [n, C],
+    ``rhos_input`` radii ≥ 0 in pixel units, ``rep_scale`` the representation's unit (default ``"std"``).
     """
+    f = "compare_input_representation"
+    check_callable(featurizer, "featurizer", func=f, what="a featurizer x → z (a callable)")
+    check_callable(head, "head", func=f, what="a head z → logits (a callable)")
+    check_inputs(f, x, y, lambda t: head(featurizer(t)), loss, z_name="x")
+    check_rhos(rhos_input, "rhos_input", func=f)
+    check_scale(rep_scale, "rep_scale", func=f)
+    check_config(input_config, f, "input_config")
+    check_config(rep_config, f, "rep_config")
     def network(t: torch.Tensor) -> torch.Tensor:
         return head(featurizer(t))
 

@@ -23,13 +23,15 @@ import torch
 
 from dganalysis.dro import inner
 from dganalysis.dro.losses import LossFn, get_loss, loss_name
-from dganalysis.dro.worst_case import DualConfig, Head, _dual_curve, _Problem
+from dganalysis.dro.worst_case import DualConfig, Head, _dual_curve, _Problem, check_config, check_inputs, check_scale
+from dganalysis.validation import ConfigError, check_scalar
 
 #: Coarse dual settings for choosing γ* on a training batch.
 TRAIN_CONFIG = DualConfig(grid_ratio=2.0, max_grid=30, first_steps=20, steps=5, refine_iters=2, tol=1e-4)
 
 
 def _scale(z0: torch.Tensor, scale: str | float) -> torch.Tensor:
+    scale = check_scale(scale)
     if scale == "std":
         return (z0 - z0.mean(0)).square().sum(1).mean().sqrt().clamp_min(1e-6)
     if scale == "none":
@@ -42,12 +44,22 @@ def _scale(z0: torch.Tensor, scale: str | float) -> torch.Tensor:
 def robust_surrogate(z0: torch.Tensor, y: torch.Tensor, head: Head, gamma: float, loss: str | LossFn = "ce",
                      scale: str | float = "std", steps: int = 10, smoothness: float | None = None,
                      ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Differentiable ``φ_γ`` (mean over the batch) and diagnostics (mean worst-case loss, transport).
+    """Differentiable ``φ_γ`` (mean over the batch) and diagnostics (Sinha et al. 2017, Eq. (4)).
 
-    ``gamma`` is in the units of ``scale``. ``steps``: inner ascent iterations (from z0).
+    ``z0`` [n, d] float tensor of representations (keeps its autograd graph: the gradient flows to g and h),
+    ``y`` [n] integer labels in [0, C), ``head`` z → logits [n, C], ``gamma`` > 0 the penalty (loss per squared unit
+    of ``scale``), ``loss`` ``"ce"``/``"hinge"``/``"01"`` or a callable, ``scale`` ``"std"`` (default: units of the
+    batch's representation spread, as in training) / ``"none"`` / a positive number, ``steps`` inner ascent
+    iterations (from z0), ``smoothness`` L (None: estimated).
+    Returns ``(value, info)``: the scalar tensor φ_γ, and ``wc_loss`` (mean loss at the maximisers),
+    ``wc_transport`` (RMS displacement, units of ``scale``), ``wc_gamma`` (γ).
     """
-    if gamma <= 0:
-        raise ValueError(f"parameter 'gamma': expected > 0, got {gamma}")
+    f = "robust_surrogate"
+    z0, y = check_inputs(f, z0, y, head, loss, z_name="z0", probe=False)
+    gamma = check_scalar(gamma, "gamma", func=f, low=0.0, low_open=True)
+    check_scale(scale, func=f)
+    steps = check_scalar(steps, "steps", func=f, kind="int", low=0)
+    check_scalar(smoothness, "smoothness", func=f, low=0.0, nullable=True)
     loss_fn = get_loss(loss)
     s = _scale(z0, scale)
     zd, sd = z0.detach().float(), float(s.detach())
@@ -68,7 +80,15 @@ def robust_surrogate(z0: torch.Tensor, y: torch.Tensor, head: Head, gamma: float
 
 def choose_gamma(z0: torch.Tensor, y: torch.Tensor, head: Head, rho: float, loss: str | LossFn = "ce",
                  scale: str | float = "std", config: DualConfig | None = None) -> float:
-    """γ* minimising γρ² + φ_γ on this batch (no gradient; units of ``scale``)."""
+    """γ* minimising γρ² + φ_γ on this batch (no gradient; units of ``scale``).
+
+    ``z0`` [n, d], ``y`` [n] labels, ``head`` z → logits, ``rho`` > 0 the radius (units of ``scale``).
+    """
+    f = "choose_gamma"
+    z0, y = check_inputs(f, z0, y, head, loss, z_name="z0", probe=False)
+    rho = check_scalar(rho, "rho", func=f, low=0.0)
+    check_scale(scale, func=f)
+    check_config(config, f)
     z = z0.detach().float()
     with torch.no_grad(), torch.autocast(device_type=z.device.type, enabled=False):
         s = float(_scale(z, scale))
@@ -79,9 +99,20 @@ def choose_gamma(z0: torch.Tensor, y: torch.Tensor, head: Head, rho: float, loss
 def worst_case_penalty(z0: torch.Tensor, y: torch.Tensor, head: Head, rho: float | None = None,
                        gamma: float | None = None, loss: str | LossFn = "ce", scale: str | float = "std",
                        steps: int = 10) -> tuple[torch.Tensor, dict[str, float]]:
-    """The WCDG term: ``γ*ρ² + φ_{γ*}`` when ``rho`` is given (constraint form), else ``φ_gamma`` (penalty form)."""
+    """The WCDG term: ``γ*ρ² + φ_{γ*}`` when ``rho`` is given (constraint form), else ``φ_gamma`` (penalty form).
+
+    ``z0`` [n, d] float tensor (with its graph), ``y`` [n] integer labels, ``head`` z → logits [n, C]; exactly one of
+    ``rho`` ≥ 0 (radius, units of ``scale``) or ``gamma`` > 0; ``scale`` default ``"std"`` (the batch's spread).
+    Returns ``(value, info)`` as :func:`robust_surrogate`.
+    """
+    f = "worst_case_penalty"
+    z0, y = check_inputs(f, z0, y, head, loss, z_name="z0", probe=False)
     if (rho is None) == (gamma is None):
-        raise ValueError("worst_case_penalty: give exactly one of 'rho' (constraint form) or 'gamma' (penalty form)")
+        raise ConfigError(f"{f}: parameters 'rho', 'gamma': give exactly one of 'rho' (constraint form) or 'gamma' "
+                          f"(penalty form), got rho={rho!r}, gamma={gamma!r}")
+    if rho is not None:
+        rho = check_scalar(rho, "rho", func=f, low=0.0)
+    check_scale(scale, func=f)
     if rho is not None:
         if rho <= 0:
             value = get_loss(loss)(head(z0), y).mean()

@@ -50,11 +50,24 @@ from tqdm.auto import tqdm
 
 from dganalysis import threads
 from dganalysis.dro import inner
-from dganalysis.dro.losses import LossFn, get_loss, loss_name
+from dganalysis.dro.losses import LOSSES, LossFn, get_loss, loss_name
+from dganalysis.validation import (
+    ConfigError,
+    check_callable,
+    check_choice,
+    check_features,
+    check_labels,
+    check_rhos,
+    check_scalar,
+    describe,
+    did_you_mean,
+)
 
 log = logging.getLogger(__name__)
 Head = Callable[[torch.Tensor], torch.Tensor]
 StatsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: distance units: the representation's spread (default, as the WC-DG poster's figures and the worst-case study), or raw
+SCALES = ("std", "none")
 
 
 @dataclass
@@ -76,6 +89,16 @@ class DualConfig:
     tol: float = 1e-5
     smoothness: float | None = None  # L; None = estimate (see inner.estimate_smoothness)
     max_rows: int = 20_000  # rows (samples × ρ) per batched refinement solve
+
+    def __post_init__(self) -> None:
+        where = "DualConfig"
+        check_scalar(self.grid_ratio, "grid_ratio", func=where, low=1.0, low_open=True)
+        for name in ("max_grid", "first_steps", "max_rows"):
+            check_scalar(getattr(self, name), name, func=where, kind="int", low=1)
+        for name in ("steps", "refine_iters"):
+            check_scalar(getattr(self, name), name, func=where, kind="int", low=0)
+        check_scalar(self.tol, "tol", func=where, low=0.0)
+        check_scalar(self.smoothness, "smoothness", func=where, low=0.0, nullable=True)
 
 
 class _Problem:
@@ -256,9 +279,22 @@ def _primal_mixture(t2: np.ndarray, loss: np.ndarray, extra: np.ndarray, budget:
     return best
 
 
-def zero_one_curve(z: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, rhos: np.ndarray,
+def zero_one_curve(z: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, rhos: Sequence[float],
                    ) -> dict[str, np.ndarray]:
-    """Exact worst-case 0-1 loss of an affine head (fractional knapsack = the dual's minimum; see module doc)."""
+    """Exact worst-case 0-1 loss of the affine head ``z ↦ W z + b`` (fractional knapsack = the dual's minimum; see
+    the module docstring), in raw distance units (no scale).
+
+    ``z`` [n, d] representations, ``y`` [n] integer labels in [0, C), ``W`` [C, d], ``b`` [C], ``rhos`` radii ≥ 0.
+    Returns arrays of length len(rhos): ``worst_case_loss`` (fraction of samples misclassified in the worst case,
+    in [0, 1]), ``gamma`` (the dual minimiser), ``transport_distance`` (W2 distance used, ≤ ρ), ``primal_loss``
+    (= worst_case_loss: exact here), ``extra`` (NaN) and ``nominal`` (the error at ρ = 0).
+    """
+    f = "zero_one_curve"
+    z = check_features(z, "z", func=f, to="torch")
+    W = check_features(W, "W", func=f, d=z.shape[1], to="torch").to(z)
+    b = check_features(b, "b", func=f, ndim=1, n=len(W), to="torch").to(z)
+    y = check_labels(y, len(z), "y", func=f, to="torch", n_classes=len(W), device=z.device)
+    rhos = check_rhos(rhos, func=f)
     d2, _ = inner.zero_one_linear_distance(z, y, W, b)
     d2 = d2.double().cpu().numpy()
     n = len(d2)
@@ -284,43 +320,126 @@ def zero_one_curve(z: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.T
     return out
 
 
+def check_scale(scale: object, name: str = "scale", func: str | None = None) -> str | float:
+    """``"std"``, ``"none"`` or a positive finite number (the distance unit; see :func:`representation_scale`)."""
+    if isinstance(scale, str):
+        return check_choice(scale, SCALES, name, func=func)
+    return check_scalar(scale, name, func=func, low=0.0, low_open=True)
+
+
 def representation_scale(z: torch.Tensor, scale: str | float) -> float:
-    """The unit of distance: 1 (``"none"``), ``sqrt(E‖z − E z‖²)`` (``"std"``), or a given number."""
-    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
-        if scale <= 0:
-            raise ValueError(f"parameter 'scale': expected a positive number, got {scale}")
+    """The unit of distance for representations ``z`` [n, ...]: 1 (``"none"``), the spread
+    ``s = sqrt(E‖z − E z‖²)`` (``"std"``), or a given positive number (returned as is)."""
+    scale = check_scale(scale, func="representation_scale")
+    if not isinstance(scale, str):
         return float(scale)
     if scale == "none":
         return 1.0
-    if scale == "std":
-        zf = z.flatten(1)
-        return float((zf - zf.mean(0)).square().sum(1).mean().sqrt().clamp_min(1e-12))
-    raise ValueError(f"parameter 'scale': expected 'none', 'std' or a positive number, got {scale!r}")
+    z = check_features(z, "z", func="representation_scale", ndim=None, min_ndim=2, to="torch")
+    zf = z.detach().flatten(1)
+    return float((zf - zf.mean(0)).square().sum(1).mean().sqrt().clamp_min(1e-12))
 
 
-def _check(z: torch.Tensor, y: torch.Tensor, rhos: Sequence[float]) -> np.ndarray:
-    if z.dim() < 2 or len(z) != len(y):
-        raise ValueError(f"parameters 'z', 'y': expected z [n, ...] and y [n], got {tuple(z.shape)} and {tuple(y.shape)}")
-    r = np.asarray(list(rhos), dtype=float)
-    if r.ndim != 1 or (r < 0).any() or not np.isfinite(r).all():
-        raise ValueError(f"parameter 'rhos': expected finite non-negative radii, got {rhos}")
-    return r
+def check_inputs(func: str, z: object, y: object, head: object, loss: object, *, z_name: str = "z",
+                 probe: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checks every public function of :mod:`dganalysis.dro` runs before any work (:mod:`dganalysis.validation`).
 
-
-def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: Sequence[float], loss: str | LossFn = "ce",
-                     scale: str | float = "none", config: DualConfig | None = None, progress: bool = False,
-                     ) -> pd.DataFrame:
-    """Worst-case loss vs ρ in the representation space (poster's dual; see the module docstring).
-
-    ``z`` [n, d] representations g(x) of the source samples, ``y`` [n] labels, ``head`` h: z → logits,
-    ``rhos`` radii (in units of ``scale``), ``loss``: ``"ce"``, ``"hinge"``, ``"01"`` (affine heads
-    only) or a callable ``(outputs, y) -> [n]``. Returns one row per ρ with columns ``rho,
-    worst_case_loss`` (dual value), ``gamma`` (its minimiser, in the same units), ``primal_loss`` and
-    ``transport_distance`` (mean loss and distance of the best feasible distribution found, a lower
-    bound; see the module docstring), ``nominal`` (mean loss at z0), ``loss``,
-    ``scale`` (the distance unit s).
+    ``z`` [n, ...] numbers (numpy array, tensor or nested lists; a numpy array becomes a float32 tensor, a float
+    tensor is kept as is with its device and graph); ``head`` a callable; ``loss`` a known name or a callable. With
+    a named loss ``y`` must be integer class labels [n] (or [n, 1]; whole-number floats accepted) in
+    ``[0, C)``, C the number of the head's outputs (found by calling ``head`` on two rows when ``probe``); with a
+    callable loss ``y`` holds its targets (any numbers, one per sample). Returns ``(z, y)`` as tensors, y on z's
+    device. ``probe=False`` (the training loss, called every step) checks types and shapes only: no pass over the
+    data that would synchronise a GPU.
     """
-    r = _check(z, y, rhos)
+    z = check_features(z, z_name, func=func, ndim=None, min_ndim=2, to="torch", finite=probe)
+    check_callable(head, "head", func=func, what="a head h: z → logits (a callable such as nn.Linear)")
+    if not callable(loss):
+        if not isinstance(loss, str):
+            raise ConfigError(f"{func}: parameter 'loss': expected one of {sorted(LOSSES)} or a callable "
+                              f"(outputs, y) -> [n], got {describe(loss)}")
+        try:
+            loss_name(loss)
+        except ValueError:
+            raise ConfigError(f"{func}: parameter 'loss': expected one of {sorted(LOSSES)} or a callable "
+                              f"(outputs, y) -> [n], got {loss!r}{did_you_mean(loss, LOSSES)}") from None
+    n_classes = None
+    if probe:
+        try:
+            with torch.no_grad():
+                out = head(z[:2].detach())
+        except Exception as exc:  # noqa: BLE001 - any failure here means z and head do not fit
+            raise ConfigError(f"{func}: parameters {z_name!r} and 'head' do not fit: head({z_name}[:2]) with "
+                              f"{z_name}[:2] of shape {tuple(z[:2].shape)} raised {type(exc).__name__}: {exc}") from exc
+        if not callable(loss):
+            if not isinstance(out, torch.Tensor) or out.dim() != 2:
+                raise ConfigError(f"{func}: parameter 'head': expected logits of shape [n, C] from head({z_name}), got "
+                                  f"{describe(out)}")
+            n_classes = out.shape[1]
+    if callable(loss):
+        t = check_features(y, "y", func=func, ndim=None, min_ndim=1, n=len(z), to="torch", finite=probe)
+        return z, t.to(z.device)
+    return z, check_labels(y, len(z), "y", func=func, to="torch", n_classes=n_classes, device=z.device,
+                           rows_of=repr(z_name), values=probe)
+
+
+def check_config(config: object, func: str, name: str = "config") -> None:
+    """``config`` is None or a :class:`DualConfig`."""
+    if config is not None and not isinstance(config, DualConfig):
+        raise ConfigError(f"{func}: parameter {name!r}: expected a DualConfig or None, got {describe(config)}")
+
+
+def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: float | Sequence[float],
+                     loss: str | LossFn = "ce", scale: str | float = "std", config: DualConfig | None = None,
+                     progress: bool = False) -> pd.DataFrame:
+    """Worst-case loss vs radius ρ in the representation space (the WC-DG poster; Sinha et al. 2017, Eq. (2)).
+
+    ``WC(ρ) = sup_{P: W2(P, Q) ≤ ρ} E_P ℓ(h(z), y)``: the largest mean loss of the head over all distributions of
+    representations within Wasserstein-2 distance ρ of the sample's (labels stay), computed through the dual
+    ``inf_γ≥0 γρ² + E ψ_γ`` (see the module docstring).
+
+    Parameters
+    ----------
+    z : [n, d] (or [n, ...]) array or tensor of floats
+        Representations z = g(x) of the source samples (numpy arrays, tensors or nested lists; converted to a
+        float tensor; a tensor keeps its device).
+    y : [n] integer class labels in [0, C)
+        ``[n, 1]`` is squeezed; floats must be whole numbers. With a callable ``loss``: its targets, any numbers.
+    head : callable z → logits [n, C]
+        The classifier h (e.g. ``model.classifier``); an ``nn.Linear`` uses the exact closed forms for hinge / 0-1.
+    rhos : float or 1-D sequence of floats ≥ 0
+        Radii, in units of ``scale`` (ρ = 0.1 with ``scale="std"`` is 10% of the representation's spread).
+    loss : ``"ce"`` (cross-entropy, nats), ``"hinge"`` (Crammer–Singer), ``"01"`` (error; affine heads only) or a
+        callable ``(outputs, y) -> [n]`` per-sample loss.
+    scale : ``"std"`` (default), ``"none"`` or a positive number
+        The unit of distance: ``"std"`` is ``s = sqrt(E‖z − E z‖²)`` computed on ``z``, so ρ means the same for
+        models whose representations differ in size (g·c with h(·/c) is the same model); this is the unit of the
+        WC-DG poster's figures, of the worst-case study (dganalysis.dro.study) and of training
+        (:func:`dganalysis.dro.robust_surrogate`).
+        ``"none"`` keeps raw Euclidean distances in z.
+    config : :class:`DualConfig` or None — solver settings (defaults are tested on bench/worst_case_speed.py).
+    progress : bool — a tqdm bar over the γ grid.
+
+    Returns
+    -------
+    pandas.DataFrame, one row per ρ (in the order given), columns:
+
+    - ``rho``: the radius (units of ``scale``);
+    - ``worst_case_loss``: WC(ρ), the mean loss under the worst distribution found (dual value; the loss's unit);
+    - ``gamma``: the dual minimiser γ* (loss per squared unit of ``scale``; ``inf`` at ρ = 0);
+    - ``primal_loss``, ``transport_distance``: mean loss and W2 distance (units of ``scale``, ≤ ρ) of the best
+      feasible distribution found — a lower bound on WC(ρ), equal to it up to the γ grid;
+    - ``nominal``: mean loss of the unperturbed sample (= worst_case_loss at ρ = 0);
+    - ``loss``: the loss's name (``"custom"`` for a callable); ``scale``: s, the unit in raw z distances.
+
+    Example: ``worst_case_curve(z, y, model.classifier, [0, 0.05, 0.1], loss="ce")``.
+    Bad input raises :class:`dganalysis.validation.ConfigError` (a ValueError) naming the parameter.
+    """
+    f = "worst_case_curve"
+    z, y = check_inputs(f, z, y, head, loss)
+    r = check_rhos(rhos, func=f)
+    scale = check_scale(scale, func=f)
+    check_config(config, f)
     cfg = config or DualConfig()
     z = z.detach().float()
     s = representation_scale(z, scale)
@@ -331,7 +450,8 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: Sequenc
         if name == "01":
             lin = inner.linear_params(head)
             if lin is None:
-                raise ValueError("parameter 'loss': the 0-1 worst case needs an affine head (nn.Linear)")
+                raise ConfigError(f"{f}: parameter 'loss': the 0-1 worst case needs an affine head (nn.Linear), got "
+                                  f"{describe(head)}; use loss='hinge' or 'ce' for other heads")
             res = zero_one_curve(z, y, *lin, r * s)
         else:
             res = _dual_curve(_Problem(z, y, head, loss, cfg), r * s, progress)
@@ -346,6 +466,9 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: Sequenc
 class WorstCaseSamples:
     """Maximisers of the inner problem at the optimal γ for one ρ (the worst-case distribution's support).
 
+    ``z0`` [n, d] the given representations, ``z`` [n, d] where the worst case moves each one (raw z units),
+    ``y`` [n] labels, ``loss0`` / ``loss`` [n] per-sample losses at z0 / z, ``rho`` the radius and ``gamma`` γ*
+    (units of the ``scale`` used), ``worst_case_loss`` WC(ρ) from :func:`worst_case_curve`.
     For the 0-1 loss: the correctly classified samples the knapsack flips are moved just past the
     boundary (the fractional last one is not moved); the others stay.
     """
@@ -361,8 +484,18 @@ class WorstCaseSamples:
 
 
 def worst_case_samples(z: torch.Tensor, y: torch.Tensor, head: Head, rho: float, loss: str | LossFn = "ce",
-                       scale: str | float = "none", config: DualConfig | None = None) -> WorstCaseSamples:
-    """The worst-case samples z* at radius ρ (γ from :func:`worst_case_curve`, then a long inner solve)."""
+                       scale: str | float = "std", config: DualConfig | None = None) -> WorstCaseSamples:
+    """The worst-case samples z* at one radius ``rho`` ≥ 0 (γ* from :func:`worst_case_curve`, then a long inner solve).
+
+    Arguments as :func:`worst_case_curve` (``z`` [n, d], ``y`` [n], ``head``, ``loss``, ``scale`` — default
+    ``"std"``, the unit of the siblings — and ``config``), with one radius ``rho`` (a number, units of ``scale``).
+    Returns a :class:`WorstCaseSamples` (moved samples, per-sample losses before and after).
+    """
+    f = "worst_case_samples"
+    z, y = check_inputs(f, z, y, head, loss)
+    rho = check_scalar(rho, "rho", func=f, low=0.0)
+    scale = check_scale(scale, func=f)
+    check_config(config, f)
     cfg = config or DualConfig()
     curve = worst_case_curve(z, y, head, [rho], loss, scale, cfg)
     row = curve.iloc[0]

@@ -12,9 +12,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dganalysis.findings import Verdict
+from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
+
 
 def task_label(train_domains: str, domain: str) -> str:
     """``"(d0,d1) → d2"`` as in Table 7."""
+    check_str(train_domains, "train_domains", func="task_label")
+    check_str(domain, "domain", func="task_label")
     return f"({train_domains}) → {domain}"
 
 
@@ -43,6 +48,9 @@ def side_by_side(
     ``tasks``: (train_domains, test domain) pairs to keep, in order (None = all found). Used for Table 7
     (gray vs binary) and Table 8 (mini vs full class set).
     """
+    check_mapping(frames, "frames", func="side_by_side", what="a mapping label → selected frame")
+    for _k, _v in frames.items():
+        check_frame(_v, (), f"frames[{_k!r}]", func="side_by_side")
     parts = [_summary(f, method_col, acc_col, scale).add_prefix(f"{label} ") for label, f in frames.items()]
     out = pd.concat(parts, axis=1).reset_index()
     if tasks is not None:
@@ -69,6 +77,10 @@ def binarization_table(
 ) -> pd.DataFrame:
     """Table 7: per (algorithm, task) grayscale and binary accuracy (mean ± SE over trials, × ``scale``) and
     ``delta = binary − gray``; ``grayscale``/``binary`` hold the printed ``"mean ± se"`` strings."""
+    check_frame(selected_gray, (), "selected_gray", func="binarization_table")
+    check_frame(selected_binary, (), "selected_binary", func="binarization_table")
+    check_str(method_col, "method_col", func="binarization_table")
+    check_str(acc_col, "acc_col", func="binarization_table")
     from dganalysis.plots import format_mean_se
 
     t = side_by_side({"gray": selected_gray, "binary": selected_binary}, tasks, methods, method_col, acc_col, scale)
@@ -84,6 +96,7 @@ def plot_binarization_bars(
     """Fig. 8: per method, bars of binary and grayscale accuracy on one task (default: the last task, e.g.
     ``(d0,d1,d2) → hw``) with SE error bars; ``extra`` adds bar series {label: Series indexed by algorithm}
     (e.g. a DomainNet run)."""
+    check_frame(table, (), "table", func="plot_binarization_bars")
     import matplotlib.pyplot as plt
 
     task = task or table["task"].iloc[-1]
@@ -109,6 +122,10 @@ def table7_finding(table: pd.DataFrame, hw_task: str, min_gap: float = 10.0, n_s
     """Table 7's finding as a row for :func:`dganalysis.findings.replace_findings`: on handwriting (``hw_task``)
     binary beats grayscale; verdict "reproduced" when the mean gap over methods exceeds ``min_gap`` points and
     ``n_se`` combined standard errors (SE over trials), "partly" when it is positive but smaller."""
+    check_frame(table, (), "table", func="table7_finding")
+    check_str(hw_task, "hw_task", func="table7_finding")
+    check_scalar(min_gap, "min_gap", func="table7_finding", low=0.0)
+    check_scalar(n_se, "n_se", func="table7_finding", low=0.0)
     hw = table[table["task"] == hw_task]
     printed = table[table["task"] != hw_task]
     if hw.empty:
@@ -116,7 +133,7 @@ def table7_finding(table: pd.DataFrame, hw_task: str, min_gap: float = 10.0, n_s
     gray, binary = float(hw["gray mean"].mean()), float(hw["binary mean"].mean())
     se = float(np.sqrt((hw["gray se"].fillna(np.inf) ** 2 + hw["binary se"].fillna(np.inf) ** 2).mean()))
     gap = binary - gray
-    verdict = "reproduced" if gap > max(min_gap, n_se * se) else "partly" if gap > 0 else "not reproduced"
+    verdict = Verdict.REPRODUCED if gap > max(min_gap, n_se * se) else Verdict.PARTLY if gap > 0 else Verdict.NOT_REPRODUCED
     return dict(paper="Zhang, Zhang & Liu (Table 7)",
                 finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after "
                         "binarization (paper: 16.4% gray vs 60.6% binary)",

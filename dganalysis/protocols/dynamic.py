@@ -35,15 +35,39 @@ import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import pandas as pd
 
 from dganalysis.protocols.stats import adjust_pvalues, compare, direction, trials_needed
+from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
 
-REVERSAL, CONSISTENT, UNDECIDED = "reversal", "consistent", "undecided"
+class PairVerdict(str, Enum):
+    """The swap test's verdict on one method pair (a ``str``: compares and prints as its value)."""
+
+    STABLE_A = "stable a>b"  # method_a ahead under every training-domain choice (decided)
+    STABLE_B = "stable b>a"
+    REVERSAL = "reversal"  # the order reverses between choices (decided)
+    UNDECIDED = "undecided"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+    @property
+    def stable(self) -> bool:
+        """A decided stable order (either direction)."""
+        return self in (PairVerdict.STABLE_A, PairVerdict.STABLE_B)
+
+
+REVERSAL, UNDECIDED = PairVerdict.REVERSAL, PairVerdict.UNDECIDED
+CONSISTENT = "consistent"
+#: the two one-sided stable-order claims of a pair (a ahead in every choice, or b ahead)
+STABLE_CLAIMS = ("stable a>b", "stable a<b")
 COPES, DEGRADES, NO_CHANGE, NOT_TESTABLE = "copes", "degrades", "no significant change", "undecided (n<2)"
 
 
@@ -68,6 +92,8 @@ def trial_accuracies(
     ``train_choices`` are matched to the frame's ``train_domains`` as sets (order-free); the frame's spelling is kept.
     Several runs of one trial that test on the same domain (e.g. different test-domain groups) are averaged.
     """
+    check_frame(selected, (), "selected", func="trial_accuracies")
+    check_str(test_domain, "test_domain", func="trial_accuracies")
     need = {method_col, acc_col, "train_domains", "trial_seed", "domain"}
     missing = need - set(selected.columns)
     if missing:
@@ -145,7 +171,7 @@ class SwapTestResult:
         names = list(self.methods.index)
         mat = pd.DataFrame(0, index=names, columns=names, dtype=int)
         for _, r in self.pairs.iterrows():
-            if r["verdict"] == value or (value == "stable" and r["verdict"].startswith("stable")):
+            if r["verdict"] == value or (value == "stable" and PairVerdict(r["verdict"]).stable):
                 mat.loc[r["method_a"], r["method_b"]] = mat.loc[r["method_b"], r["method_a"]] = 1
         return mat
 
@@ -175,6 +201,10 @@ def swap_test(
     2 × (method pairs) claims. ``paired``: None = pair on shared trial seeds when ≥ 2 are shared (see
     :func:`dganalysis.protocols.stats.compare`). ``power``: target power of ``trials_needed``.
     """
+    check_frame(selected, (), "selected", func="swap_test")
+    check_str(test_domain, "test_domain", func="swap_test")
+    check_scalar(alpha, "alpha", func="swap_test", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func="swap_test", low=0.0, high=1.0, low_open=True, high_open=True)
     trials = trial_accuracies(selected, test_domain, train_choices, methods, method_col, acc_col, dataset)
     choices = _ordered_choices(trials, train_choices)
     sizes = {len(_split(c)) for c in choices}
@@ -245,12 +275,12 @@ def _st_pairs(tests: pd.DataFrame, claims: pd.DataFrame, names) -> pd.DataFrame:
     for a, b in itertools.combinations(names, 2):
         t = tests[(tests["method_a"] == a) & (tests["method_b"] == b)]
         c = claims[(claims["method_a"] == a) & (claims["method_b"] == b)].set_index("claim")
-        stable = c[c.index.str.startswith("stable")].iloc[0]
+        stable = c[c.index.isin(STABLE_CLAIMS)].iloc[0]
         rev = c.loc["reversal"]
         if rev["decided"]:
             verdict = REVERSAL
         elif stable["decided"]:
-            verdict = "stable a>b" if stable.name == "stable a>b" else "stable b>a"
+            verdict = PairVerdict.STABLE_A if stable.name == "stable a>b" else PairVerdict.STABLE_B
         else:
             verdict = UNDECIDED
         raw = bool((t["diff"] > 0).any() and (t["diff"] < 0).any())
@@ -271,8 +301,8 @@ def _method_summary(names, pairs: pd.DataFrame) -> pd.DataFrame:
         over, under = [], []
         for _, r in inv.iterrows():
             other = r["method_b"] if r["method_a"] == m else r["method_a"]
-            if r["verdict"].startswith("stable"):
-                a_wins = r["verdict"] == "stable a>b"
+            if PairVerdict(r["verdict"]).stable:
+                a_wins = r["verdict"] == PairVerdict.STABLE_A
                 (over if a_wins == (r["method_a"] == m) else under).append(other)
         n_rev = int((inv["verdict"] == REVERSAL).sum())
         verdict = "unstable" if n_rev else "stable advantage" if over else "no decided advantage"
@@ -306,6 +336,10 @@ def domain_plus(
     ``p_adj`` (``correction`` over the rows of this call), ``verdict`` and, when undecided, ``trials_needed``.
     To correct over several chains at once, concatenate the rows and call :func:`adjust_domain_plus`.
     """
+    check_frame(selected, (), "selected", func="domain_plus")
+    check_str(test_domain, "test_domain", func="domain_plus")
+    check_scalar(alpha, "alpha", func="domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(confidence, "confidence", func="domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
     if len(chain) < 2:
         raise ValueError(f"chain: need at least 2 training-domain sets, got {list(chain)}")
     sets = [frozenset(_split(c)) for c in chain]
@@ -335,6 +369,9 @@ def domain_plus(
 def adjust_domain_plus(dp: pd.DataFrame, alpha: float = 0.05, correction: str = "holm",
                        power: float = 0.8) -> pd.DataFrame:
     """(Re)compute ``p_adj``, ``verdict`` and ``trials_needed`` of Domain+ rows over the family ``dp`` (all its rows)."""
+    check_frame(dp, (), "dp", func="adjust_domain_plus")
+    check_scalar(alpha, "alpha", func="adjust_domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func="adjust_domain_plus", low=0.0, high=1.0, low_open=True, high_open=True)
     out = dp.copy()
     out["p_adj"] = adjust_pvalues(out["p"].to_numpy(), alpha, correction)
     out["verdict"] = [_dp_verdict(d, p, alpha) for d, p in zip(out["delta"], out["p_adj"])]
@@ -364,6 +401,10 @@ def dynamic_summary(
     Puts the static protocol (``lodo_rank``, e.g. from :func:`dganalysis.protocols.leaderboard.ranks`) next to the
     dynamic criteria so disagreements are visible (Zhang, Zhang & Liu, Sec. 4.3). Domain+ cells read ``verdict (Δ=…)``.
     """
+    if swap is not None and not isinstance(swap, (SwapTestResult, list, tuple)):
+        raise ConfigError(f"dynamic_summary: parameter 'swap': expected a SwapTestResult (or a list of them) or None, got {describe(swap)}")
+    if domain_plus_results is not None:
+        check_frame(domain_plus_results, (), "domain_plus_results", func="dynamic_summary")
     parts = []
     swaps = [swap] if isinstance(swap, SwapTestResult) else list(swap or [])
     for s in swaps:
@@ -414,6 +455,8 @@ def plot_swap_test(
     ``xticks="name"`` (default) writes each method's name under its point, so the figure reads without a key;
     ``"index"`` numbers them 1..M as the paper's figures do (Zhang, Zhang & Liu), with the legend title as the key.
     """
+    check_frame(selected, (), "selected", func="plot_swap_test")
+    check_str(test_domain, "test_domain", func="plot_swap_test")
     import matplotlib.pyplot as plt
 
     _check_xticks(xticks)
@@ -436,6 +479,8 @@ def plot_swap_test(
 def plot_reversal_matrix(result: SwapTestResult, ax=None):
     """Method × method verdicts of the swap test: ``>`` row has a stable advantage over column, ``<`` the
     reverse, ``R`` decided reversal, ``?`` undecided (with the trials that would decide it at the observed effect)."""
+    if not isinstance(result, SwapTestResult):
+        raise ConfigError(f"plot_reversal_matrix: parameter 'result': expected a SwapTestResult (swap_test), got {describe(result)}")
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -448,8 +493,8 @@ def plot_reversal_matrix(result: SwapTestResult, ax=None):
         if v == REVERSAL:
             val.loc[a, b] = val.loc[b, a] = np.nan
             lab.loc[a, b] = lab.loc[b, a] = "R"
-        elif v.startswith("stable"):
-            s = 1.0 if v == "stable a>b" else -1.0
+        elif PairVerdict(v).stable:
+            s = 1.0 if v == PairVerdict.STABLE_A else -1.0
             val.loc[a, b], val.loc[b, a] = s, -s
             lab.loc[a, b], lab.loc[b, a] = (">", "<") if s > 0 else ("<", ">")
         else:
@@ -474,6 +519,7 @@ def plot_domain_plus(dp: pd.DataFrame, methods: Sequence[str] | None = None, xti
     ``dp`` is the output of :func:`domain_plus` (several calls may be concatenated). ``xticks``: ``"name"``
     (default) or the paper's ``"index"`` (1..M, with the key as the figure's title), as in :func:`plot_swap_test`.
     """
+    check_frame(dp, (), "dp", func="plot_domain_plus")
     import matplotlib.pyplot as plt
 
     _check_xticks(xticks)

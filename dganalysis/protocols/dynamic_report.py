@@ -21,6 +21,7 @@ from dganalysis.protocols.dynamic import (
     SwapTestResult,
     _split,
 )
+from dganalysis.validation import ConfigError, check_choices_list, check_frame, check_scalar, describe
 
 
 def heldout_table(selected: pd.DataFrame, choices: Sequence[str | Sequence[str]], exclude: Sequence[str] = (),
@@ -31,6 +32,9 @@ def heldout_table(selected: pd.DataFrame, choices: Sequence[str | Sequence[str]]
     the held-out domain changes with the choice, so no swap test can be made on it (a swap test needs one test
     domain for every choice).
     """
+    check_frame(selected, (), "selected", func="heldout_table")
+    check_choices_list(choices, "choices", func="heldout_table")
+    check_scalar(confidence, "confidence", func="heldout_table", low=0.0, high=1.0, low_open=True, high_open=True)
     rows = []
     for c in choices:
         train = frozenset(_split(c))
@@ -56,6 +60,11 @@ def power_table(swap: SwapTestResult | Sequence[SwapTestResult] = (), dp: pd.Dat
     ``trials_needed`` treats the observed standardised effect as the truth at the level the claim needs in its
     family; ``inf`` = the observed effect is zero or points the other way (no number of trials helps).
     """
+    if not isinstance(swap, (SwapTestResult, list, tuple)):
+        raise ConfigError(f"power_table: parameter 'swap': expected a SwapTestResult or a list of them, got {describe(swap)}")
+    if dp is not None:
+        check_frame(dp, (), "dp", func="power_table")
+    check_scalar(trials_run, "trials_run", func="power_table", kind='int', low=1, nullable=True)
     swaps = [swap] if isinstance(swap, SwapTestResult) else list(swap)
     rows = []
     for s in swaps:
@@ -87,6 +96,9 @@ def findings(swap: SwapTestResult, dp: pd.DataFrame, helps_all: Sequence[str] = 
     (Fig. 11b, c) degrades ERM and others. ``helps_all`` / ``degrades_erm``: the added domains for which the paper
     reports each (PaHCC names by default).
     """
+    if not isinstance(swap, SwapTestResult):
+        raise ConfigError(f"findings: parameter 'swap': expected a SwapTestResult (swap_test), got {describe(swap)}")
+    check_frame(dp, (), "dp", func="findings")
     n_pairs = len(swap.pairs)
     n_rev = int((swap.pairs["verdict"] == REVERSAL).sum())
     n_raw = int(swap.pairs["raw_reversal"].sum())

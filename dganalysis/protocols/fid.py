@@ -9,23 +9,28 @@ file is an error naming the expected file name and where to get it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from unittest import mock
 
 import torch
 
 from dganalysis.nets.published import PUBLISHED
+from dganalysis.validation import ConfigError, check_path, describe
 
 FID_FILE = PUBLISHED.get("fid_inception").file
 
 
 def is_pytorch_fid_file(path: str | Path) -> bool:
     """True when ``path`` is named like pytorch-fid's Inception weights (``pt_inception-2015-12-05-*.pth``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"is_pytorch_fid_file: parameter 'path': expected a file path, got {describe(path)}")
     return Path(str(path)).name.startswith("pt_inception-2015-12-05")
 
 
 def fid_inception(weights_path: str | Path) -> torch.nn.Module:
     """pytorch-fid's FID InceptionV3 (2048-d pool3 block) with the weights read from ``weights_path``."""
+    check_path(weights_path, "weights_path", func="fid_inception", kind="file")
     from dganalysis.compat import torchvision
 
     torchvision()  # the project's torchvision shim, before pytorch_fid imports torchvision

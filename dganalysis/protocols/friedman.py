@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str, describe
+
 
 def block_scores(
     selected: pd.DataFrame,
@@ -30,6 +32,9 @@ def block_scores(
 
     Only blocks where every algorithm has a score are kept (the Friedman test needs complete blocks).
     """
+    check_frame(selected, (), "selected", func="block_scores")
+    check_str(method_col, "method_col", func="block_scores")
+    check_str(acc_col, "acc_col", func="block_scores")
     need = {"dataset", method_col, acc_col, "test_domains", "domain", "trial_seed"}
     missing = need - set(selected.columns)
     if missing:
@@ -51,6 +56,7 @@ def block_scores(
 
 def block_ranks(scores: pd.DataFrame) -> pd.DataFrame:
     """Rank of each algorithm within each block (1 = highest accuracy; ties get the average rank)."""
+    check_frame(scores, (), "scores", func="block_ranks")
     return scores.rank(axis=1, ascending=False, method="average")
 
 
@@ -79,6 +85,8 @@ def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
     ``scores``: blocks × methods (:func:`block_scores`); needs ≥ 3 methods and ≥ 2 blocks. The critical difference
     is ``q_α √(k(k+1)/(6N))`` with ``q_α`` the studentized range quantile / √2 (Demšar 2006, eq. for Nemenyi).
     """
+    check_frame(scores, (), "scores", func="friedman")
+    check_scalar(alpha, "alpha", func="friedman", low=0.0, high=1.0, low_open=True, high_open=True)
     import scikit_posthocs as sp
 
     n, k = scores.shape
@@ -95,6 +103,8 @@ def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
 def plot_cd_diagram(result: FriedmanResult, title: str = "", ax=None):
     """Critical-difference diagram (``scikit_posthocs.critical_difference_diagram``): methods joined by a bar are
     not significantly different by the Nemenyi test at ``result.alpha``."""
+    if not isinstance(result, FriedmanResult):
+        raise ConfigError(f"plot_cd_diagram: parameter 'result': expected a FriedmanResult (friedman), got {describe(result)}")
     import matplotlib.pyplot as plt
     import scikit_posthocs as sp
 
@@ -113,6 +123,10 @@ def bootstrap_rank_ci(scores: pd.DataFrame, confidence: float = 0.95, n_resample
     One row per method: ``avg_rank, ci_low, ci_high``. The ranks are computed once per block, then blocks are
     resampled with replacement; every method uses the same resampled blocks (same ``seed``).
     """
+    check_frame(scores, (), "scores", func="bootstrap_rank_ci")
+    check_scalar(confidence, "confidence", func="bootstrap_rank_ci", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(n_resamples, "n_resamples", func="bootstrap_rank_ci", kind='int', low=1)
+    check_scalar(seed, "seed", func="bootstrap_rank_ci", kind='int', low=0)
     ranks = block_ranks(scores)
     if len(ranks) < 2:
         raise ValueError(f"scores: need >= 2 blocks for a bootstrap, got {len(ranks)}")

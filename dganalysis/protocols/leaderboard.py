@@ -31,7 +31,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dganalysis.findings import Verdict
 from dganalysis.latex import latex_escape
+from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ def board_label(board: str, protocol: str) -> str:
     """The name of ``board``'s leaderboard under ``protocol``: ``"MoCo-v2 ResNet-50 / LODO"``, or ``protocol`` alone
     for the unnamed board ``""`` (one board: a leaderboard study without ``leaderboards``). Board names may not contain
     :data:`BOARD_SEP`."""
+    check_str(board, "board", func="board_label")
+    check_str(protocol, "protocol", func="board_label")
     if BOARD_SEP in board:
         raise ValueError(f"board name {board!r} contains {BOARD_SEP!r}, which separates board and protocol")
     return f"{board}{BOARD_SEP}{protocol}" if board else protocol
@@ -74,6 +78,7 @@ def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapp
     ``None`` or ``{}``: one unnamed board ``""`` with the notebook-wide settings (the notebook without boards).
     Everything is checked before any job is built; a bad board raises ValueError naming the board.
     """
+    check_mapping(datasets, "datasets", func="leaderboard_boards", what="a mapping dataset name → builder kwargs")
     base = {"datasets": list(datasets), "hparams_overrides": dict(hparams_overrides or {}),
             "search_overrides": dict(search_overrides or {}),
             "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()}, "steps": steps,
@@ -121,6 +126,8 @@ def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapp
 def boards(names: Iterable[str]) -> dict[str, list[str]]:
     """Board → its leaderboard names (in the order given), from names made by :func:`board_label`; names without
     :data:`BOARD_SEP` belong to the unnamed board ``""``."""
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise ConfigError(f"boards: parameter 'names': expected leaderboard names (a list of strings), got {describe(names)}")
     out: dict[str, list[str]] = {}
     for name in dict.fromkeys(names):
         out.setdefault(str(name).rpartition(BOARD_SEP)[0], []).append(name)
@@ -130,6 +137,7 @@ def boards(names: Iterable[str]) -> dict[str, list[str]]:
 def file_label(name: str) -> str:
     """``name`` as a figure/table file name part: runs of characters other than letters, digits, ``_ . -`` become
     ``_`` (``"MoCo-v3 ViT-B/16 / LODO"`` → ``"MoCo-v3_ViT-B_16_LODO"``; ``"LODO"`` stays ``"LODO"``)."""
+    check_str(name, "name", func="file_label")
     label = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).strip("_")
     if not label:
         raise ValueError(f"leaderboard name {name!r} has no letter or digit to name a file by")
@@ -153,6 +161,11 @@ def from_selected(
     Trials that miss some of the dataset's test domains are dropped with a warning. ``scale`` multiplies accuracies
     (100: fractions → percent, as the papers print). ``dataset_label`` renames the dataset (e.g. "RotatedDigits LOGO").
     """
+    check_frame(selected, (), "selected", func="from_selected")
+    check_str(leaderboard, "leaderboard", func="from_selected")
+    check_str(method_col, "method_col", func="from_selected")
+    check_str(acc_col, "acc_col", func="from_selected")
+    check_scalar(scale, "scale", func="from_selected", low=0.0, low_open=True)
     need = {"dataset", method_col, acc_col, "trial_seed", "domain", "test_domains"}
     missing = need - set(selected.columns)
     if missing:
@@ -186,6 +199,8 @@ def load_published(path: str | Path | None = None) -> pd.DataFrame:
     CSV columns: ``leaderboard, algorithm, dataset, acc, se`` (+ optional ``rank_published, delta_r_published``);
     lines starting with ``#`` are comments (the shipped file names its source there).
     """
+    if path is not None:
+        check_path(path, "path", func="load_published", kind="file")
     path = Path(path) if path is not None else PUBLISHED_CSV
     if not path.exists():
         raise FileNotFoundError(f"published leaderboard CSV not found: {path}")
@@ -208,6 +223,8 @@ def leaderboard_table(
     Ranks use the unrounded average (Table 5's ties in print, e.g. ERM/Mixup 69.6, are broken this way);
     exact ties share the ``tie_method`` rank (pandas ``rank``).
     """
+    check_frame(long, (), "long", func="leaderboard_table")
+    check_str(leaderboard, "leaderboard", func="leaderboard_table", nullable=True)
     df = _one(long, leaderboard)
     datasets = list(datasets) if datasets is not None else list(dict.fromkeys(df["dataset"]))
     algs = list(dict.fromkeys(df["algorithm"]))
@@ -234,7 +251,11 @@ def _one(long: pd.DataFrame, leaderboard: str | None) -> pd.DataFrame:
 
 
 def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method: str = "min") -> pd.DataFrame:
-    """Algorithm × leaderboard table of ranks by average accuracy (see :func:`leaderboard_table`)."""
+    """Algorithm × leaderboard table of ranks by average accuracy (1 = best; see :func:`leaderboard_table`).
+
+    ``long``: one row per (leaderboard, algorithm, dataset) with ``acc`` and ``se`` in percent (:func:`from_selected`,
+    :func:`load_published`); ``datasets``: those averaged (default: all); ``tie_method`` as ``DataFrame.rank``."""
+    check_frame(long, (), "long", func="ranks")
     cols = {}
     for name in dict.fromkeys(long["leaderboard"]):
         cols[name] = leaderboard_table(long, name, datasets, tie_method)["Ranking"]
@@ -242,7 +263,9 @@ def ranks(long: pd.DataFrame, datasets: Sequence[str] | None = None, tie_method:
 
 
 def averages(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> pd.DataFrame:
-    """Algorithm × leaderboard table of average accuracy over ``datasets``."""
+    """Algorithm × leaderboard table of the unweighted mean accuracy (percent) over ``datasets`` (``long`` as
+    :func:`ranks`; NaN where an algorithm lacks one of the datasets)."""
+    check_frame(long, (), "long", func="averages")
     return pd.DataFrame({n: leaderboard_table(long, n, datasets)["Average"] for n in dict.fromkeys(long["leaderboard"])})
 
 
@@ -250,6 +273,7 @@ def rank_changes(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> p
     """:func:`ranks` of every leaderboard plus, per board (:func:`boards`) with two or more leaderboards, the ΔR from
     its first to its second (e.g. LODO → LOGO). The column is ``"ΔR"`` when there is one board, else
     ``"ΔR <board>"`` (Yu et al. 2024, Table 5's ΔR, here between protocols of one board)."""
+    check_frame(long, (), "long", func="rank_changes")
     rk = ranks(long, datasets)
     groups = boards(rk.columns)
     for board, names in groups.items():
@@ -260,6 +284,9 @@ def rank_changes(long: pd.DataFrame, datasets: Sequence[str] | None = None) -> p
 
 def delta_rank(rank_table: pd.DataFrame, reference: str, other: str) -> pd.Series:
     """ΔR of Yu et al. (2024) Table 5: ``rank[reference] − rank[other]`` (positive = ranks higher in ``other``)."""
+    check_frame(rank_table, (), "rank_table", func="delta_rank")
+    check_str(reference, "reference", func="delta_rank")
+    check_str(other, "other", func="delta_rank")
     for name in (reference, other):
         if name not in rank_table:
             raise ValueError(f"leaderboard {name!r} not in rank table columns {list(rank_table.columns)}")
@@ -270,6 +297,7 @@ def spearman_matrix(long: pd.DataFrame, datasets: Sequence[str] | None = None) -
     """Leaderboard × leaderboard Spearman rank correlation of average accuracy over the algorithms both contain
     (Yu et al. 2024, Sec. 3.2, e.g. 0.794 between the MoCo-v2 and MoCo-v3 leaderboards). scipy ``spearmanr`` (ties get
     average ranks); NaN when fewer than 3 common algorithms."""
+    check_frame(long, (), "long", func="spearman_matrix")
     avg = averages(long, datasets)
     names = list(avg.columns)
     mat = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
@@ -293,6 +321,8 @@ def ranking_marks(
     """Method × dataset marks of OoD-Bench (Ye et al. 2022, Tables 1–2): +1 if acc > baseline acc + baseline SE, −1 if
     acc < baseline acc − baseline SE, else 0. Bounds are inclusive (Table 1: Mixup 94.6 vs ERM 94.7 ± 0.1 scores 0),
     compared with tolerance ``tol`` against floating-point error. A missing baseline SE counts as 0."""
+    check_frame(df, [method_col, acc_col, se_col, dataset_col], "df", func="ranking_marks")
+    check_str(baseline, "baseline", func="ranking_marks")
     missing = {method_col, acc_col, se_col, dataset_col} - set(df.columns)
     if missing:
         raise ValueError(f"ranking_score: missing columns {sorted(missing)}")
@@ -321,6 +351,8 @@ def ranking_score(
     tol: float = 1e-6,
 ) -> pd.Series:
     """OoD-Bench ranking score: the sum over datasets of :func:`ranking_marks` (baseline scores 0), sorted."""
+    check_frame(df, [method_col, acc_col, se_col, dataset_col], "df", func="ranking_score")
+    check_str(baseline, "baseline", func="ranking_score")
     marks = ranking_marks(df, method_col, acc_col, se_col, baseline, dataset_col, tol)
     return marks.sum(axis=1, min_count=1).astype("Int64").rename("ranking_score").sort_values(ascending=False)
 
@@ -338,6 +370,8 @@ def to_latex(
     """LaTeX in Yu et al. (2024) Table 5's layout: one block per leaderboard (title row), columns Algorithm, datasets
     (mean ± SE), Average, Ranking, ΔR (relative to ``reference``, default the first leaderboard; "-" for no
     change and for the reference itself; the largest |ΔR| of each block in bold)."""
+    check_frame(long, (), "long", func="to_latex")
+    check_scalar(digits, "digits", func="to_latex", kind='int', low=0)
     names = list(leaderboards) if leaderboards is not None else list(dict.fromkeys(long["leaderboard"]))
     reference = reference or names[0]
     rk = ranks(long[long["leaderboard"].isin(set(names) | {reference})], datasets)
@@ -374,6 +408,7 @@ def to_latex(
 # ----------------------------------------------------------------------------------------------- bump chart
 def bump_chart_data(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None = None) -> pd.DataFrame:
     """Long frame ``leaderboard, position, algorithm, rank`` for a bump chart (x = leaderboard position)."""
+    check_frame(rank_table, (), "rank_table", func="bump_chart_data")
     names = list(leaderboards) if leaderboards is not None else list(rank_table.columns)
     rows = [dict(leaderboard=n, position=i, algorithm=alg, rank=rank_table.loc[alg, n])
             for i, n in enumerate(names) for alg in rank_table.index]
@@ -382,6 +417,7 @@ def bump_chart_data(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None
 
 def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None = None, ax=None):
     """Bump chart of rank changes across leaderboards (rank 1 on top), one line per algorithm, labelled at both ends."""
+    check_frame(rank_table, (), "rank_table", func="plot_bump_chart")
     import matplotlib.pyplot as plt
 
     data = bump_chart_data(rank_table, leaderboards)
@@ -419,6 +455,10 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
     ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard; those of the board's
     leaderboards) are reported and decide the verdict.
     """
+    check_frame(published, (), "published", func="leaderboard_findings")
+    check_frame(ours, (), "ours", func="leaderboard_findings")
+    check_scalar(paper_spearman, "paper_spearman", func="leaderboard_findings", low=-1.0, high=1.0)
+    check_scalar(tol, "tol", func="leaderboard_findings", low=0.0)
     names = list(dict.fromkeys(published["leaderboard"]))
     sm = spearman_matrix(published)
     r_new = float(sm.loc[names[1], names[2]]) if len(names) >= 3 else float("nan")
@@ -427,7 +467,7 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
     a = dict(paper="Yu et al. 2024", finding=f"Table 5: new leaderboards agree with each other (Spearman {paper_spearman}) "
                                              "and reorder the old one",
              ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
-             verdict="reproduced" if abs(r_new - paper_spearman) <= tol and moved else "not reproduced")
+             verdict=Verdict.REPRODUCED if abs(r_new - paper_spearman) <= tol and moved else Verdict.NOT_REPRODUCED)
     rows = [a]
     for board_names in boards(ours["leaderboard"]).values():
         if len(board_names) >= 2:
@@ -447,4 +487,4 @@ def _protocol_finding(ours: pd.DataFrame, ol: list[str], tests: dict) -> dict:
                                                 "our runs)",
                 ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
                      + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
-                verdict=("reproduced" if (dr != 0).any() else "not reproduced") if decided else "not decided")
+                verdict=(Verdict.REPRODUCED if (dr != 0).any() else Verdict.NOT_REPRODUCED) if decided else Verdict.NOT_DECIDED)

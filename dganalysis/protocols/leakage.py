@@ -38,6 +38,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dganalysis.validation import (
+    ConfigError,
+    check_callable,
+    check_features,
+    check_frame,
+    check_mapping,
+    check_numeric,
+    check_path,
+    check_scalar,
+    check_shape,
+    check_str,
+    check_strings,
+    describe,
+)
+
 log = logging.getLogger(__name__)
 
 SETTING_COLS = ["pretraining", "mode"]
@@ -46,6 +61,7 @@ SETTING_COLS = ["pretraining", "mode"]
 # -- annotating runs ---------------------------------------------------------------------------
 def mode_of(hparams: Mapping[str, Any]) -> str:
     """``"LP"`` (linear probe), ``"FT"`` (nothing frozen) or ``"FT-freeze{k}"``."""
+    check_mapping(hparams, "hparams", func="mode_of", what="a job's hparams (a mapping)")
     if bool(hparams.get("linear_probe", False)):
         return "LP"
     k = int(hparams.get("freeze_stages", 0) or 0)
@@ -59,6 +75,9 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     ``pretrained_names`` maps a display name to a checkpoint path (paths are compared resolved);
     unnamed paths keep their file stem.
     """
+    check_frame(df, (), "df", func="annotate")
+    if pretrained_names is not None:
+        check_mapping(pretrained_names, "pretrained_names", func="annotate")
     if "hparams" not in df.columns:
         raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.results.load returns")
     by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
@@ -85,6 +104,8 @@ def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str
     ``method`` is any of ``dganalysis.selection.METHODS`` (e.g. DomainBed's early-stopping ``"training_domain"``
     or ``"training_domain_last"``).
     """
+    check_frame(df, (), "df", func="select_per_setting")
+    check_str(method, "method", func="select_per_setting")
     if select is None:
         from dganalysis.selection import select
     parts = []
@@ -113,6 +134,8 @@ def accuracy_table(selected: pd.DataFrame, by: Sequence[str] = ("pretraining", "
     ``selected`` has one row per (setting, seed, test domain) with ``acc`` in [0, 1]; ``scale``
     turns it into percent.
     """
+    check_frame(selected, (), "selected", func="accuracy_table")
+    check_scalar(scale, "scale", func="accuracy_table", low=0.0, low_open=True)
     by = list(by)
     need = set(by) | {"domain", "acc", seed_col}
     if need - set(selected.columns):
@@ -129,6 +152,8 @@ def accuracy_table(selected: pd.DataFrame, by: Sequence[str] = ("pretraining", "
 def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digits: int = 1,
                 modes: Sequence[str] = ("LP", "FT")) -> pd.DataFrame:
     """Yu et al. (2024) Table 1/3 layout: rows (``by``…, mode ∈ LP/FT), columns test domains + Avg, cells "mean±se"."""
+    check_frame(table, (), "table", func="lp_ft_table")
+    check_scalar(digits, "digits", func="lp_ft_table", kind='int', low=0)
     from dganalysis.plots import format_mean_se
 
     t = table[table["mode"].isin(modes)].copy()
@@ -145,6 +170,7 @@ def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digit
 
 def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.DataFrame:
     """Yu et al. (2024) Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies."""
+    check_frame(table, (), "table", func="gap_table")
     by = list(by)
     m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)
     if not {"LP", "FT"} <= set(m.columns):
@@ -161,6 +187,8 @@ def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.D
 def frozen_stages_curve(table: pd.DataFrame, n_stages: int | None = None) -> pd.DataFrame:
     """Long frame (``pretraining``, domain, ``frozen``, mean, se): ``frozen`` = number of frozen stages,
     FT = 0, ``FT-freeze{k}`` = k, LP = ``n_stages`` (the whole featurizer) when given, else dropped."""
+    check_frame(table, (), "table", func="frozen_stages_curve")
+    check_scalar(n_stages, "n_stages", func="frozen_stages_curve", kind='int', low=1, nullable=True)
     def k_of(mode: str) -> float:
         if mode == "FT":
             return 0
@@ -175,6 +203,7 @@ def frozen_stages_curve(table: pd.DataFrame, n_stages: int | None = None) -> pd.
 
 def plot_frozen_stages(curve: pd.DataFrame, lp_at: int | None = None):
     """Fig. 1: test accuracy vs number of frozen stages, one line per test domain, one panel per pretraining."""
+    check_frame(curve, (), "curve", func="plot_frozen_stages")
     import matplotlib.pyplot as plt
 
     groups = list(dict.fromkeys(curve["pretraining"])) if "pretraining" in curve else [None]
@@ -202,6 +231,8 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
     ``‖μ₁ − μ₂‖² + Tr Σ₁ + Tr Σ₂ − 2 Tr (Σ₁^{1/2} Σ₂ Σ₁^{1/2})^{1/2}``, computed with symmetric
     eigendecompositions (Tr (Σ₁Σ₂)^{1/2} equals the trace of the symmetric form); tiny negative
     eigenvalues from round-off are clipped to 0."""
+    for name, value in (("mu1", mu1), ("sigma1", sigma1), ("mu2", mu2), ("sigma2", sigma2)):
+        check_numeric(value, name, func="frechet_distance")
     mu1, mu2 = np.asarray(mu1, float), np.asarray(mu2, float)
     s1, s2 = np.atleast_2d(np.asarray(sigma1, float)), np.atleast_2d(np.asarray(sigma2, float))
     if s1.shape != s2.shape or s1.shape != (len(mu1), len(mu1)) or mu1.shape != mu2.shape:
@@ -214,7 +245,8 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
 
 
 def gaussian_fit(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and covariance (ddof = 1) of features [N, d]."""
+    """Mean ``[d]`` and covariance ``[d, d]`` (ddof = 1) of features ``[N, d]`` (N ≥ 2), the Gaussian of FID."""
+    check_features(features, "features", func="gaussian_fit", min_samples=2)
     f = np.asarray(features, dtype=np.float64)
     if f.ndim != 2 or len(f) < 2:
         raise ValueError(f"gaussian_fit: need features [N ≥ 2, d], got {list(f.shape)}")
@@ -252,6 +284,8 @@ def _to_rgb(x: torch.Tensor) -> torch.Tensor:
 def inception_extractor(weights_path: str | Path, batch_size: int = 64) -> FeatureExtractor:
     """FID features: torchvision Inception-v3 (local state dict at ``weights_path``), 2048-d pool features,
     images resized to 299² and replicated to RGB, ImageNet-normalised (torchvision's convention)."""
+    check_path(weights_path, "weights_path", func="inception_extractor", kind="file")
+    check_scalar(batch_size, "batch_size", func="inception_extractor", kind='int', low=1)
     from dganalysis.compat import torchvision
 
     path = Path(weights_path).expanduser()
@@ -273,6 +307,9 @@ def inception_extractor(weights_path: str | Path, batch_size: int = 64) -> Featu
 
 def network_extractor(featurizer: nn.Module, name: str, batch_size: int = 256) -> FeatureExtractor:
     """Fréchet distance on the features of ``featurizer`` (e.g. our SSL network); ``name`` says which."""
+    check_callable(featurizer, "featurizer", func="network_extractor", what="a featurizer network (nn.Module)")
+    check_str(name, "name", func="network_extractor")
+    check_scalar(batch_size, "batch_size", func="network_extractor", kind='int', low=1)
     return FeatureExtractor(f"Fréchet distance on {name} features (FID substitute)", featurizer, lambda x: x, batch_size)
 
 
@@ -281,6 +318,9 @@ def random_network_extractor(input_shape: Sequence[int], featurizer: str = "cnn"
     """Fréchet distance on a *randomly initialised* ``featurizer`` (seeded): the substitute when no
     Inception weights are available locally. Random conv features still capture low-level image
     statistics (strokes, orientation), not semantics."""
+    check_shape(input_shape, "input_shape", func="random_network_extractor")
+    check_str(featurizer, "featurizer", func="random_network_extractor")
+    check_scalar(seed, "seed", func="random_network_extractor", kind='int', low=0)
     from dganalysis.pretrain._loop import make_featurizer
 
     torch.manual_seed(seed)
@@ -292,6 +332,8 @@ def random_network_extractor(input_shape: Sequence[int], featurizer: str = "cnn"
 def pytorch_fid_extractor(weights_path: str | Path, batch_size: int = 64) -> FeatureExtractor:
     """FID features of pytorch-fid's Inception (:mod:`dganalysis.protocols.fid`), weights from ``weights_path``;
     images in [0, 1] replicated to RGB (pytorch-fid resizes and rescales them itself)."""
+    check_path(weights_path, "weights_path", func="pytorch_fid_extractor", kind="file")
+    check_scalar(batch_size, "batch_size", func="pytorch_fid_extractor", kind='int', low=1)
     from dganalysis.protocols.fid import PoolFeatures, fid_inception
 
     return FeatureExtractor("FID (pytorch-fid Inception-v3)", PoolFeatures(fid_inception(weights_path)), _to_rgb,
@@ -303,6 +345,8 @@ def default_extractor(input_shape: Sequence[int], inception_weights: str | Path 
     """Inception FID when ``inception_weights`` exists (pytorch-fid's ``pt_inception-2015-12-05-*.pth`` through
     pytorch-fid, any other file as a torchvision inception_v3 state dict), else :func:`random_network_extractor`
     (logged)."""
+    check_shape(input_shape, "input_shape", func="default_extractor")
+    check_str(featurizer, "featurizer", func="default_extractor")
     from dganalysis.protocols.fid import is_pytorch_fid_file
 
     if inception_weights and is_pytorch_fid_file(inception_weights):
@@ -319,6 +363,10 @@ def distance_table(reference: Any, domains: Mapping[str, Any], extractor: Featur
 
     Returns columns ``reference, domain, distance, metric, n_reference, n_domain``.
     """
+    check_mapping(domains, "domains", func="distance_table", what="a mapping domain name → images")
+    if not isinstance(extractor, FeatureExtractor):
+        raise ConfigError(f"distance_table: parameter 'extractor': expected a FeatureExtractor, got {describe(extractor)}")
+    check_features(reference, "reference", func="distance_table", ndim=None, min_ndim=2, finite=False, to=None)
     mu_r, s_r = gaussian_fit(extractor(reference))
     rows = []
     for name, imgs in domains.items():
@@ -331,6 +379,7 @@ def distance_table(reference: Any, domains: Mapping[str, Any], extractor: Featur
 # -- job grids ---------------------------------------------------------------------------------------
 def mode_overrides(mode: str) -> dict[str, Any]:
     """hparams for a mode name: ``LP`` → linear_probe, ``FT`` → nothing frozen, ``FT-freeze{k}`` → freeze_stages=k."""
+    check_str(mode, "mode", func="mode_overrides")
     if mode == "LP":
         return {"linear_probe": True, "freeze_stages": 0}
     if mode == "FT":
@@ -348,6 +397,11 @@ def make_leakage_jobs(
     """Jobs (``dganalysis.sweep.make_jobs``) for every (pretraining, mode): ``pretrained`` maps a name to a
     checkpoint path (None = random init; paths are resolved to absolute), ``modes`` as :func:`mode_overrides`.
     Extra keyword arguments go to ``make_jobs``."""
+    check_str(dataset, "dataset", func="make_leakage_jobs")
+    if dataset_kwargs is not None:
+        check_mapping(dataset_kwargs, "dataset_kwargs", func="make_leakage_jobs")
+    check_mapping(pretrained, "pretrained", func="make_leakage_jobs", what="a mapping name → weights path or None")
+    check_strings(list(modes) if isinstance(modes, tuple) else modes, "modes", func="make_leakage_jobs", min_len=1)
     from dganalysis.sweep import make_jobs
 
     jobs = []

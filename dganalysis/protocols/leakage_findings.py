@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dganalysis.findings import Verdict
+from dganalysis.validation import check_frame, check_scalar, check_str
+
 PAPER = "Yu et al. 2024"
 
 
@@ -43,6 +46,9 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     below) and the fall row reports the relative reductions with their CIs next to Table 4's ranges and judges the
     fall from K−1 to K at the largest K (paired, Holm), which no construction guarantees.
     """
+    check_frame(leak_k, (), "leak_k", func="oracle_findings")
+    check_str(oracle, "oracle", func="oracle_findings")
+    check_scalar(alpha, "alpha", func="oracle_findings", low=0.0, high=1.0, low_open=True, high_open=True)
     from dganalysis.protocols.stats import adjust_pvalues
 
     if oracle not in _LABEL:
@@ -56,8 +62,8 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
         pos = dict(paper=PAPER, finding=f"{name}: leaks, oracle − IID accuracy > 0 at K=1 (Table 4)",
                    ours="; ".join(f"train {r.train_domains}: {_cell(r)}, Holm p={p:.2g}; "
                                   f"{_power(r.trials_needed, 'the mean is not positive')}" for r, p in zip(k1.itertuples(), p1)),
-                   verdict="reproduced" if len(p1) and (p1 < alpha).all() else
-                   "partly" if (p1 < alpha).any() else "not decided")
+                   verdict=Verdict.REPRODUCED if len(p1) and (p1 < alpha).all() else
+                   Verdict.PARTLY if (p1 < alpha).any() else Verdict.NOT_DECIDED)
     else:
         lo, hi = TABLE4_LEAK_K1
         inside = [(r.ci_low <= hi and r.ci_high >= lo) for r in k1.itertuples()]
@@ -65,11 +71,11 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
         pos = dict(paper=PAPER, finding=f"{name}: leakage at K=1 is small, {lo}–{hi} pts in Table 4 (≥ 0 by "
                                         "construction: the verdict is about its size)",
                    ours="; ".join(f"train {r.train_domains}: {_cell(r)}" for r in k1.itertuples()),
-                   verdict="not decided" if k1.empty or k1["n_trials"].min() < 2 else "reproduced" if all(inside)
-                   else "not reproduced" if all(above) else "partly")
+                   verdict=Verdict.NOT_DECIDED if k1.empty or k1["n_trials"].min() < 2 else Verdict.REPRODUCED if all(inside)
+                   else Verdict.NOT_REPRODUCED if all(above) else Verdict.PARTLY)
     if top < 2 or "p_fall" not in kmax:
         return [pos, dict(paper=PAPER, finding=f"{name}: leakage falls as K grows", ours="only K=1 available",
-                          verdict="not decided")]
+                          verdict=Verdict.NOT_DECIDED)]
     if oracle == "held_out":
         pf = adjust_pvalues(kmax["p_fall"].to_numpy(), alpha, "holm")
         fall = dict(paper=PAPER, finding=f"{name}: leakage falls as K grows (K=1 → K={top})",
@@ -78,8 +84,8 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
                                    f"{r.reduction_ci_high:+.1f}] (n={r.n_trials}, Holm p={p:.2g}; "
                                    f"{_power(r.trials_needed, 'the mean does not fall')})"
                                    for r, p in zip(kmax.itertuples(), pf)),
-                    verdict="reproduced" if (pf < alpha).all() else "partly" if (pf < alpha).any() else
-                    "not reproduced" if (kmax["fall"] > 0).all() else "not decided")
+                    verdict=Verdict.REPRODUCED if (pf < alpha).all() else Verdict.PARTLY if (pf < alpha).any() else
+                    Verdict.NOT_REPRODUCED if (kmax["fall"] > 0).all() else Verdict.NOT_DECIDED)
         return [pos, fall]
     pf = adjust_pvalues(kmax["p_fall_prev"].to_numpy(), alpha, "holm")
     ranges = ", ".join(f"K={k} {a:+.0f}% to {b:+.0f}%" for k, (a, b) in TABLE4_REDUCTION.items())
@@ -93,8 +99,8 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     fall = dict(paper=PAPER, finding=f"{name}: leakage falls with K (Table 4: {ranges}); the fall from K=1 holds by "
                                      f"construction, the verdict is on K={top - 1} → K={top}",
                 ours="; ".join(parts),
-                verdict="reproduced" if (pf < alpha).all() else "partly" if (pf < alpha).any() else
-                "not reproduced" if (kmax["fall_prev"] > 0).all() else "not decided")
+                verdict=Verdict.REPRODUCED if (pf < alpha).all() else Verdict.PARTLY if (pf < alpha).any() else
+                Verdict.NOT_REPRODUCED if (kmax["fall_prev"] > 0).all() else Verdict.NOT_DECIDED)
     return [pos, fall]
 
 
@@ -102,9 +108,12 @@ def lp_ft_findings(gap: pd.DataFrame, supervised: str, self_supervised: str) -> 
     """One row from :func:`dganalysis.protocols.leakage.gap_table` (index = pretraining, column ``Avg``): Gap > 0
     for the supervised test-like source and ≤ 0 for the self-supervised one (means over test domains, one split;
     no trial-level test here)."""
+    check_frame(gap, (), "gap", func="lp_ft_findings")
+    check_str(supervised, "supervised", func="lp_ft_findings")
+    check_str(self_supervised, "self_supervised", func="lp_ft_findings")
     gs, gu = float(gap.loc[supervised, "Avg"]), float(gap.loc[self_supervised, "Avg"])
     ok = gs > 0 >= gu
     return [dict(paper=PAPER, finding="supervised test-like pretraining leaks: LP beats FT (Gap > 0), "
                                       "self-supervised does not (Tables 1–2)",
                  ours=f"Gap (Avg over test domains): {supervised} {gs:+.3f}, {self_supervised} {gu:+.3f}",
-                 verdict="reproduced" if ok else "partly" if gs > gu else "not reproduced")]
+                 verdict=Verdict.REPRODUCED if ok else Verdict.PARTLY if gs > gu else Verdict.NOT_REPRODUCED)]

@@ -52,6 +52,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dganalysis.validation import check_choice, check_frame, check_mapping, check_scalar, check_str
+
 GROUP = ["dataset", "algorithm", "train_domains"]
 
 #: The named oracles: name → (split the oracle selects on, split it reports). See the module docstring.
@@ -65,6 +67,8 @@ def split_sizes(domain_sizes: Mapping[str, int], holdout_fraction: float = 0.2) 
     """``{domain: {"in": n_in, "out": n_out}}`` as :func:`dganalysis.train.split_indices` splits a domain of n
     samples (DomainBed's ``split_dataset``: ``n_out = int(n · holdout_fraction)``). The sizes do not depend on the
     trial seed, only the membership does."""
+    check_mapping(domain_sizes, "domain_sizes", func="split_sizes", what="a mapping domain → number of images")
+    check_scalar(holdout_fraction, "holdout_fraction", func="split_sizes", low=0.0, high=1.0)
     from dganalysis.train import holdout_size
 
     if not 0.0 <= holdout_fraction < 1.0:
@@ -82,6 +86,8 @@ def with_pooled_split(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]]
     """``tidy`` plus rows with split :data:`POOLED` (``"all"``): each (job, step, domain)'s accuracy on the whole
     domain, ``(n_in · acc_in + n_out · acc_out) / (n_in + n_out)`` — exact, since an accuracy is correct/n. ``sizes``
     as :func:`split_sizes`; a (job, step, domain) lacking either split, or a domain missing from ``sizes``, raises."""
+    check_frame(tidy, (), "tidy", func="with_pooled_split")
+    check_mapping(sizes, "sizes", func="with_pooled_split", what="split_sizes(...)")
     need = {"job_id", "step", "domain", "split", "acc"}
     if need - set(tidy.columns):
         raise ValueError(f"tidy frame: missing columns {sorted(need - set(tidy.columns))}")
@@ -106,6 +112,9 @@ def report_on(selected: pd.DataFrame, tidy: pd.DataFrame, split: str) -> pd.Data
     """``selected`` (any :func:`dganalysis.selection.select` or :func:`oracle_k_select` output) with ``acc``
     replaced by the chosen (job_id, step)'s accuracy on ``split`` of each domain in ``tidy`` (e.g. the pooled split
     of :func:`with_pooled_split`, to report IID on the same data as the literal oracle). The choice is unchanged."""
+    check_frame(selected, (), "selected", func="report_on")
+    check_frame(tidy, (), "tidy", func="report_on")
+    check_choice(split, ("in", "out", POOLED), "split", func="report_on")
     keys = ["job_id", "step", "domain"]
     acc = tidy.loc[tidy["split"] == split, keys + ["acc"]].drop_duplicates(keys)
     out = selected.drop(columns="acc").merge(acc, on=keys, how="left")
@@ -135,6 +144,9 @@ def oracle_k_select(
     ``select(tidy, "oracle_pooled")``. Returns the selection contract's columns plus ``subset`` (comma-joined S),
     ``k`` and ``oracle``; ``selection = "oracle_k"``.
     """
+    check_frame(tidy, (), "tidy", func="oracle_k_select")
+    check_str(oracle, "oracle", func="oracle_k_select")
+    check_scalar(tie_tol, "tie_tol", func="oracle_k_select", low=0.0)
     if oracle not in ORACLES:
         raise ValueError(f"oracle: unknown oracle {oracle!r}; expected one of {list(ORACLES)}")
     select_split, report_split = ORACLES[oracle]
@@ -201,6 +213,9 @@ def oracle_k_table(
     subset, then over the subsets of size K that contain it. IID accuracy per domain is averaged over trials (and
     runs) of ``iid_selected``.
     """
+    check_frame(iid_selected, (), "iid_selected", func="oracle_k_table")
+    check_frame(oracle_selected, (), "oracle_selected", func="oracle_k_table")
+    check_scalar(scale, "scale", func="oracle_k_table", low=0.0, low_open=True)
     by = list(by)
     orc = oracle_selected.copy()
     if "subset" not in orc:

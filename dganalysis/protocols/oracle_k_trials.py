@@ -23,10 +23,12 @@ from scipy import stats as st
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
 from dganalysis.protocols.stats import compare, trials_needed
+from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
 
 def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows of each job's last recorded step only (the oracle's candidates)."""
+    check_frame(tidy, ("job_id", "step"), "tidy", func="last_checkpoints")
     if not {"job_id", "step"} <= set(tidy.columns):
         raise ValueError("tidy frame: expected columns job_id and step (dganalysis.results.load output)")
     return tidy[tidy["step"] == tidy.groupby("job_id")["step"].transform("max")]
@@ -35,6 +37,8 @@ def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
 def leakage_by_trial(iid_selected: pd.DataFrame, oracle_selected: pd.DataFrame,
                      by: Sequence[str] = tuple(GROUP), scale: float = 100.0) -> pd.DataFrame:
     """Table 4 per trial: :func:`oracle_k_table` grouped by ``by`` + ``trial_seed``."""
+    check_frame(iid_selected, (), "iid_selected", func="leakage_by_trial")
+    check_frame(oracle_selected, (), "oracle_selected", func="leakage_by_trial")
     for name, f in (("iid_selected", iid_selected), ("oracle_selected", oracle_selected)):
         if "trial_seed" not in f:
             raise ValueError(f"{name}: missing column trial_seed")
@@ -49,6 +53,9 @@ def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95
     near 0 at K=1 would dominate the latter. NaN where fewer than 3 paired trials or the mean K=1 leakage is 0.
     With a handful of trials a percentile bootstrap is narrow (anti-conservative): it describes the size, while the
     verdicts rest on the paired t of the absolute fall (:func:`leakage_vs_k`)."""
+    leak_k = check_series(leak_k, "leak_k", func="relative_fall")
+    leak_1 = check_series(leak_1, "leak_1", func="relative_fall")
+    check_scalar(confidence, "confidence", func="relative_fall", low=0.0, high=1.0, low_open=True, high_open=True)
     common = leak_k.index.intersection(leak_1.index)
     a, b = leak_k[common].to_numpy(dtype=float), leak_1[common].to_numpy(dtype=float)
     if len(common) < 3 or b.mean() == 0:
@@ -78,6 +85,9 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
     ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to reach ``power`` at the observed
     standardised effect (K=1: leakage > 0; K > 1: the fall from K=1), a planning figure.
     """
+    check_frame(per_trial, (), "per_trial", func="leakage_vs_k")
+    check_scalar(confidence, "confidence", func="leakage_vs_k", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(alpha, "alpha", func="leakage_vs_k", low=0.0, high=1.0, low_open=True, high_open=True)
     d = per_trial[per_trial["k"] > 0]
     rows = []
     for key, g in d.groupby(list(by), sort=False):
@@ -123,6 +133,9 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
     frame. Both selections choose among the same candidates, each job's last checkpoint (:func:`last_checkpoints`);
     IID is training-domain validation, reported on the split the oracle reports (``in`` for ``held_out``, the whole
     domain for ``literal``). ``sizes``: :func:`dganalysis.protocols.oracle_k.split_sizes` of the dataset."""
+    check_frame(tidy, (), "tidy", func="oracle_leakage")
+    check_mapping(sizes, "sizes", func="oracle_leakage", what="split_sizes(...)")
+    check_str(oracle, "oracle", func="oracle_leakage")
     from dganalysis.selection import select
 
     if oracle not in ORACLES:
@@ -140,6 +153,7 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
 
 def plot_leakage_vs_k(summary: pd.DataFrame, label_col: str = "train_domains", ax=None):
     """Leakage (points) vs K with the CI over trials, one line per ``label_col`` value (e.g. ``"oracle"``)."""
+    check_frame(summary, (), "summary", func="plot_leakage_vs_k")
     import matplotlib.pyplot as plt
 
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.5, 3.2))

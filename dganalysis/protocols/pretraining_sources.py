@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dganalysis.validation import check_domain_dataset, check_mapping, check_path, check_scalar, check_str
+
 if TYPE_CHECKING:
     from dganalysis.notebook_params import LeakageOracleParams
 
@@ -28,6 +30,12 @@ def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]
     """The two pretrainings of the digits setting (see the module doc), with ``p``'s training domains, test-like
     angles, source copies, featurizer and pretraining steps, batch size and learning rate, saved to ``checkpoints``
     (:func:`dganalysis.plans.leakage_checkpoints`); returns label → (result, source images)."""
+    check_domain_dataset(ds, "ds", func="own_pretrainings")
+    if not hasattr(p, "train_domains"):
+        from dganalysis.validation import ConfigError, describe
+
+        raise ConfigError(f"own_pretrainings: parameter 'p': expected a LeakageOracleParams (dganalysis.notebook_params), got {describe(p)}")
+    check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
     from dganalysis.pretrain import PretrainConfig, pretrain_simclr, pretrain_supervised, rotated_digits_source
 
     sup_x, sup_y = rotated_digits_source(ds, p.train_domains, tuple(p.test_like_angles), copies=p.source_copies,
@@ -42,6 +50,8 @@ def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]
 
 def domain_images(ds, limit: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
     """uint8[N, C, H, W] images of each domain (decoded for an encoded benchmark), at most ``limit`` per domain."""
+    check_domain_dataset(ds, "ds", func="domain_images")
+    check_scalar(limit, "limit", func="domain_images", kind='int', low=1, nullable=True)
     rng = np.random.RandomState(seed)
     out = {}
     for d in ds.domains:
@@ -53,6 +63,9 @@ def domain_images(ds, limit: int | None = None, seed: int = 0) -> dict[str, np.n
 
 def reference_images(folder: str | Path, size: int, limit: int = 2000) -> np.ndarray:
     """uint8[N, 3, size, size] from the image files under ``folder`` (sorted, at most ``limit``)."""
+    check_path(folder, "folder", func="reference_images", kind="dir")
+    check_scalar(size, "size", func="reference_images", kind='int', low=1)
+    check_scalar(limit, "limit", func="reference_images", kind='int', low=1)
     from PIL import Image
 
     folder = Path(folder).expanduser()
@@ -70,6 +83,9 @@ def distance_to_pretraining(ds, extractor, own_sources: Mapping[str, np.ndarray]
 
     ``own_sources``: label → the images of the study's own pretrainings; without them, the published weights' reference
     is ``fid_reference`` (labelled ``published_label``); neither → an empty table (logged: nothing to compare)."""
+    check_domain_dataset(ds, "ds", func="distance_to_pretraining")
+    check_mapping(own_sources, "own_sources", func="distance_to_pretraining", what="a mapping label → images")
+    check_str(published_label, "published_label", func="distance_to_pretraining")
     import logging
 
     import pandas as pd

@@ -22,6 +22,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from dganalysis.validation import check_number, check_pvalues, check_scalar
+
 TOL = 1e-12
 
 
@@ -78,6 +80,8 @@ def adjust_pvalues(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
 
     NaN entries are excluded from the family and returned as NaN.
     """
+    check_pvalues(p, "p", func="adjust_pvalues")
+    check_scalar(alpha, "alpha", func="adjust_pvalues", low=0.0, high=1.0, low_open=True, high_open=True)
     p = np.asarray(p, dtype=float)
     out = np.full_like(p, np.nan)
     ok = ~np.isnan(p)
@@ -91,6 +95,9 @@ def adjust_pvalues(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
 
 def direction(diff: float, p_adj: float, alpha: float) -> int:
     """+1 / −1 when ``diff`` is significant at ``alpha`` (adjusted p), 0 when not or undecidable."""
+    check_number(diff, "diff", func="direction")
+    check_number(p_adj, "p_adj", func="direction")
+    check_scalar(alpha, "alpha", func="direction", low=0.0, high=1.0, low_open=True, high_open=True)
     if np.isnan(p_adj) or p_adj >= alpha or np.isnan(diff):
         return 0
     return 1 if diff > 0 else -1
@@ -205,6 +212,7 @@ def trials_needed(effect: float, alpha: float, power: float = 0.8, paired: bool 
     two-sided. NaN when the effect is undefined, ``inf`` when it is 0 or needs more than ``max_n``. This is the usual "observed power"
     planning figure: it treats the observed effect as the truth, a guide for the next run, not evidence.
     """
+    check_number(effect, "effect", func="trials_needed", nullable=True)
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
     if alternative not in ("larger", "two-sided"):

@@ -19,11 +19,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from dganalysis.validation import ConfigError, check_features, check_labels, check_scalar, describe
+
+
+def _two_samples(func: str, z_p, z_q, max_points, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Checked ``z_p`` [n_p, d], ``z_q`` [n_q, d] (a 1-D sample is one feature: [n] → [n, 1]), ``max_points``, ``seed``."""
+    z_p = check_features(np.asarray(z_p)[:, None] if np.ndim(z_p) == 1 else z_p, "z_p", func=func, min_samples=2)
+    z_q = check_features(np.asarray(z_q)[:, None] if np.ndim(z_q) == 1 else z_q, "z_q", func=func, min_samples=2)
+    if z_p.shape[1] != z_q.shape[1]:
+        raise ConfigError(f"{func}: parameters 'z_p', 'z_q': expected the same number of features, got "
+                          f"{describe(z_p)} and {describe(z_q)}")
+    check_scalar(max_points, "max_points", func=func, kind="int", low=2, nullable=True)
+    check_scalar(seed, "seed", func=func, kind="int", low=0)
+    return z_p, z_q
+
 
 def _subsample(x: np.ndarray, max_points: int | None, rng: np.random.Generator) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
     if max_points is not None and len(x) > max_points:
         x = x[rng.choice(len(x), max_points, replace=False)]
     return x
@@ -35,9 +47,11 @@ def _sq_dists(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def emd(z_p: np.ndarray, z_q: np.ndarray, *, max_points: int | None = 2000, seed: int = 0) -> float:
-    """Exact EMD (Wasserstein-1, Euclidean cost) between the empirical distributions of ``z_p`` and ``z_q``."""
+    """Exact EMD (Wasserstein-1, Euclidean cost; in the units of z) between the empirical distributions of
+    ``z_p`` [n_p, d] and ``z_q`` [n_q, d] (POT's ``ot.emd2``), each subsampled to ``max_points`` (None: all)."""
     import ot
 
+    z_p, z_q = _two_samples("emd", z_p, z_q, max_points, seed)
     rng = np.random.default_rng(seed)
     a, b = _subsample(z_p, max_points, rng), _subsample(z_q, max_points, rng)
     if a.shape[1] != b.shape[1]:
@@ -49,7 +63,8 @@ def emd(z_p: np.ndarray, z_q: np.ndarray, *, max_points: int | None = 2000, seed
 
 
 def median_bandwidth(z: np.ndarray) -> float:
-    """Median heuristic: the median of the pairwise Euclidean distances (zero distances excluded)."""
+    """Median heuristic: the median of the pairwise Euclidean distances of ``z`` [n, d] (zero distances excluded)."""
+    z = check_features(z, "z", func="median_bandwidth")
     d = np.sqrt(_sq_dists(z, z))
     iu = np.triu_indices(len(z), k=1)
     v = d[iu]
@@ -60,7 +75,10 @@ def median_bandwidth(z: np.ndarray) -> float:
 def mmd(
     z_p: np.ndarray, z_q: np.ndarray, *, bandwidth: float | None = None, max_points: int | None = 2000, seed: int = 0
 ) -> float:
-    """Unbiased MMD^2 with kernel ``exp(-|a - b|^2 / (2 s^2))``, ``s`` = median heuristic unless given."""
+    """Unbiased MMD² (dimensionless, 0 for equal distributions, up to 2) between ``z_p`` [n_p, d] and ``z_q``
+    [n_q, d] with kernel ``exp(-|a - b|^2 / (2 s^2))``, ``s`` = median heuristic unless ``bandwidth`` (> 0) is given."""
+    z_p, z_q = _two_samples("mmd", z_p, z_q, max_points, seed)
+    check_scalar(bandwidth, "bandwidth", func="mmd", low=0.0, low_open=True, nullable=True)
     rng = np.random.default_rng(seed)
     a, b = _subsample(z_p, max_points, rng), _subsample(z_q, max_points, rng)
     if len(a) < 2 or len(b) < 2:
@@ -75,9 +93,11 @@ def mmd(
 
 
 def ni_index(z_p: np.ndarray, y_p: np.ndarray, z_q: np.ndarray, y_q: np.ndarray) -> float:
-    """NICO's Non-I.I.D. index, averaged over the classes present in both samples."""
-    z_p, z_q = np.asarray(z_p, dtype=np.float64), np.asarray(z_q, dtype=np.float64)
-    y_p, y_q = np.asarray(y_p).reshape(-1), np.asarray(y_q).reshape(-1)
+    """NICO's Non-I.I.D. index (He et al. 2021; dimensionless, 0 = same class means), averaged over the classes
+    present in both samples: ``z_p`` [n_p, d], ``y_p`` [n_p] integer labels, ``z_q`` [n_q, d], ``y_q`` [n_q]."""
+    f = "ni_index"
+    z_p, z_q = check_features(z_p, "z_p", func=f), check_features(z_q, "z_q", func=f, d=np.shape(z_p)[1])
+    y_p, y_q = check_labels(y_p, len(z_p), "y_p", func=f), check_labels(y_q, len(z_q), "y_q", func=f)
     classes = np.intersect1d(np.unique(y_p), np.unique(y_q))
     if not len(classes):
         raise ValueError("ni_index: no class present in both samples")

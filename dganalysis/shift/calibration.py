@@ -5,7 +5,8 @@ OoD-Bench (``main.py --calibrate``) therefore first runs its whole pipeline on a
 label-balanced environments are each split in half per class and recombined crosswise (p_a ∪ q_b versus
 p_b ∪ q_a), so both new environments have the full sample size of the real ones; an environment
 classifier is trained per trial and features are extracted from its holdout
-(:func:`dganalysis.shift.env_classifier.iid_split`, :func:`dganalysis.shift.env_classifier.shift_trials`).
+(:func:`dganalysis.shift.env_classifier.iid_split`, :func:`dganalysis.shift.pipeline.shift_trials` with
+``calibrate=True``).
 Then ``calibrate.py`` bisects both thresholds at once until the *average over trials* of the i.i.d.
 estimates lies in ``[lower_bound, upper_bound]`` (default [5e-3, 1e-2]):
 
@@ -32,13 +33,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from dganalysis.shift.estimator import FORMULAS, ShiftDensities
+from dganalysis.validation import ConfigError, check_choice, check_interval, check_scalar, describe
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Calibration:
-    """Thresholds from the bisection and the average i.i.d. estimates at them."""
+    """Thresholds from the bisection and the average i.i.d. estimates at them.
+
+    ``eps_div``, ``eps_cor``: the density thresholds found (pass them to :func:`dganalysis.shift.estimate_shift`);
+    ``iid_diversity``, ``iid_correlation``: the mean i.i.d. estimates at them (target: within the bounds);
+    ``n_iter``: bisection iterations run; ``converged``: whether both means reached the bounds; ``formula`` used.
+    """
 
     eps_div: float
     eps_cor: float
@@ -64,14 +71,20 @@ def calibrate_thresholds(
     ``iid_trials``: one :class:`ShiftDensities` per i.i.d. trial (features of an environment classifier
     trained on an i.i.d. split at full sample size). Defaults are OoD-Bench's (``config.add_calib_arguments``).
     """
-    if not iid_trials:
-        raise ValueError("calibrate_thresholds: iid_trials is empty; give the densities of at least one i.i.d. trial")
-    if formula not in FORMULAS:
-        raise ValueError(f"calibrate_thresholds: formula must be one of {FORMULAS}, got {formula!r}")
-    if not 0 <= lower_bound <= upper_bound:
-        raise ValueError(f"calibrate_thresholds: need 0 <= lower_bound <= upper_bound, got {lower_bound}, {upper_bound}")
-    if max_iters < 1:
-        raise ValueError(f"calibrate_thresholds: max_iters must be >= 1, got {max_iters}")
+    f = "calibrate_thresholds"
+    if isinstance(iid_trials, ShiftDensities) or not isinstance(iid_trials, Sequence) or not iid_trials:
+        raise ConfigError(f"{f}: parameter 'iid_trials': expected a non-empty list of ShiftDensities (fit_densities "
+                          f"of i.i.d. trials), got {describe(iid_trials)}")
+    bad = [describe(t) for t in iid_trials if not callable(getattr(t, "estimate", None))]
+    if bad:
+        raise ConfigError(f"{f}: parameter 'iid_trials': expected ShiftDensities from fit_densities(..., "
+                          f"thresholds=None), got {bad[0]}")
+    check_choice(formula, FORMULAS, "formula", func=f)
+    lower_bound = check_scalar(lower_bound, "lower_bound", func=f, low=0.0)
+    upper_bound = check_scalar(upper_bound, "upper_bound", func=f, low=lower_bound)
+    check_interval(eps_div_range, "eps_div_range", func=f, low=0.0)
+    check_interval(eps_cor_range, "eps_cor_range", func=f, low=0.0)
+    max_iters = check_scalar(max_iters, "max_iters", func=f, kind="int", low=1)
     lo_div, hi_div = map(float, eps_div_range)
     lo_cor, hi_cor = map(float, eps_cor_range)
     converged = False

@@ -40,6 +40,14 @@ from torch.optim import swa_utils
 from tqdm.auto import tqdm
 
 from dganalysis.nets.featurizers import build_featurizer
+from dganalysis.validation import (
+    ConfigError,
+    check_features,
+    check_generator,
+    check_labels,
+    check_scalar,
+    describe,
+)
 
 RECIPES = ("oodbench", "dganalysis")
 
@@ -158,13 +166,17 @@ class EnvClassifier(nn.Module):
 
 
 def to_float(images: np.ndarray, device: torch.device) -> torch.Tensor:
-    """uint8 images → float tensor in [0, 1] on ``device``."""
+    """uint8 images ``[n, C, H, W]`` (values 0–255) → float tensor in [0, 1] on ``device``."""
+    check_features(images, "images", func="to_float", ndim=None, min_ndim=2, to=None)
     return torch.as_tensor(np.asarray(images), device=device).float().div_(255.0)
 
 
 def balance(y_p: np.ndarray, y_q: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(idx_p, idx_q)``: per class, both environments subsampled at random to the same (smaller)
-    count, as OoD-Bench's ``create_label_shift_free_datasets``; classes missing in either are dropped."""
+    count, as OoD-Bench's ``create_label_shift_free_datasets``; classes missing in either are dropped.
+    ``y_p`` [n_p], ``y_q`` [n_q] integer labels; ``rng`` a numpy Generator (or an integer seed)."""
+    y_p, y_q = check_labels(y_p, None, "y_p", func="balance"), check_labels(y_q, None, "y_q", func="balance")
+    rng = check_generator(rng, "rng", func="balance")
     classes = np.intersect1d(y_p, y_q)
     idx_p, idx_q = [], []
     for c in classes:
@@ -179,7 +191,10 @@ def balance(y_p: np.ndarray, y_q: np.ndarray, rng: np.random.Generator) -> tuple
 
 def stratified_split(y: np.ndarray, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``(first, rest)`` index arrays: ``int(count * fraction)`` random examples of each class in ``first``
-    (OoD-Bench's ``split_dataset``)."""
+    (OoD-Bench's ``split_dataset``). ``y`` [n] integer labels, ``fraction`` in [0, 1], ``rng`` a numpy Generator."""
+    y = check_labels(y, None, "y", func="stratified_split")
+    check_scalar(fraction, "fraction", func="stratified_split", low=0.0, high=1.0)
+    rng = check_generator(rng, "rng", func="stratified_split")
     first, rest = [], []
     for c in np.unique(y):
         idx = rng.permutation(np.flatnonzero(y == c))
@@ -194,8 +209,11 @@ def balance_and_split(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Indices ``(train_p, hold_p, train_q, hold_q)``: :func:`balance`, then a per-class stratified holdout
     of ``holdout_fraction`` in each environment (equal class counts in both holdouts)."""
-    if not 0 < holdout_fraction < 1:
-        raise ValueError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
+    check_scalar(holdout_fraction, "holdout_fraction", func="balance_and_split", low=0.0, high=1.0, low_open=True,
+                 high_open=True)
+    y_p, y_q = check_labels(y_p, None, "y_p", func="balance_and_split"), check_labels(y_q, None, "y_q",
+                                                                                     func="balance_and_split")
+    rng = check_generator(rng, "rng", func="balance_and_split")
     idx_p, idx_q = balance(y_p, y_q, rng)
     ho_p, tr_p = stratified_split(y_p[idx_p], holdout_fraction, rng)
     ho_q, tr_q = stratified_split(y_q[idx_q], holdout_fraction, rng)
@@ -207,7 +225,13 @@ def iid_split(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """OoD-Bench's ``--force_iid``: balance both environments, split each in half per class (p_a, p_b,
     q_a, q_b) and return the i.i.d. environments ``(x, y)`` of p_a ∪ q_b and p_b ∪ q_a, each of the full
-    (balanced) sample size. Used to calibrate the thresholds."""
+    (balanced) sample size. Used to calibrate the thresholds. ``x_*`` [n, ...] images, ``y_*`` [n] labels."""
+    f = "iid_split"
+    check_features(x_p, "x_p", func=f, ndim=None, min_ndim=2, finite=False, to=None)
+    check_features(x_q, "x_q", func=f, ndim=None, min_ndim=2, finite=False, to=None)
+    y_p, y_q = check_labels(y_p, len(x_p), "y_p", func=f, rows_of="'x_p'"), check_labels(y_q, len(x_q), "y_q", func=f,
+                                                                                          rows_of="'x_q'")
+    rng = check_generator(rng, "rng", func=f)
     idx_p, idx_q = balance(y_p, y_q, rng)
     pa, pb = stratified_split(y_p[idx_p], 0.5, rng)
     qa, qb = stratified_split(y_q[idx_q], 0.5, rng)
@@ -225,7 +249,24 @@ def train_env_classifier(
     progress: bool = False,
 ) -> EnvClassifier:
     """Train the environment classifier (eq. 4) on uint8 images ``x_*`` ``[N, C, H, W]`` of p (label 0)
-    and q (label 1) with the recipe of ``cfg``; returns the SWA-averaged model for ``"oodbench"``."""
+    and q (label 1) with the recipe of ``cfg``; returns the SWA-averaged model for ``"oodbench"``.
+
+    ``y_*`` [N] integer class labels in [0, ``n_classes``) (the classifier is conditioned on them, eq. 4).
+    The trained model's ``features(x)`` gives the ``cfg.z_dim``-dimensional (default 8) features the shift
+    estimate is valid on (:mod:`dganalysis.shift.regime`).
+    """
+    f = "train_env_classifier"
+    for name, x in (("x_p", x_p), ("x_q", x_q)):
+        check_features(x, name, func=f, ndim=None, min_ndim=2, finite=False, to=None)
+    if tuple(np.shape(x_p)[1:]) != tuple(np.shape(x_q)[1:]):
+        raise ConfigError(f"{f}: parameters 'x_p', 'x_q': expected images of the same shape, got {describe(x_p)} and "
+                          f"{describe(x_q)}")
+    n_classes = check_scalar(n_classes, "n_classes", func=f, kind="int", low=1)
+    check_labels(y_p, len(x_p), "y_p", func=f, n_classes=n_classes, rows_of="'x_p'")
+    check_labels(y_q, len(x_q), "y_q", func=f, n_classes=n_classes, rows_of="'x_q'")
+    if cfg is not None and not isinstance(cfg, EnvClassifierConfig):
+        raise ConfigError(f"{f}: parameter 'cfg': expected an EnvClassifierConfig or None, got {describe(cfg)}")
+    check_scalar(seed, "seed", func=f, kind="int", low=0)
     cfg = cfg or EnvClassifierConfig()
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     with torch.random.fork_rng(devices=[]):

@@ -16,15 +16,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dganalysis.findings import Verdict
+from dganalysis.validation import check_frame, check_scalar
+
 PAPER = "Ye et al. 2022 (OoD-Bench)"
 
 
 def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[dict]:
     """Finding rows (``paper, finding, ours, verdict``) from a Table 3 frame (:func:`dganalysis.shift.study.table3`)
     (columns ``rho_te, blue, diversity, correlation`` and optionally ``*_se``)."""
-    missing = [c for c in ("rho_te", "blue", "diversity", "correlation") if c not in t3]
-    if missing:
-        raise ValueError(f"table3_findings: t3 lacks columns {missing}; expected the frame of dganalysis.shift.study.table3")
+    f = "table3_findings"
+    check_frame(t3, ("rho_te", "blue", "diversity", "correlation"), "t3", func=f,
+                what="the frame of dganalysis.shift.study.table3")
+    check_scalar(rho_tr, "rho_tr", func=f, low=0.0, high=1.0)
+    check_scalar(tol, "tol", func=f, low=0.0)
     rows = []
     rg = t3[~t3["blue"].astype(bool)].assign(gap=lambda d: (d["rho_te"] - rho_tr).abs()).sort_values("gap")
     if len(rg) >= 2:
@@ -37,12 +42,12 @@ def table3_findings(t3: pd.DataFrame, rho_tr: float, tol: float = 0.05) -> list[
         rows.append({"paper": PAPER, "finding": "correlation shift grows with |ρ_te − ρ_tr| while diversity stays 0 "
                      "(Table 3; paper 0.67 / 0.34 / 0.00 at ρ_te 0.9 / 0.5 / 0.1)",
                      "ours": f"correlation {values} at ρ_te {rhos} (ρ_tr {rho_tr:g}); diversity ≤ {div.max():.3f}",
-                     "verdict": "reproduced" if ok else "not reproduced"})
+                     "verdict": Verdict.REPRODUCED if ok else Verdict.NOT_REPRODUCED})
     blue = t3[t3["blue"].astype(bool)]
     if len(blue):
         d, c = float(blue["diversity"].iloc[0]), float(blue["correlation"].iloc[0])
         rows.append({"paper": PAPER, "finding": "a new colour at test time is diversity shift, not correlation shift "
                      "(Table 3 † row; paper 0.93 / 0.00)",
                      "ours": f"diversity {d:.2f}, correlation {c:.2f}",
-                     "verdict": "reproduced" if d > 0.5 and c < tol else "not reproduced"})
+                     "verdict": Verdict.REPRODUCED if d > 0.5 and c < tol else Verdict.NOT_REPRODUCED})
     return rows

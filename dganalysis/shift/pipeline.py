@@ -30,7 +30,21 @@ from dganalysis.shift.env_classifier import (
     train_env_classifier,
 )
 from dganalysis.shift.estimator import EPS_COR, EPS_DIV, N_SAMPLES, fit_densities
+from dganalysis.shift.regime import MAX_DIM, check_regime
 from dganalysis.threads import torch_threads
+from dganalysis.validation import (
+    ConfigError,
+    check_choice,
+    check_domain_dataset,
+    check_domains,
+    check_features,
+    check_frame,
+    check_generator,
+    check_interval,
+    check_labels,
+    check_scalar,
+    describe,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +60,17 @@ def trial_features(
     rng: np.random.Generator, *, iid: bool = False, device: str | torch.device | None = None,
 ) -> dict:
     """One trial up to the features: ``{"z_p", "y_p", "z_q", "y_q", "env_acc"}`` on the holdout
-    (``iid=True``: on OoD-Bench's i.i.d. split of p ∪ q instead of p versus q)."""
+    (``iid=True``: on OoD-Bench's i.i.d. split of p ∪ q instead of p versus q). ``x_*`` [n, C, H, W] uint8 images,
+    ``y_*`` [n] integer labels in [0, ``n_classes``); ``z_*`` come back as ``cfg.z_dim``-d float64 arrays."""
+    f = "trial_features"
+    check_features(x_p, "x_p", func=f, ndim=None, min_ndim=2, finite=False, to=None)
+    check_features(x_q, "x_q", func=f, ndim=None, min_ndim=2, finite=False, to=None)
+    check_labels(y_p, len(x_p), "y_p", func=f, rows_of="'x_p'")
+    check_labels(y_q, len(x_q), "y_q", func=f, rows_of="'x_q'")
+    check_scalar(n_classes, "n_classes", func=f, kind="int", low=1)
+    if not isinstance(cfg, EnvClassifierConfig):
+        raise ConfigError(f"{f}: parameter 'cfg': expected an EnvClassifierConfig, got {describe(cfg)}")
+    rng = check_generator(rng, "rng", func=f)
     if iid:
         x_p, y_p, x_q, y_q = iid_split(x_p, y_p, x_q, y_q, rng)
     tr_p, ho_p, tr_q, ho_q = balance_and_split(y_p, y_q, cfg.holdout_fraction, rng)
@@ -77,6 +101,18 @@ class ShiftOptions:
     n_samples: int = N_SAMPLES
     bandwidth: str = "scott"
 
+    def __post_init__(self) -> None:
+        f = "ShiftOptions"
+        check_choice(self.formula, ("eq5", "hellinger"), "formula", func=f)
+        check_choice(self.calibration_formula, ("eq5", "hellinger"), "calibration_formula", func=f)
+        check_choice(self.bandwidth, ("scott", "shared"), "bandwidth", func=f)
+        check_scalar(self.eps_div, "eps_div", func=f, low=0.0)
+        check_scalar(self.eps_cor, "eps_cor", func=f, low=0.0)
+        check_interval(self.calibration_bounds, "calibration_bounds", func=f, low=0.0)
+        check_scalar(self.n_samples, "n_samples", func=f, kind="int", low=1)
+        if not isinstance(self.calibrate, bool):
+            raise ConfigError(f"{f}: parameter 'calibrate': expected True or False, got {describe(self.calibrate)}")
+
 
 def shift_trials(
     dataset: DomainDataset,
@@ -96,14 +132,35 @@ def shift_trials(
     ``train``/``test``: domain name(s) pooled into environment p resp. q. ``cfg``: the environment classifier
     (default :class:`EnvClassifierConfig`); ``options``: the estimate (:class:`ShiftOptions`; default: OoD-Bench's
     defaults). ``max_per_env`` subsamples each environment first (for speed).
+    Each trial trains the environment classifier (:func:`dganalysis.shift.train_env_classifier`) and estimates on
+    its ``cfg.z_dim``-d (default 8) holdout features: the regime where the estimate is valid
+    (:mod:`dganalysis.shift.regime`).
+
+    Columns: ``trial``; ``diversity``, ``correlation`` (D_div, D_cor, dimensionless in [0, 1]) and their Monte-Carlo
+    ``*_se``; ``share_div``, ``share_cor``, ``n_samples``, ``eps_div``, ``eps_cor``, ``formula``, ``bandwidth``
+    (as :class:`dganalysis.shift.ShiftEstimate`); with ``options.calibrate``: ``iid_diversity``,
+    ``iid_correlation``, ``calibration_converged``; ``env_acc`` (the environment classifier's holdout accuracy,
+    0.5 = chance); ``n_p``, ``n_q`` (holdout sizes the estimate used).
     """
+    f = "shift_trials"
+    check_domain_dataset(dataset, func=f)
+    check_domains(train, dataset.domain_names, "train", func=f)
+    check_domains(test, dataset.domain_names, "test", func=f)
+    n_trials = check_scalar(n_trials, "n_trials", func=f, kind="int", low=1)
+    if cfg is not None and not isinstance(cfg, EnvClassifierConfig):
+        raise ConfigError(f"{f}: parameter 'cfg': expected an EnvClassifierConfig or None, got {describe(cfg)}")
+    if options is not None and not isinstance(options, ShiftOptions):
+        raise ConfigError(f"{f}: parameter 'options': expected a ShiftOptions or None, got {describe(options)}")
+    check_scalar(seed, "seed", func=f, kind="int", low=0)
+    check_scalar(max_per_env, "max_per_env", func=f, kind="int", low=4, nullable=True)
     cfg = cfg or EnvClassifierConfig()
+    # before training: an environment classifier wider than the valid regime warns or is refused
+    check_regime(cfg.z_dim, max_per_env or 0, func=f, arg="parameter 'cfg' (z_dim)",
+                 override=f"Use EnvClassifierConfig(z_dim=8), OoD-Bench's, or at most {MAX_DIM}")
     o = ShiftOptions() if options is None else options
     formula, eps_div, eps_cor, calibrate = o.formula, o.eps_div, o.eps_cor, o.calibrate
     calibration_formula, calibration_bounds, n_samples, bandwidth = (o.calibration_formula, o.calibration_bounds,
                                                                       o.n_samples, o.bandwidth)
-    if n_trials < 1:
-        raise ValueError(f"shift_trials: n_trials must be >= 1, got {n_trials}")
     x_p, y_p = _pool(dataset, train)
     x_q, y_q = _pool(dataset, test)
     est_kw = dict(bandwidth=bandwidth, n_samples=n_samples, device=device)
@@ -150,7 +207,11 @@ def _holdout_accuracy(model: EnvClassifier, x_p, y_p, x_q, y_q, device) -> float
 
 
 def summarize(trials: pd.DataFrame, cols: Sequence[str] = ("diversity", "correlation")) -> dict[str, float]:
-    """Mean and standard error (ddof = 1) over trials of each column in ``cols``."""
+    """Mean and standard error (ddof = 1) over trials of each column in ``cols`` of ``trials`` (a
+    :func:`shift_trials` frame): keys ``<col>``, ``<col>_se`` (NaN with one trial) and ``n_trials``."""
+    if isinstance(cols, str):
+        raise ConfigError(f"summarize: parameter 'cols': expected a list of column names, got {cols!r}")
+    check_frame(trials, list(cols), "trials", func="summarize", what="a shift_trials frame")
     out: dict[str, float] = {}
     n = len(trials)
     for c in cols:

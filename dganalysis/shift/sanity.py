@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dganalysis.data.dataset import Domain, DomainDataset
+from dganalysis.validation import check_features, check_generator, check_scalar
 
 
 def _digits() -> tuple[np.ndarray, np.ndarray]:
@@ -29,7 +30,12 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
 
 
 def truncated_normal(mu: float, sigma: float, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``N(mu, sigma^2)`` truncated to [0, 1] (``sigma = 0`` gives the constant ``clip(mu, 0, 1)``)."""
+    """``size`` draws of ``N(mu, sigma^2)`` truncated to [0, 1] (``sigma = 0`` gives the constant ``clip(mu, 0, 1)``)."""
+    f = "truncated_normal"
+    check_scalar(mu, "mu", func=f)
+    check_scalar(sigma, "sigma", func=f, low=0.0)
+    size = check_scalar(size, "size", func=f, kind="int", low=0)
+    rng = check_generator(rng, "rng", func=f)
     if sigma <= 0:
         return np.full(size, float(np.clip(mu, 0.0, 1.0)))
     from scipy.stats import truncnorm
@@ -50,9 +56,18 @@ def color_environment(
     rng: np.random.Generator,
     name: str = "env",
 ) -> Domain:
-    """One environment: images in [0, 1] ``[N, H, W]`` and digit classes → a 3-channel (R, G, B) Domain."""
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"color_environment: rho must be in [0, 1], got {rho}")
+    """One environment: images in [0, 1] ``[N, H, W]`` and digit classes ``[N]`` → a 3-channel (R, G, B) Domain
+    (label = digit < 5, flipped with probability ``label_noise``; colour = label, flipped with probability ``rho``;
+    blue intensity ~ truncated N(``blue_mu``, ``blue_sigma``²) when ``blue_mu`` is given; SIMULATED data)."""
+    f = "color_environment"
+    check_features(images, "images", func=f, ndim=3, to=None)
+    check_features(digits, "digits", func=f, ndim=1, n=len(images), to=None)
+    check_scalar(rho, "rho", func=f, low=0.0, high=1.0)
+    check_scalar(blue_mu, "blue_mu", func=f, nullable=True)
+    check_scalar(blue_sigma, "blue_sigma", func=f, low=0.0)
+    check_scalar(label_noise, "label_noise", func=f, low=0.0, high=1.0)
+    check_scalar(scale, "scale", func=f, kind="int", low=1)
+    rng = check_generator(rng, "rng", func=f)
     n = len(images)
     y = (digits < 5).astype(np.int64)
     y = np.where(rng.random(n) < label_noise, 1 - y, y)
@@ -82,8 +97,19 @@ def colored_digits_shift(
 ) -> DomainDataset:
     """Two environments ``"train"`` and ``"test"`` of coloured digits with the Fig. 4 parameters.
 
-    ``mu_tr``/``mu_te`` = None adds no blue (red/green only, as Fig. 4a and Table 3's first rows).
+    ``mu_tr``/``mu_te`` = None adds no blue (red/green only, as Fig. 4a and Table 3's first rows). SIMULATED data
+    (scikit-learn's 8×8 digits, coloured; ``scale`` repeats pixels); ``rho_*`` in [0, 1] is the probability that
+    the colour disagrees with the label.
     """
+    f = "colored_digits_shift"
+    for name, v in (("rho_tr", rho_tr), ("rho_te", rho_te), ("label_noise", label_noise)):
+        check_scalar(v, name, func=f, low=0.0, high=1.0)
+    for name, v in (("mu_tr", mu_tr), ("mu_te", mu_te)):
+        check_scalar(v, name, func=f, nullable=True)
+    for name, v in (("sigma_tr", sigma_tr), ("sigma_te", sigma_te)):
+        check_scalar(v, name, func=f, low=0.0)
+    check_scalar(scale, "scale", func=f, kind="int", low=1)
+    check_scalar(seed, "seed", func=f, kind="int", low=0)
     images, digits = _digits()
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(images))

@@ -19,6 +19,19 @@ from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.env_classifier import EnvClassifierConfig
 from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
+from dganalysis.validation import (
+    ConfigError,
+    check_choice,
+    check_domain_dataset,
+    check_frame,
+    check_mapping,
+    check_rhos,
+    check_scalar,
+    describe,
+)
+
+#: the parameters of :func:`colored_digits_shift` a Fig. 4 grid can vary
+GRID_PARAMS = ("rho_tr", "rho_te", "mu_tr", "mu_te", "sigma_tr", "sigma_te", "label_noise")
 
 
 def sanity_grid(
@@ -26,8 +39,18 @@ def sanity_grid(
     n_trials: int = 1, cfg: EnvClassifierConfig | None = None, seed: int = 0, options: ShiftOptions | None = None,
 ) -> pd.DataFrame:
     """Fig. 4: shift estimates over a grid of two :func:`colored_digits_shift` parameters ``x`` × ``y``
-    (e.g. ``rho_tr`` × ``rho_te``, or ``mu_tr`` × ``mu_te``), other parameters from ``base``; ``options``: the
-    estimate (:class:`~dganalysis.shift.pipeline.ShiftOptions`)."""
+    (e.g. ``rho_tr`` × ``rho_te``, or ``mu_tr`` × ``mu_te``), other parameters from ``base``. One row per grid
+    point: ``x``, ``y``, :func:`dganalysis.shift.summarize` of its trials (diversity, correlation, their SEs,
+    n_trials) and ``env_acc``; ``options``: the estimate (:class:`~dganalysis.shift.pipeline.ShiftOptions`).
+    SIMULATED data."""
+    f = "sanity_grid"
+    check_choice(x, GRID_PARAMS, "x", func=f)
+    check_choice(y, GRID_PARAMS, "y", func=f)
+    check_rhos(xs, "xs", func=f)
+    check_rhos(ys, "ys", func=f)
+    if base is not None:
+        check_mapping(base, "base", func=f, what="a mapping of colored_digits_shift parameters")
+    check_scalar(n_trials, "n_trials", func=f, kind="int", low=1)
     rows = []
     grid = list(itertools.product(xs, ys))
     for i, (a, b) in enumerate(tqdm(grid, desc=f"Fig. 4 grid {x} x {y}")):
@@ -38,7 +61,9 @@ def sanity_grid(
 
 
 def pixels(ds: DomainDataset, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Flattened images in [0, 1] and labels of domain ``name``."""
+    """Flattened images in [0, 1] ``[n, C·H·W]`` and labels ``[n]`` of domain ``name``."""
+    check_domain_dataset(ds, "ds", func="pixels")
+    check_choice(name, ds.domain_names, "name", func="pixels")
     d = ds[name]
     return np.asarray(d.images, dtype=np.float64).reshape(len(d), -1) / 255.0, np.asarray(d.labels)
 
@@ -50,7 +75,17 @@ def table3(
 ) -> pd.DataFrame:
     """Table 3: EMD, MMD, NI (on raw pixels) and our diversity/correlation shift over ``rho_te`` with one
     training environment; ``blue`` (e.g. ``{"mu_tr": 0, "mu_te": 1, "sigma_tr": .1, "sigma_te": .1}``) adds
-    the last row (test ``rho_te = rho_tr`` plus blue, pure diversity shift). Means ± SE over trials."""
+    the last row (test ``rho_te = rho_tr`` plus blue, pure diversity shift). Means ± SE over trials.
+    Columns ``rho_te``, ``blue``, ``EMD``/``MMD``/``NI`` (+ ``_se``), ``diversity``, ``correlation`` (+ ``_se``),
+    ``n_trials``. SIMULATED data (coloured scikit-learn digits)."""
+    f = "table3"
+    check_scalar(rho_tr, "rho_tr", func=f, low=0.0, high=1.0)
+    if (check_rhos(rho_tes, "rho_tes", func=f) > 1).any():
+        raise ConfigError(f"{f}: parameter 'rho_tes': expected probabilities in [0, 1], got {describe(rho_tes)}")
+    if blue is not None:
+        check_mapping(blue, "blue", func=f, what="a mapping such as {'mu_tr': 0, 'mu_te': 1}")
+    check_scalar(n_trials, "n_trials", func=f, kind="int", low=1)
+    check_scalar(max_points, "max_points", func=f, kind="int", low=2)
     settings = [(r, None) for r in rho_tes]
     if blue is not None:
         settings.append((rho_tr, dict(blue)))
@@ -84,7 +119,19 @@ def dataset_map(
     max_per_env: int | None = 2000, options: ShiftOptions | None = None,
 ) -> pd.DataFrame:
     """Fig. 3: one point per entry ``{"label": str, "dataset": DomainDataset, "train": [...], "test": [...]}``
-    on the (diversity, correlation) plane, mean ± SE over trials, plus the dominant shift."""
+    on the (diversity, correlation) plane, mean ± SE over trials, plus the dominant shift (``dominant``: the larger
+    of the two means) and ``env_acc``."""
+    f = "dataset_map"
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise ConfigError(f"{f}: parameter 'entries': expected a list of mappings with label, dataset, train, test, "
+                          f"got {describe(entries)}")
+    for i, e in enumerate(entries):
+        check_mapping(e, f"entries[{i}]", func=f, what="a mapping with keys label, dataset, train, test")
+        missing = [k for k in ("label", "dataset", "train", "test") if k not in e]
+        if missing:
+            raise ConfigError(f"{f}: parameter 'entries[{i}]': lacks keys {missing}")
+        check_domain_dataset(e["dataset"], f"entries[{i}]['dataset']", func=f)
+    check_scalar(n_trials, "n_trials", func=f, kind="int", low=1)
     rows = []
     for e in tqdm(entries, desc="dataset map"):
         tr = shift_trials(e["dataset"], e["train"], e["test"], n_trials=n_trials, cfg=cfg, seed=seed,
@@ -99,7 +146,14 @@ def dataset_map(
 def ranking_tables(summary: pd.DataFrame, dominant: Mapping[str, str], baseline: str = "ERM") -> dict[str, pd.DataFrame]:
     """Tables 1–2: per dominant shift, algorithm × dataset accuracy (mean, se), the OoD-Bench marks and ranking
     score vs ``baseline`` (``dganalysis.protocols.leaderboard.ranking_score``). ``summary`` has columns
-    dataset, algorithm, acc, se (one row per pair); ``dominant`` maps dataset → "diversity"/"correlation"."""
+    dataset, algorithm, acc, se (one row per pair); ``dominant`` maps dataset → "diversity"/"correlation".
+    Returns shift → table (rows: algorithms; one "acc ± se ↑/↓" column per dataset, ``Average``, ``Ranking score``)."""
+    f = "ranking_tables"
+    check_frame(summary, ["dataset", "algorithm", "acc", "se"], "summary", func=f,
+                what="dganalysis.shift.benchmark.accuracy_by_dataset")
+    check_mapping(dominant, "dominant", func=f, what="a mapping dataset → 'diversity' | 'correlation'")
+    for k, v in dominant.items():
+        check_choice(v, ("diversity", "correlation"), f"dominant[{k!r}]", func=f)
     from dganalysis.protocols.leaderboard import ranking_marks, ranking_score
 
     out = {}
@@ -123,7 +177,8 @@ def ranking_tables(summary: pd.DataFrame, dominant: Mapping[str, str], baseline:
 
 
 def plot_heatmap(df: pd.DataFrame, x: str, y: str, value: str, ax, title: str = "") -> None:
-    """A Fig. 4-style heatmap of ``value`` over ``x`` (columns) × ``y`` (rows), annotated."""
+    """A Fig. 4-style heatmap of ``value`` over ``x`` (columns) × ``y`` (rows), annotated (a :func:`sanity_grid` frame)."""
+    check_frame(df, [x, y, value], "df", func="plot_heatmap", what="a sanity_grid frame")
     import seaborn as sns
 
     grid = df.pivot(index=y, columns=x, values=value).sort_index(ascending=False)
@@ -132,7 +187,9 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, value: str, ax, title: str = 
 
 
 def plot_shift_map(df: pd.DataFrame, ax) -> None:
-    """Fig. 3: datasets on the (diversity, correlation) plane with SE error bars."""
+    """Fig. 3: datasets on the (diversity, correlation) plane with SE error bars (a :func:`dataset_map` frame)."""
+    check_frame(df, ["label", "diversity", "correlation", "diversity_se", "correlation_se"], "df",
+                func="plot_shift_map", what="a dataset_map frame")
     ax.errorbar(df["diversity"], df["correlation"], xerr=df["diversity_se"].fillna(0),
                 yerr=df["correlation_se"].fillna(0), fmt="o", capsize=3)
     for _, r in df.iterrows():

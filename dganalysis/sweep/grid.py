@@ -322,20 +322,82 @@ def grid_domains(dataset: str, dataset_kwargs: Mapping[str, Any] | None, data_di
         raise ConfigError(f"dataset {dataset!r}: could not be built with dataset_kwargs {dict(dataset_kwargs)}") from None
 
 
+#: keys of a job list file besides ``jobs`` (kept for the reader, ignored by the sweep)
+JOB_LIST_EXTRA_KEYS = ("selected",)
+#: command-line settings that may replace a listed job's field
+JOB_LIST_OVERRIDES = ("steps", "checkpoint_freq", "save_model")
+
+
+def _listed_jobs(path: Path, cfg: dict, data_dir: str | Path | None, overrides: dict[str, Any]) -> list[Job]:
+    """Jobs listed one by one (``{"jobs": [{dataset, algorithm, train_domains, test_domains, ...}, ...]}``, e.g. the
+    selected hyperparameters written by :func:`dganalysis.audit.sweep.write_selected_hparams`), each checked as a
+    grid's jobs are (domain names, hyperparameters)."""
+    import dataclasses
+
+    from dganalysis.validation import ConfigError
+
+    unknown = [k for k in cfg if k not in ("jobs", *JOB_LIST_EXTRA_KEYS)]
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown} beside 'jobs'; allowed: {['jobs', *JOB_LIST_EXTRA_KEYS]}")
+    bad = [k for k in overrides if k not in JOB_LIST_OVERRIDES]
+    if bad:
+        raise ConfigError(f"{path}: a job list takes only {list(JOB_LIST_OVERRIDES)} from the command line, got {bad}")
+    entries = cfg["jobs"]
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: 'jobs' must be a non-empty list of job dicts, got {entries!r:.80}")
+    names = {f.name for f in dataclasses.fields(Job)}
+    domains: dict[str, list[str]] = {}
+    jobs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: jobs[{i}] must be a dict of job fields, got {entry!r:.80}")
+        extra = sorted(set(entry) - names)
+        if extra:
+            raise ConfigError(f"{path}: jobs[{i}] has unknown field(s) {extra}; a job has {sorted(names)}")
+        try:
+            job = dataclasses.replace(Job(**entry), **overrides)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{path}: jobs[{i}]: {e}") from None
+        key = json.dumps([job.dataset, dict(job.dataset_kwargs)], sort_keys=True)
+        if key not in domains:
+            domains[key] = grid_domains(job.dataset, job.dataset_kwargs, data_dir)
+        wrong = [d for d in (*job.train_domains, *job.test_domains, *job.val_domains) if d not in domains[key]]
+        if wrong:
+            raise ConfigError(f"{path}: jobs[{i}]: unknown domains {wrong}; {job.dataset} has {domains[key]}")
+        try:
+            check_job_hparams(job)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: jobs[{i}]: {e}") from None
+        jobs.append(job)
+    return jobs
+
+
 def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **overrides: Any) -> list[Job]:
     """Jobs from a sweep YAML file holding the keys of :func:`make_jobs` (see :data:`SWEEP_KEYS`).
 
     ``overrides`` replace keys of the file (e.g. ``steps`` from the command line).
-    Unknown keys are an error naming the file and the key.
+    Unknown keys are an error naming the file and the key. A file with a ``jobs`` list instead holds the jobs one by
+    one (see :func:`_listed_jobs`); JSON is valid YAML, so such a file may be JSON.
     """
     from dganalysis.io import read_yaml_mapping
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: sweep file not found")
-    cfg = read_yaml_mapping(path, "a mapping of sweep settings at the top level")
     from dganalysis.validation import ConfigError
 
+    if path.suffix.lower() == ".json":  # JSON's numbers (5e-05) are not all YAML 1.1 floats: read JSON as JSON
+        try:
+            cfg = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(cfg, dict):
+            raise ConfigError(f"{path}: expected a mapping of sweep settings at the top level, got {type(cfg).__name__}")
+    else:
+        cfg = read_yaml_mapping(path, "a mapping of sweep settings at the top level")
+
+    if "jobs" in cfg:
+        return _listed_jobs(path, cfg, data_dir, {k: v for k, v in overrides.items() if v is not None})
     cfg = {**cfg, **{k: v for k, v in overrides.items() if v is not None}}
     unknown = [k for k in cfg if k not in SWEEP_KEYS]
     if unknown:

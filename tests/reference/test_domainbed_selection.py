@@ -221,11 +221,14 @@ def test_collect_reads_unfinished_domainbed_runs_as_domainbed(domainbed, tmp_pat
         assert len(_cells(theirs.getvalue())) >= 3 * 5
         assert _cells(ours.getvalue()) == _cells(theirs.getvalue()), name
         n_runs = len([p for p in path.iterdir() if (p / "results.jsonl").is_file()])
-        assert ours.getvalue().count(f"jobs: {n_runs} read ({n_unfinished} of them unfinished") == 3, ours.getvalue()
+        assert ours.getvalue().count(f"jobs: {n_runs} of {n_runs} job folders read ({n_unfinished} of them "
+                                     "unfinished") == 3, ours.getvalue()
+        assert ours.getvalue().count("; none left out") == 3
         skipped = io.StringIO()
         with contextlib.redirect_stdout(skipped):
             assert main_collect(parser.parse_args([str(path), "--se-ddof", "0", "--skip-unfinished"])) == 0
-        assert f"jobs: {n_runs - n_unfinished} read; not in the table: {n_unfinished} unfinished" in skipped.getvalue()
+        assert (f"jobs: {n_runs - n_unfinished} of {n_runs} job folders read; not in the table: {n_unfinished} "
+                "unfinished") in skipped.getvalue(), skipped.getvalue()
         assert _cells(skipped.getvalue()) != _cells(theirs.getvalue())
 
 
@@ -241,9 +244,9 @@ def test_our_store_keeps_skipping_unfinished(tmp_path):
     assert not results.is_our_store(results.find_jobs(tmp_path / "domainbed"))
     ours = results.load(tmp_path / "ours", progress=False)
     assert ours.attrs["jobs"]["unfinished"] == 1 and not ours.attrs["jobs"]["unfinished_read"]
-    assert results.summary_line(ours) == "jobs: 5 read; not in the table: 1 unfinished"
+    assert results.summary_line(ours) == "jobs: 5 of 6 job folders read; not in the table: 1 unfinished"
     theirs = results.load(tmp_path / "domainbed", progress=False)
     assert theirs.attrs["jobs"]["unfinished_read"] == 1 and not theirs.attrs["jobs"]["unfinished"]
-    assert "jobs: 6 read (1 of them unfinished" in results.summary_line(theirs)
+    assert "jobs: 6 of 6 job folders read (1 of them unfinished" in results.summary_line(theirs)
     assert results.load(tmp_path / "ours", include_unfinished=True, progress=False).attrs["jobs"]["unfinished_read"] == 1
     assert results.load(tmp_path / "domainbed", include_unfinished=False, progress=False).attrs["jobs"]["unfinished"] == 1

@@ -1,0 +1,795 @@
+"""A columnar index of a sweep's records, kept beside the store and updated incrementally.
+
+:func:`load_indexed` returns the tidy frame of :func:`dganalysis.results.load` (same columns, values, row order and
+``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one ``.npz`` file
+(:data:`INDEX_NAME`) beside the store, and a later call re-reads only the job folders whose key changed. A job's key is
+its folder (relative path; every folder :func:`dganalysis.results.job_folders` counts, records or not), the size and
+modification time (ns) of its ``results.jsonl`` (-1 without one), which of ``done``,
+``failed`` and ``spec.json`` it holds, ``spec.json``'s modification time and the folder's own modification time (a
+known folder whose mtime is unchanged holds the same files, so it is not listed again). The index also records its format
+version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
+a mismatch rebuilds it.
+
+Reading is fast because (i) lines are parsed with ``orjson`` (falling back to the standard library's ``json`` where
+``orjson`` is missing or refuses a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's ``args``, ``hparams`` and
+domain names, repeated on every line of a job, are turned into the frame's metadata once per job (every line is
+compared with the first, and any difference, or anything unusual, sends the job through
+:func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
+columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
+(``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
+is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.results.load` gives them.
+
+Where it lives: ``<store>/.dganalysis_index.npz`` (with ``<store>/.dganalysis_index.lock``). When the store folder
+is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE_HOME/dganalysis/index/`` (default
+``~/.cache``), named by a hash of the store's resolved path; a log line says so. ``cache_dir=`` chooses that folder.
+
+Concurrency: a reader never sees a half-written index — the file is written to a temporary name in the same folder
+and renamed over the old one (:mod:`dganalysis.io`), and a reader loads every array at once. Writers serialize on an
+``flock`` of the lock file; a writer re-reads the index after taking the lock, so several processes updating at once
+each parse at most the jobs still missing, and the last rename leaves an index that is complete for what it saw (a job
+added later has a key the index lacks, so the next reader adds it). An index that cannot be read (truncated,
+corrupt, another version) is rebuilt, with a warning. Without a lock file (a file system without ``flock``) the
+writes stay atomic; they may only repeat work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io as _io
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dganalysis import io, results
+
+try:  # optional: ~3× faster parsing
+    import orjson
+
+    _loads = orjson.loads
+    _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError,)
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    orjson = None
+    _loads = json.loads
+    _JSONError = (ValueError,)
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = ".dganalysis_index.npz"
+LOCK_NAME = ".dganalysis_index.lock"
+#: format of the index file; another value rebuilds it
+INDEX_VERSION = 4
+_STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
+                "domain", "split", "role", "hparams")
+_META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
+                "trial_seed", "hparams")
+#: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
+#: made in the same tick as the listing leaves the folder's mtime unchanged)
+MTIME_MARGIN_NS = 5_000_000_000
+# flags of a job key
+_DONE, _FAILED, _SPEC = 1, 2, 4
+
+
+def _draw_version() -> int:
+    from dganalysis.hparams import DRAW_VERSION
+
+    return int(DRAW_VERSION)
+
+
+# ---------------------------------------------------------------- where the index lives
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/dganalysis/index`` (``~/.cache/dganalysis/index`` without it)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dganalysis" / "index"
+
+
+def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Where the index of the store ``root`` lives: beside it when ``root`` is writable, else in the cache folder
+    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path."""
+    root = Path(root)
+    if cache_dir is None and os.access(root, os.W_OK):
+        return root / INDEX_NAME
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+    return Path(cache_dir or default_cache_dir()) / f"{digest}.npz"
+
+
+# ---------------------------------------------------------------- scanning job folders
+
+
+def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, int, int, int, int, int]]:
+    """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
+    its mtime_ns, flags, spec.json mtime_ns or -1, the folder's mtime_ns). The walk finds find_jobs's folders.
+
+    ``known`` (relative folder → key, from the index): a known job folder whose mtime is unchanged has the same
+    files (creating or removing ``done``, ``failed`` or ``spec.json`` changes it), so it is not listed again; only
+    its ``results.jsonl`` (and ``spec.json``) are stat'ed.
+    """
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
+    if not root.is_dir():
+        raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
+    top = str(root)
+    known = known or {}
+    found: list[tuple[str, list[str] | None, int]] = []  # (relative folder, file names or None if known, mtime)
+    _walk(top, "", found, known)
+    found.sort(key=lambda t: t[0].split("/"))  # find_jobs's order (Path order)
+    keys = []
+    recent = time.time_ns() - MTIME_MARGIN_NS
+    for rel, files, dir_mtime in found:
+        where = top if rel == "." else os.path.join(top, rel)
+        try:
+            st = os.stat(os.path.join(where, "results.jsonl"))
+            size, mtime = int(st.st_size), int(st.st_mtime_ns)
+        except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
+            size = mtime = -1
+        if files is None:
+            flags = known[rel][3]
+        else:
+            names = set(files)
+            flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
+                | (_SPEC if "spec.json" in names else 0)
+        spec_mtime = -1
+        if flags & _SPEC:
+            with contextlib.suppress(FileNotFoundError):
+                spec_mtime = os.stat(os.path.join(where, "spec.json")).st_mtime_ns
+        if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
+            dir_mtime = -1
+        keys.append((rel, size, mtime, flags, int(spec_mtime), int(dir_mtime)))
+    return keys
+
+
+def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
+    """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
+    is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
+    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`)."""
+    here = os.path.join(top, rel) if rel else top
+    try:
+        mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
+        with os.scandir(here) as it:
+            entries = list(it)
+    except OSError:
+        return
+    dirs, files = [], []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        (dirs if is_dir else files).append(e)
+    names = [e.name for e in files]
+    if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
+        found.append((rel or ".", names, mtime))
+        return
+    for e in dirs:
+        if e.is_symlink():
+            continue
+        sub = f"{rel}/{e.name}" if rel else e.name
+        key = known.get(sub)
+        if key is not None:
+            try:
+                if e.stat(follow_symlinks=False).st_mtime_ns == key[5]:
+                    found.append((sub, None, key[5]))
+                    continue
+            except OSError:
+                continue
+        _walk(top, sub, found, known)
+
+
+# ---------------------------------------------------------------- the index in memory
+
+
+class _Index:
+    """The parsed records of one store: a job table, string tables and flat numeric columns.
+
+    Records of job ``j`` are ``rec_*[start_j : start_j + count_j]`` in file order; a record's rows (one per
+    (domain, split), in :func:`dganalysis.results.load` order) are ``acc[rec_off[r] : rec_off[r] + len(layout)]``
+    with the domain/split/role of layout ``rec_layout[r]``.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[dict[str, Any]] = []  # key, status, problem, exploded, count
+        self.metas: list[list] = []
+        self.layouts: list[list[list[str]]] = []
+        self._meta_ids: dict[tuple, int] = {}
+        self._layout_ids: dict[tuple, int] = {}
+        self.rec_meta = np.zeros(0, np.int32)
+        self.rec_layout = np.zeros(0, np.int32)
+        self.rec_step = np.zeros(0, np.int64)
+        self.acc = np.zeros(0, np.float64)
+
+    # ---- tables
+    def meta_id(self, meta: tuple) -> int:
+        i = self._meta_ids.get(meta)
+        if i is None:
+            i = self._meta_ids[meta] = len(self.metas)
+            self.metas.append(list(meta))
+        return i
+
+    def layout_id(self, layout: tuple) -> int:
+        i = self._layout_ids.get(layout)
+        if i is None:
+            i = self._layout_ids[layout] = len(self.layouts)
+            self.layouts.append([list(r) for r in layout])
+        return i
+
+    def _rebuild_maps(self) -> None:
+        self._meta_ids = {tuple(m): i for i, m in enumerate(self.metas)}
+        self._layout_ids = {tuple(tuple(r) for r in lay): i for i, lay in enumerate(self.layouts)}
+
+    # ---- file format
+    def to_bytes(self) -> bytes:
+        head = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs}
+        buf = _io.BytesIO()
+        np.savez(buf, head=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
+                 tables=np.frombuffer(json.dumps({"metas": self.metas, "layouts": self.layouts}).encode(), np.uint8),
+                 rec_meta=self.rec_meta, rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
+        return buf.getvalue()
+
+    @classmethod
+    def read(cls, path: Path, lazy: bool = False) -> _Index | None:
+        """The index at ``path``; None when missing, unreadable or of another version (logged). ``lazy``: read the
+        job table only; the rest comes from the same open file (the same version of it, even if a writer has renamed
+        a newer one over it meanwhile) when :meth:`full` is called."""
+        if not path.is_file():
+            return None
+        fh = None
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - kept open until full() (or garbage collection)
+            z = np.load(fh, allow_pickle=False)
+            head = _loads(z["head"].tobytes())
+            if head.get("version") != INDEX_VERSION or head.get("draw_version") != _draw_version():
+                log.info("%s: index of another version; rebuilding it", path)
+                fh.close()
+                return None
+            idx = cls()
+            idx.jobs = head["jobs"]
+            idx._z, idx._fh = z, fh
+            if not lazy:
+                idx.full()
+            return idx
+        except Exception as err:  # noqa: BLE001 - any damage means: rebuild
+            if fh is not None:
+                fh.close()
+            log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
+            return None
+
+    def full(self) -> _Index:
+        """Load the tables and arrays of a lazily read index (checked against the job table); ValueError if damaged."""
+        z = getattr(self, "_z", None)
+        if z is None:
+            return self
+        try:
+            tables = _loads(z["tables"].tobytes())
+            arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
+        finally:
+            z.close()
+            self._fh.close()
+            self._z = self._fh = None
+        self.metas, self.layouts = tables["metas"], tables["layouts"]
+        self.rec_meta, self.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
+        self.rec_step, self.acc = arrays["rec_step"], arrays["acc"]
+        self._meta_ids, self._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
+        counts = [j["count"] for j in self.jobs]
+        lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
+        n_rec = sum(counts)
+        if not (len(self.rec_meta) == len(self.rec_layout) == len(self.rec_step) == n_rec) \
+                or int(lens[self.rec_layout].sum() if n_rec else 0) != len(self.acc) \
+                or (n_rec and (self.rec_meta.max() >= len(self.metas) or self.rec_layout.max() >= len(self.layouts))):
+            raise ValueError("array lengths disagree with the job table")
+        return self
+
+    def rec_offsets(self) -> np.ndarray:
+        lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
+        off = np.zeros(len(self.rec_layout) + 1, dtype=np.int64)
+        if len(self.rec_layout):
+            np.cumsum(lens[self.rec_layout], out=off[1:])
+        return off
+
+
+# ---------------------------------------------------------------- parsing one job
+
+
+class _Parsed:
+    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc")
+
+    def __init__(self, status: str) -> None:
+        self.status, self.problem, self.exploded = status, None, False
+        self.meta: list[int] = []
+        self.layout: list[int] = []
+        self.step: list[int] = []
+        self.acc: list[np.ndarray] = []
+
+
+def _status(flags: int) -> str:
+    return "done" if flags & _DONE else "failed" if flags & _FAILED else "unfinished"
+
+
+def _fast_records(path: Path) -> list[dict[str, Any]] | None:
+    """The records of ``path`` parsed with orjson; None on anything unusual (then results.read_records decides)."""
+    if orjson is None:
+        return None
+    records = []
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = _loads(line)
+        except _JSONError:
+            return None
+        if not isinstance(rec, dict):
+            return None
+        records.append(rec)
+    return records
+
+
+_DOMAIN_FIELDS = ("domains", "train_domains", "test_domains", "val_domains")
+_NUMBER_TYPES = frozenset({float, int, type(None)})
+
+
+def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
+    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message)."""
+    out = _Parsed(_status(flags))
+    if out.status == "failed" or not (folder / "results.jsonl").is_file():
+        return out
+    results_path = folder / "results.jsonl"
+    try:
+        spec = results._read_spec(folder)
+        records = _fast_records(results_path)
+        if records is None:
+            records = results.read_records(results_path)
+        results._check_draw(folder, records)
+        _add_records(idx, out, records, job_id, results_path, spec)
+        out.exploded = results._loss_exploded(records)
+    except ValueError as err:
+        out.problem = str(err)
+        out.meta, out.layout, out.step, out.acc = [], [], [], []
+    return out
+
+
+def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: Path,
+                 spec: dict[str, Any]) -> None:
+    ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
+    ref_meta = ref_layout = -1
+    acc_keys: list[str] = []
+    fields: list[str] = []
+    pending: list[Any] = []  # accuracies of fast records (checked: int, float or None), converted in one go
+    for n, rec in enumerate(records, start=1):
+        if ref is not None and rec.keys() == ref.keys() and rec["args"] == ref["args"] \
+                and rec.get("hparams") == ref.get("hparams") and (not fields or all(rec[f] == ref[f] for f in fields)):
+            vals = [rec[k] for k in acc_keys]
+            step = rec["step"]
+            if set(map(type, vals)) <= _NUMBER_TYPES and type(step) is int:
+                out.meta.append(ref_meta)
+                out.layout.append(ref_layout)
+                out.step.append(step)
+                pending.extend(vals)
+                continue
+        if pending:
+            out.acc.append(np.array(pending, dtype=np.float64))  # None → NaN, as float('nan') in results.load
+            pending = []
+        # results.load's own code for this record: metadata, rows and error messages
+        where = f"{results_path}:{n}"
+        meta: dict[str, list] = {c: [] for c in results._META}
+        rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}
+        try:
+            results._append_rows(meta, rows, rec, job_id, where, spec)
+        except ValueError as err:
+            if str(err).startswith(where):
+                raise
+            raise ValueError(f"{where}: {err}") from err
+        except (TypeError, KeyError, AttributeError) as err:
+            raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+        ref_meta = idx.meta_id(tuple(meta[f][0] for f in _META_FIELDS))
+        ref_layout = idx.layout_id(tuple(zip(rows["domain"], rows["split"], rows["role"])))
+        out.meta.append(ref_meta)
+        out.layout.append(ref_layout)
+        out.step.append(meta["step"][0])
+        out.acc.append(np.array(rows["acc"], dtype=np.float64))
+        ref = rec
+        fields = [f for f in _DOMAIN_FIELDS if f in rec]
+        # the acc keys in row order: results._append_rows sorts (env index, split)
+        pairs = sorted((int(m.group(1)), m.group(2)) for k in rec if (m := results._ENV_KEY.match(k)))
+        acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
+    if pending:
+        out.acc.append(np.array(pending, dtype=np.float64))
+
+
+# ---------------------------------------------------------------- building and updating
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+
+        fh = open(lock_path, "a+")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield  # no lock: writes stay atomic, work may be repeated
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()  # releases the lock
+
+
+def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, int]:
+    """A new index for the scanned ``keys``: ``old``'s records for unchanged jobs, the rest parsed.
+    Returns (index, number of jobs parsed)."""
+    new = _Index()
+    old_by_key: dict[tuple, int] = {}
+    if old is not None:
+        new.metas, new.layouts = old.metas, old.layouts
+        new._rebuild_maps()
+        old_by_key = {tuple(j["key"]): i for i, j in enumerate(old.jobs)}
+        old_start = np.zeros(len(old.jobs) + 1, dtype=np.int64)
+        np.cumsum([j["count"] for j in old.jobs], out=old_start[1:])
+        old_off = old.rec_offsets()
+    pieces: list[tuple] = []  # per job: arrays (meta, layout, step, acc)
+    parsed = 0
+    for key in keys:
+        i = old_by_key.get(tuple(key))
+        if i is not None:
+            job = old.jobs[i]
+            a, b = old_start[i], old_start[i + 1]
+            pieces.append((old.rec_meta[a:b], old.rec_layout[a:b], old.rec_step[a:b], old.acc[old_off[a]:old_off[b]]))
+        else:
+            folder = root if key[0] == "." else root / key[0]
+            p = _parse_job(new, folder, folder.name, key[3])
+            parsed += 1
+            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step),
+                   "records": key[1] >= 0}
+            pieces.append((np.asarray(p.meta, np.int32), np.asarray(p.layout, np.int32),
+                           np.asarray(p.step, np.int64),
+                           np.concatenate(p.acc) if p.acc else np.zeros(0, np.float64)))
+        new.jobs.append({**job, "key": list(key)})
+    if pieces:
+        new.rec_meta, new.rec_layout, new.rec_step, new.acc = (np.concatenate([p[k] for p in pieces]) for k in range(4))
+    return new, parsed
+
+
+def _known(idx: _Index | None) -> dict[str, list]:
+    return {j["key"][0]: j["key"] for j in idx.jobs} if idx is not None else {}
+
+
+def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False) -> _Index:
+    """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
+    written back atomically when anything changed. See the module docstring for where it lives."""
+    root = Path(root)
+    path = index_location(root, cache_dir)
+    old = _Index.read(path, lazy=lazy)
+    keys = _scan(root, _known(old))
+    if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+        return old
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock_ctx = _locked(path.parent / (LOCK_NAME if path.name == INDEX_NAME else path.name + ".lock"))
+    except OSError:
+        lock_ctx = contextlib.nullcontext()
+    with lock_ctx:
+        old = _Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
+        keys = _scan(root, _known(old))
+        if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+            return old
+        new, parsed = _merge(old, keys, root)
+        try:
+            io.write_bytes(path, new.to_bytes())
+        except OSError as err:
+            if cache_dir is not None or path.name != INDEX_NAME:
+                log.warning("could not write the index %s (%s); continuing without it", path, err)
+            else:
+                fallback = index_location(root, default_cache_dir())
+                log.info("store %s is not writable (%s); keeping its index in %s", root, err, fallback)
+                with contextlib.suppress(OSError):
+                    io.write_bytes(fallback, new.to_bytes())
+        log.info("index %s: %d of %d jobs (re)read", path, parsed, len(keys))
+    return new
+
+
+# ---------------------------------------------------------------- the tidy frame
+
+
+def load_indexed(
+    path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, strict: bool = True,
+    categorical: bool = True, cache_dir: str | Path | None = None, progress: bool = False,
+) -> pd.DataFrame:
+    """:func:`dganalysis.results.load` through the index: the same rows, values, order and ``attrs``.
+
+    ``include_unfinished`` and ``strict`` as in :func:`~dganalysis.results.load`. ``categorical=True`` returns the
+    string columns as ``category`` (sorted categories); ``False`` as ``str``, equal to ``load``'s frame.
+    ``cache_dir``: where indexes of stores that cannot be written go (default :func:`default_cache_dir`).
+    ``progress`` is accepted for ``load``'s signature and ignored.
+    """
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("load_indexed: expected at least one results directory, got an empty list")
+    if include_unfinished not in (None, True, False):
+        raise ValueError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
+                         "True or False")
+    return _assemble([(Path(p), update_index(p, cache_dir)) for p in paths], include_unfinished, strict, categorical)
+
+
+def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,
+              categorical: bool) -> pd.DataFrame:
+    """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame."""
+    counts = dict.fromkeys(results.JOB_COUNT_KEYS, 0)
+    problems: list[str] = []
+    exploded: list[str] = []
+    seen: set[str] = set()
+    chunks = []  # per store: (index, record start/stop per chosen job, job names)
+    for root, idx in indexes:
+        counts["folders"] += len(idx.jobs)
+        ours = any(j["key"][3] & (_SPEC | _FAILED) for j in idx.jobs)
+        read_unfinished = (not ours) if include_unfinished is None else include_unfinished
+        start = 0
+        chosen: list[tuple[int, int, str]] = []
+        for job in idx.jobs:
+            a, start = start, start + job["count"]
+            status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
+            job_dir = root if rel == "." else root / rel
+            job_id = job_dir.name
+            if status == "failed":
+                counts["failed"] += 1
+                counts["failed_no_records"] += not has_records
+                continue
+            if status == "unfinished" and not has_records:
+                counts["no_records"] += 1
+                continue
+            if status == "unfinished" and not read_unfinished:
+                counts["unfinished"] += 1
+                continue
+            if not has_records:  # ``done`` without records
+                counts["unreadable"] += 1
+                problems.append(f"{job_dir}: marked done but holds no results.jsonl")
+                log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
+                continue
+            if job_id in seen:
+                log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
+                counts["duplicate"] += 1
+                continue
+            if job["problem"] is not None:
+                if strict:
+                    raise ValueError(job["problem"])
+                counts["unreadable"] += 1
+                problems.append(job["problem"])
+                log.warning("skipped job %s: %s", job_dir, job["problem"])
+                continue
+            seen.add(job_id)
+            counts["unfinished_read"] += status == "unfinished"
+            if job["exploded"]:
+                exploded.append(job_id)
+                log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)",
+                            job_dir / "results.jsonl", results.LOSS_EXPLOSION_FACTOR)
+            chosen.append((a, start, job_id))
+        chunks.append((idx, chosen))
+    counts["read"] = len(seen)
+    job_counts = dict(counts)
+    df, may_repeat = _frame(chunks, categorical)
+    n = len(df)
+    if may_repeat:
+        df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last").reset_index(drop=True)
+        if len(df) < n:
+            log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)",
+                        n - len(df))
+    df.attrs.update({"jobs": job_counts, "problems": problems, "exploded": exploded})
+    return df
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(a, b)`` for each pair, vectorized."""
+    lens = stops - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = lens > 0
+    starts, lens = starts[keep], lens[keep]
+    steps = np.ones(total, dtype=np.int64)
+    steps[0] = starts[0]
+    ends = np.cumsum(lens)[:-1]
+    steps[ends] = starts[1:] - (starts[:-1] + lens[:-1] - 1)
+    return np.cumsum(steps)
+
+
+class _Strings:
+    """One string table per column: value → code."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, int]] = {c: {} for c in _STR_COLUMNS}
+
+    def codes(self, column: str, values: Iterable[str]) -> np.ndarray:
+        table = self.tables[column]
+        return np.array([table.setdefault(v, len(table)) for v in values], dtype=np.int32)
+
+    def column(self, column: str, codes: np.ndarray, rows: np.ndarray | None, categorical: bool) -> Any:
+        """The column of ``codes[rows]`` (``rows`` None: every code): ``str`` values, or a categorical whose
+        categories are the values used, sorted. Codes are remapped before they are spread to rows."""
+        values = np.array(list(self.tables[column]), dtype=object)
+        if not categorical:
+            out = values[codes] if len(values) else np.zeros(len(codes), dtype=object)
+            return out if rows is None else out[rows]
+        used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else codes
+        order = used[np.argsort(values[used].astype(str), kind="stable")] if len(used) else used
+        remap = np.full(len(values), -1, dtype=np.int32)
+        remap[order] = np.arange(len(order), dtype=np.int32)
+        small = np.int8 if len(order) < 2**7 else np.int16 if len(order) < 2**15 else np.int32
+        final = (remap[codes] if len(codes) else codes).astype(small)  # pandas' own code dtype: no copy later
+        cats = pd.Index(values[order].astype(str) if len(order) else np.zeros(0, dtype=str), dtype="str")
+        return pd.Categorical.from_codes(final if rows is None else final[rows], categories=cats)
+
+
+_REC_COLUMNS = ("job_id", *_META_FIELDS, "step")  # columns constant within a record
+_ROW_COLUMNS = ("domain", "split", "role")  # columns of a record's layout
+
+
+def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical: bool) -> tuple[pd.DataFrame, bool]:
+    """The tidy frame of the chosen jobs' records, and whether a (job, step, domain, split) may repeat (a job
+    resumed after a crash records a step twice; a layout may name a domain twice): then load's drop_duplicates runs.
+
+    Columns constant within a record are built per record and spread to the rows at the end (one gather of small
+    integer codes per column), which keeps the peak memory near the frame's own size."""
+    strings = _Strings()
+    may_repeat = False
+    rec_parts: dict[str, list[np.ndarray]] = {c: [] for c in _REC_COLUMNS}
+    row_parts: dict[str, list[np.ndarray]] = {c: [] for c in (*_ROW_COLUMNS, "acc", "record")}
+    n_recs = 0
+    for idx, chosen in chunks:
+        if not chosen:
+            continue
+        a = np.array([c[0] for c in chosen], dtype=np.int64)
+        b = np.array([c[1] for c in chosen], dtype=np.int64)
+        recs = _ranges(a, b)
+        if not len(recs):
+            continue
+        rec_job = np.repeat(strings.codes("job_id", [c[2] for c in chosen]), b - a)
+        steps = idx.rec_step[recs]
+        lay = idx.rec_layout[recs]
+        may_repeat = may_repeat or pd.MultiIndex.from_arrays([rec_job, steps]).has_duplicates \
+            or any(len({(r[0], r[1]) for r in idx.layouts[i]}) < len(idx.layouts[i]) for i in np.unique(lay))
+        rec_parts["job_id"].append(rec_job)
+        rec_parts["step"].append(steps)
+        meta = idx.rec_meta[recs]
+        for k, col in enumerate(_META_FIELDS):
+            values = [m[k] for m in idx.metas]
+            if col in ("hparams_seed", "trial_seed"):
+                rec_parts[col].append(np.asarray(values, dtype=np.int64)[meta])
+            else:
+                rec_parts[col].append(strings.codes(col, values)[meta])
+        off = idx.rec_offsets()
+        lens = (off[recs + 1] - off[recs]).astype(np.int32)
+        every = len(recs) == len(idx.rec_step)  # every record of the store (the usual case): no gather
+        row_parts["acc"].append(idx.acc if every else idx.acc[_ranges(off[recs], off[recs + 1])])
+        row_rec = np.repeat(np.arange(len(recs), dtype=np.int32), lens)
+        # row r of a record with layout l is the flat layout row lay_start[l] + r
+        lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int32)
+        lay_start = np.concatenate([[0], np.cumsum(lay_len)[:-1]]).astype(np.int32)
+        lrow = np.arange(len(row_rec), dtype=np.int32)
+        lrow += (lay_start[lay] - (np.cumsum(lens, dtype=np.int32) - lens))[row_rec]
+        flat = [r for x in idx.layouts for r in x]
+        for k, col in enumerate(_ROW_COLUMNS):
+            row_parts[col].append(strings.codes(col, (r[k] for r in flat))[lrow])
+        row_parts["record"].append(row_rec + np.int32(n_recs))
+        n_recs += len(recs)
+    cat = {c: (np.concatenate(v) if v else np.zeros(0, dtype=np.int32)) for c, v in {**rec_parts, **row_parts}.items()}
+    record = cat.pop("record")
+    data = {}
+    for col in results.COLUMNS:
+        arr = cat[col]
+        if col in _STR_COLUMNS:
+            data[col] = strings.column(col, arr, record if col in _REC_COLUMNS else None, categorical)
+        elif col == "acc":
+            data[col] = arr.astype(np.float64, copy=False)
+        else:
+            data[col] = arr.astype(np.int64, copy=False)[record]
+        cat[col] = None  # free the per-record codes as soon as the column is built
+    return pd.DataFrame(data, columns=results.COLUMNS, copy=False), may_repeat
+
+
+# ---------------------------------------------------------------- selections of an unchanged sweep, cached
+
+#: the three methods DomainBed's collect_results prints
+DOMAINBED_METHODS = ("training_domain", "leave_one_out", "oracle")
+_INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
+_FLOAT_OUTPUT = ("acc", "val_acc")
+
+
+def _code_digest() -> str:
+    """Digest of the code a cached selection depends on (reading, indexing, selecting)."""
+    from dganalysis import selection
+
+    h = hashlib.sha256()
+    for mod in (results, selection):
+        h.update(Path(mod.__file__).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+def select_indexed(
+    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
+    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
+    cache_dir: str | Path | None = None,
+) -> dict[str, pd.DataFrame]:
+    """``{method: dganalysis.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
+
+    The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
+    folder's key, see the module docstring), the arguments and a digest of the reading and selection code; a repeated
+    call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
+    the tidy frame. Any change re-selects. String columns come back as ``str``; ``attrs`` are load_indexed's.
+    """
+    from dganalysis.selection import METHODS, OUTPUT, select
+
+    methods = list(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"select_indexed: unknown methods {bad}; expected some of {list(METHODS)}")
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("select_indexed: expected at least one results directory, got an empty list")
+    h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
+    indexes = []
+    for p in paths:
+        idx = update_index(p, cache_dir, lazy=True)  # the job table decides whether the cache holds
+        indexes.append((Path(p), idx))
+        h.update(str(Path(p).resolve()).encode())
+        h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
+    key = h.hexdigest()
+    where = index_location(Path(paths[0]), cache_dir)
+    folder = where.parent / (where.name + ".select")
+    out: dict[str, pd.DataFrame] = {}
+    df = None
+    for method in methods:
+        file = folder / f"{method}.json"
+        cached = _read_cached(file, key, OUTPUT)
+        if cached is not None:
+            out[method] = cached
+            continue
+        if df is None:
+            full = []
+            for p, idx in indexes:
+                try:
+                    full.append((p, idx.full()))
+                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
+                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
+                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
+                    full.append((p, update_index(p, cache_dir)))
+            df = _assemble(full, include_unfinished, strict, categorical=True)
+        sel = select(df, method, tie_tol=tie_tol)
+        sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
+        sel.attrs = dict(df.attrs)
+        payload = {"key": key, "attrs": sel.attrs, "columns": {c: sel[c].tolist() for c in OUTPUT}}
+        try:
+            io.write_bytes(file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
+        except OSError as err:
+            log.warning("could not cache the %s selection in %s (%s)", method, file, err)
+        out[method] = _read_cached(file, key, OUTPUT) if file.is_file() else sel
+    return out
+
+
+def _read_cached(file: Path, key: str, columns: list[str]) -> pd.DataFrame | None:
+    try:
+        payload = _loads(file.read_bytes())
+    except (OSError, *_JSONError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    cols = payload["columns"]
+    data = {}
+    for c in columns:
+        if c in _INT_OUTPUT:
+            data[c] = np.asarray(cols[c], dtype=np.int64)
+        elif c in _FLOAT_OUTPUT:
+            data[c] = np.asarray([np.nan if v is None else v for v in cols[c]], dtype=np.float64)
+        else:
+            data[c] = pd.array(cols[c], dtype="str")
+    df = pd.DataFrame(data, columns=columns)
+    df.attrs = payload["attrs"]
+    return df

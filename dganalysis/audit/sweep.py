@@ -1,0 +1,379 @@
+"""Analyses only a raw sweep allows (a published table cannot): how much model selection costs, whether it changes
+the ranking, whether the hyperparameter search had saturated, LODO vs LOGO, and the selected hyperparameters.
+
+Inputs are the tidy frame of :func:`dganalysis.results.load` (or :func:`dganalysis.audit.index.load_indexed`) and,
+where a function takes ``selections``, either method names or ``{method: dganalysis.selection.select(df, method)}``
+already computed. Selection is always :func:`dganalysis.selection.select` (DomainBed's methods, bit for bit).
+Accuracies are reported in points (percent). A dataset's *average* is DomainBed's "Avg" computed per trial: the mean
+over the dataset's columns (its test domains, from the runs with the fewest test domains, as
+:func:`dganalysis.tables.build_tables` with ``test_domains="auto"``); a trial missing a column has no average.
+
+References: Gulrajani & Lopez-Paz 2021 (model selection, Sec. 3); Dodge et al. 2019, *Show Your Work* (expected
+validation performance, Sec. 3, eq. 1-2); Yu et al. 2024, *Rethinking the Evaluation Protocol of DG* (LOGO, Sec. 4).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dganalysis import io
+from dganalysis.selection import CONFIG, METHODS, select
+
+#: the selection methods whose regret against ``oracle`` is reported
+REGRET_METHODS = ("training_domain", "leave_one_out")
+#: a search is flagged as not saturated when doubling the budget to its full size still gains more than this (points)
+SATURATION_GAIN = 0.5
+_KEYS = ["dataset", "algorithm", "setting"]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _str(df: pd.DataFrame) -> pd.DataFrame:
+    cats = {c: "str" for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)}
+    return df.astype(cats) if cats else df
+
+
+def _selections(df: pd.DataFrame, selections: Mapping[str, pd.DataFrame] | Iterable[str] | None,
+                need: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
+    """``{method: selected}``: given frames are used as they are, names are selected here, ``need`` is added."""
+    if selections is None:
+        selections = {}
+    if isinstance(selections, str):
+        raise ValueError(f"selections: expected method names or {{method: selected frame}}, got the string "
+                         f"{selections!r}; write [{selections!r}]")
+    out = dict(selections) if isinstance(selections, Mapping) else dict.fromkeys(selections)
+    for m in need:
+        out.setdefault(m, None)
+    bad = [m for m in out if m not in METHODS]
+    if bad:
+        raise ValueError(f"selections: unknown methods {bad}; expected some of {list(METHODS)}")
+    return {m: _str(select(df, m) if s is None else s) for m, s in out.items()}
+
+
+def _columns(selected: pd.DataFrame) -> pd.DataFrame:
+    """The configs with the fewest test domains per dataset (DomainBed's single-test-domain runs)."""
+    k = selected["test_domains"].str.count(",") + 1
+    return selected[k == k.groupby(selected["dataset"]).transform("min")]
+
+
+def trial_averages(selected: pd.DataFrame, columns: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (dataset, algorithm, setting, trial_seed): the mean selected accuracy (points) over the dataset's columns
+    (DomainBed's Avg computed per trial); trials missing a column are dropped. ``columns`` (rows with dataset,
+    train/test/val domains and domain) fixes the columns; default: those of ``selected``."""
+    sel = _columns(_str(selected))
+    cols = ["train_domains", "test_domains", "val_domains", "domain"]
+    if columns is None:
+        columns = sel
+    n_cols = columns.drop_duplicates(["dataset", *cols]).groupby("dataset").size().rename("n_cols")
+    g = sel.groupby([*_KEYS, "trial_seed"], as_index=False).agg(avg=("acc", "mean"), n=("acc", "size"))
+    g = g.merge(n_cols, left_on="dataset", right_index=True)
+    g = g[g["n"] == g["n_cols"]]
+    return g.assign(avg=100 * g["avg"])[[*_KEYS, "trial_seed", "avg"]].reset_index(drop=True)
+
+
+def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """Mean and Student-t interval over the values (trials): valid for small n under normality (n ≥ 2)."""
+    n = len(values)
+    mean = float(np.mean(values)) if n else float("nan")
+    if n < 2:
+        return mean, float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * np.std(values, ddof=1) / np.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _drop_single_setting(out: pd.DataFrame) -> pd.DataFrame:
+    """Drop the ``setting`` column when each (dataset, algorithm) has one setting (the usual sweep)."""
+    if out.empty or out.groupby(["dataset", "algorithm"])["setting"].nunique().max() <= 1:
+        return out.drop(columns="setting")
+    return out
+
+
+# ---------------------------------------------------------------- model-selection sensitivity
+
+
+def selection_regret(
+    df: pd.DataFrame, selections: Mapping[str, pd.DataFrame] | Iterable[str] | None = REGRET_METHODS,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Regret of each selection method against the oracle (test-domain validation), in points, per
+    (dataset, algorithm): per trial, the oracle's dataset average minus the method's (positive: the method picked
+    worse models than the oracle could), then its mean over trials with a Student-t interval at ``confidence``
+    (valid at 3 trials under normality of the per-trial regrets; a bootstrap over 3 trials is not).
+
+    Returns columns dataset, algorithm, selection, regret, ci_low, ci_high, n (trials with every column under both
+    methods); ``setting`` too when a (dataset, algorithm) has several settings.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"selection_regret: confidence must be in (0, 1), got {confidence!r}")
+    sels = _selections(df, selections, need=("oracle",))
+    oracle = trial_averages(sels["oracle"])
+    rows = []
+    for method, sel in sels.items():
+        if method == "oracle":
+            continue
+        both = oracle.merge(trial_averages(sel, columns=_columns(sels["oracle"])), on=[*_KEYS, "trial_seed"],
+                            suffixes=("_oracle", ""))
+        for key, part in both.groupby(_KEYS, sort=True):
+            regret = (part["avg_oracle"] - part["avg"]).to_numpy()
+            mean, lo, hi = _t_interval(regret, confidence)
+            rows.append({**dict(zip(_KEYS, key)), "selection": method, "regret": mean, "ci_low": lo, "ci_high": hi,
+                         "n": len(regret)})
+    cols = [*_KEYS, "selection", "regret", "ci_low", "ci_high", "n"]
+    return _drop_single_setting(pd.DataFrame(rows, columns=cols))
+
+
+def ranking_changes(df: pd.DataFrame, selections: Mapping[str, pd.DataFrame] | Iterable[str] | None = (
+        "training_domain", "leave_one_out", "oracle")) -> pd.DataFrame:
+    """Per dataset, the algorithms' ranks under each selection method (1 = best mean over trials of the dataset
+    average; ties share the mean rank), whether the ranking changes between methods, and Kendall's tau and Spearman's
+    rho between every pair of methods (over the algorithms ranked by both).
+
+    One method given: compared with the oracle (the oracle alone: with training-domain validation).
+    Returns one row per (dataset, algorithm): ``mean_<method>`` (points), ``rank_<method>``, ``changed`` (True where
+    the dataset's ranking differs between any two methods), ``kendall_<a>_<b>``, ``spearman_<a>_<b>``.
+    """
+    sels = _selections(df, selections)
+    if len(sels) < 2:  # one method: compared with the oracle (what the method costs in ranking)
+        sels = _selections(df, {**sels, "oracle": None} if "oracle" not in sels else {**sels, "training_domain": None})
+    wide = None
+    for method, sel in sels.items():
+        means = trial_averages(sel).groupby(["dataset", "algorithm"], as_index=False)["avg"].mean()
+        means = means.rename(columns={"avg": f"mean_{method}"})
+        wide = means if wide is None else wide.merge(means, on=["dataset", "algorithm"], how="outer")
+    parts = []
+    for _, part in wide.groupby("dataset", sort=True):
+        part = part.copy()
+        for m in sels:
+            part[f"rank_{m}"] = part[f"mean_{m}"].rank(ascending=False, method="average")
+        ranks = part[[f"rank_{m}" for m in sels]]
+        complete = ranks.dropna()
+        part["changed"] = bool((complete.nunique(axis=1) > 1).any()) if len(complete) else False
+        for a, b in itertools.combinations(sels, 2):
+            both = part[[f"mean_{a}", f"mean_{b}"]].dropna()
+            tau = rho = float("nan")
+            if len(both) >= 2 and both.iloc[:, 0].nunique() > 1 and both.iloc[:, 1].nunique() > 1:
+                tau = float(stats.kendalltau(both.iloc[:, 0], both.iloc[:, 1]).statistic)
+                rho = float(stats.spearmanr(both.iloc[:, 0], both.iloc[:, 1]).statistic)
+            part[f"kendall_{a}_{b}"], part[f"spearman_{a}_{b}"] = tau, rho
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True).sort_values(["dataset", "algorithm"], ignore_index=True)
+
+
+# ---------------------------------------------------------------- expected best accuracy vs search budget
+
+
+def expected_max(values: np.ndarray, n: int, order: np.ndarray | None = None) -> float:
+    """Dodge et al. (2019) eq. 1: the expected maximum of ``n`` draws with replacement from the empirical
+    distribution of ``values``, E = Σ_i v_(i) [(i/N)^n − ((i−1)/N)^n] over the values sorted ascending.
+
+    ``order`` (e.g. validation scores) sorts the draws instead: then E is the expected ``values`` of the draw a search
+    of ``n`` draws would pick by ``order`` (the expected test accuracy of the validation-selected model). Ties in
+    ``order`` are broken by ``values`` ascending (pessimistic)."""
+    values = np.asarray(values, dtype=float)
+    big_n = len(values)
+    if big_n == 0 or n < 1:
+        raise ValueError(f"expected_max: need at least one value and n ≥ 1, got {big_n} values and n={n}")
+    idx = np.argsort(values, kind="stable") if order is None else np.lexsort((values, np.asarray(order, float)))
+    i = np.arange(1, big_n + 1)
+    weights = (i / big_n) ** n - ((i - 1) / big_n) ** n
+    return float(np.dot(values[idx], weights))
+
+
+def _per_draw(df: pd.DataFrame, selection: str) -> pd.DataFrame:
+    """Per (config, test domain, hparams draw): the test accuracy and validation score of the draw's own
+    checkpoint choice under ``selection`` (select() run on each draw's runs alone)."""
+    parts = []
+    for _, part in df.groupby("hparams_seed", sort=True):
+        sel = select(part, selection)
+        if len(sel):
+            parts.append(_str(sel))
+    if not parts:
+        return pd.DataFrame(columns=[*CONFIG, "domain", "acc", "val_acc", "hparams_seed"])
+    return _columns(pd.concat(parts, ignore_index=True))
+
+
+def expected_max_curve(
+    df: pd.DataFrame, selection: str = "training_domain", budgets: Sequence[int] | None = None,
+    n_boot: int = 200, confidence: float = 0.95, seed: int = 0,
+) -> pd.DataFrame:
+    """Expected best accuracy as a function of the number of hyperparameter draws (Dodge et al. 2019, Sec. 3).
+
+    For each (dataset, algorithm, trial, test domain) the N hparams draws of the sweep each give a test accuracy at
+    the checkpoint ``selection`` picks within that draw, and a validation score. The expected accuracy of a search of
+    n draws is :func:`expected_max` of the accuracies ordered by validation score (the draw such a search would pick;
+    with ``selection="oracle"`` the score is the test domain's own 'out' split). The curve is averaged over test
+    domains (the dataset average) and trials, in points. CI: percentile bootstrap over draws — ``n_boot`` resamples
+    of the hparams seeds with replacement, the same resample for every trial and test domain of a (dataset,
+    algorithm) — at ``confidence``; it shows how much the curve depends on which draws the sweep happened to make.
+
+    ``budgets`` default 1..N. Returns columns dataset, algorithm, budget, expected_max, ci_low, ci_high.
+    """
+    if selection not in METHODS:
+        raise ValueError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
+    if n_boot < 0 or not 0 < confidence < 1:
+        raise ValueError(f"expected_max_curve: n_boot ≥ 0 and confidence in (0, 1) expected, got {n_boot}, {confidence}")
+    if budgets is not None and (isinstance(budgets, (str, int)) or any(int(b) < 1 for b in budgets)):
+        raise ValueError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
+    draws = _per_draw(df, selection)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (ds, alg), part in draws.groupby(["dataset", "algorithm"], sort=True):
+        seeds = np.sort(part["hparams_seed"].unique())
+        acc = part.pivot_table(index=["setting", "trial_seed", "train_domains", "test_domains", "val_domains",
+                                      "domain"], columns="hparams_seed", values="acc", aggfunc="first")
+        val = part.pivot_table(index=acc.index.names, columns="hparams_seed", values="val_acc", aggfunc="first")
+        acc, val = acc.reindex(columns=seeds), val.reindex(index=acc.index, columns=seeds)
+        full = acc.notna().all(axis=1).to_numpy() & val.notna().all(axis=1).to_numpy()
+        a, v = 100 * acc.to_numpy()[full], val.to_numpy()[full]
+        if not len(a):
+            continue
+        sizes = list(range(1, len(seeds) + 1)) if budgets is None else [int(b) for b in budgets]
+
+        big_n = len(seeds)
+        i = np.arange(1, big_n + 1)
+        weights = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
+
+        def curve(cols: np.ndarray, a=a, v=v, weights=weights) -> np.ndarray:
+            """expected_max for every row and budget at once (rows sorted by validation, then accuracy)."""
+            aa, vv = a[:, cols], v[:, cols]
+            order = np.lexsort((aa, vv), axis=-1)
+            return (np.take_along_axis(aa, order, axis=-1) @ weights.T).mean(axis=0)
+
+        point = curve(np.arange(len(seeds)))
+        boots = np.array([curve(rng.integers(0, len(seeds), len(seeds))) for _ in range(n_boot)]) if n_boot else None
+        for j, n in enumerate(sizes):
+            lo = hi = float("nan")
+            if boots is not None:
+                lo, hi = np.quantile(boots[:, j], [0.5 - confidence / 2, 0.5 + confidence / 2])
+            rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": point[j], "ci_low": float(lo),
+                         "ci_high": float(hi), "n_draws": len(seeds)})
+    return pd.DataFrame(rows, columns=["dataset", "algorithm", "budget", "expected_max", "ci_low", "ci_high",
+                                       "n_draws"])
+
+
+def saturation(curve: pd.DataFrame, threshold: float = SATURATION_GAIN) -> pd.DataFrame:
+    """Whether each search had saturated: the gain of the expected best accuracy over the last doubling of the
+    budget (from ⌈N/2⌉ to N draws, N the largest budget of the curve) is at most ``threshold`` points.
+
+    Returns columns dataset, algorithm, saturated, gain, budget (N). With N = 1 nothing can be said: saturated is
+    NaN (unknown). A gain above the threshold means more draws would likely still raise the best accuracy, so the
+    algorithm's number understates what its search space can reach (Dodge et al. 2019, Sec. 4).
+    """
+    need = {"dataset", "algorithm", "budget", "expected_max"}
+    if not need <= set(curve.columns):
+        raise ValueError(f"saturation: curve lacks columns {sorted(need - set(curve.columns))}; expected "
+                         "expected_max_curve's output")
+    rows = []
+    for (ds, alg), part in curve.groupby(["dataset", "algorithm"], sort=True):
+        by = part.set_index("budget")["expected_max"]
+        top = int(by.index.max())
+        half = (top + 1) // 2
+        gain = float(by[top] - by[by.index <= half].iloc[-1]) if half < top and (by.index <= half).any() else np.nan
+        rows.append({"dataset": ds, "algorithm": alg, "saturated": bool(gain <= threshold) if gain == gain else np.nan,
+                     "gain": gain, "budget": top})
+    return pd.DataFrame(rows, columns=["dataset", "algorithm", "saturated", "gain", "budget"])
+
+
+# ---------------------------------------------------------------- LODO vs LOGO
+
+
+def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain") -> pd.DataFrame | None:
+    """Leave-one-domain-out vs leave-one-group-out ranking (Yu et al. 2024): per dataset, each algorithm's mean
+    selected accuracy (points) over the runs with one test domain (LODO) and over the runs with two test domains
+    (LOGO, every test domain of every pair), their ranks (1 = best) and the rank change; Kendall's tau between the two
+    rankings per dataset. None when the sweep has no runs with two test domains.
+
+    On a DomainBed sweep the pair runs exist for leave-one-out selection; here they are evaluated as test groups.
+    """
+    sel = _str(select(df, selection))
+    if sel.empty:
+        return None
+    k = sel["test_domains"].str.count(",") + 1
+    if not (k == 2).any():
+        return None
+    rows = []
+    for ds, part in sel.groupby("dataset", sort=True):
+        kk = part["test_domains"].str.count(",") + 1
+        lodo = part[kk == 1].groupby(["algorithm", "trial_seed"])["acc"].mean().groupby("algorithm").mean()
+        logo = part[kk == 2].groupby(["algorithm", "trial_seed"])["acc"].mean().groupby("algorithm").mean()
+        both = pd.DataFrame({"lodo_acc": 100 * lodo, "logo_acc": 100 * logo}).dropna()
+        if both.empty:
+            continue
+        both["lodo_rank"] = both["lodo_acc"].rank(ascending=False, method="average")
+        both["logo_rank"] = both["logo_acc"].rank(ascending=False, method="average")
+        both["rank_change"] = both["logo_rank"] - both["lodo_rank"]
+        tau = float("nan")
+        if len(both) >= 2 and both["lodo_acc"].nunique() > 1 and both["logo_acc"].nunique() > 1:
+            tau = float(stats.kendalltau(both["lodo_acc"], both["logo_acc"]).statistic)
+        rows.append(both.reset_index().assign(dataset=ds, kendall_tau=tau))
+    if not rows:
+        return None
+    out = pd.concat(rows, ignore_index=True)
+    return out[["dataset", "algorithm", "lodo_acc", "logo_acc", "lodo_rank", "logo_rank", "rank_change",
+                "kendall_tau"]]
+
+
+# ---------------------------------------------------------------- selected hyperparameters
+
+
+def selected_hparams(df: pd.DataFrame, selection: str = "training_domain") -> list[dict[str, Any]]:
+    """The hyperparameters ``selection`` picked, one record per (dataset, algorithm, split, trial): dataset,
+    algorithm, train/test/val domains (lists of names), trial_seed, the chosen hparams_seed, its hparams (dict),
+    step (the chosen checkpoint; the last one for oracle), job_id, and the run's steps, checkpoint_freq,
+    holdout_fraction and dataset_kwargs where its records name them (``setting``). What DomainBed's users asked to be
+    published so that a result can be re-run without re-sweeping (DomainBed issues #32, #93)."""
+    sel = _str(select(df, selection))
+    sel = sel.drop_duplicates([*CONFIG, "job_id", "step"])  # test domains sharing a pick (oracle picks per domain)
+    out = []
+    for r in sel.itertuples(index=False):
+        setting = json.loads(r.setting) if r.setting else {}
+        rec = {"dataset": r.dataset, "algorithm": r.algorithm, "train_domains": _names(r.train_domains),
+               "test_domains": _names(r.test_domains), "val_domains": _names(r.val_domains),
+               "trial_seed": int(r.trial_seed), "hparams_seed": int(r.hparams_seed),
+               "hparams": json.loads(r.hparams) if r.hparams else {}, "step": int(r.step), "job_id": r.job_id,
+               "selection": selection}
+        for key in ("steps", "checkpoint_freq", "holdout_fraction", "dataset_kwargs"):
+            if setting.get(key) is not None:
+                rec[key] = setting[key]
+        out.append(rec)
+    return out
+
+
+def _names(joined: str) -> list[str]:
+    return [d for d in str(joined).split(",") if d]
+
+
+#: fields of a selected-hparams record that become fields of a job in the re-run file
+_JOB_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "hparams_seed", "trial_seed",
+               "steps", "checkpoint_freq", "holdout_fraction", "dataset_kwargs")
+
+
+def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write :func:`selected_hparams` records as a JSON file ``dganalysis sweep --config FILE`` re-runs: a top-level
+    ``jobs`` list, each job the selected run (same split, trial and hparams_seed) with its hyperparameters fixed
+    through ``hparams_overrides``, and ``selected`` keeping the records themselves (step, job_id, selection).
+    A re-run with the same code reproduces the selected run; ``--steps`` shortens every job."""
+    if isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records):
+        raise ValueError("write_selected_hparams: expected a list of records from selected_hparams()")
+    jobs = []
+    for i, r in enumerate(records):
+        missing = [k for k in ("dataset", "algorithm", "train_domains", "test_domains", "hparams") if k not in r]
+        if missing:
+            raise ValueError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
+        job = {k: r[k] for k in _JOB_FIELDS if k in r}
+        hparams = dict(r["hparams"])
+        if "steps" in hparams:  # our engine records the job's steps among the hparams; it is a job field
+            job.setdefault("steps", hparams.pop("steps"))
+            hparams.pop("steps", None)
+        job["hparams_overrides"] = hparams
+        jobs.append(job)
+    return io.write_json(path, {"jobs": jobs, "selected": [dict(r) for r in records]})

@@ -1,0 +1,280 @@
+"""The columnar sweep index: load_indexed equals results.load, updates incrementally, survives concurrent writers
+and corrupt files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dganalysis import results
+from dganalysis.audit import index
+from dganalysis.audit.index import INDEX_NAME, load_indexed, update_index
+
+
+def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "",
+              spec: dict | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+    if status:
+        (d / status).write_text("")
+    if spec is not None:
+        (d / "spec.json").write_text(json.dumps(spec))
+    return d
+
+
+def rec(dataset="PACS", test_envs=(0,), step=0, n_envs=4, hseed=0, tseed=0, algorithm="ERM", **extra):
+    r = {"args": {"dataset": dataset, "algorithm": algorithm, "test_envs": list(test_envs), "hparams_seed": hseed,
+                  "trial_seed": tseed, "holdout_fraction": 0.2, "output_dir": f"x{hseed}{tseed}"},
+         "hparams": {"lr": 5e-5 * (1 + hseed), "batch_size": 32}, "step": step, "loss": 1.0 + step / 100, **extra}
+    for i in range(n_envs):
+        r[f"env{i}_in_acc"] = round(0.1 * i + 0.01 * step + 0.003 * hseed, 4)
+        r[f"env{i}_out_acc"] = round(0.1 * i + 0.02 * step + 0.001 * tseed, 4)
+    return r
+
+
+def domainbed_dir(root: Path) -> Path:
+    """A DomainBed-style sweep dir with the cases results.load treats specially."""
+    for h in range(3):
+        for t in range(2):
+            write_run(root, f"run_h{h}_t{t}", [rec(step=s, hseed=h, tseed=t) for s in (0, 10, 20)])
+    write_run(root, "pair", [rec(test_envs=(1, 3), step=s) for s in (0, 10)])
+    write_run(root, "unfinished", [rec(step=0, hseed=7)], status=None)
+    write_run(root, "torn", [rec(step=0, hseed=8), rec(step=1, hseed=8)], tail='{"args": {"dataset": "PA')
+    nan_loss = [rec(step=0, hseed=9), rec(step=5, hseed=9)]
+    write_run(root, "nanloss", nan_loss)
+    p = root / "nanloss" / "results.jsonl"
+    p.write_text(p.read_text().replace('"loss": 1.05', '"loss": NaN'))  # orjson refuses NaN: the json fallback
+    null = rec(step=3, hseed=10)
+    null["env2_out_acc"] = None
+    write_run(root, "nullacc", [rec(step=0, hseed=10), null, rec(step=6, hseed=10, env1_in_acc=1)])
+    write_run(root, "resumed", [rec(step=0, hseed=11), rec(step=5, hseed=11), rec(step=5, hseed=11, env0_in_acc=0.99)])
+    changed = rec(step=5, hseed=12, n_envs=5)  # a record unlike the first: other envs, other names
+    write_run(root, "mixed", [rec(step=0, hseed=12), changed, rec(step=9, hseed=12, algorithm="CORAL")])
+    write_run(root, "exploded", [rec(step=0, hseed=13, loss=1.0), rec(step=5, hseed=13, loss=50.0)])
+    write_run(root / "nested" / "deeper", "inner", [rec(step=0, hseed=14, dataset="ColoredMNIST", n_envs=3)])
+    (root / "crashed").mkdir()  # DomainBed run that died before its first checkpoint: err.txt only
+    (root / "crashed" / "err.txt").write_text("Traceback ...")
+    (root / "donenothing").mkdir()  # marked done without records
+    (root / "donenothing" / "done").write_text("")
+    val = rec(step=0, hseed=15, dataset="NICO")
+    val["args"]["val_envs"] = [2]
+    write_run(root, "val", [val, dict(val, step=4)])
+    return root
+
+
+def our_store(root: Path) -> Path:
+    """A store written by our engine: spec.json, names, failed and unfinished jobs."""
+    base = rec(dataset="PaHCC", n_envs=4, test_envs=(3,))
+    base.pop("hparams")  # records without an hparams dict are not checked against the drawing rule
+    base.update(domains=["kai", "song", "hei", "hw"], train_domains=["song", "kai"], test_domains=["hw"],
+                val_domains=["hei"])
+    write_run(root, "job1", [dict(base, step=s) for s in (0, 2, 4)], spec={"hparams_overrides": {"lr": 0.1}})
+    write_run(root, "job2", [dict(base, train_domains=["kai"], val_domains=[], step=0)], spec={})
+    write_run(root, "job3", [dict(base, step=0)], status="failed", spec={})
+    write_run(root, "job4", [dict(base, step=0)], status=None, spec={})
+    (root / "job5").mkdir()  # failed before writing any record
+    (root / "job5" / "failed").write_text("")
+    (root / "job5" / "spec.json").write_text("{}")
+    return root
+
+
+def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    cat = {c: "str" for c in b.columns if isinstance(b[c].dtype, pd.CategoricalDtype)}
+    pd.testing.assert_frame_equal(a, b.astype(cat) if cat else b)
+    assert a.attrs == b.attrs
+
+
+@pytest.mark.parametrize("include_unfinished", [None, True, False])
+@pytest.mark.parametrize("categorical", [False, True])
+def test_equal_to_results_load(tmp_path, include_unfinished, categorical):
+    roots = [domainbed_dir(tmp_path / "db"), our_store(tmp_path / "ours")]
+    for path in (roots[0], roots[1], roots):
+        want = results.load(path, include_unfinished=include_unfinished, progress=False)
+        got = load_indexed(path, include_unfinished=include_unfinished, categorical=categorical)
+        same(want, got)
+        again = load_indexed(path, include_unfinished=include_unfinished, categorical=categorical)  # from the index
+        same(want, again)
+    assert (roots[0] / INDEX_NAME).is_file() and (roots[1] / INDEX_NAME).is_file()
+    assert got.attrs["exploded"] == ["exploded"] and got.attrs["jobs"]["failed"] == 2
+    assert got.attrs["jobs"]["no_records"] == 1 and got.attrs["jobs"]["failed_no_records"] == 1
+    if categorical:
+        assert list(got["dataset"].cat.categories) == sorted(got["dataset"].cat.categories)
+
+
+def test_unreadable_jobs_same_errors_and_problems(tmp_path):
+    root = domainbed_dir(tmp_path / "db")
+    lines = (root / "pair" / "results.jsonl").read_text().splitlines()
+    (root / "pair" / "results.jsonl").write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    bad = rec(step=3, hseed=4)
+    del bad["args"]["trial_seed"]
+    write_run(root, "zbad", [rec(step=0, hseed=4), bad])
+    with pytest.raises(ValueError) as want:
+        results.load(root, progress=False)
+    with pytest.raises(ValueError) as got:
+        load_indexed(root)
+    assert str(got.value) == str(want.value) and "pair/results.jsonl:2: unreadable JSON" in str(got.value)
+    same(results.load(root, strict=False, progress=False), load_indexed(root, strict=False))
+    assert len(load_indexed(root, strict=False).attrs["problems"]) == 3  # two bad jobs and one done without records
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_indexed(tmp_path / "nope")
+    with pytest.raises(ValueError, match="include_unfinished"):
+        load_indexed(root, include_unfinished="yes")
+
+
+def test_incremental_update_reads_only_changed_jobs(tmp_path, monkeypatch):
+    root = domainbed_dir(tmp_path / "db")
+    load_indexed(root)
+    parsed = []
+    real = index._parse_job
+    monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(folder.name) or real(idx, folder, *a))
+    stamp = (root / INDEX_NAME).stat().st_mtime_ns
+    same(results.load(root, progress=False), load_indexed(root))
+    assert parsed == [] and (root / INDEX_NAME).stat().st_mtime_ns == stamp  # unchanged: nothing read or written
+    write_run(root, "added", [rec(step=0, hseed=20), rec(step=10, hseed=20)])  # a new job
+    same(results.load(root, progress=False), load_indexed(root))
+    assert parsed == ["added"]
+    with open(root / "run_h0_t0" / "results.jsonl", "a") as fh:  # a job grows
+        fh.write(json.dumps(rec(step=30, hseed=0, tseed=0)) + "\n")
+    df = load_indexed(root)
+    same(results.load(root, progress=False), df)
+    assert parsed == ["added", "run_h0_t0"] and 30 in set(df.loc[df["job_id"] == "run_h0_t0", "step"])
+    (root / "run_h1_t1" / "done").unlink()  # marked failed instead of done
+    (root / "run_h1_t1" / "failed").write_text("")
+    df = load_indexed(root)
+    same(results.load(root, progress=False), df)
+    assert parsed[-1] == "run_h1_t1" and "run_h1_t1" not in set(df["job_id"])
+    assert df.attrs["jobs"]["failed"] == 1
+    for name in ("added", "pair"):  # jobs removed
+        for f in (root / name).iterdir():
+            f.unlink()
+        (root / name).rmdir()
+    same(results.load(root, progress=False), load_indexed(root))
+    assert parsed[-1] == "run_h1_t1"  # removing jobs parses nothing
+
+
+def _writer(root: str, n: int) -> None:
+    for _ in range(n):
+        update_index(root)
+
+
+def test_concurrent_writers(tmp_path):
+    root = domainbed_dir(tmp_path / "db")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(root), 6)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for i in range(6):  # jobs appear while the writers update
+        write_run(root, f"late{i}", [rec(step=0, hseed=30 + i), rec(step=10, hseed=30 + i)])
+        load_indexed(root)  # a reader in the middle: never a half-written index
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert not [f for f in os.listdir(root) if f.endswith(".tmp")]  # no temporary file left behind
+    same(results.load(root, progress=False), load_indexed(root))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "version"])
+def test_corrupt_or_stale_index_rebuilt(tmp_path, caplog, damage):
+    root = domainbed_dir(tmp_path / "db")
+    load_indexed(root)
+    path = root / INDEX_NAME
+    if damage == "garbage":
+        path.write_bytes(b"not an index")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:
+        idx = index._Index.read(path)
+        idx.jobs[0]["count"] += 1  # a job table that disagrees with the arrays
+        path.write_bytes(idx.to_bytes())
+    with caplog.at_level(logging.WARNING, logger="dganalysis.audit.index"):
+        df = load_indexed(root)
+    assert "unreadable index" in caplog.text and "rebuilding" in caplog.text
+    same(results.load(root, progress=False), df)
+    assert index._Index.read(path) is not None  # rewritten whole
+
+
+def test_unwritable_store_indexed_in_cache(tmp_path, monkeypatch):
+    root = domainbed_dir(tmp_path / "db")
+    monkeypatch.setattr(index.os, "access", lambda p, mode: False)
+    cache = tmp_path / "cache"
+    same(results.load(root, progress=False), load_indexed(root, cache_dir=cache))
+    assert not (root / INDEX_NAME).exists()
+    assert index.index_location(root, cache).parent == cache and index.index_location(root, cache).is_file()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert index.index_location(root).parent == tmp_path / "xdg" / "dganalysis" / "index"
+
+
+def test_empty_and_single_job_folder(tmp_path):
+    root = write_run(tmp_path / "one", "job", [rec(step=0), rec(step=1)])
+    same(results.load(root, progress=False), load_indexed(root))  # a job folder itself
+    (tmp_path / "empty").mkdir()
+    got = load_indexed(tmp_path / "empty")
+    assert got.empty and list(got.columns) == results.COLUMNS and got.attrs["jobs"]["read"] == 0
+
+
+def test_known_folders_not_listed_again(tmp_path, monkeypatch):
+    root = domainbed_dir(tmp_path / "db")
+    old = 1_000_000_000 * 1_600_000_000
+    for d in root.rglob("*"):
+        if d.is_dir():
+            os.utime(d, ns=(old, old))  # folders last changed long ago: their listing can be trusted
+    load_indexed(root)
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(index.os, "scandir", lambda p: listed.append(os.path.basename(p)) or real(p))
+    got = load_indexed(root)
+    assert listed == ["db", "nested", "deeper"]  # the job folders were only stat'ed
+    same(results.load(root, progress=False), got)
+    (root / "run_h0_t1" / "done").unlink()
+    (root / "run_h0_t1" / "failed").write_text("")  # changes the folder's mtime: listed and re-read
+    listed.clear()
+    df = load_indexed(root)
+    assert "run_h0_t1" in listed and "run_h0_t1" not in set(df["job_id"])
+    same(results.load(root, progress=False), df)
+
+
+def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
+    from dganalysis.selection import select
+
+    root = domainbed_dir(tmp_path / "db")
+    for h in range(3):  # leave-one-out helpers: the pair runs of test env 0
+        for d in (1, 2, 3):
+            write_run(root, f"helper_h{h}_{d}", [rec(test_envs=(0, d), step=s, hseed=h) for s in (0, 10, 20)])
+
+    def check(got):
+        want = results.load(root, progress=False)
+        for method, sel in got.items():
+            pd.testing.assert_frame_equal(select(want, method), sel, check_dtype=False)
+            assert sel.attrs == want.attrs and len(sel)
+
+    first = index.select_indexed(root)
+    check(first)
+    assert set(first) == {"training_domain", "leave_one_out", "oracle"}
+    monkeypatch.setattr(index, "_assemble", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
+    again = index.select_indexed(root)
+    for method in first:
+        pd.testing.assert_frame_equal(first[method], again[method])
+    monkeypatch.undo()
+    write_run(root, "newer", [rec(step=0, hseed=40, tseed=0), rec(step=10, hseed=40, tseed=0)])
+    check(index.select_indexed(root))
+    with pytest.raises(ValueError, match="unknown methods"):
+        index.select_indexed(root, methods=["best"])
+
+
+def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
+    root = domainbed_dir(tmp_path / "db")
+    load_indexed(root)
+    lazy = index._Index.read(root / INDEX_NAME, lazy=True)
+    assert not hasattr(lazy, "metas") or lazy.metas == []  # only the job table so far
+    write_run(root, "added", [rec(step=0, hseed=50)])
+    load_indexed(root)  # a writer renames a newer index over the file
+    full = lazy.full()  # the arrays of the version the job table came from
+    assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
+    assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1

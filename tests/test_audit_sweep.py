@@ -1,0 +1,217 @@
+"""Sweep analyses on simulated DomainBed-format sweeps whose answers are known by construction."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dganalysis import results
+from dganalysis.audit import sweep
+from dganalysis.audit.sweep import expected_max
+
+# simulated: per algorithm, the validation (training-domain 'out') and test accuracy of each hparams draw
+VAL = {"A": {0: 0.9, 1: 0.8, 2: 0.7}, "B": {0: 0.9, 1: 0.8, 2: 0.7}}
+TEST = {"A": {0: 0.5, 1: 0.6, 2: 0.4}, "B": {0: 0.55, 1: 0.45, 2: 0.4}}
+
+
+def write_planted(root: Path, pairs: bool = True, constant: bool = False) -> Path:
+    """ColoredMNIST-format sweep (3 envs): A's validation prefers draw 0 while its test prefers draw 1 (training-domain
+    regret 10 points, leave-one-out regret 0: the pair runs' held-out accuracy is the test accuracy); B's agree.
+    Step 10 beats step 0 everywhere, so every method picks the last checkpoint. Trial t adds t points to test."""
+    envs = [[0], [1], [2]] + ([list(p) for p in itertools.combinations(range(3), 2)] if pairs else [])
+    for alg, tenvs, h, t in itertools.product("AB", envs, range(3), range(3)):
+        run = root / f"{alg}_{'-'.join(map(str, tenvs))}_h{h}_t{t}"
+        run.mkdir(parents=True)
+        lines = []
+        for step in (0, 10):
+            late = 0.0 if step else -0.1
+            test = (0.5 if constant else TEST[alg][h]) + 0.01 * t + late
+            val = (0.5 if constant else VAL[alg][h]) + late
+            r = {"args": {"dataset": "ColoredMNIST", "algorithm": alg, "test_envs": tenvs, "hparams_seed": h,
+                          "trial_seed": t, "steps": 11, "checkpoint_freq": 10, "holdout_fraction": 0.2},
+                 "hparams": {"lr": 10.0 ** -(h + 3), "batch_size": 32}, "step": step}
+            for i in range(3):
+                acc = test if i in tenvs else val
+                r[f"env{i}_in_acc"] = r[f"env{i}_out_acc"] = acc
+            lines.append(json.dumps(r))
+        (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+        (run / "done").write_text("")
+    return root
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return results.load(write_planted(tmp_path_factory.mktemp("planted")), progress=False)
+
+
+def test_expected_max_formula():
+    v = np.array([0.3, 0.9, 0.5, 0.7])
+    for n in (1, 2, 3):  # exact: every n-tuple of draws with replacement
+        brute = np.mean([max(t) for t in itertools.product(v, repeat=n)])
+        assert expected_max(v, n) == pytest.approx(brute)
+        order = np.array([4.0, 1.0, 3.0, 2.0])  # the search picks the draw with the best order value
+        picked = np.mean([v[max(t, key=lambda i: order[i])] for t in itertools.product(range(4), repeat=n)])
+        assert expected_max(v, n, order) == pytest.approx(picked)
+    assert expected_max(np.full(5, 0.7), 4) == pytest.approx(0.7)
+    assert expected_max(v, 1) == pytest.approx(v.mean())
+    with pytest.raises(ValueError, match="n ≥ 1"):
+        expected_max(v, 0)
+
+
+def test_selection_regret_planted(planted):
+    reg = sweep.selection_regret(planted)
+    assert list(reg.columns) == ["dataset", "algorithm", "selection", "regret", "ci_low", "ci_high", "n"]
+    got = reg.set_index(["algorithm", "selection"])
+    assert got.loc[("A", "training_domain"), "regret"] == pytest.approx(10.0)
+    assert got.loc[("A", "leave_one_out"), "regret"] == pytest.approx(0.0, abs=1e-9)
+    assert got.loc[("B", "training_domain"), "regret"] == pytest.approx(0.0, abs=1e-9)
+    assert (got["n"] == 3).all()
+    assert (got["ci_low"] <= got["regret"] + 1e-9).all() and (got["regret"] <= got["ci_high"] + 1e-9).all()
+
+
+def test_selection_regret_ci_is_a_t_interval(planted):
+    from dganalysis.selection import select
+
+    noisy = planted.copy()
+    bump = (noisy["role"] == "test") & (noisy["algorithm"] == "A") & (noisy["hparams_seed"] == 1)
+    noisy.loc[bump, "acc"] += 0.02 * noisy.loc[bump, "trial_seed"] ** 2  # per-trial regrets 10, 12, 18
+    sels = {m: select(noisy, m) for m in ("training_domain", "oracle")}
+    row = sweep.selection_regret(noisy, sels).set_index(["algorithm", "selection"]).loc[("A", "training_domain")]
+    d = np.array([10.0, 12.0, 18.0])
+    half = 4.302652729911275 * d.std(ddof=1) / np.sqrt(3)  # t(0.975, 2)
+    assert row["regret"] == pytest.approx(d.mean())
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((d.mean() - half, d.mean() + half))
+    with pytest.raises(ValueError, match="confidence"):
+        sweep.selection_regret(noisy, confidence=1.5)
+    with pytest.raises(ValueError, match="unknown methods"):
+        sweep.selection_regret(noisy, ["best"])
+
+
+def test_ranking_changes_planted(planted):
+    rk = sweep.ranking_changes(planted)
+    a, b = rk.set_index("algorithm").loc["A"], rk.set_index("algorithm").loc["B"]
+    assert (a["rank_training_domain"], b["rank_training_domain"]) == (2.0, 1.0)  # 51 vs 56 points
+    assert (a["rank_oracle"], b["rank_oracle"]) == (1.0, 2.0)  # 61 vs 56
+    assert a["changed"] and a["kendall_training_domain_oracle"] == pytest.approx(-1.0)
+    assert a["kendall_leave_one_out_oracle"] == pytest.approx(1.0)
+    assert a["mean_oracle"] == pytest.approx(61.0)
+
+
+def test_expected_max_curve_and_saturation(planted):
+    orc = sweep.expected_max_curve(planted, "oracle", n_boot=50).set_index(["algorithm", "budget"])
+    # A's draws give 40, 50, 60 points (+1 on average over trials); oracle orders them by themselves
+    assert orc.loc[("A", 1), "expected_max"] == pytest.approx(51.0)
+    assert orc.loc[("A", 3), "expected_max"] == pytest.approx((40 + 50 * 7 + 60 * 19) / 27 + 1)
+    assert (orc["ci_low"] <= orc["expected_max"] + 1e-9).all() and (orc["expected_max"] <= orc["ci_high"] + 1e-9).all()
+    tdv = sweep.expected_max_curve(planted, "training_domain", budgets=[3], n_boot=0).set_index("algorithm")
+    # ordered by validation (h2 < h1 < h0): the search of 3 draws most often picks h0 (50), not the best test (60)
+    assert tdv.loc["A", "expected_max"] == pytest.approx((40 + 60 * 7 + 50 * 19) / 27 + 1)
+    sat = sweep.saturation(orc.reset_index()).set_index("algorithm")
+    e2 = (40 + 50 * 3 + 60 * 5) / 9 + 1
+    assert sat.loc["A", "gain"] == pytest.approx(orc.loc[("A", 3), "expected_max"] - e2)
+    assert not sat.loc["A", "saturated"] and sat.loc["A", "budget"] == 3
+    with pytest.raises(ValueError, match="lacks columns"):
+        sweep.saturation(pd.DataFrame({"x": [1]}))
+
+
+def test_constant_search_is_saturated(tmp_path):
+    df = results.load(write_planted(tmp_path, pairs=False, constant=True), progress=False)
+    curve = sweep.expected_max_curve(df, "training_domain", n_boot=20)
+    assert np.allclose(curve["expected_max"], 51.0) and np.allclose(curve["ci_high"] - curve["ci_low"], 0)
+    assert sweep.saturation(curve)["saturated"].all()
+    assert sweep.lodo_vs_logo(df) is None  # no runs with pairs of test environments
+    assert sweep.selection_regret(df, ["training_domain"])["regret"].abs().max() < 1e-9
+
+
+def test_lodo_vs_logo_planted(planted):
+    out = sweep.lodo_vs_logo(planted)
+    got = out.set_index("algorithm")
+    assert got.loc["A", "lodo_acc"] == pytest.approx(51.0) and got.loc["B", "lodo_acc"] == pytest.approx(56.0)
+    assert got.loc["A", "logo_acc"] == pytest.approx(51.0)  # pair runs select draw 0 too (validation prefers it)
+    assert list(out.columns) == ["dataset", "algorithm", "lodo_acc", "logo_acc", "lodo_rank", "logo_rank",
+                                 "rank_change", "kendall_tau"]
+    assert (out["rank_change"] == out["logo_rank"] - out["lodo_rank"]).all()
+
+
+def test_selected_hparams_records_and_file(planted, tmp_path):
+    recs = sweep.selected_hparams(planted, "training_domain")
+    single = [r for r in recs if len(r["test_domains"]) == 1]
+    assert len(single) == 2 * 3 * 3  # algorithm x test env x trial
+    assert {r["hparams_seed"] for r in single} == {0}  # validation prefers draw 0 everywhere
+    r = single[0]
+    assert r["hparams"] == {"lr": 1e-3, "batch_size": 32} and r["step"] == 10 and r["steps"] == 11
+    path = sweep.write_selected_hparams(recs, tmp_path / "picked.json")
+    data = json.loads(path.read_text())
+    i = recs.index(r)
+    assert data["jobs"][i]["hparams_overrides"] == r["hparams"] and data["selected"][i]["job_id"] == r["job_id"]
+    with pytest.raises(ValueError, match="lacks"):
+        sweep.write_selected_hparams([{"dataset": "x"}], tmp_path / "bad.json")
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_selected_hparams_rerun_end_to_end(tmp_path):
+    """A tiny sweep of ours → selected hparams → JSON → ``dganalysis sweep --config`` → the same hparams trained."""
+    from dganalysis.cli import main as cli_main
+    from dganalysis.sweep import make_jobs, run_sweep
+    from tests._tiny import FAST_HPARAMS, TINY
+
+    jobs = make_jobs(TINY, {}, ["ERM"], "leave_one_out", 2, 1, 2, 1, hparams_overrides=FAST_HPARAMS,
+                     search_overrides=None)
+    jobs = [j for j in jobs if j.test_domains == ("d0",)]
+    run_sweep(jobs, tmp_path / "store", progress=False)
+    df = results.load(tmp_path / "store", progress=False)
+    recs = sweep.selected_hparams(df, "training_domain")
+    assert len(recs) == 1 and recs[0]["steps"] == 2 and recs[0]["checkpoint_freq"] == 1
+    path = sweep.write_selected_hparams(recs, tmp_path / "picked.json")
+    code = cli_main(["sweep", "--config", str(path), "--store", str(tmp_path / "rerun"), "--no-progress",
+                     "--import", "tests/_tiny.py"])
+    assert code == 0
+    again = results.load(tmp_path / "rerun", progress=False)
+    assert set(again["job_id"]) and json.loads(again["hparams"].iloc[0]) == recs[0]["hparams"]
+    assert (again["trial_seed"].iloc[0], again["hparams_seed"].iloc[0]) == (recs[0]["trial_seed"],
+                                                                            recs[0]["hparams_seed"])
+    assert set(again["test_domains"]) == {"d0"}
+
+
+def test_job_list_file_checked(tmp_path):
+    from dganalysis.sweep import load_sweep_yaml
+    from dganalysis.validation import ConfigError
+    from tests._tiny import FAST_HPARAMS, TINY
+
+    job = {"dataset": TINY, "algorithm": "ERM", "train_domains": ["d1", "d2"], "test_domains": ["d0"],
+           "hparams_seed": 3, "trial_seed": 1, "steps": 6, "checkpoint_freq": 2, "hparams_overrides": FAST_HPARAMS}
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps({"jobs": [job], "selected": []}))
+    (got,) = load_sweep_yaml(path, steps=2)
+    assert (got.hparams_seed, got.trial_seed, got.steps, got.test_domains) == (3, 1, 2, ("d0",))
+    assert dict(got.hparams_overrides) == FAST_HPARAMS
+    for bad, match in (({"jobs": [job], "extra": 1}, "unknown key"), ({"jobs": []}, "non-empty list"),
+                       ({"jobs": [dict(job, colour="red")]}, r"jobs\[0\] has unknown field"),
+                       ({"jobs": [dict(job, test_domains=["nowhere"])]}, "unknown domains"),
+                       ({"jobs": [dict(job, hparams_overrides={"lr": -1.0})]}, r"jobs\[0\].*lr")):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match=match):
+            load_sweep_yaml(path)
+    path.write_text(json.dumps({"jobs": [job]}))
+    with pytest.raises(ConfigError, match="only"):
+        load_sweep_yaml(path, n_trials=3)
+
+
+def test_bad_arguments_named(planted):
+    with pytest.raises(ValueError, match="budgets"):
+        sweep.expected_max_curve(planted, "training_domain", budgets=[0, 2])
+    with pytest.raises(ValueError, match="unknown selection"):
+        sweep.expected_max_curve(planted, "best")
+    with pytest.raises(ValueError, match="string"):
+        sweep.ranking_changes(planted, "oracle")
+
+
+def test_ranking_changes_one_method_compared_with_oracle(planted):
+    rk = sweep.ranking_changes(planted, ["training_domain"])
+    assert {"rank_training_domain", "rank_oracle", "kendall_training_domain_oracle"} <= set(rk.columns)
+    assert rk["changed"].all()
