@@ -24,6 +24,7 @@ import sys
 
 PTH_NAME = "dganalysis-torchvision-shim.pth"
 _MODULE_NAME = "_dganalysis_tvhook"
+_FLAG = "_dganalysis_torchvision_fragment"  #: attribute of ``sys`` holding the fragment once defined
 
 
 def _torchvision_c_extension() -> str | None:
@@ -44,7 +45,9 @@ def _torchvision_c_extension() -> str | None:
 
 def register_missing_schemas() -> bool:
     """Define ``torchvision::nms``/``qnms`` when torchvision's C++ ops cannot load; True when it did (idempotent)."""
-    if globals().get("_torchvision_fragment") is not None:
+    # one flag per process, not per module object: the .pth hook runs this file as its own module and dganalysis
+    # imports it as dganalysis.tvhook, and both may run in one process
+    if getattr(sys, _FLAG, None) is not None:
         return True
     import importlib.util
 
@@ -64,10 +67,18 @@ def register_missing_schemas() -> bool:
             return False
         except (OSError, RuntimeError):
             pass
+    if getattr(sys, _FLAG, None) is not None:  # find_spec above may have run the .pth hook's copy, which defined them
+        return True
     lib = torch.library.Library("torchvision", "FRAGMENT")
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    globals()["_torchvision_fragment"] = lib  # keep a reference so the fragment is not garbage-collected
+    for schema in ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+                   "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"):
+        try:
+            lib.define(schema)
+        except RuntimeError as err:  # defined already by another copy of this code in the process
+            if "multiple times" not in str(err):
+                raise
+    # keep a reference so the fragment is not garbage-collected (a collected fragment takes its schemas with it)
+    setattr(sys, _FLAG, lib)
     return True
 
 

@@ -38,6 +38,18 @@ def test_pth_hook_lets_torchvision_import_first(site_dir):
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("code", [
+    "import dganalysis; import torchvision; import torchvision.models",
+    "import torchvision; import dganalysis; import torchvision.ops",
+    "import dganalysis.compat as c; c.torchvision(); import torchvision.models",
+])
+def test_hook_and_dganalysis_together_in_any_order(site_dir, code):
+    """The .pth hook's copy of the rule and dganalysis's own both run in one process: the schemas are defined once
+    and stay defined (a second, failed definition once replaced the first fragment, which took them with it)."""
+    proc = _run(f"import site; site.addsitedir({str(site_dir)!r}); {code}; print('ok')")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 def test_domainbed_scripts_import_in_the_environment(site_dir):
     src = os.environ.get("DOMAINBED_SRC")
     if not src:
