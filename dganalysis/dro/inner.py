@@ -1,6 +1,6 @@
 """The inner problem of the Wasserstein dual, per sample: ``ψ(γ) = sup_z ℓ(h(z), y) − γ‖z − z0‖²``.
 
-Sinha et al. (2017), Eq. (4) / Proposition 1 (the same dual the seed-004 poster writes for g#Q).
+Sinha et al. (2017), Eq. (4) / Proposition 1 (the same dual the WC-DG poster writes for g#Q).
 
 - :func:`gradient_ascent`: batched gradient ascent for any differentiable head and loss. Step size per
   sample ``η = 1/(2γ + L)`` with ``L`` an estimate of the loss's smoothness in z (for ``2γ > L`` the
