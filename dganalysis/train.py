@@ -62,6 +62,19 @@ log = logging.getLogger(__name__)
 
 #: files a job writes into its folder (removed before a rerun)
 JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
+#: record fields that depend on the clock, the machine or where the job folder lives, not on the computation
+RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb")
+#: ``args`` entries that say where the run read and wrote (DomainBed's ``data_dir``, ``output_dir``)
+RUN_ARGS = ("data_dir", "output_dir")
+
+
+def computed_part(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` without :data:`RUN_FIELDS` and ``args``' :data:`RUN_ARGS`, key order kept: what the same job must
+    reproduce wherever and whenever it runs (its folder, clock and machine aside)."""
+    out = {k: v for k, v in record.items() if k not in RUN_FIELDS}
+    if isinstance(out.get("args"), Mapping):
+        out["args"] = {k: v for k, v in out["args"].items() if k not in RUN_ARGS}
+    return out
 
 
 # --------------------------------------------------------------------------- seeding and splits

@@ -647,10 +647,12 @@ def check_generator(seed: Any, name: str = "seed", *, func: str | None = None) -
 
 
 def check_domain_dataset(value: Any, name: str = "dataset", *, func: str | None = None) -> Any:
-    """A :class:`dganalysis.data.dataset.DomainDataset` (e.g. from ``dganalysis.data.load_dataset``)."""
-    from dganalysis.data.dataset import DomainDataset
+    """A dataset of named domains (a :class:`dganalysis.data.dataset.DomainDataset` or a dataset whose images stay
+    encoded on the host, both :class:`dganalysis.data.dataset.DomainLookup`; e.g. from
+    ``dganalysis.data.load_dataset``)."""
+    from dganalysis.data.dataset import DomainLookup
 
-    if not isinstance(value, DomainDataset):
+    if not isinstance(value, DomainLookup):
         raise ConfigError(f"{_where(func, name)}: expected a DomainDataset (dganalysis.data.load_dataset(name, ...)), "
                           f"got {describe(value)}")
     return value

@@ -64,7 +64,7 @@ def test_report_on_keeps_the_choice():
     assert list(moved.columns) == list(held.columns)
     assert (moved["job_id"] == held["job_id"]).all()
     assert moved.set_index("domain").loc["a", "acc"] == pytest.approx(0.825)
-    with pytest.raises(ValueError, match="no 'nope' accuracy"):
+    with pytest.raises(ValueError, match="unknown split 'nope'"):
         report_on(held, pooled, "nope")
 
 

@@ -20,11 +20,9 @@ from _tiny import TINY, TINY_FILE
 from dganalysis import threads
 from dganalysis.sweep import ExecutionOptions, Job, run_sweep
 from dganalysis.sweep.store import stored_threads
-from dganalysis.train import run_job
+from dganalysis.train import computed_part, run_job
 from dganalysis.validation import ConfigError
 
-#: record fields that depend on the clock or the machine, not on the computation
-CLOCK = ("elapsed", "step_time", "host")
 CPU = ExecutionOptions(device="cpu")
 #: the stated tolerance between records computed on 1 and on 2 threads (a 6-step tiny job; docs/reproducibility.md)
 REL, ABS = 1e-4, 1e-6
@@ -54,7 +52,7 @@ sys.path.insert(0, sys.argv[1])
 from _tiny import TINY
 from dganalysis import threads
 from dganalysis.sweep import Job
-from dganalysis.train import run_job
+from dganalysis.train import computed_part, run_job
 job, n, out = Job.from_dict(json.loads(sys.argv[2])), int(sys.argv[3]), Path(sys.argv[4])
 run_job(job, out / "idle", device="cpu", precision="fp32", threads=n)
 busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(threads.usable_cores())]
@@ -70,14 +68,9 @@ finally:
 
 
 def _records(job_dir: Path) -> list[str]:
-    """The records as written (key order kept), minus the clock fields."""
-    out = []
-    for line in (Path(job_dir) / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        for k in CLOCK:
-            rec.pop(k, None)
-        out.append(json.dumps(rec))
-    return out
+    """The records as written (key order kept), minus the clock, machine and folder fields."""
+    return [json.dumps(computed_part(json.loads(line)))
+            for line in (Path(job_dir) / "results.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("n", [1, 2])

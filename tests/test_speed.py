@@ -15,7 +15,7 @@ from _tiny import TINY
 import dganalysis
 from dganalysis import speed
 from dganalysis.sweep import Job
-from dganalysis.train import run_job
+from dganalysis.train import computed_part, run_job
 
 # the small CNN of the throughput benchmark (conv + GroupNorm, channels_last), on the tiny 16×16 data
 CNN = {"featurizer": "cnn", "batch_size": 8}
@@ -34,7 +34,7 @@ def _records(job_dir):
 
 
 def _strip(rec):
-    return {k: v for k, v in rec.items() if k not in ("elapsed", "step_time")}
+    return computed_part(rec)
 
 
 def test_records_do_not_depend_on_the_eval_batch_size(tmp_path):

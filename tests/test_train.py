@@ -15,7 +15,7 @@ from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
 from dganalysis.data.transforms import random_affine, random_affine_matrices
 from dganalysis.sweep import Job
-from dganalysis.train import _cpu_default_precision, load_model, run_job, seed_hash, split_indices
+from dganalysis.train import _cpu_default_precision, computed_part, load_model, run_job, seed_hash, split_indices
 
 if "_EngineNaN" not in ALGORITHMS:
 
@@ -42,7 +42,7 @@ def _records(job_dir):
 
 
 def _strip(rec):
-    return {k: v for k, v in rec.items() if k not in ("elapsed", "step_time")}
+    return computed_part(rec)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

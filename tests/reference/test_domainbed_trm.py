@@ -36,8 +36,9 @@ def build_trm(domainbed, hp, our_extra=None):
 #: Float64 tolerance of this comparison. DomainBed and we sum the same terms in other orders; TRM's losses reach ~7e2
 #: at η = 0.5, and α (exp(η·loss) updates) and the heads (a 10-term Neumann series) carry those rounding errors
 #: (eps64·|loss| ≈ 1.6e-13 per term) through 3 TRM steps. Measured: 9e-11 (Intel, AMX) and 1.04e-9 (another CPU)
-#: at step 4; a one-line break of the update moves α or a head by > 1e-3. 1e-8 separates the two by 5 decades.
-ATOL = 1e-8
+#: at step 4, and predictions 3.4e-9 apart in one CI run; a one-line break of the update moves α or a head by
+#: > 1e-3. 1e-7 keeps a factor 30 above the largest rounding seen and 4 decades below a break.
+ATOL = 1e-7
 
 
 def heads_and_alpha_agree(pair, atol=ATOL):
@@ -59,7 +60,7 @@ def test_trm_matches_domainbed(domainbed, no_cuda, cos_lambda, eta):
                      update_ours=heads_and_alpha_agree(pair))
     assert [lt["trm_loss"] == 0 for lt, _ in hist] == [True, True, False, False, False]
     assert not torch.equal(pair.ours.alpha, torch.full_like(pair.ours.alpha, 0.5) - 0.5 * torch.eye(N_DOMAINS))
-    assert_same_predictions(pair)
+    assert_same_predictions(pair, atol=ATOL)
 
 
 def test_trm_class_balanced_matches_domainbed(domainbed, no_cuda):
@@ -67,7 +68,7 @@ def test_trm_class_balanced_matches_domainbed(domainbed, no_cuda):
     pair = build_trm(domainbed, hp, our_extra={"class_balanced": True})
     run_steps(pair, 3, loss_keys={"nll": "nll", "trm_loss": "trm_loss"}, batch_size=6, atol=ATOL,
               update_ours=heads_and_alpha_agree(pair))
-    assert_same_predictions(pair)
+    assert_same_predictions(pair, atol=ATOL)
 
 
 def test_neumann_series_first_term_quirk():
