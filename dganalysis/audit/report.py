@@ -36,7 +36,9 @@ def _label(a: InputAudit, board: str, sel: str) -> str:
 
 
 def forest_plot(fam: pd.DataFrame, title: str):
-    """Δ (points) with its CI per algorithm, one panel per dataset, coloured by verdict."""
+    """Δ (points) with its CI per algorithm, one panel per dataset, coloured by verdict. Each panel's range is set by
+    the per-claim CIs (with a margin): the simultaneous intervals, at n = 3 often far wider, run off the panel's
+    edge rather than squeezing every per-claim interval to a dot."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(fam["dataset"]))
@@ -57,6 +59,12 @@ def forest_plot(fam: pd.DataFrame, title: str):
                 ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=2.5)
             ax.plot(r["delta"], yi, "o", color=c, ms=4)
         ax.axvline(0, color="k", lw=0.7)
+        ends = part[["ci_low", "ci_high", "delta"]].to_numpy(dtype=float)
+        ends = ends[np.isfinite(ends)]
+        if ends.size:
+            lo, hi = min(ends.min(), 0.0), max(ends.max(), 0.0)
+            pad = 0.15 * (hi - lo) or 1.0
+            ax.set_xlim(lo - pad, hi + pad)
         ax.set_title(ds, fontsize="small")
         ax.set_yticks(y, algs, fontsize="x-small")
         ax.invert_yaxis() if ds == datasets[0] else None
