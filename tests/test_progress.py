@@ -12,6 +12,7 @@ from dganalysis.run_history import NotebookRun, read_history, record_run
 from dganalysis.runner import run_notebooks, sweep_progress, write_index
 from dganalysis.sweep.grid import make_jobs
 from dganalysis.sweep.launcher import run_sweep
+from tests.test_runner import _project  # the one-notebook project the runner tests use
 
 
 def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):
@@ -65,20 +66,6 @@ def test_index_records_jobs_and_minutes(tmp_path):
     assert read_history(tmp_path)[0].jobs == run.jobs
     text = write_index(tmp_path, "quick", runs).read_text()
     assert "| 10.0 | 12 trained (1 failed), 3 already done; 9.5 min in 2 sweeps |" in text
-
-
-def _project(tmp_path, body: str):
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('output_dir = "out"\nstore_dir = "store"\ndata_dir = "data"\nvalue = 1',
-                                       metadata={"tags": ["parameters"]})
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "params" / "quick").mkdir(parents=True)
-    nbformat.write(nb, tmp_path / "notebooks" / "00_demo.ipynb")
-    return tmp_path
 
 
 def test_run_shows_a_notebooks_sweep_under_papermill(tmp_path, capfd):
