@@ -278,3 +278,35 @@ def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
     full = lazy.full()  # the arrays of the version the job table came from
     assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
     assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1
+
+
+def test_lines_unlike_the_first_take_results_loads_path(tmp_path):
+    """The bulk reading of a job (every line repeats the first line's args/hparams text) must give up on any line
+    that differs, and then read the job as results.load does: same frame, same errors."""
+    root = tmp_path / "db"
+    reordered = rec(step=5, hseed=1)
+    reordered["args"] = dict(reversed(list(reordered["args"].items())))  # equal dict, other text
+    other_hp = rec(step=5, hseed=2)
+    other_hp["hparams"]["lr"] = 1.0
+    float_step = rec(step=5, hseed=3)
+    float_step["step"] = 5.0
+    no_hp = rec(step=5, hseed=4)
+    del no_hp["hparams"]
+    nested = rec(step=5, hseed=5)  # the first line's hparams text inside another value, none at the top
+    nested["extra"] = {"hparams": nested.pop("hparams")}
+    for name, later in (("reordered", reordered), ("other_hp", other_hp), ("float_step", float_step),
+                        ("no_hp", no_hp), ("nested", nested)):
+        write_run(root, name, [rec(step=0, hseed=later["args"]["hparams_seed"]), later])
+    (root / "blank").mkdir()
+    (root / "blank" / "results.jsonl").write_text("\n" + json.dumps(rec(step=0, hseed=6)) + "\n\n  \n"
+                                                  + json.dumps(rec(step=4, hseed=6)) + "\n")
+    (root / "blank" / "done").write_text("")
+    same(results.load(root, progress=False), load_indexed(root))
+    text_acc = rec(step=5, hseed=7)
+    text_acc["env1_in_acc"] = "0.5"
+    write_run(root, "text_acc", [rec(step=0, hseed=7), text_acc])
+    with pytest.raises(ValueError) as want:
+        results.load(root, progress=False)
+    with pytest.raises(ValueError) as got:
+        load_indexed(root)
+    assert str(got.value) == str(want.value) and "text_acc/results.jsonl:2" in str(got.value)

@@ -37,8 +37,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io as _io
+import itertools
 import json
 import logging
+import operator
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -313,12 +315,13 @@ def _status(flags: int) -> str:
     return "done" if flags & _DONE else "failed" if flags & _FAILED else "unfinished"
 
 
-def _fast_records(path: Path) -> list[dict[str, Any]] | None:
-    """The records of ``path`` parsed with orjson; None on anything unusual (then results.read_records decides)."""
+def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
+    """The records of a ``results.jsonl``'s bytes parsed with orjson; None on anything unusual (then
+    results.read_records decides)."""
     if orjson is None:
         return None
     records = []
-    for line in path.read_bytes().split(b"\n"):
+    for line in data.split(b"\n"):
         if not line.strip():
             continue
         try:
@@ -342,8 +345,16 @@ def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
         return out
     results_path = folder / "results.jsonl"
     try:
-        spec = results._read_spec(folder)
-        records = _fast_records(results_path)
+        spec = results._read_spec(folder) if flags & _SPEC else {}
+        data = results_path.read_bytes()
+        bulk = _repeated_lines(data)
+        if bulk is not None:
+            first, rest = bulk
+            results._check_draw(folder, [first])
+            if _add_uniform(idx, out, first, rest, job_id, results_path, spec):
+                out.exploded = results._loss_exploded(rest)
+                return out
+        records = _fast_records(data)
         if records is None:
             records = results.read_records(results_path)
         results._check_draw(folder, records)
@@ -353,6 +364,85 @@ def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
         out.problem = str(err)
         out.meta, out.layout, out.step, out.acc = [], [], [], []
     return out
+
+
+def _repeated_lines(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The job's first record in full and every record without ``args`` and ``hparams``, when every line repeats the
+    first line's ``args`` and ``hparams`` text byte for byte (DomainBed's and our records do); None otherwise.
+
+    The repeated texts are cut out of the file in one pass and the rest is parsed as one JSON array, so a record costs
+    a small dictionary instead of three. Checks: each text occurs once per line (its count in the file equals the
+    number of lines) and no parsed remainder has an ``args`` or ``hparams`` key left, so every line's own
+    ``args``/``hparams`` were exactly the cut text. (Not caught: a line without top-level ``hparams`` that carries the
+    first line's whole ``"hparams": {...}`` text inside another value.)"""
+    if orjson is None:
+        return None
+    lines = [ln for ln in data.split(b"\n") if ln.strip()]
+    if not lines:
+        return None
+    try:
+        first = _loads(lines[0])
+    except _JSONError:
+        return None
+    if not isinstance(first, dict) or not isinstance(first.get("args"), dict):
+        return None
+    body = b"\n".join(lines)
+    for key in ("args", "hparams"):
+        if key not in first:
+            continue
+        cut = None
+        for dump in (lambda v: json.dumps(v, sort_keys=True), json.dumps, lambda v: orjson.dumps(v).decode()):
+            try:
+                text = f'"{key}": {dump(first[key])}'.encode()
+            except (TypeError, ValueError):
+                continue
+            cut = next((c for c in (text + b", ", b", " + text, text + b",", b"," + text) if c in lines[0]), None)
+            if cut is not None:
+                break
+        if cut is None or body.count(cut) != len(lines):
+            return None
+        body = body.replace(cut, b"")
+    try:
+        rest = _loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except _JSONError:
+        return None
+    if len(rest) != len(lines) or not all(type(r) is dict for r in rest):
+        return None
+    keys = rest[0].keys()
+    if "args" in keys or "hparams" in keys or set(first) - {"args", "hparams"} != set(keys):
+        return None
+    return first, rest
+
+
+def _add_uniform(idx: _Index, out: _Parsed, first: dict[str, Any], rest: list[dict[str, Any]], job_id: str,
+                 results_path: Path, spec: dict[str, Any]) -> bool:
+    """:func:`_add_records` for a job whose records all repeat the first one's ``args``, ``hparams`` (checked by
+    :func:`_repeated_lines`), keys and domain fields, with numeric accuracies and integer steps: the first record
+    through results.load's code, the others' numbers in bulk. False (nothing added) when any record differs."""
+    keys = rest[0].keys()
+    if not all(r.keys() == keys for r in rest):
+        return False
+    fields = [f for f in _DOMAIN_FIELDS if f in keys]
+    if fields and not all(r[f] == first[f] for r in rest for f in fields):
+        return False
+    pairs = sorted((int(m.group(1)), m.group(2)) for k in keys if (m := results._ENV_KEY.match(k)))
+    acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
+    if "step" not in keys or not acc_keys:
+        return False
+    steps = [r["step"] for r in rest[1:]]
+    get = operator.itemgetter(*acc_keys)
+    vals = list(map(get, rest[1:])) if len(acc_keys) > 1 else [(v,) for v in map(get, rest[1:])]
+    if (steps and set(map(type, steps)) != {int}) or not set(map(type, itertools.chain.from_iterable(vals))) \
+            <= _NUMBER_TYPES:
+        return False
+    _add_records(idx, out, [first], job_id, results_path, spec)
+    n = len(steps)
+    out.meta.extend([out.meta[0]] * n)
+    out.layout.extend([out.layout[0]] * n)
+    out.step.extend(steps)
+    if n:
+        out.acc.append(np.array(vals, dtype=np.float64).reshape(-1))  # None → NaN, as float('nan') in results.load
+    return True
 
 
 def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: Path,
