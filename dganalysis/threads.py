@@ -40,8 +40,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import torch
-
 ENV = "DGANALYSIS_THREADS"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _lock = threading.Lock()
@@ -157,6 +155,8 @@ def compute_threads(limit: int | None = None) -> int:
 def fixed_count(n: int | None = None) -> int:
     """The thread count of a computation whose result depends on it: ``n`` if given, else ``$DGANALYSIS_THREADS``,
     else the torch count in force (what the caller, a launcher or torch's default set). Never the load."""
+    import torch  # here, not at the top: the audit and collect commands never start torch
+
     if n is None:
         n = env_override()
     if n is None:
@@ -190,6 +190,8 @@ def torch_threads(n: int | None) -> Iterator[int]:
 
     Yields the count in force. ``$DGANALYSIS_THREADS`` replaces the default, not an explicit ``n``.
     """
+    import torch
+
     n = fixed_count(n)
     with _lock:
         old = torch.get_num_threads()
@@ -236,6 +238,8 @@ def map_chunks(fn, items: list, workers: int | None = None) -> list:
     own intra-op split does change float32 sums and MKL products in the last bits). Torch ops release the
     GIL; the Python between them is short next to a chunk of ~1M kernel values.
     """
+    import torch
+
     items = list(items)
     if not items:
         return []

@@ -270,8 +270,8 @@ def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
     fake.ranking_changes = lambda df, selections: pd.DataFrame({"selection": ["training_domain"], "changed": [False]})
     fake.expected_max_curve = lambda df, selection, budgets=None: curve
     fake.saturation = lambda c: pd.DataFrame({"dataset": ["PACS"], "algorithm": ["ERM"], "saturated": [True]})
-    fake.lodo_vs_logo = lambda df: None
-    fake.selected_hparams = lambda df, selection: [{"dataset": "PACS", "test_env": 0, "trial_seed": 0, "lr": 1e-3}]
+    fake.lodo_vs_logo = lambda df, selection="training_domain", selected=None: None
+    fake.selected_hparams = lambda df, selection, selected=None: [{"dataset": "PACS", "test_env": 0, "trial_seed": 0, "lr": 1e-3}]
     fake.write_selected_hparams = lambda records, path: Path(path).write_text(json.dumps(records))
     monkeypatch.setitem(sys.modules, "dganalysis.audit.sweep", fake)
     r = run_audit([planted], selection="training_domain", reps=50)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +46,7 @@ class AuditInput:
     trials: pd.DataFrame | None = None
     records: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    selected: dict[str, pd.DataFrame] = field(default_factory=dict)  # sweep: {method: select(records, method)}
 
 
 def parse_selections(selection: str | Sequence[str]) -> list[str]:
@@ -75,16 +76,20 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
                              ".tex/.csv table")
 
 
-def load_records(path: str | Path) -> pd.DataFrame:
-    """The tidy records of a sweep: the columnar index's reader when installed, else :func:`dganalysis.results.load`
-    (the same frame)."""
+def load_records(path: str | Path, selections: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The tidy records of a sweep and ``{method: select(records, method)}`` for ``selections``: through the columnar
+    index (:func:`~dganalysis.audit.index.load_indexed`, and :func:`~dganalysis.audit.index.select_indexed`, which
+    caches the selections beside the index) when installed, else :func:`dganalysis.results.load` and
+    :func:`dganalysis.selection.select` (the same frames)."""
     try:
-        from dganalysis.audit.index import load_indexed
+        from dganalysis.audit.index import load_indexed, select_indexed
     except ImportError:
         from dganalysis.results import load
 
-        return load(path, progress=False)
-    return load_indexed(path)
+        df = load(path, progress=False)
+        return df, {m: select(df, m) for m in selections}
+    selected = select_indexed(path, selections) if selections else {}
+    return load_indexed(path), selected
 
 
 def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTIONS,
@@ -97,15 +102,15 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
         return AuditInput(name, "table", cells)
     if trials is not None:
         raise ValueError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
-    df = load_records(path)
+    df, selected = load_records(path, selections)
     if df.empty:
         raise ValueError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
-    tr = sweep_trials(df, selections)
+    tr = sweep_trials(df, selections, selected)
     notes = [f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items()]
     if tr.empty:
         raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")
-    return AuditInput(name, "sweep", cells_from_trials(tr), tr, df, notes)
+    return AuditInput(name, "sweep", cells_from_trials(tr), tr, df, notes, selected)
 
 
 def _dataset_labels(sel: pd.DataFrame) -> pd.Series:
@@ -127,12 +132,14 @@ def _dataset_labels(sel: pd.DataFrame) -> pd.Series:
     return labels
 
 
-def sweep_trials(df: pd.DataFrame, selections: Sequence[str]) -> pd.DataFrame:
+def sweep_trials(df: pd.DataFrame, selections: Sequence[str],
+                 selected: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Per (selection, dataset, algorithm, trial seed): the mean over the test environments of the selected test
-    accuracy, in points (DomainBed's Avg per trial). ``attrs["incomplete"]``: dropped trials per selection."""
+    accuracy, in points (DomainBed's Avg per trial). ``attrs["incomplete"]``: dropped trials per selection.
+    ``selected``: ``{method: select(df, method)}`` already made (the others are selected here)."""
     out, incomplete = [], {}
     for method in selections:
-        sel = select(df, method)
+        sel = selected[method] if selected and method in selected else select(df, method)
         if sel.empty:
             continue
         k = sel["test_domains"].str.count(",") + 1

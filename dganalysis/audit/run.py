@@ -132,12 +132,13 @@ def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -
     notes: list[str] = []
     df = inp.records
     main_sel = "training_domain" if "training_domain" in selections else selections[0]
+    picks = {m: inp.selected.get(m) for m in selections}  # made once (cached by the index), or selected there
     steps = [
-        ("selection_regret", lambda: sw.selection_regret(df, selections, confidence=confidence)),
-        ("ranking_changes", lambda: sw.ranking_changes(df, selections)),
+        ("selection_regret", lambda: sw.selection_regret(df, picks, confidence=confidence)),
+        ("ranking_changes", lambda: sw.ranking_changes(df, picks)),
         ("expected_max", lambda: sw.expected_max_curve(df, main_sel)),
-        ("lodo_vs_logo", lambda: sw.lodo_vs_logo(df)),
-        ("selected_hparams", lambda: sw.selected_hparams(df, main_sel)),
+        ("lodo_vs_logo", lambda: sw.lodo_vs_logo(df, "training_domain", inp.selected.get("training_domain"))),
+        ("selected_hparams", lambda: sw.selected_hparams(df, main_sel, inp.selected.get(main_sel))),
     ]
     for key, call in steps:
         try:

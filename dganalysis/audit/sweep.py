@@ -286,15 +286,18 @@ def saturation(curve: pd.DataFrame, threshold: float = SATURATION_GAIN) -> pd.Da
 # ---------------------------------------------------------------- LODO vs LOGO
 
 
-def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain") -> pd.DataFrame | None:
+def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain",
+                 selected: pd.DataFrame | None = None) -> pd.DataFrame | None:
     """Leave-one-domain-out vs leave-one-group-out ranking (Yu et al. 2024): per dataset, each algorithm's mean
     selected accuracy (points) over the runs with one test domain (LODO) and over the runs with two test domains
     (LOGO, every test domain of every pair), their ranks (1 = best) and the rank change; Kendall's tau between the two
     rankings per dataset. None when the sweep has no runs with two test domains.
 
     On a DomainBed sweep the pair runs exist for leave-one-out selection; here they are evaluated as test groups.
+    ``selected``: ``select(df, selection)`` when already made (e.g. cached by
+    :func:`dganalysis.audit.index.select_indexed`).
     """
-    sel = _str(select(df, selection))
+    sel = _str(select(df, selection) if selected is None else selected)
     if sel.empty:
         return None
     k = sel["test_domains"].str.count(",") + 1
@@ -325,13 +328,15 @@ def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain") -> pd.Dat
 # ---------------------------------------------------------------- selected hyperparameters
 
 
-def selected_hparams(df: pd.DataFrame, selection: str = "training_domain") -> list[dict[str, Any]]:
+def selected_hparams(df: pd.DataFrame, selection: str = "training_domain",
+                     selected: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """The hyperparameters ``selection`` picked, one record per (dataset, algorithm, split, trial): dataset,
     algorithm, train/test/val domains (lists of names), trial_seed, the chosen hparams_seed, its hparams (dict),
     step (the chosen checkpoint; the last one for oracle), job_id, and the run's steps, checkpoint_freq,
     holdout_fraction and dataset_kwargs where its records name them (``setting``). What DomainBed's users asked to be
-    published so that a result can be re-run without re-sweeping (DomainBed issues #32, #93)."""
-    sel = _str(select(df, selection))
+    published so that a result can be re-run without re-sweeping (DomainBed issues #32, #93). ``selected``:
+    ``select(df, selection)`` when already made."""
+    sel = _str(select(df, selection) if selected is None else selected)
     sel = sel.drop_duplicates([*CONFIG, "job_id", "step"])  # test domains sharing a pick (oracle picks per domain)
     out = []
     for r in sel.itertuples(index=False):
