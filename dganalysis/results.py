@@ -204,11 +204,18 @@ def is_our_store(jobs: Iterable[str | Path]) -> bool:
 def job_status(job_dir: str | Path) -> str:
     """``"done"``, ``"failed"`` or ``"unfinished"`` from the sentinel files of a job folder."""
     job_dir = _results_dir(job_dir, "job_status", "job_dir")
-    if (job_dir / "done").exists():
-        return "done"
-    if (job_dir / "failed").exists():
-        return "failed"
-    return "unfinished"
+    return state_from_files([name for name in ("done", "failed") if (job_dir / name).exists()])
+
+
+def state_from_files(files: Iterable[str]) -> str:
+    """A job folder's state from the names of its files: ``"done"`` with a ``done`` file (whatever else it holds),
+    else ``"failed"`` with a ``failed`` file, else ``"unfinished"``. The one rule for :func:`job_status` and the
+    audit's index (:mod:`dganalysis.audit.index`), which knows the names from its listing."""
+    if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
+        raise ConfigError(f"state_from_files: parameter 'files': expected the names of a folder's files, got "
+                          f"{describe(files)}")
+    names = set(files)
+    return "done" if "done" in names else "failed" if "failed" in names else "unfinished"
 
 
 def load(

@@ -312,7 +312,8 @@ class _Parsed:
 
 
 def _status(flags: int) -> str:
-    return "done" if flags & _DONE else "failed" if flags & _FAILED else "unfinished"
+    """results.load's rule (:func:`dganalysis.results.state_from_files`) on the names a job key's flags record."""
+    return results.state_from_files(name for name, bit in (("done", _DONE), ("failed", _FAILED)) if flags & bit)
 
 
 def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
