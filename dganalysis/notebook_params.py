@@ -68,10 +68,15 @@ class NotebookParams:
             if (value is None and f.metadata.get("nullable")) or f.metadata.get("own_check"):
                 continue
             like(default)(value, f"parameter {f.name!r} (the notebook's default is {default!r})")
+            rule = SHARED_RULES.get(f.name)
+            if rule is not None and value is not None:
+                rule(self, f.name)
         self.check()
 
     def check(self) -> None:
-        """The study's consistency checks across parameters (none here); raise :class:`ConfigError`."""
+        """The study's own checks (none here): its parameters that no other notebook has, and rules across
+        parameters; raise :class:`ConfigError`. A parameter name several notebooks share is checked by its one
+        rule in :data:`SHARED_RULES` before this runs."""
 
     @classmethod
     def names(cls) -> list[str]:
@@ -154,6 +159,26 @@ def _subset(name: str, values: Sequence[Any], of_name: str, of: Sequence[Any]) -
         raise ConfigError(f"parameter {name!r}: {stray} are not in {of_name} {list(of)}")
 
 
+def _count(low: int) -> Any:
+    return lambda obj, name: _at_least(obj, low, name)
+
+
+def _algorithms(obj: NotebookParams, name: str) -> None:
+    _names(name, getattr(obj, name), "a non-empty list of algorithm names")
+
+
+#: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
+#: kind is checked, before the class's own :meth:`NotebookParams.check`): "steps" means the same in every notebook.
+SHARED_RULES: dict[str, Any] = {
+    **dict.fromkeys(("n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers", "workers", "batch_size",
+                     "image_size"), _count(1)),
+    "seed": _count(0),
+    "alpha": lambda obj, name: _unit(obj, name),
+    "algorithms": _algorithms,
+    "selection_method": lambda obj, name: _selection(obj, name),
+}
+
+
 # --------------------------------------------------------------------------- one class per notebook
 @NOTEBOOK_PARAMS.register("00_quickstart")
 @dataclass(frozen=True)
@@ -175,8 +200,6 @@ class QuickstartParams(NotebookParams):
     dataset_overrides: dict = _default({})
 
     def check(self) -> None:
-        _at_least(self, 1, "image_size", "n_hparams", "n_trials", "steps", "checkpoint_freq", "workers")
-        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
         if not self.datasets and len(self.angles) < 3:
             raise _fail("angles", "at least 3 rotations (leave-one-out with two held-out domains needs 3)",
                         self.angles)
@@ -198,8 +221,7 @@ class DatasetConstructionParams(NotebookParams):
     seed: int = 0
 
     def check(self) -> None:
-        _at_least(self, 1, "n_classes", "image_size", "writers")
-        _at_least(self, 0, "seed")
+        _at_least(self, 1, "n_classes", "writers")
 
 
 @NOTEBOOK_PARAMS.register("02_binarization_study")
@@ -227,9 +249,6 @@ class BinarizationParams(NotebookParams):
     n_workers: int = 2
 
     def check(self) -> None:
-        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers")
-        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
-        _selection(self)
         sets = [tuple(_names(f"train_sets[{i}]", t)) for i, t in enumerate(_names("train_sets", self.train_sets,
                                                                                   "a non-empty list of domain lists"))]
         for i, task in enumerate(_names("table7_tasks", self.table7_tasks, "a non-empty list of [train, test]")):
@@ -268,10 +287,6 @@ class DynamicDGParams(NotebookParams):
     n_workers: int = 2
 
     def check(self) -> None:
-        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers")
-        _unit(self, "alpha")
-        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
-        _selection(self)
         Check(choices=("rest", "test_domain"))(self.evaluate_on, "parameter 'evaluate_on'")
         sets = [("swap_choices", i, t) for i, t in enumerate(_names("swap_choices", self.swap_choices,
                                                                       "a non-empty list of domain lists"))]
@@ -321,8 +336,8 @@ class LeakageOracleParams(NotebookParams):
     n_workers: int = 1
 
     def check(self) -> None:
-        _at_least(self, 1, "source_copies", "pretrain_batch_size", "steps", "checkpoint_freq", "batch_size",
-                  "n_trials", "oracle_n_hparams", "oracle_steps", "oracle_n_trials", "n_workers")
+        _at_least(self, 1, "source_copies", "pretrain_batch_size", "oracle_n_hparams", "oracle_steps",
+                  "oracle_n_trials")
         _at_least(self, 0, "pretrain_steps")
         for n in ("lr", "pretrain_lr"):
             Check("float", low=0.0, low_open=True)(getattr(self, n), f"parameter {n!r}")
@@ -375,10 +390,7 @@ class LeaderboardsParams(NotebookParams):
 
         if self.search_protocol not in SEARCH_PROTOCOLS:
             raise _fail("search_protocol", f"one of {list(SEARCH_PROTOCOLS)}", self.search_protocol)
-        _at_least(self, 1, "n_hparams", "n_trials", "steps", "checkpoint_freq", "n_bootstrap", "n_workers")
-        _unit(self, "alpha")
-        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
-        _selection(self)
+        _at_least(self, 1, "n_bootstrap")
         if not self.datasets:
             raise _fail("datasets", "a non-empty mapping of dataset names to builder arguments", self.datasets)
         for name, groups in self.logo_groups.items():  # entries for datasets not run are ignored
@@ -452,10 +464,9 @@ class ShiftEstimationParams(NotebookParams):
     n_workers: int = 2
 
     def check(self) -> None:
-        _at_least(self, 0, "seed")
         _at_least(self, 1, "z_dim", "n_samples", "fig4_trials", "table3_trials", "baseline_max_points", "map_trials",
                   "map_max_per_env", "folder_image_size", "ranking_n_hparams", "ranking_n_trials", "ranking_steps",
-                  "ranking_checkpoint_freq", "n_workers")
+                  "ranking_checkpoint_freq")
         if self.env_steps is not None:
             _at_least(self, 1, "env_steps")
         Check(choices=("scott", "shared"))(self.bandwidth, "parameter 'bandwidth'")
@@ -476,7 +487,6 @@ class ShiftEstimationParams(NotebookParams):
         _names("ranking_algorithms", self.ranking_algorithms, "a non-empty list of algorithm names")
         for name, shift in self.ranking_dominant.items():
             Check(choices=("diversity", "correlation"))(shift, f"parameter 'ranking_dominant[{name!r}]'")
-        _selection(self)
 
 
 @NOTEBOOK_PARAMS.register("07_worst_case")
@@ -509,12 +519,10 @@ class WorstCaseParams(NotebookParams):
     n_threads: int = 1
 
     def check(self) -> None:
-        _at_least(self, 1, "n_hparams", "steps", "checkpoint_freq", "batch_size", "n_eval", "n_input", "n_workers",
-                  "n_threads")
+        _at_least(self, 1, "n_eval", "n_input", "n_threads")
         Check("float", low=0.0, low_open=True)(self.lr, "parameter 'lr'")
         Check("float", low=0.0)(self.wc_rho, "parameter 'wc_rho'")
         _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
-        _names("algorithms", self.algorithms, "a non-empty list of algorithm names")
         for n in ("rhos", "input_rhos"):
             for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of radii")):
                 Check("float", low=0.0)(r, f"parameter '{n}[{i}]'")
@@ -553,7 +561,6 @@ class AuditParams(NotebookParams):
             parse_selections(self.selections)
         except ValueError as e:
             raise ConfigError(f"parameter 'selections': {e}") from None
-        _unit(self, "alpha")
         Check("float", low=0.0)(self.rope, "parameter 'rope'")
         _at_least(self, 1, "reps")
 

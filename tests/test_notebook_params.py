@@ -20,7 +20,7 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from dganalysis import runner
-from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params, params_class
+from dganalysis.notebook_params import NOTEBOOK_PARAMS, SHARED_RULES, build_params, params_class
 from dganalysis.plans import PLANS
 from dganalysis.runner import INJECTED, list_notebooks, load_params
 from dganalysis.validation import ConfigError
@@ -202,3 +202,18 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
     yml.write_text("variants:\n  wide:\n    rhos: [0.0, 0.5]\n")
     with pytest.raises(ConfigError, match=r"variant 'wide'\): parameter 'rho_small'"):
         runner.load_params("t", "07_worst_case", tmp_path)
+
+
+_SHARED_BAD = {"seed": -1, "alpha": 1.5, "algorithms": [], "selection_method": "trainig_domain"}
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_PARAMS.names()))
+def test_shared_parameter_names_have_one_rule(notebook):
+    """A parameter name several notebooks share ("steps", "alpha", "algorithms", ...) is refused with the same rule
+    wherever it appears (SHARED_RULES), before the notebook's own checks."""
+    cls = NOTEBOOK_PARAMS.get(notebook)
+    shared = [n for n in cls.names() if n in SHARED_RULES]
+    for name in shared:
+        bad = _SHARED_BAD.get(name, 0)
+        with pytest.raises(ConfigError, match=f"parameter '{name}'"):
+            cls.from_mapping({name: bad})
