@@ -159,6 +159,10 @@ def _subset(name: str, values: Sequence[Any], of_name: str, of: Sequence[Any]) -
         raise ConfigError(f"parameter {name!r}: {stray} are not in {of_name} {list(of)}")
 
 
+def _positive(obj: NotebookParams, name: str) -> None:
+    Check("float", low=0.0, low_open=True)(getattr(obj, name), f"parameter {name!r}")
+
+
 def _count(low: int) -> Any:
     return lambda obj, name: _at_least(obj, low, name)
 
@@ -169,10 +173,13 @@ def _algorithms(obj: NotebookParams, name: str) -> None:
 
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
 #: kind is checked, before the class's own :meth:`NotebookParams.check`): "steps" means the same in every notebook.
+#: The other shared names are checked by kind alone (``dataset``, ``dataset_kwargs``, ``hparams_overrides``, …) or by
+#: a rule across parameters in the class's check (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
     **dict.fromkeys(("n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers", "workers", "batch_size",
                      "image_size"), _count(1)),
     "seed": _count(0),
+    "lr": _positive,
     "alpha": lambda obj, name: _unit(obj, name),
     "algorithms": _algorithms,
     "selection_method": lambda obj, name: _selection(obj, name),
@@ -339,8 +346,7 @@ class LeakageOracleParams(NotebookParams):
         _at_least(self, 1, "source_copies", "pretrain_batch_size", "oracle_n_hparams", "oracle_steps",
                   "oracle_n_trials")
         _at_least(self, 0, "pretrain_steps")
-        for n in ("lr", "pretrain_lr"):
-            Check("float", low=0.0, low_open=True)(getattr(self, n), f"parameter {n!r}")
+        _positive(self, "pretrain_lr")
         _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
         if len(self.test_like_angles) != 2 or self.test_like_angles[0] > self.test_like_angles[1]:
             raise _fail("test_like_angles", "[low, high] rotation range", self.test_like_angles)
@@ -520,7 +526,6 @@ class WorstCaseParams(NotebookParams):
 
     def check(self) -> None:
         _at_least(self, 1, "n_eval", "n_input", "n_threads")
-        Check("float", low=0.0, low_open=True)(self.lr, "parameter 'lr'")
         Check("float", low=0.0)(self.wc_rho, "parameter 'wc_rho'")
         _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
         for n in ("rhos", "input_rhos"):

@@ -204,7 +204,25 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
         runner.load_params("t", "07_worst_case", tmp_path)
 
 
-_SHARED_BAD = {"seed": -1, "alpha": 1.5, "algorithms": [], "selection_method": "trainig_domain"}
+#: a bad value for every parameter name several notebooks share and check the same way
+_SHARED_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "n_workers": 0, "batch_size": 0,
+               "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5, "algorithms": [],
+               "selection_method": "trainig_domain"}
+#: shared names checked by kind only, or by a rule across parameters in the class's own check
+_SHARED_KIND_ONLY = {"dataset", "dataset_kwargs", "datasets", "dataset_overrides", "hparams_overrides", "featurizer",
+                     "train_domains", "test_domains"}
+
+
+def test_every_shared_parameter_name_is_ruled():
+    from collections import Counter
+
+    from dganalysis.notebook_params import NotebookParams
+
+    counts = Counter(n for nb in NOTEBOOK_PARAMS.names() for n in NOTEBOOK_PARAMS.get(nb).names()
+                     if n not in NotebookParams.names())
+    shared = {n for n, k in counts.items() if k > 1}
+    assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == set()
+    assert set(_SHARED_BAD) <= set(SHARED_RULES)
 
 
 @pytest.mark.parametrize("notebook", sorted(NOTEBOOK_PARAMS.names()))
@@ -212,8 +230,7 @@ def test_shared_parameter_names_have_one_rule(notebook):
     """A parameter name several notebooks share ("steps", "alpha", "algorithms", ...) is refused with the same rule
     wherever it appears (SHARED_RULES), before the notebook's own checks."""
     cls = NOTEBOOK_PARAMS.get(notebook)
-    shared = [n for n in cls.names() if n in SHARED_RULES]
-    for name in shared:
-        bad = _SHARED_BAD.get(name, 0)
-        with pytest.raises(ConfigError, match=f"parameter '{name}'"):
-            cls.from_mapping({name: bad})
+    for name, bad in _SHARED_BAD.items():
+        if name in cls.names():
+            with pytest.raises(ConfigError, match=f"parameter '{name}'"):
+                cls.from_mapping({name: bad})
