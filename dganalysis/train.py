@@ -315,6 +315,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     ``job_dir/results.jsonl``. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
     seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded)."""
     from dganalysis.algorithms import create
+    from dganalysis.algorithms.base import domainbed_outputs
     from dganalysis.data.domainbed_mnist import replay_draws
     from dganalysis.exact import (
         DOMAINBED_WORKERS,
@@ -373,7 +374,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         for i, loader in train_loaders:
             idx = loader.next()
             minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
-        out = algorithm.update(minibatches, step)
+        out = domainbed_outputs(algorithm.update(minibatches, step), type(algorithm).DOMAINBED_KEYS)
         window["step_time"].append(time.time() - t0)
         for k, v in out.items():
             v = float(v)

@@ -37,10 +37,21 @@ def fresh_casts() -> None:
     torch.clear_autocast_cache()
 
 
+def domainbed_outputs(out: Mapping[str, float], keys: Mapping[str, str]) -> dict[str, float]:
+    """An ``update()`` output under DomainBed's keys: ``out`` with each DomainBed key of ``keys`` (DomainBed's key →
+    ours, :attr:`Algorithm.DOMAINBED_KEYS`) set to our value of that meaning; our other keys kept."""
+    return {**out, **{theirs: out[ours] for theirs, ours in keys.items() if ours in out}}
+
+
 class Algorithm(nn.Module):
     """Base class: featurizer + classifier, one optimiser and schedule over all parameters."""
 
     HPARAMS: ClassVar[dict[str, HParam]] = {}
+    #: DomainBed's name of an ``update()`` output whose name or meaning differs here (DomainBed's key → ours), e.g.
+    #: CORAL's ``loss`` is DomainBed's classification loss, our ``nll`` (our ``loss`` is always the whole objective).
+    #: ``domainbed_exact`` mode writes records under DomainBed's keys through it (:func:`domainbed_outputs`), and the
+    #: differential tests compare through it.
+    DOMAINBED_KEYS: ClassVar[dict[str, str]] = {}
 
     def __init__(self, input_shape: tuple[int, ...], n_classes: int, n_domains: int, hparams: Mapping[str, Any]) -> None:
         super().__init__()

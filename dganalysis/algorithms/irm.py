@@ -97,6 +97,7 @@ class IB_IRM(IRM):
         "ib_lambda": HParam(1e2, log10_uniform(-1, 5), "IB penalty weight (0 before ib_penalty_anneal_iters)"),
         "ib_penalty_anneal_iters": HParam(500, log10_uniform_int(0, 4), "steps with IB weight 0"),
     }
+    DOMAINBED_KEYS = {"IRM_penalty": "irm_penalty", "IB_penalty": "ib_penalty"}
 
     def update(self, minibatches: Minibatches, step: int) -> dict[str, float]:
         w_irm = annealed(step, self.hparams["irm_penalty_anneal_iters"], self.hparams["irm_lambda"], 1.0)

@@ -24,6 +24,7 @@ class SD(Algorithm):
     """ERM on the pooled batch + spectral-decoupling penalty on the logits."""
 
     HPARAMS = {"sd_reg": HParam(0.1, log10_uniform(-5, -1), "weight λ of the logit penalty")}
+    DOMAINBED_KEYS = {"loss": "nll"}  # DomainBed's SD reports the classification loss as ``loss``
 
     def __init__(self, input_shape, n_classes, n_domains, hparams) -> None:
         super().__init__(input_shape, n_classes, n_domains, hparams)

@@ -7,6 +7,7 @@ mean per-domain risk); ``loss``, the penalties and every parameter are."""
 
 import pytest
 
+from dganalysis.algorithms.registry import get_algorithm
 from tests.reference._harness import assert_same_predictions, build_pair, default_float64, run_steps
 
 ANNEAL = 2
@@ -29,14 +30,13 @@ def test_irm_matches_domainbed(domainbed):
 def test_ib_irm_matches_domainbed(domainbed):
     hp = {"irm_penalty_anneal_iters": ANNEAL, "irm_lambda": 50.0, "ib_penalty_anneal_iters": ANNEAL + 1, "ib_lambda": 10.0}
     pair = build_pair(domainbed, "IB_IRM", hparams=hp)
-    run_steps(pair, STEPS + 1, loss_keys={"loss": "loss", "IRM_penalty": "irm_penalty",
-                                          "IB_penalty": "ib_penalty"})
+    run_steps(pair, STEPS + 1, loss_keys={"loss": "loss", **get_algorithm("IB_IRM").DOMAINBED_KEYS})
     assert_same_predictions(pair)
 
 
 def test_ib_erm_matches_domainbed(domainbed):
     pair = build_pair(domainbed, "IB_ERM", hparams={"ib_penalty_anneal_iters": ANNEAL, "ib_lambda": 10.0})
-    run_steps(pair, STEPS, loss_keys={"loss": "loss", "IB_penalty": "penalty"})
+    run_steps(pair, STEPS, loss_keys={"loss": "loss", **get_algorithm("IB_ERM").DOMAINBED_KEYS})
     assert_same_predictions(pair)
 
 
