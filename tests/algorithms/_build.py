@@ -42,3 +42,9 @@ def make(name: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)
     return A.create(name, SHAPE, N_CLASSES, N_DOMAINS, hp)
 
+
+def registered(tag: str | None = None) -> list[str]:
+    """The algorithms the package registers (``A.names(tag)``), without the test-only ones other test modules
+    register (their names start with an underscore), so that a parametrization over it does not depend on which
+    test modules were imported first."""
+    return [n for n in A.names(tag) if not n.startswith("_")]

@@ -9,13 +9,12 @@ import math
 import pytest
 import torch
 
-import dganalysis.algorithms as A
-from tests.algorithms._build import BATCH, N_CLASSES, make, tiny_minibatches
+from tests.algorithms._build import BATCH, N_CLASSES, make, registered, tiny_minibatches
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.mark.parametrize("name", A.available())
+@pytest.mark.parametrize("name", registered())
 def test_updates_finite_move_and_predict(name):
     alg = make(name)
     assert alg.__class__.__doc__ and alg.__class__.__module__.startswith("dganalysis.algorithms.")

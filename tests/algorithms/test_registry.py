@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import dganalysis.algorithms as A
+from tests.algorithms._build import registered
 
 EXPECTED = [
     "ERM",
@@ -36,8 +37,8 @@ EXPECTED = [
     "ERDG",
 ]
 # our registered departures from DomainBed's algorithm of the same stem (each pinned in tests/reference/); the generic
-# tests (here and in test_base.py) run over every registered algorithm (A.available()), these lists only check that
-# the names stay registered
+# tests (here, test_base.py, test_precision.py) run over every registered algorithm, these lists only check that the
+# names stay registered
 VARIANTS = ["DANN_GRL", "CDANN_GRL", "MTL_KME", "ARM_CML", "SANDMask_tau05"]
 # more of DomainBed's algorithms (each compared step for step in tests/reference/), and our
 # variants EQRM_restart, ADRMX_ClassRemix and Transfer_NoGDA (their departures pinned there)
@@ -64,7 +65,7 @@ def test_unknown_name_lists_known():
         assert name in msg
 
 
-@pytest.mark.parametrize("name", A.available())
+@pytest.mark.parametrize("name", registered())
 def test_hparams_defaults_and_draws(name):
     specs = A.hparam_specs(name)
     defaults = A.default_hparams(name)
