@@ -16,8 +16,9 @@ def domainbed_cells():
 
 
 def test_domainbed_table_face_value_counts_and_rounding(domainbed_cells):
-    """The issue: Welch + Holm over 91 claims at face value decide 7, 4 and 2 claims. Honouring the printed
-    rounding (a "± 0.0" is an SE below 0.05), none of them stands: each is flagged as resting on rounding."""
+    """At face value, Welch + Holm over 91 claims decide 7, 4 and 2 claims (training-domain, leave-one-out, oracle;
+    docs/audit.md). Honouring the printed rounding (a "± 0.0" is an SE below 0.05), none of them stands: each is
+    flagged as resting on rounding."""
     cl = claims(domainbed_cells, "ERM", rope=0.0)
     nominal = cl[cl["verdict_nominal"] != "undecided"].groupby("selection").size().to_dict()
     assert nominal == {"training_domain": 7, "leave_one_out": 4, "oracle": 2}
