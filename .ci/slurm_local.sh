@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a single-node Slurm cluster on this machine (munge, slurmctld, slurmd; no cgroups), for the Slurm
-# integration test (tests/test_store_slurm.py). Debian/Ubuntu: needs `apt-get install -y slurm-wlm munge` and root.
+# integration test (tests/sweep/test_store_slurm.py). Debian/Ubuntu: needs `apt-get install -y slurm-wlm munge` and root.
 # Usage: bash .ci/slurm_local.sh [start|stop]. Prints "slurm up" when sinfo shows the node idle.
 set -euo pipefail
 action="${1:-start}"

@@ -8,7 +8,7 @@ ERM++'s optimisers when the ``lars`` hparam is on. For a parameter p with gradie
 * biases and normalisation affine parameters (``p.ndim ≤ 1``): d = g (no weight decay, no scaling);
 * heavy-ball momentum without dampening: μ ← m·μ + d (μ starts at 0), p ← p − lr·μ.
 
-``tests/test_lars.py`` checks it equals DomainBed's class step for step.
+``tests/reference/test_domainbed_lars.py`` checks it equals DomainBed's class step for step.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sphinx configuration of the dganalysis documentation (MyST Markdown pages, PyData theme).
 
 Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (warnings are errors;
-``tests/test_docs.py`` builds the site the same way and opens every page in headless Chromium).
+``tests/project/test_docs.py`` builds the site the same way and opens every page in headless Chromium).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def test_bad_input_names_the_parameter(qualname, fn):
                                                                         f"arrived: {msg!r}"
 
 
-# ----------------------------------------------------------------------------- the cases, one by one
+# ----------------------------------------------------------------------------- known bad inputs, one by one
 def _toy(n=40, d=4, c=3, seed=0):
     g = torch.Generator().manual_seed(seed)
     z = torch.randn(n, d, generator=g)

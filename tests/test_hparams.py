@@ -14,12 +14,15 @@ from dganalysis.hparams import (
     BASE_HPARAMS,
     SMALL_IMAGE_DATASETS,
     HParam,
+    choice,
     draw_seed,
     fixed,
     is_small_images,
+    log10_uniform,
     parse_distribution,
     resolve,
     seed_hash,
+    uniform,
 )
 from dganalysis.job import Job
 from dganalysis.train import job_hparams
@@ -183,3 +186,20 @@ def test_algorithms_and_networks_never_restate_a_declared_default():
                 if m.group(1) in declared and m.group(1) != "mlp_width":  # unused: DomainBedMLP refuses hparams without it
                     found.append(f"{path.name}:{i} {m.group(0)}")
     assert not found, "defaults restated:\n" + "\n".join(found)
+
+
+def test_hparams_one_rng_per_name():
+    specs = {"a": HParam(1.0, uniform(0, 1)), "b": HParam(2, choice([5, 6, 7]))}
+    h1 = resolve(specs, 3)
+    more = {**specs, "c": HParam(0.0, log10_uniform(-2, 0))}
+    h2 = resolve(more, 3)
+    assert h1["a"] == h2["a"] and h1["b"] == h2["b"]  # adding c changes nothing else
+    assert resolve(specs, 0) == {"a": 1.0, "b": 2}
+    assert resolve(specs, 4) != resolve(specs, 5)
+    g = resolve(more, 7, search_overrides={"c": {"log10_uniform": [-2, -1]}})
+    assert 0.01 <= g["c"] <= 0.1
+    assert resolve(specs, 7, overrides={"a": 9})["a"] == 9
+    with pytest.raises(KeyError, match="unknown hyperparameters"):
+        resolve(specs, 1, overrides={"zz": 1})
+    with pytest.raises(ValueError, match="unknown distribution"):
+        parse_distribution({"gauss": [0, 1]}, "c")

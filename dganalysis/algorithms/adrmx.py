@@ -24,9 +24,9 @@ the two come from different domains): ``L_remix = Σ_c CE(h_1(z_inv[i] + g_d[j])
 with n_c ≥ 2, i, j = perm[:2]. SupConLossLambda divides the summed per-anchor losses by ``(n − n_skipped + 1)``
 (the ``+ 1``). Where DomainBed would crash (no class with two examples in the batch: ``int.item()``) ours reports
 a remix loss of 0. Precision: the contrastive losses run in float32 under bf16 autocast; each bf16 update tracks
-the fp32 one from the same state (tests/test_alg_precision.py), but free-running 24-update curves of this
+the fp32 one from the same state (tests/algorithms/test_precision.py), but free-running 24-update curves of this
 adversarial game drift apart either way (final-head CE over the last 8 updates 8.4% from fp32's; 10% with the heads
-and losses all in fp32), so ADRMX is not in tests/test_alg_bf16_b.py's same-outcome check.
+and losses all in fp32), so ADRMX is not in tests/algorithms/test_precision_curves.py's same-outcome check.
 ``ADRMX_ClassRemix`` is the variant whose remix pairs are what DomainBed's comment says (same class, different
 domains). Hyperparameters: DomainBed's, all fixed but ``mlp_depth`` ∈ {8, 9, 10} and the learning rate (small images 3e-3 ∈
 {5e-4, 1e-3, 2e-3, 3e-3}; large 3e-5 ∈ {2e-5, 3e-5, 4e-5, 5e-5}).

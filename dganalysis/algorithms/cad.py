@@ -21,7 +21,7 @@ Departure, in a case where DomainBed cannot run: ``is_project=True`` (a projecti
 DomainBed's constructor (``feature_dim`` is undefined; its search never draws it), so ours refuses it with a
 ``ValueError`` instead of inventing the head. Precision: the whole update runs with autocast off (as MMD's): the
 logits z·z/τ of unnormalised features reach tens, so bf16 rounding of z moves them by tenths (measured on
-tests/test_alg_precision.py's data with bf16 features: B 8% off fp32 at step 2, even with B itself in fp32).
+tests/algorithms/test_precision.py's data with bf16 features: B 8% off fp32 at step 2, even with B itself in fp32).
 Hyperparameters (DomainBed's names and spaces): ``lmbda`` 0.1 ∈ {1e-4, …, 1e2}; ``temperature`` 0.1 ∈ {0.05, 0.1};
 ``is_normalized`` False, ``is_project`` False, ``is_flipped`` True (never searched).
 """

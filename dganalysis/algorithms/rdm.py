@@ -25,7 +25,7 @@ int U(70, 100) (DomainNet, TerraIncognita 40, int U(30, 60)).
 Precision: the whole update runs with autocast off (as MMD's, ``coral.py``): the narrow kernels (γ up to 1000) on
 per-example risks see bf16's rounding of the logits as distance; with only the penalties in fp32, a bf16 step's
 direction had a cosine of 0.28–0.70 with the fp32 step's in the first steps after the anneal on tiny data
-(``tests/test_alg_precision.py``), and 0.99 or more without the matching penalty.
+(``tests/algorithms/test_precision.py``), and 0.99 or more without the matching penalty.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ DomainBed's quirks, kept under its name (pinned by tests/reference/test_domainbe
 DomainBed builds E + 1 heads and uses E; ours builds the E it uses (they are registered, so saved and moved with
 the model). Precision: the whole update runs with autocast off (as MMD's): the heads, fitted for 30 SGD steps per
 update and never reset, grow sharp, and their cross-domain CE amplifies bf16 feature rounding (measured on
-tests/test_alg_precision.py's data: the transfer term 12% off fp32 after 5 updates with bf16 features).
+tests/algorithms/test_precision.py's data: the transfer term 12% off fp32 after 5 updates with bf16 features).
 Hyperparameters (DomainBed's): ``cos_lambda`` 1e-4, 10^U(−5, 0); ``iters`` 200, int(10^U(0, 4));
 ``groupdro_eta`` 1e-2, 10^U(−3, −1). The reported ``loss`` is the full objective, ``trm_loss`` = loss − nll.
 """

@@ -21,7 +21,7 @@ random draw from one ``torch.Generator``. Its inputs are the images decoded at t
   uint8 after each of the four operations), in a random order per image, as ``ColorJitter`` does;
 - without the original sizes the images are taken as square.
 
-``tests/test_pipeline.py`` compares the distributions drawn here with torchvision's per-sample ``v2``
+``tests/data/test_pipeline.py`` compares the distributions drawn here with torchvision's per-sample ``v2``
 transforms on fixed images (crop geometry, flip rate, colour statistics, grayscale rate).
 """
 

@@ -39,7 +39,7 @@ Two oracles, both computed from the same runs (no extra training), named in :dat
   and every domain's K>1 accuracy is ≤ its K=1 accuracy (so leak(K) ≤ leak(1)). What the data decide is the *size*
   of the leakage and of its fall (Table 4: 0.04–1.26 points at K=1, −24% to −53% at K=2, −35% to −79% at K=3) and
   whether it also falls from K=2 to K=3, which no construction guarantees. This is not DomainBed's oracle, hence
-  its own name; tests/test_oracle_literal.py pins both properties.
+  its own name; tests/protocols/test_oracle_literal.py pins both properties.
 
 Ties follow DomainBed's: among candidates with equal score the highest ``hparams_seed``, then the earliest step.
 """

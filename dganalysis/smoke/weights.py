@@ -4,7 +4,7 @@ The names are built here from each publisher's own module structure (torchvision
 base; MoCo's ``module.encoder_q``/``encoder_k`` wrapper and MLP head; MoCo-v3's timm ViT names under
 ``module.base_encoder``/``momentum_encoder`` with its 3-layer projector ``head`` and ``predictor``; Separius'
 SimCLR-v2 ``net.{stage}.blocks.{block}.net.{op}`` modules), independently of the loader's renaming table, so
-``tests/test_published_weights.py`` can check that the loader maps every one of them onto our networks.
+``tests/nets/test_published.py`` can check that the loader maps every one of them onto our networks.
 The momentum encoders share the query encoder's tensors (``torch.save`` stores a shared storage once).
 """
 
