@@ -288,6 +288,10 @@ def run_job(
     job = job if isinstance(job, Job) else Job.from_dict(job)
     job_dir = start_job_dir(job, job_dir)
     t_start = time.time()
+    from dganalysis.algorithms.registry import get_algorithm
+
+    if precision == "auto" and not get_algorithm(job.algorithm).BF16_AUTOCAST:
+        precision = "fp32"  # bf16 measured not to track fp32 for this algorithm (Algorithm.BF16_AUTOCAST)
     runtime = make_runtime(device, precision, eval_batch_size, threads)
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):

@@ -153,3 +153,15 @@ def test_random_affine_is_seeded_and_identity_without_range():
     theta = random_affine_matrices(1000, degrees=0, translate=0, scale=(0.5, 2), shear=0, generator=g1)
     s = 1 / theta[:, 0, 0]
     assert s.min() >= 0.5 - 1e-6 and s.max() <= 2 + 1e-6 and torch.allclose(theta[:, 0, 1], torch.zeros(1000))
+
+
+def test_auto_precision_keeps_fp32_for_algorithms_bf16_does_not_track(tmp_path, monkeypatch):
+    """precision="auto" with bf16 chosen for the CPU: ERM trains under bf16, WCDG (BF16_AUTOCAST = False, measured in
+    tests/algorithms/test_precision.py) in fp32; an explicit precision="bf16" still forces autocast."""
+    monkeypatch.setenv("DGANALYSIS_CPU_PRECISION", "bf16")
+    got = {}
+    for alg, precision in (("ERM", "auto"), ("WCDG", "auto"), ("WCDG", "bf16")):
+        job = _job(algorithm=alg, steps=2, checkpoint_freq=1)
+        got[alg, precision] = _records(run_job(job, tmp_path / f"{alg}_{precision}", device="cpu",
+                                               precision=precision))[-1]["precision"]
+    assert got == {("ERM", "auto"): "bf16", ("WCDG", "auto"): "fp32", ("WCDG", "bf16"): "bf16"}

@@ -201,3 +201,4 @@ class ADRMX_ClassRemix(ADRMX):
     class, and the remix rarely combines features across domains. Everything else is DomainBed's ADRMX."""
 
     remix_by_class = True
+    BF16_AUTOCAST = False  # measured: bf16 update directions down to cosine 0.855 from fp32's (ADRMX's own ≥ 0.938)

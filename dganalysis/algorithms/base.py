@@ -52,6 +52,10 @@ class Algorithm(nn.Module):
     #: ``domainbed_exact`` mode writes records under DomainBed's keys through it (:func:`domainbed_outputs`), and the
     #: differential tests compare through it.
     DOMAINBED_KEYS: ClassVar[dict[str, str]] = {}
+    #: Whether ``precision="auto"`` may train it under bf16 autocast (on CUDA and AMX CPUs). False where
+    #: ``tests/algorithms/test_precision.py`` measured bf16 updates that do not track fp32's: those jobs train in
+    #: fp32 under ``auto`` (recorded as ``precision``); ``precision="bf16"`` still forces autocast.
+    BF16_AUTOCAST: ClassVar[bool] = True
 
     def __init__(self, input_shape: tuple[int, ...], n_classes: int, n_domains: int, hparams: Mapping[str, Any]) -> None:
         super().__init__()

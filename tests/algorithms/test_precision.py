@@ -21,7 +21,8 @@ penalty was off by 0.14 and MLDG's meta-test loss by 31%), so they agree exactly
 their docstrings), CausIRL_MMD and RDM (whose kernels on per-example risks gave cosines of 0.28–0.70 otherwise).
 
 Known gaps are listed in ``KNOWN_GAPS`` with what was measured and marked ``xfail(strict=True)``: a fix then fails
-as XPASS, and its entry goes. Free-running bf16 and fp32 curves are compared in ``test_precision_curves.py``, not
+as XPASS, and its entry goes (``NEAR_THRESHOLD`` gaps, which another CPU's bf16 kernels may pass, are not strict).
+Each known gap trains in fp32 under ``precision="auto"`` (``Algorithm.BF16_AUTOCAST = False``). Free-running bf16 and fp32 curves are compared in ``test_precision_curves.py``, not
 step by step: training is chaotic at this scale (ERM's own curves drift 30% apart by step 24 while every single step
 agrees to 0.1%).
 """
@@ -50,8 +51,19 @@ KNOWN_GAPS = {
 }
 
 
+def test_known_gaps_train_in_fp32_under_auto():
+    """Every algorithm whose bf16 update is a known gap declares BF16_AUTOCAST = False, so precision="auto" trains
+    it in fp32 (dganalysis.train.run_job); and no other algorithm does (the flag is earned by a measurement here)."""
+    off = {name for name in registered() if not A.get_algorithm(name).BF16_AUTOCAST}
+    assert off == set(KNOWN_GAPS)
+
+
+#: gaps close to the threshold, which another CPU's bf16 kernels may pass: not strict there
+NEAR_THRESHOLD = {"ADRMX_ClassRemix"}
+
+
 def _params(name: str):
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name])) \
+    return pytest.param(name, marks=pytest.mark.xfail(strict=name not in NEAR_THRESHOLD, reason=KNOWN_GAPS[name])) \
         if name in KNOWN_GAPS else name
 
 
