@@ -64,7 +64,7 @@ class AuditResult:
         return [a.summary_line(self.settings["alpha"]) for a in self.audits] + [f"audit {n}" for n in self.notes]
 
     def to_json(self) -> dict[str, Any]:
-        """The machine contract: ``claims`` and ``aggregate`` (the issue's keys, plus ``input`` and more per row),
+        """The machine contract: ``claims`` and ``aggregate`` (its required keys, plus ``input`` and more per row),
         ``wilcoxon``, ``friedman``, ``reference``, ``sweep``, ``inputs``, ``settings``, ``summary``. NaN and ±inf
         are null (``trials_needed`` null: no finite number of trials decides the observed effect, or no SE)."""
         out: dict[str, Any] = {"claims": [], "aggregate": [], "wilcoxon": [], "friedman": [], "reference": [],
