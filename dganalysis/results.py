@@ -267,26 +267,9 @@ def load(
     seen: set[str] = set()
     for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
         status, has_records = classify_job(job_dir)
-        if status == "failed":
-            counts["failed"] += 1
-            counts["failed_no_records"] += not has_records
-            continue
-        if status == "unfinished" and not has_records:
-            counts["no_records"] += 1  # crashed before its first checkpoint (DomainBed: err.txt only) or starting
-            continue
-        if status == "unfinished" and not read_unfinished[job_dir]:
-            counts["unfinished"] += 1
-            continue
-        if not has_records:  # ``done`` without records
-            counts["unreadable"] += 1
-            problems.append(f"{job_dir}: marked done but holds no results.jsonl")
-            log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
+        if _left_out(job_dir, status, has_records, read_unfinished[job_dir], seen, counts, problems):
             continue
         job_id = job_dir.name
-        if job_id in seen:
-            log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
-            counts["duplicate"] += 1
-            continue
         results = job_dir / "results.jsonl"
         mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
         try:
@@ -322,7 +305,7 @@ def load(
                         LOSS_EXPLOSION_FACTOR)
     counts["read"] = len(seen)
     log.info("read %d of %d job folders under %s; %s", len(seen), len(jobs), ", ".join(map(str, paths)),
-             _left_out(counts) or "none left out")
+             _left_out_words(counts) or "none left out")
     job_counts = dict(counts)
     record = np.asarray(rows.pop("record"), dtype=np.int64)
     data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
@@ -346,7 +329,35 @@ def _loss_exploded(records: list[dict[str, Any]]) -> bool:
     return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
 
 
-def _left_out(c: dict[str, int]) -> str:
+def _left_out(job_dir: Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
+              counts: dict[str, int], problems: list[str]) -> bool:
+    """Whether :func:`load` leaves the job folder out before reading its records, counting it in ``counts`` (and
+    ``problems``) when it does: failed; unfinished without records (crashed before its first checkpoint — DomainBed:
+    err.txt only — or starting); unfinished when unfinished jobs are not read; done without records; a job id
+    already in ``seen``. The one rule for :func:`load` and the audit's index (:mod:`dganalysis.audit.index`)."""
+    if status == "failed":
+        counts["failed"] += 1
+        counts["failed_no_records"] += not has_records
+        return True
+    if status == "unfinished" and not has_records:
+        counts["no_records"] += 1
+        return True
+    if status == "unfinished" and not read_unfinished:
+        counts["unfinished"] += 1
+        return True
+    if not has_records:  # ``done`` without records
+        counts["unreadable"] += 1
+        problems.append(f"{job_dir}: marked done but holds no results.jsonl")
+        log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
+        return True
+    if job_dir.name in seen:
+        log.warning("job %s found twice (%s); keeping the first", job_dir.name, job_dir)
+        counts["duplicate"] += 1
+        return True
+    return False
+
+
+def _left_out_words(c: dict[str, int]) -> str:
     """What :func:`load` did not read, in words ("" when it read every job folder)."""
     parts = []
     if c.get("failed"):
@@ -376,7 +387,7 @@ def summary_line(df: pd.DataFrame) -> str:
     if c.get("unfinished_read"):
         line += (f" ({c['unfinished_read']} of them unfinished, without 'done', and included"
                  f" as DomainBed's collect_results includes them)")
-    left = _left_out(c)
+    left = _left_out_words(c)
     line += f"; not in the table: {left}" if left else "; none left out"
     exploded = df.attrs.get("exploded") or []
     if exploded:

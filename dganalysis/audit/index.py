@@ -629,24 +629,7 @@ def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | Non
             status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
             job_dir = root if rel == "." else root / rel
             job_id = job_dir.name
-            if status == "failed":
-                counts["failed"] += 1
-                counts["failed_no_records"] += not has_records
-                continue
-            if status == "unfinished" and not has_records:
-                counts["no_records"] += 1
-                continue
-            if status == "unfinished" and not read_unfinished:
-                counts["unfinished"] += 1
-                continue
-            if not has_records:  # ``done`` without records
-                counts["unreadable"] += 1
-                problems.append(f"{job_dir}: marked done but holds no results.jsonl")
-                log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
-                continue
-            if job_id in seen:
-                log.warning("job %s found twice (%s); keeping the first", job_id, job_dir)
-                counts["duplicate"] += 1
+            if results._left_out(job_dir, status, has_records, read_unfinished, seen, counts, problems):
                 continue
             if job["problem"] is not None:
                 if strict:
