@@ -169,14 +169,20 @@ def lp_ft_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",), digit
 
 
 def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.DataFrame:
-    """Yu et al. (2024) Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies."""
+    """Yu et al. (2024) Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies.
+
+    Every pretraining keeps its row: a gap that is undefined (FT accuracy 0, e.g. a few-step smoke run) stays NaN
+    rather than dropping the row, so readers (and :func:`~dganalysis.protocols.leakage_findings.lp_ft_findings`)
+    see it as undefined instead of missing."""
     check_frame(table, (), "table", func="gap_table")
     by = list(by)
     m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)
     if not {"LP", "FT"} <= set(m.columns):
         raise ValueError(f"gap_table: need both LP and FT rows, found modes {sorted(m.columns)}")
-    gap = ((m["LP"] - m["FT"]) / m["FT"]).rename("gap").reset_index()
-    wide = gap.pivot_table(index=by, columns="domain", values="gap", sort=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (m["LP"] - m["FT"]) / m["FT"].where(m["FT"] != 0)
+    gap = ratio.rename("gap").reset_index()
+    wide = gap.pivot_table(index=by, columns="domain", values="gap", sort=False, dropna=False)
     cols = [c for c in dict.fromkeys(gap["domain"]) if c != "Avg"] + ["Avg"]
     wide = wide[cols]
     wide.columns.name = None

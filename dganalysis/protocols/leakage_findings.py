@@ -111,9 +111,15 @@ def lp_ft_findings(gap: pd.DataFrame, supervised: str, self_supervised: str) -> 
     check_frame(gap, (), "gap", func="lp_ft_findings")
     check_str(supervised, "supervised", func="lp_ft_findings")
     check_str(self_supervised, "self_supervised", func="lp_ft_findings")
+    missing = [name for name in (supervised, self_supervised) if name not in gap.index]
+    if missing or "Avg" not in gap.columns:
+        raise KeyError(f"lp_ft_findings: gap has no row for {missing} or no 'Avg' column "
+                       f"(rows {list(gap.index)}, columns {list(gap.columns)})")
     gs, gu = float(gap.loc[supervised, "Avg"]), float(gap.loc[self_supervised, "Avg"])
-    ok = gs > 0 >= gu
+    ours = f"Gap (Avg over test domains): {supervised} {gs:+.3f}, {self_supervised} {gu:+.3f}"
+    if not (np.isfinite(gs) and np.isfinite(gu)):
+        verdict = f"{Verdict.NOT_DECIDED} (a Gap is undefined: FT accuracy 0)"
+    else:
+        verdict = Verdict.REPRODUCED if gs > 0 >= gu else Verdict.PARTLY if gs > gu else Verdict.NOT_REPRODUCED
     return [dict(paper=PAPER, finding="supervised test-like pretraining leaks: LP beats FT (Gap > 0), "
-                                      "self-supervised does not (Tables 1–2)",
-                 ours=f"Gap (Avg over test domains): {supervised} {gs:+.3f}, {self_supervised} {gu:+.3f}",
-                 verdict=Verdict.REPRODUCED if ok else Verdict.PARTLY if gs > gu else Verdict.NOT_REPRODUCED)]
+                                      "self-supervised does not (Tables 1–2)", ours=ours, verdict=verdict)]

@@ -109,6 +109,14 @@ def test_accuracy_lp_ft_and_gap_tables():
         gap_table(t[t["mode"] != "LP"])
 
 
+def test_gap_table_keeps_a_pretraining_whose_gap_is_undefined():
+    # FT accuracy 0 everywhere (a few-step run): the row stays, its gaps NaN, not dropped (a KeyError downstream)
+    sel = _selected()
+    sel.loc[(sel["pretraining"] == "sup") & sel["mode"].isin(["LP", "FT"]), "acc"] = 0.0
+    gap = gap_table(accuracy_table(sel))
+    assert "sup" in gap.index and gap.loc["sup"].isna().all()
+
+
 def test_frozen_curve_and_plot():
     t = accuracy_table(_selected())
     curve = frozen_stages_curve(t, n_stages=4)

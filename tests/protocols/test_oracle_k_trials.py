@@ -61,6 +61,10 @@ def test_leakage_findings_verdicts():
     gap = pd.DataFrame({"Avg": [0.1, -0.2]}, index=["sup", "ssl"])
     assert lp_ft_findings(gap, "sup", "ssl")[0]["verdict"] == "reproduced"
     assert lp_ft_findings(gap.assign(Avg=[-0.1, 0.2]), "sup", "ssl")[0]["verdict"] == "not reproduced"
+    undefined = lp_ft_findings(gap.assign(Avg=[float("nan"), 0.2]), "sup", "ssl")[0]["verdict"]
+    assert undefined.startswith("not decided (") and "FT accuracy 0" in undefined
+    with pytest.raises(KeyError, match="no row for \\['other'\\]"):
+        lp_ft_findings(gap, "sup", "other")
 
 
 def test_trials_needed_columns():
