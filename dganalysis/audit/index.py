@@ -43,7 +43,7 @@ import logging
 import operator
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -799,24 +799,68 @@ def select_indexed(
     call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
     the tidy frame. Any change re-selects. String columns come back as ``str``; ``attrs`` are load_indexed's.
     """
-    from dganalysis.selection import METHODS, OUTPUT, select
+    methods, paths = _check_selection_args("select_indexed", path, methods)
+    indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
+
+    def frame() -> pd.DataFrame:
+        full = []
+        for p, idx in indexes:
+            try:
+                full.append((p, idx.full()))
+            except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
+                log.warning("%s: unreadable index (%s); rebuilding it", p, err)
+                Path(index_location(p, cache_dir)).unlink(missing_ok=True)
+                full.append((p, update_index(p, cache_dir)))
+        return _assemble(full, include_unfinished, strict, categorical=True)
+
+    return _cached_selections(indexes, methods, frame, include_unfinished, strict, tie_tol, cache_dir)
+
+
+def load_and_select_indexed(
+    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
+    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
+    cache_dir: str | Path | None = None,
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """``(load_indexed(path), select_indexed(path, methods))`` with the job folders scanned once: what an audit of a
+    sweep needs (the tidy frame for its analyses, the selections for its claims). The selections are cached exactly
+    as :func:`select_indexed` caches them (the same files and key), and a method not cached is selected on the
+    returned frame (``categorical=True``)."""
+    methods, paths = _check_selection_args("load_and_select_indexed", path, methods)
+    if include_unfinished not in (None, True, False):
+        raise ValueError(f"load_and_select_indexed: include_unfinished={include_unfinished!r}, expected None "
+                         "(by writer), True or False")
+    indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
+    df = _assemble(indexes, include_unfinished, strict, categorical=True)
+    return df, _cached_selections(indexes, methods, lambda: df, include_unfinished, strict, tie_tol, cache_dir)
+
+
+def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
+                          methods: Iterable[str]) -> tuple[list[str], list[str | Path]]:
+    from dganalysis.selection import METHODS
 
     methods = list(methods)
     bad = [m for m in methods if m not in METHODS]
     if bad:
-        raise ValueError(f"select_indexed: unknown methods {bad}; expected some of {list(METHODS)}")
+        raise ValueError(f"{func}: unknown methods {bad}; expected some of {list(METHODS)}")
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
-        raise ValueError("select_indexed: expected at least one results directory, got an empty list")
+        raise ValueError(f"{func}: expected at least one results directory, got an empty list")
+    return methods, paths
+
+
+def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str], frame: Callable[[], pd.DataFrame],
+                       include_unfinished: bool | None, strict: bool, tie_tol: float,
+                       cache_dir: str | Path | None) -> dict[str, pd.DataFrame]:
+    """Each method's selection read from its cache file when the key holds, else selected on ``frame()`` (called at
+    most once) and cached. The key: the code digest, the arguments, each store's path and job keys."""
+    from dganalysis.selection import OUTPUT, select
+
     h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
-    indexes = []
-    for p in paths:
-        idx = update_index(p, cache_dir, lazy=True)  # the job table decides whether the cache holds
-        indexes.append((Path(p), idx))
-        h.update(str(Path(p).resolve()).encode())
+    for p, idx in indexes:
+        h.update(str(p.resolve()).encode())
         h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
     key = h.hexdigest()
-    where = index_location(Path(paths[0]), cache_dir)
+    where = index_location(indexes[0][0], cache_dir)
     folder = where.parent / (where.name + ".select")
     out: dict[str, pd.DataFrame] = {}
     df = None
@@ -827,15 +871,7 @@ def select_indexed(
             out[method] = cached
             continue
         if df is None:
-            full = []
-            for p, idx in indexes:
-                try:
-                    full.append((p, idx.full()))
-                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
-                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
-                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
-                    full.append((p, update_index(p, cache_dir)))
-            df = _assemble(full, include_unfinished, strict, categorical=True)
+            df = frame()
         sel = select(df, method, tie_tol=tie_tol)
         sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
         sel.attrs = dict(df.attrs)

@@ -78,18 +78,17 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
 
 def load_records(path: str | Path, selections: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The tidy records of a sweep and ``{method: select(records, method)}`` for ``selections``: through the columnar
-    index (:func:`~dganalysis.audit.index.load_indexed`, and :func:`~dganalysis.audit.index.select_indexed`, which
-    caches the selections beside the index) when installed, else :func:`dganalysis.results.load` and
+    index (:func:`~dganalysis.audit.index.load_and_select_indexed`: one scan of the job folders, the selections
+    cached beside the index) when installed, else :func:`dganalysis.results.load` and
     :func:`dganalysis.selection.select` (the same frames)."""
     try:
-        from dganalysis.audit.index import load_indexed, select_indexed
+        from dganalysis.audit.index import load_and_select_indexed
     except ImportError:
         from dganalysis.results import load
 
         df = load(path, progress=False)
         return df, {m: select(df, m) for m in selections}
-    selected = select_indexed(path, selections) if selections else {}
-    return load_indexed(path), selected
+    return load_and_select_indexed(path, selections)
 
 
 def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTIONS,

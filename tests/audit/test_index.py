@@ -268,6 +268,34 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
         index.select_indexed(root, methods=["best"])
 
 
+def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, monkeypatch):
+    from dganalysis.selection import select
+
+    root = domainbed_dir(tmp_path / "db")
+    update_index(root)  # the index exists; the selections are not cached yet
+    scans = []
+    real_scan = index._scan
+    monkeypatch.setattr(index, "_scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
+    df, sel = index.load_and_select_indexed(root)
+    assert len(scans) == 1  # one pass over the job folders for the frame and the selections
+    want = results.load(root, progress=False)
+    same(want, df)
+    for method in ("training_domain", "leave_one_out", "oracle"):
+        pd.testing.assert_frame_equal(select(want, method), sel[method], check_dtype=False)
+    scans.clear()
+    import dganalysis.selection as selection
+
+    monkeypatch.setattr(selection, "select", lambda *a, **k: pytest.fail("cached by the call above"))
+    cached = index.select_indexed(root)  # the same cache files and key
+    assert len(scans) == 1
+    for method in cached:
+        pd.testing.assert_frame_equal(sel[method], cached[method])
+    with pytest.raises(ValueError, match="load_and_select_indexed: unknown methods"):
+        index.load_and_select_indexed(root, methods=["best"])
+    with pytest.raises(ValueError, match="include_unfinished"):
+        index.load_and_select_indexed(root, include_unfinished="yes")
+
+
 def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
     root = domainbed_dir(tmp_path / "db")
     load_indexed(root)
