@@ -203,3 +203,19 @@ def test_hparams_one_rng_per_name():
         resolve(specs, 1, overrides={"zz": 1})
     with pytest.raises(ValueError, match="unknown distribution"):
         parse_distribution({"gauss": [0, 1]}, "c")
+
+
+def test_name_state_draws_as_a_new_domainbed_random_state():
+    """name_state reuses one reseeded state per thread: every kind of draw must equal a fresh
+    ``np.random.RandomState(seed_hash(seed, name))``'s, even after the reused state drew Gaussians (cached)."""
+    import numpy as np
+
+    from dganalysis.hparams import name_state, seed_hash
+
+    draws = (lambda r: r.uniform(-5, -3), lambda r: r.choice([0.0, 0.1, 0.5]), lambda r: r.normal(),
+             lambda r: r.randint(8, 64), lambda r: r.normal())
+    for seed in (0, 1, 17, 2**31 - 1):
+        for name in ("lr", "batch_size", "resnet_dropout"):
+            name_state(seed + 1, "warm").normal()  # leave a cached Gaussian behind
+            mine, fresh = name_state(seed, name), np.random.RandomState(seed_hash(seed, name))
+            assert [f(mine) for f in draws] == [f(fresh) for f in draws]

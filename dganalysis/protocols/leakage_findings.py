@@ -118,7 +118,7 @@ def lp_ft_findings(gap: pd.DataFrame, supervised: str, self_supervised: str) -> 
     gs, gu = float(gap.loc[supervised, "Avg"]), float(gap.loc[self_supervised, "Avg"])
     ours = f"Gap (Avg over test domains): {supervised} {gs:+.3f}, {self_supervised} {gu:+.3f}"
     if not (np.isfinite(gs) and np.isfinite(gu)):
-        verdict = f"{Verdict.NOT_DECIDED} (a Gap is undefined: FT accuracy 0)"
+        verdict = f"{Verdict.NOT_DECIDED} (a Gap is undefined: FT accuracy 0 or no LP/FT run)"
     else:
         verdict = Verdict.REPRODUCED if gs > 0 >= gu else Verdict.PARTLY if gs > gu else Verdict.NOT_REPRODUCED
     return [dict(paper=PAPER, finding="supervised test-like pretraining leaks: LP beats FT (Gap > 0), "

@@ -261,10 +261,9 @@ def hparams_key(job: Job) -> tuple:
     """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.train.job_hparams`): the algorithm,
     the dataset (DomainBed's small- or large-image regime), ``hparams_seed``, ``trial_seed`` (DomainBed seeds a draw
     with ``seed_hash(hparams_seed, trial_seed)``), the overrides and ``steps``."""
-    spec = job.to_dict()
     trial = job.trial_seed if job.hparams_seed != 0 else None  # hparams_seed 0: the defaults, whatever the trial
-    return (job.algorithm, job.dataset, job.hparams_seed, trial, job.steps,
-            json.dumps(spec["hparams_overrides"], sort_keys=True), json.dumps(spec["search_overrides"], sort_keys=True))
+    return (job.algorithm, job.dataset, job.hparams_seed, trial, job.steps,  # overrides: canonical JSON types (Job)
+            json.dumps(job.hparams_overrides, sort_keys=True), json.dumps(job.search_overrides, sort_keys=True))
 
 
 def check_grid_hparams(jobs: Iterable[Job]) -> None:
