@@ -9,10 +9,11 @@
   split folders. Datasets built from files by other builders (``ImageFolder``, ``CSVImages``, plug-ins) are built
   once when the grid is made (:func:`dganalysis.sweep.grid.make_jobs`), which checks them; synthetic ones need no
   files.
-- **weights**: the file the featurizer loads — ``pretrained`` as a path; ``pretrained: imagenet[:<weights>]``
-  (torchvision's cached file for the architecture); ``pretrained: domainbed`` with DomainBed's 224-px network
-  (timm's ``resnet50.ram_in1k``, torchvision's ResNet-18/50, DINOv2 and its hub checkout,
-  :mod:`dganalysis.nets.domainbed_weights`).
+- **weights**: the file the featurizer loads — ``pretrained`` as a path or ``imagenet[:<weights>]`` (torchvision's
+  cached file for the architecture): the file must exist and ``torch.load`` must read a state dict of tensors from
+  it (a truncated download is caught here, not at the job's first step); ``pretrained: domainbed`` with DomainBed's
+  224-px network (timm's ``resnet50.ram_in1k``, torchvision's ResNet-18/50, DINOv2 and its hub checkout,
+  :mod:`dganalysis.nets.domainbed_weights`): the files must exist.
 
 Each problem is one line naming the dataset or the hyperparameter, what is missing and how to get it.
 :func:`dganalysis.sweep.launcher.run_sweep` refuses to start with any of them (a
@@ -22,6 +23,7 @@ Each problem is one line naming the dataset or the hyperparameter, what is missi
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -98,8 +100,34 @@ def weight_problem(job: Job) -> str | None:
             path = resolve_pretrained(spec, arch)
             if not path.is_file():
                 return f"{where}: checkpoint {path} not found (expected a weight file; null for random weights)"
+            st = path.stat()
+            problem = _checkpoint_problem(str(path), st.st_size, st.st_mtime_ns)
+            if problem:
+                return f"{where}: checkpoint {path} {problem}"
     except (OSError, ValueError) as e:
         return f"{where}: {e}"
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoint_problem(path: str, size: int, mtime_ns: int) -> str | None:
+    """Why ``torch.load(path, weights_only=True)`` — what training's :func:`dganalysis.nets.pretrained.read_checkpoint`
+    calls — cannot give a state dict of tensors (a truncated download, an HTML error page saved under the name, a
+    file of another kind), or None. A zip-format file (torch ≥ 1.6) is memory-mapped, so only its index and pickled
+    structure are read; a legacy file is read whole. ``size``/``mtime_ns`` key the cache: a replaced file is read
+    again."""
+    import zipfile
+
+    import torch
+
+    from dganalysis.nets.pretrained import unwrap_state_dict
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
+        unwrap_state_dict(obj, "the file")
+    except Exception as e:  # noqa: BLE001 - any failure to read is the problem reported
+        text = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        return f"cannot be read by torch.load ({type(e).__name__}{': ' + text if text else ''}); download it again"
     return None
 
 

@@ -91,3 +91,26 @@ def test_sound_sweep_has_no_problems(tmp_path, capsys):
     kwargs = {"root": str(_pacs(tmp_path / "data"))}
     assert main(_argv(tmp_path / "store", kwargs, "--hparams-overrides", json.dumps(NO_WEIGHTS), "--dry-run")) == 0
     assert "problem" not in capsys.readouterr().err
+
+
+def test_a_weight_file_torch_cannot_read_is_a_problem(tmp_path):
+    import torch
+
+    root = str(_pacs(tmp_path / "data"))
+    good = tmp_path / "good.pt"
+    torch.save({"state_dict": {"conv1.weight": torch.zeros(4, 3, 3, 3)}}, good)
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    html = tmp_path / "page.pt"
+    html.write_text("<html>403 Forbidden</html>")
+    no_tensors = tmp_path / "no_tensors.pt"
+    torch.save({"epoch": 3}, no_tensors)
+
+    def problems(path):
+        return job_problems(make_jobs("PACS", {"root": root}, ["ERM"], "leave_one_out", 1, 1, 2, 1,
+                                      hparams_overrides={"pretrained": str(path), "featurizer": "resnet18"}))
+
+    assert problems(good) == []
+    for bad in (truncated, html, no_tensors):
+        (problem,) = problems(bad)
+        assert f"checkpoint {bad} cannot be read by torch.load" in problem and "'pretrained'" in problem, problem
