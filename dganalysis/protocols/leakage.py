@@ -179,8 +179,7 @@ def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.D
     m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)
     if not {"LP", "FT"} <= set(m.columns):
         raise ValueError(f"gap_table: need both LP and FT rows, found modes {sorted(m.columns)}")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = (m["LP"] - m["FT"]) / m["FT"].where(m["FT"] != 0)
+    ratio = (m["LP"] - m["FT"]) / m["FT"].where(m["FT"] != 0)  # FT = 0 → NaN, never divided by
     gap = ratio.rename("gap").reset_index()
     wide = gap.pivot_table(index=by, columns="domain", values="gap", sort=False, dropna=False)
     cols = [c for c in dict.fromkeys(gap["domain"]) if c != "Avg"] + ["Avg"]
