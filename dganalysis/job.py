@@ -10,6 +10,13 @@ numbers; ``save_model`` is left out (it only adds a file), and so are paths such
 ``data_dir`` (they are not part of the spec at all). The version of the hyperparameter-drawing rule
 (:data:`dganalysis.hparams.DRAW_VERSION`) is hashed too from version 2 on, so that a change of the rule
 never reuses results drawn under the old one.
+
+Identity is location-free (:func:`identity_spec`): where the data or a checkpoint lies is not what the job is. A
+dataset keyword argument that names a location (:func:`is_location_kwarg`: ``root``, ``mnist_dir``, ``csv_path``, …)
+and the ``pretrained`` checkpoint enter the id by their last path component only, and the torch seed
+(:attr:`Job.seed_key`) leaves dataset locations out altogether, so the same experiment run with its data, weights or
+outputs in another folder gets the same ids and the same random numbers. DomainBed's sweep departs here in the other
+direction (its output folder is an MD5 of the arguments, ``data_dir`` included; its seed is location-free, as ours).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import PurePath
 from typing import Any
 
 #: fields that do not change a job's results and so are not hashed
@@ -27,6 +35,46 @@ OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False}
 #: DomainBed's datasets that DomainBed partitions per run from the run's seed (:mod:`dganalysis.data.domainbed_mnist`);
 #: their jobs hash ``partition`` too (a job of the former fixed partition, now ``*_Fixed``, is not reused)
 PER_RUN_PARTITION_DATASETS = ("RotatedMNIST", "ColoredMNIST")
+#: endings of a dataset keyword argument's name that mark it as a location (besides the name ``root`` itself)
+LOCATION_SUFFIXES = ("_dir", "_path", "_root", "_file")
+#: the hyperparameters that name a file (the featurizer checkpoint)
+LOCATION_HPARAMS = ("pretrained",)
+
+
+def is_location_kwarg(name: str) -> bool:
+    """Whether a dataset keyword argument says where data lies (``root``, or a name ending in
+    :data:`LOCATION_SUFFIXES`) rather than what the data is."""
+    return name == "root" or name.endswith(LOCATION_SUFFIXES)
+
+
+def _last_component(value: Any) -> Any:
+    return PurePath(value).name if isinstance(value, str) and value else value
+
+
+def identity_spec(spec: Mapping[str, Any], *, for_seed: bool = False) -> dict[str, Any]:
+    """The location-free spec that a job's hashes are taken of (``spec`` as :meth:`Job.to_dict` returns it).
+
+    For the id (``for_seed=False``) every location keeps only its last path component — a folder's or file's name:
+    ``/data/PACS`` and ``~/datasets/PACS`` hash the same, while two image folders or checkpoints of different names
+    stay apart in a store. For the seed (``for_seed=True``) a dataset's locations are left out altogether, since the
+    folder's name says nothing about the experiment; the checkpoint keeps its file name (which weights a job starts
+    from changes the experiment, and notebook 04 names its own checkpoints by their digest).
+    Caveat: two different files of the same name (one store, same spec otherwise) share an id; name them apart.
+    """
+    out = dict(spec)
+    kwargs = dict(out.get("dataset_kwargs") or {})
+    for name in [k for k in kwargs if is_location_kwarg(k)]:
+        if for_seed:
+            del kwargs[name]
+        else:
+            kwargs[name] = _last_component(kwargs[name])
+    out["dataset_kwargs"] = kwargs
+    over = dict(out.get("hparams_overrides") or {})
+    for name in LOCATION_HPARAMS:
+        if name in over:
+            over[name] = _last_component(over[name])
+    out["hparams_overrides"] = over
+    return out
 
 
 
@@ -143,21 +191,24 @@ class Job:
 
     @property
     def job_id(self) -> str:
-        """Short hash (16 hex digits of SHA-256) of the canonical spec, minus :data:`UNHASHED_FIELDS`, plus
-        ``draw_version`` when :data:`dganalysis.hparams.DRAW_VERSION` is above 1 (version 1 keeps existing ids)."""
+        """Short hash (16 hex digits of SHA-256) of the canonical, location-free spec (:func:`identity_spec`), minus
+        :data:`UNHASHED_FIELDS`, plus ``draw_version`` when :data:`dganalysis.hparams.DRAW_VERSION` is above 1
+        (version 1 keeps existing ids)."""
         from dganalysis.hparams import DRAW_VERSION
 
         return self._spec_hash(DRAW_VERSION)
 
     @property
     def seed_key(self) -> str:
-        """The spec's hash without the draw version (what :attr:`job_id` was under version 1): the job's torch seed
+        """The spec's hash without the draw version (what :attr:`job_id` is under version 1, for a job whose dataset
+        names no location): the job's torch seed
         comes from it (:func:`dganalysis.train.job_seed`), so a new hyperparameter-drawing rule gives a job a new
-        folder but not new random numbers — a job whose drawn values did not change trains to the same numbers."""
-        return self._spec_hash(1)
+        folder but not new random numbers — a job whose drawn values did not change trains to the same numbers. Dataset
+        locations are left out (:func:`identity_spec`): where the data lies never changes the random numbers."""
+        return self._spec_hash(1, for_seed=True)
 
-    def _spec_hash(self, draw_version: int) -> str:
-        spec = {k: v for k, v in self.to_dict().items() if k not in UNHASHED_FIELDS}
+    def _spec_hash(self, draw_version: int, *, for_seed: bool = False) -> str:
+        spec = {k: v for k, v in identity_spec(self.to_dict(), for_seed=for_seed).items() if k not in UNHASHED_FIELDS}
         if self.dataset in PER_RUN_PARTITION_DATASETS:
             spec["partition"] = "domainbed_run_seed"
         if draw_version != 1:
