@@ -13,3 +13,19 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+#: test files that take minutes, in this order first: the suite runs on two workers (``--dist loadfile
+#: --no-loadscope-reorder``, the README's command), which then start on the two halves of the paper smoke run and never
+#: end with one worker alone on a long file while the other idles
+SLOW_FIRST = ("tests/smoke/test_paper_", "notebooks/", "tests/reference/test_domainbed_train_e2e.py",
+              "tests/sweep/test_store_concurrency.py", "tests/project/test_paper_profile.py", "tests/project/test_docs.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Long files first (:data:`SLOW_FIRST`), the rest in collection order (a stable sort)."""
+
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+    items.sort(key=rank)
