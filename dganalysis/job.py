@@ -55,7 +55,7 @@ def identity_spec(spec: Mapping[str, Any], *, for_seed: bool = False) -> dict[st
     """The location-free spec that a job's hashes are taken of (``spec`` as :meth:`Job.to_dict` returns it).
 
     For the id (``for_seed=False``) every location keeps only its last path component — a folder's or file's name:
-    ``/data/PACS`` and ``~/datasets/PACS`` hash the same, while two image folders or checkpoints of different names
+    ``root="/home/a/data"`` and ``root="/scratch/b/data"`` hash the same, while two image folders or checkpoints of other names
     stay apart in a store. For the seed (``for_seed=True``) a dataset's locations are left out altogether, since the
     folder's name says nothing about the experiment; the checkpoint keeps its file name (which weights a job starts
     from changes the experiment, and notebook 04 names its own checkpoints by their digest).
