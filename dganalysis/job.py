@@ -58,7 +58,7 @@ def identity_spec(spec: Mapping[str, Any], *, for_seed: bool = False) -> dict[st
     ``root="/home/a/data"`` and ``root="/scratch/b/data"`` hash the same, while two image folders or checkpoints of other names
     stay apart in a store. For the seed (``for_seed=True``) a dataset's locations are left out altogether, since the
     folder's name says nothing about the experiment; the checkpoint keeps its file name (which weights a job starts
-    from changes the experiment, and notebook 04 names its own checkpoints by their digest).
+    from changes the experiment, and the leakage study names its own checkpoints by their digest).
     Caveat: two different files of the same name (one store, same spec otherwise) share an id; name them apart.
     """
     out = dict(spec)
