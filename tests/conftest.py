@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+
+from dganalysis import threads
 
 
 @pytest.fixture
@@ -20,6 +24,20 @@ def one_thread():
 #: end with one worker alone on a long file while the other idles
 SLOW_FIRST = ("tests/smoke/test_paper_", "notebooks/", "tests/reference/test_domainbed_train_e2e.py",
               "tests/sweep/test_store_concurrency.py", "tests/project/test_paper_profile.py", "tests/project/test_docs.py")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker takes its share of the cores, as a sweep worker does
+    (:func:`dganalysis.threads.launcher_share`): torch's threads in the worker and ``$DGANALYSIS_THREADS`` for what
+    it starts (notebook kernels, the smoke run's sweeps). Without it two workers each run two-thread jobs on two cores
+    and their OpenMP teams wait on one another (the paper smoke run took ~3× as long). A count set by the user is kept;
+    tests of the thread rule clear the variable themselves."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers or os.environ.get(threads.ENV):
+        return
+    share = threads.launcher_share(int(workers))
+    os.environ[threads.ENV] = str(share)
+    torch.set_num_threads(share)
 
 
 def pytest_collection_modifyitems(config, items):

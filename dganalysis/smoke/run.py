@@ -10,7 +10,8 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
 
 * scale parameters (sample counts, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
   the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
-  2 steps (one checkpoint); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
+  one step and is evaluated once (DomainBed's rule evaluates at step 0 and at the last step, so two steps would cost
+  two evaluations of every split, most of a smoke job's time); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
   and for the leaderboards (``05_leaderboards``) those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
@@ -22,7 +23,7 @@ Variants (``variants:`` in a YAML, see :mod:`dganalysis.runner`): every variant 
 shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
 and the weight files they name are written; but running each would multiply the run's time, so the smoke run
 executes the base run of every notebook and ONE variant in total, :data:`SMOKE_VARIANT`: ``04_leakage_oracle@pacs``
-(Table 1 on PACS), the cheapest — LP and FT of two weights and random init on one split (a handful of 2-step jobs),
+(Table 1 on PACS), the cheapest — LP and FT of two weights and random init on one split (a handful of one-step jobs),
 its NICO++ oracle sweep the base run's very jobs (trained once, already in the store), and a new dataset loader
 path (a DomainBed folder benchmark other than the base run's OfficeHome). If that variant is not declared (or
 ``04_leakage_oracle`` is not run) the first declared variant of the first notebook run that has one is executed instead.
@@ -55,7 +56,7 @@ _MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
 #: the one variant the smoke run executes (see the module docstring)
 SMOKE_VARIANT = ("04_leakage_oracle", "pacs")
-SWEEP_STEPS = 2  #: training steps (and checkpoint frequency) of every smoke job
+SWEEP_STEPS = 1  #: training steps (and checkpoint frequency) of every smoke job: one update, one evaluation
 
 
 def _kind(name: str) -> str:

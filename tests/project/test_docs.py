@@ -130,8 +130,10 @@ def test_docs_build_with_warnings_as_errors(site):
 def test_docs_build_fails_on_a_warning(tmp_path):
     """-W makes a broken cross-reference an error (so the build above proves the pages are clean)."""
     pytest.importorskip("myst_parser", reason="myst-parser is not installed: pip install -e '.[docs]'")
-    src = tmp_path / "src"
-    shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build"))
+    src = tmp_path / "src"  # the site's own configuration, two pages (the whole site's build is the test above)
+    src.mkdir()
+    shutil.copy(DOCS / "conf.py", src / "conf.py")
+    (src / "index.md").write_text("# Home\n\n```{toctree}\nbroken\n```\n", encoding="utf-8")
     (src / "broken.md").write_text("# Broken\n\nSee {doc}`no_such_page`.\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src), str(tmp_path / "out")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dganalysis.runner import list_notebooks
+from dganalysis.smoke.run import SWEEP_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,14 +20,14 @@ def test_smoke_params_keep_the_paper_path():
     p04 = load_params("paper", "04_leakage_oracle", ROOT)
     s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
     assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
-    assert s04["steps"] == 2 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == 32
+    assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == 32
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
     assert [b["hparams_overrides"] for b in s05["leaderboards"].values()] == \
         [b["hparams_overrides"] for b in p05["leaderboards"].values()]  # every board's weights (Table 5 / App. C.4)
-    assert set(s05["dataset_steps"].values()) == {2} and s05["steps"] == 2
+    assert set(s05["dataset_steps"].values()) == {SWEEP_STEPS} and s05["steps"] == SWEEP_STEPS
     p06 = load_params("paper", "06_shift_estimation", ROOT)
     s06 = smoke_params("06_shift_estimation", p06, notebook_defaults(ROOT / "notebooks" / "06_shift_estimation.ipynb"))
     # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
@@ -43,7 +44,7 @@ def test_smoke_shrinks_every_variant_and_runs_one():
     variants = load_variants("paper", "04_leakage_oracle", ROOT)
     for v, p in variants.items():
         s = smoke_params("04_leakage_oracle", p, defaults)
-        assert s["steps"] == 2 and s["oracle_steps"] == 2 and len(s["lp_ft_splits"]) == 1, v
+        assert s["steps"] == s["oracle_steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
         assert s["dataset"] == p["dataset"] and s["dataset_kwargs"]["image_size"] == 32, v
     labels = list_notebooks(ROOT) + [f"04_leakage_oracle@{v}" for v in variants]
     assert SMOKE_VARIANT == ("04_leakage_oracle", "pacs")
