@@ -340,11 +340,13 @@ class LeakageOracleParams(NotebookParams):
     published_weights: dict = _default({})
     lp_ft_splits: list = _default([])
     fid_reference: Any = None
+    fid_n_samples: int = 16
     n_workers: int = 1
 
     def check(self) -> None:
         _at_least(self, 1, "source_copies", "pretrain_batch_size", "oracle_n_hparams", "oracle_steps",
                   "oracle_n_trials")
+        _at_least(self, 2, "fid_n_samples")
         _at_least(self, 0, "pretrain_steps")
         _positive(self, "pretrain_lr")
         _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})

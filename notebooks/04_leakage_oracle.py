@@ -69,6 +69,7 @@ inception_weights = None         # pytorch-fid's pt_inception-2015-12-05-*.pth (
 published_weights = {}           # Yu et al. Tables 1-3: label -> {"path": published file, "featurizer": arch}
 lp_ft_splits = []                # LP/FT splits, e.g. each domain held out; [] → train_domains → test_domains
 fid_reference = None             # folder of pretraining-data images (ImageNet) for the published weights' FID
+fid_n_samples = 16               # that FID: at most this many images of each domain and of fid_reference
 n_workers = 1
 
 # %%
@@ -158,7 +159,7 @@ curve.pivot_table(index=["pretraining", "domain"], columns="frozen", values="mea
 # %%
 ext = leakage.default_extractor(ds.input_shape, inception_weights, featurizer=featurizer)
 dist_wide = pretraining_sources.distance_to_pretraining(ds, ext, {name: x for name, (_, x) in own.items()}, sup_label,
-                                                   fid_reference)  # published weights: fid_reference images
+                                                   fid_reference, limit=fid_n_samples)  # published weights' reference
 print("metric:", ext.name)
 plots.save_table(dist_wide.reset_index(), "04_distance", output_dir, caption=f"{ext.name} to the pretraining data",
                  float_format="%.2f")

@@ -8,11 +8,12 @@ The paper profile's YAMLs name real datasets and the authors' weight files (``${
 through pytorch-fid) runs in minutes on a CPU. What is shrunk, and how (chosen so the run stays within a few CPU
 minutes while each notebook keeps its paper datasets' kinds, networks and weights):
 
-* scale parameters (sample counts, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
+* scale parameters (sample counts such as the FID's images, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
   the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
   one step and is evaluated once (DomainBed's rule evaluates at step 0 and at the last step, so two steps would cost
   two evaluations of every split, most of a smoke job's time); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
-* image sizes at most 32 px, batch size 8, PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
+* image sizes at most 16 px (:data:`MAX_IMAGE`: a ResNet-50 evaluates in 0.6× the time of 32 px), batch size 8,
+  PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
   and for the leaderboards (``05_leaderboards``) those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
   those (:func:`_smoke_board`); the shift map (``06_shift_estimation``) its MNIST, Camelyon17-WILDS and CelebA entries (a KDE per
@@ -50,7 +51,7 @@ _SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_cla
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
 _AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
-MAX_IMAGE = 32
+MAX_IMAGE = 16
 #: the shift map's entries kept (``06_shift_estimation``'s ``map_datasets``): the loaders whose fake inputs hold ~100+ images per environment
 _MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
@@ -68,7 +69,7 @@ def _kind(name: str) -> str:
 
 
 def _shrink(obj: Any) -> Any:
-    """Image sizes ≤ 32 px and PaHCC at 10 classes, recursively."""
+    """Image sizes ≤ :data:`MAX_IMAGE` px and PaHCC at 10 classes, recursively."""
     if isinstance(obj, list):
         return [_shrink(v) for v in obj]
     if not isinstance(obj, dict):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dganalysis.runner import list_notebooks
-from dganalysis.smoke.run import SWEEP_STEPS
+from dganalysis.smoke.run import MAX_IMAGE, SWEEP_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,8 +20,9 @@ def test_smoke_params_keep_the_paper_path():
     p04 = load_params("paper", "04_leakage_oracle", ROOT)
     s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
     assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
-    assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == 32
+    assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == MAX_IMAGE
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
+    assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == 16  # the FID's images: the notebook's default
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
@@ -32,7 +33,7 @@ def test_smoke_params_keep_the_paper_path():
     s06 = smoke_params("06_shift_estimation", p06, notebook_defaults(ROOT / "notebooks" / "06_shift_estimation.ipynb"))
     # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
     assert [m["name"] for m in s06["map_datasets"]] == ["ColoredMNIST", "WILDSCamelyon", "CelebA_Blond"]
-    assert all(m["kwargs"]["image_size"] <= 32 for m in s06["map_datasets"])
+    assert all(m["kwargs"]["image_size"] <= MAX_IMAGE for m in s06["map_datasets"])
 
 
 def test_smoke_shrinks_every_variant_and_runs_one():
@@ -45,7 +46,7 @@ def test_smoke_shrinks_every_variant_and_runs_one():
     for v, p in variants.items():
         s = smoke_params("04_leakage_oracle", p, defaults)
         assert s["steps"] == s["oracle_steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
-        assert s["dataset"] == p["dataset"] and s["dataset_kwargs"]["image_size"] == 32, v
+        assert s["dataset"] == p["dataset"] and s["dataset_kwargs"]["image_size"] == MAX_IMAGE, v
     labels = list_notebooks(ROOT) + [f"04_leakage_oracle@{v}" for v in variants]
     assert SMOKE_VARIANT == ("04_leakage_oracle", "pacs")
     assert smoke_variants(list_notebooks(ROOT), labels) == {"04_leakage_oracle": ["pacs"]}
