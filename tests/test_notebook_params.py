@@ -184,6 +184,8 @@ def test_consistency_checks_name_the_parameter():
         WorstCaseParams(steps=20.5)
     with pytest.raises(ConfigError, match=r"parameter 'alpha'"):
         LeaderboardsParams(alpha=1.5)
+    with pytest.raises(ConfigError, match=r"parameter 'fid_n_samples'"):  # a covariance needs two images
+        build_params("04_leakage_oracle", {"fid_n_samples": 1}, "04.yaml")
     with pytest.raises(ConfigError, match=r"07\.yaml: unknown parameter\(s\) \['bogus'\]"):
         build_params("07_worst_case", {"bogus": 1}, "07.yaml")
     with pytest.raises(ConfigError, match=r"p\.yaml: parameter 'test_domain'|trains on the test domain"):
