@@ -8,10 +8,11 @@ The paper profile's YAMLs name real datasets and the authors' weight files (``${
 through pytorch-fid) runs in minutes on a CPU. What is shrunk, and how (chosen so the run stays within a few CPU
 minutes while each notebook keeps its paper datasets' kinds, networks and weights):
 
-* scale parameters (sample counts such as the FID's images, environment-classifier steps, the Fig. 4 / Table 3 grids, frozen stages) take
-  the notebook's own defaults (its "smallest settings that run every cell") when smaller; every sweep job trains
-  one step and is evaluated once (DomainBed's rule evaluates at step 0 and at the last step, so two steps would cost
-  two evaluations of every split, most of a smoke job's time); trials and draws are 1 except where a cell needs two (paired tests, oracle CIs);
+* scale parameters (sample counts such as the FID's images, environment-classifier steps, the Fig. 4 / Table 3
+  grids, frozen stages) take the notebook's own defaults (its "smallest settings that run every cell") when smaller;
+  every sweep job trains one step and is evaluated once (DomainBed's rule evaluates at step 0 and at the last step,
+  so two steps would cost two evaluations of every split, most of a smoke job's time); trials and draws are 1 except
+  where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 16 px (:data:`MAX_IMAGE`: a ResNet-50 evaluates in 0.6× the time of 32 px), batch size 8,
   PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
