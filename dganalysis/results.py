@@ -329,10 +329,10 @@ def _loss_exploded(records: list[dict[str, Any]]) -> bool:
     return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
 
 
-def _left_out(job_dir: Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
+def _left_out(job_dir: str | Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
               counts: dict[str, int], problems: list[str]) -> bool:
     """Whether :func:`load` leaves the job folder out before reading its records, counting it in ``counts`` (and
-    ``problems``) when it does: failed; unfinished without records (crashed before its first checkpoint — DomainBed:
+    ``problems``) when it does (``job_dir`` a Path or a str path, as messages show it): failed; unfinished without records (crashed before its first checkpoint — DomainBed:
     err.txt only — or starting); unfinished when unfinished jobs are not read; done without records; a job id
     already in ``seen``. The one rule for :func:`load` and the audit's index (:mod:`dganalysis.audit.index`)."""
     if status == "failed":
@@ -350,8 +350,9 @@ def _left_out(job_dir: Path, status: str, has_records: bool, read_unfinished: bo
         problems.append(f"{job_dir}: marked done but holds no results.jsonl")
         log.warning("skipped job %s: marked done but holds no results.jsonl", job_dir)
         return True
-    if job_dir.name in seen:
-        log.warning("job %s found twice (%s); keeping the first", job_dir.name, job_dir)
+    name = os.path.basename(job_dir)  # a str path (the index's) or a Path
+    if name in seen:
+        log.warning("job %s found twice (%s); keeping the first", name, job_dir)
         counts["duplicate"] += 1
         return True
     return False

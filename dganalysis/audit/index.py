@@ -35,6 +35,7 @@ writes stay atomic; they may only repeat work.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import io as _io
 import itertools
@@ -611,8 +612,25 @@ def load_indexed(
 
 
 def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,
-              categorical: bool) -> pd.DataFrame:
-    """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame."""
+              categorical: bool, chosen: tuple[list, dict[str, Any]] | None = None) -> pd.DataFrame:
+    """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame.
+    ``chosen``: :func:`_choose`'s result for these indexes, when the caller has it already."""
+    chunks, attrs = chosen if chosen is not None else _choose(indexes, include_unfinished, strict)
+    df, may_repeat = _frame(chunks, categorical)
+    n = len(df)
+    if may_repeat:
+        df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last").reset_index(drop=True)
+        if len(df) < n:
+            log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)",
+                        n - len(df))
+    df.attrs.update(attrs)
+    return df
+
+
+def _choose(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None,
+            strict: bool) -> tuple[list[tuple[_Index, list[tuple[int, int, str]]]], dict[str, Any]]:
+    """load's job rules over up-to-date indexes: per store, (index, the jobs read as (first record, end record, job
+    id)), and the frame's ``attrs`` (job counts, problems, exploded jobs); the warnings load logs are logged."""
     counts = dict.fromkeys(results.JOB_COUNT_KEYS, 0)
     problems: list[str] = []
     exploded: list[str] = []
@@ -624,11 +642,12 @@ def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | Non
         read_unfinished = (not ours) if include_unfinished is None else include_unfinished
         start = 0
         chosen: list[tuple[int, int, str]] = []
+        top = str(root)  # str paths: str(root / rel), without a Path per job
         for job in idx.jobs:
             a, start = start, start + job["count"]
             status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
-            job_dir = root if rel == "." else root / rel
-            job_id = job_dir.name
+            job_dir = top if rel == "." else f"{top}/{rel}"
+            job_id = root.name if rel == "." else rel.rpartition("/")[2]
             if results._left_out(job_dir, status, has_records, read_unfinished, seen, counts, problems):
                 continue
             if job["problem"] is not None:
@@ -643,20 +662,11 @@ def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | Non
             if job["exploded"]:
                 exploded.append(job_id)
                 log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)",
-                            job_dir / "results.jsonl", results.LOSS_EXPLOSION_FACTOR)
+                            os.path.join(job_dir, "results.jsonl"), results.LOSS_EXPLOSION_FACTOR)
             chosen.append((a, start, job_id))
         chunks.append((idx, chosen))
     counts["read"] = len(seen)
-    job_counts = dict(counts)
-    df, may_repeat = _frame(chunks, categorical)
-    n = len(df)
-    if may_repeat:
-        df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last").reset_index(drop=True)
-        if len(df) < n:
-            log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)",
-                        n - len(df))
-    df.attrs.update({"jobs": job_counts, "problems": problems, "exploded": exploded})
-    return df
+    return chunks, {"jobs": dict(counts), "problems": problems, "exploded": exploded}
 
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -776,14 +786,17 @@ _INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
 _FLOAT_OUTPUT = ("acc", "val_acc")
 
 
-def _code_digest() -> str:
-    """Digest of the code a cached selection depends on (reading, indexing, selecting)."""
-    from dganalysis import selection
+#: the source files (relative to the package) a cached selection depends on
+_CODE_FILES = ("results.py", "selection.py", "audit/index.py", "audit/index_selection.py")
 
+
+def _code_digest() -> str:
+    """Digest of the code a cached selection depends on (reading, indexing, selecting), read from the source files
+    (importing the selection modules is not needed to check a cache)."""
+    package = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for mod in (results, selection):
-        h.update(Path(mod.__file__).read_bytes())
-    h.update(Path(__file__).read_bytes())
+    for rel in _CODE_FILES:
+        h.update((package / rel).read_bytes())
     return h.hexdigest()
 
 
@@ -797,23 +810,26 @@ def select_indexed(
     The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
     folder's key, see the module docstring), the arguments and a digest of the reading and selection code; a repeated
     call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
-    the tidy frame. Any change re-selects. String columns come back as ``str``; ``attrs`` are load_indexed's.
+    the tidy frame. Any change re-selects: DomainBed's three methods on the index's arrays
+    (:mod:`dganalysis.audit.index_selection`, equal to select()'s frames), the others (and the cases that module
+    leaves to the frame) on the tidy frame. String columns come back as ``str``; ``attrs`` are load_indexed's.
     """
     methods, paths = _check_selection_args("select_indexed", path, methods)
     indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
+    full: list[tuple[Path, _Index]] = []
 
-    def frame() -> pd.DataFrame:
-        full = []
-        for p, idx in indexes:
-            try:
-                full.append((p, idx.full()))
-            except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
-                log.warning("%s: unreadable index (%s); rebuilding it", p, err)
-                Path(index_location(p, cache_dir)).unlink(missing_ok=True)
-                full.append((p, update_index(p, cache_dir)))
-        return _assemble(full, include_unfinished, strict, categorical=True)
+    def loaded() -> list[tuple[Path, _Index]]:
+        if not full:
+            for p, idx in indexes:
+                try:
+                    full.append((p, idx.full()))
+                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
+                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
+                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
+                    full.append((p, update_index(p, cache_dir)))
+        return full
 
-    return _cached_selections(indexes, methods, frame, include_unfinished, strict, tie_tol, cache_dir)
+    return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir)
 
 
 def load_and_select_indexed(
@@ -823,15 +839,16 @@ def load_and_select_indexed(
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """``(load_indexed(path), select_indexed(path, methods))`` with the job folders scanned once: what an audit of a
     sweep needs (the tidy frame for its analyses, the selections for its claims). The selections are cached exactly
-    as :func:`select_indexed` caches them (the same files and key), and a method not cached is selected on the
-    returned frame (``categorical=True``)."""
+    as :func:`select_indexed` caches them (the same files and key), and selected as it selects them."""
     methods, paths = _check_selection_args("load_and_select_indexed", path, methods)
     if include_unfinished not in (None, True, False):
         raise ValueError(f"load_and_select_indexed: include_unfinished={include_unfinished!r}, expected None "
                          "(by writer), True or False")
     indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
-    df = _assemble(indexes, include_unfinished, strict, categorical=True)
-    return df, _cached_selections(indexes, methods, lambda: df, include_unfinished, strict, tie_tol, cache_dir)
+    chosen = _choose(indexes, include_unfinished, strict)
+    df = _assemble(indexes, include_unfinished, strict, categorical=True, chosen=chosen)
+    return df, _cached_selections(indexes, methods, lambda: indexes, include_unfinished, strict, tie_tol, cache_dir,
+                                  chosen=chosen, frame=df)
 
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
@@ -848,12 +865,16 @@ def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
     return methods, paths
 
 
-def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str], frame: Callable[[], pd.DataFrame],
-                       include_unfinished: bool | None, strict: bool, tie_tol: float,
-                       cache_dir: str | Path | None) -> dict[str, pd.DataFrame]:
-    """Each method's selection read from its cache file when the key holds, else selected on ``frame()`` (called at
-    most once) and cached. The key: the code digest, the arguments, each store's path and job keys."""
-    from dganalysis.selection import OUTPUT, select
+def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
+                       loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
+                       strict: bool, tie_tol: float, cache_dir: str | Path | None,
+                       chosen: tuple[list, dict[str, Any]] | None = None,
+                       frame: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Each method's selection read from its cache file when the key holds, else selected and cached. ``loaded()``
+    gives the indexes with their records (called only on a cache miss); ``chosen`` (:func:`_choose` on them) and
+    ``frame`` (the tidy frame) when the caller has them. The key: the code digest, the arguments, each store's path
+    and job keys."""
+    from dganalysis.audit.index_selection import gather, select_records
 
     h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
     for p, idx in indexes:
@@ -863,43 +884,58 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str], f
     where = index_location(indexes[0][0], cache_dir)
     folder = where.parent / (where.name + ".select")
     out: dict[str, pd.DataFrame] = {}
-    df = None
+    records: Any = False  # not gathered yet
     for method in methods:
         file = folder / f"{method}.json"
-        cached = _read_cached(file, key, OUTPUT)
+        cached = _read_cached(file, key)
         if cached is not None:
             out[method] = cached
             continue
-        if df is None:
-            df = frame()
-        sel = select(df, method, tie_tol=tie_tol)
-        sel = sel.astype({c: "str" for c in sel.columns if isinstance(sel[c].dtype, pd.CategoricalDtype)})
-        sel.attrs = dict(df.attrs)
-        payload = {"key": key, "attrs": sel.attrs, "columns": {c: sel[c].tolist() for c in OUTPUT}}
+        if chosen is None:
+            chosen = _choose(loaded(), include_unfinished, strict)
+        if records is False:
+            records = gather(chosen[0])
+        columns = select_records(records, method, tie_tol) if records is not None else None
+        if columns is None:  # a method or a case the arrays leave to the frame
+            from dganalysis.selection import OUTPUT, select
+
+            if frame is None:
+                frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
+            sel = select(frame, method, tie_tol=tie_tol)
+            columns = {c: sel[c].astype(str).tolist() if isinstance(sel[c].dtype, pd.CategoricalDtype)
+                       else sel[c].tolist() for c in OUTPUT}
+        payload = {"key": key, "attrs": chosen[1], "columns": columns}
         try:
             io.write_bytes(file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
         except OSError as err:
             log.warning("could not cache the %s selection in %s (%s)", method, file, err)
-        out[method] = _read_cached(file, key, OUTPUT) if file.is_file() else sel
+        out[method] = _selection_frame(payload)
     return out
 
 
-def _read_cached(file: Path, key: str, columns: list[str]) -> pd.DataFrame | None:
+def _read_cached(file: Path, key: str) -> pd.DataFrame | None:
     try:
         payload = _loads(file.read_bytes())
     except (OSError, *_JSONError, ValueError):
         return None
     if not isinstance(payload, dict) or payload.get("key") != key:
         return None
+    return _selection_frame(payload)
+
+
+def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:
+    """A cached selection's frame: select()'s columns, ``str`` strings, NaN for null floats, its ``attrs``."""
+    from dganalysis.selection import OUTPUT
+
     cols = payload["columns"]
     data = {}
-    for c in columns:
+    for c in OUTPUT:
         if c in _INT_OUTPUT:
             data[c] = np.asarray(cols[c], dtype=np.int64)
         elif c in _FLOAT_OUTPUT:
             data[c] = np.asarray([np.nan if v is None else v for v in cols[c]], dtype=np.float64)
         else:
             data[c] = pd.array(cols[c], dtype="str")
-    df = pd.DataFrame(data, columns=columns)
-    df.attrs = payload["attrs"]
+    df = pd.DataFrame(data, columns=OUTPUT)
+    df.attrs = copy.deepcopy(payload["attrs"])
     return df

@@ -257,7 +257,7 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
     first = index.select_indexed(root)
     check(first)
     assert set(first) == {"training_domain", "leave_one_out", "oracle"}
-    monkeypatch.setattr(index, "_assemble", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
+    monkeypatch.setattr(index, "_choose", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
     again = index.select_indexed(root)
     for method in first:
         pd.testing.assert_frame_equal(first[method], again[method])
