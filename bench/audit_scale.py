@@ -8,12 +8,18 @@ runs × 17 checkpoints = 571,200 records, as measured in the issue; ``--small`` 
 
 Each measurement runs in a fresh subprocess; CPU seconds (user + system) and peak RSS are that child's own
 (``os.wait4``), so imports count for both sides.
-DomainBed's side runs ``python -m domainbed.scripts.collect_results --input_dir DIR`` from ``$DOMAINBED_SRC`` (its three
-selection methods, no LaTeX). Ours runs :func:`dganalysis.audit.index.load_indexed` and
-:func:`dganalysis.selection.select` for the same three methods: "first read" runs
-:func:`~dganalysis.audit.index.select_indexed` without an index (scan, parse, index, select, cache), "repeated" runs it
-again on the unchanged sweep (scan, cached selections), and "frame" builds the tidy frame from the index and selects
-afresh (what an analysis needing the whole frame pays). Both figures are printed idle and with every core busy (:mod:`bench._busy`).
+DomainBed's side runs ``python -m domainbed.scripts.collect_results --input_dir DIR`` from ``$DOMAINBED_SRC`` (reads
+every record, makes its three selections, prints their tables). Ours, each first on a sweep without our index (scan,
+parse, index, select, cache) and then repeated on the unchanged sweep:
+
+* ``dganalysis collect DIR`` — the same command-level task (the three selections' tables, printed); repeated, it
+  scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.index.SweepMemo`);
+* :func:`dganalysis.audit.index.select_indexed` — the three selections as frames, what ``dganalysis audit`` reads
+  a sweep with; repeated, it reads the cached selections (pandas is imported to return frames);
+* "index → tidy frame → select": the whole tidy frame built from the index and selected afresh with
+  :func:`dganalysis.selection.select` (what an analysis needing every row pays).
+
+Both figures are printed idle and with every core busy (:mod:`bench._busy`).
 
 Usage::
 
@@ -110,6 +116,13 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, f
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
 
 
+def _forget(sweep: Path) -> None:
+    """Remove our index and cached results beside ``sweep``."""
+    for name in (".dganalysis_index.npz", ".dganalysis_index.lock"):
+        (sweep / name).unlink(missing_ok=True)
+    shutil.rmtree(sweep / ".dganalysis_index.npz.select", ignore_errors=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--small", action="store_true", help="1/40 of the default size (1 dataset, 14 algorithms, 6 hparams)")
@@ -156,6 +169,7 @@ def main() -> None:
             "import runpy; sys.argv = ['collect_results', '--input_dir', sys.argv[1]]\n"
             "runpy.run_module('domainbed.scripts.collect_results', run_name='__main__')\n")
     theirs_cmd = [py, "-c", stub, str(sweep)]
+    collect_cmd = [py, "-m", "dganalysis.cli", "collect", str(sweep)]
     ours = {mode: [py, "-c", OURS, str(sweep), mode] for mode in ("audit", "frame")}
     for label, n_busy in (("idle", 0), ("loaded", a.load)):
         if label == "loaded" and a.no_loaded:
@@ -163,21 +177,17 @@ def main() -> None:
         with busy_load(n_busy):
             print(f"--- {label} ({n_busy} busy processes; {load_line()})")
             theirs = measure(theirs_cmd, env)
-            for name in (".dganalysis_index.npz", ".dganalysis_index.lock"):  # the first read starts without index
-                (sweep / name).unlink(missing_ok=True)
-            shutil.rmtree(sweep / ".dganalysis_index.npz.select", ignore_errors=True)
-            first = measure(ours["audit"], env)
-            repeated = measure(ours["audit"], env)
-            frame = measure(ours["frame"], env)
-        for name, (cpu, rss, wall) in (("DomainBed collect_results", theirs), ("ours, first read + index", first),
-                                       ("ours, repeated (cached)", repeated), ("ours, index → frame → select", frame)):
-            print(f"{name:30s} {cpu:8.2f} CPU-s  {rss:8.0f} MB peak  {wall:7.2f} s wall")
-        print(f"ratio first read:      {theirs[0] / first[0]:6.1f}× fewer CPU-s than DomainBed; peak memory "
-              f"{first[1] / theirs[1]:.2f}× DomainBed's")
-        print(f"ratio repeated audit:  {theirs[0] / repeated[0]:6.1f}× fewer CPU-s than DomainBed "
-              f"({first[0] / repeated[0]:.1f}× fewer than our first read); peak memory {repeated[1] / theirs[1]:.2f}×")
-        print(f"ratio frame via index: {theirs[0] / frame[0]:6.1f}× fewer CPU-s than DomainBed; peak memory "
-              f"{frame[1] / theirs[1]:.2f}×")
+            rows = [("DomainBed collect_results", theirs)]
+            for first_cmd, name in ((collect_cmd, "`dganalysis collect`"), (ours["audit"], "select_indexed")):
+                _forget(sweep)  # the first read starts without index or cached results
+                rows.append((f"{name}, first read", measure(first_cmd, env)))
+                rows.append((f"{name}, repeated", measure(first_cmd, env)))
+            rows.append(("index → tidy frame → select", measure(ours["frame"], env)))
+        for name, (cpu, rss, wall) in rows:
+            print(f"{name:34s} {cpu:8.2f} CPU-s  {rss:8.0f} MB peak  {wall:7.2f} s wall")
+        for name, (cpu, rss, _) in rows[1:]:
+            print(f"ratio {name:34s} {theirs[0] / cpu:7.1f}× fewer CPU-s than DomainBed; peak memory "
+                  f"{rss / theirs[1]:.2f}× DomainBed's")
     if not (a.keep or a.dir):
         shutil.rmtree(base)
 

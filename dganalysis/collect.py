@@ -3,6 +3,13 @@
 The equivalent of DomainBed's ``python -m domainbed.scripts.collect_results --input_dir DIR [--latex]`` (which prints
 training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof 0`` reproduces its error bars.
 
+Records are read through the sweep's columnar index (:mod:`dganalysis.audit.index`: ``.dganalysis_index.npz`` beside
+the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and DomainBed's three selections are
+made on its arrays (:mod:`dganalysis.audit.index_selection`, equal to :func:`dganalysis.selection.select`). The printed
+output is kept beside the index under a key of every job folder's state, the options and the code
+(:class:`~dganalysis.audit.index.SweepMemo`): the same command on an unchanged sweep prints it again after checking
+the job folders, without reading a record.
+
 Unfinished runs (``results.jsonl`` without ``done``): a DomainBed sweep dir's are read, as DomainBed's
 ``collect_results`` reads them (it never looks at ``done``), so its table comes out by default; our job stores' are
 skipped. Which is which is decided per DIR by :func:`dganalysis.results.is_our_store` (a job folder holding our
@@ -15,13 +22,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dganalysis import io
-from dganalysis.results import load, summary_line
 from dganalysis.selection import METHODS, get_method, methods
-from dganalysis.tables import FORMATS, selection_table
+from dganalysis.tables import FORMATS
 
 DOMAINBED_METHODS = tuple(m for m in methods() if get_method(m).domainbed)  # what DomainBed prints
+#: source files (package-relative) that shape the printed tables besides reading, indexing and selecting
+_CODE = ("collect.py", "tables.py", "latex.py", "validation.py")
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,10 +74,16 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="stop at the first unreadable record instead of skipping its job")
     parser.add_argument("-o", "--output", default=None, help="also write the tables to this file")
+    parser.add_argument("--fresh", action="store_true",
+                        help="read and select again even when the sweep, the options and the code are unchanged since "
+                             "the same command last ran (by default its output, kept beside the sweep's index, is "
+                             "printed again)")
 
 
 def main_collect(args: argparse.Namespace) -> int:
     """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
+    from dganalysis.audit.index import SweepMemo
+    from dganalysis.results import _results_dir
     from dganalysis.validation import ConfigError
 
     for d in args.dirs:
@@ -80,19 +95,44 @@ def main_collect(args: argparse.Namespace) -> int:
             raise ConfigError(f"-o {out_path}: a folder; expected a file name for the tables")
         if out_path.parent.exists() and not out_path.parent.is_dir():
             raise ConfigError(f"-o {out_path}: {out_path.parent} is a file, not a folder")
-    df = load(args.dirs, include_unfinished=args.include_unfinished, strict=args.strict)
-    for problem in df.attrs.get("problems", []):
-        sys.stderr.write(f"collect: skipped a job: {problem}\n")
-    if df.empty:
-        sys.stderr.write(f"collect: no finished jobs with records under {', '.join(args.dirs)}"
-                         f" ({summary_line(df)})\n")
-        return 1
-    summary = summary_line(df)
+    for d in args.dirs:  # every folder checked before any is read
+        _results_dir(d, "collect", "DIR")
+    parts = [[str(Path(d).resolve()) for d in args.dirs], args.selection, args.format, str(args.test_domains),
+             args.se_ddof, args.digits, args.include_unfinished, args.strict]
+    memo = SweepMemo(args.dirs, "collect", parts, code=_CODE)
+    printed = None if args.fresh else memo.get()
+    if printed is None:
+        printed = _tables(args, memo.indexes)
+        memo.put(printed)
+    else:
+        sys.stderr.write(f"collect: the sweep(s), options and code are unchanged since this command last ran: its "
+                         f"output is printed again from {memo.file} (--fresh reads again)\n")
+    sys.stderr.write(printed["stderr"])
+    sys.stdout.write(printed["stdout"])
+    if args.output and printed["status"] == 0:
+        io.write_text(args.output, printed["stdout"])
+    return int(printed["status"])
+
+
+def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
+    """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
+    from dganalysis.audit.index import select_for_tables
+    from dganalysis.results import summary_line
+    from dganalysis.tables import selected_table
+
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
+    got = select_for_tables(args.dirs, methods, include_unfinished=args.include_unfinished, strict=args.strict,
+                            indexes=indexes)
+    first = got.selections[methods[0]]  # every selection carries the reading's attrs
+    err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
+    summary = summary_line(first)
+    if got.rows == 0:
+        err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary})\n"
+        return {"stdout": "", "stderr": err, "status": 1}
     parts = []
     for i, method in enumerate(methods):
-        text = selection_table(df, method, fmt=args.format, test_domains=args.test_domains, ddof=args.se_ddof,
-                               digits=args.digits)
+        text = selected_table(got.selections[method], method, fmt=args.format, test_domains=args.test_domains,
+                              ddof=args.se_ddof, digits=args.digits, domain_order=got.orders)
         if args.format == "csv":
             lines = text.splitlines(keepends=True)
             text = "".join(lines if i == 0 else lines[1:])  # one header for the whole CSV
@@ -104,10 +144,6 @@ def main_collect(args: argparse.Namespace) -> int:
             text = f"===== Model selection: {METHODS[method]}\n" + text + f"{summary}\n"
         parts.append(text)
     sep = "" if args.format == "csv" else "\n"
-    out = sep.join(parts)
-    sys.stdout.write(out)
     if args.format == "csv":
-        sys.stderr.write(f"collect: {summary}\n")  # a CSV holds the table only
-    if args.output:
-        io.write_text(args.output, out)
-    return 0
+        err += f"collect: {summary}\n"  # a CSV holds the table only
+    return {"stdout": sep.join(parts), "stderr": err, "status": 0}

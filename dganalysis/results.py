@@ -38,13 +38,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from tqdm.auto import tqdm
 
 from dganalysis.validation import ConfigError, check_frame, check_path, describe
+
+if TYPE_CHECKING:  # pandas and tqdm are imported where a frame is built: reading an index's job table needs neither
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +238,9 @@ def load(
     the domain's main part, ``out``: its holdout); ``role`` (``train``, ``test`` or ``val``); ``acc`` (accuracy, a
     fraction in [0, 1]); ``hparams`` (JSON). ``df.attrs["jobs"]`` counts the jobs read and left out.
     """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
     if isinstance(path, (str, os.PathLike)):
         paths = [path]
     elif isinstance(path, Iterable):

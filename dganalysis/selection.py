@@ -55,9 +55,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dganalysis.validation import (
     ConfigError,
@@ -71,6 +71,9 @@ from dganalysis.validation import (
     is_kind,
 )
 
+if TYPE_CHECKING:  # pandas is imported where a frame is built: the registry and the CLI's choices need none
+    import pandas as pd
+
 log = logging.getLogger(__name__)
 
 CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
@@ -78,7 +81,7 @@ OUTPUT = [*CONFIG, "domain", "acc", "val_acc", "hparams_seed", "job_id", "step",
 
 #: A scoring function: the tidy frame → one row per candidate (job_id, step, val_acc) — or, for a method that
 #: chooses per test domain, (job_id, step, domain, val_acc, acc).
-Scorer = Callable[[pd.DataFrame], pd.DataFrame]
+Scorer = Callable[["pd.DataFrame"], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,8 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
 
     Example: ``summarize(select(load("store"), "training_domain"))``.
     """
+    import pandas as pd
+
     f = "select"
     check_choice(method, methods(), "method", func=f)
     how = _METHODS[method]
@@ -266,6 +271,8 @@ def _row_means(rows: pd.DataFrame, keys: list[str], reduce: str = "mean") -> pd.
     order; groups of equal size are reduced together along the last axis (the same pairwise summation as a 1-D
     ``np.mean``), so the floats are DomainBed's bit for bit.
     """
+    import pandas as pd
+
     if rows.empty:
         return pd.DataFrame({**{k: pd.Series(dtype=rows[k].dtype) for k in keys}, "val_acc": pd.Series(dtype=float)})
     g = rows.groupby(keys, sort=False)
@@ -326,6 +333,8 @@ def _oracle_pooled_scores(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     jobs = _job_table(df)
     order = {}  # domain -> env index, per dataset (records list domains in env order)
     for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items():

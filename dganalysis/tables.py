@@ -20,14 +20,16 @@ import io
 import json
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from tabulate import tabulate
 
 from dganalysis.latex import latex_escape
 from dganalysis.results import DOMAINBED_ENVIRONMENTS
 from dganalysis.selection import CONFIG, METHODS, select, summarize
+
+if TYPE_CHECKING:  # pandas (and tabulate) are imported where tables are built: `dganalysis collect`'s options need neither
+    import pandas as pd
 
 FORMATS = ("text", "csv", "latex", "markdown")
 _SPLIT = ["train_domains", "test_domains", "val_domains"]
@@ -45,6 +47,8 @@ class Table:
 
     def wide(self, digits: int = 1, latex: bool = False) -> pd.DataFrame:
         """Rows algorithms, columns as ``self.columns`` (+ "Avg"), cells formatted "mean ± se"."""
+        import pandas as pd
+
         grid = self.cells.set_index(["algorithm", "column"])
         rows = []
         for alg in self.algorithms:
@@ -75,6 +79,8 @@ def build_tables(
     domain_order: dict[str, list[str]] | None = None,
 ) -> list[Table]:
     """Per-dataset tables plus the "Averages" table from the output of :func:`dganalysis.selection.select`."""
+    import pandas as pd
+
     sel = _filter_k(selected, test_domains)
     if sel.empty:
         return []
@@ -110,6 +116,9 @@ def build_tables(
 
 def format_tables(tables: list[Table], fmt: str = "text", digits: int = 1) -> str:
     """Render tables as ``fmt`` in {"text", "csv", "latex", "markdown"}."""
+    import pandas as pd
+    from tabulate import tabulate
+
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
     if fmt == "csv":
@@ -149,8 +158,23 @@ def selection_table(
     """
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
-    selected = select(df, method)
-    tables = build_tables(selected, test_domains, ddof, domain_orders(df)) if not selected.empty else []
+    return selected_table(select(df, method), method, fmt, test_domains, ddof, digits, domain_orders(df))
+
+
+def selected_table(
+    selected: pd.DataFrame,
+    method: str,
+    fmt: str = "text",
+    test_domains: str | int = "auto",
+    ddof: int = 1,
+    digits: int = 1,
+    domain_order: dict[str, list[str]] | None = None,
+) -> str:
+    """:func:`selection_table` from the selection already made (``select(df, method)``, e.g. cached by
+    :func:`dganalysis.audit.index.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
+    tables = build_tables(selected, test_domains, ddof, domain_order) if not selected.empty else []
     if not tables and fmt != "csv":
         return f"(no result for {METHODS[method]}: no config has a complete set of candidate runs)\n"
     return format_tables(tables, fmt, digits)
@@ -192,6 +216,8 @@ def _column_labels(sel: pd.DataFrame) -> pd.Series:
     setting (``steps=…``, overrides, …) where one algorithm has the same column under several settings: runs of
     different settings are never one cell. Settings that differ only between algorithms (per-algorithm overrides)
     share the column."""
+    import pandas as pd
+
     labels = sel["domain"].astype(str)
     tags = _setting_tags(sel) if "setting" in sel else pd.Series("", index=sel.index)
     splits = sel[["dataset", "domain", *_SPLIT]].drop_duplicates()
@@ -211,6 +237,8 @@ def _column_labels(sel: pd.DataFrame) -> pd.Series:
 
 def _setting_tags(sel: pd.DataFrame) -> pd.Series:
     """Per row, ``key=value`` of the setting keys in which one algorithm's runs of the same column differ."""
+    import pandas as pd
+
     tags = pd.Series("", index=sel.index)
     col = ["dataset", "domain", *_SPLIT]
     for _, grp in sel.groupby(col, sort=False):

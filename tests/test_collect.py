@@ -196,3 +196,34 @@ def test_a_job_whose_records_cannot_be_read_is_counted_unreadable(store, monkeyp
     assert "1 unreadable" in results.summary_line(df)
     with pytest.raises(ValueError, match="noperm/results.jsonl: cannot be read"):
         results.load(store, progress=False)
+
+
+def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(store, capsys, monkeypatch):
+    """collect reads through the index and the array selections: its tables are selection_table's on
+    results.load's frame; the same command on the unchanged store prints the kept output without reading or
+    selecting; a changed job folder, or other options, make it read again."""
+    from dganalysis import tables
+    from dganalysis.audit import index
+
+    assert main(["collect", str(store)]) == 0
+    first = capsys.readouterr()
+    df = results.load(store, progress=False)
+    for method in ("training_domain", "leave_one_out", "oracle"):
+        assert tables.selection_table(df, method) in first.out
+    assert results.summary_line(df) in first.out
+    monkeypatch.setattr(index, "select_for_tables", lambda *a, **k: pytest.fail("the kept output is printed"))
+    assert main(["collect", str(store)]) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and again.err.startswith("collect: the sweep(s), options and code are unchanged")
+    assert again.err.endswith(first.err)
+    with pytest.raises(pytest.fail.Exception, match="kept output"):  # asked to read again
+        main(["collect", str(store), "--fresh"])
+    with pytest.raises(pytest.fail.Exception, match="kept output"):  # other options: another output
+        main(["collect", str(store), "--se-ddof", "0"])
+    with pytest.raises(pytest.fail.Exception, match="kept output"):  # a job folder changed
+        _job(store, "newer", [json.dumps(_record(1, s, 9)) for s in (0, 1)])
+        main(["collect", str(store)])
+    monkeypatch.undo()
+    assert main(["collect", str(store), "--format", "csv", "-o", str(store.parent / "t.csv")]) == 0
+    out = capsys.readouterr()
+    assert out.out == (store.parent / "t.csv").read_text() and "jobs: 9 of 11" in out.err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dganalysis.selection import METHODS
 
@@ -36,6 +37,10 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default=None, metavar="report.html",
                         help="write the HTML report here (claims .csv and .tex beside it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstraps and posterior samples (0)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="recompute even when the sweep inputs, the other inputs, the options and the code are "
+                             "unchanged since the same audit last ran (by default its outputs are then restored "
+                             "from the copies kept beside the first sweep's index)")
 
 
 def main_audit(args: argparse.Namespace) -> int:
@@ -58,17 +63,65 @@ def main_audit(args: argparse.Namespace) -> int:
         raise ConfigError(f"--rope {args.rope}: expected a width ≥ 0 in accuracy points")
     if args.trials is not None and args.trials < 2:
         raise ConfigError(f"--trials {args.trials}: expected at least 2 runs per cell")
+    memo = None if args.fresh else _memo(args)
+    kept = memo.get() if memo is not None else None
+    if kept is not None:
+        sys.stdout.write(kept["stdout"])
+        sys.stderr.write(kept["stderr"] + f"audit: the sweep(s), inputs, options and code are unchanged since this audit "
+                                          f"last ran: its outputs were restored from {memo.copies} (--fresh "
+                                          "recomputes)\n")
+        return 0
+    out, err = [], []
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
                        reference_table=args.reference, trials=args.trials, seed=args.seed)
     for line in result.summary_lines():
-        print(line)
+        out.append(line + "\n")
     for a in result.audits:
         for note in a.notes + a.input.notes:
-            sys.stderr.write(f"audit: {a.input.name}: {note}\n")
+            err.append(f"audit: {a.input.name}: {note}\n")
         if a.reference is not None:
             counts = a.reference["verdict"].value_counts().to_dict()
-            print(f"reference {args.reference} vs {a.input.name}: {counts} of {len(a.reference)} cells")
-    for path in write_outputs(result, html_path=args.output, json_path=args.json):
+            out.append(f"reference {args.reference} vs {a.input.name}: {counts} of {len(a.reference)} cells\n")
+    sys.stdout.write("".join(out))
+    sys.stderr.write("".join(err))
+    written = write_outputs(result, html_path=args.output, json_path=args.json)
+    for path in written:
         if path.suffix in (".html", ".json"):
+            out.append(f"wrote {path}\n")
             print(f"wrote {path}")
+    if memo is not None:
+        memo.put({"stdout": "".join(out), "stderr": "".join(err)}, files=written)
     return 0
+
+
+#: libraries whose versions can change an audit's numbers or figures (part of the memo's key)
+_LIBRARIES = ("numpy", "pandas", "scipy", "statsmodels", "baycomp", "rliable", "scikit-posthocs", "matplotlib")
+
+
+def _memo(args: argparse.Namespace) -> Any:
+    """The :class:`~dganalysis.audit.index.SweepMemo` of this audit when an input is a sweep directory (a table-only
+    audit is not kept): keyed by the sweeps' job folders, the other inputs' bytes, the options, the output paths,
+    every module of the package (and its shipped tables) and the libraries' versions."""
+    import hashlib
+    from importlib import metadata
+
+    from dganalysis.audit.index import SweepMemo
+
+    sweeps = [p for p in args.inputs if Path(p).is_dir()]
+    if not sweeps:
+        return None
+    files = {}
+    for p in [*args.inputs, *([args.reference] if args.reference else [])]:
+        if Path(p).is_file():
+            files[str(Path(p).resolve())] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
+    versions = {}
+    for lib in _LIBRARIES:
+        try:
+            versions[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            versions[lib] = None
+    parts = [[str(Path(p).resolve()) if Path(p).exists() else str(p) for p in args.inputs], files, args.baseline,
+             args.selection, args.alpha, args.rope, args.reference, args.trials, args.seed,
+             str(Path(args.json).resolve()) if args.json else None,
+             str(Path(args.output).resolve()) if args.output else None, versions]
+    return SweepMemo(sweeps, "audit", parts, code="*")

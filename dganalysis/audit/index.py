@@ -45,13 +45,16 @@ import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dganalysis import io, results
+
+if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
+    import pandas as pd
 
 try:  # optional: ~3× faster parsing
     import orjson
@@ -697,6 +700,8 @@ class _Strings:
     def column(self, column: str, codes: np.ndarray, rows: np.ndarray | None, categorical: bool) -> Any:
         """The column of ``codes[rows]`` (``rows`` None: every code): ``str`` values, or a categorical whose
         categories are the values used, sorted. Codes are remapped before they are spread to rows."""
+        import pandas as pd
+
         values = np.array(list(self.tables[column]), dtype=object)
         if not categorical:
             out = values[codes] if len(values) else np.zeros(len(codes), dtype=object)
@@ -721,6 +726,8 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
 
     Columns constant within a record are built per record and spread to the rows at the end (one gather of small
     integer codes per column), which keeps the peak memory near the frame's own size."""
+    import pandas as pd
+
     strings = _Strings()
     may_repeat = False
     rec_parts: dict[str, list[np.ndarray]] = {c: [] for c in _REC_COLUMNS}
@@ -790,12 +797,12 @@ _FLOAT_OUTPUT = ("acc", "val_acc")
 _CODE_FILES = ("results.py", "selection.py", "audit/index.py", "audit/index_selection.py")
 
 
-def _code_digest() -> str:
-    """Digest of the code a cached selection depends on (reading, indexing, selecting), read from the source files
-    (importing the selection modules is not needed to check a cache)."""
+def _code_digest(more: tuple[str, ...] = ()) -> str:
+    """Digest of the code a cached selection depends on (reading, indexing, selecting; ``more``: other
+    package-relative files), read from the source files (importing them is not needed to check a cache)."""
     package = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in _CODE_FILES:
+    for rel in (*_CODE_FILES, *more):
         h.update((package / rel).read_bytes())
     return h.hexdigest()
 
@@ -814,8 +821,31 @@ def select_indexed(
     (:mod:`dganalysis.audit.index_selection`, equal to select()'s frames), the others (and the cases that module
     leaves to the frame) on the tidy frame. String columns come back as ``str``; ``attrs`` are load_indexed's.
     """
+    return select_for_tables(path, methods, include_unfinished, strict, tie_tol, cache_dir).selections
+
+
+@dataclass
+class IndexedSelections:
+    """:func:`select_for_tables`'s result: the selections, each dataset's domains in environment order (their first
+    appearance among the records, :func:`dganalysis.tables.domain_orders` of the tidy frame) and the number of
+    rows of the tidy frame (0: no record was read, no table can be made)."""
+
+    selections: dict[str, pd.DataFrame]
+    orders: dict[str, list[str]]
+    rows: int
+
+
+def select_for_tables(
+    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
+    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
+    cache_dir: str | Path | None = None, indexes: list[tuple[Path, Any]] | None = None,
+) -> IndexedSelections:
+    """:func:`select_indexed` plus what DomainBed-style tables of the selections need besides them (the domain order,
+    whether any record was read), cached with them: `dganalysis collect` without the tidy frame. ``indexes``: the
+    stores' (path, :func:`update_index` result) when the caller has scanned them already."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
-    indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
+    if indexes is None:
+        indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
     full: list[tuple[Path, _Index]] = []
 
     def loaded() -> list[tuple[Path, _Index]]:
@@ -848,7 +878,7 @@ def load_and_select_indexed(
     chosen = _choose(indexes, include_unfinished, strict)
     df = _assemble(indexes, include_unfinished, strict, categorical=True, chosen=chosen)
     return df, _cached_selections(indexes, methods, lambda: indexes, include_unfinished, strict, tie_tol, cache_dir,
-                                  chosen=chosen, frame=df)
+                                  chosen=chosen, frame=df).selections
 
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
@@ -865,38 +895,52 @@ def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
     return methods, paths
 
 
+def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any, code: Iterable[str] = ()) -> str:
+    """A key that changes whenever a job folder of the stores changes (their index's job keys), or the code that
+    reads, indexes and selects (:data:`_CODE_FILES`, plus ``code``: more package-relative source files), or any of
+    ``parts`` (JSON-able arguments)."""
+    h = hashlib.sha256(json.dumps([_code_digest(tuple(code)), *parts]).encode())
+    for p, idx in indexes:
+        h.update(str(p.resolve()).encode())
+        h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
+    return h.hexdigest()
+
+
+def _cache_folder(indexes: list[tuple[Path, Any]], cache_dir: str | Path | None) -> Path:
+    where = index_location(indexes[0][0], cache_dir)
+    return where.parent / (where.name + ".select")
+
+
 def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
                        loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
                        strict: bool, tie_tol: float, cache_dir: str | Path | None,
                        chosen: tuple[list, dict[str, Any]] | None = None,
-                       frame: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+                       frame: pd.DataFrame | None = None) -> IndexedSelections:
     """Each method's selection read from its cache file when the key holds, else selected and cached. ``loaded()``
     gives the indexes with their records (called only on a cache miss); ``chosen`` (:func:`_choose` on them) and
-    ``frame`` (the tidy frame) when the caller has them. The key: the code digest, the arguments, each store's path
-    and job keys."""
-    from dganalysis.audit.index_selection import gather, select_records
+    ``frame`` (the tidy frame) when the caller has them. The key: :func:`sweep_key` of the arguments."""
+    from dganalysis.audit.index_selection import domain_orders, gather, select_records
 
-    h = hashlib.sha256(json.dumps([_code_digest(), include_unfinished, strict, float(tie_tol)]).encode())
-    for p, idx in indexes:
-        h.update(str(p.resolve()).encode())
-        h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
-    key = h.hexdigest()
-    where = index_location(indexes[0][0], cache_dir)
-    folder = where.parent / (where.name + ".select")
+    key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
+    folder = _cache_folder(indexes, cache_dir)
     out: dict[str, pd.DataFrame] = {}
+    extra: dict[str, Any] | None = None  # the domain orders and the record count, stored with every method
     records: Any = False  # not gathered yet
     for method in methods:
         file = folder / f"{method}.json"
-        cached = _read_cached(file, key)
-        if cached is not None:
-            out[method] = cached
+        payload = _read_payload(file, key)
+        if payload is not None:
+            out[method] = _selection_frame(payload)
+            extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
             continue
         if chosen is None:
             chosen = _choose(loaded(), include_unfinished, strict)
         if records is False:
             records = gather(chosen[0])
         columns = select_records(records, method, tie_tol) if records is not None else None
-        if columns is None:  # a method or a case the arrays leave to the frame
+        if columns is None:  # a method, or a case, the arrays leave to the frame
+            import pandas as pd
+
             from dganalysis.selection import OUTPUT, select
 
             if frame is None:
@@ -904,27 +948,87 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
             sel = select(frame, method, tie_tol=tie_tol)
             columns = {c: sel[c].astype(str).tolist() if isinstance(sel[c].dtype, pd.CategoricalDtype)
                        else sel[c].tolist() for c in OUTPUT}
-        payload = {"key": key, "attrs": chosen[1], "columns": columns}
+        if extra is None:
+            if records is not None:
+                extra = {"orders": domain_orders(records), "rows": int(records.rec_off[-1])}
+            else:
+                from dganalysis.tables import domain_orders as frame_orders
+
+                if frame is None:
+                    frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
+                extra = {"orders": frame_orders(frame), "rows": len(frame)}
+        payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
         try:
             io.write_bytes(file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
         except OSError as err:
             log.warning("could not cache the %s selection in %s (%s)", method, file, err)
         out[method] = _selection_frame(payload)
-    return out
+    return IndexedSelections(out, (extra or {}).get("orders", {}), (extra or {}).get("rows", 0))
 
 
-def _read_cached(file: Path, key: str) -> pd.DataFrame | None:
+class SweepMemo:
+    """A command's output computed from unchanged sweeps — `dganalysis collect`'s printed tables, `dganalysis audit`'s
+    report — kept beside the first store's index (``<index>.select/<name>-<digest of parts>.json``, plus copies of the
+    files it wrote) under :func:`sweep_key`, so the same command on unchanged sweeps scans the job folders and gives
+    the same output again without importing pandas or reading a record.
+
+    ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
+    JSON-able); ``code``: the package-relative source files that compute it besides the reading, indexing and
+    selecting code, or ``"*"`` for every module of the package. Scanning brings the stores' indexes up to date
+    (:func:`update_index`), so :attr:`indexes` can be handed on (:func:`select_for_tables`) on a miss."""
+
+    def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any], code: Iterable[str] | str = (),
+                 cache_dir: str | Path | None = None) -> None:
+        self.indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]
+        if code == "*":  # every module, and the data files shipped with the audit
+            package = Path(__file__).resolve().parent.parent
+            code = sorted(str(f.relative_to(package)) for f in [*package.rglob("*.py"), *Path(__file__).parent.glob(
+                "data/**/*")] if f.is_file())
+        self.key = sweep_key(self.indexes, *parts, code=code)
+        tag = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        self.file = _cache_folder(self.indexes, cache_dir) / f"{name}-{tag}.json"
+        self.copies = self.file.with_suffix(".files")
+
+    def get(self) -> Any | None:
+        """The kept value when its key holds (and every file it wrote is restored to where it was written), else
+        None."""
+        payload = _read_payload(self.file, self.key)
+        if payload is None:
+            return None
+        try:
+            for i, target in enumerate(payload.get("files", [])):
+                io.write_bytes(target, (self.copies / f"{i:04d}").read_bytes())
+        except OSError:  # a copy is missing or a target cannot be written: compute again
+            return None
+        return payload.get("value")
+
+    def put(self, value: Any, files: Iterable[str | Path] = ()) -> None:
+        """Keep ``value`` (JSON-able) and copies of ``files`` (absolute paths restored by :meth:`get`); a memo that
+        cannot be written is logged and skipped."""
+        targets = [str(Path(f).resolve()) for f in files]
+        payload = {"key": self.key, "value": value, "files": targets}
+        try:
+            for i, target in enumerate(targets):
+                io.write_bytes(self.copies / f"{i:04d}", Path(target).read_bytes())
+            io.write_bytes(self.file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
+        except OSError as err:
+            log.warning("could not keep %s (%s)", self.file, err)
+
+
+def _read_payload(file: Path, key: str) -> dict[str, Any] | None:
     try:
         payload = _loads(file.read_bytes())
     except (OSError, *_JSONError, ValueError):
         return None
     if not isinstance(payload, dict) or payload.get("key") != key:
         return None
-    return _selection_frame(payload)
+    return payload
 
 
 def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:
     """A cached selection's frame: select()'s columns, ``str`` strings, NaN for null floats, its ``attrs``."""
+    import pandas as pd
+
     from dganalysis.selection import OUTPUT
 
     cols = payload["columns"]

@@ -239,6 +239,11 @@ def _env_order(rec: Records) -> dict[str, dict[str, int]]:
     return order
 
 
+def domain_orders(rec: Records) -> dict[str, list[str]]:
+    """Each dataset's domains in environment order: :func:`dganalysis.tables.domain_orders` of the tidy frame."""
+    return {ds: list(envs) for ds, envs in _env_order(rec).items()}
+
+
 def _leave_one_out(t: _Tables) -> tuple[np.ndarray, np.ndarray] | None:
     """(records, scores) of selection._leave_one_out_scores; None when a held-out domain has several helpers (or
     the sweep names more than 30 domains, beyond the bit masks used here)."""

@@ -1,11 +1,32 @@
 """Sweeps: the job grid, job hashing, launchers (local process pool, submitit/Slurm), resume.
 
-``from dganalysis.sweep import Job, make_jobs, run_sweep``.
+``from dganalysis.sweep import Job, make_jobs, run_sweep``. The names load on first use (PEP 562), so importing a
+submodule (e.g. the CLI's arguments, :mod:`dganalysis.sweep.cli`) does not import the launcher, torch or pandas.
 """
 
-from dganalysis.job import Job
-from dganalysis.sweep.grid import JobOptions, expand_splits, grid_domains, load_sweep_yaml, make_jobs
-from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
-from dganalysis.sweep.store import job_state
+from __future__ import annotations
 
-__all__ = ["ClaimPolicy", "ExecutionOptions", "Job", "JobOptions", "expand_splits", "grid_domains", "job_state", "load_sweep_yaml", "make_jobs", "run_sweep"]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "Job": "dganalysis.job",
+    "JobOptions": "dganalysis.sweep.grid", "expand_splits": "dganalysis.sweep.grid",
+    "grid_domains": "dganalysis.sweep.grid", "load_sweep_yaml": "dganalysis.sweep.grid",
+    "make_jobs": "dganalysis.sweep.grid",
+    "ClaimPolicy": "dganalysis.sweep.launcher", "ExecutionOptions": "dganalysis.sweep.launcher",
+    "run_sweep": "dganalysis.sweep.launcher",
+    "job_state": "dganalysis.sweep.store",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

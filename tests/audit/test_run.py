@@ -95,6 +95,34 @@ def test_cli_json_contract_and_outputs(tmp_path, sweeps, capsys):
     assert "\\toprule" in out_html.with_suffix(".claims.tex").read_text()
 
 
+def test_cli_repeated_audit_restores_its_outputs(tmp_path, capsys, monkeypatch):
+    """The same audit of an unchanged sweep restores every output from the copies kept beside the sweep's index
+    (byte for byte, nothing recomputed) and says so; --fresh, another option or a changed job folder recompute."""
+    import dganalysis.audit.run as run_module
+
+    sweep = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, trials=3, hparams=1)
+    out_json, out_html = tmp_path / "o" / "a.json", tmp_path / "o" / "r.html"
+    argv = ["audit", str(sweep), "--selection", "training_domain", "--json", str(out_json), "-o", str(out_html)]
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    written = {p: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    assert len(written) >= 4
+    for p in written:
+        p.unlink()
+    monkeypatch.setattr(run_module, "run_audit", lambda *a, **k: pytest.fail("recomputed"))
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and "outputs were restored from" in again.err
+    assert {p: p.read_bytes() for p in (tmp_path / "o").iterdir()} == written
+    for other in (["--fresh"], ["--seed", "1"]):
+        with pytest.raises(pytest.fail.Exception, match="recomputed"):
+            main(argv + other)
+    (sweep / "PACS_ERM_0_0_0" / "results.jsonl").write_text(
+        (sweep / "PACS_ERM_0_0_0" / "results.jsonl").read_text() + "\n")
+    with pytest.raises(pytest.fail.Exception, match="recomputed"):
+        main(argv)
+
+
 @pytest.mark.parametrize("argv, pattern", [
     (["audit", "missing_dir"], "INPUT missing_dir: no such file"),
     (["audit", "shipped:domainbed", "--baseline", "erm"], "did you mean 'ERM'"),
