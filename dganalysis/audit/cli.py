@@ -45,8 +45,6 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main_audit(args: argparse.Namespace) -> int:
     """Run the ``audit`` verb: check everything, audit, print one summary line per input, write the outputs."""
-    from dganalysis.audit.report import write_outputs
-    from dganalysis.audit.run import run_audit
     from dganalysis.validation import ConfigError
 
     for flag, path, suffix in (("--json", args.json, ".json"), ("-o", args.output, ".html")):
@@ -71,6 +69,9 @@ def main_audit(args: argparse.Namespace) -> int:
                                           f"last ran: its outputs were restored from {memo.copies} (--fresh "
                                           "recomputes)\n")
         return 0
+    from dganalysis.audit.report import write_outputs  # statistics, figures: imported when something is computed
+    from dganalysis.audit.run import run_audit
+
     out, err = [], []
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
                        reference_table=args.reference, trials=args.trials, seed=args.seed)
@@ -108,8 +109,9 @@ def _memo(args: argparse.Namespace) -> Any:
     from dganalysis.audit.index import SweepMemo
 
     sweeps = [p for p in args.inputs if Path(p).is_dir()]
-    if not sweeps:
-        return None
+    named = [*args.inputs, *([args.reference] if args.reference else [])]
+    if not sweeps or not all(Path(p).exists() or str(p).startswith("shipped:") for p in named):
+        return None  # nothing to keep, or an input error the audit reports before any work
     files = {}
     for p in [*args.inputs, *([args.reference] if args.reference else [])]:
         if Path(p).is_file():
