@@ -133,7 +133,7 @@ def test_incremental_update_reads_only_changed_jobs(tmp_path, monkeypatch):
     load_indexed(root)
     parsed = []
     real = index._parse_job
-    monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(folder.name) or real(idx, folder, *a))
+    monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(os.path.basename(folder)) or real(idx, folder, *a))
     stamp = (root / INDEX_NAME).stat().st_mtime_ns
     same(results.load(root, progress=False), load_indexed(root))
     assert parsed == [] and (root / INDEX_NAME).stat().st_mtime_ns == stamp  # unchanged: nothing read or written
