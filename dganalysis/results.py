@@ -327,12 +327,15 @@ def _loss_exploded(records: list[dict[str, Any]]) -> bool:
     return _losses_exploded([r.get("loss") for r in records])
 
 
+_FLOAT = frozenset({float})
+
+
 def _losses_exploded(values: list[Any]) -> bool:
     """Whether a run's loss exploded, from its records' ``loss`` values in order (anything else than a finite number
     is ignored): the one rule for :func:`load` and the audit's index, which reads the losses without building records.
     """
-    if all(type(v) is float for v in values):  # the usual case: math.isfinite is np.isfinite on floats, ~20× faster
-        losses = [v for v in values if math.isfinite(v)]
+    if set(map(type, values)) <= _FLOAT:  # the usual case: math.isfinite is np.isfinite on floats, ~20× faster
+        losses = list(filter(math.isfinite, values))
     else:
         losses = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)]
     if len(losses) < 2:
@@ -443,6 +446,10 @@ def _read_spec(job_dir: Path) -> dict[str, Any]:
     return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
 
 
+#: the args :func:`_default_arg` may leave out
+_DEFAULTED_ARGS = frozenset({"task", "uda_holdout_fraction", "hparams"})
+
+
 def _default_arg(key: str, value: Any, args: dict[str, Any]) -> bool:
     """DomainBed's ``task``/``uda_holdout_fraction`` at their defaults, and the ``hparams`` JSON string of our own
     records (``job_id`` in ``args``; their overrides are in ``spec.json``, :data:`SETTING_SPEC_FIELDS`): left out of
@@ -457,7 +464,8 @@ def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str
         raise ConfigError(f"setting_key: parameter 'args': expected a record's args (a dict), got {describe(args)}")
     if spec is not None and not isinstance(spec, dict):
         raise ConfigError(f"setting_key: parameter 'spec': expected a dict or None, got {describe(spec)}")
-    kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS and not _default_arg(k, v, args)}
+    kept = {k: v for k, v in args.items()
+            if k not in SETTING_IGNORED_ARGS and not (k in _DEFAULTED_ARGS and _default_arg(k, v, args))}
     kept.update(spec or {})
     return _SETTING_JSON.encode(kept)
 
@@ -525,6 +533,7 @@ def _env_pair(key: str) -> tuple[int, str] | None:
 
 
 _DOMAIN_KEYS = ("domains", "train_domains", "test_domains", "val_domains")
+_NO_FIELDS = (None,) * len(_DOMAIN_KEYS)
 
 
 def _layout(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, str], ...],
@@ -534,7 +543,9 @@ def _layout(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, s
     Records of a sweep share a few layouts: computed once per distinct (dataset, ``pairs``, domain fields, test and
     val envs) when those are plain lists of names or indices (typed: ``[1]`` and ``[1.0]`` are different keys), else
     each time."""
-    fields = tuple(_plain(rec.get(k), str) for k in _DOMAIN_KEYS)
+    fields = tuple(map(rec.get, _DOMAIN_KEYS))
+    if fields != _NO_FIELDS:  # DomainBed's records have none
+        fields = tuple(_plain(f, str) for f in fields)
     envs = _plain(args["test_envs"], int), _plain(args.get("val_envs"), int)
     if any(f is _UNCACHED for f in (*fields, *envs)):
         return _layout_uncached(rec, args, pairs, where)

@@ -10,10 +10,11 @@ known folder whose mtime is unchanged holds the same files, so it is not listed 
 version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
 a mismatch rebuilds it.
 
-Reading is fast because (i) lines are parsed with ``orjson`` (falling back to the standard library's ``json`` where
-``orjson`` is missing or refuses a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's ``args``, ``hparams`` and
-domain names, repeated on every line of a job, are turned into the frame's metadata once per job (every line is
-compared with the first, and any difference, or anything unusual, sends the job through
+Reading is fast because (i) each line is decoded by ``msgspec`` into a struct of the first line's keys, whose
+``args``, ``hparams`` and domain fields stay undecoded text (``orjson`` without ``msgspec``, and the standard
+library's ``json`` where both are missing or refuse a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's
+``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
+job (every line is compared with the first, and any difference, or anything unusual, sends the job through
 :func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
 columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
 (``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
@@ -131,9 +132,10 @@ def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, i
     _walk(top, "", found, known)
     recent = time.time_ns() - MTIME_MARGIN_NS
     stat = os.stat
+    base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
     keys = []
     for rel, flags, dir_mtime in found:
-        where = _job_path(top, rel).removesuffix("/") + "/"  # the root "/" stays "/"
+        where = base if rel == "." else f"{base}{rel}/"
         try:
             st = stat(where + "results.jsonl")
             size, mtime = st.st_size, st.st_mtime_ns
@@ -334,7 +336,7 @@ def _job_path(top: str, rel: str) -> str:
     """``str(Path(top) / rel)`` without pathlib (``rel`` is a normalized relative path, ``"."`` for ``top``)."""
     if rel == ".":
         return top
-    return rel if top == "." else os.path.join(top, rel)
+    return rel if top == "." else top + rel if top.endswith("/") else f"{top}/{rel}"
 
 
 def _read(path: str, size: int) -> bytes:
@@ -346,7 +348,7 @@ def _read(path: str, size: int) -> bytes:
         if len(data) <= size:
             return data
         chunks = [data]
-        while chunk := os.read(fd, 1 << 20):
+        while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
@@ -359,7 +361,7 @@ def _parse_job(idx: _Index, folder: str, job_id: str, flags: int, size: int = 0)
     out = _Parsed(_status(flags))
     if out.status == "failed":
         return out
-    results_path = os.path.join(folder, "results.jsonl")
+    results_path = _job_path(folder, "results.jsonl")
     data = None
     try:
         data = _read(results_path, max(size, 0))
@@ -462,6 +464,19 @@ def _rows_getter(names: list[str]) -> Callable[[list], list]:
     return lambda recs: list(itertools.chain.from_iterable(map(get, recs)))
 
 
+def _lines(data: bytes) -> list[memoryview]:
+    """The lines of ``data`` without their newlines (none after a final newline), as views: ~3× faster than
+    ``data.split``, which copies them."""
+    view, find = memoryview(data), data.find
+    lines, start = [], 0
+    while (end := find(b"\n", start)) >= 0:
+        lines.append(view[start:end])
+        start = end + 1
+    if start < len(data):
+        lines.append(view[start:])
+    return lines
+
+
 def _uniform_structs(data: bytes) -> _Bulk | None:
     """(first record, steps, every row's accuracy in order, losses) of a ``results.jsonl``'s bytes when every line is
     one JSON object repeating the first one's keys and the text of its ``args``, ``hparams`` and domain fields, with
@@ -473,35 +488,23 @@ def _uniform_structs(data: bytes) -> _Bulk | None:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    end = data.find(b"\n")
+    lines = _lines(data)  # then one decode per line: faster than msgspec's decode_lines, and one object a line
     try:
-        first = msgspec.json.decode(data if end < 0 else data[:end])
+        first = msgspec.json.decode(lines[0]) if lines else None
         if type(first) is not dict or type(first.get("args")) is not dict:
             return None
         fmt = _line_format(tuple(first))
         if fmt is None:
             return None
         decoder, same, step, accs, loss = fmt
-        recs = decoder.decode_lines(data)
+        recs = list(map(decoder.decode, lines))  # a blank line, or one holding two objects, fails
     except msgspec.MsgspecError:
-        return None
-    if not _one_per_line(data, len(recs)):
         return None
     texts = list(map(same, recs))
     steps = list(map(step, recs))
     if texts.count(texts[0]) != len(texts) or not _in_int64(steps):
         return None
     return first, steps, accs(recs), list(map(loss, recs)) if loss is not None else []
-
-
-def _one_per_line(data: bytes, n: int) -> bool:
-    """Whether the ``n`` JSON objects that msgspec's ``decode_lines`` found in ``data`` are one per line, with no blank
-    line, as results.read_records reads them (``decode_lines`` also takes two objects on one line, or one over two).
-
-    Inside a JSON value a ``}`` is never followed by ``{`` (a comma or colon comes between, and a string holds no raw
-    newline), so each ``}\\n{`` is a boundary between two objects: ``n - 1`` of them, and no other newline than a
-    final one, mean one object per line."""
-    return data.count(b"}\n{") == n - 1 and data.count(b"\n") == n - 1 + data.endswith(b"\n")
 
 
 # ---- without msgspec: orjson, with the repeated texts cut out
