@@ -387,19 +387,24 @@ def test_msgspec_bulk_refuses_what_results_load_reads_otherwise(tmp_path):
     d = write_run(root, "no_final_newline", [rec(step=0, hseed=6)])
     (d / "results.jsonl").write_text((d / "results.jsonl").read_text() + json.dumps(rec(step=4, hseed=6)))
     write_run(root, "unicode", [rec(step=s, hseed=7, note="héllo ✓") for s in (0, 3)])
+    named = {"domains": ["a", "b", "c", "d"], "test_domains": ["d"], "val_domains": []}
+    write_run(root, "roles_change", [rec(step=0, hseed=9, train_domains=["a", "b", "c"], **named),
+                                     rec(step=5, hseed=9, train_domains=["a", "b"], **named)])  # c unused later
     want = results.load(root, progress=False)
     same(want, load_indexed(root))
     assert want.loc[want["job_id"] == "nulls", "acc"].isna().sum() == 2
     assert set(want.loc[want["job_id"] == "extra_key", "domain"]) == {"P", "A", "C", "S", "p", "q", "r", "s"}
+    assert list(want.loc[(want["job_id"] == "roles_change") & (want["domain"] == "c"), "role"]) == ["train"] * 2 \
+        + ["unused"] * 2
     spoilt_second_lines = {
         "two_per_line": lambda line: line + " " + line,  # json.loads: 'extra data'
         "split_record": lambda line: line.replace(', "step"', ',\n"step"'),
         "bool_acc": lambda line: re.sub(r'"env1_in_acc": [0-9.]+', '"env1_in_acc": true', line),
         "bool_step": lambda line: re.sub(r'"step": 1\b', '"step": true', line),  # read: int(True)
-        "bad_utf8": lambda line: line.replace('"loss"', '"note": "\udcff", "loss"'),  # a value none of ours reads
+        "bad_utf8": lambda line: line.replace('"note": "ok"', '"note": "\udcff"'),  # a value none of ours reads
     }
     for name, spoil in spoilt_second_lines.items():
-        lines = [json.dumps(rec(step=s, hseed=8)) for s in (0, 1, 2)]
+        lines = [json.dumps(rec(step=s, hseed=8, note="ok")) for s in (0, 1, 2)]
         bad = spoil(lines[1])
         assert bad != lines[1], name  # the case is really built
         write_run(tmp_path / name, "job", [])
