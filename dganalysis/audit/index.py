@@ -86,6 +86,17 @@ MTIME_MARGIN_NS = 5_000_000_000
 _DONE, _FAILED, _SPEC = 1, 2, 4
 
 
+def _dumps(obj: Any) -> bytes:
+    """JSON of the index's tables: orjson's (~5× faster) where it takes them, else the standard library's (e.g. a
+    problem message naming a path that is not valid UTF-8, whose lone surrogates orjson refuses)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(obj)
+        except TypeError:
+            pass
+    return json.dumps(obj).encode()
+
+
 def _draw_version() -> int:
     from dganalysis.hparams import DRAW_VERSION
 
@@ -243,8 +254,8 @@ class _Index:
     def to_bytes(self) -> bytes:
         head = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs}
         buf = _io.BytesIO()
-        np.savez(buf, head=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
-                 tables=np.frombuffer(json.dumps({"metas": self.metas, "layouts": self.layouts}).encode(), np.uint8),
+        np.savez(buf, head=np.frombuffer(_dumps(head), dtype=np.uint8),
+                 tables=np.frombuffer(_dumps({"metas": self.metas, "layouts": self.layouts}), np.uint8),
                  rec_meta=self.rec_meta, rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
         return buf.getvalue()
 

@@ -441,3 +441,12 @@ def test_cached_layouts_follow_each_records_envs(tmp_path):
     assert roles["a"] == {"A": "test", "C": "train", "P": "train", "S": "train"}
     assert roles["b"] == {"A": "test", "C": "train", "P": "val", "S": "train"}
     assert roles["c"] == {"A": "train", "C": "test", "P": "train", "S": "train"}
+
+
+def test_tables_json_falls_back_for_what_orjson_refuses():
+    """The index's tables are written by orjson, and by json where orjson refuses them (lone surrogates of a path
+    that is not UTF-8, in a problem message); both read back the same."""
+    plain = {"jobs": [{"key": ["a/b", 1, -1, 5], "problem": None, "exploded": False}]}
+    assert json.loads(index._dumps(plain)) == plain
+    odd = {"problem": "/runs/caf\udce9/results.jsonl:1: bad"}
+    assert index._dumps(odd) == json.dumps(odd).encode() and json.loads(index._dumps(odd)) == odd
