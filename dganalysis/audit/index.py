@@ -97,6 +97,16 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj).encode()
 
 
+def _read_json(data: bytes) -> Any:
+    """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
+    surrogates :func:`_dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
+    for fast in (msgspec.json.decode if msgspec is not None else None, _loads if orjson is not None else None):
+        if fast is not None:
+            with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
+                return fast(data)
+    return json.loads(data)
+
+
 def _draw_version() -> int:
     from dganalysis.hparams import DRAW_VERSION
 
@@ -270,7 +280,7 @@ class _Index:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - kept open until full() (or garbage collection)
             z = np.load(fh, allow_pickle=False)
-            head = _loads(z["head"].tobytes())
+            head = _read_json(z["head"].tobytes())
             if head.get("version") != INDEX_VERSION or head.get("draw_version") != _draw_version():
                 log.info("%s: index of another version; rebuilding it", path)
                 fh.close()
@@ -293,7 +303,7 @@ class _Index:
         if z is None:
             return self
         try:
-            tables = _loads(z["tables"].tobytes())
+            tables = _read_json(z["tables"].tobytes())
             arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
         finally:
             z.close()
@@ -707,7 +717,10 @@ class _Columns:
     def _flush(self) -> None:
         for part, values, dtype in zip(self.parts, self.lists, _COLUMN_TYPES):
             if values:
-                part.append(np.array(values, dtype=dtype))  # None → NaN, as float('nan') in results.load
+                try:
+                    part.append(np.fromiter(values, dtype, len(values)))  # ~2× faster than np.array
+                except TypeError:  # a None accuracy: np.array makes it NaN, as float('nan') in results.load
+                    part.append(np.array(values, dtype=dtype))
                 values.clear()
 
     def arrays(self) -> tuple[np.ndarray, ...]:
