@@ -100,10 +100,9 @@ def _dumps(obj: Any) -> bytes:
 def _read_json(data: bytes) -> Any:
     """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
     surrogates :func:`_dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
-    for fast in (msgspec.json.decode if msgspec is not None else None, _loads if orjson is not None else None):
-        if fast is not None:
-            with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
-                return fast(data)
+    if msgspec is not None or orjson is not None:
+        with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
+            return msgspec.json.decode(data) if msgspec is not None else _loads(data)
     return json.loads(data)
 
 
@@ -417,8 +416,8 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     if msgspec is not None:
         bulk = _uniform_structs(data)
     else:
-        lines = _repeated_lines(data)
-        bulk = _uniform_dicts(*lines) if lines is not None else None
+        cut = _repeated_lines(data)
+        bulk = _uniform_dicts(*cut) if cut is not None else None
     if bulk is None:
         return False
     first, steps, accs, losses = bulk
@@ -528,7 +527,8 @@ def _uniform_structs(data: bytes) -> _Bulk | None:
     return first, steps, accs(recs), list(map(loss, recs)) if loss is not None else []
 
 
-# ---- without msgspec: orjson, with the repeated texts cut out
+# ---- with orjson: records parsed whole (then read record by record), or, without msgspec, with the repeated
+# texts cut out
 
 
 def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
