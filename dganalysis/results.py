@@ -32,8 +32,10 @@ the first one's); :func:`summary_line` puts them in one line for under a table.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -326,8 +328,20 @@ def load(
 
 
 def _loss_exploded(records: list[dict[str, Any]]) -> bool:
-    losses = [r.get("loss") for r in records]
-    losses = [float(v) for v in losses if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)]
+    return _losses_exploded([r.get("loss") for r in records])
+
+
+_FLOAT = frozenset({float})
+
+
+def _losses_exploded(values: list[Any]) -> bool:
+    """Whether a run's loss exploded, from its records' ``loss`` values in order (anything else than a finite number
+    is ignored): the one rule for :func:`load` and the audit's index, which reads the losses without building records.
+    """
+    if set(map(type, values)) <= _FLOAT:  # the usual case: math.isfinite is np.isfinite on floats, ~20× faster
+        losses = list(filter(math.isfinite, values))
+    else:
+        losses = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)]
     if len(losses) < 2:
         return False
     return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
@@ -437,6 +451,10 @@ def _read_spec(job_dir: Path) -> dict[str, Any]:
     return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
 
 
+#: the args :func:`_default_arg` may leave out
+_DEFAULTED_ARGS = frozenset({"task", "uda_holdout_fraction", "hparams"})
+
+
 def _default_arg(key: str, value: Any, args: dict[str, Any]) -> bool:
     """DomainBed's ``task``/``uda_holdout_fraction`` at their defaults, and the ``hparams`` JSON string of our own
     records (``job_id`` in ``args``; their overrides are in ``spec.json``, :data:`SETTING_SPEC_FIELDS`): left out of
@@ -451,15 +469,44 @@ def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str
         raise ConfigError(f"setting_key: parameter 'args': expected a record's args (a dict), got {describe(args)}")
     if spec is not None and not isinstance(spec, dict):
         raise ConfigError(f"setting_key: parameter 'spec': expected a dict or None, got {describe(spec)}")
-    kept = {k: v for k, v in args.items() if k not in SETTING_IGNORED_ARGS and not _default_arg(k, v, args)}
+    kept = {k: v for k, v in args.items()
+            if k not in SETTING_IGNORED_ARGS and not (k in _DEFAULTED_ARGS and _default_arg(k, v, args))}
     kept.update(spec or {})
-    return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return _SETTING_JSON.encode(kept)
 
 
 def _append_rows(
     meta: dict[str, list], rows: dict[str, list], rec: dict[str, Any], job_id: str, where: str,
     spec: dict[str, Any] | None = None,
 ) -> None:
+    """Append one record's metadata to ``meta`` (one entry per column of :data:`_META`) and its rows to ``rows``."""
+    values, layout, accs = _read_record(rec, where, spec)
+    index = len(meta["job_id"])
+    meta["job_id"].append(job_id)
+    for key, value in zip(_RECORD_META, values):
+        meta[key].append(value)
+    for (domain, split, role), acc in zip(layout, accs):
+        rows["record"].append(index)
+        rows["domain"].append(domain)
+        rows["split"].append(split)
+        rows["role"].append(role)
+        rows["acc"].append(acc)
+
+
+#: the metadata :func:`_read_record` returns, in order: the columns of :data:`_META` after ``job_id``
+_RECORD_META = _META[1:]
+#: the canonical JSON of a setting and of hparams (one encoder each, not one per record)
+_SETTING_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_HPARAMS_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def _read_record(
+    rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None,
+) -> tuple[tuple, tuple[tuple[str, str, str], ...], list[float]]:
+    """One record by :func:`load`'s rules: (its metadata, the values of :data:`_RECORD_META`; its rows' (domain,
+    split, role) in (env, split) order; their accuracies, NaN for null). ValueError naming ``where`` for a record
+    that breaks them (TypeError, KeyError or AttributeError for some malformed ones: callers word those).
+    The one rule for :func:`load` and the audit's index, which calls it once per job whose records repeat the first."""
     args = rec.get("args")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
@@ -468,36 +515,91 @@ def _append_rows(
         raise ValueError(f"{where}: record lacks {missing + ([] if 'step' in rec else ['step'])}")
     accs = {}
     for key, value in rec.items():
-        m = _ENV_KEY.match(key)
-        if m:
+        pair = _env_pair(key)
+        if pair is not None:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
-            accs[(int(m.group(1)), m.group(2))] = float("nan") if value is None else float(value)
+            accs[pair] = float("nan") if value is None else float(value)
     if not accs:
         raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
-    n_envs = max(i for i, _ in accs) + 1
-    names = _domain_names(rec, args, n_envs, where)
+    pairs = tuple(sorted(accs))
+    (train, test, val), layout = _layout(rec, args, pairs, where)
+    values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
+              int(args["hparams_seed"]), int(args["trial_seed"]), int(rec["step"]),
+              _HPARAMS_JSON.encode(rec.get("hparams", {})))
+    return values, layout, [accs[p] for p in pairs]
+
+
+@functools.lru_cache(maxsize=4096)
+def _env_pair(key: str) -> tuple[int, str] | None:
+    """(env index, split) of an accuracy key ``env{i}_{in,out}_acc``; None for other keys."""
+    m = _ENV_KEY.match(key)
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+_DOMAIN_KEYS = ("domains", "train_domains", "test_domains", "val_domains")
+_NO_FIELDS = (None,) * len(_DOMAIN_KEYS)
+
+
+def _layout(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, str], ...],
+            where: str) -> tuple[tuple[str, str, str], tuple[tuple[str, str, str], ...]]:
+    """A record's (train, test and val domains joined by commas; (domain, split, role) of each of ``pairs``).
+
+    Records of a sweep share a few layouts: computed once per distinct (dataset, ``pairs``, domain fields, test and
+    val envs) when those are plain lists of names or indices (typed: ``[1]`` and ``[1.0]`` are different keys), else
+    each time."""
+    fields = tuple(map(rec.get, _DOMAIN_KEYS))
+    if fields != _NO_FIELDS:  # DomainBed's records have none
+        fields = tuple(_plain(f, str) for f in fields)
+    envs = _plain(args["test_envs"], int), _plain(args.get("val_envs"), int)
+    if any(f is _UNCACHED for f in (*fields, *envs)):
+        return _layout_uncached(rec, args, pairs, where)
+    key = (str(args["dataset"]), pairs, fields, "test_domains" in rec and "train_domains" in rec, envs)
+    try:
+        return _layout_cached(key)
+    except _LayoutError as err:  # recomputed with the record itself: its own message
+        raise ValueError(f"{where}: {err}") from None
+
+
+_UNCACHED = object()
+
+
+def _plain(value: Any, kind: type) -> Any:
+    """``value`` as a hashable key when it is None or a list of ``kind`` (exactly); else :data:`_UNCACHED`."""
+    if value is None:
+        return None
+    if type(value) is list and all(type(v) is kind for v in value):
+        return tuple(value)
+    return _UNCACHED
+
+
+class _LayoutError(ValueError):
+    """A layout refused by :func:`_layout_cached` (its message without the record's place)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout_cached(key: tuple) -> tuple[tuple[str, str, str], tuple[tuple[str, str, str], ...]]:
+    dataset, pairs, (domains, train, test, val), named, (test_envs, val_envs) = key
+    rec: dict[str, Any] = {"domains": domains, "train_domains": train, "test_domains": test, "val_domains": val}
+    if not named:  # the roles come from the envs: which domain fields were there does not matter
+        del rec["train_domains"], rec["test_domains"]
+    args = {"dataset": dataset, "test_envs": test_envs, "val_envs": val_envs}
+    try:
+        return _layout_uncached(rec, args, pairs, "")
+    except ValueError as err:
+        raise _LayoutError(str(err).removeprefix(": ")) from None
+
+
+def _layout_uncached(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, str], ...],
+                     where: str) -> tuple[tuple[str, str, str], tuple[tuple[str, str, str], ...]]:
+    names = _domain_names(rec, args, pairs[-1][0] + 1, where)
     order = {name: i for i, name in enumerate(names)}
     roles = _roles(rec, args, names, where)
 
     def joined(role: str) -> str:
         return ",".join(sorted((d for d, r in roles.items() if r == role), key=order.__getitem__))
 
-    index = len(meta["job_id"])
-    for key, value in (
-        ("job_id", job_id), ("dataset", str(args["dataset"])), ("algorithm", str(args["algorithm"])),
-        ("train_domains", joined("train")), ("test_domains", joined("test")), ("val_domains", joined("val")),
-        ("setting", setting_key(args, spec)),
-        ("hparams_seed", int(args["hparams_seed"])), ("trial_seed", int(args["trial_seed"])),
-        ("step", int(rec["step"])), ("hparams", json.dumps(rec.get("hparams", {}), sort_keys=True, default=str)),
-    ):
-        meta[key].append(value)
-    for (i, split), acc in sorted(accs.items()):
-        rows["record"].append(index)
-        rows["domain"].append(names[i])
-        rows["split"].append(split)
-        rows["role"].append(roles[names[i]])
-        rows["acc"].append(acc)
+    return (joined("train"), joined("test"), joined("val")), tuple((names[i], s, roles[names[i]]) for i, s in pairs)
 
 
 def _domain_names(rec: dict[str, Any], args: dict[str, Any], n_envs: int, where: str) -> list[str]:

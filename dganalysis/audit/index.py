@@ -10,10 +10,11 @@ known folder whose mtime is unchanged holds the same files, so it is not listed 
 version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
 a mismatch rebuilds it.
 
-Reading is fast because (i) lines are parsed with ``orjson`` (falling back to the standard library's ``json`` where
-``orjson`` is missing or refuses a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's ``args``, ``hparams`` and
-domain names, repeated on every line of a job, are turned into the frame's metadata once per job (every line is
-compared with the first, and any difference, or anything unusual, sends the job through
+Reading is fast because (i) each line is decoded by ``msgspec`` into a struct of the first line's keys, whose
+``args``, ``hparams`` and domain fields stay undecoded text (``orjson`` without ``msgspec``, and the standard
+library's ``json`` where both are missing or refuse a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's
+``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
+job (every line is compared with the first, and any difference, or anything unusual, sends the job through
 :func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
 columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
 (``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import io as _io
 import itertools
@@ -66,6 +68,11 @@ except ImportError:  # pragma: no cover - exercised where orjson is not installe
     _loads = json.loads
     _JSONError = (ValueError,)
 
+try:  # optional: a first build ~10× faster (each line decoded into a struct, args/hparams kept as text)
+    import msgspec
+except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
+    msgspec = None
+
 log = logging.getLogger(__name__)
 
 INDEX_NAME = ".dganalysis_index.npz"
@@ -81,6 +88,26 @@ _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_do
 MTIME_MARGIN_NS = 5_000_000_000
 # flags of a job key
 _DONE, _FAILED, _SPEC = 1, 2, 4
+
+
+def _dumps(obj: Any) -> bytes:
+    """JSON of the index's tables: orjson's (~5× faster) where it takes them, else the standard library's (e.g. a
+    problem message naming a path that is not valid UTF-8, whose lone surrogates orjson refuses)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(obj)
+        except TypeError:
+            pass
+    return json.dumps(obj).encode()
+
+
+def _read_json(data: bytes) -> Any:
+    """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
+    surrogates :func:`_dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
+    if msgspec is not None or orjson is not None:
+        with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
+            return msgspec.json.decode(data) if msgspec is not None else _loads(data)
+    return json.loads(data)
 
 
 def _draw_version() -> int:
@@ -125,39 +152,42 @@ def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, i
         raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
     top = str(root)
     known = known or {}
-    found: list[tuple[str, list[str] | None, int]] = []  # (relative folder, file names or None if known, mtime)
+    found: list[tuple[str, int, int]] = []  # (relative folder, flags, mtime), in find_jobs's (Path) order
     _walk(top, "", found, known)
-    found.sort(key=lambda t: t[0].split("/"))  # find_jobs's order (Path order)
-    keys = []
     recent = time.time_ns() - MTIME_MARGIN_NS
-    for rel, files, dir_mtime in found:
-        where = top if rel == "." else os.path.join(top, rel)
+    stat = os.stat
+    base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
+    keys = []
+    for rel, flags, dir_mtime in found:
+        where = base if rel == "." else f"{base}{rel}/"
         try:
-            st = os.stat(os.path.join(where, "results.jsonl"))
-            size, mtime = int(st.st_size), int(st.st_mtime_ns)
+            st = stat(where + "results.jsonl")
+            size, mtime = st.st_size, st.st_mtime_ns
         except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
             size = mtime = -1
-        if files is None:
-            flags = known[rel][3]
-        else:
-            names = set(files)
-            flags = (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
-                | (_SPEC if "spec.json" in names else 0)
         spec_mtime = -1
         if flags & _SPEC:
             with contextlib.suppress(FileNotFoundError):
-                spec_mtime = os.stat(os.path.join(where, "spec.json")).st_mtime_ns
+                spec_mtime = stat(where + "spec.json").st_mtime_ns
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
             dir_mtime = -1
-        keys.append((rel, size, mtime, flags, int(spec_mtime), int(dir_mtime)))
+        keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
     return keys
+
+
+def _flags(names: Iterable[str]) -> int:
+    """A job key's flags: which of ``done``, ``failed`` and ``spec.json`` the folder holds."""
+    names = set(names)
+    return (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
+        | (_SPEC if "spec.json" in names else 0)
 
 
 def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
     """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
     is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
-    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`)."""
-    here = os.path.join(top, rel) if rel else top
+    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`).
+    Sub-folders are visited in name order, so ``found`` comes in find_jobs's (Path) order."""
+    here = _job_path(top, rel) if rel else top
     try:
         mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
         with os.scandir(here) as it:
@@ -173,17 +203,19 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
         (dirs if is_dir else files).append(e)
     names = [e.name for e in files]
     if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
-        found.append((rel or ".", names, mtime))
+        found.append((rel or ".", _flags(names), mtime))
         return
+    dirs.sort(key=operator.attrgetter("name"))
+    prefix = f"{rel}/" if rel else ""
     for e in dirs:
         if e.is_symlink():
             continue
-        sub = f"{rel}/{e.name}" if rel else e.name
+        sub = prefix + e.name
         key = known.get(sub)
         if key is not None:
             try:
                 if e.stat(follow_symlinks=False).st_mtime_ns == key[5]:
-                    found.append((sub, None, key[5]))
+                    found.append((sub, key[3], key[5]))
                     continue
             except OSError:
                 continue
@@ -235,8 +267,8 @@ class _Index:
     def to_bytes(self) -> bytes:
         head = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs}
         buf = _io.BytesIO()
-        np.savez(buf, head=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
-                 tables=np.frombuffer(json.dumps({"metas": self.metas, "layouts": self.layouts}).encode(), np.uint8),
+        np.savez(buf, head=np.frombuffer(_dumps(head), dtype=np.uint8),
+                 tables=np.frombuffer(_dumps({"metas": self.metas, "layouts": self.layouts}), np.uint8),
                  rec_meta=self.rec_meta, rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
         return buf.getvalue()
 
@@ -251,7 +283,7 @@ class _Index:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - kept open until full() (or garbage collection)
             z = np.load(fh, allow_pickle=False)
-            head = _loads(z["head"].tobytes())
+            head = _read_json(z["head"].tobytes())
             if head.get("version") != INDEX_VERSION or head.get("draw_version") != _draw_version():
                 log.info("%s: index of another version; rebuilding it", path)
                 fh.close()
@@ -274,7 +306,7 @@ class _Index:
         if z is None:
             return self
         try:
-            tables = _loads(z["tables"].tobytes())
+            tables = _read_json(z["tables"].tobytes())
             arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
         finally:
             z.close()
@@ -305,6 +337,9 @@ class _Index:
 
 
 class _Parsed:
+    """One job's records: its status, problem (results.load's error message), whether its loss exploded, and per
+    record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN)."""
+
     __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc")
 
     def __init__(self, status: str) -> None:
@@ -312,12 +347,192 @@ class _Parsed:
         self.meta: list[int] = []
         self.layout: list[int] = []
         self.step: list[int] = []
-        self.acc: list[np.ndarray] = []
+        self.acc: list[float | int | None] = []
 
 
+@functools.lru_cache(maxsize=8)
 def _status(flags: int) -> str:
     """results.load's rule (:func:`dganalysis.results.state_from_files`) on the names a job key's flags record."""
     return results.state_from_files(name for name, bit in (("done", _DONE), ("failed", _FAILED)) if flags & bit)
+
+
+def _job_path(top: str, rel: str) -> str:
+    """``str(Path(top) / rel)`` without pathlib (``rel`` is a normalized relative path, ``"."`` for ``top``)."""
+    if rel == ".":
+        return top
+    return rel if top == "." else top + rel if top.endswith("/") else f"{top}/{rel}"
+
+
+def _read(path: str, size: int) -> bytes:
+    """The bytes of the file ``path``, which had ``size`` bytes when scanned (one read call of that size, cheaper
+    than ``open().read()``; a file grown meanwhile is read whole)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _parse_job(idx: _Index, folder: str, job_id: str, flags: int, size: int = 0) -> _Parsed:
+    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message).
+    ``size``: its ``results.jsonl``'s size when scanned (a hint)."""
+    out = _Parsed(_status(flags))
+    if out.status == "failed":
+        return out
+    results_path = _job_path(folder, "results.jsonl")
+    data = None
+    try:
+        data = _read(results_path, max(size, 0))
+    except (FileNotFoundError, IsADirectoryError):  # no records (results.load: not a file)
+        return out
+    except OSError:  # unreadable: results.read_records words the error
+        pass
+    try:
+        spec = results._read_spec(Path(folder)) if flags & _SPEC else {}
+        if data is not None and _add_bulk(idx, out, data, folder, job_id, results_path, spec, flags):
+            return out
+        records = _fast_records(data) if data is not None else None
+        if records is None:
+            records = results.read_records(results_path)
+        if flags & _SPEC:
+            results._check_draw(Path(folder), records)
+        _add_records(idx, out, records, job_id, results_path, spec)
+        out.exploded = results._loss_exploded(records)
+    except ValueError as err:
+        out.problem = str(err)
+        out.meta, out.layout, out.step, out.acc = [], [], [], []
+    return out
+
+
+def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, results_path: str,
+              spec: dict[str, Any], flags: int) -> bool:
+    """The records of a job whose lines all repeat the first one's keys and the text of its ``args``, ``hparams``
+    and domain fields, with numeric accuracies and integer steps, added to ``out``: the first record through
+    results.load's code (the job's metadata, layout and error messages), every record's numbers in bulk. False
+    (nothing added) otherwise: then the job is read record by record. Uses msgspec where installed
+    (:func:`_uniform_structs`), else orjson (:func:`_repeated_lines`)."""
+    if msgspec is not None:
+        bulk = _uniform_structs(data)
+    else:
+        cut = _repeated_lines(data)
+        bulk = _uniform_dicts(*cut) if cut is not None else None
+    if bulk is None:
+        return False
+    first, steps, accs, losses = bulk
+    if flags & _SPEC:
+        results._check_draw(Path(folder), [first])
+    meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
+    n = len(steps)
+    out.meta += [meta] * n
+    out.layout += [layout] * n
+    out.step += steps
+    out.acc += accs
+    out.exploded = results._losses_exploded(losses)
+    return True
+
+
+_Bulk = tuple[dict[str, Any], list[int], list[float | int | None], list[Any]]
+
+
+def _in_int64(steps: list[int]) -> bool:
+    """Whether the (integer) steps fit the index's int64 column (else the exact path decides)."""
+    return not steps or (-(2**63) <= min(steps) and max(steps) < 2**63)
+
+
+# ---- with msgspec: each line decoded into a struct of its first line's keys
+
+
+@functools.lru_cache(maxsize=256)
+def _line_format(keys: tuple[str, ...]) -> tuple[Any, Callable, Callable, Callable[[list], list],
+                                                 Callable | None] | None:
+    """How the lines of a job whose first record has ``keys`` are decoded: (msgspec decoder, getter of the fields
+    every line must repeat byte for byte, of the step, records → their accuracies in results.load's row order, getter
+    of the loss or None). None when the records are not the usual kind (no ``args``, ``step`` or accuracy, an accuracy
+    key that is not canonical such as ``env01_in_acc``): results.load's code reads them.
+
+    The struct has every key as a required field and refuses others, so a line with another set of keys fails to
+    decode; ``step`` is an ``int`` (a float or bool fails), the accuracies ``float | None`` (a bool or string fails;
+    an integer becomes its float, as ``float()`` does), ``loss`` any JSON value, the rest ``msgspec.Raw`` (kept as
+    text: ``args``, ``hparams`` and the domain fields are compared with the first line's text)."""
+    pairs = []
+    for key in keys:
+        pair = results._env_pair(key)
+        if pair is not None:
+            if key != f"env{pair[0]}_{pair[1]}_acc":
+                return None
+            pairs.append((pair, key))
+    if "args" not in keys or "step" not in keys or not pairs:
+        return None
+    name = {key: f"f{i}" for i, key in enumerate(keys)}
+    fields = [(name[k], int if k == "step" else float | None if results._env_pair(k) else
+               Any if k == "loss" else msgspec.Raw) for k in keys]
+    struct = msgspec.defstruct("Record", fields, rename={v: k for k, v in name.items()}, forbid_unknown_fields=True,
+                               gc=False)
+    same = operator.attrgetter(*(name[k] for k in ("args", "hparams", *_DOMAIN_FIELDS) if k in name))
+    loss = operator.attrgetter(name["loss"]) if "loss" in name else None
+    accs = _rows_getter([name[key] for _, key in sorted(pairs)])
+    return msgspec.json.Decoder(struct), same, operator.attrgetter(name["step"]), accs, loss
+
+
+def _rows_getter(names: list[str]) -> Callable[[list], list]:
+    """records → the values of their fields ``names``, record after record, in one flat list."""
+    get = operator.attrgetter(*names)
+    if len(names) == 1:  # attrgetter of one name returns the value, not a tuple
+        return lambda recs: list(map(get, recs))
+    return lambda recs: list(itertools.chain.from_iterable(map(get, recs)))
+
+
+def _lines(data: bytes) -> list[memoryview]:
+    """The lines of ``data`` without their newlines (none after a final newline), as views: ~3× faster than
+    ``data.split``, which copies them."""
+    view, find = memoryview(data), data.find
+    lines, start = [], 0
+    while (end := find(b"\n", start)) >= 0:
+        lines.append(view[start:end])
+        start = end + 1
+    if start < len(data):
+        lines.append(view[start:])
+    return lines
+
+
+def _uniform_structs(data: bytes) -> _Bulk | None:
+    """(first record, steps, every row's accuracy in order, losses) of a ``results.jsonl``'s bytes when every line is
+    one JSON object repeating the first one's keys and the text of its ``args``, ``hparams`` and domain fields, with
+    an integer step and numbers or nulls as accuracies (see :func:`_line_format`); None otherwise, also for anything
+    results.read_records treats specially (a blank or torn line, invalid UTF-8, JSON that the standard library reads
+    but msgspec refuses, e.g. ``NaN``)."""
+    if not data.isascii():  # msgspec skips a Raw value's text without checking that it is UTF-8
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    lines = _lines(data)  # then one decode per line: faster than msgspec's decode_lines, and one object a line
+    try:
+        first = msgspec.json.decode(lines[0]) if lines else None
+        if type(first) is not dict or type(first.get("args")) is not dict:
+            return None
+        fmt = _line_format(tuple(first))
+        if fmt is None:
+            return None
+        decoder, same, step, accs, loss = fmt
+        recs = list(map(decoder.decode, lines))  # a blank line, or one holding two objects, fails
+    except msgspec.MsgspecError:
+        return None
+    texts = list(map(same, recs))
+    steps = list(map(step, recs))
+    if texts.count(texts[0]) != len(texts) or not _in_int64(steps):
+        return None
+    return first, steps, accs(recs), list(map(loss, recs)) if loss is not None else []
+
+
+# ---- with orjson: records parsed whole (then read record by record), or, without msgspec, with the repeated
+# texts cut out
 
 
 def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
@@ -341,34 +556,6 @@ def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
 
 _DOMAIN_FIELDS = ("domains", "train_domains", "test_domains", "val_domains")
 _NUMBER_TYPES = frozenset({float, int, type(None)})
-
-
-def _parse_job(idx: _Index, folder: Path, job_id: str, flags: int) -> _Parsed:
-    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message)."""
-    out = _Parsed(_status(flags))
-    if out.status == "failed" or not (folder / "results.jsonl").is_file():
-        return out
-    results_path = folder / "results.jsonl"
-    try:
-        spec = results._read_spec(folder) if flags & _SPEC else {}
-        data = results_path.read_bytes()
-        bulk = _repeated_lines(data)
-        if bulk is not None:
-            first, rest = bulk
-            results._check_draw(folder, [first])
-            if _add_uniform(idx, out, first, rest, job_id, results_path, spec):
-                out.exploded = results._loss_exploded(rest)
-                return out
-        records = _fast_records(data)
-        if records is None:
-            records = results.read_records(results_path)
-        results._check_draw(folder, records)
-        _add_records(idx, out, records, job_id, results_path, spec)
-        out.exploded = results._loss_exploded(records)
-    except ValueError as err:
-        out.problem = str(err)
-        out.meta, out.layout, out.step, out.acc = [], [], [], []
-    return out
 
 
 def _repeated_lines(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
@@ -419,44 +606,40 @@ def _repeated_lines(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]] 
     return first, rest
 
 
-def _add_uniform(idx: _Index, out: _Parsed, first: dict[str, Any], rest: list[dict[str, Any]], job_id: str,
-                 results_path: Path, spec: dict[str, Any]) -> bool:
-    """:func:`_add_records` for a job whose records all repeat the first one's ``args``, ``hparams`` (checked by
-    :func:`_repeated_lines`), keys and domain fields, with numeric accuracies and integer steps: the first record
-    through results.load's code, the others' numbers in bulk. False (nothing added) when any record differs."""
+def _uniform_dicts(first: dict[str, Any], rest: list[dict[str, Any]]) -> _Bulk | None:
+    """:func:`_uniform_structs` for the records :func:`_repeated_lines` returns (those repeat the first line's
+    ``args`` and ``hparams`` text): when they all repeat the first one's keys and domain fields, with integer steps
+    and numeric (or null) accuracies; None otherwise."""
     keys = rest[0].keys()
     if not all(r.keys() == keys for r in rest):
-        return False
+        return None
     fields = [f for f in _DOMAIN_FIELDS if f in keys]
     if fields and not all(r[f] == first[f] for r in rest for f in fields):
-        return False
-    pairs = sorted((int(m.group(1)), m.group(2)) for k in keys if (m := results._ENV_KEY.match(k)))
-    acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
-    if "step" not in keys or not acc_keys:
-        return False
-    steps = [r["step"] for r in rest[1:]]
-    get = operator.itemgetter(*acc_keys)
-    vals = list(map(get, rest[1:])) if len(acc_keys) > 1 else [(v,) for v in map(get, rest[1:])]
-    if (steps and set(map(type, steps)) != {int}) or not set(map(type, itertools.chain.from_iterable(vals))) \
-            <= _NUMBER_TYPES:
-        return False
-    _add_records(idx, out, [first], job_id, results_path, spec)
-    n = len(steps)
-    out.meta.extend([out.meta[0]] * n)
-    out.layout.extend([out.layout[0]] * n)
-    out.step.extend(steps)
-    if n:
-        out.acc.append(np.array(vals, dtype=np.float64).reshape(-1))  # None → NaN, as float('nan') in results.load
-    return True
+        return None
+    pairs = sorted((pair, k) for k in keys if (pair := results._env_pair(k)) is not None)
+    if "step" not in keys or not pairs or any(k != f"env{i}_{s}_acc" for (i, s), k in pairs):
+        return None
+    steps = [r["step"] for r in rest]
+    get = operator.itemgetter(*(k for _, k in pairs))
+    vals = list(map(get, rest)) if len(pairs) > 1 else [(v,) for v in map(get, rest)]
+    if set(map(type, steps)) != {int} or not set(map(type, itertools.chain.from_iterable(vals))) <= _NUMBER_TYPES \
+            or not _in_int64(steps):
+        return None
+    return first, steps, list(itertools.chain.from_iterable(vals)), [r.get("loss") for r in rest]
 
 
-def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: Path,
+# ---- record by record: results.load's code
+
+
+def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: str,
                  spec: dict[str, Any]) -> None:
+    """Add ``records`` to ``out``: each through results.load's code (:func:`_record_ids`), except that a record
+    repeating the last such record's keys, ``args``, ``hparams`` and domain fields, with numeric accuracies and an
+    integer step, reuses its metadata and layout."""
     ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
     ref_meta = ref_layout = -1
     acc_keys: list[str] = []
     fields: list[str] = []
-    pending: list[Any] = []  # accuracies of fast records (checked: int, float or None), converted in one go
     for n, rec in enumerate(records, start=1):
         if ref is not None and rec.keys() == ref.keys() and rec["args"] == ref["args"] \
                 and rec.get("hparams") == ref.get("hparams") and (not fields or all(rec[f] == ref[f] for f in fields)):
@@ -466,36 +649,33 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
                 out.meta.append(ref_meta)
                 out.layout.append(ref_layout)
                 out.step.append(step)
-                pending.extend(vals)
+                out.acc += vals  # None is NaN, as float('nan') in results.load
                 continue
-        if pending:
-            out.acc.append(np.array(pending, dtype=np.float64))  # None → NaN, as float('nan') in results.load
-            pending = []
-        # results.load's own code for this record: metadata, rows and error messages
-        where = f"{results_path}:{n}"
-        meta: dict[str, list] = {c: [] for c in results._META}
-        rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}
-        try:
-            results._append_rows(meta, rows, rec, job_id, where, spec)
-        except ValueError as err:
-            if str(err).startswith(where):
-                raise
-            raise ValueError(f"{where}: {err}") from err
-        except (TypeError, KeyError, AttributeError) as err:
-            raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
-        ref_meta = idx.meta_id(tuple(meta[f][0] for f in _META_FIELDS))
-        ref_layout = idx.layout_id(tuple(zip(rows["domain"], rows["split"], rows["role"])))
+        ref_meta, ref_layout, step, accs = _record_ids(idx, rec, job_id, f"{results_path}:{n}", spec)
         out.meta.append(ref_meta)
         out.layout.append(ref_layout)
-        out.step.append(meta["step"][0])
-        out.acc.append(np.array(rows["acc"], dtype=np.float64))
+        out.step.append(step)
+        out.acc += accs
         ref = rec
         fields = [f for f in _DOMAIN_FIELDS if f in rec]
-        # the acc keys in row order: results._append_rows sorts (env index, split)
-        pairs = sorted((int(m.group(1)), m.group(2)) for k in rec if (m := results._ENV_KEY.match(k)))
+        # the acc keys in row order: results._read_record sorts (env index, split)
+        pairs = sorted(pair for k in rec if (pair := results._env_pair(k)) is not None)
         acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
-    if pending:
-        out.acc.append(np.array(pending, dtype=np.float64))
+
+
+def _record_ids(idx: _Index, rec: dict[str, Any], job_id: str, where: str,
+                spec: dict[str, Any]) -> tuple[int, int, int, list[float]]:
+    """results.load's own code for one record (:func:`dganalysis.results._read_record`: its metadata, rows and
+    error messages) → (metadata id, layout id, step, accuracies in row order)."""
+    try:
+        values, layout, accs = results._read_record(rec, where, spec)
+    except ValueError as err:
+        if str(err).startswith(where):
+            raise
+        raise ValueError(f"{where}: {err}") from err
+    except (TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+    return idx.meta_id((*values[:8], values[9])), idx.layout_id(layout), values[8], accs
 
 
 # ---------------------------------------------------------------- building and updating
@@ -518,6 +698,47 @@ def _locked(lock_path: Path) -> Iterator[None]:
         fh.close()  # releases the lock
 
 
+class _Columns:
+    """The record arrays of a new index, gathered job by job in order: slices of the old index for unchanged jobs,
+    parsed values for the others (kept in lists and turned into arrays once per run of parsed jobs, or per
+    :data:`_FLUSH_ROWS` rows: not one array per job)."""
+
+    def __init__(self) -> None:
+        self.parts: tuple[list[np.ndarray], ...] = ([], [], [], [])  # rec_meta, rec_layout, rec_step, acc
+        self.lists: tuple[list, ...] = ([], [], [], [])
+
+    def add_parsed(self, p: _Parsed) -> None:
+        for values, new in zip(self.lists, (p.meta, p.layout, p.step, p.acc)):
+            values += new
+        if len(self.lists[3]) > _FLUSH_ROWS:
+            self._flush()
+
+    def add_old(self, *arrays: np.ndarray) -> None:
+        self._flush()
+        for part, arr in zip(self.parts, arrays):
+            part.append(arr)
+
+    def _flush(self) -> None:
+        for part, values, dtype in zip(self.parts, self.lists, _COLUMN_TYPES):
+            if values:
+                try:
+                    part.append(np.fromiter(values, dtype, len(values)))  # ~2× faster than np.array
+                except TypeError:  # a None accuracy: np.array makes it NaN, as float('nan') in results.load
+                    part.append(np.array(values, dtype=dtype))
+                values.clear()
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """rec_meta, rec_layout, rec_step, acc."""
+        self._flush()
+        return tuple(np.concatenate(part) if part else np.zeros(0, dtype)
+                     for part, dtype in zip(self.parts, _COLUMN_TYPES))
+
+
+_COLUMN_TYPES = (np.int32, np.int32, np.int64, np.float64)
+#: parsed accuracies kept as Python objects before they become an array (bounds the memory they take)
+_FLUSH_ROWS = 1 << 20
+
+
 def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, int]:
     """A new index for the scanned ``keys``: ``old``'s records for unchanged jobs, the rest parsed.
     Returns (index, number of jobs parsed)."""
@@ -530,26 +751,24 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
         old_start = np.zeros(len(old.jobs) + 1, dtype=np.int64)
         np.cumsum([j["count"] for j in old.jobs], out=old_start[1:])
         old_off = old.rec_offsets()
-    pieces: list[tuple] = []  # per job: arrays (meta, layout, step, acc)
+    columns = _Columns()
+    top = str(root)
     parsed = 0
     for key in keys:
         i = old_by_key.get(tuple(key))
         if i is not None:
             job = old.jobs[i]
             a, b = old_start[i], old_start[i + 1]
-            pieces.append((old.rec_meta[a:b], old.rec_layout[a:b], old.rec_step[a:b], old.acc[old_off[a]:old_off[b]]))
+            columns.add_old(old.rec_meta[a:b], old.rec_layout[a:b], old.rec_step[a:b], old.acc[old_off[a]:old_off[b]])
         else:
-            folder = root if key[0] == "." else root / key[0]
-            p = _parse_job(new, folder, folder.name, key[3])
+            job_id = root.name if key[0] == "." else key[0].rpartition("/")[2]  # Path(folder).name
+            p = _parse_job(new, _job_path(top, key[0]), job_id, key[3], key[1])
             parsed += 1
             job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step),
                    "records": key[1] >= 0}
-            pieces.append((np.asarray(p.meta, np.int32), np.asarray(p.layout, np.int32),
-                           np.asarray(p.step, np.int64),
-                           np.concatenate(p.acc) if p.acc else np.zeros(0, np.float64)))
+            columns.add_parsed(p)
         new.jobs.append({**job, "key": list(key)})
-    if pieces:
-        new.rec_meta, new.rec_layout, new.rec_step, new.acc = (np.concatenate([p[k] for p in pieces]) for k in range(4))
+    new.rec_meta, new.rec_layout, new.rec_step, new.acc = columns.arrays()
     return new, parsed
 
 
@@ -572,10 +791,12 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
     except OSError:
         lock_ctx = contextlib.nullcontext()
     with lock_ctx:
+        seen = old
         old = _Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
-        keys = _scan(root, _known(old))
-        if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
-            return old
+        if (old is None) != (seen is None) or (old is not None and old.jobs != seen.jobs):  # it did: scan again
+            keys = _scan(root, _known(old))
+            if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+                return old
         new, parsed = _merge(old, keys, root)
         try:
             io.write_bytes(path, new.to_bytes())

@@ -7,6 +7,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -133,7 +134,7 @@ def test_incremental_update_reads_only_changed_jobs(tmp_path, monkeypatch):
     load_indexed(root)
     parsed = []
     real = index._parse_job
-    monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(folder.name) or real(idx, folder, *a))
+    monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(os.path.basename(folder)) or real(idx, folder, *a))
     stamp = (root / INDEX_NAME).stat().st_mtime_ns
     same(results.load(root, progress=False), load_indexed(root))
     assert parsed == [] and (root / INDEX_NAME).stat().st_mtime_ns == stamp  # unchanged: nothing read or written
@@ -338,3 +339,115 @@ def test_lines_unlike_the_first_take_results_loads_path(tmp_path):
     with pytest.raises(ValueError) as got:
         load_indexed(root)
     assert str(got.value) == str(want.value) and "text_acc/results.jsonl:2" in str(got.value)
+
+
+def _raising(name):
+    def fail(*a, **k):
+        pytest.fail(f"{name}: a job whose lines repeat the first one's args/hparams is read in bulk")
+    return fail
+
+
+@pytest.mark.parametrize("decoder", ["msgspec", "orjson", "json"])
+def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
+    """msgspec's structs, the orjson fallback (msgspec missing) and the standard library alone (both missing) give
+    the same frames; the bulk path is taken for uniform jobs wherever msgspec or orjson is there."""
+    if decoder != "msgspec":
+        monkeypatch.setattr(index, "msgspec", None)
+    if decoder == "json":
+        monkeypatch.setattr(index, "orjson", None)
+    roots = [domainbed_dir(tmp_path / "db"), our_store(tmp_path / "ours")]
+    for path in (roots[0], roots[1]):
+        same(results.load(path, progress=False), load_indexed(path))
+    uniform = tmp_path / "uniform"
+    write_run(uniform, "job", [rec(step=s) for s in (0, 10, 20)])
+    write_run(uniform, "ours", [rec(step=s, domains=["a", "b", "c", "d"], train_domains=["b", "a"],
+                                    test_domains=["d"], val_domains=["c"]) for s in (0, 5)], spec={})
+    if decoder != "json":
+        monkeypatch.setattr(index, "_add_records", _raising("_add_records"))
+    got = load_indexed(uniform)
+    monkeypatch.undo()
+    same(results.load(uniform, progress=False), got)
+    assert set(got.loc[got["job_id"] == "ours", "role"]) == {"train", "test", "val"}
+
+
+def test_msgspec_bulk_refuses_what_results_load_reads_otherwise(tmp_path):
+    """Lines that msgspec's per-line structs would take but results.load reads differently (or refuses) go through
+    results.load's code: same frame, same errors."""
+    root = tmp_path / "db"
+    extra_key = rec(step=5, hseed=1, domains=["p", "q", "r", "s"])  # a key the first line lacks: other names
+    write_run(root, "extra_key", [rec(step=0, hseed=1), extra_key])
+    fewer = rec(step=5, hseed=2)
+    del fewer["env3_out_acc"]
+    write_run(root, "fewer_keys", [rec(step=0, hseed=2), fewer])
+    write_run(root, "odd_env_key", [rec(step=0, hseed=3, n_envs=2, env01_in_acc=0.5)])  # env01 is env 1
+    nulls = rec(step=5, hseed=4)
+    nulls.update(env0_in_acc=None, env2_out_acc=None)
+    write_run(root, "nulls", [rec(step=0, hseed=4), nulls])
+    write_run(root, "int_acc", [rec(step=0, hseed=5), rec(step=5, hseed=5, env1_out_acc=1)])
+    d = write_run(root, "no_final_newline", [rec(step=0, hseed=6)])
+    (d / "results.jsonl").write_text((d / "results.jsonl").read_text() + json.dumps(rec(step=4, hseed=6)))
+    write_run(root, "unicode", [rec(step=s, hseed=7, note="héllo ✓") for s in (0, 3)])
+    named = {"domains": ["a", "b", "c", "d"], "test_domains": ["d"], "val_domains": []}
+    write_run(root, "roles_change", [rec(step=0, hseed=9, train_domains=["a", "b", "c"], **named),
+                                     rec(step=5, hseed=9, train_domains=["a", "b"], **named)])  # c unused later
+    want = results.load(root, progress=False)
+    same(want, load_indexed(root))
+    assert want.loc[want["job_id"] == "nulls", "acc"].isna().sum() == 2
+    assert set(want.loc[want["job_id"] == "extra_key", "domain"]) == {"P", "A", "C", "S", "p", "q", "r", "s"}
+    assert list(want.loc[(want["job_id"] == "roles_change") & (want["domain"] == "c"), "role"]) == ["train"] * 2 \
+        + ["unused"] * 2
+    spoilt_second_lines = {
+        "two_per_line": lambda line: line + " " + line,  # json.loads: 'extra data'
+        "split_record": lambda line: line.replace(', "step"', ',\n"step"'),
+        "bool_acc": lambda line: re.sub(r'"env1_in_acc": [0-9.]+', '"env1_in_acc": true', line),
+        "bool_step": lambda line: re.sub(r'"step": 1\b', '"step": true', line),  # read: int(True)
+        "bad_utf8": lambda line: line.replace('"note": "ok"', '"note": "\udcff"'),  # a value none of ours reads
+    }
+    for name, spoil in spoilt_second_lines.items():
+        lines = [json.dumps(rec(step=s, hseed=8, note="ok")) for s in (0, 1, 2)]
+        bad = spoil(lines[1])
+        assert bad != lines[1], name  # the case is really built
+        write_run(tmp_path / name, "job", [])
+        text = "\n".join([lines[0], bad, lines[2]]) + "\n"  # not the last line, which results.load skips if torn
+        (tmp_path / name / "job" / "results.jsonl").write_bytes(text.encode("utf-8", "surrogateescape"))
+        want, got = _outcome(results.load, tmp_path / name, progress=False), _outcome(load_indexed, tmp_path / name)
+        if isinstance(want, str):
+            assert got == want, name
+        else:
+            same(want, got)
+            assert name == "bool_step"
+
+
+def _outcome(func, *args, **kwargs):
+    """``func``'s frame, or the message of the ValueError it raised."""
+    try:
+        return func(*args, **kwargs)
+    except ValueError as err:
+        return str(err)
+
+
+def test_cached_layouts_follow_each_records_envs(tmp_path):
+    """results._read_record computes a layout once per distinct (dataset, envs, domain fields): jobs that differ only
+    in val_envs or test_envs get their own roles."""
+    root = tmp_path / "db"
+    write_run(root, "a", [rec(step=0, hseed=1, test_envs=(0,))])
+    val = rec(step=0, hseed=2, test_envs=(0,))
+    val["args"]["val_envs"] = [2]
+    write_run(root, "b", [val])
+    write_run(root, "c", [rec(step=0, hseed=3, test_envs=(1,))])
+    df = load_indexed(root, categorical=False)
+    same(results.load(root, progress=False), df)
+    roles = {j: dict(zip(g["domain"], g["role"])) for j, g in df.groupby("job_id")}
+    assert roles["a"] == {"A": "test", "C": "train", "P": "train", "S": "train"}
+    assert roles["b"] == {"A": "test", "C": "train", "P": "val", "S": "train"}
+    assert roles["c"] == {"A": "train", "C": "test", "P": "train", "S": "train"}
+
+
+def test_tables_json_falls_back_for_what_orjson_refuses():
+    """The index's tables are written by orjson, and by json where orjson refuses them (lone surrogates of a path
+    that is not UTF-8, in a problem message); both read back the same (by json where msgspec and orjson refuse)."""
+    plain = {"jobs": [{"key": ["a/b", 1, -1, 5], "problem": None, "exploded": False}]}
+    assert json.loads(index._dumps(plain)) == plain
+    odd = {"problem": "/runs/caf\udce9/results.jsonl:1: bad"}
+    assert index._dumps(odd) == json.dumps(odd).encode() and index._read_json(index._dumps(odd)) == odd
+    assert index._read_json(index._dumps(plain)) == plain
