@@ -284,14 +284,7 @@ def load(
             _check_draw(job_dir, records)
             for n, rec in enumerate(records, start=1):
                 where = f"{results}:{n}"
-                try:
-                    _append_rows(meta, rows, rec, job_id, where, spec)
-                except ValueError as err:
-                    if str(err).startswith(where):
-                        raise
-                    raise ValueError(f"{where}: {err}") from err
-                except (TypeError, KeyError, AttributeError) as err:
-                    raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+                _append_rows(meta, rows, rec, job_id, where, spec)
         except ValueError as err:
             if strict:
                 raise
@@ -480,7 +473,7 @@ def _append_rows(
     spec: dict[str, Any] | None = None,
 ) -> None:
     """Append one record's metadata to ``meta`` (one entry per column of :data:`_META`) and its rows to ``rows``."""
-    values, layout, accs = _read_record(rec, where, spec)
+    values, layout, accs = read_record_at(rec, where, spec)
     index = len(meta["job_id"])
     meta["job_id"].append(job_id)
     for key, value in zip(_RECORD_META, values):
@@ -491,6 +484,20 @@ def _append_rows(
         rows["split"].append(split)
         rows["role"].append(role)
         rows["acc"].append(acc)
+
+
+def read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
+    """:func:`_read_record` with :func:`load`'s error messages: every problem a ``ValueError`` starting with
+    ``where`` (``file:line``), a record of the wrong shape "malformed record (…)". The one reader of a record's
+    metadata for ``load`` and the audit's index."""
+    try:
+        return _read_record(rec, where, spec)
+    except ValueError as err:
+        if str(err).startswith(where):
+            raise
+        raise ValueError(f"{where}: {err}") from err
+    except (TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
 
 
 #: the metadata :func:`_read_record` returns, in order: the columns of :data:`_META` after ``job_id``

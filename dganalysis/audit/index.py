@@ -667,14 +667,7 @@ def _record_ids(idx: _Index, rec: dict[str, Any], job_id: str, where: str,
                 spec: dict[str, Any]) -> tuple[int, int, int, list[float]]:
     """results.load's own code for one record (:func:`dganalysis.results._read_record`: its metadata, rows and
     error messages) → (metadata id, layout id, step, accuracies in row order)."""
-    try:
-        values, layout, accs = results._read_record(rec, where, spec)
-    except ValueError as err:
-        if str(err).startswith(where):
-            raise
-        raise ValueError(f"{where}: {err}") from err
-    except (TypeError, KeyError, AttributeError) as err:
-        raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+    values, layout, accs = results.read_record_at(rec, where, spec)
     return idx.meta_id((*values[:8], values[9])), idx.layout_id(layout), values[8], accs
 
 
