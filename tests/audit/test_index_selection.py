@@ -113,3 +113,15 @@ def test_several_helpers_for_one_domain_left_to_the_frame(tmp_path):
 
 def test_output_columns_are_selects():
     assert list(index_selection.OUTPUT) == selection.OUTPUT
+
+
+def test_domain_orders_are_the_frames(tmp_path):
+    """The environment order collect's tables use, taken from the arrays, is tables.domain_orders of the frame
+    (first appearance per dataset), also with datasets whose runs list their domains by name."""
+    from dganalysis.tables import domain_orders as frame_orders
+
+    db = sweep(tmp_path / "s", seed=5, n_envs=3, pairs=False)
+    ours = our_store(tmp_path / "ours")
+    for roots in ([db], [ours], [db, ours]):
+        df = results.load(roots, progress=False)
+        assert index_selection.domain_orders(records_of(*roots)) == frame_orders(df)
