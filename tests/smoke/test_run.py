@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dganalysis.runner import list_notebooks
-from dganalysis.smoke.run import MAX_IMAGE, SWEEP_STEPS
+from dganalysis.smoke.run import FID_SAMPLES, MAX_IMAGE, SWEEP_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def test_smoke_params_keep_the_paper_path():
     assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
     assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == MAX_IMAGE
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
-    assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == 16  # the FID's images: the notebook's default
+    assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == FID_SAMPLES == 4  # the FID's images (cap, still ≥ 2)
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
