@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import Any
 
@@ -163,7 +163,9 @@ class Job:
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain JSON types (:data:`OPTIONAL_FIELDS` only when not at their default)."""
-        d = _canonical(asdict(self))
+        # _canonical copies every container (the fields' values are plain JSON types after __post_init__), so
+        # dataclasses.asdict's deep copy before it would only copy twice
+        d = _canonical({f.name: getattr(self, f.name) for f in fields(self)})
         for k, default in OPTIONAL_FIELDS.items():
             if d.get(k) == default and type(d.get(k)) is type(default):
                 d.pop(k)
@@ -208,6 +210,15 @@ class Job:
         return self._spec_hash(1, for_seed=True)
 
     def _spec_hash(self, draw_version: int, *, for_seed: bool = False) -> str:
+        # a Job is frozen: its hashes are computed once per (draw version, purpose) and kept on the instance (a plan
+        # or a sweep asks for a job's id many times; a test may change DRAW_VERSION, hence the key)
+        cache = self.__dict__.setdefault("_hashes", {})
+        key = (draw_version, for_seed)
+        if key not in cache:
+            cache[key] = self._compute_spec_hash(draw_version, for_seed=for_seed)
+        return cache[key]
+
+    def _compute_spec_hash(self, draw_version: int, *, for_seed: bool = False) -> str:
         spec = {k: v for k, v in identity_spec(self.to_dict(), for_seed=for_seed).items() if k not in UNHASHED_FIELDS}
         if self.dataset in PER_RUN_PARTITION_DATASETS:
             spec["partition"] = "domainbed_run_seed"

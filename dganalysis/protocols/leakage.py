@@ -242,9 +242,25 @@ def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma
     s1, s2 = np.atleast_2d(np.asarray(sigma1, float)), np.atleast_2d(np.asarray(sigma2, float))
     if s1.shape != s2.shape or s1.shape != (len(mu1), len(mu1)) or mu1.shape != mu2.shape:
         raise ValueError(f"frechet_distance: shapes μ {mu1.shape}/{mu2.shape}, Σ {s1.shape}/{s2.shape} do not agree")
-    w, v = np.linalg.eigh((s1 + s1.T) / 2)
-    root1 = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
-    m = root1 @ s2 @ root1
+    return _frechet(mu1, s1, mu2, s2)
+
+
+def _frechet(mu1: np.ndarray, s1: np.ndarray, mu2: np.ndarray, s2: np.ndarray,
+             f1: np.ndarray | None = None, f2: np.ndarray | None = None) -> float:
+    """:func:`frechet_distance` of checked float arrays; ``f1``/``f2``: the features [N, d] the Gaussians were fitted to
+    (:func:`gaussian_fit`), when known. A covariance of N ≤ d features has rank ≤ N − 1: Σ = AᵀA with A the centred
+    features / √(N − 1), and the non-zero eigenvalues of Σ₁^{1/2} Σ₂ Σ₁^{1/2} (those of Σ₁Σ₂) are those of the
+    N × N matrix A Σ_other Aᵀ; the trace term is then taken from it (exact, without a d × d eigendecomposition:
+    FID's d = 2048 with a few images per domain), else from the symmetric form as the docstring above says."""
+    low = [(len(f), f, other) for f, other in ((f1, s2), (f2, s1)) if f is not None and len(f) <= f.shape[1]]
+    if low:
+        n, f, other = min(low, key=lambda t: t[0])
+        a = (f - f.mean(0)) / np.sqrt(n - 1)
+        m = a @ other @ a.T
+    else:
+        w, v = np.linalg.eigh((s1 + s1.T) / 2)
+        root1 = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+        m = root1 @ s2 @ root1
     tr_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((m + m.T) / 2), 0, None)).sum()
     return float(((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * tr_sqrt)
 
@@ -372,11 +388,14 @@ def distance_table(reference: Any, domains: Mapping[str, Any], extractor: Featur
     if not isinstance(extractor, FeatureExtractor):
         raise ConfigError(f"distance_table: parameter 'extractor': expected a FeatureExtractor, got {describe(extractor)}")
     check_features(reference, "reference", func="distance_table", ndim=None, min_ndim=2, finite=False, to=None)
-    mu_r, s_r = gaussian_fit(extractor(reference))
+    f_r = extractor(reference)
+    mu_r, s_r = gaussian_fit(f_r)
     rows = []
     for name, imgs in domains.items():
-        mu, s = gaussian_fit(extractor(imgs))
-        rows.append({"reference": reference_name, "domain": name, "distance": frechet_distance(mu_r, s_r, mu, s),
+        f = extractor(imgs)
+        mu, s = gaussian_fit(f)
+        rows.append({"reference": reference_name, "domain": name,
+                     "distance": _frechet(mu_r, s_r, mu, s, np.asarray(f_r, float), np.asarray(f, float)),
                      "metric": extractor.name, "n_reference": len(reference), "n_domain": len(imgs)})
     return pd.DataFrame(rows)
 

@@ -14,12 +14,19 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   so two steps would cost two evaluations of every split, most of a smoke job's time); trials and draws are 1 except
   where a cell needs two (paired tests, oracle CIs);
 * image sizes at most 16 px (:data:`MAX_IMAGE`: a ResNet-50 evaluates in 0.6× the time of 32 px), batch size 8,
-  PaHCC 10 classes and 4 writers; algorithm lists their first two (plus those other
+  PaHCC 10 classes, 4 writers and 8 px (:data:`PAHCC_IMAGE`: the binarization and dynamic-DG jobs' ResNet-18 keeps
+  the full resolution through its 3×3 stem, so 8 px costs 0.4× a 16 px job); algorithm lists their first two (plus those other
   parameters name); dataset collections one dataset per loader kind (MNIST IDX, DomainBed folder, NICO++, PaHCC),
   and for the leaderboards (``05_leaderboards``) those with leave-one-group-out groups (NICO++), every board of its ``leaderboards`` kept on
   those (:func:`_smoke_board`); the shift map (``06_shift_estimation``) its MNIST, Camelyon17-WILDS and CelebA entries (a KDE per
   class and a held-out part need more images than the fake folder trees hold; its ranking sweep keeps the folder
-  benchmarks, NICO++, Camelyon17-WILDS and CelebA); the leakage study's (``04_leakage_oracle``) LP/FT splits the first one.
+  benchmarks, NICO++, Camelyon17-WILDS and CelebA); the leakage study's (``04_leakage_oracle``) LP/FT splits and
+  oracle (Table 4) splits the first one, and the leaderboards' leave-one-group-out groups the first two of each
+  dataset (NICO++: 2 of 3), as those notebooks' own defaults have (one split; two groups): every further split is
+  the same code on other domains;
+* the leakage study's FID images (``fid_n_samples``) :data:`FID_SAMPLES` per domain and of the reference, the least
+  the notebook accepts (its default is 16): pytorch-fid's Inception resizes every image to 299 px, about 1 s each
+  on the 2-core fp32 CI machine, and the sampling cap, the Inception and the Fréchet distance run the same with 2.
 
 Variants (``variants:`` in a YAML, see :mod:`dganalysis.runner`): every variant of every notebook is validated and
 shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
@@ -53,12 +60,17 @@ _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
 _AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
 MAX_IMAGE = 16
+#: PaHCC's image size (``02_binarization_study``, ``03_dynamic_dg``): their ResNet-18 has a 3×3 stem (``conv1_3x3``)
+#: that keeps the full resolution, so its cost grows with the pixels (a one-step job: 1.3 s at 8 px, 3.2 s at 16 px)
+PAHCC_IMAGE = 8
 #: the shift map's entries kept (``06_shift_estimation``'s ``map_datasets``): the loaders whose fake inputs hold ~100+ images per environment
 _MAP_KINDS = {"mnist", "WILDSCamelyon", "CelebA_Blond"}
 BATCH = 8
 #: the one variant the smoke run executes (see the module docstring)
 SMOKE_VARIANT = ("04_leakage_oracle", "pacs")
 SWEEP_STEPS = 1  #: training steps (and checkpoint frequency) of every smoke job: one update, one evaluation
+#: images of each domain and of the reference in the leakage study's FID (``fid_n_samples``; the notebook's default 16)
+FID_SAMPLES = 2
 
 
 def _kind(name: str) -> str:
@@ -70,7 +82,7 @@ def _kind(name: str) -> str:
 
 
 def _shrink(obj: Any) -> Any:
-    """Image sizes ≤ :data:`MAX_IMAGE` px and PaHCC at 10 classes, recursively."""
+    """Image sizes ≤ :data:`MAX_IMAGE` px and PaHCC at 10 classes and :data:`PAHCC_IMAGE` px, recursively."""
     if isinstance(obj, list):
         return [_shrink(v) for v in obj]
     if not isinstance(obj, dict):
@@ -81,6 +93,8 @@ def _shrink(obj: Any) -> Any:
     if "size" in out and (isinstance(out["size"], str) or out["size"] > 10):  # PaHCC: 10 classes, 4 writers
         out["size"] = 10
         out["writers"] = min(int(out.get("writers", 4)), 4)
+    if "size" in out and isinstance(out.get("image_size"), int):  # PaHCC's dataset kwargs: 8 px
+        out["image_size"] = min(out["image_size"], PAHCC_IMAGE)
     return out
 
 
@@ -127,8 +141,13 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
     if isinstance(out.get("leaderboards"), dict) and isinstance(out.get("datasets"), dict):
         out["leaderboards"] = {b: _smoke_board(spec or {}, list(out["datasets"]))
                                for b, spec in out["leaderboards"].items()}
-    if out.get("lp_ft_splits"):
-        out["lp_ft_splits"] = out["lp_ft_splits"][:1]
+    if isinstance(out.get("logo_groups"), dict):  # 05: two groups per dataset, as the notebook's own default
+        out["logo_groups"] = {n: list(g)[:2] for n, g in out["logo_groups"].items()}
+    for k in ("lp_ft_splits", "oracle_splits"):  # 04: one split each, as the notebook's own default
+        if out.get(k):
+            out[k] = out[k][:1]
+    if isinstance(out.get("fid_n_samples"), int):
+        out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
     if "batch_size" in out:
         out["batch_size"] = min(out["batch_size"], BATCH)
     for k in ("hparams_overrides", "ranking_hparams_overrides"):

@@ -53,6 +53,22 @@ def test_frechet_closed_forms():
         frechet_distance(np.zeros(2), np.eye(2), np.zeros(3), np.eye(3))
 
 
+def test_frechet_of_few_samples_is_exact():
+    # fewer features than dimensions (FID: a few images, d = 2048): the trace term from the N x N matrix equals the
+    # nuclear norm of A2 A1^T (Sigma = A^T A), and agrees with the d x d symmetric form
+    from dganalysis.protocols.leakage import _frechet
+
+    rng = np.random.RandomState(1)
+    for n1, n2, d in [(8, 16, 300), (16, 8, 300), (200, 10, 50), (10, 200, 50), (300, 400, 50), (2, 3, 5)]:
+        x, y = rng.randn(n1, d) * rng.rand(d) + 1, rng.randn(n2, d) @ (rng.randn(d, d) / np.sqrt(d))
+        (m1, s1), (m2, s2) = gaussian_fit(x), gaussian_fit(y)
+        a1, a2 = (x - m1) / np.sqrt(n1 - 1), (y - m2) / np.sqrt(n2 - 1)
+        exact = (((m1 - m2) ** 2).sum() + (a1 ** 2).sum() + (a2 ** 2).sum()
+                 - 2 * np.linalg.svd(a2 @ a1.T, compute_uv=False).sum())
+        assert _frechet(m1, s1, m2, s2, x, y) == pytest.approx(exact, rel=1e-9), (n1, n2, d)
+        assert frechet_distance(m1, s1, m2, s2) == pytest.approx(exact, rel=1e-6), (n1, n2, d)
+
+
 def test_distance_table_orders_shifted_domains():
     rng = np.random.RandomState(0)
     ref = (rng.rand(200, 1, 12, 12) * 120).astype(np.uint8)

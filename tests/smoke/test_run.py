@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dganalysis.runner import list_notebooks
-from dganalysis.smoke.run import MAX_IMAGE, SWEEP_STEPS
+from dganalysis.smoke.run import FID_SAMPLES, MAX_IMAGE, PAHCC_IMAGE, SWEEP_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def test_smoke_params_keep_the_paper_path():
     assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
     assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == MAX_IMAGE
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
-    assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == 16  # the FID's images: the notebook's default
+    assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == FID_SAMPLES == 2  # the FID's images: the least it accepts
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
     assert list(s05["datasets"]) == ["NICO++"] and s05["algorithms"] == ["ERM", "SWAD"]
@@ -34,6 +34,11 @@ def test_smoke_params_keep_the_paper_path():
     # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
     assert [m["name"] for m in s06["map_datasets"]] == ["ColoredMNIST", "WILDSCamelyon", "CelebA_Blond"]
     assert all(m["kwargs"]["image_size"] <= MAX_IMAGE for m in s06["map_datasets"])
+    p02 = load_params("paper", "02_binarization_study", ROOT)
+    s02 = smoke_params("02_binarization_study", p02, notebook_defaults(ROOT / "notebooks" / "02_binarization_study.ipynb"))
+    assert s02["dataset_kwargs"] == {**p02["dataset_kwargs"], "size": 10, "writers": 4, "image_size": PAHCC_IMAGE}
+    assert PAHCC_IMAGE == 8 < MAX_IMAGE  # PaHCC's ResNet-18 keeps the full resolution (3x3 stem): its own, smaller size
+    assert s02["hparams_overrides"]["conv1_3x3"] and s02["full_dataset_kwargs"]["image_size"] == PAHCC_IMAGE
 
 
 def test_smoke_shrinks_every_variant_and_runs_one():
