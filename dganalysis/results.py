@@ -473,7 +473,7 @@ def _append_rows(
     spec: dict[str, Any] | None = None,
 ) -> None:
     """Append one record's metadata to ``meta`` (one entry per column of :data:`_META`) and its rows to ``rows``."""
-    values, layout, accs = read_record_at(rec, where, spec)
+    values, layout, accs = _read_record_at(rec, where, spec)
     index = len(meta["job_id"])
     meta["job_id"].append(job_id)
     for key, value in zip(_RECORD_META, values):
@@ -486,7 +486,7 @@ def _append_rows(
         rows["acc"].append(acc)
 
 
-def read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
+def _read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
     """:func:`_read_record` with :func:`load`'s error messages: every problem a ``ValueError`` starting with
     ``where`` (``file:line``), a record of the wrong shape "malformed record (…)". The one reader of a record's
     metadata for ``load`` and the audit's index."""

@@ -667,7 +667,7 @@ def _record_ids(idx: _Index, rec: dict[str, Any], job_id: str, where: str,
                 spec: dict[str, Any]) -> tuple[int, int, int, list[float]]:
     """results.load's own code for one record (:func:`dganalysis.results._read_record`: its metadata, rows and
     error messages) → (metadata id, layout id, step, accuracies in row order)."""
-    values, layout, accs = results.read_record_at(rec, where, spec)
+    values, layout, accs = results._read_record_at(rec, where, spec)
     return idx.meta_id((*values[:8], values[9])), idx.layout_id(layout), values[8], accs
 
 
