@@ -127,12 +127,21 @@ def default_cache_dir() -> Path:
 
 def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Path:
     """Where the index of the store ``root`` lives: beside it when ``root`` is writable, else in the cache folder
-    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path."""
+    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path. A folder whose mode has no
+    write bit for its owner counts as not writable even for root (who may write anywhere): a sweep someone made
+    read-only is not written into."""
     root = Path(root)
-    if cache_dir is None and os.access(root, os.W_OK):
+    if cache_dir is None and os.access(root, os.W_OK) and _owner_writable(root):
         return root / INDEX_NAME
     digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
     return Path(cache_dir or default_cache_dir()) / f"{digest}.npz"
+
+
+def _owner_writable(root: Path) -> bool:
+    try:
+        return bool(os.stat(root).st_mode & 0o200)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- scanning job folders

@@ -451,3 +451,16 @@ def test_tables_json_falls_back_for_what_orjson_refuses():
     odd = {"problem": "/runs/caf\udce9/results.jsonl:1: bad"}
     assert index._dumps(odd) == json.dumps(odd).encode() and index._read_json(index._dumps(odd)) == odd
     assert index._read_json(index._dumps(plain)) == plain
+
+
+def test_read_only_folder_is_not_written_even_by_root(tmp_path):
+    """A store whose mode has no write bit (a reference sweep made read-only) keeps its index in the cache folder,
+    also for root, whom os.access lets write anywhere."""
+    root = domainbed_dir(tmp_path / "db")
+    root.chmod(0o555)
+    try:
+        assert index.index_location(root).parent == index.default_cache_dir()
+        assert index.index_location(root, cache_dir=tmp_path / "c").parent == tmp_path / "c"
+    finally:
+        root.chmod(0o755)
+    assert index.index_location(root) == root / INDEX_NAME
