@@ -49,12 +49,16 @@ class Table:
         """Rows algorithms, columns as ``self.columns`` (+ "Avg"), cells formatted "mean ± se"."""
         import pandas as pd
 
-        grid = self.cells.set_index(["algorithm", "column"])
+        cells = self.cells
+        # (algorithm, column) → (mean, se), the last cell of a pair winning as a lookup in a set index would not:
+        # pairs are unique (one summary row per algorithm and column), so a plain dict is the same lookup, far
+        # cheaper than one ``.loc`` per cell
+        grid = dict(zip(zip(cells["algorithm"], cells["column"]), zip(cells["mean"], cells["se"])))
         rows = []
         for alg in self.algorithms:
             row = {}
             for col in [*self.columns, "Avg"]:
-                mean, se = (grid.loc[(alg, col), ["mean", "se"]] if (alg, col) in grid.index else (np.nan, np.nan))
+                mean, se = grid.get((alg, col), (np.nan, np.nan))
                 row[col] = format_cell(mean, se, digits, latex, with_se=col != "Avg")
             rows.append(row)
         return pd.DataFrame(rows, index=pd.Index(self.algorithms, name="Algorithm"), columns=[*self.columns, "Avg"])
