@@ -82,7 +82,7 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main_collect(args: argparse.Namespace) -> int:
     """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
-    from dganalysis.audit.index import SweepMemo
+    from dganalysis.audit.sweep_memo import SweepMemo
     from dganalysis.results import _results_dir
     from dganalysis.validation import ConfigError
 

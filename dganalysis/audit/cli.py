@@ -106,7 +106,7 @@ def _memo(args: argparse.Namespace) -> Any:
     import hashlib
     from importlib import metadata
 
-    from dganalysis.audit.index import SweepMemo
+    from dganalysis.audit.sweep_memo import SweepMemo
 
     sweeps = [p for p in args.inputs if Path(p).is_dir()]
     named = [*args.inputs, *([args.reference] if args.reference else [])]

@@ -38,14 +38,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import hashlib
-import io as _io
 import itertools
 import json
 import logging
 import operator
 import os
-import time
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +52,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dganalysis import io, results
+from dganalysis.audit import index_file
+from dganalysis.audit.index_file import _DONE, _FAILED, _SPEC, IndexHead, _job_path, index_location
+from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -75,160 +76,16 @@ except ImportError:  # pragma: no cover - exercised where msgspec is not install
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = ".dganalysis_index.npz"
-LOCK_NAME = ".dganalysis_index.lock"
-#: format of the index file; another value rebuilds it
-INDEX_VERSION = 4
 _STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
                 "domain", "split", "role", "hparams")
 _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
                 "trial_seed", "hparams")
-#: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
-#: made in the same tick as the listing leaves the folder's mtime unchanged)
-MTIME_MARGIN_NS = 5_000_000_000
-# flags of a job key
-_DONE, _FAILED, _SPEC = 1, 2, 4
-
-
-def _dumps(obj: Any) -> bytes:
-    """JSON of the index's tables: orjson's (~5× faster) where it takes them, else the standard library's (e.g. a
-    problem message naming a path that is not valid UTF-8, whose lone surrogates orjson refuses)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(obj)
-        except TypeError:
-            pass
-    return json.dumps(obj).encode()
-
-
-def _read_json(data: bytes) -> Any:
-    """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
-    surrogates :func:`_dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
-    if msgspec is not None or orjson is not None:
-        with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
-            return msgspec.json.decode(data) if msgspec is not None else _loads(data)
-    return json.loads(data)
 
 
 def _draw_version() -> int:
     from dganalysis.hparams import DRAW_VERSION
 
     return int(DRAW_VERSION)
-
-
-# ---------------------------------------------------------------- where the index lives
-
-
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/dganalysis/index`` (``~/.cache/dganalysis/index`` without it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dganalysis" / "index"
-
-
-def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Path:
-    """Where the index of the store ``root`` lives: beside it when ``root`` is writable, else in the cache folder
-    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path. A folder whose mode has no
-    write bit for its owner counts as not writable even for root (who may write anywhere): a sweep someone made
-    read-only is not written into."""
-    root = Path(root)
-    if cache_dir is None and os.access(root, os.W_OK) and _owner_writable(root):
-        return root / INDEX_NAME
-    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
-    return Path(cache_dir or default_cache_dir()) / f"{digest}.npz"
-
-
-def _owner_writable(root: Path) -> bool:
-    try:
-        return bool(os.stat(root).st_mode & 0o200)
-    except OSError:
-        return False
-
-
-# ---------------------------------------------------------------- scanning job folders
-
-
-def _scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, int, int, int, int, int]]:
-    """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
-    its mtime_ns, flags, spec.json mtime_ns or -1, the folder's mtime_ns). The walk finds find_jobs's folders.
-
-    ``known`` (relative folder → key, from the index): a known job folder whose mtime is unchanged has the same
-    files (creating or removing ``done``, ``failed`` or ``spec.json`` changes it), so it is not listed again; only
-    its ``results.jsonl`` (and ``spec.json``) are stat'ed.
-    """
-    if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
-    if not root.is_dir():
-        raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
-    top = str(root)
-    known = known or {}
-    found: list[tuple[str, int, int]] = []  # (relative folder, flags, mtime), in find_jobs's (Path) order
-    _walk(top, "", found, known)
-    recent = time.time_ns() - MTIME_MARGIN_NS
-    stat = os.stat
-    base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
-    keys = []
-    for rel, flags, dir_mtime in found:
-        where = base if rel == "." else f"{base}{rel}/"
-        try:
-            st = stat(where + "results.jsonl")
-            size, mtime = st.st_size, st.st_mtime_ns
-        except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
-            size = mtime = -1
-        spec_mtime = -1
-        if flags & _SPEC:
-            with contextlib.suppress(FileNotFoundError):
-                spec_mtime = stat(where + "spec.json").st_mtime_ns
-        if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
-            dir_mtime = -1
-        keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
-    return keys
-
-
-def _flags(names: Iterable[str]) -> int:
-    """A job key's flags: which of ``done``, ``failed`` and ``spec.json`` the folder holds."""
-    names = set(names)
-    return (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
-        | (_SPEC if "spec.json" in names else 0)
-
-
-def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
-    """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
-    is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
-    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`).
-    Sub-folders are visited in name order, so ``found`` comes in find_jobs's (Path) order."""
-    here = _job_path(top, rel) if rel else top
-    try:
-        mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
-        with os.scandir(here) as it:
-            entries = list(it)
-    except OSError:
-        return
-    dirs, files = [], []
-    for e in entries:
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
-        (dirs if is_dir else files).append(e)
-    names = [e.name for e in files]
-    if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
-        found.append((rel or ".", _flags(names), mtime))
-        return
-    dirs.sort(key=operator.attrgetter("name"))
-    prefix = f"{rel}/" if rel else ""
-    for e in dirs:
-        if e.is_symlink():
-            continue
-        sub = prefix + e.name
-        key = known.get(sub)
-        if key is not None:
-            try:
-                if e.stat(follow_symlinks=False).st_mtime_ns == key[5]:
-                    found.append((sub, key[3], key[5]))
-                    continue
-            except OSError:
-                continue
-        _walk(top, sub, found, known)
 
 
 # ---------------------------------------------------------------- the index in memory
@@ -272,58 +129,38 @@ class _Index:
         self._meta_ids = {tuple(m): i for i, m in enumerate(self.metas)}
         self._layout_ids = {tuple(tuple(r) for r in lay): i for i, lay in enumerate(self.layouts)}
 
-    # ---- file format
+    # ---- file format (dganalysis.audit.index_file)
     def to_bytes(self) -> bytes:
-        head = {"version": INDEX_VERSION, "draw_version": _draw_version(), "jobs": self.jobs}
-        buf = _io.BytesIO()
-        np.savez(buf, head=np.frombuffer(_dumps(head), dtype=np.uint8),
-                 tables=np.frombuffer(_dumps({"metas": self.metas, "layouts": self.layouts}), np.uint8),
-                 rec_meta=self.rec_meta, rec_layout=self.rec_layout, rec_step=self.rec_step, acc=self.acc)
-        return buf.getvalue()
+        return index_file.encode(self.jobs, _draw_version(), {"metas": self.metas, "layouts": self.layouts},
+                                 dict(zip(_ARRAY_NAMES, (self.rec_meta, self.rec_layout, self.rec_step, self.acc))))
 
     @classmethod
-    def read(cls, path: Path, lazy: bool = False) -> _Index | None:
-        """The index at ``path``; None when missing, unreadable or of another version (logged). ``lazy``: read the
-        job table only; the rest comes from the same open file (the same version of it, even if a writer has renamed
-        a newer one over it meanwhile) when :meth:`full` is called."""
-        if not path.is_file():
+    def read(cls, path: Path, lazy: bool = False) -> _Index | IndexHead | None:
+        """The index at ``path``; None when missing, unreadable or of another version (logged). ``lazy``: its head
+        (:class:`~dganalysis.audit.index_file.IndexHead`: the job table; :meth:`from_head` reads the rest)."""
+        head = IndexHead.read(path)
+        if head is not None and head.draw_version != _draw_version():
+            log.info("%s: index of another hparams draw version; rebuilding it", path)
+            head.close()
             return None
-        fh = None
+        if head is None or lazy:
+            return head
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - kept open until full() (or garbage collection)
-            z = np.load(fh, allow_pickle=False)
-            head = _read_json(z["head"].tobytes())
-            if head.get("version") != INDEX_VERSION or head.get("draw_version") != _draw_version():
-                log.info("%s: index of another version; rebuilding it", path)
-                fh.close()
-                return None
-            idx = cls()
-            idx.jobs = head["jobs"]
-            idx._z, idx._fh = z, fh
-            if not lazy:
-                idx.full()
-            return idx
+            return cls.from_head(head)
         except Exception as err:  # noqa: BLE001 - any damage means: rebuild
-            if fh is not None:
-                fh.close()
             log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
             return None
 
-    def full(self) -> _Index:
-        """Load the tables and arrays of a lazily read index (checked against the job table); ValueError if damaged."""
-        z = getattr(self, "_z", None)
-        if z is None:
-            return self
-        try:
-            tables = _read_json(z["tables"].tobytes())
-            arrays = {k: z[k] for k in ("rec_meta", "rec_layout", "rec_step", "acc")}
-        finally:
-            z.close()
-            self._fh.close()
-            self._z = self._fh = None
+    @classmethod
+    def from_head(cls, head: IndexHead) -> _Index:
+        """The whole index whose head is ``head`` (read from its open file); ValueError if damaged."""
+        tables, arrays = head.arrays()
+        if set(arrays) != set(_ARRAY_NAMES):
+            raise ValueError(f"arrays {sorted(arrays)}; expected {list(_ARRAY_NAMES)}")
+        self = cls()
+        self.jobs = head.jobs
         self.metas, self.layouts = tables["metas"], tables["layouts"]
-        self.rec_meta, self.rec_layout = arrays["rec_meta"], arrays["rec_layout"]
-        self.rec_step, self.acc = arrays["rec_step"], arrays["acc"]
+        self.rec_meta, self.rec_layout, self.rec_step, self.acc = (arrays[k] for k in _ARRAY_NAMES)
         self._meta_ids, self._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
         counts = [j["count"] for j in self.jobs]
         lens = np.array([len(lay) for lay in self.layouts] or [0], dtype=np.int64)
@@ -332,6 +169,9 @@ class _Index:
                 or int(lens[self.rec_layout].sum() if n_rec else 0) != len(self.acc) \
                 or (n_rec and (self.rec_meta.max() >= len(self.metas) or self.rec_layout.max() >= len(self.layouts))):
             raise ValueError("array lengths disagree with the job table")
+        return self
+
+    def full(self) -> _Index:
         return self
 
     def rec_offsets(self) -> np.ndarray:
@@ -363,13 +203,6 @@ class _Parsed:
 def _status(flags: int) -> str:
     """results.load's rule (:func:`dganalysis.results.state_from_files`) on the names a job key's flags record."""
     return results.state_from_files(name for name, bit in (("done", _DONE), ("failed", _FAILED)) if flags & bit)
-
-
-def _job_path(top: str, rel: str) -> str:
-    """``str(Path(top) / rel)`` without pathlib (``rel`` is a normalized relative path, ``"."`` for ``top``)."""
-    if rel == ".":
-        return top
-    return rel if top == "." else top + rel if top.endswith("/") else f"{top}/{rel}"
 
 
 def _read(path: str, size: int) -> bytes:
@@ -737,6 +570,8 @@ class _Columns:
 
 
 _COLUMN_TYPES = (np.int32, np.int32, np.int64, np.float64)
+#: the record arrays in the index file, in the order of :data:`_COLUMN_TYPES`
+_ARRAY_NAMES = ("rec_meta", "rec_layout", "rec_step", "acc")
 #: parsed accuracies kept as Python objects before they become an array (bounds the memory they take)
 _FLUSH_ROWS = 1 << 20
 
@@ -774,44 +609,55 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
     return new, parsed
 
 
-def _known(idx: _Index | None) -> dict[str, list]:
-    return {j["key"][0]: j["key"] for j in idx.jobs} if idx is not None else {}
-
-
-def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False) -> _Index:
+def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False) -> _Index | IndexHead:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
-    written back atomically when anything changed. See the module docstring for where it lives."""
+    written back atomically when anything changed. See the module docstring for where it lives. ``lazy``: when the
+    index on disk is up to date, its head only (its ``full()`` reads the records)."""
     root = Path(root)
     path = index_location(root, cache_dir)
     old = _Index.read(path, lazy=lazy)
-    keys = _scan(root, _known(old))
-    if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+    keys = index_file.scan(root, index_file.known_keys(old.jobs if old is not None else None))
+    if old is not None and index_file.same_keys(old.jobs, keys):
         return old
+    if isinstance(old, IndexHead):
+        old.close()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock_ctx = _locked(path.parent / (LOCK_NAME if path.name == INDEX_NAME else path.name + ".lock"))
+        lock_ctx = _locked(path.parent / (index_file.LOCK_NAME if path.name == index_file.INDEX_NAME
+                                          else path.name + ".lock"))
     except OSError:
         lock_ctx = contextlib.nullcontext()
     with lock_ctx:
         seen = old
         old = _Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
         if (old is None) != (seen is None) or (old is not None and old.jobs != seen.jobs):  # it did: scan again
-            keys = _scan(root, _known(old))
-            if old is not None and [tuple(j["key"]) for j in old.jobs] == [tuple(k) for k in keys]:
+            keys = index_file.scan(root, index_file.known_keys(old.jobs if old is not None else None))
+            if old is not None and index_file.same_keys(old.jobs, keys):
                 return old
         new, parsed = _merge(old, keys, root)
         try:
             io.write_bytes(path, new.to_bytes())
+            _remove_old_formats(path)
         except OSError as err:
-            if cache_dir is not None or path.name != INDEX_NAME:
+            if cache_dir is not None or path.name != index_file.INDEX_NAME:
                 log.warning("could not write the index %s (%s); continuing without it", path, err)
             else:
-                fallback = index_location(root, default_cache_dir())
+                fallback = index_location(root, index_file.default_cache_dir())
                 log.info("store %s is not writable (%s); keeping its index in %s", root, err, fallback)
                 with contextlib.suppress(OSError):
                     io.write_bytes(fallback, new.to_bytes())
         log.info("index %s: %d of %d jobs (re)read", path, parsed, len(keys))
     return new
+
+
+def _remove_old_formats(path: Path) -> None:
+    """Remove the index files (and their cached selections) that earlier versions wrote beside ``path``."""
+    if path.name != index_file.INDEX_NAME:  # in the cache folder: named by a hash, the old names are unknown
+        return
+    for name in index_file.OLD_NAMES:
+        with contextlib.suppress(OSError):
+            (path.parent / name).unlink(missing_ok=True)
+            shutil.rmtree(path.parent / (name + ".select"), ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the tidy frame
@@ -1016,20 +862,6 @@ _INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
 _FLOAT_OUTPUT = ("acc", "val_acc")
 
 
-#: the source files (relative to the package) a cached selection depends on
-_CODE_FILES = ("results.py", "selection.py", "audit/index.py", "audit/index_selection.py")
-
-
-def _code_digest(more: tuple[str, ...] = ()) -> str:
-    """Digest of the code a cached selection depends on (reading, indexing, selecting; ``more``: other
-    package-relative files), read from the source files (importing them is not needed to check a cache)."""
-    package = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for rel in (*_CODE_FILES, *more):
-        h.update((package / rel).read_bytes())
-    return h.hexdigest()
-
-
 def select_indexed(
     path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
     include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
@@ -1118,22 +950,6 @@ def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
     return methods, paths
 
 
-def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any, code: Iterable[str] = ()) -> str:
-    """A key that changes whenever a job folder of the stores changes (their index's job keys), or the code that
-    reads, indexes and selects (:data:`_CODE_FILES`, plus ``code``: more package-relative source files), or any of
-    ``parts`` (JSON-able arguments)."""
-    h = hashlib.sha256(json.dumps([_code_digest(tuple(code)), *parts]).encode())
-    for p, idx in indexes:
-        h.update(str(p.resolve()).encode())
-        h.update(json.dumps([j["key"] for j in idx.jobs]).encode())
-    return h.hexdigest()
-
-
-def _cache_folder(indexes: list[tuple[Path, Any]], cache_dir: str | Path | None) -> Path:
-    where = index_location(indexes[0][0], cache_dir)
-    return where.parent / (where.name + ".select")
-
-
 def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
                        loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
                        strict: bool, tie_tol: float, cache_dir: str | Path | None,
@@ -1145,13 +961,13 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
     from dganalysis.audit.index_selection import domain_orders, gather, select_records
 
     key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
-    folder = _cache_folder(indexes, cache_dir)
+    folder = cache_folder(indexes[0][0], cache_dir)
     out: dict[str, pd.DataFrame] = {}
     extra: dict[str, Any] | None = None  # the domain orders and the record count, stored with every method
     records: Any = False  # not gathered yet
     for method in methods:
         file = folder / f"{method}.json"
-        payload = _read_payload(file, key)
+        payload = read_payload(file, key)
         if payload is not None:
             out[method] = _selection_frame(payload)
             extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
@@ -1182,70 +998,11 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
                 extra = {"orders": frame_orders(frame), "rows": len(frame)}
         payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
         try:
-            io.write_bytes(file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
+            io.write_bytes(file, index_file.dumps(payload))
         except OSError as err:
             log.warning("could not cache the %s selection in %s (%s)", method, file, err)
         out[method] = _selection_frame(payload)
     return IndexedSelections(out, (extra or {}).get("orders", {}), (extra or {}).get("rows", 0))
-
-
-class SweepMemo:
-    """A command's output computed from unchanged sweeps — `dganalysis collect`'s printed tables, `dganalysis audit`'s
-    report — kept beside the first store's index (``<index>.select/<name>-<digest of parts>.json``, plus copies of the
-    files it wrote) under :func:`sweep_key`, so the same command on unchanged sweeps scans the job folders and gives
-    the same output again without importing pandas or reading a record.
-
-    ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
-    JSON-able); ``code``: the package-relative source files that compute it besides the reading, indexing and
-    selecting code, or ``"*"`` for every module of the package. Scanning brings the stores' indexes up to date
-    (:func:`update_index`), so :attr:`indexes` can be handed on (:func:`select_for_tables`) on a miss."""
-
-    def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any], code: Iterable[str] | str = (),
-                 cache_dir: str | Path | None = None) -> None:
-        self.indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]
-        if code == "*":  # every module, and the data files shipped with the audit
-            package = Path(__file__).resolve().parent.parent
-            code = sorted(str(f.relative_to(package)) for f in [*package.rglob("*.py"), *Path(__file__).parent.glob(
-                "data/**/*")] if f.is_file())
-        self.key = sweep_key(self.indexes, *parts, code=code)
-        tag = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
-        self.file = _cache_folder(self.indexes, cache_dir) / f"{name}-{tag}.json"
-        self.copies = self.file.with_suffix(".files")
-
-    def get(self) -> Any | None:
-        """The kept value when its key holds (and every file it wrote is restored to where it was written), else
-        None."""
-        payload = _read_payload(self.file, self.key)
-        if payload is None:
-            return None
-        try:
-            for i, target in enumerate(payload.get("files", [])):
-                io.write_bytes(target, (self.copies / f"{i:04d}").read_bytes())
-        except OSError:  # a copy is missing or a target cannot be written: compute again
-            return None
-        return payload.get("value")
-
-    def put(self, value: Any, files: Iterable[str | Path] = ()) -> None:
-        """Keep ``value`` (JSON-able) and copies of ``files`` (absolute paths restored by :meth:`get`); a memo that
-        cannot be written is logged and skipped."""
-        targets = [str(Path(f).resolve()) for f in files]
-        payload = {"key": self.key, "value": value, "files": targets}
-        try:
-            for i, target in enumerate(targets):
-                io.write_bytes(self.copies / f"{i:04d}", Path(target).read_bytes())
-            io.write_bytes(self.file, orjson.dumps(payload) if orjson is not None else json.dumps(payload).encode())
-        except OSError as err:
-            log.warning("could not keep %s (%s)", self.file, err)
-
-
-def _read_payload(file: Path, key: str) -> dict[str, Any] | None:
-    try:
-        payload = _loads(file.read_bytes())
-    except (OSError, *_JSONError, ValueError):
-        return None
-    if not isinstance(payload, dict) or payload.get("key") != key:
-        return None
-    return payload
 
 
 def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:

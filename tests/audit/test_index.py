@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from dganalysis import results
-from dganalysis.audit import index
-from dganalysis.audit.index import INDEX_NAME, load_indexed, update_index
+from dganalysis.audit import index, index_file
+from dganalysis.audit.index import load_indexed, update_index
+from dganalysis.audit.index_file import INDEX_NAME
 
 
 def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "",
@@ -275,8 +276,8 @@ def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, m
     root = domainbed_dir(tmp_path / "db")
     update_index(root)  # the index exists; the selections are not cached yet
     scans = []
-    real_scan = index._scan
-    monkeypatch.setattr(index, "_scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
+    real_scan = index_file.scan
+    monkeypatch.setattr(index_file, "scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
     df, sel = index.load_and_select_indexed(root)
     assert len(scans) == 1  # one pass over the job folders for the frame and the selections
     want = results.load(root, progress=False)
@@ -447,10 +448,10 @@ def test_tables_json_falls_back_for_what_orjson_refuses():
     """The index's tables are written by orjson, and by json where orjson refuses them (lone surrogates of a path
     that is not UTF-8, in a problem message); both read back the same (by json where msgspec and orjson refuse)."""
     plain = {"jobs": [{"key": ["a/b", 1, -1, 5], "problem": None, "exploded": False}]}
-    assert json.loads(index._dumps(plain)) == plain
+    assert json.loads(index_file.dumps(plain)) == plain
     odd = {"problem": "/runs/caf\udce9/results.jsonl:1: bad"}
-    assert index._dumps(odd) == json.dumps(odd).encode() and index._read_json(index._dumps(odd)) == odd
-    assert index._read_json(index._dumps(plain)) == plain
+    assert index_file.dumps(odd) == json.dumps(odd).encode() and index_file.read_json(index_file.dumps(odd)) == odd
+    assert index_file.read_json(index_file.dumps(plain)) == plain
 
 
 def test_read_only_folder_is_not_written_even_by_root(tmp_path):
@@ -459,7 +460,7 @@ def test_read_only_folder_is_not_written_even_by_root(tmp_path):
     root = domainbed_dir(tmp_path / "db")
     root.chmod(0o555)
     try:
-        assert index.index_location(root).parent == index.default_cache_dir()
+        assert index.index_location(root).parent == index_file.default_cache_dir()
         assert index.index_location(root, cache_dir=tmp_path / "c").parent == tmp_path / "c"
     finally:
         root.chmod(0o755)

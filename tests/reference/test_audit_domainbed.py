@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from dganalysis import results, selection
-from dganalysis.audit.index import INDEX_NAME, load_indexed
+from dganalysis.audit.index import load_indexed
+from dganalysis.audit.index_file import INDEX_NAME
 from tests.reference.test_domainbed_selection import METHODS, domainbed_selected, write_sweep
 
 
@@ -35,7 +36,7 @@ def test_test_sweep_data_frame_and_selections(domainbed, tmp_path, categorical):
         got = load_indexed(path, categorical=categorical, cache_dir=tmp_path)
         pd.testing.assert_frame_equal(want, _as_str(got))
         assert got.attrs == want.attrs and got.attrs["jobs"]["read"] == 40
-    assert not (path / INDEX_NAME).exists() and len(list(tmp_path.glob("*.npz"))) == 1
+    assert not (path / INDEX_NAME).exists() and len(list(tmp_path.glob("*.bin"))) == 1
     for method in METHODS:
         theirs = domainbed_selected(domainbed, path, method)
         assert len(theirs) == 8 and _selected(got, method) == theirs

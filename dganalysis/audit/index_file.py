@@ -1,0 +1,328 @@
+"""Where a store's index lives, the keys of its job folders, and the index file's format.
+
+This part of :mod:`dganalysis.audit.index` imports neither numpy nor pandas, so that a command repeated on an
+unchanged sweep (:class:`dganalysis.audit.sweep_memo.SweepMemo`) checks the job folders and reads the index's job
+table without them; numpy is imported when the index's record arrays are read (:meth:`IndexHead.arrays`).
+
+**Job keys.** A job's key is its folder (relative path; every folder :func:`dganalysis.results.job_folders` counts,
+records or not), the size and modification time (ns) of its ``results.jsonl`` (-1 without one), which of ``done``,
+``failed`` and ``spec.json`` it holds (:data:`DONE`, :data:`FAILED`, :data:`SPEC` bits), ``spec.json``'s
+modification time and the folder's own modification time (a known folder whose mtime is unchanged holds the same
+files, so it is not listed again).
+
+**Where it lives.** ``<store>/.dganalysis_index.bin`` (with ``<store>/.dganalysis_index.lock``). When the store
+folder is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE_HOME/dganalysis/index/`` (default
+``~/.cache``), named by a hash of the store's resolved path.
+
+**File format** (version :data:`INDEX_VERSION`): the magic bytes :data:`MAGIC`; the head (JSON: format version,
+:data:`dganalysis.hparams.DRAW_VERSION`, the job table, the arrays' names, dtypes and lengths) and the tables (JSON:
+metadata and layouts), each preceded by its length (8 bytes, little-endian); then each array's raw bytes, in the
+head's order. A reader of the head alone reads a few MB; :meth:`IndexHead.arrays` reads the rest from the same open
+file, so it sees the version whose head it read even if a writer has renamed a newer one over it meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import operator
+import os
+import struct
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from dganalysis import results
+
+if TYPE_CHECKING:
+    import numpy as np
+
+try:  # optional: faster JSON
+    import orjson
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    orjson = None
+
+try:  # optional: the fastest JSON decoding
+    import msgspec
+except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
+    msgspec = None
+
+log = logging.getLogger("dganalysis.audit.index")
+
+INDEX_NAME = ".dganalysis_index.bin"
+LOCK_NAME = ".dganalysis_index.lock"
+#: names earlier versions gave the index; removed (with their ``.select`` folder) when a new index is written
+OLD_NAMES = (".dganalysis_index.npz",)
+#: format of the index file; another value rebuilds it
+INDEX_VERSION = 5
+MAGIC = b"DGAINDEX"
+#: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
+#: made in the same tick as the listing leaves the folder's mtime unchanged)
+MTIME_MARGIN_NS = 5_000_000_000
+#: flags of a job key
+DONE, FAILED, SPEC = 1, 2, 4
+_DONE, _FAILED, _SPEC = DONE, FAILED, SPEC
+_LENGTH = struct.Struct("<Q")
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON of the index's tables: orjson's (~5× faster) where it takes them, else the standard library's (e.g. a
+    problem message naming a path that is not valid UTF-8, whose lone surrogates orjson refuses)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(obj)
+        except TypeError:
+            pass
+    return json.dumps(obj).encode()
+
+
+def read_json(data: bytes) -> Any:
+    """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
+    surrogates :func:`dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
+    if msgspec is not None or orjson is not None:
+        with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
+            return msgspec.json.decode(data) if msgspec is not None else orjson.loads(data)
+    return json.loads(data)
+
+
+# ---------------------------------------------------------------- where the index lives
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/dganalysis/index`` (``~/.cache/dganalysis/index`` without it)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dganalysis" / "index"
+
+
+def index_location(root: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Where the index of the store ``root`` lives: beside it when ``root`` is writable, else in the cache folder
+    (``cache_dir`` or :func:`default_cache_dir`) under a hash of ``root``'s resolved path. A folder whose mode has no
+    write bit for its owner counts as not writable even for root (who may write anywhere): a sweep someone made
+    read-only is not written into."""
+    root = Path(root)
+    if cache_dir is None and os.access(root, os.W_OK) and _owner_writable(root):
+        return root / INDEX_NAME
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+    return Path(cache_dir or default_cache_dir()) / f"{digest}.bin"
+
+
+def _owner_writable(root: Path) -> bool:
+    try:
+        return bool(os.stat(root).st_mode & 0o200)
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- scanning job folders
+
+
+def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, int, int, int, int, int]]:
+    """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
+    its mtime_ns, flags, spec.json mtime_ns or -1, the folder's mtime_ns). The walk finds find_jobs's folders.
+
+    ``known`` (relative folder → key, from the index): a known job folder whose mtime is unchanged has the same
+    files (creating or removing ``done``, ``failed`` or ``spec.json`` changes it), so it is not listed again; only
+    its ``results.jsonl`` (and ``spec.json``) are stat'ed.
+    """
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
+    if not root.is_dir():
+        raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
+    top = str(root)
+    known = known or {}
+    found: list[tuple[str, int, int]] = []  # (relative folder, flags, mtime), in find_jobs's (Path) order
+    _walk(top, "", found, known)
+    recent = time.time_ns() - MTIME_MARGIN_NS
+    stat = os.stat
+    base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
+    keys = []
+    for rel, flags, dir_mtime in found:
+        where = base if rel == "." else f"{base}{rel}/"
+        try:
+            st = stat(where + "results.jsonl")
+            size, mtime = st.st_size, st.st_mtime_ns
+        except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
+            size = mtime = -1
+        spec_mtime = -1
+        if flags & _SPEC:
+            with contextlib.suppress(FileNotFoundError):
+                spec_mtime = stat(where + "spec.json").st_mtime_ns
+        if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
+            dir_mtime = -1
+        keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
+    return keys
+
+
+def _flags(names: Iterable[str]) -> int:
+    """A job key's flags: which of ``done``, ``failed`` and ``spec.json`` the folder holds."""
+    names = set(names)
+    return (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
+        | (_SPEC if "spec.json" in names else 0)
+
+
+def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
+    """``os.walk(top)`` as find_jobs uses it, without its per-folder ``lstat``: a folder holding ``results.jsonl``
+    is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
+    skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`).
+    Sub-folders are visited in name order, so ``found`` comes in find_jobs's (Path) order."""
+    here = _job_path(top, rel) if rel else top
+    try:
+        mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
+        with os.scandir(here) as it:
+            entries = list(it)
+    except OSError:
+        return
+    dirs, files = [], []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        (dirs if is_dir else files).append(e)
+    names = [e.name for e in files]
+    if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
+        found.append((rel or ".", _flags(names), mtime))
+        return
+    dirs.sort(key=operator.attrgetter("name"))
+    prefix = f"{rel}/" if rel else ""
+    for e in dirs:
+        if e.is_symlink():
+            continue
+        sub = prefix + e.name
+        key = known.get(sub)
+        if key is not None:
+            try:
+                if e.stat(follow_symlinks=False).st_mtime_ns == key[5]:
+                    found.append((sub, key[3], key[5]))
+                    continue
+            except OSError:
+                continue
+        _walk(top, sub, found, known)
+
+
+def _job_path(top: str, rel: str) -> str:
+    """``str(Path(top) / rel)`` without pathlib (``rel`` is a normalized relative path, ``"."`` for ``top``)."""
+    if rel == ".":
+        return top
+    return rel if top == "." else top + rel if top.endswith("/") else f"{top}/{rel}"
+
+
+def known_keys(jobs: list[dict[str, Any]] | None) -> dict[str, list]:
+    """relative folder → job key, from an index's job table (None: no index)."""
+    return {j["key"][0]: j["key"] for j in jobs} if jobs is not None else {}
+
+
+def same_keys(jobs: list[dict[str, Any]], keys: list[tuple]) -> bool:
+    """Whether an index's job table has exactly the scanned ``keys``, in order."""
+    return len(jobs) == len(keys) and all(map(operator.eq, map(tuple, map(operator.itemgetter("key"), jobs)), keys))
+
+
+# ---------------------------------------------------------------- the file
+
+
+def encode(jobs: list[dict[str, Any]], draw_version: int, tables: dict[str, Any],
+           arrays: dict[str, np.ndarray]) -> bytes:
+    """The bytes of an index file (see the module docstring)."""
+    specs = [[name, arr.dtype.str, int(arr.size)] for name, arr in arrays.items()]
+    head = dumps({"version": INDEX_VERSION, "draw_version": draw_version, "jobs": jobs, "arrays": specs})
+    body = dumps(tables)
+    parts = [MAGIC, _LENGTH.pack(len(head)), head, _LENGTH.pack(len(body)), body]
+    parts += [arr.tobytes() for arr in arrays.values()]
+    return b"".join(parts)
+
+
+class IndexHead:
+    """The head of an index file (its job table), read without the record arrays, and the open file they are read
+    from (:meth:`arrays`). ``jobs``: the job table (key, status, problem, exploded, count, records per job)."""
+
+    def __init__(self, path: Path, fh: BinaryIO, head: dict[str, Any]) -> None:
+        self.path, self._fh = path, fh
+        self.jobs: list[dict[str, Any]] = head["jobs"]
+        self.draw_version = head.get("draw_version")
+        self._specs: list[list] = head["arrays"]
+
+    @classmethod
+    def read(cls, path: Path) -> IndexHead | None:
+        """The head of the index at ``path``; None when missing, of another format version or unreadable (logged)."""
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - kept open until arrays() (or close())
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            log.warning("%s: unreadable index (%s); rebuilding it", path, err)
+            return None
+        try:
+            if fh.read(len(MAGIC)) != MAGIC:
+                raise ValueError("not an index file")
+            head = read_json(_chunk(fh))
+            if not isinstance(head, dict) or head.get("version") != INDEX_VERSION:
+                log.info("%s: index of another version; rebuilding it", path)
+                fh.close()
+                return None
+            if not isinstance(head.get("jobs"), list) or not isinstance(head.get("arrays"), list):
+                raise ValueError("no job table")
+            return cls(path, fh, head)
+        except Exception as err:  # noqa: BLE001 - any damage means: rebuild
+            fh.close()
+            log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
+            return None
+
+    def arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """(tables, record arrays) of the file whose head this is, read from the handle kept open; ValueError if
+        truncated. Closes the file."""
+        import numpy as np
+
+        fh, self._fh = self._fh, None
+        if fh is None:
+            raise ValueError(f"{self.path}: the index's arrays were read already")
+        try:
+            tables = read_json(_chunk(fh))
+            out = {}
+            for name, dtype, size in self._specs:
+                dt = np.dtype(dtype)
+                buf = bytearray(dt.itemsize * int(size))
+                if fh.readinto(buf) != len(buf):
+                    raise ValueError(f"{self.path}: truncated index (array {name})")
+                out[name] = np.frombuffer(buf, dtype=dt)  # writable: it views the bytearray
+        finally:
+            fh.close()
+        return tables, out
+
+    def full(self) -> Any:
+        """The whole index (:class:`dganalysis.audit.index._Index`) read from the open file; ValueError if damaged."""
+        from dganalysis.audit.index import _Index
+
+        return _Index.from_head(self)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _chunk(fh: BinaryIO) -> bytes:
+    raw = fh.read(_LENGTH.size)
+    if len(raw) != _LENGTH.size:
+        raise ValueError("truncated index")
+    (n,) = _LENGTH.unpack(raw)
+    data = fh.read(n)
+    if len(data) != n:
+        raise ValueError("truncated index")
+    return data
+
+
+def unchanged_head(root: str | Path, cache_dir: str | Path | None = None) -> IndexHead | None:
+    """The head of the index of the store ``root`` when it is up to date (every job folder's key unchanged), else
+    None (then :func:`dganalysis.audit.index.update_index` brings it up to date). Its ``draw_version`` is not
+    checked here: callers that use the records go through ``update_index``."""
+    root = Path(root)
+    head = IndexHead.read(index_location(root, cache_dir))
+    if head is None:
+        return None
+    if same_keys(head.jobs, scan(root, known_keys(head.jobs))):
+        return head
+    head.close()
+    return None

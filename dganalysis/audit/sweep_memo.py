@@ -1,0 +1,138 @@
+"""Results computed from unchanged sweeps, kept beside their index: the cached selections of
+:func:`dganalysis.audit.index.select_indexed` and a command's whole output (:class:`SweepMemo`).
+
+Everything is kept under :func:`sweep_key`: a digest of every job folder's key (the index's job table, see
+:mod:`dganalysis.audit.index_file`), of the source of the code that reads, indexes and selects, and of the caller's
+arguments. Like :mod:`~dganalysis.audit.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
+or `dganalysis audit` repeated on an unchanged sweep checks the job folders, reads the index's job table and prints
+what it kept without them (``tests/audit/test_sweep_memo.py`` pins it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from dganalysis import io
+from dganalysis.audit import index_file
+
+log = logging.getLogger("dganalysis.audit.index")
+
+#: the source files (relative to the package) every kept result depends on: reading records, indexing them (the
+#: drawing rule's version is part of the index), selecting
+CODE_FILES = ("results.py", "selection.py", "hparams.py", "audit/index.py", "audit/index_file.py",
+              "audit/index_selection.py", "audit/sweep_memo.py")
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def _code_digest(more: tuple[str, ...] = ()) -> str:
+    """Digest of :data:`CODE_FILES` and ``more`` (other package-relative files), read from the source files
+    (importing them is not needed to check a kept result)."""
+    h = hashlib.sha256()
+    for rel in (*CODE_FILES, *more):
+        h.update(rel.encode())
+        h.update((_PACKAGE / rel).read_bytes())
+    return h.hexdigest()
+
+
+def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any, code: Iterable[str] = ()) -> str:
+    """A key that changes whenever a job folder of the stores changes (their index's job keys: ``indexes`` are
+    (store, anything with the index's ``jobs``)), or the code that reads, indexes and selects (:data:`CODE_FILES`,
+    plus ``code``: more package-relative source files), or any of ``parts`` (JSON-able arguments)."""
+    h = hashlib.sha256(json.dumps([_code_digest(tuple(code)), *parts]).encode())
+    for p, idx in indexes:
+        h.update(str(p.resolve()).encode())
+        h.update(index_file.dumps([j["key"] for j in idx.jobs]))
+    return h.hexdigest()
+
+
+def cache_folder(store: str | Path, cache_dir: str | Path | None) -> Path:
+    """Where results kept for the stores whose first is ``store`` go: ``<its index>.select/``."""
+    where = index_file.index_location(store, cache_dir)
+    return where.parent / (where.name + ".select")
+
+
+def read_payload(file: Path, key: str) -> dict[str, Any] | None:
+    """The kept JSON object in ``file`` when its ``key`` is ``key``; None when missing, unreadable or stale."""
+    try:
+        payload = index_file.read_json(file.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    return payload
+
+
+class SweepMemo:
+    """A command's output computed from unchanged sweeps — `dganalysis collect`'s printed tables, `dganalysis audit`'s
+    report — kept beside the first store's index (``<index>.select/<name>-<digest of parts>.json``, plus copies of the
+    files it wrote) under :func:`sweep_key`, so the same command on unchanged sweeps scans the job folders and gives
+    the same output again without importing numpy or pandas or reading a record.
+
+    ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
+    JSON-able); ``code``: the package-relative source files that compute it besides :data:`CODE_FILES`, or ``"*"``
+    for every module of the package and the audit's shipped data. :meth:`get` checks the stores' indexes without
+    updating them (:func:`~dganalysis.audit.index_file.unchanged_head`); :attr:`indexes` brings them up to date
+    (:func:`dganalysis.audit.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
+    under the key of those."""
+
+    def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any], code: Iterable[str] | str = (),
+                 cache_dir: str | Path | None = None) -> None:
+        self.paths = [Path(p) for p in paths]
+        if code == "*":  # every module, and the data files shipped with the audit
+            code = sorted(str(f.relative_to(_PACKAGE)) for f in [*_PACKAGE.rglob("*.py"), *(
+                _PACKAGE / "audit").glob("data/**/*")] if f.is_file())
+        self._parts, self._code, self._cache_dir = parts, tuple(code), cache_dir
+        tag = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        self.file = cache_folder(self.paths[0], cache_dir) / f"{name}-{tag}.json"
+        self.copies = self.file.with_suffix(".files")
+        self._indexes: list[tuple[Path, Any]] | None = None
+
+    @property
+    def indexes(self) -> list[tuple[Path, Any]]:
+        """The stores' (path, index brought up to date, lazily read: :func:`~dganalysis.audit.index.update_index`)."""
+        if self._indexes is None:
+            from dganalysis.audit.index import update_index
+
+            self._indexes = [(p, update_index(p, self._cache_dir, lazy=True)) for p in self.paths]
+        return self._indexes
+
+    def _key(self, indexes: list[tuple[Path, Any]]) -> str:
+        return sweep_key(indexes, *self._parts, code=self._code)
+
+    def get(self) -> Any | None:
+        """The kept value when every store's index is up to date and the key holds (every file the command wrote is
+        then restored where it was written), else None."""
+        heads = []
+        for p in self.paths:
+            head = index_file.unchanged_head(p, self._cache_dir)
+            if head is None:
+                return None
+            heads.append((p, head))
+            head.close()  # the job table is all a key needs
+        payload = read_payload(self.file, self._key(heads))
+        if payload is None:
+            return None
+        try:
+            for i, target in enumerate(payload.get("files", [])):
+                io.write_bytes(target, (self.copies / f"{i:04d}").read_bytes())
+        except OSError:  # a copy is missing or a target cannot be written: compute again
+            return None
+        return payload.get("value")
+
+    def put(self, value: Any, files: Iterable[str | Path] = ()) -> None:
+        """Keep ``value`` (JSON-able) and copies of ``files`` (absolute paths restored by :meth:`get`) under the key of
+        :attr:`indexes` (the stores as the value was computed from them); a memo that cannot be written is logged and
+        skipped."""
+        targets = [str(Path(f).resolve()) for f in files]
+        payload = {"key": self._key(self.indexes), "value": value, "files": targets}
+        try:
+            for i, target in enumerate(targets):
+                io.write_bytes(self.copies / f"{i:04d}", Path(target).read_bytes())
+            io.write_bytes(self.file, index_file.dumps(payload))
+        except OSError as err:
+            log.warning("could not keep %s (%s)", self.file, err)
