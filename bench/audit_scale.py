@@ -14,7 +14,7 @@ parse, index, select, cache) and then repeated on the unchanged sweep:
 
 * ``dganalysis collect DIR`` — the same command-level task (the three selections' tables, printed); repeated, it
   scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.index.SweepMemo`);
-* :func:`dganalysis.audit.index.select_indexed` — the three selections as frames, what ``dganalysis audit`` reads
+* :func:`dganalysis.audit.sweep_selections.select_indexed` — the three selections as frames, what ``dganalysis audit`` reads
   a sweep with; repeated, it reads the cached selections (pandas is imported to return frames);
 * "index → tidy frame → select": the whole tidy frame built from the index and selected afresh with
   :func:`dganalysis.selection.select` (what an analysis needing every row pays).
@@ -90,7 +90,8 @@ def generate(root: Path, datasets: int, algorithms: int, hparams: int, trials: i
 
 OURS = """
 import sys
-from dganalysis.audit.index import load_indexed, select_indexed
+from dganalysis.audit.index import load_indexed
+from dganalysis.audit.sweep_selections import select_indexed
 from dganalysis.selection import select
 methods = ("training_domain", "leave_one_out", "oracle")
 if sys.argv[2] == "audit":  # the audit's path: selections cached beside the index

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis import io
-from dganalysis.selection import METHODS, get_method, methods
+from dganalysis.selection import METHODS, methods
 from dganalysis.tables import FORMATS
 
-DOMAINBED_METHODS = tuple(m for m in methods() if get_method(m).domainbed)  # what DomainBed prints
+DOMAINBED_METHODS = tuple(methods(domainbed=True))  # what DomainBed prints
 #: source files (package-relative) that shape the printed tables besides reading, indexing and selecting
 _CODE = ("collect.py", "tables.py", "latex.py", "validation.py")
 
@@ -116,7 +116,7 @@ def main_collect(args: argparse.Namespace) -> int:
 
 def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
     """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
-    from dganalysis.audit.index import select_for_tables
+    from dganalysis.audit.sweep_selections import select_for_tables
     from dganalysis.results import summary_line
     from dganalysis.tables import selected_table
 

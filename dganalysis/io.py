@@ -12,9 +12,10 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where an array is written: the commands' fast paths need none
+    import numpy as np
 
 _UMASK_LOCK = threading.Lock()
 
@@ -75,6 +76,7 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 def write_npy(path: str | Path, array: np.ndarray) -> Path:
     """Atomically save one array in ``.npy`` format (memory-mappable on load)."""
+    import numpy as np
     return _atomic(Path(path), lambda fh: np.save(fh, np.ascontiguousarray(array)), "wb")
 
 
@@ -101,6 +103,7 @@ def read_yaml_mapping(path: str | Path, expected: str) -> dict:
 
 
 def _json_default(obj: Any) -> Any:
+    import numpy as np
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):

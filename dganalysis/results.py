@@ -42,11 +42,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from dganalysis.validation import ConfigError, check_frame, check_path, describe
 
-if TYPE_CHECKING:  # pandas and tqdm are imported where a frame is built: reading an index's job table needs neither
+if TYPE_CHECKING:  # numpy, pandas and tqdm are imported where a frame is built: checking an index's job table needs none
     import pandas as pd
 
 log = logging.getLogger(__name__)
@@ -240,6 +238,7 @@ def load(
     the domain's main part, ``out``: its holdout); ``role`` (``train``, ``test`` or ``val``); ``acc`` (accuracy, a
     fraction in [0, 1]); ``hparams`` (JSON). ``df.attrs["jobs"]`` counts the jobs read and left out.
     """
+    import numpy as np
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -334,6 +333,8 @@ def _losses_exploded(values: list[Any]) -> bool:
     if set(map(type, values)) <= _FLOAT:  # the usual case: math.isfinite is np.isfinite on floats, ~20× faster
         losses = list(filter(math.isfinite, values))
     else:
+        import numpy as np
+
         losses = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)]
     if len(losses) < 2:
         return False

@@ -57,8 +57,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from dganalysis.validation import (
     ConfigError,
     check_choice,
@@ -71,7 +69,7 @@ from dganalysis.validation import (
     is_kind,
 )
 
-if TYPE_CHECKING:  # pandas is imported where a frame is built: the registry and the CLI's choices need none
+if TYPE_CHECKING:  # numpy and pandas are imported where a frame is built: the registry and the CLI's choices need none
     import pandas as pd
 
 log = logging.getLogger(__name__)
@@ -119,9 +117,12 @@ def register_method(key: str, title: str, *, per_test_domain: bool = False,
     return deco
 
 
-def methods() -> list[str]:
-    """The registered selection methods' keys, in registration order."""
-    return list(_METHODS)
+def methods(domainbed: bool = False) -> list[str]:
+    """The registered selection methods' keys, in registration order; ``domainbed=True``: only DomainBed's (the
+    three its ``collect_results`` prints)."""
+    if not isinstance(domainbed, bool):
+        raise ConfigError(f"methods: parameter 'domainbed': expected True or False, got {describe(domainbed)}")
+    return [k for k, m in _METHODS.items() if m.domainbed or not domainbed]
 
 
 def get_method(key: str) -> SelectionMethod:
@@ -222,6 +223,8 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     ``selected``: a :func:`select` frame (or any frame with ``acc`` and the ``by`` columns). Returns one row per
     group: the ``by`` columns, ``mean`` (mean accuracy, a fraction), ``se`` (its standard error) and ``n`` (trials).
     """
+    import numpy as np
+
     f = "summarize"
     check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.selection.select frame")
     if by is None:
@@ -271,6 +274,7 @@ def _row_means(rows: pd.DataFrame, keys: list[str], reduce: str = "mean") -> pd.
     order; groups of equal size are reduced together along the last axis (the same pairwise summation as a 1-D
     ``np.mean``), so the floats are DomainBed's bit for bit.
     """
+    import numpy as np
     import pandas as pd
 
     if rows.empty:

@@ -22,13 +22,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from dganalysis.latex import latex_escape
 from dganalysis.results import DOMAINBED_ENVIRONMENTS
 from dganalysis.selection import CONFIG, METHODS, select, summarize
 
-if TYPE_CHECKING:  # pandas (and tabulate) are imported where tables are built: `dganalysis collect`'s options need neither
+if TYPE_CHECKING:  # numpy, pandas and tabulate are imported where tables are built: `dganalysis collect`'s options need none
     import pandas as pd
 
 FORMATS = ("text", "csv", "latex", "markdown")
@@ -47,6 +45,7 @@ class Table:
 
     def wide(self, digits: int = 1, latex: bool = False) -> pd.DataFrame:
         """Rows algorithms, columns as ``self.columns`` (+ "Avg"), cells formatted "mean ± se"."""
+        import numpy as np
         import pandas as pd
 
         cells = self.cells
@@ -83,6 +82,7 @@ def build_tables(
     domain_order: dict[str, list[str]] | None = None,
 ) -> list[Table]:
     """Per-dataset tables plus the "Averages" table from the output of :func:`dganalysis.selection.select`."""
+    import numpy as np
     import pandas as pd
 
     sel = _filter_k(selected, test_domains)
@@ -175,7 +175,7 @@ def selected_table(
     domain_order: dict[str, list[str]] | None = None,
 ) -> str:
     """:func:`selection_table` from the selection already made (``select(df, method)``, e.g. cached by
-    :func:`dganalysis.audit.index.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
+    :func:`dganalysis.audit.sweep_selections.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
     tables = build_tables(selected, test_domains, ddof, domain_order) if not selected.empty else []

@@ -203,7 +203,7 @@ def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(stor
     results.load's frame; the same command on the unchanged store prints the kept output without reading or
     selecting; a changed job folder, or other options, make it read again."""
     from dganalysis import tables
-    from dganalysis.audit import index
+    from dganalysis.audit import sweep_selections
 
     assert main(["collect", str(store)]) == 0
     first = capsys.readouterr()
@@ -211,7 +211,7 @@ def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(stor
     for method in ("training_domain", "leave_one_out", "oracle"):
         assert tables.selection_table(df, method) in first.out
     assert results.summary_line(df) in first.out
-    monkeypatch.setattr(index, "select_for_tables", lambda *a, **k: pytest.fail("the kept output is printed"))
+    monkeypatch.setattr(sweep_selections, "select_for_tables", lambda *a, **k: pytest.fail("the kept output is printed"))
     assert main(["collect", str(store)]) == 0
     again = capsys.readouterr()
     assert again.out == first.out and again.err.startswith("collect: the sweep(s), options and code are unchanged")

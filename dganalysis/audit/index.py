@@ -36,7 +36,6 @@ writes stay atomic; they may only repeat work.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import itertools
 import json
@@ -45,7 +44,6 @@ import operator
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +52,6 @@ import numpy as np
 from dganalysis import io, results
 from dganalysis.audit import index_file
 from dganalysis.audit.index_file import _DONE, _FAILED, _SPEC, IndexHead, _job_path, index_location
-from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -169,9 +166,6 @@ class _Index:
                 or int(lens[self.rec_layout].sum() if n_rec else 0) != len(self.acc) \
                 or (n_rec and (self.rec_meta.max() >= len(self.metas) or self.rec_layout.max() >= len(self.layouts))):
             raise ValueError("array lengths disagree with the job table")
-        return self
-
-    def full(self) -> _Index:
         return self
 
     def rec_offsets(self) -> np.ndarray:
@@ -852,174 +846,3 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
             data[col] = arr.astype(np.int64, copy=False)[record]
         cat[col] = None  # free the per-record codes as soon as the column is built
     return pd.DataFrame(data, columns=results.COLUMNS, copy=False), may_repeat
-
-
-# ---------------------------------------------------------------- selections of an unchanged sweep, cached
-
-#: the three methods DomainBed's collect_results prints
-DOMAINBED_METHODS = ("training_domain", "leave_one_out", "oracle")
-_INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
-_FLOAT_OUTPUT = ("acc", "val_acc")
-
-
-def select_indexed(
-    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
-    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
-    cache_dir: str | Path | None = None,
-) -> dict[str, pd.DataFrame]:
-    """``{method: dganalysis.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
-
-    The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
-    folder's key, see the module docstring), the arguments and a digest of the reading and selection code; a repeated
-    call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
-    the tidy frame. Any change re-selects: DomainBed's three methods on the index's arrays
-    (:mod:`dganalysis.audit.index_selection`, equal to select()'s frames), the others (and the cases that module
-    leaves to the frame) on the tidy frame. String columns come back as ``str``; ``attrs`` are load_indexed's.
-    """
-    return select_for_tables(path, methods, include_unfinished, strict, tie_tol, cache_dir).selections
-
-
-@dataclass
-class IndexedSelections:
-    """:func:`select_for_tables`'s result: the selections, each dataset's domains in environment order (their first
-    appearance among the records, :func:`dganalysis.tables.domain_orders` of the tidy frame) and the number of
-    rows of the tidy frame (0: no record was read, no table can be made)."""
-
-    selections: dict[str, pd.DataFrame]
-    orders: dict[str, list[str]]
-    rows: int
-
-
-def select_for_tables(
-    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
-    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
-    cache_dir: str | Path | None = None, indexes: list[tuple[Path, Any]] | None = None,
-) -> IndexedSelections:
-    """:func:`select_indexed` plus what DomainBed-style tables of the selections need besides them (the domain order,
-    whether any record was read), cached with them: `dganalysis collect` without the tidy frame. ``indexes``: the
-    stores' (path, :func:`update_index` result) when the caller has scanned them already."""
-    methods, paths = _check_selection_args("select_indexed", path, methods)
-    if indexes is None:
-        indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
-    full: list[tuple[Path, _Index]] = []
-
-    def loaded() -> list[tuple[Path, _Index]]:
-        if not full:
-            for p, idx in indexes:
-                try:
-                    full.append((p, idx.full()))
-                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
-                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
-                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
-                    full.append((p, update_index(p, cache_dir)))
-        return full
-
-    return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir)
-
-
-def load_and_select_indexed(
-    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
-    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
-    cache_dir: str | Path | None = None,
-) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """``(load_indexed(path), select_indexed(path, methods))`` with the job folders scanned once: what an audit of a
-    sweep needs (the tidy frame for its analyses, the selections for its claims). The selections are cached exactly
-    as :func:`select_indexed` caches them (the same files and key), and selected as it selects them."""
-    methods, paths = _check_selection_args("load_and_select_indexed", path, methods)
-    if include_unfinished not in (None, True, False):
-        raise ValueError(f"load_and_select_indexed: include_unfinished={include_unfinished!r}, expected None "
-                         "(by writer), True or False")
-    indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
-    chosen = _choose(indexes, include_unfinished, strict)
-    df = _assemble(indexes, include_unfinished, strict, categorical=True, chosen=chosen)
-    return df, _cached_selections(indexes, methods, lambda: indexes, include_unfinished, strict, tie_tol, cache_dir,
-                                  chosen=chosen, frame=df).selections
-
-
-def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
-                          methods: Iterable[str]) -> tuple[list[str], list[str | Path]]:
-    from dganalysis.selection import METHODS
-
-    methods = list(methods)
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise ValueError(f"{func}: unknown methods {bad}; expected some of {list(METHODS)}")
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
-    if not paths:
-        raise ValueError(f"{func}: expected at least one results directory, got an empty list")
-    return methods, paths
-
-
-def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
-                       loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
-                       strict: bool, tie_tol: float, cache_dir: str | Path | None,
-                       chosen: tuple[list, dict[str, Any]] | None = None,
-                       frame: pd.DataFrame | None = None) -> IndexedSelections:
-    """Each method's selection read from its cache file when the key holds, else selected and cached. ``loaded()``
-    gives the indexes with their records (called only on a cache miss); ``chosen`` (:func:`_choose` on them) and
-    ``frame`` (the tidy frame) when the caller has them. The key: :func:`sweep_key` of the arguments."""
-    from dganalysis.audit.index_selection import domain_orders, gather, select_records
-
-    key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
-    folder = cache_folder(indexes[0][0], cache_dir)
-    out: dict[str, pd.DataFrame] = {}
-    extra: dict[str, Any] | None = None  # the domain orders and the record count, stored with every method
-    records: Any = False  # not gathered yet
-    for method in methods:
-        file = folder / f"{method}.json"
-        payload = read_payload(file, key)
-        if payload is not None:
-            out[method] = _selection_frame(payload)
-            extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
-            continue
-        if chosen is None:
-            chosen = _choose(loaded(), include_unfinished, strict)
-        if records is False:
-            records = gather(chosen[0])
-        columns = select_records(records, method, tie_tol) if records is not None else None
-        if columns is None:  # a method, or a case, the arrays leave to the frame
-            import pandas as pd
-
-            from dganalysis.selection import OUTPUT, select
-
-            if frame is None:
-                frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
-            sel = select(frame, method, tie_tol=tie_tol)
-            columns = {c: sel[c].astype(str).tolist() if isinstance(sel[c].dtype, pd.CategoricalDtype)
-                       else sel[c].tolist() for c in OUTPUT}
-        if extra is None:
-            if records is not None:
-                extra = {"orders": domain_orders(records), "rows": int(records.rec_off[-1])}
-            else:
-                from dganalysis.tables import domain_orders as frame_orders
-
-                if frame is None:
-                    frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
-                extra = {"orders": frame_orders(frame), "rows": len(frame)}
-        payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
-        try:
-            io.write_bytes(file, index_file.dumps(payload))
-        except OSError as err:
-            log.warning("could not cache the %s selection in %s (%s)", method, file, err)
-        out[method] = _selection_frame(payload)
-    return IndexedSelections(out, (extra or {}).get("orders", {}), (extra or {}).get("rows", 0))
-
-
-def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:
-    """A cached selection's frame: select()'s columns, ``str`` strings, NaN for null floats, its ``attrs``."""
-    import pandas as pd
-
-    from dganalysis.selection import OUTPUT
-
-    cols = payload["columns"]
-    data = {}
-    for c in OUTPUT:
-        if c in _INT_OUTPUT:
-            data[c] = np.asarray(cols[c], dtype=np.int64)
-        elif c in _FLOAT_OUTPUT:
-            data[c] = np.asarray([np.nan if v is None else v for v in cols[c]], dtype=np.float64)
-        else:
-            data[c] = pd.array(cols[c], dtype="str")
-    df = pd.DataFrame(data, columns=OUTPUT)
-    df.attrs = copy.deepcopy(payload["attrs"])
-    return df

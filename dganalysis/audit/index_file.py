@@ -291,12 +291,6 @@ class IndexHead:
             fh.close()
         return tables, out
 
-    def full(self) -> Any:
-        """The whole index (:class:`dganalysis.audit.index._Index`) read from the open file; ValueError if damaged."""
-        from dganalysis.audit.index import _Index
-
-        return _Index.from_head(self)
-
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()

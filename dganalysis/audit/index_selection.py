@@ -3,7 +3,7 @@
 :func:`dganalysis.selection.select` defines the methods (see its module docstring; DomainBed's
 ``model_selection.py``, Gulrajani & Lopez-Paz 2021, Sec. 3) on the tidy frame of :func:`dganalysis.results.load`. On a
 DomainBed-size sweep (570k records, 4.6M rows) building that frame and grouping it costs more than reading the
-records, so :func:`dganalysis.audit.index.select_indexed` runs the same rules here, on the index's arrays: each
+records, so :func:`dganalysis.audit.sweep_selections.select_indexed` runs the same rules here, on the index's arrays: each
 record's accuracies are one row of a matrix per *layout* (the (domain, split, role) list its rows follow), a score is
 a column subset of that matrix reduced with the call :mod:`dganalysis.selection` uses (``np.mean`` along the last
 axis; leave-one-out's ``np.sum(...) / n`` over the held-out domains in environment order), and the argmax breaks ties

@@ -78,11 +78,11 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
 
 def load_records(path: str | Path, selections: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The tidy records of a sweep and ``{method: select(records, method)}`` for ``selections``: through the columnar
-    index (:func:`~dganalysis.audit.index.load_and_select_indexed`: one scan of the job folders, the selections
+    index (:func:`~dganalysis.audit.sweep_selections.load_and_select_indexed`: one scan of the job folders, the selections
     cached beside the index) when installed, else :func:`dganalysis.results.load` and
     :func:`dganalysis.selection.select` (the same frames)."""
     try:
-        from dganalysis.audit.index import load_and_select_indexed
+        from dganalysis.audit.sweep_selections import load_and_select_indexed
     except ImportError:
         from dganalysis.results import load
 

@@ -295,7 +295,7 @@ def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain",
 
     On a DomainBed sweep the pair runs exist for leave-one-out selection; here they are evaluated as test groups.
     ``selected``: ``select(df, selection)`` when already made (e.g. cached by
-    :func:`dganalysis.audit.index.select_indexed`).
+    :func:`dganalysis.audit.sweep_selections.select_indexed`).
     """
     sel = _str(select(df, selection) if selected is None else selected)
     if sel.empty:

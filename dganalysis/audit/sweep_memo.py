@@ -1,5 +1,5 @@
 """Results computed from unchanged sweeps, kept beside their index: the cached selections of
-:func:`dganalysis.audit.index.select_indexed` and a command's whole output (:class:`SweepMemo`).
+:func:`dganalysis.audit.sweep_selections.select_indexed` and a command's whole output (:class:`SweepMemo`).
 
 Everything is kept under :func:`sweep_key`: a digest of every job folder's key (the index's job table, see
 :mod:`dganalysis.audit.index_file`), of the source of the code that reads, indexes and selects, and of the caller's

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from dganalysis import results
-from dganalysis.audit import index, index_file
+from dganalysis.audit import index, index_file, sweep_selections
 from dganalysis.audit.index import load_indexed, update_index
 from dganalysis.audit.index_file import INDEX_NAME
 
@@ -256,18 +256,18 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
             pd.testing.assert_frame_equal(select(want, method), sel, check_dtype=False)
             assert sel.attrs == want.attrs and len(sel)
 
-    first = index.select_indexed(root)
+    first = sweep_selections.select_indexed(root)
     check(first)
     assert set(first) == {"training_domain", "leave_one_out", "oracle"}
     monkeypatch.setattr(index, "_choose", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
-    again = index.select_indexed(root)
+    again = sweep_selections.select_indexed(root)
     for method in first:
         pd.testing.assert_frame_equal(first[method], again[method])
     monkeypatch.undo()
     write_run(root, "newer", [rec(step=0, hseed=40, tseed=0), rec(step=10, hseed=40, tseed=0)])
-    check(index.select_indexed(root))
+    check(sweep_selections.select_indexed(root))
     with pytest.raises(ValueError, match="unknown methods"):
-        index.select_indexed(root, methods=["best"])
+        sweep_selections.select_indexed(root, methods=["best"])
 
 
 def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, monkeypatch):
@@ -278,7 +278,7 @@ def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, m
     scans = []
     real_scan = index_file.scan
     monkeypatch.setattr(index_file, "scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
-    df, sel = index.load_and_select_indexed(root)
+    df, sel = sweep_selections.load_and_select_indexed(root)
     assert len(scans) == 1  # one pass over the job folders for the frame and the selections
     want = results.load(root, progress=False)
     same(want, df)
@@ -288,14 +288,14 @@ def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, m
     import dganalysis.selection as selection
 
     monkeypatch.setattr(selection, "select", lambda *a, **k: pytest.fail("cached by the call above"))
-    cached = index.select_indexed(root)  # the same cache files and key
+    cached = sweep_selections.select_indexed(root)  # the same cache files and key
     assert len(scans) == 1
     for method in cached:
         pd.testing.assert_frame_equal(sel[method], cached[method])
     with pytest.raises(ValueError, match="load_and_select_indexed: unknown methods"):
-        index.load_and_select_indexed(root, methods=["best"])
+        sweep_selections.load_and_select_indexed(root, methods=["best"])
     with pytest.raises(ValueError, match="include_unfinished"):
-        index.load_and_select_indexed(root, include_unfinished="yes")
+        sweep_selections.load_and_select_indexed(root, include_unfinished="yes")
 
 
 def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
@@ -305,7 +305,7 @@ def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
     assert not hasattr(lazy, "metas") or lazy.metas == []  # only the job table so far
     write_run(root, "added", [rec(step=0, hseed=50)])
     load_indexed(root)  # a writer renames a newer index over the file
-    full = lazy.full()  # the arrays of the version the job table came from
+    full = index._Index.from_head(lazy)  # the arrays of the version the job table came from
     assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
     assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1
 

@@ -1,0 +1,104 @@
+"""Results kept for unchanged sweeps (dganalysis.audit.sweep_memo) and the index file's head read alone
+(dganalysis.audit.index_file): a repeated command checks the job folders and prints what it kept without numpy or
+pandas; any change to a job folder, or an index of another format, makes it compute again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dganalysis.audit import index, index_file
+from dganalysis.audit.sweep_memo import SweepMemo, sweep_key
+from tests.audit._simulated_sweep import write_sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: runs a verb of the CLI in a fresh interpreter and reports the heavy modules it imported
+_PROBE = """
+import json, sys
+from dganalysis.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "numpy": "numpy" in sys.modules, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def _run(argv: list[str], cwd: Path) -> tuple[dict, str, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    *printed, probe = proc.stdout.splitlines()
+    return json.loads(probe), "\n".join(printed), proc.stderr
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    return write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, trials=3, hparams=1)
+
+
+def test_repeated_commands_import_neither_numpy_nor_pandas(sweep, tmp_path):
+    """collect and audit repeated on an unchanged sweep: the same output, from the kept copy, without numpy or
+    pandas (their import alone costs more CPU than the rest of the check on a large sweep)."""
+    for argv in (["collect", str(sweep)], ["audit", str(sweep), "--selection", "training_domain",
+                                           "--json", str(tmp_path / "a.json")]):
+        first, out1, _ = _run(argv, tmp_path)
+        assert first == {"code": 0, "numpy": True, "pandas": True}
+        again, out2, err2 = _run(argv, tmp_path)
+        assert again == {"code": 0, "numpy": False, "pandas": False}, err2
+        assert out2 == out1 and "unchanged since" in err2
+
+
+def test_memo_misses_on_any_change(sweep, tmp_path):
+    memo = SweepMemo([sweep], "t", ["a"])
+    assert memo.get() is None  # no index yet
+    memo.put({"v": 1})
+    assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 1}
+    assert SweepMemo([sweep], "t", ["b"]).get() is None  # other parts
+    run = next(p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+    with open(run / "results.jsonl", "a") as fh:
+        fh.write("\n")  # a job folder's key changes: the index is out of date
+    assert SweepMemo([sweep], "t", ["a"]).get() is None
+    again = SweepMemo([sweep], "t", ["a"])
+    again.put({"v": 2})  # kept under the key of the index brought up to date
+    assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 2}
+
+
+def test_key_is_the_same_from_the_head_and_from_a_fresh_index(sweep):
+    fresh = index.update_index(sweep)
+    head = index_file.unchanged_head(sweep)
+    assert head is not None and not hasattr(head, "rec_step")
+    assert sweep_key([(sweep, fresh)], 1) == sweep_key([(sweep, head)], 1) != sweep_key([(sweep, head)], 2)
+    head.close()
+
+
+def test_head_and_arrays_of_the_file(sweep):
+    idx = index.update_index(sweep)
+    path = index_file.index_location(sweep)
+    data = path.read_bytes()
+    assert data.startswith(index_file.MAGIC)
+    head = index_file.IndexHead.read(path)
+    assert head.jobs == idx.jobs
+    full = index._Index.from_head(head)
+    for name in ("rec_meta", "rec_layout", "rec_step", "acc"):
+        assert (getattr(full, name) == getattr(idx, name)).all() and getattr(full, name).flags.writeable
+    path.write_bytes(data[:-8])  # the last array cut short: the head reads, the arrays do not
+    head = index_file.IndexHead.read(path)
+    with pytest.raises(ValueError, match="truncated"):
+        index._Index.from_head(head)
+    path.write_bytes(data.replace(b'"version":5', b'"version":4', 1))
+    assert index_file.IndexHead.read(path) is None  # another format version: rebuilt by update_index
+    assert len(index.update_index(sweep).jobs) == len(idx.jobs)
+
+
+def test_old_format_files_are_removed_when_the_index_is_written(sweep):
+    (sweep / ".dganalysis_index.npz").write_bytes(b"old")
+    (sweep / ".dganalysis_index.npz.select").mkdir()
+    (sweep / ".dganalysis_index.npz.select" / "collect-0.json").write_text("{}")
+    index.update_index(sweep)
+    assert not (sweep / ".dganalysis_index.npz").exists() and not (sweep / ".dganalysis_index.npz.select").exists()
+    assert (sweep / index_file.INDEX_NAME).is_file()
