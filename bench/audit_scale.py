@@ -13,7 +13,7 @@ every record, makes its three selections, prints their tables). Ours, each first
 parse, index, select, cache) and then repeated on the unchanged sweep:
 
 * ``dganalysis collect DIR`` — the same command-level task (the three selections' tables, printed); repeated, it
-  scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.index.SweepMemo`);
+  scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.sweep_memo.SweepMemo`);
 * :func:`dganalysis.audit.sweep_selections.select_indexed` — the three selections as frames, what ``dganalysis audit`` reads
   a sweep with; repeated, it reads the cached selections (pandas is imported to return frames);
 * "index → tidy frame → select": the whole tidy frame built from the index and selected afresh with
@@ -119,9 +119,11 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, f
 
 def _forget(sweep: Path) -> None:
     """Remove our index and cached results beside ``sweep``."""
-    for name in (".dganalysis_index.npz", ".dganalysis_index.lock"):
+    from dganalysis.audit.index_file import INDEX_NAME, LOCK_NAME
+
+    for name in (INDEX_NAME, LOCK_NAME):
         (sweep / name).unlink(missing_ok=True)
-    shutil.rmtree(sweep / ".dganalysis_index.npz.select", ignore_errors=True)
+    shutil.rmtree(sweep / (INDEX_NAME + ".select"), ignore_errors=True)
 
 
 def main() -> None:

@@ -3,12 +3,12 @@
 The equivalent of DomainBed's ``python -m domainbed.scripts.collect_results --input_dir DIR [--latex]`` (which prints
 training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof 0`` reproduces its error bars.
 
-Records are read through the sweep's columnar index (:mod:`dganalysis.audit.index`: ``.dganalysis_index.npz`` beside
+Records are read through the sweep's columnar index (:mod:`dganalysis.audit.index`: ``.dganalysis_index.bin`` beside
 the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and DomainBed's three selections are
 made on its arrays (:mod:`dganalysis.audit.index_selection`, equal to :func:`dganalysis.selection.select`). The printed
 output is kept beside the index under a key of every job folder's state, the options and the code
-(:class:`~dganalysis.audit.index.SweepMemo`): the same command on an unchanged sweep prints it again after checking
-the job folders, without reading a record.
+(:class:`~dganalysis.audit.sweep_memo.SweepMemo`): the same command on an unchanged sweep prints it again after
+checking the job folders, without reading a record or importing numpy or pandas.
 
 Unfinished runs (``results.jsonl`` without ``done``): a DomainBed sweep dir's are read, as DomainBed's
 ``collect_results`` reads them (it never looks at ``done``), so its table comes out by default; our job stores' are

@@ -1,14 +1,10 @@
 """A columnar index of a sweep's records, kept beside the store and updated incrementally.
 
 :func:`load_indexed` returns the tidy frame of :func:`dganalysis.results.load` (same columns, values, row order and
-``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one ``.npz`` file
-(:data:`INDEX_NAME`) beside the store, and a later call re-reads only the job folders whose key changed. A job's key is
-its folder (relative path; every folder :func:`dganalysis.results.job_folders` counts, records or not), the size and
-modification time (ns) of its ``results.jsonl`` (-1 without one), which of ``done``,
-``failed`` and ``spec.json`` it holds, ``spec.json``'s modification time and the folder's own modification time (a
-known folder whose mtime is unchanged holds the same files, so it is not listed again). The index also records its format
-version and :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
-a mismatch rebuilds it.
+``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one file beside the store
+(where, its format and the job keys: :mod:`dganalysis.audit.index_file`), and a later call re-reads only the job
+folders whose key changed. The index also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked
+against today's drawing rule when read); a mismatch rebuilds it.
 
 Reading is fast because (i) each line is decoded by ``msgspec`` into a struct of the first line's keys, whose
 ``args``, ``hparams`` and domain fields stay undecoded text (``orjson`` without ``msgspec``, and the standard
@@ -20,17 +16,13 @@ columns are built with numpy from integer codes; the string columns come back as
 (``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
 is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.results.load` gives them.
 
-Where it lives: ``<store>/.dganalysis_index.npz`` (with ``<store>/.dganalysis_index.lock``). When the store folder
-is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE_HOME/dganalysis/index/`` (default
-``~/.cache``), named by a hash of the store's resolved path; a log line says so. ``cache_dir=`` chooses that folder.
-
 Concurrency: a reader never sees a half-written index — the file is written to a temporary name in the same folder
-and renamed over the old one (:mod:`dganalysis.io`), and a reader loads every array at once. Writers serialize on an
-``flock`` of the lock file; a writer re-reads the index after taking the lock, so several processes updating at once
-each parse at most the jobs still missing, and the last rename leaves an index that is complete for what it saw (a job
-added later has a key the index lacks, so the next reader adds it). An index that cannot be read (truncated,
-corrupt, another version) is rebuilt, with a warning. Without a lock file (a file system without ``flock``) the
-writes stay atomic; they may only repeat work.
+and renamed over the old one (:mod:`dganalysis.io`), and a reader reads the arrays from the file whose job table it
+read. Writers serialize on an ``flock`` of the lock file; a writer re-reads the index after taking the lock, so
+several processes updating at once each parse at most the jobs still missing, and the last rename leaves an index
+that is complete for what it saw (a job added later has a key the index lacks, so the next reader adds it). An index
+that cannot be read (truncated, corrupt, another version) is rebuilt, with a warning. Without a lock file (a file
+system without ``flock``) the writes stay atomic; they may only repeat work.
 """
 
 from __future__ import annotations
