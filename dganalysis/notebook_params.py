@@ -376,6 +376,8 @@ class LeaderboardsParams(NotebookParams):
 
     datasets: dict = _default({"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}})
     logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
+    #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
+    lodo_domains: dict = _default({})
     algorithms: list = _default(["ERM", "CORAL", "Mixup"])
     n_hparams: int = 1
     n_trials: int = 1
@@ -404,6 +406,8 @@ class LeaderboardsParams(NotebookParams):
         for name, groups in self.logo_groups.items():  # entries for datasets not run are ignored
             for i, g in enumerate(_names(f"logo_groups[{name!r}]", groups, "a list of domain groups")):
                 _names(f"logo_groups[{name!r}][{i}]", g, "a non-empty list of domains")
+        for name, held in self.lodo_domains.items():
+            _names(f"lodo_domains[{name!r}]", held, "a non-empty list of domains")
         for name, steps in self.dataset_steps.items():
             Check("int", low=1)(steps, f"parameter 'dataset_steps[{name!r}]'")
         try:

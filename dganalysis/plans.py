@@ -35,7 +35,7 @@ from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboar
 from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
 from dganalysis.sweep.grid import JobOptions
-from dganalysis.validation import check_choice, check_mapping, check_params
+from dganalysis.validation import ConfigError, check_choice, check_mapping, check_params
 
 
 @dataclass
@@ -245,7 +245,12 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
             sweeps[board_label(board, proto)] = []
         for name in spec["datasets"]:
             kwargs, doms = p.datasets[name], domains[name]
-            lodo = [{"train": [d for d in doms if d != t], "test": [t]} for t in doms]
+            held = p.lodo_domains.get(name) or doms
+            unknown = [d for d in held if d not in doms]
+            if unknown:
+                raise ConfigError(f"leaderboards_plan: parameter 'lodo_domains[{name!r}]': unknown domains {unknown}; "
+                                  f"expected some of {doms}")
+            lodo = [{"train": [d for d in doms if d != t], "test": [t]} for t in doms if t in held]
             logo = [{"train": _rest(g, doms), "test": list(g)} for g in p.logo_groups.get(name, [])]
             for proto, splits in (("LODO", lodo), ("LOGO", logo)):
                 if splits:

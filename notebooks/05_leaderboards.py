@@ -53,6 +53,7 @@ store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
 datasets = {"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}}
 logo_groups = {"RotatedDigits": [["0", "20"], ["40", "60"]]}
+lodo_domains = {}  # dataset -> the domains LODO holds out, one at a time; a dataset not named: every domain
 algorithms = ["ERM", "CORAL", "Mixup"]
 n_hparams = 1
 n_trials = 1

@@ -107,7 +107,7 @@ NEW_VALUES = {
     "dataset_kwargs": {"image_size": 12}, "oracle_dataset_kwargs": {"image_size": 12},
     "hparams_overrides": {"featurizer": "cnn"}, "ranking_hparams_overrides": {"featurizer": "cnn"},
     "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
-    "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]},
+    "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
     "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
     "oracle_search_overrides": {}, "search_protocol": "yu2024",
 }

@@ -15,6 +15,7 @@ from dganalysis.notebook_params import LeaderboardsParams
 from dganalysis.plans import leaderboard_boards, leaderboards_plan, plan_for
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.runner import load_params
+from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,6 +58,20 @@ def test_no_boards_is_one_unnamed_board():
     for board in ("A", "B"):  # a board that sets nothing has the notebook-wide jobs
         assert _ids(named.sweeps[f"{board} / LODO"]) == _ids(base.sweeps["LODO"])
         assert _ids(named.sweeps[f"{board} / LOGO"]) == _ids(base.sweeps["LOGO"])
+
+
+def test_lodo_domains_choose_the_held_out_domains():
+    base = _plan()
+    assert {tuple(j.test_domains) for j in base.sweeps["LODO"] if j.dataset == "RotatedDigits"} == \
+        {("0",), ("30",), ("60",)}  # every domain by default
+    some = _plan(lodo_domains={"RotatedDigits": ["60", "0"]})
+    assert [j.job_id for j in some.sweeps["LODO"]] == [j.job_id for j in base.sweeps["LODO"]
+                                                       if j.dataset != "RotatedDigits" or j.test_domains != ("30",)]
+    assert _ids(some.sweeps["LOGO"]) == _ids(base.sweeps["LOGO"])
+    with pytest.raises(ConfigError, match=r"lodo_domains\['RotatedDigits'\]': unknown domains \['90'\]"):
+        _plan(lodo_domains={"RotatedDigits": ["90"]})
+    with pytest.raises(ConfigError, match=r"lodo_domains\['RotatedDigits'\]"):
+        LeaderboardsParams(**{**SMALL, "lodo_domains": {"RotatedDigits": []}})
 
 
 def test_board_settings_merge_or_replace():
@@ -172,6 +187,10 @@ def test_smoke_keeps_every_board_minimally():
     assert len(plan.sweeps) == 6 and all(plan.sweeps.values())
     assert {j.steps for j in plan.jobs} == {SWEEP_STEPS} and {j.dataset for j in plan.jobs} == {"NICO++"}
     assert {j.hparams_overrides["batch_size"] for j in plan.jobs} == {8}
+    # LODO holds out the first domain of each kept LOGO group: 2 splits per board, as LOGO
+    assert s["lodo_domains"]["NICO++"] == [g[0] for g in s["logo_groups"]["NICO++"]] == ["autumn", "dim"]
+    lodo = [j for label, jobs in plan.sweeps.items() if label.endswith("LODO") for j in jobs]
+    assert {tuple(j.test_domains) for j in lodo} == {(d,) for d in s["lodo_domains"]["NICO++"]}
 
 
 # ------------------------------------------------------------------ leaderboards of several boards
