@@ -161,8 +161,9 @@ def job_folders(path: str | Path) -> list[Path]:
     else every folder below that does (a job folder's sub-folders are not searched), sorted. The one rule by which
     :func:`load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
     path = _results_dir(path, "job_folders")
-    if _is_job_folder(e.name for e in os.scandir(path) if not e.is_dir()):
-        return [path]
+    with os.scandir(path) as entries:
+        if _is_job_folder([e.name for e in entries if not e.is_dir()]):
+            return [path]
     jobs = []
     for root, dirs, files in os.walk(path):
         if _is_job_folder(files):

@@ -130,7 +130,6 @@ class _Index:
         head = IndexHead.read(path)
         if head is not None and head.draw_version != _draw_version():
             log.info("%s: index of another hparams draw version; rebuilding it", path)
-            head.close()
             return None
         if head is None or lazy:
             return head
@@ -605,8 +604,6 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
     keys = index_file.scan(root, index_file.known_keys(old.jobs if old is not None else None))
     if old is not None and index_file.same_keys(old.jobs, keys):
         return old
-    if isinstance(old, IndexHead):
-        old.close()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock_ctx = _locked(path.parent / (index_file.LOCK_NAME if path.name == index_file.INDEX_NAME

@@ -17,8 +17,8 @@ folder is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE
 **File format** (version :data:`INDEX_VERSION`): the magic bytes :data:`MAGIC`; the head (JSON: format version,
 :data:`dganalysis.hparams.DRAW_VERSION`, the job table, the arrays' names, dtypes and lengths) and the tables (JSON:
 metadata and layouts), each preceded by its length (8 bytes, little-endian); then each array's raw bytes, in the
-head's order. A reader of the head alone reads a few MB; :meth:`IndexHead.arrays` reads the rest from the same open
-file, so it sees the version whose head it read even if a writer has renamed a newer one over it meanwhile.
+head's order. A reader of the head alone reads a few MB; :meth:`IndexHead.arrays` reads the rest later, from the same version
+of the file (a writer renames a new index over the old one: a changed inode, size or mtime is refused).
 """
 
 from __future__ import annotations
@@ -235,50 +235,50 @@ def encode(jobs: list[dict[str, Any]], draw_version: int, tables: dict[str, Any]
 
 
 class IndexHead:
-    """The head of an index file (its job table), read without the record arrays, and the open file they are read
-    from (:meth:`arrays`). ``jobs``: the job table (key, status, problem, exploded, count, records per job)."""
+    """The head of an index file (its job table), read without the record arrays; :meth:`arrays` reads those from the
+    same version of the file. ``jobs``: the job table (key, status, problem, exploded, count, records per job)."""
 
-    def __init__(self, path: Path, fh: BinaryIO, head: dict[str, Any]) -> None:
-        self.path, self._fh = path, fh
+    def __init__(self, path: Path, head: dict[str, Any], stamp: tuple[int, ...], offset: int) -> None:
+        self.path = path
         self.jobs: list[dict[str, Any]] = head["jobs"]
         self.draw_version = head.get("draw_version")
         self._specs: list[list] = head["arrays"]
+        self._stamp, self._offset = stamp, offset
 
     @classmethod
     def read(cls, path: Path) -> IndexHead | None:
         """The head of the index at ``path``; None when missing, of another format version or unreadable (logged)."""
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - kept open until arrays() (or close())
+            with open(path, "rb") as fh:
+                return cls._from(path, fh)
         except FileNotFoundError:
             return None
-        except OSError as err:
-            log.warning("%s: unreadable index (%s); rebuilding it", path, err)
-            return None
-        try:
-            if fh.read(len(MAGIC)) != MAGIC:
-                raise ValueError("not an index file")
-            head = read_json(_chunk(fh))
-            if not isinstance(head, dict) or head.get("version") != INDEX_VERSION:
-                log.info("%s: index of another version; rebuilding it", path)
-                fh.close()
-                return None
-            if not isinstance(head.get("jobs"), list) or not isinstance(head.get("arrays"), list):
-                raise ValueError("no job table")
-            return cls(path, fh, head)
         except Exception as err:  # noqa: BLE001 - any damage means: rebuild
-            fh.close()
             log.warning("%s: unreadable index (%s: %s); rebuilding it", path, type(err).__name__, err)
             return None
 
+    @classmethod
+    def _from(cls, path: Path, fh: BinaryIO) -> IndexHead | None:
+        stamp = _stamp(fh)
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise ValueError("not an index file")
+        head = read_json(_chunk(fh))
+        if not isinstance(head, dict) or head.get("version") != INDEX_VERSION:
+            log.info("%s: index of another version; rebuilding it", path)
+            return None
+        if not isinstance(head.get("jobs"), list) or not isinstance(head.get("arrays"), list):
+            raise ValueError("no job table")
+        return cls(path, head, stamp, fh.tell())
+
     def arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """(tables, record arrays) of the file whose head this is, read from the handle kept open; ValueError if
-        truncated. Closes the file."""
+        """(tables, record arrays) of the file whose head this is. ValueError if it is truncated, or if the file at
+        :attr:`path` is no longer that version (a writer renamed a newer index over it: the caller reads that one)."""
         import numpy as np
 
-        fh, self._fh = self._fh, None
-        if fh is None:
-            raise ValueError(f"{self.path}: the index's arrays were read already")
-        try:
+        with open(self.path, "rb") as fh:
+            if _stamp(fh) != self._stamp:
+                raise ValueError(f"{self.path}: the index changed since its job table was read")
+            fh.seek(self._offset)
             tables = read_json(_chunk(fh))
             out = {}
             for name, dtype, size in self._specs:
@@ -287,14 +287,13 @@ class IndexHead:
                 if fh.readinto(buf) != len(buf):
                     raise ValueError(f"{self.path}: truncated index (array {name})")
                 out[name] = np.frombuffer(buf, dtype=dt)  # writable: it views the bytearray
-        finally:
-            fh.close()
         return tables, out
 
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+
+def _stamp(fh: BinaryIO) -> tuple[int, ...]:
+    """Which version of an index file ``fh`` is: a new index is renamed over the old one (a new inode)."""
+    st = os.fstat(fh.fileno())
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _chunk(fh: BinaryIO) -> bytes:
@@ -316,7 +315,4 @@ def unchanged_head(root: str | Path, cache_dir: str | Path | None = None) -> Ind
     head = IndexHead.read(index_location(root, cache_dir))
     if head is None:
         return None
-    if same_keys(head.jobs, scan(root, known_keys(head.jobs))):
-        return head
-    head.close()
-    return None
+    return head if same_keys(head.jobs, scan(root, known_keys(head.jobs))) else None

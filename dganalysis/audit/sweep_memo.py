@@ -113,7 +113,6 @@ class SweepMemo:
             if head is None:
                 return None
             heads.append((p, head))
-            head.close()  # the job table is all a key needs
         payload = read_payload(self.file, self._key(heads))
         if payload is None:
             return None

@@ -23,7 +23,7 @@ import numpy as np
 
 from dganalysis import io, selection
 from dganalysis.audit import index_file
-from dganalysis.audit.index import _assemble, _choose, _Index, index_location, update_index
+from dganalysis.audit.index import _assemble, _choose, _Index, update_index
 from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:
@@ -84,10 +84,9 @@ def select_for_tables(
             for p, idx in indexes:
                 try:
                     full.append((p, idx if isinstance(idx, _Index) else _Index.from_head(idx)))
-                except Exception as err:  # noqa: BLE001 - damaged past its job table: rebuild
-                    log.warning("%s: unreadable index (%s); rebuilding it", p, err)
-                    Path(index_location(p, cache_dir)).unlink(missing_ok=True)
-                    full.append((p, update_index(p, cache_dir)))
+                except Exception as err:  # noqa: BLE001 - replaced meanwhile, or damaged past its job table
+                    log.info("%s: %s; reading it again", p, err)
+                    full.append((p, update_index(p, cache_dir)))  # the current file, rebuilt if damaged
         return full
 
     return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir)

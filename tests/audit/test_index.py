@@ -298,16 +298,24 @@ def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, m
         sweep_selections.load_and_select_indexed(root, include_unfinished="yes")
 
 
-def test_lazy_read_keeps_its_version_of_the_file(tmp_path):
+def test_lazy_read_refuses_a_replaced_file(tmp_path):
+    """A job table read alone (the head) gives the arrays of its own version of the file; once a writer has renamed a
+    newer index over it, reading them fails (the caller reads the new one), and the selections still come out."""
     root = domainbed_dir(tmp_path / "db")
     load_indexed(root)
     lazy = index._Index.read(root / INDEX_NAME, lazy=True)
-    assert not hasattr(lazy, "metas") or lazy.metas == []  # only the job table so far
+    assert isinstance(lazy, index_file.IndexHead) and not hasattr(lazy, "rec_step")  # only the job table so far
+    full = index._Index.from_head(lazy)
+    assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
     write_run(root, "added", [rec(step=0, hseed=50)])
     load_indexed(root)  # a writer renames a newer index over the file
-    full = index._Index.from_head(lazy)  # the arrays of the version the job table came from
-    assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
+    with pytest.raises(ValueError, match="changed since its job table was read"):
+        index._Index.from_head(lazy)
     assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1
+    got = sweep_selections.select_for_tables(root, indexes=[(root, lazy)])  # falls back to the current index
+    want = sweep_selections.select_indexed(root)
+    for method, frame in got.selections.items():
+        pd.testing.assert_frame_equal(frame, want[method])
 
 
 def test_lines_unlike_the_first_take_results_loads_path(tmp_path):
