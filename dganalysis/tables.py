@@ -49,9 +49,8 @@ class Table:
         import pandas as pd
 
         cells = self.cells
-        # (algorithm, column) → (mean, se), the last cell of a pair winning as a lookup in a set index would not:
-        # pairs are unique (one summary row per algorithm and column), so a plain dict is the same lookup, far
-        # cheaper than one ``.loc`` per cell
+        # (algorithm, column) → (mean, se): one summary row per pair, so a dict gives what a lookup in the frame indexed
+        # by the pair gives, without one ``.loc`` per cell
         grid = dict(zip(zip(cells["algorithm"], cells["column"]), zip(cells["mean"], cells["se"])))
         rows = []
         for alg in self.algorithms:
