@@ -31,7 +31,7 @@ import operator
 import os
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -57,7 +57,7 @@ LOCK_NAME = ".dganalysis_index.lock"
 #: names earlier versions gave the index; removed (with their ``.select`` folder) when a new index is written
 OLD_NAMES = (".dganalysis_index.npz",)
 #: format of the index file; another value rebuilds it
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 MAGIC = b"DGAINDEX"
 #: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
 #: made in the same tick as the listing leaves the folder's mtime unchanged)
@@ -210,14 +210,91 @@ def _job_path(top: str, rel: str) -> str:
     return rel if top == "." else top + rel if top.endswith("/") else f"{top}/{rel}"
 
 
-def known_keys(jobs: list[dict[str, Any]] | None) -> dict[str, list]:
-    """relative folder → job key, from an index's job table (None: no index)."""
-    return {j["key"][0]: j["key"] for j in jobs} if jobs is not None else {}
+def known_keys(keys: Sequence[Sequence] | None) -> dict[str, Sequence]:
+    """relative folder → job key, from an index's job keys (None: no index)."""
+    return {k[0]: k for k in keys} if keys is not None else {}
 
 
-def same_keys(jobs: list[dict[str, Any]], keys: list[tuple]) -> bool:
-    """Whether an index's job table has exactly the scanned ``keys``, in order."""
-    return len(jobs) == len(keys) and all(map(operator.eq, map(tuple, map(operator.itemgetter("key"), jobs)), keys))
+def up_to_date(root: str | Path, keys: Sequence[Sequence]) -> bool:
+    """Whether the job folders under ``root`` still have the job ``keys`` (an index's): what
+    ``same_keys(keys, scan(root, known_keys(keys)))`` says, faster for a flat store (every job a folder of ``root``,
+    as in DomainBed's sweeps and our stores; :func:`_flat_up_to_date`), else by that scan."""
+    root = Path(root)
+    flat = _flat_up_to_date(str(root), keys)
+    return flat if flat is not None else same_keys(keys, scan(root, known_keys(keys)))
+
+
+def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
+    """:func:`up_to_date` for a store whose jobs are all folders of ``top`` itself; None where that does not apply
+    (a nested job, the store itself a job, a folder changed within :data:`MTIME_MARGIN_NS` when indexed, or ``top``
+    unreadable): then :func:`scan` decides.
+
+    The same rules as :func:`scan` with the same system calls, without building the keys: one listing of ``top``
+    (it is not a job itself; its job folders are the known ones; any other folder below it holds no job, walked as
+    :func:`_walk` walks it), then per job its folder's mtime (unchanged: it holds the same files, so the flags
+    stand), its ``results.jsonl``'s size and mtime and, with ``spec.json``, that file's mtime, each compared as read
+    and relative to the open ``top`` (no path resolved from ``/`` again). Keys come in name order from a scan, so
+    the same set of folders is the same order."""
+    if any(k[5] < 0 or k[0] == "." or "/" in k[0] for k in keys):
+        return None
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+        except OSError:
+            return None
+        files, mtimes = [], {}
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                files.append(e.name)
+            elif not e.is_symlink():
+                try:
+                    mtimes[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    mtimes[e.name] = None  # gone meanwhile: listed by name, as scan lists it
+        if results._is_job_folder(files) or len(mtimes) < len(keys):
+            return False
+        stat = os.stat
+        for rel, size, mtime, flags, spec_mtime, dir_mtime in keys:
+            if mtimes.pop(rel, None) != dir_mtime:
+                return False
+            try:
+                st = stat(rel + "/results.jsonl", dir_fd=fd)
+                if st.st_size != size or st.st_mtime_ns != mtime:
+                    return False
+            except FileNotFoundError:
+                if size != -1:
+                    return False
+            if flags & SPEC:
+                try:
+                    if stat(rel + "/spec.json", dir_fd=fd).st_mtime_ns != spec_mtime:
+                        return False
+                except FileNotFoundError:
+                    if spec_mtime != -1:
+                        return False
+        for name in mtimes:  # folders that were no job when indexed (e.g. the index's own .select folder)
+            found: list = []
+            _walk(top, name, found, {})
+            if found:
+                return False
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def same_keys(known: Sequence[Sequence], keys: list[tuple]) -> bool:
+    """Whether an index's job keys ``known`` are exactly the scanned ``keys``, in order."""
+    return len(known) == len(keys) and all(map(operator.eq, map(tuple, known), keys))
 
 
 # ---------------------------------------------------------------- the file
@@ -227,23 +304,42 @@ def encode(jobs: list[dict[str, Any]], draw_version: int, tables: dict[str, Any]
            arrays: dict[str, np.ndarray]) -> bytes:
     """The bytes of an index file (see the module docstring)."""
     specs = [[name, arr.dtype.str, int(arr.size)] for name, arr in arrays.items()]
-    head = dumps({"version": INDEX_VERSION, "draw_version": draw_version, "jobs": jobs, "arrays": specs})
+    keys = [list(column) for column in zip(*(j["key"] for j in jobs))]  # six columns ([] without jobs)
+    head = dumps({"version": INDEX_VERSION, "draw_version": draw_version, "keys": keys, "arrays": specs})
+    table = dumps([{k: v for k, v in j.items() if k != "key"} for j in jobs])
     body = dumps(tables)
-    parts = [MAGIC, _LENGTH.pack(len(head)), head, _LENGTH.pack(len(body)), body]
+    parts = [MAGIC, _LENGTH.pack(len(head)), head, _LENGTH.pack(len(table)), table, _LENGTH.pack(len(body)), body]
     parts += [arr.tobytes() for arr in arrays.values()]
     return b"".join(parts)
 
 
 class IndexHead:
-    """The head of an index file (its job table), read without the record arrays; :meth:`arrays` reads those from the
-    same version of the file. ``jobs``: the job table (key, status, problem, exploded, count, records per job)."""
+    """The head of an index file (its job keys and job table), read without the record arrays; :meth:`arrays` reads
+    those from the same version of the file. ``keys``: each job's key (a tuple); ``jobs``: the job table (key, status,
+    problem, exploded, count, records per job), decoded when first used (checking an unchanged sweep needs the keys
+    only)."""
 
-    def __init__(self, path: Path, head: dict[str, Any], stamp: tuple[int, ...], offset: int) -> None:
+    def __init__(self, path: Path, head: dict[str, Any], table: bytes, stamp: tuple[int, ...], offset: int) -> None:
         self.path = path
-        self.jobs: list[dict[str, Any]] = head["jobs"]
+        self.keys: list[tuple] = list(zip(*head["keys"]))
         self.draw_version = head.get("draw_version")
         self._specs: list[list] = head["arrays"]
+        self._table: bytes | None = table
+        self._jobs: list[dict[str, Any]] | None = None
         self._stamp, self._offset = stamp, offset
+
+    @property
+    def jobs(self) -> list[dict[str, Any]]:
+        """The job table, each job's key included; ValueError if it is damaged."""
+        if self._jobs is None:
+            jobs = read_json(self._table)
+            if not isinstance(jobs, list) or len(jobs) != len(self.keys) or \
+                    not all(type(j) is dict for j in jobs):
+                raise ValueError(f"{self.path}: the job table disagrees with the job keys")
+            for job, key in zip(jobs, self.keys):
+                job["key"] = list(key)
+            self._jobs, self._table = jobs, None
+        return self._jobs
 
     @classmethod
     def read(cls, path: Path) -> IndexHead | None:
@@ -266,9 +362,12 @@ class IndexHead:
         if not isinstance(head, dict) or head.get("version") != INDEX_VERSION:
             log.info("%s: index of another version; rebuilding it", path)
             return None
-        if not isinstance(head.get("jobs"), list) or not isinstance(head.get("arrays"), list):
-            raise ValueError("no job table")
-        return cls(path, head, stamp, fh.tell())
+        keys = head.get("keys")
+        if not isinstance(keys, list) or not isinstance(head.get("arrays"), list) or \
+                not (keys == [] or (len(keys) == 6 and all(type(c) is list and len(c) == len(keys[0]) for c in keys))):
+            raise ValueError("no job keys")
+        table = _chunk(fh)
+        return cls(path, head, table, stamp, fh.tell())
 
     def arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """(tables, record arrays) of the file whose head this is. ValueError if it is truncated, or if the file at
@@ -315,4 +414,4 @@ def unchanged_head(root: str | Path, cache_dir: str | Path | None = None) -> Ind
     head = IndexHead.read(index_location(root, cache_dir))
     if head is None:
         return None
-    return head if same_keys(head.jobs, scan(root, known_keys(head.jobs))) else None
+    return head if up_to_date(root, head.keys) else None

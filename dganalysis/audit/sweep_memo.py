@@ -41,12 +41,12 @@ def _code_digest(more: tuple[str, ...] = ()) -> str:
 
 def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any, code: Iterable[str] = ()) -> str:
     """A key that changes whenever a job folder of the stores changes (their index's job keys: ``indexes`` are
-    (store, anything with the index's ``jobs``)), or the code that reads, indexes and selects (:data:`CODE_FILES`,
+    (store, anything with the index's job ``keys``)), or the code that reads, indexes and selects (:data:`CODE_FILES`,
     plus ``code``: more package-relative source files), or any of ``parts`` (JSON-able arguments)."""
     h = hashlib.sha256(json.dumps([_code_digest(tuple(code)), *parts]).encode())
     for p, idx in indexes:
         h.update(str(p.resolve()).encode())
-        h.update(index_file.dumps([j["key"] for j in idx.jobs]))
+        h.update(index_file.dumps(list(idx.keys)))
     return h.hexdigest()
 
 
@@ -91,6 +91,7 @@ class SweepMemo:
         self.file = cache_folder(self.paths[0], cache_dir) / f"{name}-{tag}.json"
         self.copies = self.file.with_suffix(".files")
         self._indexes: list[tuple[Path, Any]] | None = None
+        self._checked: dict[Path, index_file.IndexHead] = {}  # heads :meth:`get` found up to date
 
     @property
     def indexes(self) -> list[tuple[Path, Any]]:
@@ -98,7 +99,8 @@ class SweepMemo:
         if self._indexes is None:
             from dganalysis.audit.index import update_index
 
-            self._indexes = [(p, update_index(p, self._cache_dir, lazy=True)) for p in self.paths]
+            self._indexes = [(p, update_index(p, self._cache_dir, lazy=True, checked=self._checked.get(p)))
+                             for p in self.paths]
         return self._indexes
 
     def _key(self, indexes: list[tuple[Path, Any]]) -> str:
@@ -113,6 +115,7 @@ class SweepMemo:
             if head is None:
                 return None
             heads.append((p, head))
+            self._checked[p] = head
         payload = read_payload(self.file, self._key(heads))
         if payload is None:
             return None

@@ -99,7 +99,9 @@ def test_head_and_arrays_of_the_file(sweep):
     head = index_file.IndexHead.read(path)
     with pytest.raises(ValueError, match="truncated"):
         index._Index.from_head(head)
-    path.write_bytes(data.replace(b'"version":5', b'"version":4', 1))
+    version = f'"version":{index_file.INDEX_VERSION}'.encode()
+    assert version in data
+    path.write_bytes(data.replace(version, b'"version":4', 1))
     assert index_file.IndexHead.read(path) is None  # another format version: rebuilt by update_index
     assert len(index.update_index(sweep).jobs) == len(idx.jobs)
 
@@ -111,3 +113,67 @@ def test_old_format_files_are_removed_when_the_index_is_written(sweep):
     index.update_index(sweep)
     assert not (sweep / ".dganalysis_index.npz").exists() and not (sweep / ".dganalysis_index.npz.select").exists()
     assert (sweep / index_file.INDEX_NAME).is_file()
+
+
+def _job(root: Path, name: str, *files: str) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    for f in files:
+        (d / f).write_text('{"step": 0}\n' if f == "results.jsonl" else "{}")
+    return d
+
+
+def _flat_store(root: Path) -> Path:
+    _job(root, "a", "results.jsonl", "done")
+    _job(root, "b", "results.jsonl", "spec.json")
+    _job(root, "c", "done")  # a job folder without records
+    _job(root, "d", "failed", "spec.json")
+    (root / "notes").mkdir()  # a folder holding no job
+    (root / "notes" / "readme.txt").write_text("x")
+    (root / "link").symlink_to(root / "a")  # a link to a job folder: not followed
+    return _settled(root)
+
+
+def _append(p: Path) -> None:
+    with open(p, "a") as fh:
+        fh.write('{"step": 1}\n')
+
+
+_CHANGES = {
+    "nothing": lambda r: None,
+    "records appended": lambda r: _append(r / "a" / "results.jsonl"),
+    "records of a job without them": lambda r: (r / "c" / "results.jsonl").write_text("{}\n"),
+    "done written": lambda r: (r / "b" / "done").write_text(""),
+    "spec rewritten": lambda r: os.utime(r / "b" / "spec.json", ns=(1, 1)),
+    "job removed": lambda r: [os.remove(f) for f in (r / "c").iterdir()] and os.rmdir(r / "c"),
+    "job added": lambda r: _job(r, "e", "results.jsonl"),
+    "job nested in a folder holding none": lambda r: _job(r / "notes", "deep", "results.jsonl"),
+    "the store itself made a job": lambda r: (r / "results.jsonl").write_text("{}\n"),
+    "records file removed": lambda r: os.remove(r / "a" / "results.jsonl"),
+}
+
+
+@pytest.mark.parametrize("change", list(_CHANGES))
+def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change):
+    """index_file.up_to_date's fast path (one listing, stats relative to the open store) gives what the scan and the
+    comparison of every key give, for each kind of change a job folder sees, and is taken for a flat store."""
+    root = _flat_store(tmp_path / "s")
+    keys = index_file.scan(root)
+    assert all(k[5] >= 0 for k in keys) and {k[0] for k in keys} == {"a", "b", "c", "d"}
+    _CHANGES[change](root)
+    fast = index_file._flat_up_to_date(str(root), keys)
+    assert fast is not None  # the fast path applies to this layout
+    assert fast == index_file.same_keys(keys, index_file.scan(root, index_file.known_keys(keys)))
+    assert fast == (change == "nothing")
+
+
+def test_fast_check_leaves_nested_and_freshly_changed_stores_to_the_scan(tmp_path):
+    nested = tmp_path / "n"
+    _job(nested / "group", "a", "results.jsonl", "done")
+    keys = index_file.scan(_settled(nested))
+    assert keys[0][0] == "group/a" and index_file._flat_up_to_date(str(nested), keys) is None
+    assert index_file.up_to_date(nested, keys)  # decided by the scan
+    fresh = tmp_path / "f"
+    _job(fresh, "a", "results.jsonl")  # changed just now: its folder's mtime is not kept (-1), listed next time
+    keys = index_file.scan(fresh)
+    assert keys[0][5] == -1 and index_file._flat_up_to_date(str(fresh), keys) is None
