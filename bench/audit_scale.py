@@ -23,7 +23,13 @@ Both figures are printed idle and with every core busy (:mod:`bench._busy`).
 
 Usage::
 
-    DOMAINBED_SRC=/path/to/DomainBed python bench/audit_scale.py [--small] [--dir DIR] [--keep]
+    DOMAINBED_SRC=/path/to/DomainBed python bench/audit_scale.py [--small] [--dir DIR [--reuse]] [--keep]
+        [--repeats N] [--no-loaded]
+
+Each figure is the median of ``--repeats`` runs (default 3), the commands interleaved, so a slow spell of a shared
+machine falls on every command alike; the range is printed beside it. Both sides run with their compiled bytecode
+kept (as an installed Python package has it: this project's machines set ``PYTHONDONTWRITEBYTECODE``, so the bench
+keeps the children's bytecode in a folder of its own, ``PYTHONPYCACHEPREFIX``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,8 +143,11 @@ def main() -> None:
     p.add_argument("--checkpoints", type=int, default=17)
     p.add_argument("--dir", help="where to write the sweep (default: a temporary folder, removed at the end)")
     p.add_argument("--keep", action="store_true", help="keep the generated sweep")
+    p.add_argument("--reuse", action="store_true", help="with --dir: measure the sweep generated there earlier "
+                   "(same options) instead of writing it again")
     p.add_argument("--load", type=int, default=default_load(), help="busy processes for the loaded figures")
     p.add_argument("--no-loaded", action="store_true", help="skip the figures with every core busy")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (interleaved; medians printed)")
     a = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed bench still stops its busy processes
     if a.small:
@@ -145,20 +155,24 @@ def main() -> None:
     src = os.environ.get("DOMAINBED_SRC")
     if not src or not (Path(src) / "domainbed" / "scripts" / "collect_results.py").is_file():
         raise SystemExit("set DOMAINBED_SRC to a DomainBed checkout (domainbed/scripts/collect_results.py under it)")
-    for name in ("datasets", "algorithms", "hparams", "trials", "checkpoints"):
+    for name in ("datasets", "algorithms", "hparams", "trials", "checkpoints", "repeats"):
         if getattr(a, name) < 1:
             raise SystemExit(f"--{name}: expected a positive number, got {getattr(a, name)}")
     if a.datasets > len(DATASETS) or a.algorithms > len(ALGORITHMS):
         raise SystemExit(f"--datasets ≤ {len(DATASETS)} and --algorithms ≤ {len(ALGORITHMS)}")
     base = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="audit_scale_"))
     sweep = base / "sweep"
-    if sweep.exists():
+    if sweep.exists() and not a.reuse:
         shutil.rmtree(sweep)
     t0 = time.perf_counter()
-    runs, records = generate(sweep, a.datasets, a.algorithms, a.hparams, a.trials, a.checkpoints)
-    size = sum(f.stat().st_size for f in sweep.glob("*/results.jsonl"))
-    print(f"simulated sweep: {runs} runs × {a.checkpoints} checkpoints = {records} records, {size / 1e6:.0f} MB "
-          f"(written in {time.perf_counter() - t0:.0f} s) at {sweep}")
+    if a.reuse and sweep.exists():
+        n_runs = sum(1 for d in sweep.iterdir() if (d / "results.jsonl").is_file())
+        print(f"simulated sweep reused (--reuse): {n_runs} runs at {sweep}")
+    else:
+        n_runs, records = generate(sweep, a.datasets, a.algorithms, a.hparams, a.trials, a.checkpoints)
+        size = sum(f.stat().st_size for f in sweep.glob("*/results.jsonl"))
+        print(f"simulated sweep: {n_runs} runs × {a.checkpoints} checkpoints = {records} records, {size / 1e6:.0f} MB "
+              f"(written in {time.perf_counter() - t0:.0f} s) at {sweep}")
     py = sys.executable
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), src])}
     # DomainBed imports optional packages at module level (timm, wilds, gdown); stub the missing ones
@@ -171,25 +185,46 @@ def main() -> None:
             " sys.modules[n] = m\n"
             "import runpy; sys.argv = ['collect_results', '--input_dir', sys.argv[1]]\n"
             "runpy.run_module('domainbed.scripts.collect_results', run_name='__main__')\n")
-    theirs_cmd = [py, "-c", stub, str(sweep)]
-    collect_cmd = [py, "-m", "dganalysis.cli", "collect", str(sweep)]
-    ours = {mode: [py, "-c", OURS, str(sweep), mode] for mode in ("audit", "frame")}
+
+    def commands(d: Path) -> dict[str, list[str]]:
+        return {"theirs": [py, "-c", stub, str(d)], "collect": [py, "-m", "dganalysis.cli", "collect", str(d)],
+                **{mode: [py, "-c", OURS, str(d), mode] for mode in ("audit", "frame")}}
+
+    cmds = commands(sweep)
+    theirs_cmd, collect_cmd = cmds["theirs"], cmds["collect"]
+    # Both sides run with compiled bytecode kept between runs, as any Python install has it (pip compiles what it
+    # installs; an interpreter writes what it imports). This machine sets PYTHONDONTWRITEBYTECODE, so the children
+    # keep theirs in one folder of the bench (PYTHONPYCACHEPREFIX), filled by a warm-up run of each command below.
+    cached = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+    warm = base / "warm"
+    if not warm.exists():
+        generate(warm, 1, 2, 1, 1, 2)
+    for cmd in commands(warm).values():
+        measure(cmd, cached)
     for label, n_busy in (("idle", 0), ("loaded", a.load)):
         if label == "loaded" and a.no_loaded:
             continue
+        runs: dict[str, list[tuple[float, float, float]]] = {}
         with busy_load(n_busy):
-            print(f"--- {label} ({n_busy} busy processes; {load_line()})")
-            theirs = measure(theirs_cmd, env)
-            rows = [("DomainBed collect_results", theirs)]
-            for first_cmd, name in ((collect_cmd, "`dganalysis collect`"), (ours["audit"], "select_indexed")):
-                _forget(sweep)  # the first read starts without index or cached results
-                rows.append((f"{name}, first read", measure(first_cmd, env)))
-                rows.append((f"{name}, repeated", measure(first_cmd, env)))
-            rows.append(("index → tidy frame → select", measure(ours["frame"], env)))
-        for name, (cpu, rss, wall) in rows:
-            print(f"{name:34s} {cpu:8.2f} CPU-s  {rss:8.0f} MB peak  {wall:7.2f} s wall")
-        for name, (cpu, rss, _) in rows[1:]:
-            print(f"ratio {name:34s} {theirs[0] / cpu:7.1f}× fewer CPU-s than DomainBed; peak memory "
+            print(f"--- {label} ({n_busy} busy processes; {load_line()}); each figure the median of {a.repeats} "
+                  "runs, interleaved")
+            for _ in range(a.repeats):
+                runs.setdefault("DomainBed collect_results", []).append(measure(theirs_cmd, cached))
+                for first_cmd, name in ((collect_cmd, "`dganalysis collect`"), (cmds["audit"], "select_indexed")):
+                    _forget(sweep)  # the first read starts without index or cached results
+                    runs.setdefault(f"{name}, first read", []).append(measure(first_cmd, cached))
+                    runs.setdefault(f"{name}, repeated", []).append(measure(first_cmd, cached))
+                runs.setdefault("index → tidy frame → select", []).append(measure(cmds["frame"], cached))
+            print(f"    ({load_line()} at the end)")
+        rows = {name: (statistics.median(c for c, _, _ in ms), max(r for _, r, _ in ms),
+                       statistics.median(w for _, _, w in ms), min(c for c, _, _ in ms), max(c for c, _, _ in ms))
+                for name, ms in runs.items()}
+        for name, (cpu, rss, wall, lo, hi) in rows.items():
+            print(f"{name:44s} {cpu:8.2f} CPU-s ({lo:.2f}–{hi:.2f})  {rss:6.0f} MB peak  {wall:7.2f} s wall")
+        theirs = rows["DomainBed collect_results"]
+        for name, (cpu, rss, *_) in list(rows.items())[1:]:
+            print(f"ratio {name:44s} {theirs[0] / cpu:7.1f}× fewer CPU-s than DomainBed; peak memory "
                   f"{rss / theirs[1]:.2f}× DomainBed's")
     if not (a.keep or a.dir):
         shutil.rmtree(base)
