@@ -44,7 +44,7 @@ import numpy as np
 
 from dganalysis import io, results
 from dganalysis.audit import index_file
-from dganalysis.audit.index_file import _DONE, _FAILED, _SPEC, IndexHead, _job_path, index_location
+from dganalysis.audit.index_file import DONE, FAILED, SPEC, IndexHead, _job_path, index_location
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -193,7 +193,7 @@ class _Parsed:
 @functools.lru_cache(maxsize=8)
 def _status(flags: int) -> str:
     """results.load's rule (:func:`dganalysis.results.state_from_files`) on the names a job key's flags record."""
-    return results.state_from_files(name for name, bit in (("done", _DONE), ("failed", _FAILED)) if flags & bit)
+    return results.state_from_files(name for name, bit in (("done", DONE), ("failed", FAILED)) if flags & bit)
 
 
 def _read(path: str, size: int) -> bytes:
@@ -227,13 +227,13 @@ def _parse_job(idx: _Index, folder: str, job_id: str, flags: int, size: int = 0)
     except OSError:  # unreadable: results.read_records words the error
         pass
     try:
-        spec = results._read_spec(Path(folder)) if flags & _SPEC else {}
+        spec = results._read_spec(Path(folder)) if flags & SPEC else {}
         if data is not None and _add_bulk(idx, out, data, folder, job_id, results_path, spec, flags):
             return out
         records = _fast_records(data) if data is not None else None
         if records is None:
             records = results.read_records(results_path)
-        if flags & _SPEC:
+        if flags & SPEC:
             results._check_draw(Path(folder), records)
         _add_records(idx, out, records, job_id, results_path, spec)
         out.exploded = results._loss_exploded(records)
@@ -258,7 +258,7 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     if bulk is None:
         return False
     first, steps, accs, losses = bulk
-    if flags & _SPEC:
+    if flags & SPEC:
         results._check_draw(Path(folder), [first])
     meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
     n = len(steps)
@@ -720,7 +720,7 @@ def _choose(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None,
     chunks = []  # per store: (index, record start/stop per chosen job, job names)
     for root, idx in indexes:
         counts["folders"] += len(idx.jobs)
-        ours = any(j["key"][3] & (_SPEC | _FAILED) for j in idx.jobs)
+        ours = any(j["key"][3] & (SPEC | FAILED) for j in idx.jobs)
         read_unfinished = (not ours) if include_unfinished is None else include_unfinished
         start = 0
         chosen: list[tuple[int, int, str]] = []

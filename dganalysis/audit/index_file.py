@@ -64,7 +64,6 @@ MAGIC = b"DGAINDEX"
 MTIME_MARGIN_NS = 5_000_000_000
 #: flags of a job key
 DONE, FAILED, SPEC = 1, 2, 4
-_DONE, _FAILED, _SPEC = DONE, FAILED, SPEC
 _LENGTH = struct.Struct("<Q")
 
 
@@ -147,7 +146,7 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
         except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
             size = mtime = -1
         spec_mtime = -1
-        if flags & _SPEC:
+        if flags & SPEC:
             with contextlib.suppress(FileNotFoundError):
                 spec_mtime = stat(where + "spec.json").st_mtime_ns
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
@@ -159,8 +158,8 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
 def _flags(names: Iterable[str]) -> int:
     """A job key's flags: which of ``done``, ``failed`` and ``spec.json`` the folder holds."""
     names = set(names)
-    return (_DONE if "done" in names else 0) | (_FAILED if "failed" in names else 0) \
-        | (_SPEC if "spec.json" in names else 0)
+    return (DONE if "done" in names else 0) | (FAILED if "failed" in names else 0) \
+        | (SPEC if "spec.json" in names else 0)
 
 
 def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
