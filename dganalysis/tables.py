@@ -45,21 +45,28 @@ class Table:
 
     def wide(self, digits: int = 1, latex: bool = False) -> pd.DataFrame:
         """Rows algorithms, columns as ``self.columns`` (+ "Avg"), cells formatted "mean ± se"."""
-        import numpy as np
         import pandas as pd
+
+        return pd.DataFrame(self._rows(digits, latex), index=pd.Index(self.algorithms, name="Algorithm"),
+                            columns=[*self.columns, "Avg"])
+
+    def _rows(self, digits: int, latex: bool) -> list[list[str]]:
+        """The cells of :meth:`wide` as lists, one per algorithm: what the text formats print, without a frame."""
+        import numpy as np
 
         cells = self.cells
         # (algorithm, column) → (mean, se): one summary row per pair, so a dict gives what a lookup in the frame indexed
         # by the pair gives, without one ``.loc`` per cell
         grid = dict(zip(zip(cells["algorithm"], cells["column"]), zip(cells["mean"], cells["se"])))
+        columns = [*self.columns, "Avg"]
         rows = []
         for alg in self.algorithms:
             row = {}
-            for col in [*self.columns, "Avg"]:
+            for col in columns:
                 mean, se = grid.get((alg, col), (np.nan, np.nan))
                 row[col] = format_cell(mean, se, digits, latex, with_se=col != "Avg")
-            rows.append(row)
-        return pd.DataFrame(rows, index=pd.Index(self.algorithms, name="Algorithm"), columns=[*self.columns, "Avg"])
+            rows.append([row[col] for col in columns])  # a repeated column name shows its last cell, as in a frame
+        return rows
 
 
 def format_cell(mean: float, se: float, digits: int = 1, latex: bool = False, with_se: bool = True) -> str:
@@ -84,6 +91,10 @@ def build_tables(
     import numpy as np
     import pandas as pd
 
+    # the tables never read ``attrs`` (a sweep's selection carries job counts and problem lists there): on a copy
+    # without them, pandas does not deep-copy them into every intermediate frame
+    selected = selected.copy(deep=False)
+    selected.attrs = {}
     sel = _filter_k(selected, test_domains)
     if sel.empty:
         return []
@@ -94,11 +105,12 @@ def build_tables(
     sel = sel.assign(column=_column_labels(sel))
     tables = []
     avg_cells = []
+    # one summary per dataset, never one over all datasets: pandas' group mean sums with compensation or plainly
+    # depending on the whole frame it is given (groups in order, any NaN), so a dataset's numbers come from its rows
     for ds in datasets:
         part = sel[sel["dataset"] == ds]
         order = _column_order(part, ds, domain_order or {})
-        cells = summarize(part, by=["algorithm", "column"], ddof=ddof)
-        cells[["mean", "se"]] *= 100
+        cells = _percent(summarize(part, by=["algorithm", "column"], ddof=ddof))
         means = cells.pivot(index="algorithm", columns="column", values="mean").reindex(columns=order)
         avg = means.mean(axis=1, skipna=False)
         cells = pd.concat([cells, pd.DataFrame({"algorithm": avg.index, "column": "Avg", "mean": avg.values,
@@ -106,8 +118,7 @@ def build_tables(
         tables.append(Table(f"Dataset: {ds}, model selection method: {name}", ds, algorithms, order, cells))
         per_trial = part.groupby(["algorithm", "trial_seed"], as_index=False)["acc"].mean().assign(column=ds)
         avg_cells.append(summarize(per_trial, by=["algorithm", "column"], ddof=ddof))
-    cells = pd.concat(avg_cells, ignore_index=True)
-    cells[["mean", "se"]] *= 100
+    cells = _percent(pd.concat(avg_cells, ignore_index=True))
     means = cells.pivot(index="algorithm", columns="column", values="mean").reindex(columns=datasets,
                                                                                     index=algorithms)
     avg = means.mean(axis=1, skipna=False)
@@ -136,14 +147,18 @@ def format_tables(tables: list[Table], fmt: str = "text", digits: int = 1) -> st
         return buf.getvalue()
     parts = []
     for t in tables:
-        wide = t.wide(digits, latex=fmt == "latex")
+        # what tabulate prints for ``t.wide()``: the index (named "Algorithm") as the first column
+        columns = [*t.columns, "Avg"]
+        rows = [[alg, *cells] for alg, cells in zip(t.algorithms, t._rows(digits, latex=fmt == "latex"))]
         if fmt == "text":
-            parts.append(f"-------- {t.title}\n" + tabulate(wide, headers="keys", tablefmt="simple", stralign="left",
+            parts.append(f"-------- {t.title}\n" + tabulate(rows, headers=["Algorithm", *map(str, columns)],
+                                                                tablefmt="simple", stralign="left",
                                                                 disable_numparse=True))
         elif fmt == "markdown":
-            parts.append(f"**{t.title}**\n\n" + tabulate(wide, headers="keys", tablefmt="github", disable_numparse=True))
+            parts.append(f"**{t.title}**\n\n" + tabulate(rows, headers=["Algorithm", *map(str, columns)],
+                                                          tablefmt="github", disable_numparse=True))
         else:
-            parts.append(_latex(t.title, wide))
+            parts.append(_latex(t.title, columns, rows))
     return "\n\n".join(parts) + "\n"
 
 
@@ -204,6 +219,14 @@ def _filter_k(selected: pd.DataFrame, test_domains: str | int) -> pd.DataFrame:
     return selected[k == want]
 
 
+def _percent(cells: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with mean and se in % (each column replaced by itself times 100: ``cells[["mean", "se"]] *= 100``
+    without the frame arithmetic)."""
+    for c in ("mean", "se"):
+        cells[c] = cells[c].to_numpy() * 100
+    return cells
+
+
 def _algorithm_order(names) -> list[str]:
     names = sorted(map(str, names))
     return (["ERM"] if "ERM" in names else []) + [n for n in names if n != "ERM"]
@@ -218,24 +241,40 @@ def _column_labels(sel: pd.DataFrame) -> pd.Series:
     """The domain name, extended with the split where one dataset has the domain under several splits, and with the
     setting (``steps=…``, overrides, …) where one algorithm has the same column under several settings: runs of
     different settings are never one cell. Settings that differ only between algorithms (per-algorithm overrides)
-    share the column."""
+    share the column.
+
+    The split part is worked out once per distinct (dataset, domain, splits) — a sweep has a few dozen — and looked up
+    per row; a row with a missing key value keeps the bare domain name.
+    """
     import pandas as pd
 
     labels = sel["domain"].astype(str)
     tags = _setting_tags(sel) if "setting" in sel else pd.Series("", index=sel.index)
-    splits = sel[["dataset", "domain", *_SPLIT]].drop_duplicates()
-    for (_ds, _dom), grp in splits.groupby(["dataset", "domain"]):
-        parts = [p for p in _SPLIT if grp[p].nunique() > 1] or (["train_domains"] if len(grp) > 1 else [])
-        for _, row in grp.iterrows():
-            mask = (sel["dataset"] == row["dataset"]) & (sel["domain"] == row["domain"])
-            for p in _SPLIT:
-                mask &= sel[p] == row[p]
-            split_tag = "; ".join(f"{p.split('_')[0]}: {row[p] or '-'}" for p in parts)
-            for tag in tags[mask].unique():
-                full = "; ".join(t for t in (split_tag, tag) if t)
-                if full:
-                    labels = labels.mask(mask & (tags == tag), f"{row['domain']} ({full})")
-    return labels
+    keys = ["dataset", "domain", *_SPLIT]
+    splits = list(sel[keys].drop_duplicates().itertuples(index=False, name=None))
+    by_domain: dict[tuple, list[tuple]] = {}
+    for combo in splits:
+        if not (pd.isna(combo[0]) or pd.isna(combo[1])):
+            by_domain.setdefault(combo[:2], []).append(combo)
+    split_tag = {}  # (dataset, domain, *splits) → (the domain as first seen, the split part of its label)
+    for combos in by_domain.values():
+        differ = [p for i, p in enumerate(_SPLIT, 2) if len({c[i] for c in combos if not pd.isna(c[i])}) > 1]
+        parts = differ or (["train_domains"] if len(combos) > 1 else [])
+        for combo in combos:
+            if not any(pd.isna(v) for v in combo[2:]):
+                split_tag[combo] = (combo[1], "; ".join(f"{p.split('_')[0]}: {combo[i] or '-'}"
+                                                        for i, p in enumerate(_SPLIT, 2) if p in parts))
+    row_tags = tags.tolist()
+    if not any(t for _, t in split_tag.values()) and not any(row_tags):
+        return labels  # every column is a bare domain (one split per domain, one setting)
+    out = labels.to_numpy(dtype=object, copy=True)
+    for i, (combo, tag) in enumerate(zip(zip(*(sel[k].tolist() for k in keys)), row_tags)):
+        found = split_tag.get(combo)
+        if found is not None:
+            full = "; ".join(t for t in (found[1], tag) if t)
+            if full:
+                out[i] = f"{found[0]} ({full})"
+    return pd.Series(out, index=labels.index, name=labels.name, dtype=labels.dtype)
 
 
 def _setting_tags(sel: pd.DataFrame) -> pd.Series:
@@ -244,9 +283,10 @@ def _setting_tags(sel: pd.DataFrame) -> pd.Series:
 
     tags = pd.Series("", index=sel.index)
     col = ["dataset", "domain", *_SPLIT]
-    for _, grp in sel.groupby(col, sort=False):
-        if grp["setting"].nunique() < 2:
-            continue
+    if sel["setting"].nunique() < 2:  # one setting: no column has several (the usual sweep)
+        return tags
+    several = sel.groupby(col, sort=False)["setting"].transform("nunique") >= 2
+    for _, grp in sel[several.to_numpy()].groupby(col, sort=False):
         parsed = {st: (json.loads(st) if st else {}) for st in grp["setting"].unique()}
         keys = set()
         for _, per_alg in grp.groupby("algorithm"):
@@ -264,22 +304,24 @@ def _setting_tags(sel: pd.DataFrame) -> pd.Series:
 def _column_order(part: pd.DataFrame, dataset: str, domain_order: dict[str, list[str]]) -> list[str]:
     known = domain_order.get(dataset) or DOMAINBED_ENVIRONMENTS.get(dataset) or []
     rank = {d: i for i, d in enumerate(known)}
-    cols = part[["domain", *_SPLIT, "column"]].drop_duplicates("column")
-    key = [(rank.get(d, len(rank)), d, len(tr), tr, te, va) for d, tr, te, va in
-           zip(cols["domain"], cols["train_domains"], cols["test_domains"], cols["val_domains"])]
-    return [c for _, c in sorted(zip(key, cols["column"]))]
+    first = {}  # column → (domain, *splits) of its first row
+    for col, *where in zip(*(part[c].tolist() for c in ("column", "domain", *_SPLIT))):
+        first.setdefault(col, where)
+    key = [(rank.get(d, len(rank)), d, len(tr), tr, te, va) for d, tr, te, va in first.values()]
+    return [c for _, c in sorted(zip(key, first))]
 
 
 #: the comment line every LaTeX table we write starts with: the rules (\toprule …) come from booktabs
 BOOKTABS_NOTE = "% needs \\usepackage{booktabs} in the preamble (\\toprule, \\midrule, \\bottomrule)"
 
 
-def _latex(title: str, wide: pd.DataFrame) -> str:
-    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{latex_escape(str(c))}}}" for c in wide.columns)]
-    lines = [f"% {title}", BOOKTABS_NOTE, "\\begin{tabular}{l" + "c" * len(wide.columns) + "}", "\\toprule",
+def _latex(title: str, columns: list[str], rows: list[list[str]]) -> str:
+    """A booktabs tabular: ``columns`` after "Algorithm", each row an algorithm followed by its formatted cells."""
+    head = ["\\textbf{Algorithm}", *(f"\\textbf{{{latex_escape(str(c))}}}" for c in columns)]
+    lines = [f"% {title}", BOOKTABS_NOTE, "\\begin{tabular}{l" + "c" * len(columns) + "}", "\\toprule",
              " & ".join(head) + " \\\\", "\\midrule"]
-    for alg, row in wide.iterrows():
-        lines.append(" & ".join([latex_escape(str(alg)), *row.tolist()]) + " \\\\")
+    for alg, *cells in rows:
+        lines.append(" & ".join([latex_escape(str(alg)), *cells]) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines)
 

@@ -303,6 +303,60 @@ def test_summarize_standard_error():
         selection.summarize(sel, by=["nope"])
 
 
+def _summary_frame(seed: int = 0) -> pd.DataFrame:
+    """Trials of many (algorithm, domain) groups: n = 1 groups, an all-NaN group, NaN accuracies, groups of 8 and more
+    values (numpy sums those pairwise), rows shuffled, attrs as a sweep's selection has them."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g, size in enumerate([1, 1, 2, 3, 3, 3, 4, 5, 7, 8, 9, 16, 17, 40, 130]):
+        for t in range(size):
+            rows.append({"algorithm": f"A{g % 4}", "domain": f"d{g}", "trial_seed": t, "acc": rng.random() ** 3})
+    rows += [{"algorithm": "A0", "domain": "nan", "trial_seed": t, "acc": np.nan} for t in range(3)]
+    df = pd.DataFrame(rows)
+    df.loc[rng.random(len(df)) < 0.15, "acc"] = np.nan
+    df = df.sample(frac=1, random_state=seed).reset_index(drop=True)
+    df.attrs["jobs"] = {"read": 3, "problems": [["x", "y"]]}
+    return df
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_summarize_matches_per_group_numpy_and_the_plain_pandas_summary(ddof, monkeypatch):
+    """The array path gives, group by group, numpy's nanstd / sqrt(n) as SE bit for bit, and exactly the frame of a
+    plain pandas summary (per-group ``Series.std`` through ``agg``): same rows, order, dtypes, NaN."""
+    calls = []
+    group_std = selection._group_std
+    monkeypatch.setattr(selection, "_group_std", lambda *a: calls.append(1) or group_std(*a))
+    df = _summary_frame()
+    got = selection.summarize(df, by=["algorithm", "domain"], ddof=ddof)
+    assert calls, "the array path was not taken"
+    assert df.attrs == {"jobs": {"read": 3, "problems": [["x", "y"]]}} and got.attrs == {}
+    for r in got.itertuples():
+        acc = df.loc[(df["algorithm"] == r.algorithm) & (df["domain"] == r.domain), "acc"].to_numpy()
+        n = int((~np.isnan(acc)).sum())
+        assert r.n == n
+        if n > ddof:
+            assert r.se == np.nanstd(acc, ddof=ddof) / math.sqrt(n)  # exact: the same two-pass sums
+            assert r.mean == pytest.approx(np.nanmean(acc), rel=1e-14)
+        else:
+            assert math.isnan(r.se)
+            assert math.isnan(r.mean) == (n == 0)
+    g = df.groupby(["algorithm", "domain"], sort=True, dropna=False)["acc"]
+    plain = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
+    plain["se"] = [s / math.sqrt(n) if n > ddof else np.nan for s, n in zip(plain["std"], plain["n"])]
+    pd.testing.assert_frame_equal(got, plain[["algorithm", "domain", "mean", "se", "n"]], check_exact=True)
+
+
+def test_summarize_general_path_keeps_its_results():
+    """Integer accuracies and keys named like a result column take pandas' per-group path: same numbers, same
+    error as before."""
+    ints = pd.DataFrame({"g": ["a", "a", "b"], "acc": [1, 2, 5]})
+    s = selection.summarize(ints, by=["g"])
+    assert s["mean"].tolist() == [1.5, 5.0] and s["se"].iloc[0] == pytest.approx(0.5) and s["n"].tolist() == [2, 1]
+    clash = pd.DataFrame({"n": ["p", "p"], "acc": [0.1, 0.2]})
+    with pytest.raises(ValueError, match="cannot insert n, already exists"):
+        selection.summarize(clash, by=["n"])
+
+
 # ---------------------------------------------------------------- tables and the collect verb
 
 
@@ -356,6 +410,60 @@ def test_columns_disambiguated_for_several_splits(tmp_path):
         write_run(tmp_path, "j" + "".join(train), recs)
     text = tables.selection_table(results.load(tmp_path, progress=False), "oracle", fmt="markdown")
     assert "hw (train: p,q)" in text and "hw (train: p,q,r)" in text
+
+
+def test_column_labels_name_splits_and_settings():
+    """A domain under several splits gets the splits that differ in its label (per dataset), one algorithm's runs
+    under several settings get the setting keys that differ; both together are joined; a per-algorithm setting
+    alone keeps the bare name. Rows in any order, the frame's index kept."""
+    s100, s200 = json.dumps({"steps": 100}), json.dumps({"steps": 200})
+    lr = json.dumps({"steps": 100, "hparams_overrides": {"lr": 0.1}})
+    rows = [  # dataset, algorithm, train, test, val, setting, domain, expected label
+        ("Toy", "ERM", "a,b", "c", "", s100, "c", "c (train: a,b; steps=100)"),
+        ("Toy", "ERM", "a,b", "c", "", s200, "c", "c (train: a,b; steps=200)"),
+        ("Toy", "ERM", "a,b,d", "c", "", s100, "c", "c (train: a,b,d)"),
+        ("Toy", "MMD", "a,b", "c", "", lr, "c", "c (train: a,b; steps=100)"),
+        ("Toy", "ERM", "a,b", "d", "", s100, "d", "d (test: d; val: -)"),
+        ("Toy", "ERM", "a,b", "d", "e", s100, "d", "d (test: d; val: e)"),
+        ("Toy", "ERM", "a,b", "c,d", "e", s100, "d", "d (test: c,d; val: e)"),
+        ("Toy", "MMD", "a,b", "e", "", lr, "e", "e"),
+        ("Toy", "ERM", "a,b", "e", "", s100, "e", "e"),
+        ("Other", "ERM", "a", "c", "", s100, "c", "c"),
+        ("Other", "ERM", "a", "c", "", s100, "c", "c"),
+    ]
+    sel = pd.DataFrame(rows, columns=["dataset", "algorithm", "train_domains", "test_domains", "val_domains",
+                                      "setting", "domain", "want"])
+    sel = sel.sample(frac=1, random_state=0)
+    sel.index = sel.index * 10 + 3
+    got = tables._column_labels(sel)
+    assert got.index.equals(sel.index)
+    assert got.tolist() == sel["want"].tolist()
+    # without a setting column only the splits tell columns apart
+    plain = tables._column_labels(sel.drop(columns="setting"))
+    assert plain[sel["want"] == "c (train: a,b; steps=200)"].tolist() == ["c (train: a,b)"]
+    assert plain[sel["dataset"] == "Other"].tolist() == ["c", "c"]
+    # a missing split value: that row keeps the bare name, the other split of its domain names its training domains
+    gap = pd.DataFrame({"dataset": "Toy", "algorithm": "ERM", "train_domains": "a,b", "test_domains": "c",
+                        "val_domains": ["", np.nan, ""], "domain": "c"})
+    assert tables._column_labels(gap).tolist() == ["c (train: a,b)", "c", "c (train: a,b)"]
+
+
+def test_text_formats_print_the_wide_frames(tmp_path):
+    """format_tables prints, for text and markdown, what tabulate prints for each table's ``wide()`` frame, and
+    leaves the caller's attrs alone."""
+    from tabulate import tabulate
+
+    random_domainbed_sweep(tmp_path, trials=(0, 1))
+    sel = selection.select(results.load(tmp_path, progress=False), "training_domain")
+    sel.attrs["jobs"] = {"read": 1}
+    before = repr(sel.attrs)
+    built = tables.build_tables(sel, test_domains="all")
+    assert repr(sel.attrs) == before and len(built) == 2
+    text = tables.format_tables(built, "text", digits=2)
+    md = tables.format_tables(built, "markdown")
+    for t in built:
+        assert tabulate(t.wide(2), headers="keys", tablefmt="simple", stralign="left", disable_numparse=True) in text
+        assert tabulate(t.wide(), headers="keys", tablefmt="github", disable_numparse=True) in md
 
 
 def test_test_domains_option(multi_test):
