@@ -15,10 +15,12 @@ folder is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE
 ``~/.cache``), named by a hash of the store's resolved path.
 
 **File format** (version :data:`INDEX_VERSION`): the magic bytes :data:`MAGIC`; the head (JSON: format version,
-:data:`dganalysis.hparams.DRAW_VERSION`, the job table, the arrays' names, dtypes and lengths) and the tables (JSON:
+:data:`dganalysis.hparams.DRAW_VERSION`, every job's key as six columns, the arrays' names, dtypes and lengths), the
+rest of the job table (JSON: each job's status, problem, loss explosion, record count) and the tables (JSON:
 metadata and layouts), each preceded by its length (8 bytes, little-endian); then each array's raw bytes, in the
-head's order. A reader of the head alone reads a few MB; :meth:`IndexHead.arrays` reads the rest later, from the same version
-of the file (a writer renames a new index over the old one: a changed inode, size or mtime is refused).
+head's order. Checking an unchanged sweep decodes the head alone (the job keys); :attr:`IndexHead.jobs` decodes the
+job table when records are used, and :meth:`IndexHead.arrays` reads the rest later, from the same version of the
+file (a writer renames a new index over the old one: a changed inode, size or mtime is refused).
 """
 
 from __future__ import annotations
