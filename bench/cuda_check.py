@@ -52,6 +52,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -165,25 +166,6 @@ def _sync(device: torch.device) -> None:
 
 
 @contextlib.contextmanager
-def _env(**values: str | None):
-    """Environment variables set (None: removed) for the block, restored after."""
-    old = {k: os.environ.get(k) for k in values}
-    try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@contextlib.contextmanager
 def _no_tf32():
     """fp32 matmuls and convolutions in full precision on CUDA for the block (make_runtime switches TF32 on)."""
     old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
@@ -251,32 +233,6 @@ def register_bench(channels: int, size: int) -> str:
     build.small_images = size <= 32
     register_dataset(name)(build)
     return name
-
-
-def write_fake_pacs(root: Path, per_class: int, seed: int = 0) -> Path:
-    """Simulated photos in PACS's folder layout (``root/PACS/<env>/<class>/img_<i>.jpg``): smooth RGB JPEGs of
-    40–96 px, non-square; the class sets a bright block's place and colour, the domain the background tint."""
-    from PIL import Image
-
-    from dganalysis.data.benchmarks import BENCHMARKS
-
-    b = BENCHMARKS["PACS"]
-    rng = np.random.RandomState(seed)
-    for e, env in enumerate(b.env_folders):
-        for k, cls in enumerate(b.classes):
-            folder = root / b.folder / env / cls
-            folder.mkdir(parents=True, exist_ok=True)
-            for i in range(per_class):
-                w, h = (int(v) for v in rng.randint(40, 97, 2))
-                yy, xx = np.mgrid[0:h, 0:w]
-                tint = np.array([60 + 40 * e, 90, 150 - 30 * e], float)
-                img = tint + 40 * (xx / w)[..., None] - 30 * (yy / h)[..., None]
-                cx, cy = (0.2 + 0.6 * (k % 3) / 2) * w, (0.25 + 0.5 * (k // 3) / 2) * h
-                block = (np.abs(xx - cx) < w / 6) & (np.abs(yy - cy) < h / 6)
-                img[block] = [(37 * k) % 256, 220, (91 * k) % 256]
-                img += rng.normal(0, 4, img.shape)
-                Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(folder / f"img_{i}.jpg", quality=90)
-    return root
 
 
 # --------------------------------------------------------------------------- checks
@@ -432,7 +388,10 @@ def _run_one(job, job_dir: Path, device: str, feed: str | None, data_dir: Path |
     from dganalysis.train import run_job
 
     t = time.time()
-    with _env(DGANALYSIS_FEED=feed):
+    with mock.patch.dict(os.environ):  # the environment restored after the job
+        os.environ.pop("DGANALYSIS_FEED", None)
+        if feed is not None:
+            os.environ["DGANALYSIS_FEED"] = feed
         run_job(job, job_dir, data_dir=data_dir, device=device)
     _sync(torch.device(device))
     return _records(job_dir), time.time() - t
@@ -826,7 +785,9 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         per_class = 3 if q else 6
         try:
-            write_fake_pacs(work / "pacs_tree", per_class)
+            from bench.train_throughput import make_photo_tree  # simulated photos in PACS's layout, 64–128 px
+
+            make_photo_tree(work / "pacs_tree", per_class)
         except Exception as e:  # noqa: BLE001 - the checks that need the tree report their own error
             print(f"writing the simulated JPEG tree failed: {type(e).__name__}: {e}", flush=True)
         report.run("runtime", lambda f: check_runtime(f, device), skip=sk("runtime"))
