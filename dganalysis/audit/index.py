@@ -625,10 +625,12 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
     root = Path(root)
     path = index_location(root, cache_dir)
     old = _Index.read(path, lazy=lazy)
-    if old is not None and index_file.up_to_date(root, old.keys):
+    # up_to_date's two ways, with the job folders scanned once: the flat store's check, else the scan compared
+    flat = index_file._flat_up_to_date(str(root), old.keys) if old is not None else False
+    if flat:
         return old
     keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
-    if old is not None and index_file.same_keys(old.keys, keys):  # changed meanwhile, back again
+    if flat is None and index_file.same_keys(old.keys, keys):
         return old
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

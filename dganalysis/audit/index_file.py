@@ -176,22 +176,13 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
             entries = list(it)
     except OSError:
         return
-    dirs, files = [], []
-    for e in entries:
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
-        (dirs if is_dir else files).append(e)
-    names = [e.name for e in files]
+    names, dirs = _files_and_folders(entries)
     if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
         found.append((rel or ".", _flags(names), mtime))
         return
     dirs.sort(key=operator.attrgetter("name"))
     prefix = f"{rel}/" if rel else ""
     for e in dirs:
-        if e.is_symlink():
-            continue
         sub = prefix + e.name
         key = known.get(sub)
         if key is not None:
@@ -202,6 +193,22 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
             except OSError:
                 continue
         _walk(top, sub, found, known)
+
+
+def _files_and_folders(entries: list[os.DirEntry]) -> tuple[list[str], list[os.DirEntry]]:
+    """A listing's file names (anything that is not a folder; a folder that cannot be checked counts as a file) and
+    its folders that are not symbolic links (links to folders are not followed)."""
+    files, folders = [], []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            files.append(e.name)
+        elif not e.is_symlink():
+            folders.append(e)
+    return files, folders
 
 
 def _job_path(top: str, rel: str) -> str:
@@ -248,19 +255,13 @@ def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
                 entries = list(it)
         except OSError:
             return None
-        files, mtimes = [], {}
-        for e in entries:
+        files, folders = _files_and_folders(entries)
+        mtimes = {}
+        for e in folders:
             try:
-                is_dir = e.is_dir()
+                mtimes[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
             except OSError:
-                is_dir = False
-            if not is_dir:
-                files.append(e.name)
-            elif not e.is_symlink():
-                try:
-                    mtimes[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
-                except OSError:
-                    mtimes[e.name] = None  # gone meanwhile: listed by name, as scan lists it
+                mtimes[e.name] = None  # gone meanwhile: listed by name, as scan lists it
         if results._is_job_folder(files) or len(mtimes) < len(keys):
             return False
         stat = os.stat
