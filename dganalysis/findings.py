@@ -110,13 +110,10 @@ def spearman_test(x, y) -> tuple[float, float]:
     rho = float(stats.spearmanr(x, y).statistic)
     if n > EXACT_SPEARMAN_MAX_N:
         return rho, float(stats.spearmanr(x, y).pvalue)
+    # Pearson's r of the ranks over all n! pairings: scipy's own permutation method, whose statistic is vectorised
+    # (a permutation_test calling pearsonr once per pairing took ~7 s at n = 8; this, ~0.1 s; the same p-values)
     rx, ry = stats.rankdata(x), stats.rankdata(y)
-
-    def statistic(a):
-        return stats.pearsonr(a, ry).statistic
-
-    res = stats.permutation_test((rx,), statistic, permutation_type="pairings", n_resamples=math.inf,
-                                 alternative="two-sided")
+    res = stats.pearsonr(rx, ry, method=stats.PermutationMethod(n_resamples=math.inf))
     return rho, float(min(1.0, res.pvalue))
 
 
