@@ -15,6 +15,8 @@ import argparse
 import logging
 import sys
 
+from dganalysis import progress
+
 #: the parameter profiles `dganalysis run` accepts (folders of params/)
 PROFILES = ("quick", "paper")
 
@@ -149,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return int(args.func(args) or 0)
+        with progress.bars(sys.stderr.isatty()):
+            return int(args.func(args) or 0)
     except (ValueError, KeyError, OSError) as e:  # bad input (and unusable paths): one clear line, no traceback
         if args.verbose:
             raise

@@ -1,4 +1,5 @@
-"""The progress of a notebook's sweeps, where the user is looking: under papermill's cell counter.
+"""Progress where the user is looking: a notebook's sweeps under papermill's cell counter, and the long reads of
+the command line (:func:`bars`).
 
 A notebook runs in a Jupyter kernel, so its sweeps' progress bars land in the notebook, not in the terminal that
 ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.runner`) sets ``$DGANALYSIS_PROGRESS_FILE``
@@ -14,14 +15,36 @@ in seconds since the epoch; ``total`` counts the jobs to train (``skipped``: alr
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dganalysis import io
+
+_BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("dganalysis_progress_bars", default=False)
+
+
+@contextlib.contextmanager
+def bars(enabled: bool = True) -> Iterator[None]:
+    """Within this block, long reads that have no ``progress`` parameter of their own draw a tqdm bar on stderr: the
+    index build of a large store (:func:`dganalysis.audit.index.update_index`, under ``collect`` and ``audit``). The
+    command line turns them on where stderr is a terminal; off by default (a library call draws nothing unasked)."""
+    token = _BARS.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _BARS.reset(token)
+
+
+def bars_shown() -> bool:
+    """Whether the caller asked for progress bars (:func:`bars`)."""
+    return _BARS.get()
 
 ENV = "DGANALYSIS_PROGRESS_FILE"
 REDRAW_S = 10.0  #: the watcher redraws an unchanged line (its ETA) at most this often

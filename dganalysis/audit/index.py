@@ -45,6 +45,7 @@ import numpy as np
 from dganalysis import io, results
 from dganalysis.audit import index_file
 from dganalysis.audit.index_file import DONE, FAILED, SPEC, IndexHead, _job_path, index_location
+from dganalysis.progress import bars, bars_shown
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -582,6 +583,7 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
     columns = _Columns()
     top = str(root)
     parsed = 0
+    bar = _bar(root, sum(tuple(key) not in old_by_key for key in keys)) if bars_shown() else None
     for key in keys:
         i = old_by_key.get(tuple(key))
         if i is not None:
@@ -595,9 +597,30 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step),
                    "records": key[1] >= 0}
             columns.add_parsed(p)
+            if bar is not None and parsed % _BAR_STEP == 0:
+                bar.update(_BAR_STEP)
         new.jobs.append({**job, "key": list(key)})
+    if bar is not None:
+        bar.update(parsed - bar.n)
+        bar.close()
     new.rec_meta, new.rec_layout, new.rec_step, new.acc = columns.arrays()
     return new, parsed
+
+
+#: an index build that parses at least this many jobs shows a progress bar where asked (:func:`~dganalysis.progress.bars`)
+PROGRESS_MIN_JOBS = 2000
+#: the bar moves once per this many parsed jobs
+_BAR_STEP = 250
+
+
+def _bar(root: Path, to_parse: int) -> Any:
+    """A tqdm bar on stderr over the ``to_parse`` jobs of ``root`` to be read, or None below
+    :data:`PROGRESS_MIN_JOBS`."""
+    if to_parse < PROGRESS_MIN_JOBS:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=to_parse, desc=f"indexing {root}", unit="job", leave=False, mininterval=0.5)
 
 
 @contextlib.contextmanager
@@ -684,7 +707,7 @@ def load_indexed(
     ``include_unfinished`` and ``strict`` as in :func:`~dganalysis.results.load`. ``categorical=True`` returns the
     string columns as ``category`` (sorted categories); ``False`` as ``str``, equal to ``load``'s frame.
     ``cache_dir``: where indexes of stores that cannot be written go (default :func:`default_cache_dir`).
-    ``progress`` is accepted for ``load``'s signature and ignored.
+    ``progress``: a bar on stderr while a large store is indexed (:data:`PROGRESS_MIN_JOBS` jobs to read or more).
     """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
@@ -692,7 +715,9 @@ def load_indexed(
     if include_unfinished not in (None, True, False):
         raise ValueError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
                          "True or False")
-    return _assemble([(Path(p), update_index(p, cache_dir)) for p in paths], include_unfinished, strict, categorical)
+    with bars(progress or bars_shown()):
+        indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
+    return _assemble(indexes, include_unfinished, strict, categorical)
 
 
 def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,

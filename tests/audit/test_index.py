@@ -473,3 +473,36 @@ def test_read_only_folder_is_not_written_even_by_root(tmp_path):
     finally:
         root.chmod(0o755)
     assert index.index_location(root) == root / INDEX_NAME
+
+
+def test_progress_bar_while_a_large_store_is_indexed(tmp_path, monkeypatch, capsys):
+    """A bar on stderr while an index build reads many jobs: where the caller asked (progress.bars, as the command
+    line does on a terminal, or load_indexed(progress=True)), never unasked; it counts the jobs read."""
+    from dganalysis.progress import bars
+
+    root = domainbed_dir(tmp_path / "db")
+    n_jobs = len(index_file.scan(root))
+    monkeypatch.setattr(index, "PROGRESS_MIN_JOBS", n_jobs)
+    monkeypatch.setattr(index, "_BAR_STEP", 2)
+    made = []
+    real_bar = index._bar
+    monkeypatch.setattr(index, "_bar", lambda *a: made.append(real_bar(*a)) or made[-1])
+    update_index(root)
+    assert "indexing" not in capsys.readouterr().err  # unasked: nothing
+    (root / INDEX_NAME).unlink()
+    with bars():
+        update_index(root)
+    err = capsys.readouterr().err
+    assert f"indexing {root}" in err and f"0/{n_jobs}" in err and made[-1].n == n_jobs  # every job counted
+    update_index(root)  # up to date: nothing read, no bar
+    (root / INDEX_NAME).unlink()
+    with bars(False):
+        update_index(root)
+    assert "indexing" not in capsys.readouterr().err
+    write_run(root, "one_more", [rec(step=0, hseed=20)])
+    with bars():
+        update_index(root)  # one job to read: below the threshold
+    assert "indexing" not in capsys.readouterr().err
+    (root / INDEX_NAME).unlink()
+    load_indexed(root, progress=True)
+    assert f"indexing {root}" in capsys.readouterr().err
