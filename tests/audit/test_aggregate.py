@@ -72,3 +72,38 @@ def test_wilcoxon_pairs_null_and_planted_effect():
         power += int((first["direction"] == 1).all())
     assert false / n_tables <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / n_tables)
     assert power / n_tables >= 0.8
+
+
+@pytest.mark.parametrize("rope", [1.0, 0.0])
+def test_signed_rank_probs_are_baycomps(rope):
+    """The vectorised sampler gives baycomp.two_on_multiple's probabilities, the same numbers: random paired means
+    rounded to 0.1 (differences on the ±rope edge, tied sums), 2 to 40 datasets, several seeds and sample sizes."""
+    import baycomp
+
+    rng = np.random.default_rng(6)
+    for _ in range(25):
+        n = int(rng.integers(2, 41))
+        x = np.round(rng.normal(60, 5, n), 1)
+        y = np.round(x + rng.normal(0.3, 1.0, n), 1)
+        seed, nsamples = int(rng.integers(0, 1000)), int(rng.choice([1, 7, 500, 3000]))
+        want = baycomp.two_on_multiple(x, y, rope=rope, random_state=seed, nsamples=nsamples)
+        got = aggregate.signed_rank_probs(x, y, rope, nsamples, seed)
+        assert got == tuple(want), (n, seed, nsamples, got, want)
+    with pytest.raises(ValueError, match="rope ≥ 0"):
+        aggregate.signed_rank_probs(np.zeros(3), np.ones(3), -1.0, 10, 0)
+
+
+def test_bayesian_probabilities_without_a_rope_sum_to_one():
+    """With rope = 0 baycomp still returns three values (the middle one 0): P(better) and P(worse) are the outer two.
+    (Until session 10 the audit read the middle one as P(worse), which was then always 0.) SIMULATED table: A1 below
+    the baseline on all 8 datasets, A2 above it."""
+    rng = np.random.default_rng(7)
+    base = rng.normal(60, 8, 8)
+    means = np.stack([base, base - 2 - rng.random(8), base + 2 + rng.random(8)], axis=1)
+    cells = _cells(means).replace({"algorithm": {"A0": "ERM"}})
+    for rope in (0.0, 1.0):
+        got = aggregate.per_algorithm(cells, None, "ERM", rope=rope, reps=200).set_index("algorithm")
+        total = got["p_better"] + got["p_equivalent"] + got["p_worse"]
+        assert np.allclose(total, 1.0)
+        assert got.loc["A1", "p_worse"] > 0.9 and got.loc["A2", "p_better"] > 0.9
+        assert (got["p_equivalent"] == 0).all() == (rope == 0)
