@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +87,11 @@ def main_audit(args: argparse.Namespace) -> int:
             out.append(f"reference {args.reference} vs {a.input.name}: {counts} of {len(a.reference)} cells\n")
     sys.stdout.write("".join(out))
     sys.stderr.write("".join(err))
+    start = time.perf_counter()
     written = write_outputs(result, html_path=args.output, json_path=args.json)
+    if written:
+        logging.getLogger("dganalysis.audit.report").info("audit: report, figures and tables written in %.1f s",
+                                                          time.perf_counter() - start)
     for path in written:
         if path.suffix in (".html", ".json"):
             out.append(f"wrote {path}\n")

@@ -9,9 +9,11 @@ and does everything else.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,15 @@ def _table_selections(cells: pd.DataFrame, selections: list[str], where: str, ex
     return keep
 
 
+@contextlib.contextmanager
+def _stage(name: str, what: str) -> Iterator[None]:
+    """Log (INFO, which the command line shows) how long one stage of an input's audit took: a large sweep's audit
+    takes tens of seconds, and this says where it is."""
+    start = time.perf_counter()
+    yield
+    log.info("audit %s: %s in %.1f s", name, what, time.perf_counter() - start)
+
+
 def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -> tuple[dict, list[str]]:
     """The raw-sweep analyses of :mod:`dganalysis.audit.sweep`, or a note where it is not installed."""
     try:
@@ -205,7 +216,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     optional = {str(p) for p in optional}
     for path in inputs:  # read and check everything before any statistic
         try:
-            inp = load_input(path, selections, trials=trials if is_table(path) else None)
+            with _stage(str(path), "read and selected"):
+                inp = load_input(path, selections, trials=trials if is_table(path) else None)
             if inp.kind == "table":
                 inp.cells = _table_selections(inp.cells, selections, inp.name, explicit)
             check_baseline(inp.cells, baseline, inp.name)
@@ -217,11 +229,12 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
         loaded.append(inp)
     audits = []
     for inp in loaded:
-        cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence)
-        agg = aggregate.per_algorithm(inp.cells, inp.trials, baseline, rope=rope, confidence=confidence, reps=reps,
-                                      seed=seed)
-        audit = InputAudit(inp, cl, agg, aggregate.wilcoxon_pairs(inp.cells, alpha=alpha),
-                           aggregate.friedman_tests(inp.cells, alpha=alpha))
+        with _stage(inp.name, "claims and across-dataset tests"):
+            cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence)
+            agg = aggregate.per_algorithm(inp.cells, inp.trials, baseline, rope=rope, confidence=confidence,
+                                          reps=reps, seed=seed)
+            audit = InputAudit(inp, cl, agg, aggregate.wilcoxon_pairs(inp.cells, alpha=alpha),
+                               aggregate.friedman_tests(inp.cells, alpha=alpha))
         if ref_cells is not None:
             try:
                 audit.reference = reference.compare(inp.cells, ref_cells, alpha=alpha, rope=rope,
@@ -229,7 +242,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
             except ValueError as e:
                 audit.notes.append(f"reference {reference_table}: {e}")
         if inp.kind == "sweep" and sweep_analyses:
-            audit.sweep, notes = _sweep_analyses(inp, selections, confidence)
+            with _stage(inp.name, "sweep analyses"):
+                audit.sweep, notes = _sweep_analyses(inp, selections, confidence)
             audit.notes += notes
         audits.append(audit)
     settings = {"baseline": baseline, "selections": selections, "alpha": alpha, "rope": rope,

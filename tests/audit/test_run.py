@@ -27,6 +27,17 @@ def test_outputs_are_written_when_no_claim_can_be_made(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["claims"] == []
 
 
+def test_each_stage_says_how_long_it_took(sweeps, caplog):
+    """A large sweep's audit takes tens of seconds: each stage of each input is logged (INFO, shown by the command
+    line) with its time."""
+    planted, _ = sweeps
+    with caplog.at_level("INFO", logger="dganalysis.audit.run"):
+        run_audit([planted], selection="training_domain", reps=50)
+    said = [r.getMessage() for r in caplog.records if r.name == "dganalysis.audit.run"]
+    for stage in ("read and selected", "claims and across-dataset tests", "sweep analyses"):
+        assert any(m.startswith(f"audit {planted}") and stage in m and m.endswith(" s") for m in said), (stage, said)
+
+
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
     root = tmp_path_factory.mktemp("audit")
