@@ -27,6 +27,9 @@ from typing import Any
 
 from dganalysis import io
 
+ENV = "DGANALYSIS_PROGRESS_FILE"
+REDRAW_S = 10.0  #: the watcher redraws an unchanged line (its ETA) at most this often
+
 _BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("dganalysis_progress_bars", default=False)
 
 
@@ -45,9 +48,6 @@ def bars(enabled: bool = True) -> Iterator[None]:
 def bars_shown() -> bool:
     """Whether the caller asked for progress bars (:func:`bars`)."""
     return _BARS.get()
-
-ENV = "DGANALYSIS_PROGRESS_FILE"
-REDRAW_S = 10.0  #: the watcher redraws an unchanged line (its ETA) at most this often
 
 
 def progress_file() -> Path | None:

@@ -16,9 +16,9 @@ Each analysis runs on one *family* (one board and selection method of one input)
   difference to the baseline's mean on each dataset (a baseline-normalised score), with the same CIs.
 * **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``'s p-value, two-sided, Pratt's zeros: :func:`wilcoxon_p`) for
   every pair of algorithms over the datasets' means, Holm-adjusted over all pairs: it decides *this pair*, whatever
-  else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.protocols.friedman`, Demšar 2006) ask whether the average
-  ranks differ at all and which pairs differ *given the whole pool* — adding or removing an algorithm can change a
-  Nemenyi verdict on A vs B, not a Wilcoxon one. With 7 datasets the smallest two-sided Wilcoxon p is 1/64.
+  else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.protocols.friedman`,
+  Demšar 2006) ask whether the average ranks differ at all and which pairs differ *given the whole pool* — adding or
+  removing an algorithm can change a Nemenyi verdict on A vs B, not a Wilcoxon one. With 7 datasets the smallest two-sided Wilcoxon p is 1/64.
 * **Bayesian signed-rank** (Benavoli et al. 2017, ``baycomp.two_on_multiple``'s numbers on the datasets' means,
   seeded; :func:`signed_rank_probs`):
   posterior P(better), P(equivalent: |Δ| < rope), P(worse) of the algorithm against the baseline, from 5000
