@@ -242,7 +242,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     acc = frame["acc"]
     plain = len(set(by)) == len(by) and not {"mean", "std", "n", "se"} & set(by)  # no key clashes with a result
     if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
-        g = selected.groupby(by, sort=True, dropna=False)["acc"]
+        g = frame.groupby(by, sort=True, dropna=False)["acc"]
         out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
         out["se"] = [s / math.sqrt(n) if n > ddof else np.nan for s, n in zip(out["std"], out["n"])]
         return out[[*by, "mean", "se", "n"]]

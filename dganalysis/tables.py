@@ -150,13 +150,13 @@ def format_tables(tables: list[Table], fmt: str = "text", digits: int = 1) -> st
         # what tabulate prints for ``t.wide()``: the index (named "Algorithm") as the first column
         columns = [*t.columns, "Avg"]
         rows = [[alg, *cells] for alg, cells in zip(t.algorithms, t._rows(digits, latex=fmt == "latex"))]
+        headers = ["Algorithm", *map(str, columns)]
         if fmt == "text":
-            parts.append(f"-------- {t.title}\n" + tabulate(rows, headers=["Algorithm", *map(str, columns)],
-                                                                tablefmt="simple", stralign="left",
-                                                                disable_numparse=True))
+            parts.append(f"-------- {t.title}\n" + tabulate(rows, headers=headers, tablefmt="simple",
+                                                                stralign="left", disable_numparse=True))
         elif fmt == "markdown":
-            parts.append(f"**{t.title}**\n\n" + tabulate(rows, headers=["Algorithm", *map(str, columns)],
-                                                          tablefmt="github", disable_numparse=True))
+            parts.append(f"**{t.title}**\n\n" + tabulate(rows, headers=headers, tablefmt="github",
+                                                          disable_numparse=True))
         else:
             parts.append(_latex(t.title, columns, rows))
     return "\n\n".join(parts) + "\n"
