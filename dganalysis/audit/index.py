@@ -65,6 +65,11 @@ try:  # optional: a first build ~10× faster (each line decoded into a struct, a
 except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
     msgspec = None
 
+try:  # optional, compiled when the package is installed (see _jsonl.c): the first build ~2× faster again
+    from dganalysis.audit import _jsonl
+except ImportError:  # pragma: no cover - exercised where no C compiler built it (tests set it to None)
+    _jsonl = None
+
 log = logging.getLogger(__name__)
 
 _STR_COLUMNS = ("job_id", "dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting",
@@ -179,9 +184,11 @@ class _Index:
 
 class _Parsed:
     """One job's records: its status, problem (results.load's error message), whether its loss exploded, and per
-    record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN)."""
+    record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN) — or, read
+    by the compiled reader, ``run``: (metadata id, layout id, records, steps as int64 bytes, accuracies as float64
+    bytes) for records that all share one metadata and layout."""
 
-    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc")
+    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "run")
 
     def __init__(self, status: str) -> None:
         self.status, self.problem, self.exploded = status, None, False
@@ -189,6 +196,12 @@ class _Parsed:
         self.layout: list[int] = []
         self.step: list[int] = []
         self.acc: list[float | int | None] = []
+        self.run: tuple[int, int, int, bytes, bytes] | None = None
+
+    @property
+    def count(self) -> int:
+        """The number of records."""
+        return self.run[2] if self.run is not None else len(self.step)
 
 
 @functools.lru_cache(maxsize=8)
@@ -249,8 +262,17 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     """The records of a job whose lines all repeat the first one's keys and the text of its ``args``, ``hparams``
     and domain fields, with numeric accuracies and integer steps, added to ``out``: the first record through
     results.load's code (the job's metadata, layout and error messages), every record's numbers in bulk. False
-    (nothing added) otherwise: then the job is read record by record. Uses msgspec where installed
-    (:func:`_uniform_structs`), else orjson (:func:`_repeated_lines`)."""
+    (nothing added) otherwise: then the job is read record by record. Uses the compiled reader where built
+    (:func:`_compiled_lines`), msgspec where installed (:func:`_uniform_structs`), else orjson
+    (:func:`_repeated_lines`)."""
+    if _jsonl is not None and (got := _compiled_lines(data)) is not None:
+        first, n, steps, accs, losses = got
+        if flags & SPEC:
+            results._check_draw(Path(folder), [first])
+        meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
+        out.run = (meta, layout, n, steps, accs)
+        out.exploded = results._losses_exploded(_float64s(losses)) if losses is not None else False
+        return True
     if msgspec is not None:
         bulk = _uniform_structs(data)
     else:
@@ -277,6 +299,58 @@ _Bulk = tuple[dict[str, Any], list[int], list[float | int | None], list[Any]]
 def _in_int64(steps: list[int]) -> bool:
     """Whether the (integer) steps fit the index's int64 column (else the exact path decides)."""
     return not steps or (-(2**63) <= min(steps) and max(steps) < 2**63)
+
+
+# ---- compiled: the numbers read in one pass, the repeated fields compared byte for byte (_jsonl.c)
+
+
+def _compiled_lines(data: bytes) -> tuple[dict[str, Any], int, bytes, bytes, bytes | None] | None:
+    """(first record, number of records, steps as int64 bytes, every row's accuracy in results.load's order as
+    float64 bytes (NaN for null), losses as float64 bytes (NaN where not a number) or None without a ``loss`` key)
+    when every line of ``data`` is one JSON object with the first line's keys in the same order, the same text for
+    its ``args``, ``hparams`` and domain fields, an integer step and numbers or nulls as accuracies; None otherwise
+    (anything unusual: see ``_jsonl.c``; then the exact path reads the job). The first line is decoded whole for its
+    metadata (msgspec, else orjson or json)."""
+    end = data.find(b"\n")
+    try:
+        first = (msgspec.json.decode if msgspec is not None else _loads)(data[:end] if end >= 0 else data)
+    except (*_JSONError, *((msgspec.MsgspecError,) if msgspec is not None else ())):
+        return None
+    if type(first) is not dict or type(first.get("args")) is not dict:
+        return None
+    kinds = _kinds(tuple(first))
+    got = _jsonl.read_job(data, kinds) if kinds is not None else None
+    return None if got is None else (first, *got)
+
+
+@functools.lru_cache(maxsize=256)
+def _kinds(keys: tuple[str, ...]) -> bytes | None:
+    """What ``_jsonl.read_job`` does with each of a first line's ``keys`` (see ``_jsonl.c``): 1 a field every line
+    repeats (``args``, ``hparams``, domain fields), 2 the step, 3 the loss, 4 + c an accuracy in column c (results.load
+    orders the rows by (env index, split)), 0 another key. None when the records are not the usual kind (as
+    :func:`_line_format`)."""
+    pairs = []
+    for key in keys:
+        pair = results._env_pair(key)
+        if pair is not None:
+            if key != f"env{pair[0]}_{pair[1]}_acc":
+                return None
+            pairs.append((pair, key))
+    if "args" not in keys or "step" not in keys or not pairs or len(keys) > _MAX_KEYS or len(pairs) > 250:
+        return None
+    column = {key: c for c, (_, key) in enumerate(sorted(pairs))}
+    same = {"args", "hparams", *_DOMAIN_FIELDS}
+    return bytes(4 + column[k] if k in column else 1 if k in same else 2 if k == "step" else 3 if k == "loss" else 0
+                 for k in keys)
+
+
+#: the most keys a record may have for the compiled reader (``MAX_KEYS`` in _jsonl.c)
+_MAX_KEYS = 250
+
+
+def _float64s(data: bytes) -> list[float]:
+    """float64 bytes (native order) → a list of floats."""
+    return np.frombuffer(data, np.float64).tolist()
 
 
 # ---- with msgspec: each line decoded into a struct of its first line's keys
@@ -533,12 +607,27 @@ class _Columns:
     def __init__(self) -> None:
         self.parts: tuple[list[np.ndarray], ...] = ([], [], [], [])  # rec_meta, rec_layout, rec_step, acc
         self.lists: tuple[list, ...] = ([], [], [], [])
+        self.runs: tuple[list, ...] = ([], [], [], [], [])  # _Parsed.run's five parts, job after job
+        self._run_bytes = 0
 
     def add_parsed(self, p: _Parsed) -> None:
+        if p.run is not None:
+            if self.lists[0]:
+                self._flush_lists()
+            for values, new in zip(self.runs, p.run):
+                values.append(new)
+            self._run_bytes += len(p.run[4])
+            if self._run_bytes > 8 * _FLUSH_ROWS:  # 8 bytes an accuracy
+                self._flush_runs()
+            return
+        if not p.step:  # no records
+            return
+        if self.runs[0]:
+            self._flush_runs()
         for values, new in zip(self.lists, (p.meta, p.layout, p.step, p.acc)):
             values += new
         if len(self.lists[3]) > _FLUSH_ROWS:
-            self._flush()
+            self._flush_lists()
 
     def add_old(self, *arrays: np.ndarray) -> None:
         self._flush()
@@ -546,6 +635,23 @@ class _Columns:
             part.append(arr)
 
     def _flush(self) -> None:
+        self._flush_runs()
+        self._flush_lists()
+
+    def _flush_runs(self) -> None:
+        meta, layout, count, steps, accs = self.runs
+        if not meta:
+            return
+        count = np.array(count, np.int64)
+        self.parts[0].append(np.repeat(np.array(meta, np.int32), count))
+        self.parts[1].append(np.repeat(np.array(layout, np.int32), count))
+        self.parts[2].append(np.frombuffer(b"".join(steps), np.int64))
+        self.parts[3].append(np.frombuffer(b"".join(accs), np.float64))
+        for values in self.runs:
+            values.clear()
+        self._run_bytes = 0
+
+    def _flush_lists(self) -> None:
         for part, values, dtype in zip(self.parts, self.lists, _COLUMN_TYPES):
             if values:
                 try:
@@ -594,7 +700,7 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             job_id = root.name if key[0] == "." else key[0].rpartition("/")[2]  # Path(folder).name
             p = _parse_job(new, _job_path(top, key[0]), job_id, key[3], key[1])
             parsed += 1
-            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": len(p.step),
+            job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": p.count,
                    "records": key[1] >= 0}
             columns.add_parsed(p)
             if bar is not None and parsed % _BAR_STEP == 0:

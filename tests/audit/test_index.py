@@ -356,11 +356,16 @@ def _raising(name):
     return fail
 
 
-@pytest.mark.parametrize("decoder", ["msgspec", "orjson", "json"])
+@pytest.mark.parametrize("decoder", ["compiled", "msgspec", "orjson", "json"])
 def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
-    """msgspec's structs, the orjson fallback (msgspec missing) and the standard library alone (both missing) give
-    the same frames; the bulk path is taken for uniform jobs wherever msgspec or orjson is there."""
-    if decoder != "msgspec":
+    """The compiled reader, msgspec's structs (not built), the orjson fallback (msgspec missing too) and the standard
+    library alone (both missing) give the same frames; the bulk path is taken for uniform jobs wherever the compiled
+    reader, msgspec or orjson is there."""
+    if decoder == "compiled" and index._jsonl is None:
+        pytest.skip("the compiled reader (dganalysis/audit/_jsonl.c) is not built: `pip install -e .` with a C compiler")
+    if decoder != "compiled":
+        monkeypatch.setattr(index, "_jsonl", None)
+    if decoder not in ("compiled", "msgspec"):
         monkeypatch.setattr(index, "msgspec", None)
     if decoder == "json":
         monkeypatch.setattr(index, "orjson", None)
@@ -379,9 +384,14 @@ def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
     assert set(got.loc[got["job_id"] == "ours", "role"]) == {"train", "test", "val"}
 
 
-def test_msgspec_bulk_refuses_what_results_load_reads_otherwise(tmp_path):
-    """Lines that msgspec's per-line structs would take but results.load reads differently (or refuses) go through
-    results.load's code: same frame, same errors."""
+@pytest.mark.parametrize("reader", ["compiled", "msgspec"])
+def test_bulk_readers_refuse_what_results_load_reads_otherwise(tmp_path, monkeypatch, reader):
+    """Lines that the compiled reader or msgspec's per-line structs would take but results.load reads differently
+    (or refuses) go through results.load's code: same frame, same errors."""
+    if reader == "compiled" and index._jsonl is None:
+        pytest.skip("the compiled reader (dganalysis/audit/_jsonl.c) is not built: `pip install -e .` with a C compiler")
+    if reader == "msgspec":
+        monkeypatch.setattr(index, "_jsonl", None)
     root = tmp_path / "db"
     extra_key = rec(step=5, hseed=1, domains=["p", "q", "r", "s"])  # a key the first line lacks: other names
     write_run(root, "extra_key", [rec(step=0, hseed=1), extra_key])

@@ -1,0 +1,405 @@
+/* The numbers of a sweep job's results.jsonl, read in one pass (dganalysis.audit.index, :func:`_compiled_lines`).
+ *
+ * A job's records repeat the first line's args, hparams and domain fields on every line; only the step, the
+ * accuracies and the loss change. read_job checks that every line is one JSON object with the first line's keys in
+ * the same order (the same bytes), the first line's bytes for the repeated fields, and extracts the step (an
+ * integer), the accuracies (numbers or null) and the loss. It accepts a strict subset of JSON and returns None on
+ * anything else (non-ASCII text, NaN/Infinity, a blank line, a value spanning lines, nesting deeper than 64, an
+ * accuracy that overflows, ...): the caller then reads the job with the exact Python path, so the result never
+ * depends on this module. Numbers are converted by CPython's own PyOS_string_to_double, the function behind
+ * float() and json.loads, so every value is the one json.loads gives.
+ *
+ * read_job(data: bytes, kinds: bytes) -> (n_lines, steps, accs, losses) | None
+ *   kinds[i] says what the first line's i-th key is: 0 any other key (its value is checked, not kept), 1 a field
+ *   every line must repeat byte for byte, 2 the step, 3 the loss, 4 + c an accuracy kept in column c (the columns
+ *   are 0 .. n_acc - 1). steps: int64 × n_lines; accs: float64 × n_lines × n_acc, line after line (NaN for null);
+ *   losses: float64 × n_lines (NaN where the loss is not a number), or None without a loss key. Native byte order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_OTHER = 0, K_SAME = 1, K_STEP = 2, K_LOSS = 3, K_ACC = 4 };
+#define MAX_KEYS 250
+#define MAX_DEPTH 64
+
+typedef struct {
+    const char *p, *end;
+} Cursor;
+
+/* JSON whitespace inside a line (a newline ends the line, so a value spanning lines is refused) */
+static inline void skip_ws(Cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r')) c->p++;
+}
+
+static inline int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+static inline int is_hex(char ch) {
+    return is_digit(ch) || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+static inline int expect(Cursor *c, char ch) {
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* a JSON string at c->p (its opening quote); ASCII only, JSON's escapes */
+static int skip_string(Cursor *c) {
+    const char *p = c->p + 1;
+    while (p < c->end) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            c->p = p + 1;
+            return 1;
+        }
+        if (ch < 0x20 || ch >= 0x80) return 0; /* a control character (invalid) or non-ASCII (left to Python) */
+        if (ch == '\\') {
+            if (++p >= c->end) return 0;
+            switch (*p) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                p++;
+                break;
+            case 'u':
+                if (c->end - p < 5 || !is_hex(p[1]) || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4])) return 0;
+                p += 5;
+                break;
+            default:
+                return 0;
+            }
+            continue;
+        }
+        p++;
+    }
+    return 0;
+}
+
+/* a JSON number at c->p, by JSON's grammar (json.loads's NUMBER_RE): -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? */
+static int skip_number(Cursor *c, int *is_int, Py_ssize_t *int_digits) {
+    const char *p = c->p, *end = c->end, *digits;
+    *is_int = 1;
+    if (p < end && *p == '-') p++;
+    digits = p;
+    if (p < end && *p == '0') {
+        p++;
+    } else if (p < end && *p >= '1' && *p <= '9') {
+        while (p < end && is_digit(*p)) p++;
+    } else {
+        return 0;
+    }
+    *int_digits = p - digits;
+    if (p < end && *p == '.') {
+        *is_int = 0;
+        if (++p >= end || !is_digit(*p)) return 0;
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        *is_int = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || !is_digit(*p)) return 0;
+        while (p < end && is_digit(*p)) p++;
+    }
+    c->p = p;
+    return 1;
+}
+
+static int skip_literal(Cursor *c, const char *word, Py_ssize_t n) {
+    if (c->end - c->p >= n && memcmp(c->p, word, (size_t)n) == 0) {
+        c->p += n;
+        return 1;
+    }
+    return 0;
+}
+
+/* any JSON value at c->p (checked, not kept) */
+static int skip_value(Cursor *c, int depth) {
+    int is_int;
+    Py_ssize_t nd;
+    if (c->p >= c->end) return 0;
+    switch (*c->p) {
+    case '"':
+        return skip_string(c);
+    case '{':
+    case '[': {
+        char close = *c->p == '{' ? '}' : ']';
+        int object = close == '}';
+        if (depth >= MAX_DEPTH) return 0;
+        c->p++;
+        skip_ws(c);
+        if (expect(c, close)) return 1;
+        for (;;) {
+            if (object) {
+                if (c->p >= c->end || *c->p != '"' || !skip_string(c)) return 0;
+                skip_ws(c);
+                if (!expect(c, ':')) return 0;
+                skip_ws(c);
+            }
+            if (!skip_value(c, depth + 1)) return 0;
+            skip_ws(c);
+            if (expect(c, ',')) {
+                skip_ws(c);
+                continue;
+            }
+            return expect(c, close);
+        }
+    }
+    case 't':
+        return skip_literal(c, "true", 4);
+    case 'f':
+        return skip_literal(c, "false", 5);
+    case 'n':
+        return skip_literal(c, "null", 4);
+    default:
+        return skip_number(c, &is_int, &nd);
+    }
+}
+
+/* Powers of ten exactly representable as doubles (10^0 .. 10^22) */
+static const double exact_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+typedef unsigned __int128 u128;
+
+static int bit_length(u128 x) {
+    uint64_t hi = (uint64_t)(x >> 64), lo = (uint64_t)x;
+    return hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* The double nearest to w * 10^q (ties to even), exactly, when 1 <= w < 10^19 and -21 <= q <= 19: the quotient
+ * floor(w * 10^q * 2^k) is computed in integers with k chosen so that it has 53 bits, and rounded with its
+ * remainder. Every such value is a normal double, so scaling by 2^-k is exact. */
+static double exact_decimal(uint64_t w, int q) {
+    u128 num = w, den = 1;
+    int k, len;
+    if (w < ((uint64_t)1 << 53) && q >= -22 && q <= 22) /* Clinger's fast path: one correctly rounded operation */
+        return q < 0 ? (double)w / exact_pow10[-q] : (double)w * exact_pow10[q];
+    for (int i = 0; i < (q < 0 ? -q : q); i++) { /* 10^|q| < 2^70 for |q| <= 21, and w * 10^19 < 2^128 */
+        if (q < 0) den *= 10;
+        else num *= 10;
+    }
+    /* k such that 2^52 <= num * 2^k / den < 2^53 */
+    k = 52 - (bit_length(num) - bit_length(den));
+    len = 0;
+    for (;;) {
+        u128 n = num, d = den;
+        if (k >= 0) n <<= k; /* num * 2^k < 2^(bitlen(den) + 54) <= 2^124 */
+        else d <<= -k;       /* den * 2^-k: -k <= bitlen(num) - 52 <= 76 bits shift of a 1 (den = 1 then) */
+        u128 quo = n / d, rem = n % d;
+        len = bit_length(quo);
+        if (len < 53) { k++; continue; }
+        if (len > 53) { k--; continue; }
+        if (2 * rem > d || (2 * rem == d && (quo & 1))) quo++; /* quo = 2^53 after rounding up is still exact */
+        return ldexp((double)(uint64_t)quo, -k);
+    }
+}
+
+/* A number token [start, stop) as json.loads and float() give it. Tokens of up to 19 significant digits with a
+ * small exponent are converted exactly here (exact_decimal: the one double nearest to the decimal, as CPython's
+ * correctly rounded conversion gives); the others by CPython's PyOS_string_to_double, the function behind
+ * float(). Returns 0 (no exception) when the token is not read whole, -1 with an exception set on an internal
+ * error. */
+static int to_double(const char *start, const char *stop, double *out) {
+    const char *p = start;
+    int neg = 0, exp = 0, exp_neg = 0, sig = 0, q = 0;
+    uint64_t w = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    for (; p < stop && is_digit(*p); p++) { /* integer digits */
+        if (w == 0 && *p == '0') continue;
+        if (++sig > 19) goto slow;
+        w = w * 10 + (uint64_t)(*p - '0');
+    }
+    if (p < stop && *p == '.') {
+        for (p++; p < stop && is_digit(*p); p++) {
+            q--;
+            if (w == 0 && *p == '0') continue;
+            if (++sig > 19) goto slow;
+            w = w * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    if (p < stop && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (*p == '+' || *p == '-') exp_neg = *p++ == '-';
+        for (; p < stop && is_digit(*p); p++) {
+            exp = exp * 10 + (*p - '0');
+            if (exp > 400) goto slow;
+        }
+    }
+    if (p != stop) return 0;
+    q += exp_neg ? -exp : exp;
+    if (w == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 1;
+    }
+    if (q < -21 || q > 19) goto slow;
+    *out = neg ? -exact_decimal(w, q) : exact_decimal(w, q);
+    return 1;
+slow: {
+    char *endp = NULL;
+    double v = PyOS_string_to_double(start, &endp, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_ValueError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (endp != stop) return 0;
+    *out = v;
+    return 1;
+}
+}
+
+/* the read; returns 1 when the data fits, 0 when not (no exception), -1 on an internal error */
+static int read_lines(const char *data, Py_ssize_t size, const unsigned char *kinds, Py_ssize_t n_keys,
+                      Py_ssize_t n_acc, Py_ssize_t n_lines, int64_t *steps, double *accs, double *losses) {
+    const char *key_at[MAX_KEYS], *same_at[MAX_KEYS];
+    Py_ssize_t key_len[MAX_KEYS], same_len[MAX_KEYS];
+    Cursor c = {data, data + size};
+    for (Py_ssize_t line = 0; line < n_lines; line++) {
+        const char *nl = memchr(c.p, '\n', (size_t)(data + size - c.p));
+        c.end = nl ? nl : data + size;
+        skip_ws(&c);
+        if (!expect(&c, '{')) return 0;
+        skip_ws(&c);
+        for (Py_ssize_t k = 0; k < n_keys; k++) {
+            const char *start = c.p;
+            int kind = kinds[k], is_int;
+            Py_ssize_t nd;
+            if (k > 0) {
+                if (!expect(&c, ',')) return 0;
+                skip_ws(&c);
+                start = c.p;
+            }
+            if (line == 0) { /* the first line sets the keys' bytes */
+                if (c.p >= c.end || *c.p != '"' || !skip_string(&c)) return 0;
+                key_at[k] = start;
+                key_len[k] = c.p - start;
+            } else {
+                if (c.end - c.p < key_len[k] || memcmp(c.p, key_at[k], (size_t)key_len[k]) != 0) return 0;
+                c.p += key_len[k];
+            }
+            skip_ws(&c);
+            if (!expect(&c, ':')) return 0;
+            skip_ws(&c);
+            start = c.p;
+            if (kind == K_SAME) {
+                if (line == 0) {
+                    if (!skip_value(&c, 0)) return 0;
+                    same_at[k] = start;
+                    same_len[k] = c.p - start;
+                } else {
+                    if (c.end - c.p < same_len[k] || memcmp(c.p, same_at[k], (size_t)same_len[k]) != 0) return 0;
+                    c.p += same_len[k];
+                }
+            } else if (kind == K_STEP) { /* an integer within int64 (a float or bool is refused) */
+                uint64_t mag = 0;
+                int neg = c.p < c.end && *c.p == '-';
+                if (!skip_number(&c, &is_int, &nd) || !is_int || nd > 19) return 0;
+                for (const char *q = start + neg; q < c.p; q++) {
+                    uint64_t d = (uint64_t)(*q - '0');
+                    if (mag > (UINT64_MAX - d) / 10) return 0;
+                    mag = mag * 10 + d;
+                }
+                if (mag > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) return 0;
+                steps[line] = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+            } else if (kind >= K_ACC) { /* a number or null; one that overflows is left to Python */
+                double v = NAN;
+                if (!skip_literal(&c, "null", 4)) {
+                    int ok;
+                    if (!skip_number(&c, &is_int, &nd)) return 0;
+                    ok = to_double(start, c.p, &v);
+                    if (ok <= 0) return ok;
+                    if (!isfinite(v)) return 0;
+                    if (is_int && v == 0.0) v = 0.0; /* "-0": json.loads gives the integer 0, float() makes +0.0 */
+                }
+                accs[line * n_acc + (kind - K_ACC)] = v;
+            } else if (kind == K_LOSS) { /* kept when a number (an integer's float as float() gives it), else NaN */
+                double v = NAN;
+                if (c.p < c.end && (*c.p == '-' || is_digit(*c.p))) {
+                    int ok;
+                    if (!skip_number(&c, &is_int, &nd) || (is_int && nd > 17)) return 0;
+                    ok = to_double(start, c.p, &v);
+                    if (ok <= 0) return ok;
+                    if (is_int && v == 0.0) v = 0.0;
+                } else if (!skip_value(&c, 0)) {
+                    return 0;
+                }
+                losses[line] = v;
+            } else if (!skip_value(&c, 0)) {
+                return 0;
+            }
+            skip_ws(&c);
+        }
+        if (!expect(&c, '}')) return 0;
+        skip_ws(&c);
+        if (c.p != c.end) return 0; /* anything after the object (another value, a brace) */
+        c.p = c.end + 1;            /* past the newline */
+    }
+    return 1;
+}
+
+static PyObject *read_job(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *kinds_obj;
+    PyObject *steps = NULL, *accs = NULL, *losses = NULL, *result = NULL;
+    Py_ssize_t n_lines = 0, n_acc = 0, has_loss = 0;
+    int ok;
+    (void)self;
+    /* bytes objects: a number at the very end of the data is followed by their terminating NUL */
+    if (!PyArg_ParseTuple(args, "O!O!:read_job", &PyBytes_Type, &data_obj, &PyBytes_Type, &kinds_obj)) return NULL;
+    const char *buf = PyBytes_AS_STRING(data_obj);
+    const unsigned char *kind = (const unsigned char *)PyBytes_AS_STRING(kinds_obj);
+    Py_ssize_t size = PyBytes_GET_SIZE(data_obj), n_keys = PyBytes_GET_SIZE(kinds_obj);
+    if (n_keys == 0 || n_keys > MAX_KEYS || size == 0) goto refuse;
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        if (kind[k] >= K_ACC) n_acc++;
+        if (kind[k] == K_LOSS) has_loss++;
+    }
+    for (Py_ssize_t k = 0; k < n_keys; k++) /* the accuracy columns must be 0 .. n_acc - 1, each once */
+        if (kind[k] >= K_ACC && kind[k] - K_ACC >= n_acc) goto refuse;
+    if (has_loss > 1) goto refuse;
+    for (const char *p = buf, *end = buf + size; p < end;) { /* lines: newlines, and a last line without one */
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        n_lines++;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    steps = PyBytes_FromStringAndSize(NULL, n_lines * (Py_ssize_t)sizeof(int64_t));
+    accs = PyBytes_FromStringAndSize(NULL, n_lines * n_acc * (Py_ssize_t)sizeof(double));
+    if (has_loss) losses = PyBytes_FromStringAndSize(NULL, n_lines * (Py_ssize_t)sizeof(double));
+    if (!steps || !accs || (has_loss && !losses)) goto done;
+    ok = read_lines(buf, size, kind, n_keys, n_acc, n_lines, (int64_t *)PyBytes_AS_STRING(steps),
+                    (double *)PyBytes_AS_STRING(accs), has_loss ? (double *)PyBytes_AS_STRING(losses) : NULL);
+    if (ok < 0) goto done;
+    if (ok == 0) {
+        Py_CLEAR(steps);
+        Py_CLEAR(accs);
+        Py_CLEAR(losses);
+        goto refuse;
+    }
+    result = Py_BuildValue("(nOOO)", n_lines, steps, accs, has_loss ? losses : Py_None);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(steps);
+    Py_XDECREF(accs);
+    Py_XDECREF(losses);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"read_job", read_job, METH_VARARGS,
+     "read_job(data, kinds) -> (n_lines, steps, accs, losses) or None: a results.jsonl's numbers (see the C source)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonl", "A sweep job's results.jsonl numbers, read in "
+                                    "one pass (dganalysis.audit.index).", -1, methods};
+
+PyMODINIT_FUNC PyInit__jsonl(void) { return PyModule_Create(&module); }

@@ -1,0 +1,232 @@
+"""The compiled reader of a job's ``results.jsonl`` (``dganalysis/audit/_jsonl.c``, through
+``index._compiled_lines``): whatever it accepts, it reads exactly as ``json.loads`` and results.load's rules do; it
+accepts the usual records (DomainBed's and ours); every number it converts is ``float(json.loads(token))`` bit for
+bit."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+from decimal import Decimal, localcontext
+
+import numpy as np
+import pytest
+
+from dganalysis import results
+from dganalysis.audit import index
+
+pytestmark = pytest.mark.skipif(
+    index._jsonl is None, reason="the compiled reader dganalysis/audit/_jsonl.c is not built: install the package "
+    "(`pip install -e .`) on a machine with a C compiler to test it (without it the index reads with msgspec)")
+
+ROW_KEYS = ("env0_in_acc", "env0_out_acc", "env1_in_acc", "env1_out_acc", "env2_in_acc", "env2_out_acc")
+
+
+def record(step: int, rng: random.Random, **extra) -> dict:
+    r = {"args": {"algorithm": "ERM", "dataset": "PACS", "hparams": None, "hparams_seed": 3, "holdout_fraction": 0.2,
+                  "output_dir": "/sweeps/o", "seed": 12, "test_envs": [0], "trial_seed": 1, "steps": 5001},
+         "epoch": step / 7, "hparams": {"batch_size": 32, "lr": 5e-05, "resnet_dropout": 0.1}, "loss": rng.random(),
+         "mem_gb": 4.4, "step": step, "step_time": rng.random(), **extra}
+    for k in ROW_KEYS:
+        r[k] = rng.random()
+    return r
+
+
+def jsonl(records: list[dict]) -> bytes:
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
+
+
+def reference(data: bytes):
+    """What the compiled reader must return for ``data``, from json.loads and results.load's rules; None where
+    results.load's reading differs from "every line one object with the first line's keys, args, hparams and domain
+    fields, an integer step and numeric or null accuracies" (the compiled reader must refuse those)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    try:
+        recs = [json.loads(line) for line in lines]
+    except ValueError:
+        return None
+    if not recs or not all(type(r) is dict for r in recs) or type(recs[0].get("args")) is not dict:
+        return None
+    first = recs[0]
+    kinds = index._kinds(tuple(first))
+    if kinds is None:
+        return None
+    same = [k for k in ("args", "hparams", *index._DOMAIN_FIELDS) if k in first]
+    pairs = sorted((results._env_pair(k), k) for k in first if results._env_pair(k))
+    steps, accs, losses = [], [], []
+    for r in recs:
+        if list(r) != list(first) or any(r[k] != first[k] or json.dumps(r[k]) != json.dumps(first[k]) for k in same):
+            return None
+        if type(r["step"]) is not int or not -2**63 <= r["step"] < 2**63:
+            return None
+        for _, k in pairs:
+            v = r[k]
+            if v is not None and (type(v) not in (int, float) or not math.isfinite(float(v))):
+                return None
+            accs.append(math.nan if v is None else float(v))
+        steps.append(r["step"])
+        loss = r.get("loss")
+        losses.append(float(loss) if type(loss) in (int, float) else math.nan)
+    return first, len(recs), steps, accs, losses if "loss" in first else None
+
+
+def compiled(data: bytes):
+    got = index._compiled_lines(data)
+    if got is None:
+        return None
+    first, n, steps, accs, losses = got
+    return (first, n, np.frombuffer(steps, np.int64).tolist(), np.frombuffer(accs, np.float64).tolist(),
+            None if losses is None else np.frombuffer(losses, np.float64).tolist())
+
+
+def bits(values):
+    return None if values is None else [struct.pack("<d", v) for v in values]
+
+
+def assert_same(got, want, data):
+    assert got[0] == want[0] and got[1] == want[1] and got[2] == want[2], data
+    assert bits(got[3]) == bits(want[3]), data  # NaN for NaN, -0.0 for -0.0
+    if want[4] is None:
+        assert got[4] is None
+    else:
+        assert [x if math.isfinite(x) else None for x in got[4]] == [x if math.isfinite(x) else None for x in want[4]]
+
+
+def test_usual_records_are_read_exactly():
+    """DomainBed's lines and ours (domain fields) are accepted, with every value json.loads gives."""
+    rng = random.Random(0)
+    for extra in ({}, {"domains": ["a", "b", "c"], "train_domains": ["a"], "test_domains": ["c"], "val_domains": []}):
+        data = jsonl([record(s, rng, **extra) for s in range(0, 5000, 300)])
+        got, want = compiled(data), reference(data)
+        assert got is not None and want is not None
+        assert_same(got, want, data)
+    data = jsonl([record(s, rng, env1_in_acc=None, loss=None if s else 2) for s in (0, 3)])  # null, integer loss
+    assert_same(compiled(data), reference(data), data)
+    assert compiled(data.rstrip(b"\n")) is not None  # no final newline
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_whatever_it_accepts_is_what_json_reads(seed):
+    """Random damage to valid files (bytes changed, inserted, deleted; lines swapped, doubled, joined): the compiled
+    reader never accepts a file that results.load reads otherwise, and reads what it accepts exactly."""
+    rng = random.Random(seed)
+    accepted = refused = 0
+    alphabet = b' \t\r\n{}[]",:0123456789.eE+-tfnul\\/abc'
+    for case in range(600):
+        data = bytearray(jsonl([record(s, rng) for s in (0, 300, 600)]))
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            op, at = rng.random(), rng.randrange(len(data))
+            if op < 0.3:
+                data[at] = rng.choice(alphabet)
+            elif op < 0.5:
+                data.insert(at, rng.choice(alphabet))
+            elif op < 0.7:
+                del data[at:at + rng.randint(1, 4)]
+            else:
+                lines = bytes(data).split(b"\n")
+                i = rng.randrange(len(lines))
+                choice = rng.random()
+                if choice < 0.3:
+                    lines.insert(i, lines[rng.randrange(len(lines))])
+                elif choice < 0.6 and i + 1 < len(lines):
+                    lines[i:i + 2] = [lines[i] + b" " + lines[i + 1]]
+                else:
+                    lines[i] = lines[i].replace(b", ", b",\n", 1)
+                data = bytearray(b"\n".join(lines))
+        data = bytes(data)
+        got, want = compiled(data), reference(data)
+        if got is None:
+            refused += 1
+            continue
+        accepted += 1
+        assert want is not None, data
+        assert_same(got, want, data)
+    assert accepted > 50 and refused > 50  # both sides of the line were exercised
+
+
+def test_what_it_refuses():
+    """Each case the exact path must read: the compiled reader returns None."""
+    rng = random.Random(1)
+    good = [json.dumps(record(s, rng), sort_keys=True) for s in (0, 300)]
+    cases = {
+        "blank line": good[0] + "\n\n" + good[1] + "\n",
+        "two objects on a line": good[0] + " " + good[1] + "\n",
+        "object across lines": good[0].replace(', "step"', ',\n"step"') + "\n",
+        "other args": good[0] + "\n" + good[1].replace('"seed": 12', '"seed": 13') + "\n",
+        "keys reordered": good[0] + "\n" + json.dumps({"step": 300, **json.loads(good[1])}) + "\n",
+        "NaN loss": good[0] + "\n" + good[1].replace('"loss": ', '"loss": NaN, "x": ') + "\n",
+        "float step": good[0] + "\n" + good[1].replace('"step": 300', '"step": 300.0') + "\n",
+        "bool accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": true, "y": ') + "\n",
+        "string accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": "0.5", "y": ') + "\n",
+        "overflowing accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": 1e999, "y": ') + "\n",
+        "non-ASCII": good[0] + "\n" + good[1].replace('"mem_gb"', '"m\u00e9m"', 1) + "\n",
+        "huge step": good[0] + "\n" + good[1].replace('"step": 300', '"step": 9223372036854775808') + "\n",
+        "torn last line": good[0] + "\n" + good[1][:-20],
+    }
+    for name, text in cases.items():
+        assert compiled(text.encode("utf-8")) is None, name
+    assert compiled(("\n".join(good) + "\n").encode()) is not None  # the cases are built on an accepted file
+
+
+def _tokens(rng: random.Random, n: int):
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.3:  # any finite double, as repr writes it
+            x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+            if math.isfinite(x):
+                yield repr(x)
+        elif r < 0.5:
+            yield repr(rng.random() * 10 ** rng.randint(-25, 25))
+        elif r < 0.8:  # digit strings: up to 22 digits, a point anywhere, an exponent or not
+            digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 22)))
+            at = rng.randint(1, len(digits))
+            whole = digits[:at].lstrip("0") or "0"
+            tok = ("-" if rng.random() < 0.3 else "") + whole + ("." + digits[at:] if at < len(digits) else "")
+            if rng.random() < 0.4:
+                tok += rng.choice("eE") + rng.choice(("", "+", "-")) + str(rng.randint(0, 30))
+            yield tok
+        else:  # near the midpoint of two neighbouring doubles: the rounding decides
+            x = rng.random() * 10 ** rng.randint(-8, 8)
+            with localcontext() as ctx:
+                ctx.prec = 60
+                mid = (Decimal(x) + Decimal(float(np.nextafter(x, math.inf)))) / 2
+            text = format(mid, "f")[:rng.choice((17, 18, 19, 20, 21, 30))].rstrip(".")
+            if text:
+                yield text
+
+
+def test_numbers_are_floats_of_json_bit_for_bit():
+    """An accuracy token converts to float(json.loads(token)) exactly (the exact decimal path, Clinger's fast path
+    and CPython's conversion), -0 as +0.0 (json.loads reads it as the integer 0)."""
+    rng = random.Random(7)
+    checked = 0
+    for tok in [*_tokens(rng, 30000), "-0", "-0.0", "0", "1", "9007199254740993", "0.1", "1e-21", "1e19",
+                "123456789012345678.9e-30", "179769313486231570000000000000e280",
+                                    *(f"{m}e{e}" for m in ("1", "7", "8.5", "9007199254740993", "12345678901234567")
+                                      for e in range(-25, 26))]:  # each side of every path's exponent limits
+        line = f'{{"args": {{}}, "env0_in_acc": {tok}, "step": 1}}'.encode()
+        got = index._jsonl.read_job(line, index._kinds(("args", "env0_in_acc", "step")))
+        want = float(json.loads(tok))
+        if not math.isfinite(want):
+            assert got is None, tok
+            continue
+        assert got is not None, tok
+        assert struct.pack("<d", np.frombuffer(got[2])[0]) == struct.pack("<d", want), tok
+        checked += 1
+    assert checked > 29000
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(TypeError):
+        index._jsonl.read_job("text", b"\x01")
+    assert index._jsonl.read_job(b"", b"\x01") is None
+    assert index._jsonl.read_job(b'{"a": 1}', b"") is None
+    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 6])) is None  # accuracy columns not 0 .. n-1
