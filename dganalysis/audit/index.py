@@ -312,15 +312,25 @@ def _compiled_lines(data: bytes) -> tuple[dict[str, Any], int, bytes, bytes, byt
     (anything unusual: see ``_jsonl.c``; then the exact path reads the job). The first line is decoded whole for its
     metadata (msgspec, else orjson or json)."""
     end = data.find(b"\n")
-    try:
-        first = (msgspec.json.decode if msgspec is not None else _loads)(data[:end] if end >= 0 else data)
-    except (*_JSONError, *((msgspec.MsgspecError,) if msgspec is not None else ())):
-        return None
+    first = _decoded(data[:end] if end >= 0 else data)
     if type(first) is not dict or type(first.get("args")) is not dict:
         return None
     kinds = _kinds(tuple(first))
     got = _jsonl.read_job(data, kinds) if kinds is not None else None
     return None if got is None else (first, *got)
+
+
+def _decoded(line: bytes) -> Any:
+    """One JSON line decoded (msgspec, else orjson or json); None when refused."""
+    if msgspec is not None:
+        try:
+            return msgspec.json.decode(line)
+        except msgspec.MsgspecError:
+            return None
+    try:
+        return _loads(line)
+    except _JSONError:
+        return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -120,7 +120,7 @@ def test_whatever_it_accepts_is_what_json_reads(seed):
     rng = random.Random(seed)
     accepted = refused = 0
     alphabet = b' \t\r\n{}[]",:0123456789.eE+-tfnul\\/abc'
-    for case in range(600):
+    for _case in range(600):
         data = bytearray(jsonl([record(s, rng) for s in (0, 300, 600)]))
         for _ in range(rng.choice((1, 1, 2, 3))):
             op, at = rng.random(), rng.randrange(len(data))
