@@ -519,24 +519,57 @@ def _read_record(
     args = rec.get("args")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
-    missing = [k for k in _REQUIRED_ARGS if k not in args]
-    if missing or "step" not in rec:
+    if not (args.keys() >= _REQUIRED_ARG_SET and "step" in rec):
+        missing = [k for k in _REQUIRED_ARGS if k not in args]
         raise ValueError(f"{where}: record lacks {missing + ([] if 'step' in rec else ['step'])}")
-    accs = {}
-    for key, value in rec.items():
-        pair = _env_pair(key)
-        if pair is not None:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
-            accs[pair] = float("nan") if value is None else float(value)
-    if not accs:
+    plan = _acc_keys(tuple(rec))
+    accs = _plain_accs(rec, plan[1]) if plan is not None else None
+    if accs is not None:
+        pairs = plan[0]
+    else:  # a null, a non-number, or two keys naming one pair: every key in record order, the first bad one named
+        by_pair = {}
+        for key, value in rec.items():
+            pair = _env_pair(key)
+            if pair is not None:
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
+                by_pair[pair] = float("nan") if value is None else float(value)
+        pairs = tuple(sorted(by_pair))
+        accs = [by_pair[p] for p in pairs]
+    if not pairs:
         raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
-    pairs = tuple(sorted(accs))
     (train, test, val), layout = _layout(rec, args, pairs, where)
     values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
               int(args["hparams_seed"]), int(args["trial_seed"]), int(rec["step"]),
               _HPARAMS_JSON.encode(rec.get("hparams", {})))
-    return values, layout, [accs[p] for p in pairs]
+    return values, layout, accs
+
+
+_REQUIRED_ARG_SET = frozenset(_REQUIRED_ARGS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _acc_keys(keys: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...]] | None:
+    """A record's accuracy (env index, split) pairs in row order and their keys, from its ``keys``; None when two
+    keys name one pair (``env1_in_acc`` and ``env01_in_acc``: :func:`_read_record`'s general loop decides)."""
+    found = {}
+    for key in keys:
+        pair = _env_pair(key)
+        if pair is not None:
+            if pair in found:
+                return None
+            found[pair] = key
+    pairs = tuple(sorted(found))
+    return pairs, tuple(found[p] for p in pairs)
+
+
+_FLOAT_TYPES = frozenset({float})
+
+
+def _plain_accs(rec: dict[str, Any], keys: tuple[str, ...]) -> list[float] | None:
+    """The values of ``keys`` in ``rec`` when all are floats (the usual record), else None."""
+    values = [rec[k] for k in keys]
+    return values if set(map(type, values)) <= _FLOAT_TYPES else None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -561,7 +594,7 @@ def _layout(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, s
     if fields != _NO_FIELDS:  # DomainBed's records have none
         fields = tuple(_plain(f, str) for f in fields)
     envs = _plain(args["test_envs"], int), _plain(args.get("val_envs"), int)
-    if any(f is _UNCACHED for f in (*fields, *envs)):
+    if _UNCACHED in fields or _UNCACHED in envs:  # (None and tuples are never equal to it)
         return _layout_uncached(rec, args, pairs, where)
     key = (str(args["dataset"]), pairs, fields, "test_domains" in rec and "train_domains" in rec, envs)
     try:

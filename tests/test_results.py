@@ -150,3 +150,25 @@ def test_repeated_checkpoint_keeps_last(tmp_path):
     df = results.load(tmp_path, progress=False)
     assert len(df) == 2 * 4 * 2
     assert df[(df["step"] == 5) & (df["domain"] == "A") & (df["split"] == "in")]["acc"].item() == 0.99
+
+
+def test_read_record_accuracies_follow_dict_rules_and_name_the_first_bad_key():
+    """_read_record's accuracies: the usual floats by the cached key plan; an integer becomes its float, null NaN;
+    two keys naming one (env, split) pair keep the later one (as a dict built in key order does); an error names
+    the first bad key in the record's order."""
+    import math
+
+    def rec(**accs):
+        return {"args": {"dataset": "PACS", "algorithm": "ERM", "test_envs": [0], "hparams_seed": 0, "trial_seed": 0},
+                "step": 3, **accs}
+
+    _, layout, accs = results._read_record(rec(env1_in_acc=0.25, env0_out_acc=0.5, env0_in_acc=0.75), "f:1")
+    assert accs == [0.75, 0.5, 0.25] and [r[:2] for r in layout] == [("env0", "in"), ("env0", "out"), ("env1", "in")]
+    _, _, accs = results._read_record(rec(env0_in_acc=1, env0_out_acc=None), "f:1")
+    assert type(accs[0]) is float and accs[0] == 1.0 and math.isnan(accs[1])
+    _, _, accs = results._read_record(rec(env1_in_acc=0.25, env01_in_acc=0.5, env0_in_acc=0.75), "f:1")
+    assert accs == [0.75, 0.5]
+    with pytest.raises(ValueError, match=r"f:1: env1_out_acc = 'x'"):
+        results._read_record(rec(env0_in_acc=0.5, env1_out_acc="x", env0_out_acc=True), "f:1")
+    with pytest.raises(ValueError, match=r"f:1: env01_in_acc = True"):
+        results._read_record(rec(env01_in_acc=True, env1_in_acc=0.5), "f:1")  # overwritten later, still refused
