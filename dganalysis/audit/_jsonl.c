@@ -6,8 +6,7 @@
  * integer), the accuracies (numbers or null) and the loss. It accepts a strict subset of JSON and returns None on
  * anything else (non-ASCII text, NaN/Infinity, a blank line, a value spanning lines, nesting deeper than 64, an
  * accuracy that overflows, ...): the caller then reads the job with the exact Python path, so the result never
- * depends on this module. Numbers are converted by CPython's own PyOS_string_to_double, the function behind
- * float() and json.loads, so every value is the one json.loads gives.
+ * depends on this module. Numbers are converted exactly (see to_double), so every value is the one json.loads and float() give.
  *
  * read_job(data: bytes, kinds: bytes) -> (n_lines, steps, accs, losses) | None
  *   kinds[i] says what the first line's i-th key is: 0 any other key (its value is checked, not kept), 1 a field
@@ -78,34 +77,66 @@ static int skip_string(Cursor *c) {
     return 0;
 }
 
-/* a JSON number at c->p, by JSON's grammar (json.loads's NUMBER_RE): -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? */
-static int skip_number(Cursor *c, int *is_int, Py_ssize_t *int_digits) {
+/* A JSON number token, as scanned: its decimal w * 10^q when it has at most 19 significant digits and a modest
+ * exponent (exact = 1), its sign, whether it is an integer literal and its count of integer digits. */
+typedef struct {
+    uint64_t w;
+    int q, exact, neg, is_int;
+    Py_ssize_t int_digits;
+} Number;
+
+/* a JSON number at c->p, by JSON's grammar (json.loads's NUMBER_RE): -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
+ * with its decimal gathered on the way (see Number) */
+static int scan_number(Cursor *c, Number *n) {
     const char *p = c->p, *end = c->end, *digits;
-    *is_int = 1;
-    if (p < end && *p == '-') p++;
+    int sig = 0, exp = 0, exp_neg = 0;
+    n->w = 0;
+    n->q = 0;
+    n->exact = 1;
+    n->is_int = 1;
+    n->neg = p < end && *p == '-';
+    p += n->neg;
     digits = p;
     if (p < end && *p == '0') {
         p++;
     } else if (p < end && *p >= '1' && *p <= '9') {
-        while (p < end && is_digit(*p)) p++;
+        for (; p < end && is_digit(*p); p++) {
+            if (++sig > 19) n->exact = 0;
+            else n->w = n->w * 10 + (uint64_t)(*p - '0');
+        }
     } else {
         return 0;
     }
-    *int_digits = p - digits;
+    n->int_digits = p - digits;
+    if (sig > 19) n->q = sig - 19; /* (not used: the token is converted by CPython) */
     if (p < end && *p == '.') {
-        *is_int = 0;
+        n->is_int = 0;
         if (++p >= end || !is_digit(*p)) return 0;
-        while (p < end && is_digit(*p)) p++;
+        for (; p < end && is_digit(*p); p++) {
+            n->q--;
+            if (n->w == 0 && *p == '0') continue; /* leading zeros are not significant */
+            if (++sig > 19) n->exact = 0;
+            else n->w = n->w * 10 + (uint64_t)(*p - '0');
+        }
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
-        *is_int = 0;
+        n->is_int = 0;
         p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p < end && (*p == '+' || *p == '-')) exp_neg = *p++ == '-';
         if (p >= end || !is_digit(*p)) return 0;
-        while (p < end && is_digit(*p)) p++;
+        for (; p < end && is_digit(*p); p++) {
+            if (exp < 100000) exp = exp * 10 + (*p - '0');
+        }
+        if (exp > 400) n->exact = 0;
+        n->q += exp_neg ? -exp : exp;
     }
     c->p = p;
     return 1;
+}
+
+static int skip_number(Cursor *c) {
+    Number n;
+    return scan_number(c, &n);
 }
 
 static int skip_literal(Cursor *c, const char *word, Py_ssize_t n) {
@@ -118,8 +149,6 @@ static int skip_literal(Cursor *c, const char *word, Py_ssize_t n) {
 
 /* any JSON value at c->p (checked, not kept) */
 static int skip_value(Cursor *c, int depth) {
-    int is_int;
-    Py_ssize_t nd;
     if (c->p >= c->end) return 0;
     switch (*c->p) {
     case '"':
@@ -155,7 +184,7 @@ static int skip_value(Cursor *c, int depth) {
     case 'n':
         return skip_literal(c, "null", 4);
     default:
-        return skip_number(c, &is_int, &nd);
+        return skip_number(c);
     }
 }
 
@@ -164,6 +193,9 @@ static const double exact_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 typedef unsigned __int128 u128;
+
+/* 10^0 .. 10^21 as 128-bit integers (filled when the module loads) */
+static u128 pow10_u128[22];
 
 static int bit_length(u128 x) {
     uint64_t hi = (uint64_t)(x >> 64), lo = (uint64_t)x;
@@ -175,73 +207,42 @@ static int bit_length(u128 x) {
  * remainder. Every such value is a normal double, so scaling by 2^-k is exact. */
 static double exact_decimal(uint64_t w, int q) {
     u128 num = w, den = 1;
-    int k, len;
+    int k;
     if (w < ((uint64_t)1 << 53) && q >= -22 && q <= 22) /* Clinger's fast path: one correctly rounded operation */
         return q < 0 ? (double)w / exact_pow10[-q] : (double)w * exact_pow10[q];
-    for (int i = 0; i < (q < 0 ? -q : q); i++) { /* 10^|q| < 2^70 for |q| <= 21, and w * 10^19 < 2^128 */
-        if (q < 0) den *= 10;
-        else num *= 10;
+    if (q < 0) den = pow10_u128[-q]; /* 10^|q| < 2^70 for |q| <= 21, and w * 10^19 < 2^128 */
+    else num *= pow10_u128[q];
+    /* num / den lies in [2^(bn - bd - 1), 2^(bn - bd + 1)) for bit lengths bn, bd: with k = 53 - (bn - bd) the
+     * quotient floor(num * 2^k / den) has 53 or 54 bits; num * 2^k < 2^(54 + bd) <= 2^124, and for k < 0,
+     * -k <= bn - 53 <= 75 (den = 1 then, or -k <= 7) */
+    k = 53 - (bit_length(num) - bit_length(den));
+    u128 n = k >= 0 ? num << k : num, d = k >= 0 ? den : den << -k;
+    u128 quo = n / d, rem = n % d;
+    if (bit_length(quo) == 54) { /* drop the last bit: it and the remainder decide the rounding */
+        int half = (int)(quo & 1), sticky = rem != 0;
+        quo >>= 1;
+        k--;
+        if (half && (sticky || (quo & 1))) quo++;
+    } else if (2 * rem > d || (2 * rem == d && (quo & 1))) {
+        quo++;
     }
-    /* k such that 2^52 <= num * 2^k / den < 2^53 */
-    k = 52 - (bit_length(num) - bit_length(den));
-    len = 0;
-    for (;;) {
-        u128 n = num, d = den;
-        if (k >= 0) n <<= k; /* num * 2^k < 2^(bitlen(den) + 54) <= 2^124 */
-        else d <<= -k;       /* den * 2^-k: -k <= bitlen(num) - 52 <= 76 bits shift of a 1 (den = 1 then) */
-        u128 quo = n / d, rem = n % d;
-        len = bit_length(quo);
-        if (len < 53) { k++; continue; }
-        if (len > 53) { k--; continue; }
-        if (2 * rem > d || (2 * rem == d && (quo & 1))) quo++; /* quo = 2^53 after rounding up is still exact */
-        return ldexp((double)(uint64_t)quo, -k);
-    }
+    return ldexp((double)(uint64_t)quo, -k); /* quo <= 2^53: exact; the result is a normal double */
 }
 
-/* A number token [start, stop) as json.loads and float() give it. Tokens of up to 19 significant digits with a
- * small exponent are converted exactly here (exact_decimal: the one double nearest to the decimal, as CPython's
- * correctly rounded conversion gives); the others by CPython's PyOS_string_to_double, the function behind
- * float(). Returns 0 (no exception) when the token is not read whole, -1 with an exception set on an internal
- * error. */
-static int to_double(const char *start, const char *stop, double *out) {
-    const char *p = start;
-    int neg = 0, exp = 0, exp_neg = 0, sig = 0, q = 0;
-    uint64_t w = 0;
-    if (*p == '-') {
-        neg = 1;
-        p++;
-    }
-    for (; p < stop && is_digit(*p); p++) { /* integer digits */
-        if (w == 0 && *p == '0') continue;
-        if (++sig > 19) goto slow;
-        w = w * 10 + (uint64_t)(*p - '0');
-    }
-    if (p < stop && *p == '.') {
-        for (p++; p < stop && is_digit(*p); p++) {
-            q--;
-            if (w == 0 && *p == '0') continue;
-            if (++sig > 19) goto slow;
-            w = w * 10 + (uint64_t)(*p - '0');
-        }
-    }
-    if (p < stop && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (*p == '+' || *p == '-') exp_neg = *p++ == '-';
-        for (; p < stop && is_digit(*p); p++) {
-            exp = exp * 10 + (*p - '0');
-            if (exp > 400) goto slow;
-        }
-    }
-    if (p != stop) return 0;
-    q += exp_neg ? -exp : exp;
-    if (w == 0) {
-        *out = neg ? -0.0 : 0.0;
+/* A number token [start, stop), scanned as n, as json.loads and float() give it. Tokens of up to 19 significant
+ * digits with a small exponent are converted exactly here (exact_decimal: the one double nearest to the decimal,
+ * as CPython's correctly rounded conversion gives it); the others by CPython's PyOS_string_to_double, the function
+ * behind float(). Returns 0 (no exception) when the token is not read whole, -1 with an exception set on an
+ * internal error. */
+static int to_double(const char *start, const char *stop, const Number *n, double *out) {
+    if (n->exact && n->w == 0) {
+        *out = n->neg ? -0.0 : 0.0;
         return 1;
     }
-    if (q < -21 || q > 19) goto slow;
-    *out = neg ? -exact_decimal(w, q) : exact_decimal(w, q);
-    return 1;
-slow: {
+    if (n->exact && n->q >= -21 && n->q <= 19) {
+        *out = n->neg ? -exact_decimal(n->w, n->q) : exact_decimal(n->w, n->q);
+        return 1;
+    }
     char *endp = NULL;
     double v = PyOS_string_to_double(start, &endp, NULL);
     if (v == -1.0 && PyErr_Occurred()) {
@@ -252,7 +253,6 @@ slow: {
     if (endp != stop) return 0;
     *out = v;
     return 1;
-}
 }
 
 /* the read; returns 1 when the data fits, 0 when not (no exception), -1 on an internal error */
@@ -269,8 +269,8 @@ static int read_lines(const char *data, Py_ssize_t size, const unsigned char *ki
         skip_ws(&c);
         for (Py_ssize_t k = 0; k < n_keys; k++) {
             const char *start = c.p;
-            int kind = kinds[k], is_int;
-            Py_ssize_t nd;
+            int kind = kinds[k];
+            Number num;
             if (k > 0) {
                 if (!expect(&c, ',')) return 0;
                 skip_ws(&c);
@@ -298,35 +298,30 @@ static int read_lines(const char *data, Py_ssize_t size, const unsigned char *ki
                     c.p += same_len[k];
                 }
             } else if (kind == K_STEP) { /* an integer within int64 (a float or bool is refused) */
-                uint64_t mag = 0;
-                int neg = c.p < c.end && *c.p == '-';
-                if (!skip_number(&c, &is_int, &nd) || !is_int || nd > 19) return 0;
-                for (const char *q = start + neg; q < c.p; q++) {
-                    uint64_t d = (uint64_t)(*q - '0');
-                    if (mag > (UINT64_MAX - d) / 10) return 0;
-                    mag = mag * 10 + d;
-                }
-                if (mag > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) return 0;
-                steps[line] = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+                uint64_t mag;
+                if (!scan_number(&c, &num) || !num.is_int || !num.exact) return 0; /* exact: <= 19 digits */
+                mag = num.w;
+                if (mag > (uint64_t)INT64_MAX + (num.neg ? 1u : 0u)) return 0;
+                steps[line] = num.neg ? (int64_t)(0 - mag) : (int64_t)mag;
             } else if (kind >= K_ACC) { /* a number or null; one that overflows is left to Python */
                 double v = NAN;
                 if (!skip_literal(&c, "null", 4)) {
                     int ok;
-                    if (!skip_number(&c, &is_int, &nd)) return 0;
-                    ok = to_double(start, c.p, &v);
+                    if (!scan_number(&c, &num)) return 0;
+                    ok = to_double(start, c.p, &num, &v);
                     if (ok <= 0) return ok;
                     if (!isfinite(v)) return 0;
-                    if (is_int && v == 0.0) v = 0.0; /* "-0": json.loads gives the integer 0, float() makes +0.0 */
+                    if (num.is_int && v == 0.0) v = 0.0; /* "-0": json.loads gives the integer 0, float() makes +0.0 */
                 }
                 accs[line * n_acc + (kind - K_ACC)] = v;
             } else if (kind == K_LOSS) { /* kept when a number (an integer's float as float() gives it), else NaN */
                 double v = NAN;
                 if (c.p < c.end && (*c.p == '-' || is_digit(*c.p))) {
                     int ok;
-                    if (!skip_number(&c, &is_int, &nd) || (is_int && nd > 17)) return 0;
-                    ok = to_double(start, c.p, &v);
+                    if (!scan_number(&c, &num) || (num.is_int && num.int_digits > 17)) return 0;
+                    ok = to_double(start, c.p, &num, &v);
                     if (ok <= 0) return ok;
-                    if (is_int && v == 0.0) v = 0.0;
+                    if (num.is_int && v == 0.0) v = 0.0;
                 } else if (!skip_value(&c, 0)) {
                     return 0;
                 }
@@ -402,4 +397,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonl", "A sweep job's results.jsonl numbers, read in "
                                     "one pass (dganalysis.audit.index).", -1, methods};
 
-PyMODINIT_FUNC PyInit__jsonl(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__jsonl(void) {
+    pow10_u128[0] = 1;
+    for (int i = 1; i < 22; i++) pow10_u128[i] = pow10_u128[i - 1] * 10;
+    return PyModule_Create(&module);
+}
