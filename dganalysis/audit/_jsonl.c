@@ -355,8 +355,13 @@ static PyObject *read_job(PyObject *self, PyObject *args) {
         if (kind[k] >= K_ACC) n_acc++;
         if (kind[k] == K_LOSS) has_loss++;
     }
-    for (Py_ssize_t k = 0; k < n_keys; k++) /* the accuracy columns must be 0 .. n_acc - 1, each once */
-        if (kind[k] >= K_ACC && kind[k] - K_ACC >= n_acc) goto refuse;
+    {
+        unsigned char seen[MAX_KEYS] = {0};
+        for (Py_ssize_t k = 0; k < n_keys; k++) { /* the accuracy columns must be 0 .. n_acc - 1, each once */
+            if (kind[k] < K_ACC) continue;
+            if (kind[k] - K_ACC >= n_acc || seen[kind[k] - K_ACC]++) goto refuse;
+        }
+    }
     if (has_loss > 1) goto refuse;
     for (const char *p = buf, *end = buf + size; p < end;) { /* lines: newlines, and a last line without one */
         const char *nl = memchr(p, '\n', (size_t)(end - p));

@@ -6,9 +6,13 @@
 folders whose key changed. The index also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked
 against today's drawing rule when read); a mismatch rebuilds it.
 
-Reading is fast because (i) each line is decoded by ``msgspec`` into a struct of the first line's keys, whose
-``args``, ``hparams`` and domain fields stay undecoded text (``orjson`` without ``msgspec``, and the standard
-library's ``json`` where both are missing or refuse a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's
+Reading is fast because (i) a job's lines are read in one pass by a small compiled reader (``_jsonl.c``, built when
+the package is installed with a C compiler): it checks that every line repeats the first line's keys and the bytes
+of its ``args``, ``hparams`` and domain fields, and converts the steps and accuracies exactly (the doubles
+``json.loads`` gives); it accepts only a strict subset of JSON, and anything else — or no compiled reader — goes to
+``msgspec``, which decodes each line into a struct of the first line's keys whose ``args``, ``hparams`` and domain
+fields stay undecoded text (``orjson`` without ``msgspec``, and the standard library's ``json`` where both are
+missing or refuse a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's
 ``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
 job (every line is compared with the first, and any difference, or anything unusual, sends the job through
 :func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the

@@ -230,3 +230,5 @@ def test_bad_arguments_are_refused():
     assert index._jsonl.read_job(b"", b"\x01") is None
     assert index._jsonl.read_job(b'{"a": 1}', b"") is None
     assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 6])) is None  # accuracy columns not 0 .. n-1
+    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 4])) is None  # a column twice, one never written
+    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([5, 4])) is not None
