@@ -69,7 +69,7 @@ try:  # optional: a first build ~10× faster (each line decoded into a struct, a
 except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
     msgspec = None
 
-try:  # optional, compiled when the package is installed (see _jsonl.c): the first build ~2× faster again
+try:  # optional, compiled when the package is installed (see _jsonl.c): a first read ~1.3× faster again
     from dganalysis.audit import _jsonl
 except ImportError:  # pragma: no cover - exercised where no C compiler built it (tests set it to None)
     _jsonl = None
@@ -364,7 +364,7 @@ _MAX_KEYS = 250
 
 def _float64s(data: bytes) -> list[float]:
     """float64 bytes (native order) → a list of floats."""
-    return np.frombuffer(data, np.float64).tolist()
+    return memoryview(data).cast("d").tolist()
 
 
 # ---- with msgspec: each line decoded into a struct of its first line's keys
