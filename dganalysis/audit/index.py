@@ -343,6 +343,19 @@ def _kinds(keys: tuple[str, ...]) -> bytes | None:
     repeats (``args``, ``hparams``, domain fields), 2 the step, 3 the loss, 4 + c an accuracy in column c (results.load
     orders the rows by (env index, split)), 0 another key. None when the records are not the usual kind (as
     :func:`_line_format`)."""
+    pairs = _usual_pairs(keys)
+    if pairs is None or len(keys) > _MAX_KEYS or len(pairs) > 250:
+        return None
+    column = {key: c for c, (_, key) in enumerate(sorted(pairs))}
+    same = {"args", "hparams", *_DOMAIN_FIELDS}
+    return bytes(4 + column[k] if k in column else 1 if k in same else 2 if k == "step" else 3 if k == "loss" else 0
+                 for k in keys)
+
+
+def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | None:
+    """The ((env index, split), key) of each accuracy among a first line's ``keys`` when the records are the usual
+    kind the bulk readers take: ``args``, ``step`` and an accuracy, every accuracy key canonical (not
+    ``env01_in_acc``); None otherwise (results.load's code reads them)."""
     pairs = []
     for key in keys:
         pair = results._env_pair(key)
@@ -350,12 +363,7 @@ def _kinds(keys: tuple[str, ...]) -> bytes | None:
             if key != f"env{pair[0]}_{pair[1]}_acc":
                 return None
             pairs.append((pair, key))
-    if "args" not in keys or "step" not in keys or not pairs or len(keys) > _MAX_KEYS or len(pairs) > 250:
-        return None
-    column = {key: c for c, (_, key) in enumerate(sorted(pairs))}
-    same = {"args", "hparams", *_DOMAIN_FIELDS}
-    return bytes(4 + column[k] if k in column else 1 if k in same else 2 if k == "step" else 3 if k == "loss" else 0
-                 for k in keys)
+    return pairs if pairs and "args" in keys and "step" in keys else None
 
 
 #: the most keys a record may have for the compiled reader (``MAX_KEYS`` in _jsonl.c)
@@ -382,14 +390,8 @@ def _line_format(keys: tuple[str, ...]) -> tuple[Any, Callable, Callable, Callab
     decode; ``step`` is an ``int`` (a float or bool fails), the accuracies ``float | None`` (a bool or string fails;
     an integer becomes its float, as ``float()`` does), ``loss`` any JSON value, the rest ``msgspec.Raw`` (kept as
     text: ``args``, ``hparams`` and the domain fields are compared with the first line's text)."""
-    pairs = []
-    for key in keys:
-        pair = results._env_pair(key)
-        if pair is not None:
-            if key != f"env{pair[0]}_{pair[1]}_acc":
-                return None
-            pairs.append((pair, key))
-    if "args" not in keys or "step" not in keys or not pairs:
+    pairs = _usual_pairs(keys)
+    if pairs is None:
         return None
     name = {key: f"f{i}" for i, key in enumerate(keys)}
     fields = [(name[k], int if k == "step" else float | None if results._env_pair(k) else
