@@ -14,7 +14,7 @@
  *   are 0 .. n_acc - 1). steps: int64 × n_lines; accs: float64 × n_lines × n_acc, line after line (NaN for null);
  *   losses: float64 × n_lines (NaN where the loss is not a number), or None without a loss key. Native byte order.
  *
- * Built by `pip install` as an optional extension (pyproject.toml). It needs a C compiler with unsigned __int128
+ * Built by `pip install` as an optional extension (setup.py). It needs a C compiler with unsigned __int128
  * (GCC or Clang on a 64-bit platform); where the build fails, pip goes on without it and the index reads with
  * msgspec: the same numbers, a first read ~1.3x slower.
  */
