@@ -563,13 +563,10 @@ def _acc_keys(keys: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple
     return pairs, tuple(found[p] for p in pairs)
 
 
-_FLOAT_TYPES = frozenset({float})
-
-
 def _plain_accs(rec: dict[str, Any], keys: tuple[str, ...]) -> list[float] | None:
     """The values of ``keys`` in ``rec`` when all are floats (the usual record), else None."""
     values = [rec[k] for k in keys]
-    return values if set(map(type, values)) <= _FLOAT_TYPES else None
+    return values if set(map(type, values)) <= _FLOAT else None
 
 
 @functools.lru_cache(maxsize=4096)

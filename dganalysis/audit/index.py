@@ -269,30 +269,30 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     (nothing added) otherwise: then the job is read record by record. Uses the compiled reader where built
     (:func:`_compiled_lines`), msgspec where installed (:func:`_uniform_structs`), else orjson
     (:func:`_repeated_lines`)."""
-    if _jsonl is not None and (got := _compiled_lines(data)) is not None:
-        first, n, steps, accs, losses = got
-        if flags & SPEC:
-            results._check_draw(Path(folder), [first])
-        meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
-        out.run = (meta, layout, n, steps, accs)
-        out.exploded = results._losses_exploded(_float64s(losses)) if losses is not None else False
-        return True
-    if msgspec is not None:
-        bulk = _uniform_structs(data)
+    compiled = _compiled_lines(data) if _jsonl is not None else None
+    if compiled is not None:
+        first, n, steps, accs, loss_bytes = compiled
+        losses = _float64s(loss_bytes) if loss_bytes is not None else []
     else:
-        cut = _repeated_lines(data)
-        bulk = _uniform_dicts(*cut) if cut is not None else None
-    if bulk is None:
-        return False
-    first, steps, accs, losses = bulk
+        if msgspec is not None:
+            bulk = _uniform_structs(data)
+        else:
+            cut = _repeated_lines(data)
+            bulk = _uniform_dicts(*cut) if cut is not None else None
+        if bulk is None:
+            return False
+        first, steps, accs, losses = bulk
     if flags & SPEC:
         results._check_draw(Path(folder), [first])
     meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
-    n = len(steps)
-    out.meta += [meta] * n
-    out.layout += [layout] * n
-    out.step += steps
-    out.acc += accs
+    if compiled is not None:
+        out.run = (meta, layout, n, steps, accs)
+    else:
+        n = len(steps)
+        out.meta += [meta] * n
+        out.layout += [layout] * n
+        out.step += steps
+        out.acc += accs
     out.exploded = results._losses_exploded(losses)
     return True
 
@@ -344,12 +344,11 @@ def _kinds(keys: tuple[str, ...]) -> bytes | None:
     orders the rows by (env index, split)), 0 another key. None when the records are not the usual kind (as
     :func:`_line_format`)."""
     pairs = _usual_pairs(keys)
-    if pairs is None or len(keys) > _MAX_KEYS or len(pairs) > 250:
+    if pairs is None or len(keys) > _MAX_KEYS:  # (so at most 250 accuracies: a kind fits a byte)
         return None
     column = {key: c for c, (_, key) in enumerate(sorted(pairs))}
-    same = {"args", "hparams", *_DOMAIN_FIELDS}
-    return bytes(4 + column[k] if k in column else 1 if k in same else 2 if k == "step" else 3 if k == "loss" else 0
-                 for k in keys)
+    return bytes(4 + column[k] if k in column else 1 if k in _REPEATED_FIELDS else 2 if k == "step"
+                 else 3 if k == "loss" else 0 for k in keys)
 
 
 def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | None:
@@ -398,7 +397,7 @@ def _line_format(keys: tuple[str, ...]) -> tuple[Any, Callable, Callable, Callab
                Any if k == "loss" else msgspec.Raw) for k in keys]
     struct = msgspec.defstruct("Record", fields, rename={v: k for k, v in name.items()}, forbid_unknown_fields=True,
                                gc=False)
-    same = operator.attrgetter(*(name[k] for k in ("args", "hparams", *_DOMAIN_FIELDS) if k in name))
+    same = operator.attrgetter(*(name[k] for k in _REPEATED_FIELDS if k in name))
     loss = operator.attrgetter(name["loss"]) if "loss" in name else None
     accs = _rows_getter([name[key] for _, key in sorted(pairs)])
     return msgspec.json.Decoder(struct), same, operator.attrgetter(name["step"]), accs, loss
@@ -479,6 +478,8 @@ def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
 
 
 _DOMAIN_FIELDS = ("domains", "train_domains", "test_domains", "val_domains")
+#: the fields every line of a job read in bulk repeats, byte for byte
+_REPEATED_FIELDS = ("args", "hparams", *_DOMAIN_FIELDS)
 _NUMBER_TYPES = frozenset({float, int, type(None)})
 
 
