@@ -14,8 +14,12 @@ parse, index, select, cache) and then repeated on the unchanged sweep:
 
 * ``dganalysis collect DIR`` — the same command-level task (the three selections' tables, printed); repeated, it
   scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.sweep_memo.SweepMemo`);
-* :func:`dganalysis.audit.sweep_selections.select_indexed` — the three selections as frames, what ``dganalysis audit`` reads
-  a sweep with; repeated, it reads the cached selections (pandas is imported to return frames);
+* :func:`dganalysis.audit.sweep_selections.select_indexed` — the three selections as frames, the part of
+  ``dganalysis audit`` that does what ``collect_results`` does; repeated, it reads the cached selections (pandas is
+  imported to return frames);
+* ``dganalysis audit DIR`` — the whole audit without a report (selections, the per-draw selection, claims,
+  across-dataset tests, every raw-sweep analysis; more work than ``collect_results`` does); repeated, it restores
+  its kept output; ``--fresh`` repeated: every statistic recomputed, the selections read from the index's cache;
 * "index → tidy frame → select": the whole tidy frame built from the index and selected afresh with
   :func:`dganalysis.selection.select` (what an analysis needing every row pays).
 
@@ -187,7 +191,9 @@ def main() -> None:
             "runpy.run_module('domainbed.scripts.collect_results', run_name='__main__')\n")
 
     def commands(d: Path) -> dict[str, list[str]]:
+        audit = [py, "-m", "dganalysis.cli", "audit", str(d)]
         return {"theirs": [py, "-c", stub, str(d)], "collect": [py, "-m", "dganalysis.cli", "collect", str(d)],
+                "audit_cli": audit, "audit_fresh": [*audit, "--fresh"],
                 **{mode: [py, "-c", OURS, str(d), mode] for mode in ("audit", "frame")}}
 
     cmds = commands(sweep)
@@ -211,10 +217,13 @@ def main() -> None:
                   "runs, interleaved")
             for _ in range(a.repeats):
                 runs.setdefault("DomainBed collect_results", []).append(measure(theirs_cmd, cached))
-                for first_cmd, name in ((collect_cmd, "`dganalysis collect`"), (cmds["audit"], "select_indexed")):
+                for first_cmd, name in ((collect_cmd, "`dganalysis collect`"), (cmds["audit"], "select_indexed"),
+                                        (cmds["audit_cli"], "`dganalysis audit`")):
                     _forget(sweep)  # the first read starts without index or cached results
                     runs.setdefault(f"{name}, first read", []).append(measure(first_cmd, cached))
                     runs.setdefault(f"{name}, repeated", []).append(measure(first_cmd, cached))
+                # the audit's statistics recomputed on the unchanged sweep (its selections read from the index)
+                runs.setdefault("`dganalysis audit --fresh`, repeated", []).append(measure(cmds["audit_fresh"], cached))
                 runs.setdefault("index → tidy frame → select", []).append(measure(cmds["frame"], cached))
             print(f"    ({load_line()} at the end)")
         rows = {name: (statistics.median(c for c, _, _ in ms), max(r for _, r, _ in ms),

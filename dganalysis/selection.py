@@ -152,7 +152,7 @@ class _Titles(Mapping[str, str]):
 METHODS: Mapping[str, str] = _Titles()
 
 
-def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
+def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool = False) -> pd.DataFrame:
     """Selected test accuracy per (config, test domain) under ``method`` (DomainBed's model selection, Gulrajani &
     Lopez-Paz 2021, Sec. 3; the methods are described in the module docstring).
 
@@ -166,13 +166,19 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
         domains' holdout), ``"training_domain_last"``, ``"leave_one_out"``, ``"oracle"`` (test-domain holdout, last
         checkpoint), ``"oracle_pooled"``, ``"ood_validation"``.
     tie_tol : scores within ``tie_tol`` (≥ 0, accuracy units) of the best are ties (default 0: exact, as DomainBed).
+    per_draw : select within each hyperparameter draw alone (every ``hparams_seed`` its own config): each draw's
+        checkpoint choice under ``method``, one row per (config, hparams_seed, test domain), what a search that had
+        drawn only those hyperparameters would report (the expected-max curve of Dodge et al. 2019,
+        :func:`dganalysis.audit.sweep.expected_max_curve`, needs every draw's). Equal to ``select`` run on each
+        draw's rows separately. Not a DomainBed selection; default False (DomainBed's, across draws).
 
     Returns
     -------
     pandas.DataFrame with columns :data:`OUTPUT`, one row per (dataset, algorithm, train_domains, test_domains,
-    val_domains, setting, trial_seed, domain): ``acc`` the chosen job's 'in'-split accuracy on test domain ``domain``
-    (a fraction), ``val_acc`` the selection score of the chosen (job, step), ``hparams_seed``, ``job_id``, ``step``
-    and ``hparams`` of the choice, ``selection`` = ``method``. Average over trials with :func:`summarize`.
+    val_domains, setting, trial_seed, domain) (with ``per_draw``: per (..., trial_seed, hparams_seed, domain)): ``acc``
+    the chosen job's 'in'-split accuracy on test domain ``domain`` (a fraction), ``val_acc`` the selection score of
+    the chosen (job, step), ``hparams_seed``, ``job_id``, ``step`` and ``hparams`` of the choice, ``selection`` =
+    ``method``. Average over trials with :func:`summarize`.
 
     Example: ``summarize(select(load("store"), "training_domain"))``.
     """
@@ -182,6 +188,9 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
     check_choice(method, methods(), "method", func=f)
     how = _METHODS[method]
     tie_tol = check_scalar(tie_tol, "tie_tol", func=f, low=0.0)
+    if not isinstance(per_draw, bool):
+        raise ConfigError(f"select: per_draw={per_draw!r}, expected True or False")
+    keys = [*CONFIG, "hparams_seed"] if per_draw else CONFIG
     need = [c for c in CONFIG if c != "setting"]
     check_frame(df, (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc"), "df", func=f,
                 what="expected the tidy frame of dganalysis.results.load")
@@ -193,22 +202,22 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in OUTPUT})
     test_in = df.loc[(df["role"] == "test") & (df["split"] == "in"), ["job_id", "step", "domain", "acc"]]
     if how.per_test_domain:
-        chosen = _argmax(_with_meta(how.scores(df), df), [*CONFIG, "domain"], tie_tol)
+        chosen = _argmax(_with_meta(how.scores(df), df), [*keys, "domain"], tie_tol)
     else:
         scores = how.scores(df)
         # a candidate checkpoint must hold test-domain records (DomainBed: the single-test-env record of the step)
         scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
-        best = _argmax(_with_meta(scores, df), CONFIG, tie_tol)
+        best = _argmax(_with_meta(scores, df), keys, tie_tol)
         chosen = best.merge(test_in, on=["job_id", "step"])
     # counted for the log line only (a pass over every row: skipped when INFO is not logged)
-    n_configs = df[CONFIG].drop_duplicates().shape[0] if log.isEnabledFor(logging.INFO) else 0
-    n_chosen = chosen[CONFIG].drop_duplicates().shape[0] if n_configs else 0
+    n_configs = df[keys].drop_duplicates().shape[0] if log.isEnabledFor(logging.INFO) else 0
+    n_chosen = chosen[keys].drop_duplicates().shape[0] if n_configs else 0
     if n_chosen < n_configs:
         log.info("%s: %d of %d configs give no result (no test domain, no val domain, or missing leave-one-out "
                  "helper runs; DomainBed's [test, val] runs are such configs themselves)",
                  method, n_configs - n_chosen, n_configs)
     out = chosen.assign(selection=method)[OUTPUT]
-    return out.sort_values([*CONFIG, "domain"], kind="stable").reset_index(drop=True)
+    return out.sort_values([*keys, "domain"], kind="stable").reset_index(drop=True)
 
 
 def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int = 1) -> pd.DataFrame:

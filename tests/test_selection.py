@@ -277,12 +277,34 @@ def test_leave_one_out_with_our_helper_runs(multi_test):
     assert (sel["trial_seed"] == 1).sum() == 0  # trial 1 has no helpers
 
 
+@pytest.mark.parametrize("method", selection.methods())
+def test_per_draw_equals_select_on_each_draw_alone(tmp_path, method):
+    """select(df, m, per_draw=True) is select(df[hparams_seed == h], m) for every h, concatenated: each draw's own
+    checkpoint choice (and, for leave-one-out, its own helpers), never another draw's."""
+    random_domainbed_sweep(tmp_path)
+    df = results.load(tmp_path, progress=False)
+    if method == "ood_validation":  # DomainBed runs have no val domain: make the last training domain one
+        df = df.copy()
+        df["role"] = df["role"].astype(str).where(~((df["role"] == "train") & (df["domain"] == "+90%")), "val")
+    got = selection.select(df, method, per_draw=True)
+    want = pd.concat([selection.select(part, method) for _, part in df.groupby("hparams_seed")], ignore_index=True)
+    want = want.sort_values([*selection.CONFIG, "hparams_seed", "domain"], kind="stable", ignore_index=True)
+    assert len(got) and got["hparams_seed"].nunique() > 1
+    pd.testing.assert_frame_equal(got, want.astype(got.dtypes.to_dict()), check_exact=True)
+    across = selection.select(df, method)  # across draws: one pick per config, among the per-draw picks
+    assert len(across) < len(got)
+    key = [*selection.CONFIG, "domain", "job_id", "step"]
+    assert across[key].merge(got[key]).shape[0] == len(across)
+
+
 def test_select_rejects_bad_input(multi_test):
     df = results.load(multi_test, progress=False)
     with pytest.raises(ValueError, match="unknown method 'best'"):
         selection.select(df, "best")
     with pytest.raises(ValueError, match="lacks columns"):
         selection.select(df.drop(columns=["role"]), "oracle")
+    with pytest.raises(ValueError, match="per_draw='yes', expected True or False"):
+        selection.select(df, "oracle", per_draw="yes")
 
 
 # ---------------------------------------------------------------- summary statistics

@@ -191,6 +191,9 @@ class _Tables:
                                dtype=np.int64)
         self.job_cfg = cfg_of_meta[job_meta]
         self.job_hseed = np.array([int(m[_HSEED]) for m in rec.metas], dtype=np.int64)[job_meta]
+        draws: dict[tuple, int] = {}  # per-draw configs (select(..., per_draw=True)): the config and the hparams seed
+        self.job_draw = np.array([draws.setdefault((*m[:_HSEED], m[_TSEED], m[_HSEED]), len(draws))
+                                  for m in rec.metas], dtype=np.int64)[job_meta]
         self.job_rank = np.empty(len(rec.job_names), dtype=np.int64)
         self.job_rank[np.argsort(np.array(rec.job_names), kind="stable")] = np.arange(len(rec.job_names))
 
@@ -363,12 +366,14 @@ def _record_at(rec: Records, job: np.ndarray, step: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the selections
 
 
-def select_records(rec: Records, method: str, tie_tol: float = 0.0) -> dict[str, list] | None:
-    """select()'s output for ``method`` as columns (:data:`OUTPUT` → list, rows sorted as select() sorts them), or
-    None where the frame must decide (see the module docstring)."""
+def select_records(rec: Records, method: str, tie_tol: float = 0.0,
+                   per_draw: bool = False) -> dict[str, list] | None:
+    """select()'s output for ``method`` (and ``per_draw``) as columns (:data:`OUTPUT` → list, rows sorted as select()
+    sorts them), or None where the frame must decide (see the module docstring)."""
     if method not in METHODS:
         return None
     t = rec.tables()
+    cfg = t.job_draw if per_draw else t.job_cfg
     rows: list[tuple] = []  # (job, record, domain code, acc, val_acc)
     if method == "oracle":
         last = np.maximum.reduceat(rec.rec_step, rec.job_start[:-1])
@@ -386,29 +391,30 @@ def select_records(rec: Records, method: str, tie_tol: float = 0.0) -> dict[str,
         if not c_job:
             return _columns(rec, t, [], method)
         job, r, dom, val, acc = (np.concatenate(x) for x in (c_job, c_rec, c_dom, c_val, c_acc))
-        group = t.job_cfg[job] * len(t.domains) + dom
+        group = cfg[job] * len(t.domains) + dom
         win = _argmax(group, val, t.job_hseed[job], rec.rec_step[r], t.job_rank[job], tie_tol)
         rows = [(int(job[w]), int(r[w]), int(dom[w]), float(acc[w]), float(val[w])) for w in win]
-        return _columns(rec, t, rows, method)
+        return _columns(rec, t, rows, method, per_draw)
     scored = _training_domain(t) if method == "training_domain" else _leave_one_out(t)
     if scored is None:
         return None
     r, val = scored
     job = t.rec_job[r]
-    win = _argmax(t.job_cfg[job], val, t.job_hseed[job], rec.rec_step[r], t.job_rank[job], tie_tol)
+    win = _argmax(cfg[job], val, t.job_hseed[job], rec.rec_step[r], t.job_rank[job], tie_tol)
     for w in win:
         rw = int(r[w])
         for dom, k in t.test_in[int(rec.rec_layout[rw])]:
             rows.append((int(job[w]), rw, dom, float(rec.acc[rec.rec_off[rw] + k]), float(val[w])))
-    return _columns(rec, t, rows, method)
+    return _columns(rec, t, rows, method, per_draw)
 
 
-def _columns(rec: Records, t: _Tables, rows: list[tuple], method: str) -> dict[str, list]:
+def _columns(rec: Records, t: _Tables, rows: list[tuple], method: str, per_draw: bool = False) -> dict[str, list]:
     job_meta = rec.job_meta
     out = []
     for j, r, dom, acc, val in rows:
         m = rec.metas[int(job_meta[j])]
         out.append((m[_DS], m[_ALG], m[_TRAIN], m[_TEST], m[_VAL], m[_SETTING], int(m[_TSEED]), t.domains[dom],
                     acc, val, int(m[_HSEED]), rec.job_names[j], int(rec.rec_step[r]), m[_HPARAMS], method))
-    out.sort(key=lambda row: row[:8])
+    # select()'s order: the config (then, per draw, the hparams seed) and the domain
+    out.sort(key=(lambda row: (*row[:7], row[10], row[7])) if per_draw else (lambda row: row[:8]))
     return {c: [row[i] for row in out] for i, c in enumerate(OUTPUT)}

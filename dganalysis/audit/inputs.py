@@ -1,7 +1,8 @@
 """Audit inputs: a sweep directory (ours or DomainBed's) or a published table, checked before any work.
 
-A sweep is read by the same code as ``dganalysis collect`` (:func:`dganalysis.results.load`, or the columnar index
-:func:`dganalysis.audit.index.load_indexed` where it exists) and selected by :func:`dganalysis.selection.select`.
+A sweep is read by the same code as ``dganalysis collect`` (the columnar index of :mod:`dganalysis.audit.index`,
+:func:`~dganalysis.audit.sweep_selections.select_for_tables`) and selected as :func:`dganalysis.selection.select`
+selects.
 Each (selection, dataset, algorithm, trial seed) then gets DomainBed's Avg value: the mean over the dataset's test
 environments of the selected test accuracy, in points, from the single-test-environment runs (``collect``'s
 ``--test-domains auto``). A trial missing a test environment gives no value (it is counted in
@@ -17,6 +18,7 @@ reaching the same test environment are averaged (and counted in ``attrs["incompl
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -37,16 +39,36 @@ TRIAL_COLUMNS = ["board", "selection", "dataset", "algorithm", "trial_seed", "ac
 @dataclass
 class AuditInput:
     """One input: ``kind`` "sweep" or "table"; ``cells`` (:data:`dganalysis.audit.tables.CELL_COLUMNS`); for a sweep
-    also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points) and ``records`` (the tidy frame of
-    :func:`dganalysis.results.load`)."""
+    also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points), ``selected`` (``{method: select(records, method)}``
+    for the audited methods, the oracle and training-domain validation), ``draws`` (``{method: select(records,
+    method, per_draw=True)}`` for :func:`main_selection`) and ``path``; ``records``, the tidy frame of
+    :func:`dganalysis.results.load`, is read from ``path`` on first use (the audit's own analyses need only the
+    selections, and the frame of a large sweep takes seconds and hundreds of MB)."""
 
     name: str
     kind: str
     cells: pd.DataFrame
     trials: pd.DataFrame | None = None
-    records: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
-    selected: dict[str, pd.DataFrame] = field(default_factory=dict)  # sweep: {method: select(records, method)}
+    selected: dict[str, pd.DataFrame] = field(default_factory=dict)
+    draws: dict[str, pd.DataFrame] = field(default_factory=dict)
+    path: Path | None = None
+
+    @functools.cached_property
+    def records(self) -> pd.DataFrame | None:
+        """A sweep's tidy frame (:func:`dganalysis.audit.index.load_indexed` of ``path``, read once); None for a
+        table."""
+        if self.path is None:
+            return None
+        from dganalysis.audit.index import load_indexed
+
+        return load_indexed(self.path)
+
+
+def main_selection(selections: Sequence[str]) -> str:
+    """The selection of the analyses that take one (expected-max curves, selected hparams): training-domain
+    validation where audited (DomainBed's default), else the first audited method."""
+    return "training_domain" if "training_domain" in selections else selections[0]
 
 
 def parse_selections(selection: str | Sequence[str]) -> list[str]:
@@ -76,24 +98,16 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
                              ".tex/.csv table")
 
 
-def load_records(path: str | Path, selections: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The tidy records of a sweep and ``{method: select(records, method)}`` for ``selections``: through the columnar
-    index (:func:`~dganalysis.audit.sweep_selections.load_and_select_indexed`: one scan of the job folders, the selections
-    cached beside the index) when installed, else :func:`dganalysis.results.load` and
-    :func:`dganalysis.selection.select` (the same frames)."""
-    try:
-        from dganalysis.audit.sweep_selections import load_and_select_indexed
-    except ImportError:
-        from dganalysis.results import load
-
-        df = load(path, progress=False)
-        return df, {m: select(df, m) for m in selections}
-    return load_and_select_indexed(path, selections)
-
-
 def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTIONS,
                trials: int | None = None) -> AuditInput:
-    """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells."""
+    """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells.
+
+    A sweep is read through its columnar index
+    (:func:`~dganalysis.audit.sweep_selections.select_for_tables`, the selections cached beside it): ``selections``,
+    the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
+    of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
+    from dganalysis.audit.sweep_selections import select_for_tables
+
     check_inputs([path])
     name = str(path)
     if tables.is_table(path):
@@ -101,15 +115,16 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
         return AuditInput(name, "table", cells)
     if trials is not None:
         raise ValueError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
-    df, selected = load_records(path, selections)
-    if df.empty:
+    methods = list(dict.fromkeys([*selections, "oracle", "training_domain"]))
+    picks = select_for_tables(path, methods, per_draw=[main_selection(selections)])
+    if not picks.rows:
         raise ValueError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
-    tr = sweep_trials(df, selections, selected)
+    tr = sweep_trials(None, selections, picks.selections)
     notes = [f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items()]
     if tr.empty:
         raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")
-    return AuditInput(name, "sweep", cells_from_trials(tr), tr, df, notes, selected)
+    return AuditInput(name, "sweep", cells_from_trials(tr), tr, notes, picks.selections, picks.draws, Path(path))
 
 
 def _dataset_labels(sel: pd.DataFrame) -> pd.Series:
@@ -131,11 +146,12 @@ def _dataset_labels(sel: pd.DataFrame) -> pd.Series:
     return labels
 
 
-def sweep_trials(df: pd.DataFrame, selections: Sequence[str],
+def sweep_trials(df: pd.DataFrame | None, selections: Sequence[str],
                  selected: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Per (selection, dataset, algorithm, trial seed): the mean over the test environments of the selected test
     accuracy, in points (DomainBed's Avg per trial). ``attrs["incomplete"]``: dropped trials per selection.
-    ``selected``: ``{method: select(df, method)}`` already made (the others are selected here)."""
+    ``selected``: ``{method: select(df, method)}`` already made (the others are selected here; ``df`` may be None
+    when every method is given)."""
     out, incomplete = [], {}
     for method in selections:
         sel = selected[method] if selected and method in selected else select(df, method)

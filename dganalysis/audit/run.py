@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.audit import aggregate, claims, reference
-from dganalysis.audit.inputs import AuditInput, check_baseline, check_inputs, load_input, parse_selections
+from dganalysis.audit.inputs import (
+    AuditInput,
+    check_baseline,
+    check_inputs,
+    load_input,
+    main_selection,
+    parse_selections,
+)
 from dganalysis.audit.tables import is_table, read_table
 
 log = logging.getLogger(__name__)
@@ -141,15 +148,19 @@ def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -
                     "need dganalysis.audit.sweep, which is not installed in this version"]
     out: dict[str, Any] = {}
     notes: list[str] = []
-    df = inp.records
-    main_sel = "training_domain" if "training_domain" in selections else selections[0]
-    picks = {m: inp.selected.get(m) for m in selections}  # made once (cached by the index), or selected there
+    main_sel = main_selection(selections)
+    have = inp.selected  # the audited methods, the oracle and training-domain validation (load_input)
+    picks = {m: have[m] for m in selections}
+    # ranking_changes compares a single method with the oracle (the oracle alone with training-domain validation)
+    other = "training_domain" if "oracle" in picks else "oracle"
+    ranked = picks if len(picks) > 1 else {**picks, other: have[other]}
     steps = [
-        ("selection_regret", lambda: sw.selection_regret(df, picks, confidence=confidence)),
-        ("ranking_changes", lambda: sw.ranking_changes(df, picks)),
-        ("expected_max", lambda: sw.expected_max_curve(df, main_sel)),
-        ("lodo_vs_logo", lambda: sw.lodo_vs_logo(df, "training_domain", inp.selected.get("training_domain"))),
-        ("selected_hparams", lambda: sw.selected_hparams(df, main_sel, inp.selected.get(main_sel))),
+        ("selection_regret", lambda: sw.selection_regret(None, {**picks, "oracle": have["oracle"]},
+                                                         confidence=confidence)),
+        ("ranking_changes", lambda: sw.ranking_changes(None, ranked)),
+        ("expected_max", lambda: sw.expected_max_curve(None, main_sel, draws=inp.draws[main_sel])),
+        ("lodo_vs_logo", lambda: sw.lodo_vs_logo(None, "training_domain", have["training_domain"])),
+        ("selected_hparams", lambda: sw.selected_hparams(None, main_sel, have[main_sel])),
     ]
     for key, call in steps:
         try:

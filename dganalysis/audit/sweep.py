@@ -188,22 +188,22 @@ def expected_max(values: np.ndarray, n: int, order: np.ndarray | None = None) ->
     return float(np.dot(values[idx], weights))
 
 
-def _per_draw(df: pd.DataFrame, selection: str) -> pd.DataFrame:
+def _per_draw(df: pd.DataFrame | None, selection: str, draws: pd.DataFrame | None) -> pd.DataFrame:
     """Per (config, test domain, hparams draw): the test accuracy and validation score of the draw's own
-    checkpoint choice under ``selection`` (select() run on each draw's runs alone)."""
-    parts = []
-    for _, part in df.groupby("hparams_seed", sort=True):
-        sel = select(part, selection)
-        if len(sel):
-            parts.append(_str(sel))
-    if not parts:
-        return pd.DataFrame(columns=[*CONFIG, "domain", "acc", "val_acc", "hparams_seed"])
-    return _columns(pd.concat(parts, ignore_index=True))
+    checkpoint choice under ``selection`` (``select(df, selection, per_draw=True)``, or ``draws`` when given)."""
+    if draws is None:
+        if df is None:
+            raise ValueError("expected_max_curve: give the tidy frame df or its per-draw selection draws")
+        draws = select(df, selection, per_draw=True)
+    elif set(draws["selection"].unique()) - {selection}:
+        raise ValueError(f"expected_max_curve: draws holds the selection {sorted(set(draws['selection']))}, not "
+                         f"{selection!r}; expected select(df, {selection!r}, per_draw=True)")
+    return _columns(_str(draws)) if len(draws) else draws
 
 
 def expected_max_curve(
-    df: pd.DataFrame, selection: str = "training_domain", budgets: Sequence[int] | None = None,
-    n_boot: int = 200, confidence: float = 0.95, seed: int = 0,
+    df: pd.DataFrame | None, selection: str = "training_domain", budgets: Sequence[int] | None = None,
+    n_boot: int = 200, confidence: float = 0.95, seed: int = 0, draws: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Expected best accuracy as a function of the number of hyperparameter draws (Dodge et al. 2019, Sec. 3).
 
@@ -215,7 +215,9 @@ def expected_max_curve(
     of the hparams seeds with replacement, the same resample for every trial and test domain of a (dataset,
     algorithm) — at ``confidence``; it shows how much the curve depends on which draws the sweep happened to make.
 
-    ``budgets`` default 1..N. Returns columns dataset, algorithm, budget, expected_max, ci_low, ci_high.
+    ``budgets`` default 1..N. ``draws``: ``select(df, selection, per_draw=True)`` when already made (e.g. cached by
+    :func:`dganalysis.audit.sweep_selections.select_for_tables`); ``df`` is then not read and may be None.
+    Returns columns dataset, algorithm, budget, expected_max, ci_low, ci_high, n_draws.
     """
     if selection not in METHODS:
         raise ValueError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
@@ -223,17 +225,31 @@ def expected_max_curve(
         raise ValueError(f"expected_max_curve: n_boot ≥ 0 and confidence in (0, 1) expected, got {n_boot}, {confidence}")
     if budgets is not None and (isinstance(budgets, (str, int)) or any(int(b) < 1 for b in budgets)):
         raise ValueError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
-    draws = _per_draw(df, selection)
+    draws = _per_draw(df, selection, draws)
     rng = np.random.default_rng(seed)
     rows = []
-    for (ds, alg), part in draws.groupby(["dataset", "algorithm"], sort=True):
-        seeds = np.sort(part["hparams_seed"].unique())
-        acc = part.pivot_table(index=["setting", "trial_seed", "train_domains", "test_domains", "val_domains",
-                                      "domain"], columns="hparams_seed", values="acc", aggfunc="first")
-        val = part.pivot_table(index=acc.index.names, columns="hparams_seed", values="val_acc", aggfunc="first")
-        acc, val = acc.reindex(columns=seeds), val.reindex(index=acc.index, columns=seeds)
-        full = acc.notna().all(axis=1).to_numpy() & val.notna().all(axis=1).to_numpy()
-        a, v = 100 * acc.to_numpy()[full], val.to_numpy()[full]
+    # one matrix of draws: a row per (dataset, algorithm, setting, trial, split, test domain), a column per hparams
+    # seed, rows in sorted key order (the draws' own order within a row does not matter: each search sorts them)
+    keys = ["dataset", "algorithm", "setting", "trial_seed", "train_domains", "test_domains", "val_domains", "domain"]
+    g = draws.groupby(keys, sort=True, observed=True)
+    row = g.ngroup().to_numpy()
+    all_seeds, col = np.unique(draws["hparams_seed"].to_numpy(), return_inverse=True)
+    shape = (g.ngroups, len(all_seeds))
+    acc_m, val_m, seen = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+    acc_m[row, col], val_m[row, col], seen[row, col] = draws["acc"].to_numpy(float), draws["val_acc"].to_numpy(float), True
+    first = np.zeros(shape[0], dtype=np.int64)
+    first[row[::-1]] = np.arange(len(row))[::-1]  # each matrix row's first draw
+    names = draws[["dataset", "algorithm"]].to_numpy()[first]  # sorted: each (dataset, algorithm) a block of rows
+    change = np.flatnonzero((names[1:] != names[:-1]).any(axis=1)) + 1
+    bounds = [0, *change.tolist(), shape[0]] if shape[0] else [0]
+    for k in range(len(bounds) - 1):
+        rs = slice(bounds[k], bounds[k + 1])
+        ds, alg = names[bounds[k]]
+        present = seen[rs].any(axis=0)  # the seeds this (dataset, algorithm) drew
+        seeds = all_seeds[present]
+        acc, val = acc_m[rs][:, present], val_m[rs][:, present]
+        full = ~np.isnan(acc).any(axis=1) & ~np.isnan(val).any(axis=1)
+        a, v = 100 * acc[full], val[full]
         if not len(a):
             continue
         sizes = list(range(1, len(seeds) + 1)) if budgets is None else [int(b) for b in budgets]
@@ -243,13 +259,16 @@ def expected_max_curve(
         weights = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
 
         def curve(cols: np.ndarray, a=a, v=v, weights=weights) -> np.ndarray:
-            """expected_max for every row and budget at once (rows sorted by validation, then accuracy)."""
+            """expected_max for every row and budget at once (rows sorted by validation, then accuracy); ``cols``
+            one draw of seed columns, or a stack of them (one curve per draw)."""
             aa, vv = a[:, cols], v[:, cols]
             order = np.lexsort((aa, vv), axis=-1)
             return (np.take_along_axis(aa, order, axis=-1) @ weights.T).mean(axis=0)
 
         point = curve(np.arange(len(seeds)))
-        boots = np.array([curve(rng.integers(0, len(seeds), len(seeds))) for _ in range(n_boot)]) if n_boot else None
+        boots = None
+        if n_boot:  # every resample at once: (rows, n_boot, N) → (n_boot, budgets)
+            boots = curve(np.stack([rng.integers(0, len(seeds), len(seeds)) for _ in range(n_boot)]))
         for j, n in enumerate(sizes):
             lo = hi = float("nan")
             if boots is not None:

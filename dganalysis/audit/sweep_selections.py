@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,17 +64,21 @@ class IndexedSelections:
     selections: dict[str, pd.DataFrame]
     orders: dict[str, list[str]]
     rows: int
+    draws: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def select_for_tables(
     path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
     include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
-    cache_dir: str | Path | None = None, indexes: list[tuple[Path, Any]] | None = None,
+    cache_dir: str | Path | None = None, indexes: list[tuple[Path, Any]] | None = None, per_draw: Iterable[str] = (),
 ) -> IndexedSelections:
     """:func:`select_indexed` plus what DomainBed-style tables of the selections need besides them (the domain order,
     whether any record was read), cached with them: `dganalysis collect` without the tidy frame. ``indexes``: the
-    stores' (path, :func:`update_index` result) when the caller has scanned them already."""
+    stores' (path, :func:`update_index` result) when the caller has scanned them already. ``per_draw``: methods whose
+    per-draw selection (``select(..., per_draw=True)``, every hparams draw alone: what the expected-max curve of
+    :func:`dganalysis.audit.sweep.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
+    per_draw = _check_selection_args("select_for_tables", path, [per_draw] if isinstance(per_draw, str) else per_draw)[0]
     if indexes is None:
         indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
     full: list[tuple[Path, _Index]] = []
@@ -89,26 +93,8 @@ def select_for_tables(
                     full.append((p, update_index(p, cache_dir)))  # the current file, rebuilt if damaged
         return full
 
-    return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir)
-
-
-def load_and_select_indexed(
-    path: str | Path | Iterable[str | Path], methods: Iterable[str] = DOMAINBED_METHODS,
-    include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
-    cache_dir: str | Path | None = None,
-) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """``(load_indexed(path), select_indexed(path, methods))`` with the job folders scanned once: what an audit of a
-    sweep needs (the tidy frame for its analyses, the selections for its claims). The selections are cached exactly
-    as :func:`select_indexed` caches them (the same files and key), and selected as it selects them."""
-    methods, paths = _check_selection_args("load_and_select_indexed", path, methods)
-    if include_unfinished not in (None, True, False):
-        raise ValueError(f"load_and_select_indexed: include_unfinished={include_unfinished!r}, expected None "
-                         "(by writer), True or False")
-    indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
-    chosen = _choose(indexes, include_unfinished, strict)
-    df = _assemble(indexes, include_unfinished, strict, categorical=True, chosen=chosen)
-    return df, _cached_selections(indexes, methods, lambda: indexes, include_unfinished, strict, tie_tol, cache_dir,
-                                  chosen=chosen, frame=df).selections
+    return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir,
+                              per_draw=per_draw)
 
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
@@ -129,10 +115,11 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
                        loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
                        strict: bool, tie_tol: float, cache_dir: str | Path | None,
                        chosen: tuple[list, dict[str, Any]] | None = None,
-                       frame: pd.DataFrame | None = None) -> IndexedSelections:
-    """Each method's selection read from its cache file when the key holds, else selected and cached. ``loaded()``
-    gives the indexes with their records (called only on a cache miss); ``chosen`` (:func:`_choose` on them) and
-    ``frame`` (the tidy frame) when the caller has them. The key: :func:`sweep_key` of the arguments."""
+                       frame: pd.DataFrame | None = None, per_draw: Iterable[str] = ()) -> IndexedSelections:
+    """Each method's selection (and each of ``per_draw``'s per-draw selection) read from its cache file when the key
+    holds, else selected and cached. ``loaded()`` gives the indexes with their records (called only on a cache miss);
+    ``chosen`` (:func:`_choose` on them) and ``frame`` (the tidy frame) when the caller has them. The key:
+    :func:`sweep_key` of the arguments."""
     from dganalysis.audit.index_selection import domain_orders, gather, select_records
 
     key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
@@ -140,18 +127,20 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
     out: dict[str, pd.DataFrame] = {}
     extra: dict[str, Any] | None = None  # the domain orders and the record count, stored with every method
     records: Any = False  # not gathered yet
-    for method in methods:
-        file = folder / f"{method}.json"
+    draws: dict[str, pd.DataFrame] = {}
+    for method, draw in [*((m, False) for m in methods), *((m, True) for m in per_draw)]:
+        file = folder / f"{method}{'.per_draw' if draw else ''}.json"
+        kept = draws if draw else out
         payload = read_payload(file, key)
         if payload is not None:
-            out[method] = _selection_frame(payload)
+            kept[method] = _selection_frame(payload)
             extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
             continue
         if chosen is None:
             chosen = _choose(loaded(), include_unfinished, strict)
         if records is False:
             records = gather(chosen[0])
-        columns = select_records(records, method, tie_tol) if records is not None else None
+        columns = select_records(records, method, tie_tol, draw) if records is not None else None
         if columns is None:  # a method, or a case, the arrays leave to the frame
             import pandas as pd
 
@@ -159,7 +148,7 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
 
             if frame is None:
                 frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
-            sel = select(frame, method, tie_tol=tie_tol)
+            sel = select(frame, method, tie_tol=tie_tol, per_draw=draw)
             columns = {c: sel[c].astype(str).tolist() if isinstance(sel[c].dtype, pd.CategoricalDtype)
                        else sel[c].tolist() for c in OUTPUT}
         if extra is None:
@@ -176,8 +165,8 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
             io.write_bytes(file, index_file.dumps(payload))
         except OSError as err:
             log.warning("could not cache the %s selection in %s (%s)", method, file, err)
-        out[method] = _selection_frame(payload)
-    return IndexedSelections(out, (extra or {}).get("orders", {}), (extra or {}).get("rows", 0))
+        kept[method] = _selection_frame(payload)
+    return IndexedSelections(out, (extra or {}).get("orders", {}), (extra or {}).get("rows", 0), draws)
 
 
 def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:

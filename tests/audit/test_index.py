@@ -270,7 +270,10 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
         sweep_selections.select_indexed(root, methods=["best"])
 
 
-def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, monkeypatch):
+def test_per_draw_selections_are_selects_and_cached_with_the_others(tmp_path, monkeypatch):
+    """select_for_tables(..., per_draw=...) adds select(df, m, per_draw=True) for the audit's expected-max curve,
+    from one scan of the job folders and without the tidy frame; a repeated call reads every selection from the
+    cache."""
     from dganalysis.selection import select
 
     root = domainbed_dir(tmp_path / "db")
@@ -278,24 +281,24 @@ def test_load_and_select_scans_once_and_shares_select_indexeds_cache(tmp_path, m
     scans = []
     real_scan = index_file.scan
     monkeypatch.setattr(index_file, "scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
-    df, sel = sweep_selections.load_and_select_indexed(root)
-    assert len(scans) == 1  # one pass over the job folders for the frame and the selections
+    got = sweep_selections.select_for_tables(root, ["oracle"], per_draw=["training_domain", "oracle"])
+    assert len(scans) == 1 and set(got.selections) == {"oracle"} and set(got.draws) == {"training_domain", "oracle"}
     want = results.load(root, progress=False)
-    same(want, df)
-    for method in ("training_domain", "leave_one_out", "oracle"):
-        pd.testing.assert_frame_equal(select(want, method), sel[method], check_dtype=False)
-    scans.clear()
+    pd.testing.assert_frame_equal(select(want, "oracle"), got.selections["oracle"], check_dtype=False)
+    for method in ("training_domain", "oracle"):
+        assert got.draws[method]["hparams_seed"].nunique() > 1
+        pd.testing.assert_frame_equal(select(want, method, per_draw=True), got.draws[method], check_dtype=False)
+    import dganalysis.audit.index_selection as index_selection
     import dganalysis.selection as selection
 
-    monkeypatch.setattr(selection, "select", lambda *a, **k: pytest.fail("cached by the call above"))
-    cached = sweep_selections.select_indexed(root)  # the same cache files and key
-    assert len(scans) == 1
-    for method in cached:
-        pd.testing.assert_frame_equal(sel[method], cached[method])
-    with pytest.raises(ValueError, match="load_and_select_indexed: unknown methods"):
-        sweep_selections.load_and_select_indexed(root, methods=["best"])
-    with pytest.raises(ValueError, match="include_unfinished"):
-        sweep_selections.load_and_select_indexed(root, include_unfinished="yes")
+    for module in (selection, index_selection):
+        monkeypatch.setattr(module, "select" if module is selection else "select_records",
+                            lambda *a, **k: pytest.fail("cached by the call above"))
+    again = sweep_selections.select_for_tables(root, ["oracle"], per_draw="training_domain")
+    assert set(again.draws) == {"training_domain"}
+    pd.testing.assert_frame_equal(again.draws["training_domain"], got.draws["training_domain"])
+    with pytest.raises(ValueError, match="select_for_tables: unknown methods"):
+        sweep_selections.select_for_tables(root, ["oracle"], per_draw=["best"])
 
 
 def test_lazy_read_refuses_a_replaced_file(tmp_path):

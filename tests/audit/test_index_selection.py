@@ -3,6 +3,7 @@ row and bit for bit, and the cases the arrays leave to the frame are recognised.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -30,14 +31,13 @@ def check_equal(roots: list[Path], methods=index_selection.METHODS, tie_tols=(0.
     rec_ = records_of(*roots, include_unfinished=include_unfinished)
     assert rec_ is not None
     compared = 0
-    for method in methods:
-        for tol in tie_tols:
-            want = selection.select(df, method, tie_tol=tol)
-            got = select_records(rec_, method, tie_tol=tol)
-            assert got is not None, method
-            got = frame_of(got).astype(want.dtypes.to_dict())
-            pd.testing.assert_frame_equal(want.reset_index(drop=True), got, check_exact=True)
-            compared += len(want)
+    for method, tol, per_draw in itertools.product(methods, tie_tols, (False, True)):
+        want = selection.select(df, method, tie_tol=tol, per_draw=per_draw)
+        got = select_records(rec_, method, tie_tol=tol, per_draw=per_draw)
+        assert got is not None, method
+        got = frame_of(got).astype(want.dtypes.to_dict())
+        pd.testing.assert_frame_equal(want.reset_index(drop=True), got, check_exact=True)
+        compared += len(want)
     return compared
 
 

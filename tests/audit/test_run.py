@@ -59,6 +59,39 @@ def test_sweep_planted_effects_are_found(sweeps):
     assert agg.loc["Good", "basis"].startswith("trials") and agg.loc["Good", "p_better"] > 0.9
 
 
+@pytest.mark.parametrize("selection", ["all", "leave_one_out", "oracle"])
+def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
+    """A sweep's audit, raw-sweep analyses included, reads the selections (and the per-draw selection of the
+    expected-max curve) from the index without building the tidy frame (4.6M rows, hundreds of MB on a DomainBed-size
+    sweep); the frame is still there, read on first use, for a user of ``AuditInput.records``. Whatever methods are
+    audited, the analyses get the oracle and training-domain validation they compare with."""
+    import pandas as pd
+
+    from dganalysis import results
+    from dganalysis.audit import index, sweep_selections
+
+    root = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, hparams=3, pairs=True)
+    want = run_audit([root], selection=selection, reps=50, seed=1)
+
+    def no_frame(*args, **kwargs):
+        raise AssertionError("the audit built the tidy frame")
+
+    for fn in ("_assemble", "load_indexed"):
+        monkeypatch.setattr(index, fn, no_frame)
+    monkeypatch.setattr(sweep_selections, "_assemble", no_frame)
+    got = run_audit([root], selection=selection, reps=50, seed=1)
+    assert not got.audits[0].notes
+    assert set(got.audits[0].sweep) >= {"selection_regret", "ranking_changes", "expected_max", "saturation",
+                                        "lodo_vs_logo", "selected_hparams"}
+    assert got.to_json() == want.to_json()
+    monkeypatch.undo()
+    frame = got.audits[0].input.records
+    pd.testing.assert_frame_equal(frame.astype({c: str for c in frame.columns if frame[c].dtype == "category"}),
+                                  results.load(root, progress=False).astype(
+                                      {c: str for c in frame.columns if frame[c].dtype == "category"}),
+                                  check_dtype=False)
+
+
 def test_sweep_null_decides_nothing(sweeps):
     _, null = sweeps
     r = run_audit([null], selection="all", rope=0.0, sweep_analyses=False, reps=200)
@@ -213,7 +246,7 @@ def test_sweep_analyses_are_called_and_reported(tmp_path, sweeps, monkeypatch):
         {"dataset": ["PACS"], "algorithm": ["ERM"], "selection": ["training_domain"], "regret": [1.0],
          "ci_low": [0.5], "ci_high": [1.5], "n": [3]})
     fake.ranking_changes = lambda df, selections: pd.DataFrame({"selection": ["training_domain"], "changed": [False]})
-    fake.expected_max_curve = lambda df, selection, budgets=None: curve
+    fake.expected_max_curve = lambda df, selection, budgets=None, draws=None: curve
     fake.saturation = lambda c: pd.DataFrame({"dataset": ["PACS"], "algorithm": ["ERM"], "saturated": [True]})
     fake.lodo_vs_logo = lambda df, selection="training_domain", selected=None: None
     fake.selected_hparams = lambda df, selection, selected=None: [{"dataset": "PACS", "test_env": 0, "trial_seed": 0, "lr": 1e-3}]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis import results
+from dganalysis import results, selection
 from dganalysis.audit import sweep
 from dganalysis.audit.sweep import expected_max
 
@@ -117,6 +117,46 @@ def test_expected_max_curve_and_saturation(planted):
     assert not sat.loc["A", "saturated"] and sat.loc["A", "budget"] == 3
     with pytest.raises(ValueError, match="lacks columns"):
         sweep.saturation(pd.DataFrame({"x": [1]}))
+
+
+def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
+    """On a sweep with random accuracies, a missing draw and algorithms with different draw counts, the curve is
+    the mean over (trial, test domain) of :func:`expected_max` of the per-draw picks ordered by validation score;
+    given as ``draws`` (the per-draw selection, as the audit passes it) it is the same, bootstrap included."""
+    rng = np.random.default_rng(3)
+    root = tmp_path / "s"
+    for alg, n_h in (("A", 4), ("B", 6)):
+        for te, h, t in itertools.product(range(3), range(n_h), range(2)):
+            if (alg, te, h, t) == ("B", 1, 5, 0):
+                continue  # a draw missing from one split: that split's row leaves B's curve
+            lines = []
+            for step in (0, 10):
+                r = {"args": {"dataset": "ColoredMNIST", "algorithm": alg, "test_envs": [te], "hparams_seed": h,
+                              "trial_seed": t}, "hparams": {"lr": 0.1}, "step": step}
+                for i in range(3):
+                    r[f"env{i}_in_acc"], r[f"env{i}_out_acc"] = rng.integers(0, 20, 2).tolist()
+                    r[f"env{i}_in_acc"] /= 20
+                    r[f"env{i}_out_acc"] /= 20  # a coarse grid: ties in validation and in accuracy
+                lines.append(json.dumps(r))
+            (root / f"{alg}_{te}_h{h}_t{t}").mkdir(parents=True)
+            (root / f"{alg}_{te}_h{h}_t{t}" / "results.jsonl").write_text("\n".join(lines) + "\n")
+    df = results.load(root, progress=False)
+    for method in ("training_domain", "oracle"):
+        per = selection.select(df, method, per_draw=True)
+        curve = sweep.expected_max_curve(df, method, n_boot=0).set_index(["algorithm", "budget"])
+        for alg, n_h in (("A", 4), ("B", 6)):
+            splits = [g for _, g in per[per["algorithm"] == alg].groupby(["trial_seed", "domain"])
+                      if len(g) == n_h]
+            assert len(splits) == (6 if alg == "A" else 5)
+            for n in range(1, n_h + 1):
+                want = np.mean([expected_max(100 * g["acc"].to_numpy(), n, g["val_acc"].to_numpy()) for g in splits])
+                assert curve.loc[(alg, n), "expected_max"] == pytest.approx(want, abs=1e-9), (method, alg, n)
+        given = sweep.expected_max_curve(None, method, n_boot=30, draws=per)
+        pd.testing.assert_frame_equal(given, sweep.expected_max_curve(df, method, n_boot=30), check_exact=True)
+    with pytest.raises(ValueError, match="draws holds the selection"):
+        sweep.expected_max_curve(None, "oracle", draws=per.assign(selection="training_domain"))
+    with pytest.raises(ValueError, match="give the tidy frame df or its per-draw selection"):
+        sweep.expected_max_curve(None, "oracle")
 
 
 def test_constant_search_is_saturated(tmp_path):
