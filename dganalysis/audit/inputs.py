@@ -107,6 +107,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
     of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
     from dganalysis.audit.sweep_selections import select_for_tables
+    from dganalysis.results import summary_line
 
     check_inputs([path])
     name = str(path)
@@ -120,7 +121,9 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     if not picks.rows:
         raise ValueError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
     tr = sweep_trials(None, selections, picks.selections)
-    notes = [f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items()]
+    # a verdict is about the runs that were read: the folders read and left out, as collect prints them
+    read = summary_line(picks.selections[selections[0]])
+    notes = [*([read] if read else []), *(f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items())]
     if tr.empty:
         raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")

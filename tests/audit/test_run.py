@@ -92,6 +92,18 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
                                   check_dtype=False)
 
 
+def test_sweep_audit_says_what_the_reading_left_out(tmp_path, capsys):
+    """A verdict is about the runs that were read: the audit's notes (stderr, HTML, JSON) count the job folders read
+    and left out, as collect prints them."""
+    root = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4})
+    (root / "crashed").mkdir()  # DomainBed's job that crashed before its first checkpoint: err.txt only
+    (root / "crashed" / "err.txt").write_text("CUDA out of memory\n")
+    notes = run_audit([root], selection="training_domain", reps=50, sweep_analyses=False).audits[0].input.notes
+    assert notes[0].startswith("jobs: 48 of 49 job folders read; not in the table: 1 without records"), notes
+    assert main(["audit", str(root), "--selection", "training_domain", "--fresh"]) == 0
+    assert f"audit: {root}: jobs: 48 of 49 job folders read" in capsys.readouterr().err
+
+
 def test_sweep_null_decides_nothing(sweeps):
     _, null = sweeps
     r = run_audit([null], selection="all", rope=0.0, sweep_analyses=False, reps=200)
