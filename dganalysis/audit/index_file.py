@@ -52,6 +52,11 @@ try:  # optional: the fastest JSON decoding
 except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
     msgspec = None
 
+try:  # optional, compiled when the package is installed: _keys_unchanged without a Python object per system call
+    from dganalysis.audit import _jsonl as _compiled
+except ImportError:  # pragma: no cover - exercised where no C compiler built it (tests set it to None)
+    _compiled = None
+
 log = logging.getLogger("dganalysis.audit.index")
 
 INDEX_NAME = ".dganalysis_index.bin"
@@ -256,17 +261,37 @@ def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
         except OSError:
             return None
         files, folders = _files_and_folders(entries)
-        mtimes = {}
-        for e in folders:
-            try:
-                mtimes[e.name] = e.stat(follow_symlinks=False).st_mtime_ns
-            except OSError:
-                mtimes[e.name] = None  # gone meanwhile: listed by name, as scan lists it
-        if results._is_job_folder(files) or len(mtimes) < len(keys):
+        names = {e.name for e in folders}
+        if results._is_job_folder(files) or not names.issuperset(k[0] for k in keys):
             return False
-        stat = os.stat
+        same = _compiled.keys_unchanged(fd, keys, SPEC) if _compiled is not None else _keys_unchanged(fd, keys)
+        if not same:
+            return same  # False, or None: the scan decides
+        for name in sorted(names.difference(k[0] for k in keys)):  # folders that were no job when indexed (e.g. the
+            found: list = []  # index's own .select folder): none may hold a job now
+            _walk(top, name, found, {})
+            if found:
+                return False
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _keys_unchanged(fd: int, keys: Sequence[Sequence]) -> bool | None:
+    """Whether every flat job key (rel, size, mtime, flags, spec_mtime, dir_mtime) still holds under the open folder
+    ``fd``: the job folder's own mtime (not following a link; a folder that cannot be stat'ed has changed), its
+    ``results.jsonl``'s size and mtime (absent: -1) and, with ``spec.json`` in the flags, that file's mtime (absent:
+    -1). False at the first difference; None on another failure (the scan decides). ``_jsonl.keys_unchanged`` is
+    this function compiled (a test holds them equal)."""
+    stat = os.stat
+    try:
         for rel, size, mtime, flags, spec_mtime, dir_mtime in keys:
-            if mtimes.pop(rel, None) != dir_mtime:
+            try:
+                if stat(rel, dir_fd=fd, follow_symlinks=False).st_mtime_ns != dir_mtime:
+                    return False
+            except OSError:
                 return False
             try:
                 st = stat(rel + "/results.jsonl", dir_fd=fd)
@@ -282,16 +307,9 @@ def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
                 except FileNotFoundError:
                     if spec_mtime != -1:
                         return False
-        for name in mtimes:  # folders that were no job when indexed (e.g. the index's own .select folder)
-            found: list = []
-            _walk(top, name, found, {})
-            if found:
-                return False
-        return True
-    except OSError:
+    except (OSError, ValueError, TypeError):
         return None
-    finally:
-        os.close(fd)
+    return True
 
 
 def same_keys(known: Sequence[Sequence], keys: list[tuple]) -> bool:

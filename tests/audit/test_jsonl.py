@@ -232,3 +232,51 @@ def test_bad_arguments_are_refused():
     assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 6])) is None  # accuracy columns not 0 .. n-1
     assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 4])) is None  # a column twice, one never written
     assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([5, 4])) is not None
+
+
+def test_key_check_is_its_python_twin(tmp_path):
+    """``keys_unchanged`` (C) answers as ``index_file._keys_unchanged`` (Python) — True, False (changed) or None (the
+    scan decides) — on unchanged keys, each kind of change, a failure other than absence, and malformed keys."""
+    import os
+
+    from dganalysis.audit import index_file
+
+    for name, files in (("a", ("results.jsonl", "done")), ("b", ("results.jsonl", "spec.json")), ("c", ("done",))):
+        (tmp_path / name).mkdir()
+        for f in files:
+            (tmp_path / name / f).write_text("{}\n")
+    (tmp_path / "plain").write_text("a file where a job folder was")
+    for p in [*tmp_path.glob("*/*"), *tmp_path.iterdir()]:  # settled: an index keeps the mtimes of older folders
+        os.utime(p, ns=(10**18, 10**18))
+    keys = [list(k) for k in index_file.scan(tmp_path) if k[0] != "."]
+    assert all(k[5] == 10**18 for k in keys)
+    assert [k[0] for k in keys] == ["a", "b", "c"]
+    st = os.stat(tmp_path / "plain")
+
+    def with_(i: int, j: int, value) -> list:
+        out = [list(k) for k in keys]
+        out[i][j] = value
+        return out
+
+    cases = {
+        "unchanged": keys, "as tuples": [tuple(k) for k in keys], "none": [],
+        "size": with_(0, 1, keys[0][1] + 1), "mtime": with_(0, 2, keys[0][2] - 1), "folder mtime": with_(2, 5, 7),
+        "records gone": [*keys[:2], ["c", 5, 5, keys[2][3], -1, keys[2][5]]],
+        "records appeared": [["a", -1, -1, keys[0][3], -1, keys[0][5]], *keys[1:]],
+        "spec mtime": with_(1, 4, 3), "spec removed": [[*keys[0][:3], keys[0][3] | index_file.SPEC, 5, keys[0][5]], *keys[1:]],
+        "folder gone": [*keys, ["zz", -1, -1, 0, -1, 1]],
+        "a file, not a folder": [["plain", -1, -1, 0, -1, st.st_mtime_ns]],
+        "not a key": [["a", 1, 2]], "a number for a name": [[3, 1, 2, 0, -1, 1]], "a name for a number": with_(0, 1, "x"),
+        "NUL in a name": [["a\0b", 1, 2, 0, -1, 1]],
+    }
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for what, ks in cases.items():
+            want = index_file._keys_unchanged(fd, ks)
+            got = index._jsonl.keys_unchanged(fd, ks, index_file.SPEC)
+            assert got is want, (what, got, want)
+            assert (want is True) == (what in ("unchanged", "as tuples", "none")), what
+    finally:
+        os.close(fd)
+    assert [index_file._keys_unchanged(-1, keys), index_file._keys_unchanged(-1, [])] == [False, True]
+    assert index._jsonl.keys_unchanged(-1, keys, index_file.SPEC) is False
