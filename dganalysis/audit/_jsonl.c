@@ -16,6 +16,7 @@
  *
  * keys_unchanged(dir_fd, keys, spec_flag) -> True | False | None: an index's job keys checked against the folders
  *   (see below; dganalysis.audit.index_file).
+ * list_jobs(dir_fd, names, known, job_files) -> list: a store's job folders listed and stat'ed (see below).
  *
  * Built by `pip install` as an optional extension (setup.py). It needs a C compiler with unsigned __int128
  * (GCC or Clang on a 64-bit platform); where the build fails, pip goes on without it and the index reads with
@@ -27,8 +28,10 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { K_OTHER = 0, K_SAME = 1, K_STEP = 2, K_LOSS = 3, K_ACC = 4 };
 #define MAX_KEYS 250
@@ -481,9 +484,148 @@ done:
     return Py_NewRef(result);
 }
 
+/* list_jobs(dir_fd, names, known, job_files) -> list: the folders ``names`` of the open folder dir_fd, each listed
+ * as dganalysis.audit.index_file._walk lists a folder (its Python twin, the rule) and, when a job, stat'ed as
+ * index_file.scan stats one. Per name, in order:
+ *   None            the folder cannot be opened or listed (os.walk skips it);
+ *   False           it holds no job file: the caller walks it (its sub-folders may hold jobs);
+ *   (flags, dir_mtime_ns, size, mtime_ns, spec_mtime_ns)  a job: flags 1 done, 2 failed, 4 spec.json; results.jsonl's
+ *                   size and mtime (-1, -1 when absent); spec.json's mtime (-1 without it, or absent);
+ *   or a str        a stat of results.jsonl or spec.json failed otherwise than by absence: the caller stats again
+ *                   (and raises as the Python path does).
+ * known[i] is None or (dir_mtime_ns, flags) from the index: a folder whose own mtime (not following a link) is that
+ * one is not listed again (its files are the same), only its results.jsonl and spec.json are stat'ed.
+ * job_files: the names that make a folder a job (dganalysis.results.JOB_FILES). A file is any entry that is not a
+ * folder (a link counts as what it points to; one that cannot be followed is a file). */
+static int is_job_name(const char *name, PyObject *job_files) {
+    Py_ssize_t n = PyTuple_GET_SIZE(job_files);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *f = PyUnicode_AsUTF8(PyTuple_GET_ITEM(job_files, i));
+        if (f && strcmp(f, name) == 0) return 1;
+    }
+    return 0;
+}
+
+static PyObject *job_entry(int dfd, const char *prefix, long long flags, long long dir_mtime) {
+    /* prefix: "" (dfd the job folder) or "name/" (dfd its parent) */
+    struct stat st;
+    char path[4096];
+    long long size = -1, mtime = -1, spec_mtime = -1;
+    size_t len = strlen(prefix);
+    if (len + sizeof("results.jsonl") > sizeof(path)) return PyUnicode_FromString("results.jsonl");
+    memcpy(path, prefix, len);
+    memcpy(path + len, "results.jsonl", sizeof("results.jsonl"));
+    if (fstatat(dfd, path, &st, 0) == 0) {
+        size = (long long)st.st_size;
+        mtime = mtime_ns(&st);
+    } else if (errno != ENOENT) {
+        return PyUnicode_FromString("results.jsonl");
+    }
+    if (flags & 4) {
+        memcpy(path + len, "spec.json", sizeof("spec.json"));
+        if (fstatat(dfd, path, &st, 0) == 0) spec_mtime = mtime_ns(&st);
+        else if (errno != ENOENT) return PyUnicode_FromString("spec.json");
+    }
+    return Py_BuildValue("(LLLLL)", flags, dir_mtime, size, mtime, spec_mtime);
+}
+
+static PyObject *list_one(int fd, const char *name, PyObject *known, PyObject *job_files) {
+    struct stat st;
+    if (known != Py_None) {
+        long long k_mtime, k_flags;
+        if (!PyArg_ParseTuple(known, "LL", &k_mtime, &k_flags)) return NULL;
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ns(&st) == k_mtime) {
+            char prefix[4096];
+            size_t len = strlen(name);
+            if (len + 2 > sizeof(prefix)) return PyUnicode_FromString("results.jsonl");
+            memcpy(prefix, name, len);
+            memcpy(prefix + len, "/", 2);
+            return job_entry(fd, prefix, k_flags, k_mtime);
+        }
+    }
+    int dfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return Py_NewRef(Py_None);
+    if (fstat(dfd, &st) != 0) {
+        close(dfd);
+        return Py_NewRef(Py_None);
+    }
+    long long dir_mtime = mtime_ns(&st);
+    DIR *dir = fdopendir(dfd); /* owns dfd from here: closedir closes it */
+    if (!dir) {
+        close(dfd);
+        return Py_NewRef(Py_None);
+    }
+    long long flags = 0;
+    int job = 0;
+    struct dirent *e;
+    errno = 0;
+    while ((e = readdir(dir)) != NULL) {
+        const char *n = e->d_name;
+        if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;
+        int is_dir = e->d_type == DT_DIR;
+        if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) { /* DirEntry.is_dir(): follows a link */
+            is_dir = fstatat(dfd, n, &st, 0) == 0 && S_ISDIR(st.st_mode);
+        }
+        if (is_dir) continue;
+        if (is_job_name(n, job_files)) job = 1;
+        if (strcmp(n, "done") == 0) flags |= 1;
+        else if (strcmp(n, "failed") == 0) flags |= 2;
+        else if (strcmp(n, "spec.json") == 0) flags |= 4;
+        errno = 0;
+    }
+    PyObject *out;
+    if (errno != 0) out = Py_NewRef(Py_None);
+    else if (!job) out = Py_NewRef(Py_False);
+    else out = job_entry(dfd, "", flags, dir_mtime);
+    closedir(dir);
+    return out;
+}
+
+static PyObject *list_jobs(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *names, *known, *job_files;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO!O!O!:list_jobs", &fd, &PyList_Type, &names, &PyList_Type, &known,
+                          &PyTuple_Type, &job_files))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(names);
+    if (PyList_GET_SIZE(known) != n) {
+        PyErr_SetString(PyExc_ValueError, "list_jobs: names and known differ in length");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(job_files); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(job_files, i))) {
+            PyErr_SetString(PyExc_TypeError, "list_jobs: job_files must be a tuple of str");
+            return NULL;
+        }
+    }
+    PyObject *out = PyList_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name_obj = PyList_GET_ITEM(names, i);
+        Py_ssize_t len;
+        const char *name = PyUnicode_Check(name_obj) ? PyUnicode_AsUTF8AndSize(name_obj, &len) : NULL;
+        if (!name || memchr(name, '\0', (size_t)len)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "list_jobs: names must be str without NUL");
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *item = list_one(fd, name, PyList_GET_ITEM(known, i), job_files);
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"read_job", read_job, METH_VARARGS,
      "read_job(data, kinds) -> (n_lines, steps, accs, losses) or None: a results.jsonl's numbers (see the C source)"},
+    {"list_jobs", list_jobs, METH_VARARGS,
+     "list_jobs(dir_fd, names, known, job_files) -> list: the folders listed and stat'ed as a scan does "
+     "(see the C source)"},
     {"keys_unchanged", keys_unchanged, METH_VARARGS,
      "keys_unchanged(dir_fd, keys, spec_flag) -> True, False or None: whether an index's flat job keys still hold "
      "(see the C source)"},

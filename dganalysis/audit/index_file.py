@@ -139,23 +139,26 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
         raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
     top = str(root)
     known = known or {}
-    found: list[tuple[str, int, int]] = []  # (relative folder, flags, mtime), in find_jobs's (Path) order
+    found: list[tuple] = []  # (relative folder, flags, mtime[, its stats]), in find_jobs's (Path) order
     _walk(top, "", found, known)
     recent = time.time_ns() - MTIME_MARGIN_NS
     stat = os.stat
     base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
     keys = []
-    for rel, flags, dir_mtime in found:
-        where = base if rel == "." else f"{base}{rel}/"
-        try:
-            st = stat(where + "results.jsonl")
-            size, mtime = st.st_size, st.st_mtime_ns
-        except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
-            size = mtime = -1
-        spec_mtime = -1
-        if flags & SPEC:
-            with contextlib.suppress(FileNotFoundError):
-                spec_mtime = stat(where + "spec.json").st_mtime_ns
+    for rel, flags, dir_mtime, *stats in found:
+        if stats:  # stat'ed by the compiled listing (_jsonl.list_jobs), as below
+            size, mtime, spec_mtime = stats
+        else:
+            where = base if rel == "." else f"{base}{rel}/"
+            try:
+                st = stat(where + "results.jsonl")
+                size, mtime = st.st_size, st.st_mtime_ns
+            except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
+                size = mtime = -1
+            spec_mtime = -1
+            if flags & SPEC:
+                with contextlib.suppress(FileNotFoundError):
+                    spec_mtime = stat(where + "spec.json").st_mtime_ns
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
             dir_mtime = -1
         keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
@@ -187,8 +190,20 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
         return
     dirs.sort(key=operator.attrgetter("name"))
     prefix = f"{rel}/" if rel else ""
-    for e in dirs:
+    listed = _list_compiled(here, prefix, dirs, known) if _compiled is not None and dirs else None
+    for i, e in enumerate(dirs):
         sub = prefix + e.name
+        if listed is not None:  # listed and stat'ed by _jsonl.list_jobs (its Python twin is the code below)
+            got = listed[i]
+            if got is None:  # could not be listed: skipped, as below
+                continue
+            if got is False:  # no job file: its sub-folders may hold jobs
+                _walk(top, sub, found, known)
+                continue
+            if not isinstance(got, str):
+                found.append((sub, *got))
+                continue
+            # a stat failed otherwise than by absence: the Python path below meets (and raises) it again
         key = known.get(sub)
         if key is not None:
             try:
@@ -198,6 +213,25 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
             except OSError:
                 continue
         _walk(top, sub, found, known)
+
+
+def _list_compiled(here: str, prefix: str, dirs: list[os.DirEntry], known: dict[str, Sequence]) -> list | None:
+    """``_jsonl.list_jobs`` on the folders ``dirs`` of ``here``: per folder None (unreadable), False (no job file),
+    (flags, mtime, size, results mtime, spec mtime) for a job, or a str (a stat failed: the caller's Python path
+    decides); None when ``here`` cannot be opened (the Python path decides)."""
+    names = [e.name for e in dirs]
+    marks = []
+    for name in names:
+        key = known.get(prefix + name)
+        marks.append(None if key is None else (key[5], key[3]))
+    try:
+        fd = os.open(here, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        return _compiled.list_jobs(fd, names, marks, results.JOB_FILES)
+    finally:
+        os.close(fd)
 
 
 def _files_and_folders(entries: list[os.DirEntry]) -> tuple[list[str], list[os.DirEntry]]:

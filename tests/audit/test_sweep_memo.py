@@ -174,6 +174,49 @@ def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change, check
     assert fast == (change == "nothing")
 
 
+def test_compiled_listing_scans_as_the_python_walk(tmp_path, monkeypatch):
+    """index_file.scan with the compiled listing (``_jsonl.list_jobs``) gives the keys its Python twin gives, on a
+    store with every kind of entry a job folder can hold, nested jobs, links, and with an index's known keys after
+    changes."""
+    if index_file._compiled is None:
+        pytest.skip("the compiled reader dganalysis/audit/_jsonl.c is not built: install the package (`pip install "
+                    "-e .`) on a machine with a C compiler to test it")
+    root = _flat_store(tmp_path / "s")
+    _job(root, "e", "err.txt")  # DomainBed's crashed job: err.txt only
+    _job(root, "f", "claim")
+    (root / "g" / "done").mkdir(parents=True)  # a folder named like a job file is no job file
+    _job(root / "g", "inner", "results.jsonl", "done")  # ... and its sub-folders are searched
+    (root / "h").mkdir()
+    (root / "h" / "done").symlink_to(root / "a" / "done")  # a link to a file counts as the file
+    (root / "h" / "results.jsonl").symlink_to(root / "nowhere")  # a broken link: a file, its records absent
+    (root / "i").mkdir()
+    (root / "i" / "sub").symlink_to(root / "a")  # a link to a folder: not followed, not a file
+    (root / "k").mkdir()
+    (root / "k" / "done").symlink_to(root / "g")  # ... so a link named like a job file to a folder makes no job
+    _job(root / "deep" / "er", "j", "results.jsonl", "out.txt")
+    _settled(root)
+
+    def both(known=None):
+        got = index_file.scan(root, known)
+        with monkeypatch.context() as m:
+            m.setattr(index_file, "_compiled", None)
+            want = index_file.scan(root, known)
+        assert got == want
+        return got
+
+    keys = both()
+    assert {k[0] for k in keys} == {"a", "b", "c", "d", "e", "f", "g/inner", "h", "deep/er/j"}
+    h = next(k for k in keys if k[0] == "h")
+    assert h[1] == -1 and h[3] == index_file.DONE
+    _append(root / "a" / "results.jsonl")
+    (root / "b" / "done").write_text("")
+    os.remove(root / "c" / "done")
+    _settled(root)
+    changed = both(index_file.known_keys(keys))
+    assert changed != keys
+    assert both(index_file.known_keys(changed)) == changed
+
+
 def test_fast_check_leaves_nested_and_freshly_changed_stores_to_the_scan(tmp_path):
     nested = tmp_path / "n"
     _job(nested / "group", "a", "results.jsonl", "done")
