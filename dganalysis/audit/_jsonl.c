@@ -414,8 +414,12 @@ done:
  * fails otherwise than by absence or a key is not of that shape: the caller's scan decides then. The same system
  * calls as the Python twin, without an object per call: a repeated read of a 33,600-job sweep spends most of its
  * time here. */
-static inline long long mtime_ns(const struct stat *st) {
+static inline long long mtime_ns(const struct stat *st) { /* os.stat_result.st_mtime_ns */
+#ifdef __APPLE__
+    return (long long)st->st_mtimespec.tv_sec * 1000000000LL + (long long)st->st_mtimespec.tv_nsec;
+#else
     return (long long)st->st_mtim.tv_sec * 1000000000LL + (long long)st->st_mtim.tv_nsec;
+#endif
 }
 
 static PyObject *keys_unchanged(PyObject *self, PyObject *args) {
