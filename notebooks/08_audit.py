@@ -29,9 +29,9 @@
 # rounding** — each holds for every value the printed digits allow; `verdict_nominal` shows what the printed numbers
 # give at face value. Across datasets: probability of improvement and IQM (Agarwal et al. 2021, `rliable`),
 # Wilcoxon signed-rank with Holm beside Friedman/Nemenyi (Benavoli, Corani & Mangili 2016; Demšar 2006) and the
-# Bayesian signed-rank test with the ROPE (Benavoli et al. 2017, `baycomp`). On raw sweeps, where the audit's sweep
-# module is installed: model-selection regret, expected best accuracy vs search budget (Dodge et al. 2019), LODO vs
-# LOGO. See `docs/audit.md`.
+# Bayesian signed-rank test with the ROPE (Benavoli et al. 2017, `baycomp`). On raw sweeps also: model-selection
+# regret, expected best accuracy vs search budget (Dodge et al. 2019), LODO vs LOGO and the selected hparams. See
+# `docs/audit.md`.
 #
 # Inputs: `shipped:domainbed` (DomainBed's published results.tex, Gulrajani & Lopez-Paz 2021),
 # `shipped:yu2024_table5` (Yu et al. 2024, Table 5), a path, or `store` (this profile's job store).
