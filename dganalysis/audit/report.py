@@ -288,11 +288,8 @@ def html_page(result: AuditResult, figs: dict) -> str:
 def write_outputs(result: AuditResult, html_path: str | Path | None = None, json_path: str | Path | None = None,
                   output_dir: str | Path | None = None) -> list[Path]:
     """Write the HTML page (with ``<stem>.claims.csv`` and ``<stem>.claims.tex`` beside it), the JSON, and — with
-    ``output_dir`` — every figure and table in the notebooks' layout (``figures/``, ``tables/``)."""
-    import matplotlib.pyplot as plt
-
-    from dganalysis import plots
-
+    ``output_dir`` — every figure and table in the notebooks' layout (``figures/``, ``tables/``). Matplotlib is
+    imported only where a figure is drawn (the HTML page, ``output_dir``)."""
     written: list[Path] = []
     frames = [a.claims.assign(input=a.input.name) for a in result.audits]
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -300,7 +297,13 @@ def write_outputs(result: AuditResult, html_path: str | Path | None = None, json
         import json
 
         written.append(io.write_text(json_path, json.dumps(result.to_json(), indent=1, allow_nan=False) + "\n"))
-    figs = figures(result) if (html_path or output_dir) else {}
+    if not (html_path or output_dir):
+        return written
+    import matplotlib.pyplot as plt
+
+    from dganalysis import plots
+
+    figs = figures(result)
     try:
         if html_path:
             html_path = Path(html_path)

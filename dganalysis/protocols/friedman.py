@@ -4,8 +4,9 @@ A leaderboard's average rank (Yu et al. 2024 Table 5; Gulrajani & Lopez-Paz 2021
 Demšar (2006), each *block* is one (dataset, test domain) cell — for leave-one-group-out, one domain of one group —
 scored by the mean selected accuracy over trials; algorithms are ranked within each block (1 = best, ties share the
 mean rank), the Friedman test asks whether the average ranks differ at all, and the Nemenyi post-hoc test (with its
-critical-difference diagram) says which pairs do. Both come from ``scipy`` and ``scikit-posthocs``; we only arrange
-the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement (``scipy.stats.bootstrap``, percentile
+critical-difference diagram) says which pairs do. Both come from ``scipy`` (the Nemenyi p-values by the formula
+scikit-posthocs uses, held equal to it by a test, see :func:`nemenyi_friedman`) and the diagram from
+``scikit-posthocs``; we only arrange the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement (``scipy.stats.bootstrap``, percentile
 intervals) to give each algorithm's average rank a confidence interval. Blocks are treated as independent, which
 they are not quite (cells of one dataset share training runs of the other domains): the intervals are a guide.
 """
@@ -87,17 +88,36 @@ def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
     """
     check_frame(scores, (), "scores", func="friedman")
     check_scalar(alpha, "alpha", func="friedman", low=0.0, high=1.0, low_open=True, high_open=True)
-    import scikit_posthocs as sp
-
     n, k = scores.shape
     if k < 3 or n < 2:
         raise ValueError(f"scores: the Friedman test needs >= 3 methods and >= 2 blocks, got {k} methods, {n} blocks")
     res = stats.friedmanchisquare(*[scores[c].to_numpy() for c in scores.columns])
-    nem = sp.posthoc_nemenyi_friedman(scores.reset_index(drop=True))
+    nem = nemenyi_friedman(scores)
     q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
     cd = float(q * np.sqrt(k * (k + 1) / (6 * n)))
     avg = block_ranks(scores).mean().sort_values()
     return FriedmanResult(float(res.statistic), float(res.pvalue), n, k, avg, nem, cd, alpha)
+
+
+def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
+    """Nemenyi post-hoc p-values after the Friedman test (Demšar 2006, Sec. 3.2.2), methods × methods: with R_i the
+    average rank of method i over the N blocks of ``scores`` (k methods, ties averaged), q_ij = |R_i − R_j| /
+    √(k(k+1)/(6N)) and p_ij = P(Q > q_ij √2), Q the studentized range of k means with infinite degrees of freedom
+    (``scipy.stats.studentized_range``); 1 on the diagonal.
+
+    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this (``tests/protocols/test_friedman.py`` holds
+    the two equal, ties included). It is not called because importing scikit-posthocs imports matplotlib and
+    seaborn, about 0.5 CPU-s: most of what an audit's statistics cost when it draws no figure. Its critical-difference
+    diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
+    values = scores.to_numpy(dtype=float)
+    n, k = values.shape
+    mean_ranks = stats.rankdata(values, axis=1, method="average").mean(axis=0)
+    upper = np.triu_indices(k, 1)
+    q = np.abs(mean_ranks[upper[0]] - mean_ranks[upper[1]]) / np.sqrt(k * (k + 1.0) / (6.0 * n))
+    p = np.ones((k, k))
+    p[upper] = stats.studentized_range.sf(q * np.sqrt(2.0), k, np.inf)
+    p[upper[1], upper[0]] = p[upper]
+    return pd.DataFrame(p, index=scores.columns, columns=scores.columns)
 
 
 def plot_cd_diagram(result: FriedmanResult, title: str = "", ax=None):

@@ -103,6 +103,25 @@ def test_sweep_audit_says_what_the_reading_left_out(tmp_path, capsys):
     assert f"audit: {root}: jobs: 48 of 49 job folders read" in capsys.readouterr().err
 
 
+def test_audit_without_a_report_draws_nothing(tmp_path):
+    """An audit that writes no HTML page (stdout, --json) neither imports matplotlib nor scikit-posthocs (with
+    seaborn, ~0.5 CPU-s): its statistics need neither (run in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    root = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1, "Bad": -0.1}, datasets={"PACS": 4, "VLCS": 4},
+                       pairs=True)
+    code = ("import sys; from dganalysis.cli import main; rc = main(['audit', sys.argv[1], '--json', sys.argv[2]]); "
+            "bad = sorted(m for m in ('matplotlib', 'scikit_posthocs', 'seaborn') if m in sys.modules); "
+            "print('imported:', bad); sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, str(root), str(tmp_path / "a.json")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "imported: []" in out.stdout
+    data = json.loads((tmp_path / "a.json").read_text())
+    assert data["friedman"] and data["sweep"][str(root)]["expected_max"]
+
+
 def test_sweep_null_decides_nothing(sweeps):
     _, null = sweeps
     r = run_audit([null], selection="all", rope=0.0, sweep_analyses=False, reps=200)

@@ -50,6 +50,22 @@ def test_block_scores_and_friedman_match_scipy(blocks):
     assert fr.plot_cd_diagram(res, "toy") is not None
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_nemenyi_p_values_are_scikit_posthocs(seed):
+    """nemenyi_friedman (scipy, without importing scikit-posthocs and its plotting stack) equals scikit-posthocs'
+    posthoc_nemenyi_friedman, ties within blocks included."""
+    import scikit_posthocs as sp
+
+    rng = np.random.default_rng(seed)
+    k, n = 3 + seed * 3, 4 + 5 * seed
+    values = rng.integers(0, 4 if seed % 2 else 1000, size=(n, k)).astype(float)  # odd seeds: many ties
+    scores = pd.DataFrame(values, columns=[f"m{i}" for i in range(k)], index=[f"b{i}" for i in range(n)])
+    got = fr.nemenyi_friedman(scores)
+    want = sp.posthoc_nemenyi_friedman(scores.reset_index(drop=True))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert (np.diag(got) == 1).all() and ((got.to_numpy() >= 0) & (got.to_numpy() <= 1)).all()
+
+
 def test_incomplete_blocks_dropped_and_errors(blocks):
     partial = blocks[~((blocks.dataset == "Y") & (blocks.domain == "4") & (blocks.algorithm == "B"))]
     assert len(fr.block_scores(partial)) == 9
