@@ -68,6 +68,9 @@ class AuditInput:
 def main_selection(selections: Sequence[str]) -> str:
     """The selection of the analyses that take one (expected-max curves, selected hparams): training-domain
     validation where audited (DomainBed's default), else the first audited method."""
+    if isinstance(selections, str) or not isinstance(selections, Sequence) or not selections:
+        raise ValueError(f"main_selection: parameter 'selections': expected a non-empty list of method names, got "
+                         f"{selections!r}")
     return "training_domain" if "training_domain" in selections else selections[0]
 
 

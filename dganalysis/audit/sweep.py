@@ -195,6 +195,9 @@ def _per_draw(df: pd.DataFrame | None, selection: str, draws: pd.DataFrame | Non
         if df is None:
             raise ValueError("expected_max_curve: give the tidy frame df or its per-draw selection draws")
         draws = select(df, selection, per_draw=True)
+    elif not isinstance(draws, pd.DataFrame) or not {"selection", "hparams_seed", "acc", "val_acc"} <= set(draws):
+        raise ValueError(f"expected_max_curve: parameter 'draws': expected the frame of select(df, {selection!r}, "
+                         f"per_draw=True), got {type(draws).__name__}")
     elif set(draws["selection"].unique()) - {selection}:
         raise ValueError(f"expected_max_curve: draws holds the selection {sorted(set(draws['selection']))}, not "
                          f"{selection!r}; expected select(df, {selection!r}, per_draw=True)")

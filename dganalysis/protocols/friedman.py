@@ -109,8 +109,13 @@ def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
     the two equal, ties included). It is not called because importing scikit-posthocs imports matplotlib and
     seaborn, about 0.5 CPU-s: most of what an audit's statistics cost when it draws no figure. Its critical-difference
     diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
+    check_frame(scores, (), "scores", func="nemenyi_friedman")
     values = scores.to_numpy(dtype=float)
     n, k = values.shape
+    nan = bool(np.isnan(values).any())
+    if k < 2 or n < 1 or nan:
+        raise ValueError(f"nemenyi_friedman: parameter 'scores': expected complete blocks × methods scores (≥ 2 "
+                         f"methods, ≥ 1 block, no NaN), got {n} blocks × {k} methods{' with NaN' if nan else ''}")
     mean_ranks = stats.rankdata(values, axis=1, method="average").mean(axis=0)
     upper = np.triu_indices(k, 1)
     q = np.abs(mean_ranks[upper[0]] - mean_ranks[upper[1]]) / np.sqrt(k * (k + 1.0) / (6.0 * n))

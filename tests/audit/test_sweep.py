@@ -157,6 +157,8 @@ def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
         sweep.expected_max_curve(None, "oracle", draws=per.assign(selection="training_domain"))
     with pytest.raises(ValueError, match="give the tidy frame df or its per-draw selection"):
         sweep.expected_max_curve(None, "oracle")
+    with pytest.raises(ValueError, match="parameter 'draws': expected the frame of select"):
+        sweep.expected_max_curve(None, "oracle", draws=per.drop(columns="val_acc"))
 
 
 def test_constant_search_is_saturated(tmp_path):

@@ -64,6 +64,12 @@ def test_nemenyi_p_values_are_scikit_posthocs(seed):
     want = sp.posthoc_nemenyi_friedman(scores.reset_index(drop=True))
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert (np.diag(got) == 1).all() and ((got.to_numpy() >= 0) & (got.to_numpy() <= 1)).all()
+    holed = scores.copy()
+    holed.iloc[0, 0] = np.nan
+    with pytest.raises(ValueError, match="'scores'.* with NaN"):
+        fr.nemenyi_friedman(holed)
+    with pytest.raises(ValueError, match=r"got 4 blocks × 1 methods$"):
+        fr.nemenyi_friedman(scores.iloc[:4, :1])
 
 
 def test_incomplete_blocks_dropped_and_errors(blocks):
