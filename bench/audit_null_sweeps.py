@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import shutil
 import sys
 import tempfile
 import time
@@ -37,9 +38,12 @@ SELECTIONS = ("training_domain", "leave_one_out", "oracle")
 
 
 def audit_one(root: Path, offsets: dict[str, float], seed: int, alpha: float) -> dict[str, list[str]]:
-    """Write one simulated sweep, audit it; {selection: the verdicts of its claims, in claim order}."""
+    """Write one simulated sweep, audit it, remove it; {selection: the verdicts of its claims, in claim order}."""
     write_sweep(root, offsets, datasets=DATASETS, noise=0.02, seed=seed, pairs=True)
-    result = run_audit([root], selection="all", alpha=alpha, sweep_analyses=False, reps=200, seed=seed)
+    try:
+        result = run_audit([root], selection="all", alpha=alpha, sweep_analyses=False, reps=200, seed=seed)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     claims = result.audits[0].claims
     return {s: claims.loc[claims["selection"] == s, ["algorithm", "verdict"]].values.tolist() for s in SELECTIONS}
 
