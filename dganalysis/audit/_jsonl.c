@@ -422,6 +422,30 @@ static inline long long mtime_ns(const struct stat *st) { /* os.stat_result.st_m
 #endif
 }
 
+/* The stats a job key holds of the job folder ``prefix`` ("" for dfd itself, or "name/" under dfd): out[0], out[1]
+ * results.jsonl's size and mtime, out[2] spec.json's mtime when want_spec; -1 for an absent file (or one not asked
+ * for). 0, or -1 when a stat fails otherwise than by absence or the path would not fit. */
+static int job_files(int dfd, const char *prefix, size_t len, int want_spec, long long out[3]) {
+    char path[4096];
+    struct stat st;
+    out[0] = out[1] = out[2] = -1;
+    if (len + sizeof("results.jsonl") > sizeof(path)) return -1;
+    memcpy(path, prefix, len);
+    memcpy(path + len, "results.jsonl", sizeof("results.jsonl"));
+    if (fstatat(dfd, path, &st, 0) == 0) {
+        out[0] = (long long)st.st_size;
+        out[1] = mtime_ns(&st);
+    } else if (errno != ENOENT) {
+        return -1;
+    }
+    if (want_spec) {
+        memcpy(path + len, "spec.json", sizeof("spec.json"));
+        if (fstatat(dfd, path, &st, 0) == 0) out[2] = mtime_ns(&st);
+        else if (errno != ENOENT) return -1;
+    }
+    return 0;
+}
+
 static PyObject *keys_unchanged(PyObject *self, PyObject *args) {
     int fd;
     long long spec_flag;
@@ -455,29 +479,15 @@ static PyObject *keys_unchanged(PyObject *self, PyObject *args) {
             }
         }
         long long size = v[0], mtime = v[1], flags = v[2], spec_mtime = v[3], dir_mtime = v[4];
-        if ((size_t)len + sizeof("/results.jsonl") > sizeof(path) || memchr(rel, '\0', (size_t)len))
-            goto done;
+        if ((size_t)len + 2 > sizeof(path) || memchr(rel, '\0', (size_t)len)) goto done;
         struct stat st;
         if (fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || mtime_ns(&st) != dir_mtime) goto changed;
         memcpy(path, rel, (size_t)len);
-        memcpy(path + len, "/results.jsonl", sizeof("/results.jsonl"));
-        if (fstatat(fd, path, &st, 0) == 0) {
-            if ((long long)st.st_size != size || mtime_ns(&st) != mtime) goto changed;
-        } else if (errno != ENOENT) {
-            goto done;
-        } else if (size != -1) {
+        path[len] = '/';
+        long long got[3];
+        if (job_files(fd, path, (size_t)len + 1, (flags & spec_flag) != 0, got) != 0) goto done;
+        if (got[0] != size || (got[0] != -1 && got[1] != mtime) || ((flags & spec_flag) && got[2] != spec_mtime))
             goto changed;
-        }
-        if (flags & spec_flag) {
-            memcpy(path + len, "/spec.json", sizeof("/spec.json"));
-            if (fstatat(fd, path, &st, 0) == 0) {
-                if (mtime_ns(&st) != spec_mtime) goto changed;
-            } else if (errno != ENOENT) {
-                goto done;
-            } else if (spec_mtime != -1) {
-                goto changed;
-            }
-        }
     }
     result = Py_True;
     goto done;
@@ -511,26 +521,10 @@ static int is_job_name(const char *name, PyObject *job_files) {
 }
 
 static PyObject *job_entry(int dfd, const char *prefix, long long flags, long long dir_mtime) {
-    /* prefix: "" (dfd the job folder) or "name/" (dfd its parent) */
-    struct stat st;
-    char path[4096];
-    long long size = -1, mtime = -1, spec_mtime = -1;
-    size_t len = strlen(prefix);
-    if (len + sizeof("results.jsonl") > sizeof(path)) return PyUnicode_FromString("results.jsonl");
-    memcpy(path, prefix, len);
-    memcpy(path + len, "results.jsonl", sizeof("results.jsonl"));
-    if (fstatat(dfd, path, &st, 0) == 0) {
-        size = (long long)st.st_size;
-        mtime = mtime_ns(&st);
-    } else if (errno != ENOENT) {
-        return PyUnicode_FromString("results.jsonl");
-    }
-    if (flags & 4) {
-        memcpy(path + len, "spec.json", sizeof("spec.json"));
-        if (fstatat(dfd, path, &st, 0) == 0) spec_mtime = mtime_ns(&st);
-        else if (errno != ENOENT) return PyUnicode_FromString("spec.json");
-    }
-    return Py_BuildValue("(LLLLL)", flags, dir_mtime, size, mtime, spec_mtime);
+    /* prefix: "" (dfd the job folder) or "name/" (dfd its parent); a str when a stat failed */
+    long long got[3];
+    if (job_files(dfd, prefix, strlen(prefix), (flags & 4) != 0, got) != 0) return PyUnicode_FromString("stat failed");
+    return Py_BuildValue("(LLLLL)", flags, dir_mtime, got[0], got[1], got[2]);
 }
 
 static PyObject *list_one(int fd, const char *name, PyObject *known, PyObject *job_files) {

@@ -142,23 +142,13 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
     found: list[tuple] = []  # (relative folder, flags, mtime[, its stats]), in find_jobs's (Path) order
     _walk(top, "", found, known)
     recent = time.time_ns() - MTIME_MARGIN_NS
-    stat = os.stat
     base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
     keys = []
     for rel, flags, dir_mtime, *stats in found:
         if stats:  # stat'ed by the compiled listing (_jsonl.list_jobs), as below
             size, mtime, spec_mtime = stats
         else:
-            where = base if rel == "." else f"{base}{rel}/"
-            try:
-                st = stat(where + "results.jsonl")
-                size, mtime = st.st_size, st.st_mtime_ns
-            except FileNotFoundError:  # a job folder without records (crashed before its first checkpoint, starting)
-                size = mtime = -1
-            spec_mtime = -1
-            if flags & SPEC:
-                with contextlib.suppress(FileNotFoundError):
-                    spec_mtime = stat(where + "spec.json").st_mtime_ns
+            size, mtime, spec_mtime = _job_files(base if rel == "." else f"{base}{rel}/", bool(flags & SPEC))
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
             dir_mtime = -1
         keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
@@ -319,31 +309,36 @@ def _keys_unchanged(fd: int, keys: Sequence[Sequence]) -> bool | None:
     ``results.jsonl``'s size and mtime (absent: -1) and, with ``spec.json`` in the flags, that file's mtime (absent:
     -1). False at the first difference; None on another failure (the scan decides). ``_jsonl.keys_unchanged`` is
     this function compiled (a test holds them equal)."""
-    stat = os.stat
     try:
         for rel, size, mtime, flags, spec_mtime, dir_mtime in keys:
             try:
-                if stat(rel, dir_fd=fd, follow_symlinks=False).st_mtime_ns != dir_mtime:
+                if os.stat(rel, dir_fd=fd, follow_symlinks=False).st_mtime_ns != dir_mtime:
                     return False
             except OSError:
                 return False
-            try:
-                st = stat(rel + "/results.jsonl", dir_fd=fd)
-                if st.st_size != size or st.st_mtime_ns != mtime:
-                    return False
-            except FileNotFoundError:
-                if size != -1:
-                    return False
-            if flags & SPEC:
-                try:
-                    if stat(rel + "/spec.json", dir_fd=fd).st_mtime_ns != spec_mtime:
-                        return False
-                except FileNotFoundError:
-                    if spec_mtime != -1:
-                        return False
+            got = _job_files(rel + "/", bool(flags & SPEC), fd)
+            if got[0] != size or (got[0] != -1 and got[1] != mtime) or (flags & SPEC and got[2] != spec_mtime):
+                return False
     except (OSError, ValueError, TypeError):
         return None
     return True
+
+
+def _job_files(where: str, spec: bool, dir_fd: int | None = None) -> tuple[int, int, int]:
+    """The stats a job key holds of the job folder ``where`` (a path ending in ``/``, or ``""`` for the current
+    folder; relative to ``dir_fd`` when given): ``results.jsonl``'s size and mtime and, with ``spec``,
+    ``spec.json``'s mtime; -1 for an absent file (a job without records: crashed before its first checkpoint, or
+    starting) or one not asked for. Other failures raise. ``_jsonl.c``'s ``job_files`` is its twin."""
+    try:
+        st = os.stat(where + "results.jsonl", dir_fd=dir_fd)
+        size, mtime = st.st_size, st.st_mtime_ns
+    except FileNotFoundError:
+        size = mtime = -1
+    spec_mtime = -1
+    if spec:
+        with contextlib.suppress(FileNotFoundError):
+            spec_mtime = os.stat(where + "spec.json", dir_fd=dir_fd).st_mtime_ns
+    return size, mtime, spec_mtime
 
 
 def same_keys(known: Sequence[Sequence], keys: list[tuple]) -> bool:

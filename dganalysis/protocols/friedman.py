@@ -4,10 +4,10 @@ A leaderboard's average rank (Yu et al. 2024 Table 5; Gulrajani & Lopez-Paz 2021
 Demšar (2006), each *block* is one (dataset, test domain) cell — for leave-one-group-out, one domain of one group —
 scored by the mean selected accuracy over trials; algorithms are ranked within each block (1 = best, ties share the
 mean rank), the Friedman test asks whether the average ranks differ at all, and the Nemenyi post-hoc test (with its
-critical-difference diagram) says which pairs do. Both come from ``scipy`` (the Nemenyi p-values by the formula
-scikit-posthocs uses, held equal to it by a test, see :func:`nemenyi_friedman`) and the diagram from
-``scikit-posthocs``; we only arrange the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement (``scipy.stats.bootstrap``, percentile
-intervals) to give each algorithm's average rank a confidence interval. Blocks are treated as independent, which
+critical-difference diagram) says which pairs do. The tests come from ``scipy`` (the Nemenyi p-values by the
+formula scikit-posthocs uses, held equal to it by a test: :func:`nemenyi_friedman`), the diagram from
+``scikit-posthocs``; we only arrange the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement
+(``scipy.stats.bootstrap``, percentile intervals) to give each algorithm's average rank a confidence interval. Blocks are treated as independent, which
 they are not quite (cells of one dataset share training runs of the other domains): the intervals are a guide.
 """
 
