@@ -72,6 +72,9 @@ def main() -> None:
             wrong = dict.fromkeys(SELECTIONS, 0)
             planted = dict.fromkeys(SELECTIONS, 0)
             for i in range(a.sweeps):
+                if i and i % 25 == 0:  # progress: a scenario takes minutes
+                    print(f"  {name}: {i}/{a.sweeps} sweeps audited ({time.perf_counter() - start:.0f} s)",
+                          file=sys.stderr, flush=True)
                 got = audit_one(Path(tmp) / f"{name[:4]}{i}", offsets, a.seed + i, a.alpha)
                 for s, rows in got.items():
                     nulls = [v for alg, v in rows if offsets[alg] == 0.0]
