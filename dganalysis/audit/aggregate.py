@@ -42,10 +42,10 @@ BASIS_RUNS = "trials within datasets (stratified bootstrap)"
 BASIS_TABLE = "datasets (published means; task bootstrap)"
 
 
-def _runs(trials: pd.DataFrame, algorithm: str, datasets: list[str]) -> np.ndarray:
-    """(runs, datasets) matrix of an algorithm's trials; datasets with more trials are cut to the fewest."""
-    cols = [trials.loc[(trials["algorithm"] == algorithm) & (trials["dataset"] == d), "acc"].to_numpy()
-            for d in datasets]
+def _runs(trials: dict[tuple[str, str], np.ndarray], algorithm: str, datasets: list[str]) -> np.ndarray:
+    """(runs, datasets) matrix of an algorithm's trials (``trials``: (algorithm, dataset) → accuracies, in the
+    trial frame's order); datasets with more trials are cut to the fewest."""
+    cols = [trials.get((algorithm, d), np.empty(0)) for d in datasets]
     k = min(len(c) for c in cols)
     return np.stack([c[:k] for c in cols], axis=1)
 
@@ -98,14 +98,18 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
         means = fam.pivot_table(index="dataset", columns="algorithm", values="mean")
         if baseline not in means:
             continue
+        tr = None  # the family's trials by (algorithm, dataset), made when first needed
         for alg in [a for a in means.columns if a != baseline]:
             pair = means[[alg, baseline]].dropna()
             datasets = list(pair.index)
             if len(datasets) < 2:
                 continue
             rng = np.random.default_rng(seed)
-            tr = None if trials is None else trials[(trials["board"] == board) & (trials["selection"] == selection)]
-            if tr is not None and not tr.empty:
+            if tr is None:
+                tr = {} if trials is None else {key: g["acc"].to_numpy() for key, g in trials[
+                    (trials["board"] == board) & (trials["selection"] == selection)].groupby(
+                    ["algorithm", "dataset"], sort=False, observed=True)}
+            if tr:
                 x, y = _runs(tr, alg, datasets), _runs(tr, baseline, datasets)
                 basis = BASIS_RUNS
                 xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
@@ -189,23 +193,43 @@ PERMUTATION_MAX_N = 13
 
 def wilcoxon_p(x: np.ndarray, y: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value of the pairs (``x``, ``y``), zeros by Pratt: the p-value of
-    ``scipy.stats.wilcoxon(x, y, zero_method="pratt")``, the same number, faster.
-
-    Where the differences have ties or zeros and n ≤ :data:`PERMUTATION_MAX_N`, scipy's ``method="auto"`` runs an
-    exact permutation test over the 2^n sign assignments, calling its statistic once per assignment (~25 ms a test at
-    n = 7, a third of a published table's audit). That same test runs here through ``scipy.stats.permutation_test``
-    with the statistic vectorised: W+, the sum of the ranks of |d| (average ranks, zeros ranked and then left out,
-    as scipy's Pratt statistic) over the positive differences. Elsewhere (no ties and zeros: scipy's exact
-    distribution; n > 13: its normal approximation) scipy's function itself answers. ``tests/audit/test_aggregate``
-    holds the two equal on random tables with ties and zeros."""
+    ``scipy.stats.wilcoxon(x, y, zero_method="pratt")``, the same number, faster (:func:`wilcoxon_ps` of one row)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"wilcoxon_p: expected two 1-D arrays of the same length, got shapes {x.shape} and {y.shape}")
+    return float(wilcoxon_ps(x[None], y[None])[0])
+
+
+def wilcoxon_ps(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's :func:`wilcoxon_p` for two (tests, pairs) arrays: row ``i``'s p-value is that of
+    ``scipy.stats.wilcoxon(x[i], y[i], zero_method="pratt")``, the same number.
+
+    scipy's ``method="auto"`` picks the test from the differences: without ties and zeros its exact distribution
+    (n ≤ 50), with them and n ≤ :data:`PERMUTATION_MAX_N` an exact permutation test over the 2^n sign assignments
+    (calling its statistic once per assignment: ~25 ms a test at n = 7), else its normal approximation. The rows are
+    sorted into those three groups and each group answered in one vectorised call — the exact distribution and the
+    normal approximation by ``scipy.stats.wilcoxon`` itself along the rows, the permutation test by
+    ``scipy.stats.permutation_test`` with W+ (the sum of the average ranks of |d| over the positive differences,
+    zeros ranked and then left out, as scipy's Pratt statistic) as a vectorised statistic. A family of 91 pairs takes
+    three calls instead of 91 (each call of scipy's wrapper costs ~1 ms). ``tests/audit/test_aggregate`` holds every
+    row equal to scipy's own call on random tables with ties and zeros."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"wilcoxon_ps: expected two 2-D arrays (tests, pairs) of the same shape, got shapes {x.shape} "
+                         f"and {y.shape}")
     d = x - y
-    if len(d) <= PERMUTATION_MAX_N and (np.any(d == 0) or len(np.unique(np.abs(d))) < len(d)):
-        return float(stats.permutation_test((d,), _signed_rank_sum, permutation_type="samples", vectorized=True,
-                                            n_resamples=9999, alternative="two-sided", axis=-1).pvalue)
-    return float(stats.wilcoxon(x, y, zero_method="pratt").pvalue)
+    out = np.empty(len(d))
+    mag = np.sort(np.abs(d), axis=1)
+    tied = (mag[:, :1] == 0).any(axis=1) | (np.diff(mag, axis=1) == 0).any(axis=1)
+    permutation = tied & (d.shape[1] <= PERMUTATION_MAX_N)
+    for rows in (~tied, tied & ~permutation):  # each group's "auto" choice is the one its rows make alone
+        if rows.any():
+            out[rows] = stats.wilcoxon(x[rows], y[rows], zero_method="pratt", axis=1).pvalue
+    if permutation.any():
+        out[permutation] = stats.permutation_test((d[permutation],), _signed_rank_sum, permutation_type="samples",
+                                                  vectorized=True, n_resamples=9999, alternative="two-sided",
+                                                  axis=-1).pvalue
+    return out
 
 
 def _signed_rank_sum(d: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -221,13 +245,16 @@ def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
         wide = block_means(cells, board, selection)
         if len(wide) < 2 or wide.shape[1] < 2:
             continue
-        fam = []
-        for a, b in itertools.combinations(wide.columns, 2):
-            d = wide[a] - wide[b]
-            p = 1.0 if (d == 0).all() else wilcoxon_p(wide[a].to_numpy(float), wide[b].to_numpy(float))
-            fam.append(dict(board=board, selection=selection, a=a, b=b, median_diff=float(d.median()),
-                            n_datasets=len(wide), p=p))
-        frame = pd.DataFrame(fam)
+        pairs = list(itertools.combinations(range(wide.shape[1]), 2))
+        values = wide.to_numpy(float)
+        x, y = values[:, [a for a, _ in pairs]].T, values[:, [b for _, b in pairs]].T
+        p = np.ones(len(pairs))
+        differ = (x != y).any(axis=1)
+        p[differ] = wilcoxon_ps(x[differ], y[differ])
+        names = list(wide.columns)
+        frame = pd.DataFrame(dict(board=board, selection=selection, a=[names[a] for a, _ in pairs],
+                                  b=[names[b] for _, b in pairs], median_diff=np.median(x - y, axis=1),
+                                  n_datasets=len(wide), p=p))
         frame["p_adj"] = holm(frame["p"].to_numpy())
         frame["direction"] = np.where(frame["p_adj"] < alpha, np.sign(frame["median_diff"]), 0).astype(int)
         frame["test"] = "Wilcoxon signed-rank (two-sided, Pratt zeros)"

@@ -97,7 +97,11 @@ def main_audit(args: argparse.Namespace) -> int:
             out.append(f"wrote {path}\n")
             print(f"wrote {path}")
     if memo is not None:
-        memo.put({"stdout": "".join(out), "stderr": "".join(err)}, files=written)
+        read = {a.input.path.resolve(): (a.input.path, a.input.index) for a in result.audits
+                if a.input.kind == "sweep" and a.input.index is not None}
+        as_read = [read.get(p.resolve()) for p in memo.paths]  # the sweeps as the audit read them
+        memo.put({"stdout": "".join(out), "stderr": "".join(err)}, files=written,
+                 indexes=None if None in as_read else as_read)
     return 0
 
 

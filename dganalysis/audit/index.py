@@ -791,10 +791,11 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
             keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
             if old is not None and index_file.same_keys(old.keys, keys):
                 return old
-        with _collector_paused():
+        with _collector_paused():  # encoding the new index walks the same millions of objects
             new, parsed = _merge(old, keys, root)
+            data = new.to_bytes()
         try:
-            io.write_bytes(path, new.to_bytes())
+            io.write_bytes(path, data)
             _remove_old_formats(path)
         except OSError as err:
             if cache_dir is not None or path.name != index_file.INDEX_NAME:
@@ -803,7 +804,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
                 fallback = index_location(root, index_file.default_cache_dir())
                 log.info("store %s is not writable (%s); keeping its index in %s", root, err, fallback)
                 with contextlib.suppress(OSError):
-                    io.write_bytes(fallback, new.to_bytes())
+                    io.write_bytes(fallback, data)
         log.info("index %s: %d of %d jobs (re)read", path, parsed, len(keys))
     return new
 

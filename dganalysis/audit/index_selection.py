@@ -196,6 +196,14 @@ class _Tables:
                                   for m in rec.metas], dtype=np.int64)[job_meta]
         self.job_rank = np.empty(len(rec.job_names), dtype=np.int64)
         self.job_rank[np.argsort(np.array(rec.job_names), kind="stable")] = np.arange(len(rec.job_names))
+        self._scores: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def scores(self, method: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(records, scores) of ``method`` (``training_domain`` or ``leave_one_out``: :func:`_training_domain`,
+        :func:`_leave_one_out`), computed once: the selection of each config and of each hparams draw share them."""
+        if method not in self._scores:
+            self._scores[method] = _training_domain(self) if method == "training_domain" else _leave_one_out(self)
+        return self._scores[method]
 
     def layout_records(self) -> list[tuple[int, np.ndarray]]:
         order = np.argsort(self.rec.rec_layout, kind="stable")
@@ -395,7 +403,7 @@ def select_records(rec: Records, method: str, tie_tol: float = 0.0,
         win = _argmax(group, val, t.job_hseed[job], rec.rec_step[r], t.job_rank[job], tie_tol)
         rows = [(int(job[w]), int(r[w]), int(dom[w]), float(acc[w]), float(val[w])) for w in win]
         return _columns(rec, t, rows, method, per_draw)
-    scored = _training_domain(t) if method == "training_domain" else _leave_one_out(t)
+    scored = t.scores(method)
     if scored is None:
         return None
     r, val = scored

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,9 @@ class AuditInput:
     """One input: ``kind`` "sweep" or "table"; ``cells`` (:data:`dganalysis.audit.tables.CELL_COLUMNS`); for a sweep
     also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points), ``selected`` (``{method: select(records, method)}``
     for the audited methods, the oracle and training-domain validation), ``draws`` (``{method: select(records,
-    method, per_draw=True)}`` for :func:`main_selection`) and ``path``; ``records``, the tidy frame of
+    method, per_draw=True)}`` for :func:`main_selection`), ``path`` and ``index`` (its job keys as read,
+    :class:`~dganalysis.audit.sweep_memo.StoreKeys`: what the selections are of, the key under which
+    :class:`~dganalysis.audit.sweep_memo.SweepMemo` keeps the audit); ``records``, the tidy frame of
     :func:`dganalysis.results.load`, is read from ``path`` on first use (the audit's own analyses need only the
     selections, and the frame of a large sweep takes seconds and hundreds of MB)."""
 
@@ -53,6 +56,7 @@ class AuditInput:
     selected: dict[str, pd.DataFrame] = field(default_factory=dict)
     draws: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
+    index: Any = None
 
     @functools.cached_property
     def records(self) -> pd.DataFrame | None:
@@ -109,6 +113,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     (:func:`~dganalysis.audit.sweep_selections.select_for_tables`, the selections cached beside it): ``selections``,
     the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
     of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
+    from dganalysis.audit.sweep_memo import StoreKeys
     from dganalysis.audit.sweep_selections import select_for_tables
     from dganalysis.results import summary_line
 
@@ -130,7 +135,8 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     if tr.empty:
         raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")
-    return AuditInput(name, "sweep", cells_from_trials(tr), tr, notes, picks.selections, picks.draws, Path(path))
+    return AuditInput(name, "sweep", cells_from_trials(tr), tr, notes, picks.selections, picks.draws, Path(path),
+                      StoreKeys(list(picks.indexes[0][1].keys)))
 
 
 def _dataset_labels(sel: pd.DataFrame) -> pd.Series:

@@ -269,15 +269,13 @@ def expected_max_curve(
             return (np.take_along_axis(aa, order, axis=-1) @ weights.T).mean(axis=0)
 
         point = curve(np.arange(len(seeds)))
-        boots = None
-        if n_boot:  # every resample at once: (rows, n_boot, N) → (n_boot, budgets)
+        lows = highs = np.full(len(sizes), np.nan)
+        if n_boot:  # every resample at once: (rows, n_boot, N) → (n_boot, budgets) → each budget's interval
             boots = curve(np.stack([rng.integers(0, len(seeds), len(seeds)) for _ in range(n_boot)]))
+            lows, highs = np.quantile(boots, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
         for j, n in enumerate(sizes):
-            lo = hi = float("nan")
-            if boots is not None:
-                lo, hi = np.quantile(boots[:, j], [0.5 - confidence / 2, 0.5 + confidence / 2])
-            rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": point[j], "ci_low": float(lo),
-                         "ci_high": float(hi), "n_draws": len(seeds)})
+            rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": point[j],
+                         "ci_low": float(lows[j]), "ci_high": float(highs[j]), "n_draws": len(seeds)})
     return pd.DataFrame(rows, columns=["dataset", "algorithm", "budget", "expected_max", "ci_low", "ci_high",
                                        "n_draws"])
 

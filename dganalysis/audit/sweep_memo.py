@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dganalysis import io
 from dganalysis.audit import index_file
@@ -65,6 +65,13 @@ def read_payload(file: Path, key: str) -> dict[str, Any] | None:
     if not isinstance(payload, dict) or payload.get("key") != key:
         return None
     return payload
+
+
+class StoreKeys(NamedTuple):
+    """A store's job keys as a computation read them: what :func:`sweep_key` needs of its index (kept instead of
+    the index, whose record arrays take tens of MB on a large sweep)."""
+
+    keys: list
 
 
 class SweepMemo:
@@ -126,12 +133,18 @@ class SweepMemo:
             return None
         return payload.get("value")
 
-    def put(self, value: Any, files: Iterable[str | Path] = ()) -> None:
+    def put(self, value: Any, files: Iterable[str | Path] = (),
+            indexes: list[tuple[Path, Any]] | None = None) -> None:
         """Keep ``value`` (JSON-able) and copies of ``files`` (absolute paths restored by :meth:`get`) under the key of
-        :attr:`indexes` (the stores as the value was computed from them); a memo that cannot be written is logged and
+        the stores as the value was computed from them: ``indexes``, each store's (path, index) as the computation read
+        it, in the order of :attr:`paths`, where the caller has them (no second scan of the job folders, and a job
+        written meanwhile is not taken as computed), else :attr:`indexes`. A memo that cannot be written is logged and
         skipped."""
+        if indexes is not None and [Path(p).resolve() for p, _ in indexes] != [p.resolve() for p in self.paths]:
+            raise ValueError(f"SweepMemo.put: parameter 'indexes': expected one (path, index) per store of the memo, "
+                             f"{[str(p) for p in self.paths]}, in that order")
         targets = [str(Path(f).resolve()) for f in files]
-        payload = {"key": self._key(self.indexes), "value": value, "files": targets}
+        payload = {"key": self._key(self.indexes if indexes is None else indexes), "value": value, "files": targets}
         try:
             for i, target in enumerate(targets):
                 io.write_bytes(self.copies / f"{i:04d}", Path(target).read_bytes())

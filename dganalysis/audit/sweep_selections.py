@@ -59,12 +59,14 @@ def select_indexed(
 class IndexedSelections:
     """:func:`select_for_tables`'s result: the selections, each dataset's domains in environment order (their first
     appearance among the records, :func:`dganalysis.tables.domain_orders` of the tidy frame) and the number of
-    rows of the tidy frame (0: no record was read, no table can be made)."""
+    rows of the tidy frame (0: no record was read, no table can be made); ``draws``, the per-draw selections asked
+    for; ``indexes``, the stores' (path, index) as they were read (their job keys: what the selections are of)."""
 
     selections: dict[str, pd.DataFrame]
     orders: dict[str, list[str]]
     rows: int
     draws: dict[str, pd.DataFrame] = field(default_factory=dict)
+    indexes: list[tuple[Path, Any]] = field(default_factory=list)
 
 
 def select_for_tables(
@@ -93,8 +95,10 @@ def select_for_tables(
                     full.append((p, update_index(p, cache_dir)))  # the current file, rebuilt if damaged
         return full
 
-    return _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir,
-                              per_draw=per_draw)
+    got = _cached_selections(indexes, methods, loaded, include_unfinished, strict, tie_tol, cache_dir,
+                             per_draw=per_draw)
+    got.indexes = indexes
+    return got
 
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],

@@ -45,6 +45,38 @@ def test_wilcoxon_p_without_ties_and_above_13_pairs_is_scipys_call():
         wilcoxon_p(np.zeros(3), np.zeros(4))
 
 
+@pytest.mark.parametrize("n", [4, 7, 16])
+def test_wilcoxon_ps_rows_are_scipys_calls(n):
+    """wilcoxon_ps answers many tests at once, sorting the rows by the test scipy's "auto" picks for each alone (exact
+    distribution, permutation test, normal approximation): every row must be scipy's own p-value for that row,
+    whatever the other rows hold."""
+    rng = np.random.default_rng(n)
+    x = np.round(rng.normal(50, 2, (60, n)), 1)
+    y = x + rng.normal(0.3, 1.5, (60, n))
+    y[::3] = np.round(y[::3], 0)  # ties
+    y[1::3, : n // 3] = x[1::3, : n // 3]  # zeros
+    got = aggregate.wilcoxon_ps(x, y)
+    want = [stats.wilcoxon(a, b, zero_method="pratt").pvalue for a, b in zip(x, y)]
+    assert got.tolist() == want
+    with pytest.raises(ValueError, match="same shape"):
+        aggregate.wilcoxon_ps(x, y[:, :-1])
+
+
+def test_wilcoxon_pairs_is_the_pairwise_loop():
+    """One family's pairs tested in one batch give the p-values, medians and Holm adjustment of the pair-by-pair
+    definition (scipy's call per pair; all-equal pairs p = 1)."""
+    rng = np.random.default_rng(8)
+    means = np.round(rng.normal(60, 5, (7, 6)), 1)
+    means[:, 5] = means[:, 4]  # a pair with every difference zero
+    got = wilcoxon_pairs(_cells(means))
+    assert len(got) == 15
+    for row in got.itertuples():
+        a, b = means[:, int(row.a[1:])], means[:, int(row.b[1:])]
+        want = 1.0 if (a == b).all() else stats.wilcoxon(a, b, zero_method="pratt").pvalue
+        assert row.p == want and row.median_diff == np.median(a - b)
+    assert np.allclose(got["p_adj"], aggregate.holm(got["p"].to_numpy()))
+
+
 def _cells(means: np.ndarray) -> pd.DataFrame:
     """A family's dataset-average cells from a datasets × algorithms array of means."""
     rows = [dict(board="", selection="training_domain", dataset=f"D{i}", algorithm=f"A{j}", env="", mean=float(m))

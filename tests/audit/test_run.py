@@ -197,6 +197,31 @@ def test_cli_repeated_audit_restores_its_outputs(tmp_path, capsys, monkeypatch):
         main(argv)
 
 
+def test_cli_audit_kept_under_the_sweep_it_read(tmp_path, capsys, monkeypatch):
+    """The audit's outputs are kept under the job folders as the audit read them: a job finishing while the audit
+    runs (after its read, before its outputs are kept) makes the next audit compute again, not restore outputs that
+    never saw that job."""
+    import dganalysis.audit.report as report_module
+
+    sweep = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, trials=3, hparams=1)
+    late = sweep / "PACS_ERM_0_0_0" / "results.jsonl"
+    real = report_module.write_outputs
+
+    def write_then_a_job_changes(*a, **k):
+        late.write_text(late.read_text() + "\n")
+        return real(*a, **k)
+
+    monkeypatch.setattr(report_module, "write_outputs", write_then_a_job_changes)
+    argv = ["audit", str(sweep), "--selection", "training_domain", "--json", str(tmp_path / "a.json")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(report_module, "write_outputs", real)
+    assert main(argv) == 0
+    assert "outputs were restored" not in capsys.readouterr().err  # computed again, with the late job
+    assert main(argv) == 0
+    assert "outputs were restored" in capsys.readouterr().err  # unchanged since: restored
+
+
 @pytest.mark.parametrize("argv, pattern", [
     (["audit", "missing_dir"], "INPUT missing_dir: no such file"),
     (["audit", "shipped:domainbed", "--baseline", "erm"], "did you mean 'ERM'"),

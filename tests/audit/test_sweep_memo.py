@@ -227,3 +227,14 @@ def test_fast_check_leaves_nested_and_freshly_changed_stores_to_the_scan(tmp_pat
     _job(fresh, "a", "results.jsonl")  # changed just now: its folder's mtime is not kept (-1), listed next time
     keys = index_file.scan(fresh)
     assert keys[0][5] == -1 and index_file._flat_up_to_date(str(fresh), keys) is None
+
+
+def test_put_under_the_indexes_the_caller_read(sweep, tmp_path):
+    """put(indexes=...) keys the value by the stores as the computation read them (the same key a later get finds
+    for an unchanged sweep); indexes of other stores are refused, naming the parameter."""
+    read = [(sweep, index.update_index(sweep, lazy=True))]
+    memo = SweepMemo([sweep], "t", ["a"])
+    memo.put({"v": 3}, indexes=read)
+    assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 3}
+    with pytest.raises(ValueError, match="parameter 'indexes'"):
+        memo.put({"v": 4}, indexes=[(tmp_path, read[0][1])])
