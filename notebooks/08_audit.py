@@ -99,8 +99,9 @@ for a in result.audits:
 # %% [markdown]
 # ## Report: figures, tables, HTML and JSON
 #
-# Forest plots of Δ per dataset, probability of improvement, Wilcoxon p-values and the CD diagram (per input and
-# selection method) go to `figures/`, the claims to `tables/08_audit_claims.*`, and one HTML page plus the JSON contract
+# Forest plots of Δ per dataset, probability of improvement, the Wilcoxon map (each pair's median difference, the
+# pairs Holm decides marked, and whether any pair could be decided with this many datasets) and the CD diagram (per
+# input and selection method) go to `figures/`, the claims to `tables/08_audit_claims.*`, and one HTML page plus the JSON contract
 # to `audit_report.html` and `audit.json` in the output folder.
 
 # %%

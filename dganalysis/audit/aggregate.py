@@ -265,6 +265,25 @@ def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
                  "correction"])
 
 
+def wilcoxon_summary(wil: pd.DataFrame, alpha: float) -> str:
+    """One family's Wilcoxon outcome in a sentence (:func:`wilcoxon_pairs`' rows of one board and selection): how many
+    pairs Holm decides at ``alpha``, and, when none can be, why — with n datasets no sign pattern gives a two-sided p
+    below 2/2^n (the exact test's smallest; the normal approximation's is larger), so when that exceeds Holm's first
+    threshold α/m over m pairs the test cannot decide any pair, whatever the data."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"wilcoxon_summary: parameter 'alpha': expected a level in (0, 1), got {alpha!r}")
+    if wil.empty:
+        return "Wilcoxon signed-rank: no pair tested"
+    m, n = len(wil), int(wil["n_datasets"].iloc[0])
+    decided = int((wil["direction"] != 0).sum())
+    text = f"Wilcoxon signed-rank over {n} datasets, Holm over {m} pairs at α = {alpha:g}: {decided} pair(s) decided"
+    floor = 2.0 ** (1 - n)
+    if floor > alpha / m:
+        text += (f"; none can be with {n} datasets: the smallest two-sided p is 2/2^{n} = {floor:.3g}, above Holm's "
+                 f"first threshold α/{m} = {alpha / m:.2g}")
+    return text
+
+
 def friedman_tests(cells: pd.DataFrame, alpha: float = 0.05) -> dict:
     """(board, selection) → :class:`dganalysis.protocols.friedman.FriedmanResult` over datasets (≥ 3 algorithms,
     ≥ 2 complete datasets; otherwise left out)."""

@@ -2,7 +2,7 @@
 
 Figures (:func:`figures`): a forest plot of Δ with its CI per dataset (one panel per dataset, colour = verdict), the
 probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon
-pairs' Holm-adjusted p-values, and — when the raw-sweep analyses ran — expected best accuracy vs search budget and
+map (each pair's median difference, the pairs Holm decides marked, :func:`wilcoxon_plot`), and — when the raw-sweep analyses ran — expected best accuracy vs search budget and
 the selection regret. Every verdict sentence of the page states n, the test and the correction
 (:func:`dganalysis.audit.claims.verdict_sentence`).
 """
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis import io
+from dganalysis.audit.aggregate import wilcoxon_summary
 from dganalysis.audit.claims import verdict_sentence
 from dganalysis.audit.run import AuditResult, InputAudit
 
@@ -99,21 +100,29 @@ def poi_plot(agg: pd.DataFrame, title: str):
     return fig
 
 
-def wilcoxon_plot(wil: pd.DataFrame, title: str):
-    """Holm-adjusted Wilcoxon p-values of every pair (lower triangle)."""
+def wilcoxon_plot(wil: pd.DataFrame, title: str, alpha: float):
+    """Every pair's median difference over the datasets (row − column, points; blue: the row higher), the pairs Holm
+    decides at ``alpha`` marked ✱ — with the family's outcome (:func:`~dganalysis.audit.aggregate.wilcoxon_summary`)
+    under the title, so a map without marks says whether the test could have decided anything."""
     import matplotlib.pyplot as plt
 
     algs = sorted(set(wil["a"]) | set(wil["b"]))
-    mat = pd.DataFrame(np.nan, index=algs, columns=algs)
-    for _, r in wil.iterrows():
-        mat.loc[r["a"], r["b"]] = mat.loc[r["b"], r["a"]] = r["p_adj"]
-    fig, ax = plt.subplots(figsize=(0.35 * len(algs) + 2, 0.35 * len(algs) + 1.2))
-    im = ax.imshow(mat.to_numpy(), vmin=0, vmax=1, cmap="viridis")
+    pos = {a: i for i, a in enumerate(algs)}
+    mat = np.full((len(algs), len(algs)), np.nan)
+    for a, b, d in zip(wil["a"], wil["b"], wil["median_diff"]):
+        mat[pos[a], pos[b]], mat[pos[b], pos[a]] = d, -d
+    side = max(float(np.nanmax(np.abs(mat))) if np.isfinite(mat).any() else 0.0, 1e-9)
+    fig, ax = plt.subplots(figsize=(0.35 * len(algs) + 2.4, 0.35 * len(algs) + 1.6))
+    im = ax.imshow(mat, vmin=-side, vmax=side, cmap="RdBu")
+    for a, b, direction in zip(wil["a"], wil["b"], wil["direction"]):
+        if direction != 0:
+            for r, c in ((pos[a], pos[b]), (pos[b], pos[a])):
+                ax.text(c, r, "✱", ha="center", va="center", fontsize="small")
     ax.set_xticks(range(len(algs)), algs, rotation=90, fontsize="x-small")
     ax.set_yticks(range(len(algs)), algs, fontsize="x-small")
-    fig.colorbar(im, ax=ax, label="Holm-adjusted p", shrink=0.8)
-    n = int(wil["n_datasets"].iloc[0]) if len(wil) else 0
-    ax.set_title(f"{title}\nWilcoxon signed-rank over {n} datasets (decides each pair on its own)", fontsize="small")
+    fig.colorbar(im, ax=ax, label="median difference, row − column (points)", shrink=0.8)
+    summary = wilcoxon_summary(wil, alpha).replace("; none", ";\nnone")
+    ax.set_title(f"{title}\n{summary} (✱; each pair on its own)", fontsize="x-small")
     fig.tight_layout()
     return fig
 
@@ -174,7 +183,7 @@ def figures(result: AuditResult) -> dict:
                 out[f"{key}_poi"] = poi_plot(agg, title)
             wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
             if not wil.empty:
-                out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title)
+                out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title, result.settings["alpha"])
             if (board, sel) in a.friedman:
                 out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=title)
         out.update(sweep_plots(a, f"{PREFIX}{i}"))
@@ -269,8 +278,8 @@ def html_page(result: AuditResult, figs: dict) -> str:
                              "differ at all; Nemenyi (the CD diagram) which pairs differ given the whole pool.</p>")
             wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
             dec = wil[wil["direction"] != 0]
-            parts.append(f"<p>Wilcoxon signed-rank (each pair on its own, Holm over {len(wil)} pairs): "
-                         f"{len(dec)} pair(s) decided.</p>" + (_table_html(dec) if len(dec) else ""))
+            parts.append(f"<p>{e(wilcoxon_summary(wil, s['alpha']))} (each pair on its own, whatever else is in the "
+                         "pool).</p>" + (_table_html(dec) if len(dec) else ""))
         if a.reference is not None:
             counts = a.reference["verdict"].value_counts().to_dict()
             parts.append(f"<h3>Reproduction check against {e(str(s['reference']))}</h3><p>{e(str(counts))}</p>"

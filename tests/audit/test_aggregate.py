@@ -139,3 +139,20 @@ def test_bayesian_probabilities_without_a_rope_sum_to_one():
         assert np.allclose(total, 1.0)
         assert got.loc["A1", "p_worse"] > 0.9 and got.loc["A2", "p_better"] > 0.9
         assert (got["p_equivalent"] == 0).all() == (rope == 0)
+
+
+def test_wilcoxon_summary_says_when_no_pair_can_be_decided():
+    """With 7 datasets the smallest two-sided Wilcoxon p is 2/2^7 = 1/64, above α/m for 91 pairs: the summary says
+    that no pair can be decided, and why; with 12 datasets and 6 pairs it can (and a planted pair is)."""
+    rng = np.random.default_rng(2)
+    pool = wilcoxon_pairs(_cells(np.round(rng.normal(60, 5, (7, 14)), 1)))
+    text = aggregate.wilcoxon_summary(pool, 0.05)
+    assert "over 7 datasets, Holm over 91 pairs" in text and "none can be" in text and "0.0156" in text
+    means = np.round(rng.normal(60, 5, (12, 1)) + rng.normal(0, 0.5, (12, 4)), 1)
+    means[:, 0] += 3
+    few = wilcoxon_pairs(_cells(means))
+    text = aggregate.wilcoxon_summary(few, 0.05)
+    assert "none can be" not in text and not text.startswith("Wilcoxon signed-rank over 12 datasets, Holm over 6 "
+                                                             "pairs at α = 0.05: 0 ")
+    with pytest.raises(ValueError, match="parameter 'alpha'"):
+        aggregate.wilcoxon_summary(few, 1.5)
