@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io as _io
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +113,8 @@ def wilcoxon_plot(wil: pd.DataFrame, title: str, alpha: float):
     for a, b, d in zip(wil["a"], wil["b"], wil["median_diff"]):
         mat[pos[a], pos[b]], mat[pos[b], pos[a]] = d, -d
     side = max(float(np.nanmax(np.abs(mat))) if np.isfinite(mat).any() else 0.0, 1e-9)
-    fig, ax = plt.subplots(figsize=(0.35 * len(algs) + 2.4, 0.35 * len(algs) + 1.6))
+    width = max(0.35 * len(algs) + 2.4, 6.5)
+    fig, ax = plt.subplots(figsize=(width, max(0.35 * len(algs) + 1.8, 4.5)))
     im = ax.imshow(mat, vmin=-side, vmax=side, cmap="RdBu")
     for a, b, direction in zip(wil["a"], wil["b"], wil["direction"]):
         if direction != 0:
@@ -120,9 +122,9 @@ def wilcoxon_plot(wil: pd.DataFrame, title: str, alpha: float):
                 ax.text(c, r, "✱", ha="center", va="center", fontsize="small")
     ax.set_xticks(range(len(algs)), algs, rotation=90, fontsize="x-small")
     ax.set_yticks(range(len(algs)), algs, fontsize="x-small")
-    fig.colorbar(im, ax=ax, label="median difference, row − column (points)", shrink=0.8)
-    summary = wilcoxon_summary(wil, alpha).replace("; none", ";\nnone")
-    ax.set_title(f"{title}\n{summary} (✱; each pair on its own)", fontsize="x-small")
+    fig.colorbar(im, ax=ax, label="median Δ, row − column (points)", shrink=0.8)
+    summary = textwrap.fill(f"{wilcoxon_summary(wil, alpha)} (✱; each pair on its own)", int(width * 14))
+    ax.set_title(f"{title}\n{summary}", fontsize="x-small")
     fig.tight_layout()
     return fig
 
