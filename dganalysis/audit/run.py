@@ -214,6 +214,9 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     selections = parse_selections(selection)
     explicit = selection != "all"
     check_inputs(list(inputs) + ([reference_table] if reference_table else []))
+    if trials is not None and not any(is_table(p) for p in inputs):
+        raise ValueError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
+                         "directory, whose trials are counted")
     if reference_table is not None and not is_table(reference_table):
         raise ValueError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
     ref_cells = read_table(reference_table) if reference_table else None

@@ -249,6 +249,15 @@ def test_every_input_is_checked_before_work(tmp_path, monkeypatch):
     assert not called
 
 
+def test_trials_for_sweeps_only_is_refused(tmp_path):
+    """--trials sets n of a table's cells; given with sweep directories alone it would be ignored: refused instead,
+    naming the option (with a table among the inputs it applies to the table)."""
+    sweep = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, trials=3, hparams=1)
+    with pytest.raises(ValueError, match="--trials 3: sets n of a published table's cells"):
+        run_audit([sweep], trials=3)
+    assert main(["audit", str(sweep), "--trials", "3"]) == 2
+
+
 def test_audit_reads_our_own_job_store(tmp_path):
     """A real (tiny, CPU) sweep of our engine: spec.json, settings and our store's rules go through the audit."""
     from dganalysis.sweep import make_jobs, run_sweep
