@@ -216,5 +216,10 @@ def _finish(cells: pd.DataFrame, source: str) -> pd.DataFrame:
         first = cells[dup].iloc[0]
         raise ValueError(f"{first['source']}: cell ({', '.join(str(first[k]) for k in key)}) appears twice in "
                          f"{source}")
+    means = pd.to_numeric(cells["mean"], errors="coerce")
+    if len(cells) and means.notna().any() and means.abs().max() <= 1:  # no accuracy table is below 1% throughout
+        raise ValueError(f"{source}: every mean is within [-1, 1]: accuracies as fractions? Expected accuracy in "
+                         "points (0–100), as DomainBed prints them — the ROPE, the rounding and Δ are in points; "
+                         "multiply mean and se by 100")
     return cells.astype({"mean": float, "se": float, "n": int, "se_ddof": int, "mean_res": float,
                          "se_res": float}).reset_index(drop=True)

@@ -46,6 +46,8 @@ def test_yu_table5_transcription_matches_the_leaderboard_csv():
     ("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,A,abc,1,3\n", r"t\.csv:2: mean='abc'"),
     ("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,A,1,1,1\n", r"t\.csv:2: n=1"),
     ("selection,dataset,algorithm,mean,se,n,extra\ntraining_domain,D,A,1,1,3,x\n", r"unknown column"),
+    ("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,A,0.81,0.01,3\ntraining_domain,D,B,0.8,0.01,3\n",
+     r"t\.csv: every mean is within \[-1, 1\]: accuracies as fractions\?"),
 ])
 def test_csv_errors_name_file_and_line(text, pattern):
     with pytest.raises(ValueError, match=pattern):
