@@ -87,10 +87,14 @@ def read_table(path: str | Path, trials: int | None = None) -> pd.DataFrame:
         raise FileNotFoundError(f"{p}: no such table file (expected a .tex from DomainBed's collect_results --latex "
                                 "or a .csv with selection, dataset, algorithm, mean, se, n)")
     suffix = p.suffix.lower()
+    try:
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheet exports) is not part of the table
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{p}: not UTF-8 text (byte {err.start}); expected a .tex or .csv table") from None
     if suffix == ".tex":
-        cells = read_latex(p.read_text(encoding="utf-8"), str(p), trials=trials or 3)
+        cells = read_latex(text, str(p), trials=trials or 3)
     elif suffix == ".csv":
-        cells = read_csv(p.read_text(encoding="utf-8"), str(p), trials=trials)
+        cells = read_csv(text, str(p), trials=trials)
     else:
         raise ValueError(f"{p}: unknown table format {suffix!r}; expected .tex or .csv")
     if cells.empty:

@@ -66,3 +66,17 @@ def test_shipped_sources_are_documented():
     assert "b93c22a" in src and "MIT License" in src and "domainbed/results/2020_10_06_7df6f06/results.tex" in src
     head = Path(tables.shipped("yu2024_table5")).read_text().splitlines()[0]
     assert head.startswith("# Yu et al. (2024)")
+
+
+def test_table_files_byte_order_mark_and_binary(tmp_path):
+    """A spreadsheet's CSV export starts with a UTF-8 byte-order mark: read as the same table; a file that is not
+    UTF-8 text is refused naming it (not a bare codec error)."""
+    text = "selection,dataset,algorithm,mean,se,n\ntraining_domain,PACS,ERM,80,1,3\ntraining_domain,PACS,A,81,0.5,3\n"
+    plain, bom, binary = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    plain.write_text(text, encoding="utf-8")
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    binary.write_bytes(b"\xff\xfe\x00x")
+    a, b = tables.read_table(plain), tables.read_table(bom)
+    assert a.drop(columns="source").equals(b.drop(columns="source")) and len(a) == 2
+    with pytest.raises(ValueError, match=r"c\.csv: not UTF-8 text"):
+        tables.read_table(binary)
