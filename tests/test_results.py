@@ -172,3 +172,28 @@ def test_read_record_accuracies_follow_dict_rules_and_name_the_first_bad_key():
         results._read_record(rec(env0_in_acc=0.5, env1_out_acc="x", env0_out_acc=True), "f:1")
     with pytest.raises(ValueError, match=r"f:1: env01_in_acc = True"):
         results._read_record(rec(env01_in_acc=True, env1_in_acc=0.5), "f:1")  # overwritten later, still refused
+
+
+def test_canonical_json_is_the_standard_encoders():
+    """The setting and hparams JSON come from the standard library's C encoder kept once (results._json_encoder):
+    the text must be JSONEncoder(sort_keys=True, separators, default=str).encode's, on what records hold — nested
+    dicts and lists, unicode, floats of every kind (1e-05, -0.0, NaN, infinities), non-str keys, bools, None, values
+    only default=str can write — and on a bare string or number."""
+    import json
+    import math
+
+    from dganalysis import results
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    values = [
+        {"lr": 5e-05, "wd": -0.0, "b": True, "n": None, "s": "é\u2603", "l": [1, 2.5, {"z": 1, "a": [None]}]},
+        {"x": float("nan"), "y": math.inf, "w": -math.inf, "o": Odd()}, {3: "int keys", 1: 2}, {1.5: True, 0.5: 1},
+        {}, [], "plain", "é", 1.0, 7, None, {"k": {"deep": {"deeper": [0.1, 1e300, 1e-320]}}},
+    ]
+    for sep, ours in (((",", ":"), results._SETTING_JSON), ((", ", ": "), results._HPARAMS_JSON)):
+        std = json.JSONEncoder(sort_keys=True, separators=sep, default=str)
+        for v in values:
+            assert ours(v) == std.encode(v), v
