@@ -23,7 +23,7 @@ import numpy as np
 
 from dganalysis import io, selection
 from dganalysis.audit import index_file
-from dganalysis.audit.index import _assemble, _choose, _Index, update_index
+from dganalysis.audit.index import _assemble, _choose, _collector_paused, _Index, update_index
 from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:
@@ -81,6 +81,13 @@ def select_for_tables(
     :func:`dganalysis.audit.sweep.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
     per_draw = _check_selection_args("select_for_tables", path, [per_draw] if isinstance(per_draw, str) else per_draw)[0]
+    with _collector_paused():  # reading and selecting make millions of objects and no cycle
+        return _select_for_tables(paths, methods, include_unfinished, strict, tie_tol, cache_dir, indexes, per_draw)
+
+
+def _select_for_tables(paths: list[str | Path], methods: list[str], include_unfinished: bool | None, strict: bool,
+                       tie_tol: float, cache_dir: str | Path | None, indexes: list[tuple[Path, Any]] | None,
+                       per_draw: list[str]) -> IndexedSelections:
     if indexes is None:
         indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
     full: list[tuple[Path, _Index]] = []
