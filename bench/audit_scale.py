@@ -31,7 +31,9 @@ Usage::
         [--repeats N] [--no-loaded]
 
 Each figure is the median of ``--repeats`` runs (default 3), the commands interleaved, so a slow spell of a shared
-machine falls on every command alike; the range is printed beside it. Both sides run with their compiled bytecode
+machine falls on every command alike; the range is printed beside it. Each ratio is printed two ways: the ratio of
+the medians, and the median of each repeat's own ratio (DomainBed's run and ours a minute apart, so a drift of the
+machine's speed over the bench cancels). Both sides run with their compiled bytecode
 kept (as an installed Python package has it: this project's machines set ``PYTHONDONTWRITEBYTECODE``, so the bench
 keeps the children's bytecode in a folder of its own, ``PYTHONPYCACHEPREFIX``).
 """
@@ -232,8 +234,12 @@ def main() -> None:
         for name, (cpu, rss, wall, lo, hi) in rows.items():
             print(f"{name:44s} {cpu:8.2f} CPU-s ({lo:.2f}–{hi:.2f})  {rss:6.0f} MB peak  {wall:7.2f} s wall")
         theirs = rows["DomainBed collect_results"]
+        base_runs = [c for c, _, _ in runs["DomainBed collect_results"]]
         for name, (cpu, rss, *_) in list(rows.items())[1:]:
-            print(f"ratio {name:44s} {theirs[0] / cpu:7.1f}× fewer CPU-s than DomainBed; peak memory "
+            # each repeat's own ratio (DomainBed's run and ours minutes apart): a slow spell of the machine cancels
+            paired = [b / c for b, (c, _, _) in zip(base_runs, runs[name])]
+            print(f"ratio {name:44s} {theirs[0] / cpu:7.1f}× fewer CPU-s than DomainBed (paired by repeat: median "
+                  f"{statistics.median(paired):.1f}×, {min(paired):.1f}–{max(paired):.1f}); peak memory "
                   f"{rss / theirs[1]:.2f}× DomainBed's")
     if not (a.keep or a.dir):
         shutil.rmtree(base)
