@@ -102,7 +102,10 @@ def main_collect(args: argparse.Namespace) -> int:
     memo = SweepMemo(args.dirs, "collect", parts, code=_CODE)
     printed = None if args.fresh else memo.get()
     if printed is None:
-        printed = _tables(args, memo.indexes)
+        from dganalysis.audit import collector
+
+        with collector.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
+            printed = _tables(args, memo.indexes)
         memo.put(printed)
     else:
         sys.stderr.write(f"collect: the sweep(s), options and code are unchanged since this command last ran: its "

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import itertools
 import json
 import logging
@@ -47,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dganalysis import io, results
-from dganalysis.audit import index_file
+from dganalysis.audit import collector, index_file
 from dganalysis.audit.index_file import DONE, FAILED, SPEC, IndexHead, _job_path, index_location
 from dganalysis.progress import bars, bars_shown
 
@@ -746,26 +745,6 @@ def _bar(root: Path, to_parse: int) -> Any:
     return tqdm(total=to_parse, desc=f"indexing {root}", unit="job", leave=False, mininterval=0.5)
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: parsing a sweep makes millions of small objects that form no cycle,
-    and the collections their allocations trigger took ~5-10% of a first index build (measured on 6,000 jobs).
-
-    On leaving, every object is promoted to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: nothing is
-    scanned, nothing stays frozen). Otherwise the objects made while paused sit in the youngest generation, and the
-    next young collections, then a full one, walk all of them: ~0.1-0.2 CPU-s of a 3 CPU-s first `collect` of 33,600
-    jobs. Cycles among them, if any, are still found by the next full collection."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
-
-
 def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False,
                  checked: IndexHead | None = None) -> _Index | IndexHead:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
@@ -798,7 +777,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
             keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
             if old is not None and index_file.same_keys(old.keys, keys):
                 return old
-        with _collector_paused():  # encoding the new index walks the same millions of objects
+        with collector.paused():  # parsing, and encoding the new index: millions of objects, no cycle
             new, parsed = _merge(old, keys, root)
             data = new.to_bytes()
         try:

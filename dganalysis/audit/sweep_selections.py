@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dganalysis import io, selection
-from dganalysis.audit import index_file
-from dganalysis.audit.index import _assemble, _choose, _collector_paused, _Index, update_index
+from dganalysis.audit import collector, index_file
+from dganalysis.audit.index import _assemble, _choose, _Index, update_index
 from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def select_for_tables(
     :func:`dganalysis.audit.sweep.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
     per_draw = _check_selection_args("select_for_tables", path, [per_draw] if isinstance(per_draw, str) else per_draw)[0]
-    with _collector_paused():  # reading and selecting make millions of objects and no cycle
+    with collector.paused():  # reading and selecting make millions of objects and no cycle
         return _select_for_tables(paths, methods, include_unfinished, strict, tie_tol, cache_dir, indexes, per_draw)
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from dganalysis import results
-from dganalysis.audit import index, index_file, sweep_selections
+from dganalysis.audit import collector, index, index_file, sweep_selections
 from dganalysis.audit.index import load_indexed, update_index
 from dganalysis.audit.index_file import INDEX_NAME
 
@@ -525,7 +525,7 @@ def test_progress_bar_while_a_large_store_is_indexed(tmp_path, monkeypatch, caps
 
 
 def test_collector_paused_restores_the_collector_and_promotes_what_it_made():
-    """index._collector_paused: the collector off inside (nested uses leave it off), on again after, nothing left
+    """collector.paused: the collector off inside (nested uses leave it off), on again after, nothing left
     frozen, and the objects made inside moved to the oldest generation (so the young collections after it do not walk
     them again); a cycle made inside is still collected by a full collection."""
     import gc
@@ -535,9 +535,9 @@ def test_collector_paused_restores_the_collector_and_promotes_what_it_made():
         pass
 
     assert gc.isenabled()
-    with index._collector_paused():
+    with collector.paused():
         assert not gc.isenabled()
-        with index._collector_paused():
+        with collector.paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
         made = [[i] for i in range(1000)]
