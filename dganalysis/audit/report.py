@@ -1,9 +1,9 @@
 """The audit's outputs: figures, the claims as CSV and booktabs LaTeX, the JSON contract, one self-contained HTML page.
 
 Figures (:func:`figures`): a forest plot of Δ with its CI per dataset (one panel per dataset, colour = verdict), the
-probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon
-map (each pair's median difference, the pairs Holm decides marked, :func:`wilcoxon_plot`), and — when the raw-sweep analyses ran — expected best accuracy vs search budget and
-the selection regret. Every verdict sentence of the page states n, the test and the correction
+probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon map
+(each pair's median difference, the pairs Holm decides marked: :func:`wilcoxon_plot`), and — when the raw-sweep
+analyses ran — expected best accuracy vs search budget and the selection regret. Every verdict sentence of the page states n, the test and the correction
 (:func:`dganalysis.audit.claims.verdict_sentence`).
 """
 
