@@ -514,10 +514,12 @@ def _json_encoder(separators: tuple[str, str]) -> Callable[[Any], str]:
     come from JSON, so the circular-reference check the method makes is not made."""
     encoder = json.JSONEncoder(sort_keys=True, separators=separators, default=str)
     make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C encoder
+        return encoder.encode
     try:
         c_encode = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, separators[1],
                         separators[0], True, False, True)
-    except TypeError:  # no C encoder, or one built another way
+    except TypeError:  # a C encoder built another way
         return encoder.encode
 
     def encode(obj: Any) -> str:

@@ -220,8 +220,8 @@ def _finish(cells: pd.DataFrame, source: str) -> pd.DataFrame:
         first = cells[dup].iloc[0]
         raise ValueError(f"{first['source']}: cell ({', '.join(str(first[k]) for k in key)}) appears twice in "
                          f"{source}")
-    means = pd.to_numeric(cells["mean"], errors="coerce")
-    if len(cells) and means.notna().any() and means.abs().max() <= 1:  # no accuracy table is below 1% throughout
+    means = cells["mean"].astype(float)
+    if means.notna().any() and means.abs().max() <= 1:  # no accuracy table is below 1% throughout
         raise ValueError(f"{source}: every mean is within [-1, 1]: accuracies as fractions? Expected accuracy in "
                          "points (0–100), as DomainBed prints them — the ROPE, the rounding and Δ are in points; "
                          "multiply mean and se by 100")
