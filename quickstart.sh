@@ -23,11 +23,13 @@ bash dganalysis/data/install_fashion_mnist.sh
 echo "== 2/4 Python environment in .venv"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-# torch is pinned explicitly so pip never resolves an unpinned torch (that would pull GBs of CUDA wheels
-# on a CPU machine); on this project's CPU machines 2.13.0 is a local CPU build, on CUDA machines the
-# same pins give the CUDA builds from PyPI.
-.venv/bin/python -m pip install -q "torch==2.13.0" "torchvision==0.28.0"
-.venv/bin/python -m pip install -q -e ".[test,wilds,docs]"
+# constraints.txt pins every package to the tested set (pyproject.toml states ranges; environment.yml installs the
+# same extras with the same constraints: tests/project/test_packaging.py compares them). torch is also named with its
+# pin on its own line first so pip never resolves an unpinned torch (that would pull GBs of CUDA wheels on a CPU
+# machine); on this project's CPU machines 2.13.0 is a local CPU build, on CUDA machines the same pins give the CUDA
+# builds from PyPI.
+.venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0" "torchvision==0.28.0"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[test,notebooks,wilds,docs]"
 # An editable install leaves the package's bytecode to its first import, and where PYTHONDONTWRITEBYTECODE is set
 # to every import (each `dganalysis` command then compiles its modules again: ~0.2 CPU-s): compile it once here.
 .venv/bin/python -m compileall -q dganalysis >/dev/null
