@@ -10,6 +10,9 @@ output is kept beside the index under a key of every job folder's state, the opt
 (:class:`~dganalysis.audit.sweep_memo.SweepMemo`): the same command on an unchanged sweep prints it again after
 checking the job folders, without reading a record or importing numpy or pandas.
 
+Runs made under other versions, commits, devices or (for one algorithm) precisions — as their records'
+``provenance`` says (:mod:`dganalysis.provenance`) — are combined, with one warning line per difference on stderr.
+
 Unfinished runs (``results.jsonl`` without ``done``): a DomainBed sweep dir's are read, as DomainBed's
 ``collect_results`` reads them (it never looks at ``done``), so its table comes out by default; our job stores' are
 skipped. Which is which is decided per DIR by :func:`dganalysis.results.is_our_store` (a job folder holding our
@@ -117,6 +120,16 @@ def main_collect(args: argparse.Namespace) -> int:
     return int(printed["status"])
 
 
+def provenance_differences(indexes: list) -> list[str]:
+    """One line per way in which the runs of the stores (``indexes``: (store, index) as read) were made differently:
+    other package, library or Python versions, commits, CPUs, GPUs or devices, or, among one algorithm's runs, other
+    precisions (:func:`dganalysis.provenance.differences` of the records' stamps; runs without one are left out)."""
+    from dganalysis.audit.index import provenance_runs
+    from dganalysis.provenance import differences
+
+    return differences(provenance_runs(indexes))
+
+
 def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
     """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
     from dganalysis.audit.sweep_selections import select_for_tables
@@ -128,6 +141,7 @@ def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
                             indexes=indexes)
     first = got.selections[methods[0]]  # every selection carries the reading's attrs
     err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
+    err += "".join(f"collect: {line}\n" for line in provenance_differences(got.indexes))
     summary = summary_line(first)
     if got.rows == 0:
         err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary})\n"

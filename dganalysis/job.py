@@ -184,9 +184,10 @@ class Job:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Job:
-        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them (``job_id`` and ``provenance``, which
+        ``spec.json`` adds, are ignored)."""
         known = {f.name for f in fields(cls)}
-        unknown = set(d) - known - {"job_id"}
+        unknown = set(d) - known - {"job_id", "provenance"}
         if unknown:
             raise KeyError(f"Job spec: unknown keys {sorted(unknown)}; known: {sorted(known)}")
         return cls(**{k: v for k, v in d.items() if k in known})

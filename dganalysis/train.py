@@ -54,7 +54,7 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
-from dganalysis import io, threads
+from dganalysis import io, provenance, threads
 from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
 
@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 #: files a job writes into its folder (removed before a rerun)
 JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 #: record fields that depend on the clock, the machine or where the job folder lives, not on the computation
-RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb")
+RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb", "provenance")
 #: ``args`` entries that say where the run read and wrote (DomainBed's ``data_dir``, ``output_dir``)
 RUN_ARGS = ("data_dir", "output_dir")
 
@@ -286,13 +286,13 @@ def run_job(
     and appends a record), :func:`finish_job` (model.pt, done).
     """
     job = job if isinstance(job, Job) else Job.from_dict(job)
-    job_dir = start_job_dir(job, job_dir)
     t_start = time.time()
     from dganalysis.algorithms.registry import get_algorithm
 
     if precision == "auto" and not get_algorithm(job.algorithm).BF16_AUTOCAST:
         precision = "fp32"  # bf16 measured not to track fp32 for this algorithm (Algorithm.BF16_AUTOCAST)
     runtime = make_runtime(device, precision, eval_batch_size, threads)
+    job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):
             run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads)
@@ -400,13 +400,24 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
 
 
-def start_job_dir(job: Job, job_dir: str | Path) -> Path:
-    """Create ``job_dir``, remove what an earlier run of the job left there, and write ``spec.json`` (with the id)."""
+def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None = None) -> Path:
+    """Create ``job_dir``, remove what an earlier run of the job left there, and write ``spec.json`` (with the id
+    and, given, the run's provenance ``stamp`` under ``provenance``: :mod:`dganalysis.provenance`; no part of the id,
+    :meth:`dganalysis.job.Job.from_dict` ignores it)."""
     job_dir = Path(job_dir)
     job_dir.mkdir(parents=True, exist_ok=True)
     clear_job_dir(job_dir)
-    io.write_json(job_dir / "spec.json", {**job.to_dict(), "job_id": job.job_id})
+    spec = {**job.to_dict(), "job_id": job.job_id}
+    if stamp is not None:
+        spec[provenance.KEY] = dict(stamp)
+    io.write_json(job_dir / "spec.json", spec)
     return job_dir
+
+
+def runtime_stamp(runtime: Runtime, exact: bool = False) -> dict[str, Any]:
+    """The provenance of a job computed under ``runtime`` (:func:`dganalysis.provenance.stamp`); ``exact``: in
+    ``domainbed_exact`` mode, which computes in fp32 whatever ``runtime.precision`` says."""
+    return provenance.stamp(runtime.device, "fp32" if exact else runtime.precision, runtime.threads)
 
 
 def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None,
@@ -487,7 +498,8 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
                   data_dir: str | Path | None = None) -> dict[str, Any]:
     """The fields every checkpoint record repeats: ``hparams``, DomainBed's ``args``, the domain names, the device,
     precision, CPU thread count (``threads``; null on CUDA; outside ``args``, so no part of the ``setting``), data
-    path and host.
+    path, host and ``provenance`` (versions, commit, CPU and GPU: :func:`dganalysis.provenance.stamp`; like
+    ``host``, one of the :data:`RUN_FIELDS`).
 
     ``args`` holds every key DomainBed's ``train.py`` writes there (``task``, ``hparams`` as its JSON string of the
     overrides or None, ``uda_holdout_fraction``, ``skip_model_save``, ``save_model_every_checkpoint``,
@@ -527,6 +539,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
+        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads),
     }
 
 
@@ -615,11 +628,7 @@ def finish_job(job: Job, algorithm, data: JobData, job_dir: Path, t_start: float
 
 def _cpu_default_precision() -> str:
     """``bf16`` when the CPU has AMX-bf16 tile units (fast bf16 matmul/conv in oneDNN), else ``fp32``."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "fp32"
-    return "bf16" if "amx_bf16" in flags else "fp32"
+    return "bf16" if provenance.cpu_has_amx_bf16() else "fp32"
 
 
 _DATASETS: dict[str, Any] = {}
@@ -655,9 +664,7 @@ def _cached_dataset(name: str, data_dir, kwargs: Mapping[str, Any]):
 
 
 def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return f"cuda:{torch.cuda.get_device_name(device)}"
-    return "cpu"
+    return provenance.device_name(device)
 
 
 def write_failed(job_dir: str | Path, exc: BaseException | None = None) -> Path:

@@ -32,8 +32,9 @@ from dganalysis.sweep import Job
 from dganalysis.train import run_job
 
 GOLDEN = Path(__file__).parent / "fixtures" / "run_job_golden.json"
-#: record fields that depend on the clock or the machine, not on the computation
-VOLATILE = ("elapsed", "step_time", "host", "mem_gb")
+#: record fields that depend on the clock or the machine, not on the computation (``provenance``: versions, commit,
+#: CPU; spec.json's too is compared without it, see :func:`_spec_text`)
+VOLATILE = ("elapsed", "step_time", "host", "mem_gb", "provenance")
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -107,6 +108,14 @@ def _compare(got, want, rtol: float, where: str) -> None:
         assert got == want, f"{where}: {got!r} != {want!r}"
 
 
+def _spec_text(path: Path) -> str:
+    """``spec.json``'s bytes without its ``provenance`` (which says where and under what versions it ran): the
+    file re-encoded as :func:`dganalysis.io.write_json` writes it, so the rest still compares byte for byte."""
+    spec = json.loads(path.read_text())
+    assert isinstance(spec.pop("provenance"), dict), f"{path}: no provenance"
+    return json.dumps(spec, indent=2, sort_keys=True) + "\n"
+
+
 def _observed(tmp_path: Path) -> dict:
     got = {}
     for name, job in _jobs().items():
@@ -118,7 +127,7 @@ def _observed(tmp_path: Path) -> dict:
                 rec.pop(k, None)
             rec["args"].pop("output_dir", None)  # the job folder: a tmp path
             lines.append(json.dumps(rec))  # key order kept: the file's own order is part of its bytes
-        got[name] = {"job_id": job.job_id, "spec": (d / "spec.json").read_text(), "records": lines,
+        got[name] = {"job_id": job.job_id, "spec": _spec_text(d / "spec.json"), "records": lines,
                      "model_fingerprint": _fingerprint(d / "model.pt") if job.save_model else None}
     return got
 

@@ -102,8 +102,10 @@ class _Index:
         self.jobs: list[dict[str, Any]] = []  # key, status, problem, exploded, count
         self.metas: list[list] = []
         self.layouts: list[list[list[str]]] = []
+        self.provenances: list[dict[str, Any]] = []  # distinct {algorithm, provenance}; a job's "prov" indexes it
         self._meta_ids: dict[tuple, int] = {}
         self._layout_ids: dict[tuple, int] = {}
+        self._prov_ids: dict[str, int] = {}
         self.rec_meta = np.zeros(0, np.int32)
         self.rec_layout = np.zeros(0, np.int32)
         self.rec_step = np.zeros(0, np.int64)
@@ -124,9 +126,18 @@ class _Index:
             self.layouts.append([list(r) for r in layout])
         return i
 
+    def prov_id(self, entry: dict[str, Any]) -> int:
+        text = json.dumps(entry, sort_keys=True, default=str)
+        i = self._prov_ids.get(text)
+        if i is None:
+            i = self._prov_ids[text] = len(self.provenances)
+            self.provenances.append(entry)
+        return i
+
     def _rebuild_maps(self) -> None:
         self._meta_ids = {tuple(m): i for i, m in enumerate(self.metas)}
         self._layout_ids = {tuple(tuple(r) for r in lay): i for i, lay in enumerate(self.layouts)}
+        self._prov_ids = {json.dumps(e, sort_keys=True, default=str): i for i, e in enumerate(self.provenances)}
 
     @property
     def keys(self) -> list[list]:
@@ -136,7 +147,8 @@ class _Index:
     # ---- file format (dganalysis.audit.index_file)
     def to_bytes(self) -> bytes:
         return index_file.encode(self.jobs, _draw_version(), {"metas": self.metas, "layouts": self.layouts},
-                                 dict(zip(_ARRAY_NAMES, (self.rec_meta, self.rec_layout, self.rec_step, self.acc))))
+                                 dict(zip(_ARRAY_NAMES, (self.rec_meta, self.rec_layout, self.rec_step, self.acc))),
+                                 self.provenances)
 
     @classmethod
     def read(cls, path: Path, lazy: bool = False) -> _Index | IndexHead | None:
@@ -163,6 +175,7 @@ class _Index:
         self = cls()
         self.jobs = head.jobs
         self.metas, self.layouts = tables["metas"], tables["layouts"]
+        self.provenances = list(head.provenances)
         self.rec_meta, self.rec_layout, self.rec_step, self.acc = (arrays[k] for k in _ARRAY_NAMES)
         self._meta_ids, self._layout_ids = None, None  # built when the index is merged (_rebuild_maps)
         counts = [j["count"] for j in self.jobs]
@@ -191,7 +204,7 @@ class _Parsed:
     by the compiled reader, ``run``: (metadata id, layout id, records, steps as int64 bytes, accuracies as float64
     bytes) for records that all share one metadata and layout."""
 
-    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "run")
+    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "run", "prov")
 
     def __init__(self, status: str) -> None:
         self.status, self.problem, self.exploded = status, None, False
@@ -200,6 +213,7 @@ class _Parsed:
         self.step: list[int] = []
         self.acc: list[float | int | None] = []
         self.run: tuple[int, int, int, bytes, bytes] | None = None
+        self.prov: dict[str, Any] | None = None  # the first record's {algorithm, provenance} (_job_provenance)
 
     @property
     def count(self) -> int:
@@ -284,6 +298,7 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     if flags & SPEC:
         results._check_draw(Path(folder), [first])
     meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
+    out.prov = _job_provenance(first)
     if compiled is not None:
         out.run = (meta, layout, n, steps, accs)
     else:
@@ -585,6 +600,17 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
         # the acc keys in row order: results._read_record sorts (env index, split)
         pairs = sorted(pair for k in rec if (pair := results._env_pair(k)) is not None)
         acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
+    out.prov = _job_provenance(records[0]) if records else None
+
+
+def _job_provenance(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"algorithm", "provenance"}`` of a job's first record when it carries a provenance stamp
+    (:mod:`dganalysis.provenance`; records written before it, and DomainBed's, carry none: None)."""
+    prov = rec.get("provenance")
+    if not isinstance(prov, dict):
+        return None
+    args = rec.get("args")
+    return {"algorithm": args.get("algorithm") if isinstance(args, dict) else None, "provenance": prov}
 
 
 def _record_ids(idx: _Index, rec: dict[str, Any], job_id: str, where: str,
@@ -696,7 +722,7 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
     new = _Index()
     old_by_key: dict[tuple, int] = {}
     if old is not None:
-        new.metas, new.layouts = old.metas, old.layouts
+        new.metas, new.layouts, new.provenances = old.metas, old.layouts, list(old.provenances)
         new._rebuild_maps()
         old_by_key = {tuple(j["key"]): i for i, j in enumerate(old.jobs)}
         old_start = np.zeros(len(old.jobs) + 1, dtype=np.int64)
@@ -718,6 +744,8 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             parsed += 1
             job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": p.count,
                    "records": key[1] >= 0}
+            if p.prov is not None:
+                job["prov"] = new.prov_id(p.prov)
             columns.add_parsed(p)
             if bar is not None and parsed % _BAR_STEP == 0:
                 bar.update(_BAR_STEP)
@@ -999,3 +1027,15 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
             data[col] = arr.astype(np.int64, copy=False)[record]
         cat[col] = None  # free the per-record codes as soon as the column is built
     return pd.DataFrame(data, columns=results.COLUMNS, copy=False), may_repeat
+
+
+def provenance_runs(indexes: Iterable[tuple[Path, Any]]) -> Iterator[tuple[str, str, str | None, dict[str, Any]]]:
+    """(store, job folder, algorithm, provenance stamp) of every job with records in the stores' indexes (each an
+    index or its head, as :func:`update_index` returns them) whose records carry a stamp, for
+    :func:`dganalysis.provenance.differences`."""
+    for root, idx in indexes:
+        table = idx.provenances
+        for job in idx.jobs:
+            i = job.get("prov")
+            if i is not None and job.get("status") != "failed" and job.get("count") and 0 <= i < len(table):
+                yield str(root), str(job["key"][0]), table[i].get("algorithm"), table[i].get("provenance")

@@ -15,8 +15,10 @@ folder is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE
 ``~/.cache``), named by a hash of the store's resolved path.
 
 **File format** (version :data:`INDEX_VERSION`): the magic bytes :data:`MAGIC`; the head (JSON: format version,
-:data:`dganalysis.hparams.DRAW_VERSION`, every job's key as six columns, the arrays' names, dtypes and lengths), the
-rest of the job table (JSON: each job's status, problem, loss explosion, record count) and the tables (JSON:
+:data:`dganalysis.hparams.DRAW_VERSION`, every job's key as six columns, the arrays' names, dtypes and lengths, the distinct provenance stamps
+of the jobs' records with their algorithm, :mod:`dganalysis.provenance`), the
+rest of the job table (JSON: each job's status, problem, loss explosion, record count, index of its provenance
+stamp) and the tables (JSON:
 metadata and layouts), each preceded by its length (8 bytes, little-endian); then each array's raw bytes, in the
 head's order. Checking an unchanged sweep decodes the head alone (the job keys); :attr:`IndexHead.jobs` decodes the
 job table when records are used, and :meth:`IndexHead.arrays` reads the rest later, from the same version of the
@@ -64,7 +66,7 @@ LOCK_NAME = ".dganalysis_index.lock"
 #: names earlier versions gave the index; removed (with their ``.select`` folder) when a new index is written
 OLD_NAMES = (".dganalysis_index.npz",)
 #: format of the index file; another value rebuilds it
-INDEX_VERSION = 6
+INDEX_VERSION = 7
 MAGIC = b"DGAINDEX"
 #: a folder modified less than this long ago is listed again next time (file system clocks tick coarsely: a ``done``
 #: made in the same tick as the listing leaves the folder's mtime unchanged)
@@ -350,11 +352,12 @@ def same_keys(known: Sequence[Sequence], keys: list[tuple]) -> bool:
 
 
 def encode(jobs: list[dict[str, Any]], draw_version: int, tables: dict[str, Any],
-           arrays: dict[str, np.ndarray]) -> bytes:
+           arrays: dict[str, np.ndarray], provenances: list[dict[str, Any]] = ()) -> bytes:
     """The bytes of an index file (see the module docstring)."""
     specs = [[name, arr.dtype.str, int(arr.size)] for name, arr in arrays.items()]
     keys = [list(column) for column in zip(*(j["key"] for j in jobs))]  # six columns ([] without jobs)
-    head = dumps({"version": INDEX_VERSION, "draw_version": draw_version, "keys": keys, "arrays": specs})
+    head = dumps({"version": INDEX_VERSION, "draw_version": draw_version, "keys": keys, "arrays": specs,
+                  "provenances": list(provenances)})
     table = dumps([{k: v for k, v in j.items() if k != "key"} for j in jobs])
     body = dumps(tables)
     parts = [MAGIC, _LENGTH.pack(len(head)), head, _LENGTH.pack(len(table)), table, _LENGTH.pack(len(body)), body]
@@ -372,6 +375,8 @@ class IndexHead:
         self.path = path
         self.keys: list[tuple] = list(zip(*head["keys"]))
         self.draw_version = head.get("draw_version")
+        #: the distinct {algorithm, provenance} of the jobs' first records; a job's ``prov`` indexes it
+        self.provenances: list[dict[str, Any]] = list(head.get("provenances") or [])
         self._specs: list[list] = head["arrays"]
         self._table: bytes | None = table
         self._jobs: list[dict[str, Any]] | None = None

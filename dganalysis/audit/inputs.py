@@ -115,6 +115,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
     from dganalysis.audit.sweep_memo import StoreKeys
     from dganalysis.audit.sweep_selections import select_for_tables
+    from dganalysis.collect import provenance_differences
     from dganalysis.results import summary_line
 
     check_inputs([path])
@@ -132,6 +133,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     # a verdict is about the runs that were read: the folders read and left out, as collect prints them
     read = summary_line(picks.selections[selections[0]])
     notes = [*([read] if read else []), *(f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items())]
+    notes += provenance_differences(picks.indexes)  # runs made under other versions, devices, precisions
     if tr.empty:
         raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")

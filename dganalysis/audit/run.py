@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dganalysis import provenance
 from dganalysis.audit import aggregate, claims, reference
 from dganalysis.audit.inputs import (
     AuditInput,
@@ -256,7 +257,7 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
         audits.append(audit)
     settings = {"baseline": baseline, "selections": selections, "alpha": alpha, "rope": rope,
                 "confidence": confidence, "reference": str(reference_table) if reference_table else None,
-                "trials": trials, "bootstrap_reps": reps, "seed": seed,
+                "trials": trials, "bootstrap_reps": reps, "seed": seed, "provenance": provenance.stamp(),
                 "tests": {"claims": "Welch t (two-sided) and TOST within ±rope from Welch t; Holm per (board, "
                                     "selection); published rounding honoured (worst case over the rounding box)",
                           "aggregate": "probability of improvement and IQM (rliable metrics) with stratified "
