@@ -27,9 +27,13 @@ The poster's quantity, in the representation space z = g(x) with classifier h:
   it is robust to warm-started ascents that land in different local maxima (non-concave heads, input
   space). ``primal_loss``/``transport_distance``: the best mixture of two plans at adjacent γ, the
   primal side of the same certificate (equal to the dual value up to the γ grid).
-- **Scale**: z's scale is arbitrary (g·c, h(·/c) is the same model), so ``scale="std"`` measures
-  distances in units of the representation's spread ``s = sqrt(E‖z − E z‖²)`` (ρ = 0.1 is 10% of it);
-  ``scale="none"`` (default) keeps the poster's raw Euclidean distance.
+- **Scale** (the one place that states it; every function of :mod:`dganalysis.dro` defers here): the poster's
+  ρ is a raw Euclidean W2 distance in z, but z's scale is arbitrary (g·c with h(·/c) is the same model, with
+  the same predictions and losses, yet every raw distance multiplied by c), so a raw ρ is not comparable across
+  models. The default everywhere is therefore ``scale="std"``: ρ in units of the representation's spread
+  ``s = sqrt(E‖z − E z‖²)`` (ρ = 0.1 is 10% of it), computed on the z given; the curve of a model is then the
+  same whatever c. ``scale="none"`` gives the poster's raw distance (ρ in z's own units), ``scale=c`` a fixed
+  unit c; both are comparable only between models whose z share one scale.
 - **0-1 loss** (affine head): exact. Cost to flip sample i is its squared distance d_i² to the
   misclassification region; the dual is piecewise linear in γ with breakpoints 1/d_i², and its minimum
   is the fractional-knapsack primal: flip correctly classified samples in order of d_i² while
@@ -66,7 +70,7 @@ from dganalysis.validation import (
 log = logging.getLogger(__name__)
 Head = Callable[[torch.Tensor], torch.Tensor]
 StatsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-#: distance units: the representation's spread (default, as the WC-DG poster's figures and the worst-case study), or raw
+#: distance units: the representation's spread (the default), or the WC-DG poster's raw distance (module docstring)
 SCALES = ("std", "none")
 
 
@@ -412,11 +416,10 @@ def worst_case_curve(z: torch.Tensor, y: torch.Tensor, head: Head, rhos: float |
     loss : ``"ce"`` (cross-entropy, nats), ``"hinge"`` (Crammer–Singer), ``"01"`` (error; affine heads only) or a
         callable ``(outputs, y) -> [n]`` per-sample loss.
     scale : ``"std"`` (default), ``"none"`` or a positive number
-        The unit of distance: ``"std"`` is ``s = sqrt(E‖z − E z‖²)`` computed on ``z``, so ρ means the same for
-        models whose representations differ in size (g·c with h(·/c) is the same model); this is the unit of the
-        WC-DG poster's figures, of the worst-case study (dganalysis.dro.study) and of training
-        (:func:`dganalysis.dro.robust_surrogate`).
-        ``"none"`` keeps raw Euclidean distances in z.
+        The unit of distance (why ``"std"`` is the default: the module docstring's *Scale*): ``"std"`` is
+        ``s = sqrt(E‖z − E z‖²)`` computed on ``z``, the unit of the worst-case study (dganalysis.dro.study) and
+        of training (:func:`dganalysis.dro.robust_surrogate`); ``"none"`` is the WC-DG poster's raw Euclidean
+        distance in z; a number is a fixed unit.
     config : :class:`DualConfig` or None — solver settings (defaults are tested on bench/worst_case_speed.py).
     progress : bool — a tqdm bar over the γ grid.
 
