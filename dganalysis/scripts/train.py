@@ -1,0 +1,301 @@
+"""``python -m dganalysis.scripts.train``: one run, with every flag of DomainBed's ``scripts/train.py``.
+
+A drop-in for ``python -m domainbed.scripts.train`` (Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/train.py``,
+b93c22a): the same flags, defaults and meanings, and the same files in ``--output_dir``: ``out.txt`` and ``err.txt``
+(everything printed, as DomainBed tees them), ``results.jsonl`` (one record per checkpoint, ``args`` holding
+DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (DomainBed's dict: ``args``,
+``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``), and ``done``.
+
+It runs our ``domainbed_exact`` mode by default (:mod:`dganalysis.exact`): DomainBed's random draws in DomainBed's
+order, so for the same flags the records equal DomainBed's (on a CPU, fp32; ``tests/reference/
+test_domainbed_scripts_train.py`` runs both). ``--mode default`` runs our default engine instead (other draws, the
+same experiment; faster, bf16 where it pays). What we add is said in ``out.txt`` (mode, ``threads``, ``precision``)
+and in each record (``threads``, ``precision``, ``provenance``, the domain names, ``spec.json`` beside them).
+
+Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
+no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
+one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
+``--mode default`` for those. Departures: an earlier run's files in ``--output_dir`` are removed first (DomainBed
+appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
+(ours, what :func:`dganalysis.train.load_model` reads) and ``spec.json`` are written too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dganalysis.results import DOMAINBED_ENVIRONMENTS
+
+#: DomainBed's ``MultipleDomainDataset.N_STEPS`` (no dataset overrides it)
+DOMAINBED_N_STEPS = 5001
+#: DomainBed's ``CHECKPOINT_FREQ`` per dataset (100 where a dataset keeps the default)
+DOMAINBED_CHECKPOINT_FREQ = {"VLCS": 300, "PACS": 300, "OfficeHome": 300, "TerraIncognita": 300, "SVIRO": 300,
+                             "DomainNet": 1000}
+#: datasets read from MNIST's raw files (DomainBed: ``torchvision.datasets.MNIST(data_dir)``)
+MNIST_DATASETS = ("RotatedMNIST", "ColoredMNIST")
+#: DomainBed's flags (the keys of ``vars(args)`` in its records); ours come after them in the parser
+DOMAINBED_FLAGS = ("data_dir", "dataset", "algorithm", "task", "hparams", "hparams_seed", "trial_seed", "seed",
+                   "steps", "checkpoint_freq", "test_envs", "output_dir", "holdout_fraction", "uda_holdout_fraction",
+                   "skip_model_save", "save_model_every_checkpoint")
+
+
+class Refused(Exception):
+    """A DomainBed flag (or value) this drop-in cannot honour; the message names it."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """DomainBed's parser (names, types, defaults, choices), then ours: ``--mode``, ``--threads``, ``--precision``,
+    ``--device``, ``--n_workers``."""
+    p = argparse.ArgumentParser(description="Domain generalization")
+    p.add_argument("--data_dir", type=str)
+    p.add_argument("--dataset", type=str, default="RotatedMNIST")
+    p.add_argument("--algorithm", type=str, default="ERM")
+    p.add_argument("--task", type=str, default="domain_generalization",
+                   choices=["domain_generalization", "domain_adaptation"])
+    p.add_argument("--hparams", type=str, help="JSON-serialized hparams dict")
+    p.add_argument("--hparams_seed", type=int, default=0, help='Seed for random hparams (0 means "default hparams")')
+    p.add_argument("--trial_seed", type=int, default=0,
+                   help="Trial number (used for seeding split_dataset and random_hparams).")
+    p.add_argument("--seed", type=int, default=0, help="Seed for everything else")
+    p.add_argument("--steps", type=int, default=None, help="Number of steps. Default is dataset-dependent.")
+    p.add_argument("--checkpoint_freq", type=int, default=None,
+                   help="Checkpoint every N steps. Default is dataset-dependent.")
+    p.add_argument("--test_envs", type=int, nargs="+", default=[0])
+    p.add_argument("--output_dir", type=str, default="train_output")
+    p.add_argument("--holdout_fraction", type=float, default=0.2)
+    p.add_argument("--uda_holdout_fraction", type=float, default=0,
+                   help="For domain adaptation, %% of test to use unlabeled for training (refused unless 0).")
+    p.add_argument("--skip_model_save", action="store_true")
+    p.add_argument("--save_model_every_checkpoint", action="store_true",
+                   help="refused: only the final model is saved")
+    ours = p.add_argument_group("dganalysis (not DomainBed's)")
+    ours.add_argument("--mode", choices=["domainbed_exact", "default"], default="domainbed_exact",
+                      help="domainbed_exact (default): DomainBed's random draws, records equal to its train.py's; "
+                           "default: our engine (other draws, the same experiment)")
+    ours.add_argument("--threads", type=int, default=None,
+                      help="CPU threads for torch (default: $DGANALYSIS_THREADS, else torch's count)")
+    ours.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                      help="--mode default only (domainbed_exact computes in fp32): auto = bf16 on CUDA and AMX CPUs")
+    ours.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
+    ours.add_argument("--n_workers", type=int, default=None,
+                      help="domainbed_exact: DomainBed's dataset N_WORKERS whose loader prefetching decides when "
+                           "its seeds are drawn (default 8, DomainBed's; 0 equals a DomainBed run patched to 0)")
+    return p
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse, by name, what DomainBed accepts and this drop-in cannot do."""
+    if args.task != "domain_generalization":
+        raise Refused(f"--task {args.task}: not supported (dganalysis trains no unlabelled test split); "
+                      "only --task domain_generalization")
+    if args.uda_holdout_fraction != 0:
+        raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: not supported (no domain adaptation); "
+                      "expected 0")
+    if args.save_model_every_checkpoint:
+        raise Refused("--save_model_every_checkpoint: not supported (dganalysis saves the final model only, "
+                      "model.pkl and model.pt); drop the flag")
+    if args.dataset not in DOMAINBED_ENVIRONMENTS:
+        raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
+                      "(dganalysis's own datasets run through `dganalysis sweep`)")
+    n = len(DOMAINBED_ENVIRONMENTS[args.dataset])
+    bad = [e for e in args.test_envs if not 0 <= e < n]
+    if bad or len(set(args.test_envs)) != len(args.test_envs):
+        raise Refused(f"--test_envs {' '.join(map(str, args.test_envs))}: expected distinct environment indices "
+                      f"in 0..{n - 1} of {args.dataset} ({DOMAINBED_ENVIRONMENTS[args.dataset]})")
+    if args.hparams is not None:
+        try:
+            over = json.loads(args.hparams)
+        except ValueError as err:
+            raise Refused(f"--hparams {args.hparams!r}: not JSON ({err})") from None
+        if not isinstance(over, dict):
+            raise Refused(f"--hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+
+
+def job_from_args(args: argparse.Namespace):
+    """The :class:`dganalysis.job.Job` DomainBed's ``train.py`` runs for these flags."""
+    from dganalysis.job import Job
+
+    names = DOMAINBED_ENVIRONMENTS[args.dataset]
+    test = [names[i] for i in args.test_envs]
+    kwargs = {"mnist_dir": args.data_dir} if args.dataset in MNIST_DATASETS and args.data_dir else {}
+    return Job(
+        args.dataset, args.algorithm, [d for d in names if d not in test], test,
+        hparams_seed=args.hparams_seed, trial_seed=args.trial_seed,
+        steps=args.steps or DOMAINBED_N_STEPS,
+        checkpoint_freq=args.checkpoint_freq or DOMAINBED_CHECKPOINT_FREQ.get(args.dataset, 100),
+        holdout_fraction=args.holdout_fraction, dataset_kwargs=kwargs,
+        hparams_overrides=json.loads(args.hparams) if args.hparams else {},
+        save_model=not args.skip_model_save, seed=args.seed, domainbed_exact=args.mode == "domainbed_exact",
+    )
+
+
+class _Tee:
+    """DomainBed's ``misc.Tee``: writes go to the stream and to a file (appended), flushed at once."""
+
+    def __init__(self, path: Path, stream: Any) -> None:
+        self.stream, self.file = stream, open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def write(self, message: str) -> int:
+        self.stream.write(message)
+        self.file.write(message)
+        self.flush()
+        return len(message)
+
+    def flush(self) -> None:
+        self.stream.flush()
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def print_row(row: Sequence[Any], colwidth: int = 12) -> None:
+    """DomainBed's ``misc.print_row`` (text): floats with 10 decimals, every cell cut to ``colwidth``."""
+    import numpy as np
+
+    def fmt(x: Any) -> str:
+        if isinstance(x, float) or np.issubdtype(type(x), np.floating):
+            x = f"{x:.10f}"
+        return str(x).ljust(colwidth)[:colwidth]
+
+    print("  ".join(fmt(x) for x in row), "")
+
+
+def _environment() -> None:
+    import numpy as np
+    import PIL
+    import torch
+    import torchvision
+
+    import dganalysis
+
+    print("Environment:")
+    print(f"\tPython: {sys.version.split(' ')[0]}")
+    print(f"\tPyTorch: {torch.__version__}")
+    print(f"\tTorchvision: {torchvision.__version__}")
+    print(f"\tCUDA: {torch.version.cuda}")
+    print(f"\tCUDNN: {torch.backends.cudnn.version()}")
+    print(f"\tNumPy: {np.__version__}")
+    print(f"\tPIL: {PIL.__version__}")
+    print(f"\tdganalysis: {getattr(dganalysis, '__version__', 'unknown')}")
+
+
+#: record fields DomainBed's ``train.py`` writes besides the algorithm's losses and the accuracies
+_DOMAINBED_RECORD = ("step", "epoch", "step_time", "mem_gb")
+
+
+def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
+    """DomainBed's checkpoint table: sorted keys when they change, then the values."""
+    last = None
+    for rec in records:
+        keys = sorted(k for k in rec if k in _DOMAINBED_RECORD or k in loss_keys or
+                      (k.startswith("env") and k.endswith("_acc")))
+        if keys != last:
+            print_row(keys)
+            last = keys
+        print_row([rec[k] for k in keys])
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Train as DomainBed's ``train.py`` would for ``args`` and leave its files in ``args.output_dir``."""
+    import torch
+
+    from dganalysis import train
+
+    job = job_from_args(args)
+    out = Path(args.output_dir)
+    hparams = train.job_hparams(job)
+    print("HParams:")
+    for k, v in sorted(hparams.items()):
+        print(f"\t{k}: {v}")
+    exact = job.domainbed_exact
+    precision = "fp32" if exact else args.precision
+    runtime = train.make_runtime(args.device, precision, None, args.threads)
+    workers = 8 if args.n_workers is None else args.n_workers
+    print(f"dganalysis: mode {args.mode}, device {runtime.device}, precision {'fp32' if exact else runtime.precision}, "
+          f"threads {runtime.threads}" + (f", DomainBed's N_WORKERS modelled: {workers}" if exact else ""))
+    sys.stdout.flush()
+    if exact:
+        import time
+
+        t0 = time.time()
+        job_dir = train.start_job_dir(job, out, train.runtime_stamp(runtime, True))
+        with train.job_threads(runtime):
+            train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, num_workers=args.n_workers,
+                                n_threads=runtime.threads)
+    else:
+        train.run_job(job, out, data_dir=args.data_dir, device=args.device, precision=args.precision,
+                      threads=args.threads)
+    db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
+    records = _domainbed_args(out / "results.jsonl", db_args)
+    losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)
+              and not k.endswith("_acc") and k not in ("elapsed",)} if records else set()
+    _rows(records, losses)
+    if not args.skip_model_save:
+        payload = torch.load(out / "model.pt", map_location="cpu", weights_only=False)
+        torch.save({"args": db_args, "model_input_shape": tuple(payload["input_shape"]),
+                    "model_num_classes": payload["n_classes"], "model_num_domains": payload["n_domains"],
+                    "model_hparams": payload["hparams"], "model_dict": payload["state_dict"]}, out / "model.pkl")
+    return out
+
+
+def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rewrite ``results.jsonl`` with each record's ``args`` holding DomainBed's parsed arguments as given (``steps``
+    None when not given, ``hparams`` the string passed, ...) over ours; returns the records."""
+    from dganalysis import io
+
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for rec in records:
+        rec["args"] = {**rec.get("args", {}), **db_args}
+    io.write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    return records
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag or a run exact mode cannot
+    replay)."""
+    args = build_parser().parse_args(argv)
+    try:
+        check_flags(args)
+    except Refused as err:
+        sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
+        return 2
+    os.makedirs(args.output_dir, exist_ok=True)
+    out_dir = Path(args.output_dir)
+    for name in ("out.txt", "err.txt"):
+        (out_dir / name).unlink(missing_ok=True)
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Tee(out_dir / "out.txt", stdout), _Tee(out_dir / "err.txt", stderr)
+    try:
+        _environment()
+        print("Args:")
+        for k, v in sorted(vars(args).items()):
+            print(f"\t{k}: {v}")
+        try:
+            run(args)
+        except ValueError as err:
+            if "domainbed_exact" not in str(err):
+                raise
+            sys.stderr.write(f"dganalysis.scripts.train: {err}\n(--mode default runs it with our own draws)\n")
+            return 2
+        io_done = out_dir / "done"
+        io_done.write_text("done")
+        return 0
+    finally:
+        for tee in (sys.stdout, sys.stderr):
+            if isinstance(tee, _Tee):
+                tee.close()
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+if __name__ == "__main__":
+    sys.exit(main())
