@@ -7,6 +7,7 @@ Verbs:
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
   audit    calibrated verdicts (better/worse/equivalent/undecided) on a sweep or a published table
   list     list notebooks, datasets and algorithms
+  env      print versions, commit and machine (what results made here carry), for bug reports
 """
 
 from __future__ import annotations
@@ -63,13 +64,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dganalysis.report import write_report
-    from dganalysis.runner import repo_root
+    from dganalysis.runner import outputs_root, repo_root
 
     if not args.outputs and args.profile not in PROFILES:  # `run` refuses it too: suggest a profile it accepts
         from dganalysis.registry import unknown_name
 
         raise ValueError(f"--profile: {unknown_name('profile', args.profile, PROFILES)}")
-    out = Path(args.outputs) if args.outputs else repo_root() / "outputs" / args.profile
+    out = Path(args.outputs) if args.outputs else outputs_root(repo_root()) / args.profile
     if not out.is_dir():
         hint = (f"run `dganalysis run --profile {args.profile}` first" if args.profile in PROFILES else
                 f"--outputs names a folder of `dganalysis run` outputs (outputs/<profile> for profiles "
@@ -83,9 +84,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from dganalysis import algorithms, data
     from dganalysis.runner import list_notebooks
 
-    print("notebooks: ", ", ".join(list_notebooks()))
+    try:
+        notebooks = ", ".join(list_notebooks())
+    except FileNotFoundError as e:  # datasets and algorithms need no notebooks
+        notebooks = f"none found ({e})"
+    print("notebooks: ", notebooks)
     print("datasets:  ", ", ".join(data.available()))
     print("algorithms:", ", ".join(algorithms.available()))
+    return 0
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    from dganalysis.provenance import format_stamp, local_stamp
+
+    print(format_stamp(local_stamp()))
     return 0
 
 
@@ -143,6 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list notebooks, datasets and algorithms")
     ls.set_defaults(func=_cmd_list)
+
+    en = sub.add_parser("env", help="print the versions, commit and machine that results made here would carry",
+                        description="Print what every job's spec.json and records, the index, the report and the "
+                                    "audit's JSON record about the code and machine (dganalysis.provenance): package "
+                                    "version and commit (and whether the checkout is modified), Python, torch, numpy "
+                                    "and CUDA versions, CPU model and its AMX-bf16 support, GPU, the device, "
+                                    "precision and torch threads a job gets by default. Paste it into bug reports.")
+    en.set_defaults(func=_cmd_env)
     return p
 
 

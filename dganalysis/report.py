@@ -1,7 +1,8 @@
 """One self-contained HTML page for a profile's outputs: ``outputs/<profile>/report.html``.
 
-The page opens with the summary of ``index.md`` (everything above the first per-notebook
-section), then one section per notebook with its status, every figure it wrote (PNG,
+The page opens with what made it (:mod:`dganalysis.provenance`: the package, commit and versions writing the page;
+``index.md``'s own line says what ran the notebooks) and the summary of ``index.md`` (everything above the first
+per-notebook section), then one section per notebook with its status, every figure it wrote (PNG,
 embedded as base64, so the page can be mailed or attached on its own) and every table
 (its Markdown form, with caption and the notebook's number format; a table saved only as
 CSV or LaTeX is shown from its CSV). Figures and tables in ``figures/`` and ``tables/``
@@ -19,7 +20,7 @@ import html
 import re
 from pathlib import Path
 
-from dganalysis import io
+from dganalysis import io, provenance
 from dganalysis.run_history import NotebookRun, read_history, run_folder
 
 REPORT_NAME = "report.html"
@@ -164,8 +165,9 @@ def render_report(out: Path, profile: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{title}</title><style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
-        f'<p class="meta">Generated {stamp} from <code>{html.escape(str(out))}</code>. Figures are embedded; '
-        "the page needs no other file.</p>",
+        f'<p class="meta">Generated {stamp} from <code>{html.escape(str(out))}</code> with '
+        f'{html.escape(provenance.one_line(provenance.stamp()))}. Figures are embedded; the page needs no other '
+        "file.</p>",
         f'<section id="summary">{_local_links(_markdown(summary))}</section>' if summary else "",
         f"<nav><h2>Notebooks</h2><ul>{toc}</ul></nav>" if toc else "",
         *sections, "</body></html>", ""])

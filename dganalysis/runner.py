@@ -8,8 +8,8 @@ integer stays an integer, a boolean a boolean), and builds the notebook's parame
 fails before anything runs; it injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
-``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing each
-notebook with its status, run time, figures and tables, and ``outputs/<profile>/report.html``
+``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing what code and machine ran
+them (:mod:`dganalysis.provenance`), each notebook with its status, run time, figures and tables, and ``outputs/<profile>/report.html``
 (:mod:`dganalysis.report`: the same on one self-contained page). A failing notebook is still saved
 (papermill writes the partial output) and the failing cell is reported.
 
@@ -55,12 +55,52 @@ VARIANTS_KEY = "variants"  #: reserved top-level YAML key: variant name -> param
 VARIANT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 
+#: environment variable naming a project folder (holding notebooks/ and params/) to use before any other
+PROJECT_ENV = "DGANALYSIS_PROJECT"
+#: where an installed wheel puts its copy of notebooks/ and params/, under the installation's data prefix
+SHARED_PROJECT = ("share", "dganalysis")
+
+
+def _is_project(folder: Path) -> bool:
+    return (folder / "notebooks").is_dir() and (folder / "params").is_dir()
+
+
+def installed_projects() -> list[Path]:
+    """The folders where an installed wheel's copy of notebooks/ and params/ may lie (``<prefix>/share/dganalysis``
+    of the environment's data prefix, ``sys.prefix`` and the user base), existing or not."""
+    import site
+    import sys
+    import sysconfig
+
+    prefixes = [sysconfig.get_path("data"), sys.prefix, site.getuserbase()]
+    return list(dict.fromkeys(Path(p).joinpath(*SHARED_PROJECT) for p in prefixes if p))
+
+
 def repo_root() -> Path:
-    """The project folder (holding notebooks/ and params/): the current folder or the package's parent."""
-    for cand in (Path.cwd(), Path(__file__).resolve().parent.parent):
-        if (cand / "notebooks").is_dir() and (cand / "params").is_dir():
+    """The project folder (holding notebooks/ and params/): ``$DGANALYSIS_PROJECT`` when set, else the current
+    folder, the checkout the package is imported from, or the copy an installed wheel ships
+    (:func:`installed_projects`)."""
+    env = os.environ.get(PROJECT_ENV)
+    if env:
+        if not _is_project(Path(env)):
+            raise FileNotFoundError(f"${PROJECT_ENV}={env}: expected a folder holding notebooks/ and params/ "
+                                    "(a checkout of the dganalysis repository)")
+        return Path(env)
+    for cand in (Path.cwd(), Path(__file__).resolve().parent.parent, *installed_projects()):
+        if _is_project(cand):
             return cand
-    raise FileNotFoundError("cannot find the project folder with notebooks/ and params/ (run from the repository root)")
+    raise FileNotFoundError(f"cannot find the notebooks/ and params/ folders: run from a checkout of the dganalysis "
+                            f"repository or set ${PROJECT_ENV} to one (an installed wheel ships them in "
+                            f"{installed_projects()[0]}, missing here)")
+
+
+def outputs_root(root: Path) -> Path:
+    """Where runs of the project ``root`` write (``outputs/<profile>``): ``root/outputs`` in a checkout,
+    ``./outputs`` in the current folder for the copy an installed wheel ships (not written into)."""
+    resolved = Path(root).resolve()
+    if any(resolved == p.resolve() for p in installed_projects()):
+        return Path.cwd() / "outputs"
+    return Path(root) / "outputs"
 
 
 def list_notebooks(root: Path | None = None) -> list[str]:
@@ -135,7 +175,7 @@ def injected_params(profile: str, root: Path, output_root: Path | None = None,
                     variant: str | None = None) -> dict[str, str]:
     """The folders the runner sets in every notebook of ``profile`` (see :data:`INJECTED`); a variant run writes
     into ``outputs/<profile>/variants/<variant>`` and shares the profile's store and data folders."""
-    base = output_root or root / "outputs"
+    base = output_root or outputs_root(root)
     out = base / profile
     target = out if variant is None else out / VARIANTS_DIR / variant
     return {"output_dir": str(target.resolve()), "store_dir": str((out / "store").resolve()),
@@ -198,7 +238,7 @@ def run_notebooks(
     missing = [n for n in names if n not in all_names]
     if missing:
         raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
-    out = (output_root or root / "outputs") / profile
+    out = (output_root or outputs_root(root)) / profile
     targets = run_targets(profile, names, root, variants)  # validate everything before running anything
     if transform is not None:
         targets = [RunTarget(t.name, t.variant, transform(t.name, t.params)) for t in targets]
@@ -286,6 +326,15 @@ def _store_summary(store: Path) -> str:
             "(tables and figures use finished jobs only).")
 
 
+def provenance_line() -> str:
+    """The index's line saying what code and machine ran the notebooks (:func:`dganalysis.provenance.local_stamp`:
+    versions, commit, CPU and its bf16 support, GPU, the precision and threads a job gets by default); each job's
+    own stamp is in its ``spec.json`` and records."""
+    from dganalysis.provenance import local_stamp, one_line
+
+    return f"Made with {one_line(local_stamp())}."
+
+
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     """``<out>/index.md``: the findings summary (:mod:`dganalysis.findings`; a variant run's findings are labelled
     with the variant), then each run with its status, time, figures (PNG) and tables (Markdown)."""
@@ -299,7 +348,8 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     from dganalysis.audit.summary import read_audit_lines
 
     audits = [f"- {line}" for line in read_audit_lines(out)]
-    lines = [f"# dganalysis outputs — profile `{profile}`", "", "## Summary: each paper's finding on this run", "",
+    lines = [f"# dganalysis outputs — profile `{profile}`", "", provenance_line(), "",
+             "## Summary: each paper's finding on this run", "",
              *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
              "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
