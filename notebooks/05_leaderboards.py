@@ -34,7 +34,7 @@
 # * **Data**: real Fashion-MNIST (Xiao, Rasul & Vollgraf 2017; Debian's `dataset-fashion-mnist`) under DomainBed's
 #   RotatedMNIST recipe (`RotatedFashionMNIST`, rotations 0°–75°). Each domain is **subsampled** to the first 2,000
 #   images of DomainBed's part (~11,667), at 16×16 px, for the budget. Each test domain therefore has 2,000 images.
-#   The digit datasets of earlier sessions (~300–600 images a domain) are left out of the quick run to pay for it.
+#   The digit datasets of the exploratory pilots (~300–600 images a domain) are left out of the quick run to pay for it.
 # * **Protocols**: LODO (6 splits) and LOGO with Yu et al.'s three groups of two test domains (0°+15°, 30°+45°,
 #   60°+75°). Algorithms: ERM, CORAL, Mixup, each with DomainBed's default hparams, 100 steps, training-domain
 #   validation.
