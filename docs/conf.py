@@ -6,6 +6,7 @@ Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (warni
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -20,6 +21,7 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
 ]
 source_suffix = {".md": "markdown"}
@@ -38,6 +40,48 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = True
 nitpicky = False
 suppress_warnings = ["myst.header"]
+
+# Links to the documentation of the libraries the API takes and returns (numpy.ndarray, pandas.DataFrame,
+# torch.Tensor, ...). The inventories are fetched at build time; a build without network (CI, a laptop on a train)
+# must still pass with -W, so a fetch that fails is reported as a message instead of a warning
+# (_OfflineInventories below) and those references stay plain text. intersphinx_timeout bounds a hanging fetch.
+# Offline with links: download each project's objects.inv beforehand as <name>.inv into a folder and name it in
+# DGANALYSIS_INTERSPHINX_DIR (e.g. `curl -o inv/numpy.inv https://numpy.org/doc/stable/objects.inv`).
+INTERSPHINX_DOCS = {
+    "python": "https://docs.python.org/3",
+    "numpy": "https://numpy.org/doc/stable",
+    "pandas": "https://pandas.pydata.org/docs",
+    "scipy": "https://docs.scipy.org/doc/scipy",
+    "torch": "https://docs.pytorch.org/docs/stable",
+}
+_INV_DIR = os.environ.get("DGANALYSIS_INTERSPHINX_DIR", "")
+
+
+def _inventory(name: str) -> str | None:
+    """A local <name>.inv in DGANALYSIS_INTERSPHINX_DIR, else None (fetch objects.inv from the site)."""
+    path = os.path.join(_INV_DIR, f"{name}.inv")
+    return path if _INV_DIR and os.path.isfile(path) else None
+
+
+intersphinx_mapping = {name: (url, _inventory(name)) for name, url in INTERSPHINX_DOCS.items()}
+intersphinx_timeout = 10
+intersphinx_cache_limit = 30  # days
+
+
+class _OfflineInventories(logging.Filter):
+    """Turns intersphinx's "failed to reach any of the inventories" warning into an info message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and "failed to reach any of the inventories" in str(record.msg):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = "intersphinx (offline?): " + str(record.msg) + " -- links to that project are left out"
+        return True
+
+
+def setup(app) -> None:  # noqa: ANN001 (Sphinx's application object)
+    for name in ("sphinx.ext.intersphinx", "sphinx.ext.intersphinx._load"):  # where Sphinx 8-9 log it from
+        logging.getLogger("sphinx." + name).addFilter(_OfflineInventories())
+
 
 html_theme = "pydata_sphinx_theme"
 html_title = "dganalysis"
