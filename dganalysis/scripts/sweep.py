@@ -1,0 +1,306 @@
+"""``python -m dganalysis.scripts.sweep launch|delete_incomplete``: DomainBed's sweep, each run by our ``train``.
+
+A drop-in for ``python -m domainbed.scripts.sweep`` (Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/sweep.py``,
+b93c22a): the same flags and defaults, the same job list — the same argument dict per run (``dataset``,
+``algorithm``, ``test_envs`` — every single test env and every pair unless ``--single_test_envs`` —, ``holdout_fraction``,
+``hparams_seed``, ``data_dir``, ``task``, ``trial_seed``, ``seed`` = DomainBed's ``seed_hash`` of the run, and
+``steps`` / ``hparams`` when given) and the same output folder, ``<output_dir>/<md5 of the sorted-key JSON of the
+dict>`` (``tests/reference/test_domainbed_scripts_sweep.py`` compares both with DomainBed's ``make_args_list`` and
+``Job``). Each run's command is DomainBed's with ``domainbed`` replaced by ``dganalysis``:
+``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``domainbed_exact`` mode), so the records
+equal those of DomainBed's sweep. A run is Done when its folder holds ``done``, Incomplete when the folder exists
+without it, Not launched otherwise; ``launch`` starts the Not launched ones, ``delete_incomplete`` deletes the
+Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's.
+
+Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
+command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run); and ``slurm``
+(ours): every command as one task of a Slurm job array through submitit, configured by ``$DGANALYSIS_SLURM`` (a JSON
+dict of submitit parameters, e.g. ``{"slurm_partition": "gpu", "gpus_per_node": 1, "timeout_min": 600}``; the
+``cluster`` key picks submitit's ``local`` or ``debug`` executor to try it without Slurm) and
+``$DGANALYSIS_SLURM_LOGS`` (the log folder, default ``<output_dir>/.submitit``).
+
+Where we differ, on purpose: ``--seed`` (unused by DomainBed) seeds the order in which runs are launched, so a
+launch is repeatable; ``--task domain_adaptation`` is refused before anything is launched (``train`` refuses it too);
+an unknown dataset is an error naming it (DomainBed: ``NotImplementedError``). For claims that let several machines
+share one store, failed-run records and preflight checks, use ``dganalysis sweep`` (it accepts these underscore
+flags too, see ``docs/domainbed.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from dganalysis.hparams import seed_hash
+from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.scripts._sweepdir import DOMAINBED_ALGORITHMS, DOMAINBED_DATASETS
+from dganalysis.validation import ConfigError
+
+#: DomainBed's default ``--datasets``: its datasets but the Debug ones
+DEFAULT_DATASETS = [d for d in DOMAINBED_DATASETS if "Debug" not in d]
+#: the command each run executes (DomainBed's, ``domainbed`` replaced)
+TRAIN_MODULE = "dganalysis.scripts.train"
+
+
+class Job:
+    """One run of the sweep: DomainBed's ``sweep.Job`` (same folder name, command and state)."""
+
+    NOT_LAUNCHED = "Not launched"
+    INCOMPLETE = "Incomplete"
+    DONE = "Done"
+
+    def __init__(self, train_args: dict[str, Any], sweep_output_dir: str) -> None:
+        args_hash = hashlib.md5(json.dumps(train_args, sort_keys=True).encode("utf-8")).hexdigest()
+        self.output_dir = os.path.join(sweep_output_dir, args_hash)
+        self.train_args = copy.deepcopy(train_args)
+        self.train_args["output_dir"] = self.output_dir
+        command = ["python", "-m", TRAIN_MODULE]
+        for k, v in sorted(self.train_args.items()):
+            if isinstance(v, list):
+                v = " ".join(str(x) for x in v)
+            elif isinstance(v, str):
+                v = shlex.quote(v)
+            command.append(f"--{k} {v}")
+        self.command_str = " ".join(command)
+        if os.path.exists(os.path.join(self.output_dir, "done")):
+            self.state = Job.DONE
+        elif os.path.exists(self.output_dir):
+            self.state = Job.INCOMPLETE
+        else:
+            self.state = Job.NOT_LAUNCHED
+
+    def __str__(self) -> str:
+        info = (self.train_args["dataset"], self.train_args["algorithm"], self.train_args["test_envs"],
+                self.train_args["hparams_seed"])
+        return f"{self.state}: {self.output_dir} {info}"
+
+
+def all_test_env_combinations(n: int) -> Iterator[list[int]]:
+    """Every single test env and every pair, in DomainBed's order ([0], [0, 1], [0, 2], ..., [1], [1, 2], ...)."""
+    if n < 3:
+        raise ConfigError(f"sweep: a dataset of {n} environments; pairs of test envs need at least 3")
+    for i in range(n):
+        yield [i]
+        for j in range(i + 1, n):
+            yield [i, j]
+
+
+def num_environments(dataset: str) -> int:
+    """How many environments DomainBed's dataset has (an unknown name is an error naming it)."""
+    if dataset not in DOMAINBED_ENVIRONMENTS:
+        raise ConfigError(f"sweep: --datasets {dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)}")
+    return len(DOMAINBED_ENVIRONMENTS[dataset])
+
+
+def make_args_list(n_trials: int, dataset_names: Sequence[str], algorithms: Sequence[str], n_hparams_from: int,
+                   n_hparams: int, steps: int | None, data_dir: str, task: str, holdout_fraction: float,
+                   single_test_envs: bool, hparams: str | None) -> list[dict[str, Any]]:
+    """DomainBed's ``make_args_list``: one ``train`` argument dict per run, in its order (trial, dataset, algorithm,
+    test envs, hparams seed)."""
+    args_list = []
+    for trial_seed in range(n_trials):
+        for dataset in dataset_names:
+            n = num_environments(dataset)
+            for algorithm in algorithms:
+                envs = [[i] for i in range(n)] if single_test_envs else all_test_env_combinations(n)
+                for test_envs in envs:
+                    for hparams_seed in range(n_hparams_from, n_hparams):
+                        a: dict[str, Any] = {
+                            "dataset": dataset, "algorithm": algorithm, "test_envs": test_envs,
+                            "holdout_fraction": holdout_fraction, "hparams_seed": hparams_seed, "data_dir": data_dir,
+                            "task": task, "trial_seed": trial_seed,
+                            "seed": seed_hash(dataset, algorithm, test_envs, hparams_seed, trial_seed),
+                        }
+                        if steps is not None:
+                            a["steps"] = steps
+                        if hparams is not None:
+                            a["hparams"] = hparams
+                        args_list.append(a)
+    return args_list
+
+
+# ------------------------------------------------------------------------------------------------ launchers
+def local_launcher(commands: list[str]) -> None:
+    """DomainBed's ``local``: the commands one after the other, in this machine's shell."""
+    for cmd in commands:
+        subprocess.call(cmd, shell=True)
+
+
+def dummy_launcher(commands: list[str]) -> None:
+    """DomainBed's ``dummy``: print each command, run nothing."""
+    for cmd in commands:
+        print(f"Dummy launcher: {cmd}")
+
+
+def multi_gpu_launcher(commands: list[str]) -> None:
+    """DomainBed's ``multi_gpu``: one command per GPU at a time (``$CUDA_VISIBLE_DEVICES``' GPUs, else all)."""
+    print("WARNING: using experimental multi_gpu_launcher.")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        gpus = [x for x in visible.split(",") if x != ""]
+    else:
+        import torch
+
+        gpus = [str(i) for i in range(torch.cuda.device_count())]
+    if not gpus:
+        raise ConfigError("sweep: --command_launcher multi_gpu: no GPU visible (CUDA_VISIBLE_DEVICES is empty or "
+                          "torch sees no CUDA device); use --command_launcher local")
+    commands = list(commands)
+    procs: list[subprocess.Popen | None] = [None] * len(gpus)
+    while commands:
+        for idx, gpu in enumerate(gpus):
+            proc = procs[idx]
+            if proc is None or proc.poll() is not None:
+                procs[idx] = subprocess.Popen(f"CUDA_VISIBLE_DEVICES={gpu} {commands.pop(0)}", shell=True)
+                break
+        time.sleep(1)
+    for proc in procs:
+        if proc is not None:
+            proc.wait()
+
+
+def _shell(cmd: str) -> int:
+    """One Slurm array task: run ``cmd`` in the shell; a failing command fails the task."""
+    code = subprocess.call(cmd, shell=True)
+    if code != 0:
+        raise RuntimeError(f"exit status {code}: {cmd}")
+    return code
+
+
+def slurm_launcher(commands: list[str], log_dir: str | None = None) -> None:
+    """Ours: the commands as one Slurm job array through submitit (parameters from ``$DGANALYSIS_SLURM``)."""
+    import submitit
+
+    try:
+        params = json.loads(os.environ.get("DGANALYSIS_SLURM", "{}"))
+    except ValueError as err:
+        raise ConfigError(f"sweep: $DGANALYSIS_SLURM: not JSON ({err}); expected a dict of submitit parameters") from None
+    if not isinstance(params, dict):
+        raise ConfigError("sweep: $DGANALYSIS_SLURM: expected a JSON dict of submitit parameters")
+    cluster = params.pop("cluster", None)
+    folder = os.environ.get("DGANALYSIS_SLURM_LOGS") or log_dir or ".submitit"
+    executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+    if params:
+        executor.update_parameters(**params)
+    jobs = executor.map_array(_shell, commands)
+    print(f"Submitted {len(jobs)} tasks through submitit ({executor.cluster}); logs in {folder}")
+    if executor.cluster in ("local", "debug"):
+        for job in jobs:
+            job.result()
+
+
+REGISTRY: dict[str, Callable[[list[str]], None]] = {
+    "local": local_launcher,
+    "dummy": dummy_launcher,
+    "multi_gpu": multi_gpu_launcher,
+    "slurm": slurm_launcher,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """DomainBed's parser (the command, then its flags with its defaults)."""
+    p = argparse.ArgumentParser(description="Run a sweep")
+    p.add_argument("command", choices=["launch", "delete_incomplete"])
+    p.add_argument("--datasets", nargs="+", type=str, default=DEFAULT_DATASETS)
+    p.add_argument("--algorithms", nargs="+", type=str, default=list(DOMAINBED_ALGORITHMS))
+    p.add_argument("--task", type=str, default="domain_generalization")
+    p.add_argument("--n_hparams_from", type=int, default=0)
+    p.add_argument("--n_hparams", type=int, default=20)
+    p.add_argument("--output_dir", type=str, required=True)
+    p.add_argument("--data_dir", type=str, required=True)
+    p.add_argument("--seed", type=int, default=0, help="seeds the launch order (DomainBed leaves it unused)")
+    p.add_argument("--n_trials", type=int, default=3)
+    p.add_argument("--command_launcher", type=str, required=True, help=f"one of {sorted(REGISTRY)}")
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--hparams", type=str, default=None)
+    p.add_argument("--holdout_fraction", type=float, default=0.2)
+    p.add_argument("--single_test_envs", action="store_true")
+    p.add_argument("--skip_confirmation", action="store_true")
+    return p
+
+
+def make_jobs(args: argparse.Namespace) -> list[Job]:
+    """The sweep's runs for parsed flags (DomainBed's ``make_args_list``, then ``Job`` per dict)."""
+    args_list = make_args_list(
+        n_trials=args.n_trials, dataset_names=args.datasets, algorithms=args.algorithms,
+        n_hparams_from=args.n_hparams_from, n_hparams=args.n_hparams, steps=args.steps, data_dir=args.data_dir,
+        task=args.task, holdout_fraction=args.holdout_fraction, single_test_envs=args.single_test_envs,
+        hparams=args.hparams)
+    return [Job(a, args.output_dir) for a in args_list]
+
+
+def _confirm() -> bool:
+    response = input("Are you sure? (y/n) ")
+    if not response.lower().strip()[:1] == "y":
+        print("Nevermind!")
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the drop-in; returns the exit status (2 for a refused flag or value)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command_launcher not in REGISTRY:
+            raise ConfigError(f"sweep: --command_launcher {args.command_launcher}: unknown; expected one of "
+                              f"{sorted(REGISTRY)}")
+        if args.task != "domain_generalization":
+            raise ConfigError(f"sweep: --task {args.task}: not supported (dganalysis trains no unlabelled test "
+                              "split); only domain_generalization")
+        if args.hparams is not None:
+            try:
+                ok = isinstance(json.loads(args.hparams), dict)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConfigError(f"sweep: --hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+        jobs = make_jobs(args)
+    except ConfigError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+    for job in jobs:
+        print(job)
+    print(f"{len(jobs)} jobs: {sum(j.state == Job.DONE for j in jobs)} done, "
+          f"{sum(j.state == Job.INCOMPLETE for j in jobs)} incomplete, "
+          f"{sum(j.state == Job.NOT_LAUNCHED for j in jobs)} not launched.")
+    if args.command == "launch":
+        to_launch = [j for j in jobs if j.state == Job.NOT_LAUNCHED]
+        print(f"About to launch {len(to_launch)} jobs.")
+        if not args.skip_confirmation and not _confirm():
+            return 0
+        print("Launching...")
+        random.Random(args.seed).shuffle(to_launch)
+        print("Making job directories:")
+        for job in to_launch:
+            os.makedirs(job.output_dir, exist_ok=True)
+        commands = [job.command_str for job in to_launch]
+        if args.command_launcher == "slurm":
+            slurm_launcher(commands, os.path.join(args.output_dir, ".submitit"))
+        else:
+            REGISTRY[args.command_launcher](commands)
+        print(f"Launched {len(to_launch)} jobs!")
+    else:
+        to_delete = [j for j in jobs if j.state == Job.INCOMPLETE]
+        print(f"About to delete {len(to_delete)} jobs.")
+        if not args.skip_confirmation and not _confirm():
+            return 0
+        print("Deleting...")
+        for job in to_delete:
+            shutil.rmtree(job.output_dir)
+        print(f"Deleted {len(to_delete)} jobs!")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
