@@ -4,6 +4,7 @@ Verbs:
   run      execute study notebooks with papermill for a profile (quick | paper); --dry-run plans only
   report   write outputs/<profile>/report.html: the index summary, every figure and table on one page
   sweep    train a grid of jobs (YAML file or flags) into a job store, resumably
+  train    train one run with DomainBed's train.py flags (as python -m dganalysis.scripts.train)
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
   audit    calibrated verdicts (better/worse/equivalent/undecided) on a sweep or a published table
   list     list notebooks, datasets and algorithms
@@ -101,6 +102,12 @@ def _cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from dganalysis.scripts.train import main_args
+
+    return main_args(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every verb (documented in ``--help``)."""
     from dganalysis.collect import add_collect_arguments, main_collect
@@ -142,6 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="train a grid of jobs into a job store (resumable)")
     add_sweep_arguments(s)
     s.set_defaults(func=main_sweep)
+
+    from dganalysis.scripts.train import build_parser as train_parser
+
+    t = sub.add_parser("train", parents=[train_parser()], add_help=False,
+                       help="train one run with DomainBed's train.py flags (domainbed_exact mode by default)",
+                       description="One run, as `python -m domainbed.scripts.train` with the same flags: "
+                                   "out.txt, err.txt, results.jsonl, model.pkl and done in --output_dir "
+                                   "(dganalysis.scripts.train). A flag DomainBed has and dganalysis cannot honour is "
+                                   "refused by name.")
+    t.set_defaults(func=_cmd_train)
 
     c = sub.add_parser("collect", help="print the model-selection table for a sweep directory")
     add_collect_arguments(c)

@@ -48,7 +48,15 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         "only), unfinished, unreadable. A job with an unreadable record is "
         "reported (file and line) and skipped, unless --strict; runs whose loss exploded are flagged there too."
     )
-    parser.add_argument("dirs", nargs="+", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
+    parser.add_argument("dirs", nargs="*", metavar="DIR", help="job store(s) or DomainBed sweep output dir(s)")
+    domainbed = parser.add_argument_group("DomainBed's collect_results spellings (aliases)")
+    domainbed.add_argument("--input_dir", dest="input_dirs", action="append", default=[], metavar="DIR",
+                           help="a DIR, as DomainBed's --input_dir (repeatable; DomainBed's exact printout: "
+                                "python -m dganalysis.scripts.collect_results)")
+    domainbed.add_argument("--latex", dest="format", action="store_const", const="latex", default="text",
+                           help="the same as --format latex")
+    domainbed.add_argument("--auto_lr", action="store_true",
+                           help="refused: DomainBed's auto-lr selection has no counterpart here")
     parser.add_argument(
         "--selection", default="all", choices=[*METHODS, "all"],
         help="model selection method; 'all' = DomainBed's three (training_domain, leave_one_out, oracle). "
@@ -89,6 +97,12 @@ def main_collect(args: argparse.Namespace) -> int:
     from dganalysis.results import _results_dir
     from dganalysis.validation import ConfigError
 
+    args.dirs = [*args.dirs, *getattr(args, "input_dirs", [])]  # DomainBed's --input_dir
+    if not args.dirs:
+        raise ConfigError("collect: no folder given; expected DIR (or DomainBed's --input_dir DIR)")
+    if getattr(args, "auto_lr", False):
+        raise ConfigError("collect: --auto_lr is not supported: DomainBed's auto-lr selection "
+                          "(IIDAutoLRAccuracySelectionMethod over train_autolr.py's records) has no counterpart here")
     for d in args.dirs:
         if Path(d).exists() and not Path(d).is_dir():
             raise ConfigError(f"{d}: a file, not a folder; expected a job store or a DomainBed sweep output dir")

@@ -263,7 +263,11 @@ def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag or a run exact mode cannot
     replay)."""
-    args = build_parser().parse_args(argv)
+    return main_args(build_parser().parse_args(argv))
+
+
+def main_args(args: argparse.Namespace) -> int:
+    """:func:`main` on flags already parsed (by :func:`build_parser`'s arguments; ``dganalysis train`` uses it)."""
     try:
         check_flags(args)
     except Refused as err:

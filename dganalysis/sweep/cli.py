@@ -32,18 +32,18 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--algorithms", nargs="+", help="algorithm names")
     g.add_argument("--splits", type=_json_arg, help="leave_one_out, '{\"leave_one_group_out\": 2}' or a JSON list of "
                                                     "{train, test, val} dicts (default leave_one_out)")
-    g.add_argument("--n-hparams", type=int, help="hparam draws per algorithm and split (seed 0 = defaults; default 1)")
-    g.add_argument("--n-trials", type=int, help="trials (data split + init seeds; default 1)")
+    g.add_argument("--n-hparams", "--n_hparams", type=int, help="hparam draws per algorithm and split (seed 0 = defaults; default 1)")
+    g.add_argument("--n-trials", "--n_trials", type=int, help="trials (data split + init seeds; default 1)")
     g.add_argument("--steps", type=int, help="training steps per job")
-    g.add_argument("--checkpoint-freq", type=int, help="steps between evaluation records")
-    g.add_argument("--hparams-overrides", type=json.loads, help="JSON dict of fixed hparams (flat or per algorithm)")
+    g.add_argument("--checkpoint-freq", "--checkpoint_freq", type=int, help="steps between evaluation records")
+    g.add_argument("--hparams-overrides", "--hparams", type=json.loads, help="JSON dict of fixed hparams (flat or per algorithm)")
     g.add_argument("--search-overrides", type=json.loads, help="JSON dict of search distributions")
     g.add_argument("--save-model", action="store_true", default=None, help="save each job's final model (model.pt)")
 
     r = parser.add_argument_group("where and how")
-    r.add_argument("--store", required=True, help="job store folder (one sub-folder per job)")
-    r.add_argument("--data-dir", help="dataset cache folder (default $DGANALYSIS_DATA or ~/.cache/dganalysis)")
-    r.add_argument("--launcher", choices=["local", "slurm"], default="local", help="local processes or Slurm via submitit")
+    r.add_argument("--store", "--output_dir", required=True, help="job store folder (one sub-folder per job)")
+    r.add_argument("--data-dir", "--data_dir", help="dataset cache folder (default $DGANALYSIS_DATA or ~/.cache/dganalysis)")
+    r.add_argument("--launcher", "--command_launcher", choices=["local", "slurm"], default="local", help="local processes or Slurm via submitit")
     r.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in this process)")
     r.add_argument("--device", help="torch device (default: CUDA when available, else CPU)")
     r.add_argument("--compile", action="store_true", help="torch.compile the networks")
@@ -63,6 +63,21 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--mixed-threads", action="store_true",
                    help="reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs "
                         "(default: an error; the count is workers' share of the cores or $DGANALYSIS_THREADS)")
+
+    d = parser.add_argument_group(
+        "DomainBed's sweep.py spellings (besides the underscore aliases above: --n_hparams, --n_trials, "
+        "--checkpoint_freq, --hparams, --output_dir, --data_dir, --command_launcher); its exact job list and "
+        "folders: python -m dganalysis.scripts.sweep")
+    d.add_argument("--datasets", nargs="+", help="DomainBed's --datasets: one dataset here (a store per dataset)")
+    d.add_argument("--n_hparams_from", type=int, default=0, help="DomainBed's first hparams seed; only 0 here")
+    d.add_argument("--holdout_fraction", type=float, default=None,
+                   help="each domain's share held out for validation (default 0.2)")
+    d.add_argument("--single_test_envs", action="store_true",
+                   help="one test domain per run: the same as --splits leave_one_out, the default")
+    d.add_argument("--task", default="domain_generalization", help="only domain_generalization")
+    d.add_argument("--skip_confirmation", action="store_true", help="accepted: dganalysis sweep never asks")
+    d.add_argument("--seed", type=int, default=None,
+                   help="accepted and unused, as in DomainBed (each run's seed is DomainBed's seed_hash of the run)")
 
     s = parser.add_argument_group("slurm (submitit)")
     s.add_argument("--slurm-partition", help="Slurm partition")
@@ -89,10 +104,32 @@ def _check_names(flags: dict[str, Any]) -> None:
         raise ConfigError(f"--dataset: {unknown_name('dataset', flags['dataset'], datasets())}")
 
 
+def _domainbed_spellings(args: argparse.Namespace) -> None:
+    """Fold DomainBed's sweep flags into ours; what has no counterpart is refused by name."""
+    from dganalysis.validation import ConfigError
+
+    datasets = getattr(args, "datasets", None)
+    if datasets:
+        if len(datasets) > 1:
+            raise ConfigError(f"--datasets {' '.join(datasets)}: dganalysis sweep trains one dataset per command; run it "
+                              "once per dataset, or use python -m dganalysis.scripts.sweep (DomainBed's whole grid)")
+        if args.dataset is not None and args.dataset != datasets[0]:
+            raise ConfigError(f"--datasets {datasets[0]} and --dataset {args.dataset}: give one")
+        args.dataset = datasets[0]
+    if getattr(args, "n_hparams_from", 0):
+        raise ConfigError(f"--n_hparams_from {args.n_hparams_from}: not supported (hparams seeds always start at 0 "
+                          "here, seed 0 = defaults); python -m dganalysis.scripts.sweep takes it")
+    if getattr(args, "task", "domain_generalization") != "domain_generalization":
+        raise ConfigError(f"--task {args.task}: not supported; only domain_generalization")
+    if getattr(args, "single_test_envs", False) and args.splits not in (None, "leave_one_out"):
+        raise ConfigError(f"--single_test_envs and --splits {args.splits}: give one")
+
+
 def jobs_from_args(args: argparse.Namespace):
     """The job list described by the parsed flags (and ``--config``)."""
     from dganalysis.sweep.grid import JobOptions, grid_domains, load_sweep_yaml, make_jobs
 
+    _domainbed_spellings(args)
     flags = {
         "dataset": args.dataset,
         "dataset_kwargs": args.dataset_kwargs,
@@ -106,6 +143,8 @@ def jobs_from_args(args: argparse.Namespace):
         "search_overrides": args.search_overrides,
         "save_model": args.save_model,
     }
+    if getattr(args, "holdout_fraction", None) is not None:
+        flags["holdout_fraction"] = args.holdout_fraction
     _check_names(flags)  # an unknown name is the first thing to hear about, before any missing flag
     if args.config:
         return load_sweep_yaml(args.config, data_dir=args.data_dir, **flags)
@@ -125,7 +164,7 @@ def jobs_from_args(args: argparse.Namespace):
         checkpoint_freq=flags["checkpoint_freq"],
         hparams_overrides=flags["hparams_overrides"],
         search_overrides=flags["search_overrides"],
-        options=JobOptions(save_model=bool(flags["save_model"])),
+        options=JobOptions(save_model=bool(flags["save_model"]), holdout_fraction=flags.get("holdout_fraction", 0.2)),
         domains=None if args.data_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
                                                                 args.data_dir),
     )
