@@ -197,7 +197,7 @@ def one_line(prov: Mapping[str, Any]) -> str:
     """``prov`` on one line (index.md, report.html): package and commit, versions, device, precision, threads."""
     parts = [f"dganalysis {prov.get('dganalysis')}"]
     if prov.get("commit"):
-        parts[0] += f" (commit {_shown(prov, 'commit')})"
+        parts[0] += f" (commit {str(prov['commit'])[:12]}{', modified' if prov.get('dirty') else ''})"
     parts += [f"Python {prov.get('python')}", f"torch {prov.get('torch')}", f"numpy {prov.get('numpy')}",
               f"CUDA {prov.get('cuda') or '—'}",
               f"CPU {prov.get('cpu')} ({'AMX-bf16' if prov.get('cpu_bf16') else 'no AMX-bf16'})"]

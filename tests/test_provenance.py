@@ -75,6 +75,8 @@ def test_stamp_fields_and_formats():
     assert "commit:     0123456789ab (modified)" in text and "threads:    3" in text
     line = provenance.one_line(g)
     assert "GPU NVIDIA H100 80GB HBM3" in line and "precision bf16" in line and "\n" not in line
+    assert "(commit 0123456789ab, modified), Python" in provenance.one_line({**g, "commit": "0123456789abcdef",
+                                                                            "dirty": True})
 
 
 def _run(where: str, job: str, algorithm: str = "ERM", **changes) -> tuple:
