@@ -75,6 +75,8 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     _sources(src)
     wheel = _build(src, tmp_path / "dist")
     assert wheel.name.startswith("dganalysis-") and wheel.name.endswith(".whl")
+    if not (src / "setup.py").exists():  # no compiled part: one wheel for every platform and Python 3
+        assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
     bin_dir = _venv(tmp_path / "venv", wheel)
     work = tmp_path / "elsewhere"  # no notebooks/ or params/ here: the wheel's own copy must be found
     work.mkdir()
