@@ -180,7 +180,11 @@ def local_stamp() -> dict[str, Any]:
     from dganalysis import threads
 
     auto = "bf16" if environment()["cpu_bf16"] else "fp32"
-    return stamp("cpu", os.environ.get("DGANALYSIS_CPU_PRECISION") or auto, threads.fixed_count(None))
+    try:
+        count: int | None = threads.fixed_count(None)
+    except ValueError:  # a bad $DGANALYSIS_THREADS: the jobs say so; the stamp leaves the count out
+        count = None
+    return stamp("cpu", os.environ.get("DGANALYSIS_CPU_PRECISION") or auto, count)
 
 
 def format_stamp(prov: Mapping[str, Any]) -> str:

@@ -186,6 +186,17 @@ def test_audit_notes_the_differences_and_stamps_its_json(tmp_path):
     assert settings["provenance"] == json.loads(json.dumps(provenance.stamp()))
 
 
+def test_local_stamp_follows_the_environment_variables(monkeypatch):
+    monkeypatch.setenv("DGANALYSIS_THREADS", "3")
+    monkeypatch.setenv("DGANALYSIS_CPU_PRECISION", "bf16")
+    if torch.cuda.is_available():
+        pytest.skip("on a CUDA machine the local stamp is the GPU's (bf16, no thread count)")
+    got = provenance.local_stamp()
+    assert (got["device"], got["precision"], got["threads"]) == ("cpu", "bf16", 3)
+    monkeypatch.setenv("DGANALYSIS_THREADS", "many")  # a bad count fails the jobs, not the stamp
+    assert provenance.local_stamp()["threads"] is None
+
+
 def test_env_verb_prints_the_stamp(capsys):
     assert main(["env"]) == 0
     out = capsys.readouterr().out
