@@ -5,15 +5,26 @@ Each analysis runs on one *family* (one board and selection method of one input)
 
 * **Probability of improvement** (Agarwal et al. 2021, ``rliable.metrics.probability_of_improvement``): the
   probability that a run of the algorithm beats a run of the baseline on a randomly drawn dataset, ties counting ½
-  (the Mann–Whitney U statistic per dataset, averaged over datasets). *Sweep:* runs are the trials; its 95% CI is the
-  stratified bootstrap of Agarwal et al. (trials resampled with replacement within each dataset, each algorithm on
-  its own; percentile interval) — computed here vectorised with rliable's metric definition, because
-  ``rliable.library``'s bootstrap imports ``arch``, whose 7.x releases (the ones rliable allows) fail to import under
-  pandas ≥ 3. *Table* (means only): each dataset holds one "run", the published mean, so PoI is the share of datasets
-  where the algorithm's mean is higher (ties ½) and its CI resamples *datasets* (a task bootstrap), labelled
-  ``basis = "datasets (published means)"``; no runs are simulated from the means.
-* **IQM** (``rliable.metrics.aggregate_iqm``, the 25%-trimmed mean over all runs × datasets) of accuracy and of the
-  difference to the baseline's mean on each dataset (a baseline-normalised score), with the same CIs.
+  (the Mann–Whitney U statistic per dataset, averaged over datasets). *Sweep:* runs are the trials, the datasets are
+  fixed; its CI is the stratified bootstrap of Agarwal et al. (trials resampled with replacement within each dataset,
+  each algorithm on its own; percentile interval) — computed here vectorised with rliable's metric definition,
+  because ``rliable.library``'s bootstrap imports ``arch``, whose 7.x releases (the ones rliable allows) fail to
+  import under pandas ≥ 3. With 3 trials it covers less than its nominal level (measured: ``ci_coverage``). *Table*
+  (means only): each dataset holds one "run", the published mean, so PoI is the share of datasets where the
+  algorithm's mean is higher, ties ½. Its interval is about a *population of datasets* from which the table's are
+  taken as a random sample: θ = P(win) + ½ P(tie) on a new dataset. It is exact binomial
+  (:func:`dganalysis.audit.intervals.clopper_pearson_ties`, Clopper & Pearson 1934): the lower bound counts ties as
+  losses, the upper as wins (conservative where means tie); 0 wins of 7 gives [0, 0.41]. No runs are simulated
+  from the means.
+* **IQM** (``rliable.metrics.aggregate_iqm``, the 25%-trimmed mean) of the difference to the baseline's mean on
+  each dataset (a baseline-normalised score, in points): runs of different datasets are commensurable only as such
+  differences — the IQM of raw accuracy pooled over datasets would trim whole datasets, and is not reported. Sweep:
+  over runs × datasets, the same stratified bootstrap; table: over datasets, the Tukey–McLaughlin trimmed-mean t
+  interval (:func:`dganalysis.audit.intervals.trimmed_mean_t`).
+* Every interval carries ``ci_method`` and ``ci_coverage`` (``iqm_delta_ci_method``, ``iqm_delta_ci_coverage``): the
+  coverage of that construction measured on simulated data at the nearest simulated size (the smallest over the
+  scenarios simulated there; ``bench/audit_interval_coverage.py``, :func:`dganalysis.audit.intervals.coverage`);
+  NaN at a level other than 0.95.
 * **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``'s p-value, two-sided, Pratt's zeros: :func:`wilcoxon_p`) for
   every pair of algorithms over the datasets' means, Holm-adjusted over all pairs: it decides *this pair*, whatever
   else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.protocols.friedman`,
@@ -33,13 +44,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dganalysis.audit.claims import holm
+from dganalysis.audit import intervals
+from dganalysis.stats.multiplicity import holm
 
-AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "iqm",
-               "iqm_low", "iqm_high", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "p_better", "p_equivalent",
-               "p_worse", "n_datasets", "basis"]
+AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "ci_method",
+               "ci_coverage", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "iqm_delta_ci_method",
+               "iqm_delta_ci_coverage", "p_better", "p_equivalent", "p_worse", "n_datasets", "n_runs", "basis"]
 BASIS_RUNS = "trials within datasets (stratified bootstrap)"
-BASIS_TABLE = "datasets (published means; task bootstrap)"
+BASIS_TABLE = "datasets (published means) as a sample of datasets"
 
 
 def _runs(trials: dict[tuple[str, str], np.ndarray], algorithm: str, datasets: list[str]) -> np.ndarray:
@@ -69,24 +81,41 @@ def _stratified(x: np.ndarray, rng: np.random.Generator, reps: int) -> np.ndarra
     return np.take_along_axis(np.broadcast_to(x, (reps, runs, tasks)), idx, axis=1)
 
 
-def _tasks(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, reps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Both (reps, runs, tasks) with the same datasets resampled with replacement."""
-    idx = rng.integers(0, x.shape[1], size=(reps, x.shape[1]))
-    return x[:, idx].transpose(1, 0, 2), y[:, idx].transpose(1, 0, 2)
-
-
 def _ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
     a = (1 - confidence) / 2
     return float(np.quantile(values, a)), float(np.quantile(values, 1 - a))
 
 
+def sweep_intervals(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, reps: int,
+                    confidence: float) -> tuple[float, float, float, float]:
+    """The stratified-bootstrap intervals of a sweep, from (runs, datasets) arrays of the algorithm (``x``) and the
+    baseline (``y``): (PoI low, high, IQM-of-Δ low, high), Δ to the baseline's mean on each dataset (resampled with
+    the baseline's runs)."""
+    xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
+    lo, hi = _ci(_poi(xb, yb), confidence)
+    dlo, dhi = _ci(_iqm(xb - yb.mean(axis=-2, keepdims=True)), confidence)
+    return lo, hi, dlo, dhi
+
+
+def table_intervals(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
+    """A table's intervals from the datasets' means of the algorithm (``x``) and the baseline (``y``), 1-D: the
+    Clopper–Pearson interval of PoI with ties (:func:`dganalysis.audit.intervals.clopper_pearson_ties`) and the
+    Tukey–McLaughlin interval of the IQM of Δ (:func:`dganalysis.audit.intervals.trimmed_mean_t`)."""
+    d = np.asarray(x, float) - np.asarray(y, float)
+    lo, hi = intervals.clopper_pearson_ties(int((d > 0).sum()), int((d == 0).sum()), len(d), confidence)
+    _, dlo, dhi = intervals.trimmed_mean_t(d, confidence)
+    return float(lo), float(hi), float(dlo), float(dhi)
+
+
 def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: str, rope: float = 1.0,
                   confidence: float = 0.95, reps: int = 2000, seed: int = 0,
                   bayes_samples: int = 5000) -> pd.DataFrame:
-    """PoI, IQM and Bayesian signed-rank per (board, selection, algorithm ≠ baseline), columns :data:`AGG_COLUMNS`.
+    """PoI, IQM of Δ and Bayesian signed-rank per (board, selection, algorithm ≠ baseline), columns
+    :data:`AGG_COLUMNS` (``n_runs``: trials per dataset used for each arm, 1 on a table).
 
     ``trials`` (a sweep's per-trial dataset averages) gives the run-level analyses; without it (a table) the
     datasets' means are the runs (see the module docstring). Needs ≥ 2 shared datasets per algorithm.
+    ``reps``: bootstrap resamples (sweeps only; a table's intervals are exact or closed-form).
     ``bayes_samples``: posterior samples of the Bayesian signed-rank test (Monte-Carlo error of its probabilities
     ≈ 0.5/√samples ≤ 0.007 at 5000; baycomp's default is 50,000).
     """
@@ -112,24 +141,27 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
             if tr:
                 x, y = _runs(tr, alg, datasets), _runs(tr, baseline, datasets)
                 basis = BASIS_RUNS
-                xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
+                lo, hi, dlo, dhi = sweep_intervals(x, y, rng, reps, confidence)
+                n_runs = min(len(x), len(y))
+                size = dict(runs=n_runs)
+                methods = ("poi_sweep_stratified_bootstrap", "iqm_delta_sweep_stratified_bootstrap")
             else:
                 x, y = pair[[alg]].to_numpy().T, pair[[baseline]].to_numpy().T
                 basis = BASIS_TABLE
-                xb, yb = _tasks(x, y, rng, reps)
-            base_mean = y.mean(axis=0)
+                lo, hi, dlo, dhi = table_intervals(x[0], y[0], confidence)
+                n_runs = 1
+                size = dict(n_datasets=len(datasets))
+                methods = ("poi_table_clopper_pearson", "iqm_delta_table_trimmed_t")
             poi = float(metrics.probability_of_improvement(x, y))
-            iqm = float(metrics.aggregate_iqm(x))
-            iqm_d = float(metrics.aggregate_iqm(x - base_mean))
-            bmean = yb.mean(axis=-2, keepdims=True)
-            lo, hi = _ci(_poi(xb, yb), confidence)
-            ilo, ihi = _ci(_iqm(xb), confidence)
-            dlo, dhi = _ci(_iqm(xb - bmean), confidence)
+            iqm_d = float(metrics.aggregate_iqm(x - y.mean(axis=0)))
+            cov = [intervals.coverage(m, confidence, **size) for m in methods]
             pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
             rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,
-                             prob_improvement=poi, ci_low=lo, ci_high=hi, iqm=iqm, iqm_low=ilo, iqm_high=ihi,
-                             iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi, p_better=float(pb),
-                             p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets), basis=basis))
+                             prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=intervals.METHODS[methods[0]],
+                             ci_coverage=cov[0], iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi,
+                             iqm_delta_ci_method=intervals.METHODS[methods[1]], iqm_delta_ci_coverage=cov[1],
+                             p_better=float(pb), p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets),
+                             n_runs=n_runs, basis=basis))
     return pd.DataFrame(rows, columns=AGG_COLUMNS)
 
 

@@ -25,11 +25,13 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis import io
+from dganalysis.audit import intervals
 from dganalysis.selection import CONFIG, METHODS, select
 
 #: the selection methods whose regret against ``oracle`` is reported
 REGRET_METHODS = ("training_domain", "leave_one_out")
-#: a search is flagged as not saturated when doubling the budget to its full size still gains more than this (points)
+#: a search is flagged saturated when the interval of the gain from doubling the budget to its full size lies at or
+#: below this many points, not saturated when it lies above
 SATURATION_GAIN = 0.5
 _KEYS = ["dataset", "algorithm", "setting"]
 
@@ -204,9 +206,57 @@ def _per_draw(df: pd.DataFrame | None, selection: str, draws: pd.DataFrame | Non
     return _columns(_str(draws)) if len(draws) else draws
 
 
+def search_intervals(a: np.ndarray, v: np.ndarray, trial: np.ndarray, budgets: Sequence[int],
+                     confidence: float = 0.95) -> dict[str, np.ndarray]:
+    """The expected-max curve of one (dataset, algorithm) and its intervals, from (rows, N) arrays of test accuracy
+    ``a`` and validation score ``v`` (a row per (trial, split, test domain), a column per hparams draw) and each row's
+    trial (``trial``). Per budget k (arrays over ``budgets``):
+
+    * ``expected_max``: Dodge et al.'s eq. 1 (draws with replacement; :func:`expected_max` with ``order=v``)
+      averaged over the rows — the curve's point estimate;
+    * ``unbiased``: the same average of the without-replacement U-statistic
+      (:func:`dganalysis.audit.intervals.unbiased_expected_max_weights`; Tang et al. 2020), unbiased for the
+      expected test accuracy of the validation-selected draw of a search of k draws; NaN for k > N;
+    * ``ci_low``/``ci_high``: the Student-t interval over trials of the per-trial ``unbiased`` (each trial's mean over
+      its rows): trials are independent replicates of the whole search (their own data split and, in DomainBed, their
+      own hparams draws), so the interval says how far another sweep's curve could lie, and rests on no resample of a
+      maximum. Pointwise in k; NaN with one trial;
+    * ``gain``: ``expected_max`` at the largest budget K minus at k, and ``gain_low``/``gain_high`` the same t
+      interval for the per-trial unbiased gain (the interval :func:`saturation` reads).
+
+    Ties in ``v`` are broken by ``a`` ascending (pessimistic), as in :func:`expected_max`."""
+    a, v = np.asarray(a, dtype=float), np.asarray(v, dtype=float)
+    trial = np.asarray(trial)
+    if a.shape != v.shape or a.ndim != 2 or len(trial) != len(a):
+        raise ValueError(f"search_intervals: expected (rows, draws) arrays a and v of one shape and a trial per row, "
+                         f"got {a.shape}, {v.shape} and {len(trial)} trials")
+    sizes = np.asarray([int(b) for b in budgets])
+    big_n = a.shape[1]
+    i = np.arange(1, big_n + 1)
+    eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
+    unb = intervals.unbiased_expected_max_weights(big_n, sizes)
+    order = np.lexsort((a, v), axis=-1)
+    ranked = np.take_along_axis(a, order, axis=-1)
+    point = (ranked @ eq1.T).mean(axis=0)
+    per_row = ranked @ np.nan_to_num(unb).T
+    per_row[:, np.isnan(unb).any(axis=1)] = np.nan
+    trials = np.unique(trial)
+    per_trial = np.stack([per_row[trial == t].mean(axis=0) for t in trials])  # (trials, budgets)
+    top = int(np.argmax(sizes))
+    mean, lo, hi = intervals.t_interval_over(per_trial, confidence)
+    _, glo, ghi = intervals.t_interval_over(per_trial[:, [top]] - per_trial, confidence)
+    return {"expected_max": point, "unbiased": mean, "ci_low": lo, "ci_high": hi, "gain": point[top] - point,
+            "gain_low": glo, "gain_high": ghi}
+
+
+#: the columns of :func:`expected_max_curve`
+CURVE_COLUMNS = ["dataset", "algorithm", "budget", "expected_max", "expected_max_unbiased", "ci_low", "ci_high",
+                 "ci_method", "ci_coverage", "gain", "gain_low", "gain_high", "n_draws", "n_trials"]
+
+
 def expected_max_curve(
     df: pd.DataFrame | None, selection: str = "training_domain", budgets: Sequence[int] | None = None,
-    n_boot: int = 200, confidence: float = 0.95, seed: int = 0, draws: pd.DataFrame | None = None,
+    confidence: float = 0.95, draws: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Expected best accuracy as a function of the number of hyperparameter draws (Dodge et al. 2019, Sec. 3).
 
@@ -214,22 +264,28 @@ def expected_max_curve(
     the checkpoint ``selection`` picks within that draw, and a validation score. The expected accuracy of a search of
     n draws is :func:`expected_max` of the accuracies ordered by validation score (the draw such a search would pick;
     with ``selection="oracle"`` the score is the test domain's own 'out' split). The curve is averaged over test
-    domains (the dataset average) and trials, in points. CI: percentile bootstrap over draws — ``n_boot`` resamples
-    of the hparams seeds with replacement, the same resample for every trial and test domain of a (dataset,
-    algorithm) — at ``confidence``; it shows how much the curve depends on which draws the sweep happened to make.
+    domains (the dataset average) and trials, in points.
 
-    ``budgets`` default 1..N. ``draws``: ``select(df, selection, per_draw=True)`` when already made (e.g. cached by
+    Interval (:func:`search_intervals`): a Student-t interval at ``confidence`` over trials of each trial's unbiased
+    (without-replacement) estimate, column ``expected_max_unbiased`` its centre. It is not a bootstrap of a maximum
+    (a bootstrap resample of N draws holds fewer distinct values, so its maxima sit below the curve). Dodge et al.'s
+    ``expected_max`` is kept as the point estimate; it is biased low for k near N (at k = N the unbiased estimate is
+    the largest draw), and may then lie under ``ci_low``. ``ci_coverage``: the interval's coverage measured on
+    simulated searches (:func:`dganalysis.audit.intervals.coverage`; NaN at a level other than 0.95). ``gain``,
+    ``gain_low``, ``gain_high``: the gain from this budget to the curve's largest, with its interval.
+
+    ``budgets`` default 1..N (the unbiased estimate and the interval are NaN above N). ``draws``:
+    ``select(df, selection, per_draw=True)`` when already made (e.g. cached by
     :func:`dganalysis.audit.sweep_selections.select_for_tables`); ``df`` is then not read and may be None.
-    Returns columns dataset, algorithm, budget, expected_max, ci_low, ci_high, n_draws.
+    Returns columns :data:`CURVE_COLUMNS`.
     """
     if selection not in METHODS:
         raise ValueError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
-    if n_boot < 0 or not 0 < confidence < 1:
-        raise ValueError(f"expected_max_curve: n_boot ≥ 0 and confidence in (0, 1) expected, got {n_boot}, {confidence}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"expected_max_curve: parameter 'confidence': expected a level in (0, 1), got {confidence}")
     if budgets is not None and (isinstance(budgets, (str, int)) or any(int(b) < 1 for b in budgets)):
         raise ValueError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
     draws = _per_draw(df, selection, draws)
-    rng = np.random.default_rng(seed)
     rows = []
     # one matrix of draws: a row per (dataset, algorithm, setting, trial, split, test domain), a column per hparams
     # seed, rows in sorted key order (the draws' own order within a row does not matter: each search sorts them)
@@ -243,8 +299,10 @@ def expected_max_curve(
     first = np.zeros(shape[0], dtype=np.int64)
     first[row[::-1]] = np.arange(len(row))[::-1]  # each matrix row's first draw
     names = draws[["dataset", "algorithm"]].to_numpy()[first]  # sorted: each (dataset, algorithm) a block of rows
+    trial_of = draws["trial_seed"].to_numpy()[first]
     change = np.flatnonzero((names[1:] != names[:-1]).any(axis=1)) + 1
     bounds = [0, *change.tolist(), shape[0]] if shape[0] else [0]
+    method = intervals.METHODS["expected_max_trials_t"]
     for k in range(len(bounds) - 1):
         rs = slice(bounds[k], bounds[k + 1])
         ds, alg = names[bounds[k]]
@@ -252,55 +310,63 @@ def expected_max_curve(
         seeds = all_seeds[present]
         acc, val = acc_m[rs][:, present], val_m[rs][:, present]
         full = ~np.isnan(acc).any(axis=1) & ~np.isnan(val).any(axis=1)
-        a, v = 100 * acc[full], val[full]
-        if not len(a):
+        if not full.any():
             continue
         sizes = list(range(1, len(seeds) + 1)) if budgets is None else [int(b) for b in budgets]
-
-        big_n = len(seeds)
-        i = np.arange(1, big_n + 1)
-        weights = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
-
-        def curve(cols: np.ndarray, a=a, v=v, weights=weights) -> np.ndarray:
-            """expected_max for every row and budget at once (rows sorted by validation, then accuracy); ``cols``
-            one draw of seed columns, or a stack of them (one curve per draw)."""
-            aa, vv = a[:, cols], v[:, cols]
-            order = np.lexsort((aa, vv), axis=-1)
-            return (np.take_along_axis(aa, order, axis=-1) @ weights.T).mean(axis=0)
-
-        point = curve(np.arange(len(seeds)))
-        lows = highs = np.full(len(sizes), np.nan)
-        if n_boot:  # every resample at once: (rows, n_boot, N) → (n_boot, budgets) → each budget's interval
-            boots = curve(np.stack([rng.integers(0, len(seeds), len(seeds)) for _ in range(n_boot)]))
-            lows, highs = np.quantile(boots, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
+        trial = trial_of[rs][full]
+        res = search_intervals(100 * acc[full], val[full], trial, sizes, confidence)
+        n_trials = len(np.unique(trial))
+        cov = intervals.coverage("expected_max_trials_t", confidence, trials=n_trials, draws=len(seeds))
         for j, n in enumerate(sizes):
-            rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": point[j],
-                         "ci_low": float(lows[j]), "ci_high": float(highs[j]), "n_draws": len(seeds)})
-    return pd.DataFrame(rows, columns=["dataset", "algorithm", "budget", "expected_max", "ci_low", "ci_high",
-                                       "n_draws"])
+            rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": float(res["expected_max"][j]),
+                         "expected_max_unbiased": float(res["unbiased"][j]), "ci_low": float(res["ci_low"][j]),
+                         "ci_high": float(res["ci_high"][j]), "ci_method": method,
+                         "ci_coverage": cov if n_trials > 1 and n <= len(seeds) else float("nan"),
+                         "gain": float(res["gain"][j]), "gain_low": float(res["gain_low"][j]),
+                         "gain_high": float(res["gain_high"][j]), "n_draws": len(seeds), "n_trials": n_trials})
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
 def saturation(curve: pd.DataFrame, threshold: float = SATURATION_GAIN) -> pd.DataFrame:
     """Whether each search had saturated: the gain of the expected best accuracy over the last doubling of the
-    budget (from ⌈N/2⌉ to N draws, N the largest budget of the curve) is at most ``threshold`` points.
+    budget (from ⌈N/2⌉ to N draws, N the largest budget of the curve) is at most ``threshold`` points — decided
+    from its interval (``gain_low``/``gain_high`` of :func:`expected_max_curve`), not from the point estimate.
 
-    Returns columns dataset, algorithm, saturated, gain, budget (N). With N = 1 nothing can be said: saturated is
-    NaN (unknown). A gain above the threshold means more draws would likely still raise the best accuracy, so the
-    algorithm's number understates what its search space can reach (Dodge et al. 2019, Sec. 4).
+    ``saturated`` is True where the whole interval of the gain lies at or below ``threshold`` (more draws would not
+    raise the best accuracy by more than that), False where it lies above (more draws would: the algorithm's number
+    understates what its search space can reach, Dodge et al. 2019, Sec. 4), and NaN (unknown) where the interval
+    straddles the threshold, is missing (one trial) or N = 1. ``gain`` is the point estimate of eq. 1.
+    Returns columns dataset, algorithm, saturated, gain, gain_low, gain_high, budget (N), ci_method, ci_coverage.
     """
     need = {"dataset", "algorithm", "budget", "expected_max"}
     if not need <= set(curve.columns):
         raise ValueError(f"saturation: curve lacks columns {sorted(need - set(curve.columns))}; expected "
                          "expected_max_curve's output")
+    if not threshold >= 0:
+        raise ValueError(f"saturation: parameter 'threshold': expected a gain ≥ 0 points, got {threshold!r}")
     rows = []
+    nan = float("nan")
     for (ds, alg), part in curve.groupby(["dataset", "algorithm"], sort=True):
-        by = part.set_index("budget")["expected_max"]
-        top = int(by.index.max())
+        part = part.set_index("budget")
+        top = int(part.index.max())
         half = (top + 1) // 2
-        gain = float(by[top] - by[by.index <= half].iloc[-1]) if half < top and (by.index <= half).any() else np.nan
-        rows.append({"dataset": ds, "algorithm": alg, "saturated": bool(gain <= threshold) if gain == gain else np.nan,
-                     "gain": gain, "budget": top})
-    return pd.DataFrame(rows, columns=["dataset", "algorithm", "saturated", "gain", "budget"])
+        at = part[part.index <= half]
+        gain = lo = hi = nan
+        method, cov = "", nan
+        if half < top and len(at):
+            r = at.iloc[-1]
+            gain = float(part.loc[top, "expected_max"] - r["expected_max"])
+            lo, hi = float(r.get("gain_low", nan)), float(r.get("gain_high", nan))
+            method, cov = r.get("ci_method", ""), float(r.get("ci_coverage", nan))
+        saturated: Any = nan
+        if hi <= threshold:
+            saturated = True
+        elif lo > threshold:
+            saturated = False
+        rows.append({"dataset": ds, "algorithm": alg, "saturated": saturated, "gain": gain, "gain_low": lo,
+                     "gain_high": hi, "budget": top, "ci_method": method, "ci_coverage": cov})
+    return pd.DataFrame(rows, columns=["dataset", "algorithm", "saturated", "gain", "gain_low", "gain_high", "budget",
+                                       "ci_method", "ci_coverage"])
 
 
 # ---------------------------------------------------------------- LODO vs LOGO

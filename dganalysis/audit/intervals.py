@@ -1,0 +1,333 @@
+"""The audit's across-dataset and search-budget intervals, and their coverage measured on simulated data.
+
+Three interval constructions the audit reports beside its point estimates, each chosen for a stated population:
+
+* :func:`clopper_pearson_ties` — a table's probability of improvement. The datasets are taken as a sample from a
+  population of datasets; the parameter is θ = P(win) + ½ P(tie) on a dataset drawn from it. The exact binomial
+  interval (Clopper & Pearson 1934) of the wins bounds θ from below (ties counted as losses) and that of wins + ties
+  bounds it from above (ties counted as wins), each one-sided at (1 − confidence)/2: since P(win) ≤ θ ≤ P(win) +
+  P(tie), the interval covers θ with probability ≥ confidence whatever the tie rate — conservative where ties occur.
+* :func:`trimmed_mean_t` — the interquartile mean of per-dataset differences to the baseline on a table: the
+  Tukey & McLaughlin (1963) interval for a trimmed mean (Winsorized variance, Student t on n − 2g − 1 degrees of
+  freedom; Yuen 1974, Wilcox 2012 Sec. 4.4), about the population trimmed mean of the differences over datasets.
+* :func:`unbiased_expected_max_weights` — the without-replacement (U-statistic) estimator of the expected best
+  accuracy of a search of k draws (Tang et al. 2020 show that Dodge et al.'s with-replacement eq. 1 is biased low);
+  its per-trial values are exchangeable replicates whose Student-t interval over trials is the expected-max curve's
+  interval (:func:`dganalysis.audit.sweep.expected_max_curve`).
+
+Each interval's coverage was measured on simulated data by ``bench/audit_interval_coverage.py`` and shipped in
+``dganalysis/audit/data/interval_coverage.json``; :func:`coverage` looks a method's measured coverage up at the size
+nearest to the one audited, and the simulators here (``simulate_*``) are what the bench and the tests run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from scipy import special, stats
+
+#: the level the shipped coverage table was measured at
+NOMINAL = 0.95
+COVERAGE_FILE = "interval_coverage.json"
+
+#: ``ci_method`` texts, one per interval construction (also the keys of the coverage table)
+METHODS = {
+    "poi_table_clopper_pearson": "exact binomial over datasets (Clopper-Pearson; ties counted as losses for the "
+                                 "lower bound, as wins for the upper)",
+    "poi_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; percentile)",
+    "iqm_delta_table_trimmed_t": "Tukey-McLaughlin trimmed-mean t over datasets (df = n - 2g - 1)",
+    "iqm_delta_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; "
+                                            "percentile)",
+    "expected_max_trials_t": "Student t over trials of the per-trial unbiased (without-replacement) estimate; "
+                             "pointwise in the budget",
+    "poi_table_dataset_bootstrap": "bootstrap over datasets (percentile)",
+    "expected_max_bootstrap": "bootstrap over hparams draws of Dodge et al.'s eq. 1 (percentile)",
+}
+
+
+# ---------------------------------------------------------------- the intervals
+
+
+def clopper_pearson_ties(wins: np.ndarray | int, ties: np.ndarray | int, n: np.ndarray | int,
+                         confidence: float = NOMINAL) -> tuple[np.ndarray, np.ndarray]:
+    """Interval for θ = P(win) + ½ P(tie) from ``wins`` and ``ties`` among ``n`` independent datasets (arrays
+    broadcast): the lower bound is the exact (Clopper & Pearson 1934) one-sided bound of ``wins`` of ``n``, the upper
+    that of ``wins + ties`` of ``n``, each at level 1 − (1 − confidence)/2 — the numbers of
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``'s ends. Without ties it is the
+    Clopper–Pearson interval; 0 wins of 7 gives [0, 0.410]."""
+    wins, ties, n = (np.asarray(a, dtype=float) for a in (wins, ties, n))
+    if not 0 < confidence < 1:
+        raise ValueError(f"clopper_pearson_ties: parameter 'confidence': expected a level in (0, 1), got {confidence}")
+    if (wins < 0).any() or (ties < 0).any() or (wins + ties > n).any() or (n < 1).any():
+        raise ValueError("clopper_pearson_ties: expected 0 ≤ wins, 0 ≤ ties, wins + ties ≤ n and n ≥ 1")
+    a = (1 - confidence) / 2
+    up = wins + ties
+    with np.errstate(invalid="ignore"):
+        lo = np.where(wins > 0, stats.beta.ppf(a, np.maximum(wins, 1), n - wins + 1), 0.0)
+        hi = np.where(up < n, stats.beta.ppf(1 - a, up + 1, np.maximum(n - up, 1)), 1.0)
+    return lo, hi
+
+
+def trimmed_mean_t(values: np.ndarray, confidence: float = NOMINAL, trim: float = 0.25,
+                   axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Trimmed mean (``scipy.stats.trim_mean``: ⌊trim·n⌋ values cut from each end, rliable's IQM at 0.25) and its
+    Tukey & McLaughlin (1963) interval along ``axis``: SE = √((n − 1) s_w² / (h (h − 1))) with s_w² the Winsorized
+    variance and h = n − 2g the values kept, Student t on h − 1 degrees of freedom. About the population's trimmed
+    mean; exact for no distribution, near nominal for symmetric ones (coverage measured on simulated data).
+    Needs h ≥ 2 (NaN interval otherwise)."""
+    x = np.moveaxis(np.asarray(values, dtype=float), axis, -1)
+    n = x.shape[-1]
+    g = int(trim * n)
+    h = n - 2 * g
+    est = stats.trim_mean(x, trim, axis=-1)
+    if h < 2:
+        nan = np.full(est.shape, np.nan)
+        return est, nan, nan
+    s = np.sort(x, axis=-1)
+    w = np.clip(x, s[..., g:g + 1], s[..., n - g - 1:n - g])  # Winsorized
+    se = np.sqrt((n - 1) * np.var(w, axis=-1, ddof=1) / (h * (h - 1)))
+    half = stats.t.ppf(0.5 + confidence / 2, h - 1) * se
+    return est, est - half, est + half
+
+
+def unbiased_expected_max_weights(big_n: int, budgets: np.ndarray) -> np.ndarray:
+    """(budgets, N) weights of the U-statistic for the expected maximum of k draws from N values sorted ascending:
+    w_i = C(i − 1, k − 1) / C(N, k), the probability that the i-th smallest is the largest of k drawn without
+    replacement (Hoeffding 1948; the unbiased estimator of Tang et al. 2020). Rows of budgets above N are NaN."""
+    i = np.arange(1, big_n + 1)
+    out = np.full((len(budgets), big_n), np.nan)
+    for r, k in enumerate(budgets):
+        if 1 <= k <= big_n:
+            out[r] = np.exp(special.gammaln(i) - special.gammaln(k) - special.gammaln(i - k + 1)
+                            - (special.gammaln(big_n + 1) - special.gammaln(k + 1) - special.gammaln(big_n - k + 1)))
+            out[r, : k - 1] = 0.0
+    return out
+
+
+def t_interval_over(values: np.ndarray, confidence: float = NOMINAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and Student-t interval over axis 0 (independent replicates, e.g. trials); NaN with fewer than 2."""
+    v = np.asarray(values, dtype=float)
+    n = v.shape[0]
+    mean = v.mean(axis=0)
+    if n < 2:
+        nan = np.full(mean.shape, np.nan)
+        return mean, nan, nan
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * v.std(axis=0, ddof=1) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+# ---------------------------------------------------------------- the shipped coverage table
+
+
+@functools.lru_cache(maxsize=1)
+def coverage_table() -> dict[str, Any]:
+    """The coverage table ``bench/audit_interval_coverage.py`` wrote (``dganalysis/audit/data/`` +
+    :data:`COVERAGE_FILE`)."""
+    text = resources.files("dganalysis.audit").joinpath("data", COVERAGE_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def coverage(method: str, confidence: float = NOMINAL, **size: float) -> float:
+    """The smallest coverage measured on simulated data for interval ``method`` (a key of :data:`METHODS`) at the
+    simulated size nearest to ``size`` (e.g. ``n_datasets=7``; ``runs=3``; ``trials=3, draws=20``: nearest in the
+    log of each given size), over the scenarios simulated there. NaN when ``confidence`` is not the level measured
+    (:data:`NOMINAL`) or the method was not measured."""
+    if method not in METHODS:
+        raise ValueError(f"coverage: unknown interval method {method!r}; expected one of {list(METHODS)}")
+    if not math.isclose(confidence, NOMINAL):
+        return float("nan")
+    try:
+        rows = coverage_table()["methods"][method]["rows"]
+    except (FileNotFoundError, KeyError):
+        return float("nan")
+    keys = [k for k in size if size[k] is not None and size[k] > 0]
+    if not rows:
+        return float("nan")
+
+    def dist(row: dict) -> float:
+        return sum(abs(math.log(row["size"][k] / size[k])) for k in keys if k in row["size"])
+
+    return float(min(rows, key=dist)["coverage"])
+
+
+# ---------------------------------------------------------------- simulators (bench and tests)
+
+
+def _rounded_normal_theta(mu: float, sd: float) -> float:
+    """θ = P(win) + ½ P(tie) for Δ ~ N(mu, sd) rounded to 0.1 (a tie: |Δ| < 0.05)."""
+    win = stats.norm.sf(0.05, mu, sd)
+    tie = stats.norm.cdf(0.05, mu, sd) - stats.norm.cdf(-0.05, mu, sd)
+    return float(win + tie / 2)
+
+
+#: simulated populations of per-dataset differences Δ (points), rounded to 0.1 as published: (mean, SD)
+TABLE_SCENARIOS = {"null": (0.0, 1.0), "small effect": (1.0, 1.0), "large effect": (3.0, 1.0),
+                   "mostly ties": (0.0, 0.05)}
+
+
+def simulate_poi_table(n_datasets: int, sims: int, rng: np.random.Generator,
+                       confidence: float = NOMINAL, method: str = "poi_table_clopper_pearson") -> dict[str, float]:
+    """SIMULATED tables: per scenario of :data:`TABLE_SCENARIOS`, ``sims`` tables of ``n_datasets`` differences,
+    each table's PoI interval (``method``: the audit's Clopper–Pearson with ties, or the dataset bootstrap it
+    replaced); returns scenario → share of intervals that contain the population θ."""
+    out = {}
+    for name, (mu, sd) in TABLE_SCENARIOS.items():
+        d = np.round(rng.normal(mu, sd, (sims, n_datasets)), 1)
+        theta = _rounded_normal_theta(mu, sd)
+        if method == "poi_table_clopper_pearson":
+            lo, hi = clopper_pearson_ties((d > 0).sum(1), (d == 0).sum(1), n_datasets, confidence)
+        elif method == "poi_table_dataset_bootstrap":
+            idx = rng.integers(0, n_datasets, (sims, 1000, n_datasets))
+            s = ((d > 0) + 0.5 * (d == 0))[np.arange(sims)[:, None, None], idx].mean(-1)
+            lo, hi = np.quantile(s, [(1 - confidence) / 2, (1 + confidence) / 2], axis=1)
+        else:
+            raise ValueError(f"simulate_poi_table: unknown method {method!r}")
+        out[name] = float(np.mean((lo <= theta + 1e-12) & (theta - 1e-12 <= hi)))
+    return out
+
+
+def _mixture_iqm(means: np.ndarray, sd: float) -> float:
+    """IQM (2∫ Q(u) du over u ∈ [¼, ¾]) of the equal mixture of N(m, sd²) over ``means``."""
+    grid = np.linspace(means.min() - 8 * sd, means.max() + 8 * sd, 200_001)
+    cdf = stats.norm.cdf((grid[:, None] - means[None]) / sd).mean(1)
+    u = np.linspace(0.25, 0.75, 20_001)
+    return float(np.interp(u, cdf, grid).mean())
+
+
+#: simulated sweeps (points): per scenario the algorithm's offset on each of 7 datasets and the two arms' trial SDs
+SWEEP_SCENARIOS = {"null": (np.zeros(7), 1.0, 1.0), "effect 1 SD": (np.ones(7), 1.0, 1.0),
+                   "unequal SDs": (np.zeros(7), 2.0, 1.0),
+                   "heterogeneous effect": (np.linspace(-2.0, 4.0, 7), 1.0, 1.0)}
+
+
+def simulate_sweep_aggregate(runs: int, sims: int, rng: np.random.Generator, confidence: float = NOMINAL,
+                             reps: int = 1000) -> dict[str, dict[str, float]]:
+    """SIMULATED sweeps of ``runs`` trials × 7 datasets per arm (dataset means 50–80 points): the audit's stratified
+    bootstrap intervals (its own functions) for PoI and IQM of Δ to the baseline's mean. Returns
+    ``{"poi": {scenario: coverage}, "iqm_delta": {...}}``; the parameters are the datasets' mean PoI
+    (Φ(Δ_d / √(σ_x² + σ_y²)) averaged) and the IQM of the mixture over datasets of X_d − E[Y_d]."""
+    from dganalysis.audit import aggregate
+
+    out: dict[str, dict[str, float]] = {"poi": {}, "iqm_delta": {}}
+    base = np.linspace(50, 80, 7)
+    for name, (effect, sx, sy) in SWEEP_SCENARIOS.items():
+        poi_true = float(stats.norm.cdf(effect / math.hypot(sx, sy)).mean())
+        iqm_true = _mixture_iqm(effect, sx)
+        hit_p = hit_i = 0
+        for _ in range(sims):
+            x = base + effect + rng.normal(0, sx, (runs, 7))
+            y = base + rng.normal(0, sy, (runs, 7))
+            lo, hi, dlo, dhi = aggregate.sweep_intervals(x, y, rng, reps, confidence)
+            hit_p += lo <= poi_true <= hi
+            hit_i += dlo <= iqm_true <= dhi
+        out["poi"][name], out["iqm_delta"][name] = hit_p / sims, hit_i / sims
+    return out
+
+
+def _exp_trimmed_mean(trim: float = 0.25) -> float:
+    """Population trimmed mean of Exp(1) − 1: ∫ Q(u) du / (1 − 2 trim) over [trim, 1 − trim], Q(u) = −ln(1 − u)."""
+    def integral(u: float) -> float:  # an antiderivative of −ln(1 − u)
+        return (1 - u) * math.log(1 - u) + u
+    return (integral(1 - trim) - integral(trim)) / (1 - 2 * trim) - 1.0
+
+
+def simulate_iqm_table(n_datasets: int, sims: int, rng: np.random.Generator,
+                       confidence: float = NOMINAL) -> dict[str, float]:
+    """SIMULATED tables of per-dataset differences Δ (rounded to 0.1): normal N(1, 2²), heavy-tailed (1 + 2·t₃) and
+    skewed (1 + 2·(Exp(1) − 1)); coverage of :func:`trimmed_mean_t` for the population 25%-trimmed mean."""
+    draws = {"normal": (lambda s: 1 + 2 * rng.standard_normal(s), 1.0),
+             "heavy tails (t3)": (lambda s: 1 + 2 * rng.standard_t(3, s), 1.0),
+             "skewed (exponential)": (lambda s: 1 + 2 * (rng.exponential(1.0, s) - 1), 1 + 2 * _exp_trimmed_mean())}
+    out = {}
+    for name, (draw, truth) in draws.items():
+        d = np.round(draw((sims, n_datasets)), 1)
+        _, lo, hi = trimmed_mean_t(d, confidence)
+        out[name] = float(np.mean((lo <= truth) & (truth <= hi)))
+    return out
+
+
+def _expected_max_std_normal(k: int) -> float:
+    """E[max of k independent standard normals] (numerical integration of k z φ(z) Φ(z)^(k−1))."""
+    z = np.linspace(-10, 10, 200_001)
+    return float(np.trapezoid(z * k * stats.norm.pdf(z) * stats.norm.cdf(z) ** (k - 1), z))
+
+
+#: simulated searches: (ρ, s) — a draw's hparams quality h ~ N(0, 1) moves test accuracy A = μ_d + s·h + N(0, 1)
+#: and validation accuracy V = 80 + s·h + N(0, σ_v²), σ_v chosen so that corr(A, V) = ρ
+SEARCH_SCENARIOS = {"validation tracks test (rho 0.8)": (0.8, 2.0), "validation weak (rho 0.2)": (0.2, 2.0)}
+
+
+def search_truth(rho: float, s: float, k: int) -> float:
+    """The true expected test accuracy (minus μ_d) of the validation-selected draw among k, for the bivariate normal
+    of :data:`SEARCH_SCENARIOS`: cov(A, V) / sd(V) · E[max of k standard normals]."""
+    var_a = s * s + 1.0
+    var_v = (s * s) ** 2 / (rho * rho * var_a)  # corr = s² / √(var_a var_v) = rho
+    return s * s / math.sqrt(var_v) * _expected_max_std_normal(k)
+
+
+def _bootstrap_of_draws(a: np.ndarray, v: np.ndarray, budgets: np.ndarray, confidence: float,
+                        rng: np.random.Generator, n_boot: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """The interval the audit used before: percentile bootstrap of Dodge et al.'s eq. 1 curve over hparams draws (the
+    same resample of the draw columns for every row). Kept for the coverage comparison only."""
+    big_n = a.shape[1]
+    i = np.arange(1, big_n + 1)
+    eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in budgets])
+    cols = rng.integers(0, big_n, (n_boot, big_n))
+    aa, vv = a[:, cols], v[:, cols]
+    order = np.lexsort((aa, vv), axis=-1)
+    boots = (np.take_along_axis(aa, order, axis=-1) @ eq1.T).mean(axis=0)
+    lo, hi = np.quantile(boots, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
+    return lo, hi
+
+
+def simulate_search(trials: int, draws: int, sims: int, rng: np.random.Generator,
+                    confidence: float = NOMINAL, method: str = "expected_max_trials_t",
+                    detail: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
+    """SIMULATED sweeps of one (dataset, algorithm): ``trials`` trials × 4 test domains × ``draws`` hparams draws
+    (the hparams shared by a trial's test domains, a trial effect N(0, 0.5²) shifting its accuracies); the audit's
+    interval (:func:`dganalysis.audit.sweep.search_intervals`) at budgets 1, ⌈N/2⌉ and N and for the gain from ⌈N/2⌉
+    to N. Returns scenario → the smallest coverage over those four intervals. ``method="expected_max_bootstrap"``:
+    the bootstrap over draws the audit used before (budgets only; it gave no interval for the gain). ``detail``, a
+    dict, receives per scenario each interval's coverage and the share of sweeps whose true gain lay above
+    ``gain_high`` (the miss that would flag a search saturated wrongly; nominal (1 − confidence)/2)."""
+    from dganalysis.audit.sweep import search_intervals
+
+    mus = np.array([55.0, 60.0, 65.0, 70.0])
+    half = (draws + 1) // 2
+    budgets = np.array(sorted({1, half, draws}))
+    out = {}
+    for name, (rho, s) in SEARCH_SCENARIOS.items():
+        var_a = s * s + 1.0
+        sd_v = math.sqrt((s * s) ** 2 / (rho * rho * var_a) - s * s)
+        truth = mus.mean() + np.array([search_truth(rho, s, int(k)) for k in budgets])
+        gain_truth = truth[-1] - truth[list(budgets).index(half)]
+        hits = np.zeros(len(budgets) + 1)
+        above = 0
+        for _ in range(sims):
+            h = rng.standard_normal((trials, 1, draws))
+            shift = rng.normal(0, 0.5, (trials, 1, 1))
+            a = mus[None, :, None] + shift + s * h + rng.standard_normal((trials, 4, draws))
+            v = 80 + shift + s * h + rng.normal(0, sd_v, (trials, 4, draws))
+            trial = np.repeat(np.arange(trials), 4)
+            if method == "expected_max_bootstrap":
+                lo, hi = _bootstrap_of_draws(a.reshape(-1, draws), v.reshape(-1, draws), budgets, confidence, rng)
+                hits[:-1] += (lo <= truth) & (truth <= hi)
+                hits[-1] += 1
+                continue
+            res = search_intervals(a.reshape(-1, draws), v.reshape(-1, draws), trial, budgets, confidence)
+            hits[:-1] += (res["ci_low"] <= truth) & (truth <= res["ci_high"])
+            j = list(budgets).index(half)
+            hits[-1] += res["gain_low"][j] <= gain_truth <= res["gain_high"][j]
+            above += gain_truth > res["gain_high"][j]
+        out[name] = float(hits.min() / sims)
+        if detail is not None:
+            detail[name] = {**{f"budget {int(k)}": float(h / sims) for k, h in zip(budgets, hits[:-1])},
+                            **({} if method == "expected_max_bootstrap" else
+                               {f"gain {half} to {draws}": float(hits[-1] / sims),
+                                "true gain above gain_high": above / sims})}
+    return out
