@@ -8,14 +8,14 @@ over its scenarios, the number the audit prints beside the interval (``ci_covera
 ``tests/audit/test_aggregate.py`` and ``tests/audit/test_sweep.py`` check a quick rerun against, within Monte-Carlo
 error.
 
-* table PoI (Clopper–Pearson with ties; and the dataset bootstrap it replaced, for comparison): 5, 7, 12, 20
+* table PoI (Clopper–Pearson with ties; and, for comparison, a bootstrap over datasets): 5, 7, 12, 20
   datasets; per-dataset differences N(μ, σ) rounded to 0.1 (null, +1, +3 SD, mostly ties);
 * table IQM of Δ (Tukey–McLaughlin): 5, 7, 12, 20 datasets; normal, t₃ and exponential differences;
 * sweep PoI and IQM of Δ (stratified bootstrap, 1000 resamples): 3, 5, 10 trials × 7 datasets; null, +1 SD,
   unequal SDs, heterogeneous effects;
 * expected-max curve (t over trials): 2, 3, 5 trials × 5, 20 hparams draws × 4 test domains; bivariate-normal
   validation/test accuracy with correlation 0.8 and 0.2; budgets 1, ⌈N/2⌉, N and the gain ⌈N/2⌉ → N; and the
-  bootstrap over draws it replaced (3 trials, for comparison).
+  percentile bootstrap over draws, for comparison (3 trials).
 
 Usage::
 
@@ -50,7 +50,7 @@ def _row(size: dict, scenarios: dict[str, float], sims: int, detail: dict | None
 def measure(sims: int, seed: int) -> dict:
     """Every method's rows (see the module docstring); ``sims`` for the closed-form intervals, sims/20 (at most 1000,
     fewer at more trials) for the stratified bootstraps, sims/10 for the expected-max curve and sims/40 for the
-    bootstrap of the curve it replaced."""
+    bootstrap of the curve measured for comparison."""
     rng = np.random.default_rng(seed)
     methods: dict[str, list] = {m: [] for m in iv.METHODS}
     for n in (5, 7, 12, 20):

@@ -173,8 +173,8 @@ TABLE_SCENARIOS = {"null": (0.0, 1.0), "small effect": (1.0, 1.0), "large effect
 def simulate_poi_table(n_datasets: int, sims: int, rng: np.random.Generator,
                        confidence: float = NOMINAL, method: str = "poi_table_clopper_pearson") -> dict[str, float]:
     """SIMULATED tables: per scenario of :data:`TABLE_SCENARIOS`, ``sims`` tables of ``n_datasets`` differences,
-    each table's PoI interval (``method``: the audit's Clopper–Pearson with ties, or the dataset bootstrap it
-    replaced); returns scenario → share of intervals that contain the population θ."""
+    each table's PoI interval (``method``: the audit's Clopper–Pearson with ties, or, for comparison, a
+    percentile bootstrap over datasets); returns scenario → share of intervals that contain the population θ."""
     out = {}
     for name, (mu, sd) in TABLE_SCENARIOS.items():
         d = np.round(rng.normal(mu, sd, (sims, n_datasets)), 1)
@@ -272,8 +272,8 @@ def search_truth(rho: float, s: float, k: int) -> float:
 
 def _bootstrap_of_draws(a: np.ndarray, v: np.ndarray, budgets: np.ndarray, confidence: float,
                         rng: np.random.Generator, n_boot: int = 200) -> tuple[np.ndarray, np.ndarray]:
-    """The interval the audit used before: percentile bootstrap of Dodge et al.'s eq. 1 curve over hparams draws (the
-    same resample of the draw columns for every row). Kept for the coverage comparison only."""
+    """A percentile bootstrap of Dodge et al.'s eq. 1 curve over hparams draws (the same resample of the draw columns
+    for every row), the usual way to put an interval on the curve; measured for comparison only."""
     big_n = a.shape[1]
     i = np.arange(1, big_n + 1)
     eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in budgets])
@@ -292,7 +292,7 @@ def simulate_search(trials: int, draws: int, sims: int, rng: np.random.Generator
     (the hparams shared by a trial's test domains, a trial effect N(0, 0.5²) shifting its accuracies); the audit's
     interval (:func:`dganalysis.audit.sweep.search_intervals`) at budgets 1, ⌈N/2⌉ and N and for the gain from ⌈N/2⌉
     to N. Returns scenario → the smallest coverage over those four intervals. ``method="expected_max_bootstrap"``:
-    the bootstrap over draws the audit used before (budgets only; it gave no interval for the gain). ``detail``, a
+    a percentile bootstrap over draws, for comparison (budgets only; it gives no interval for the gain). ``detail``, a
     dict, receives per scenario each interval's coverage and the share of sweeps whose true gain lay above
     ``gain_high`` (the miss that would flag a search saturated wrongly; nominal (1 − confidence)/2)."""
     from dganalysis.audit.sweep import search_intervals

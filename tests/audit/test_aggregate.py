@@ -251,7 +251,7 @@ def test_shipped_coverage_of_table_intervals_is_reproduced():
     _agrees(quick, row["scenarios"], sims, row["sims"])
     assert min(quick.values()) >= 0.90
     old = _shipped("poi_table_dataset_bootstrap", n_datasets=7)
-    assert old["coverage"] < 0.5  # the dataset bootstrap it replaced: [1, 1] when every dataset is won
+    assert old["coverage"] < 0.5  # a bootstrap over datasets: [1, 1] when every dataset is won
 
 
 def test_shipped_coverage_of_sweep_bootstrap_is_reproduced():
