@@ -1,42 +1,50 @@
-"""Claims against a baseline, one per (board, selection, dataset, algorithm ≠ baseline), with calibrated verdicts.
+"""Claims against a baseline, one per (board, selection, dataset, algorithm ≠ baseline), with verdicts whose
+family-wise error is at most α for every ratio of the two arms' variances.
 
 A *claim* is "algorithm A differs from the baseline B on dataset D under selection method S", measured by
 Δ = mean(A) − mean(B) in accuracy points on D's average over test environments (DomainBed's Avg column, computed per
 trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 
-* **the test** — Welch's t-test from the two cells' summaries (mean, standard deviation, n): SE_Δ² = s_A²/n_A +
-  s_B²/n_B with sample variances, Welch–Satterthwaite degrees of freedom (Welch 1947). It is exact under normal trial
-  accuracies and valid at n = 3 (df ≥ 2); a bootstrap over 3 trials is not (27 resamples, an interval too narrow),
-  so no verdict here rests on one. Runs of different algorithms are independent; where they share a trial's data
-  split the correlation is positive and Welch is conservative.
-* **the correction** — Holm's step-down adjustment (Holm 1979) over the *family* of one (board, selection): its
-  claims of all algorithms on all datasets (91 for DomainBed's 14 algorithms × 7 datasets). With algorithms identical
-  in distribution, a better/worse verdict appears in at most α of the audits (family-wise error rate).
-* **equivalence** — two one-sided tests (TOST; Schuirmann 1987) of |Δ| < rope from the same t statistic and df, their
-  p-value (the larger one-sided p) Holm-adjusted over the family too: "equivalent" is claimed for a true |Δ| = rope
-  in at most α of the audits.
-* **verdict** — ``equivalent`` when the TOST passes (a difference smaller than the ROPE does not matter, significant
-  or not), else ``better`` / ``worse`` when the Holm-adjusted Welch p < α (by the sign of Δ), else ``undecided``.
-  A cell without an SE (a table that gives none) or n < 2 is ``undecided`` and left out of the family.
-* **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ (Welch t); ``sim_low``/
-  ``sim_high``: simultaneous over the family (Bonferroni, level 1 − (1 − confidence)/m), the interval to read beside
-  the Holm verdicts (a claim whose simultaneous interval excludes 0 is decided; Holm may decide more).
-* **trials_needed** — trials per group for 80% power of the two-sided two-sample t-test (equal variances, df 2n − 2;
-  statsmodels ``TTestIndPower``'s formula) at level α/m (Holm's first step, m = testable claims in the family) if
-  the observed standardised effect — at the cautious end of the rounding box — were the truth: a planning figure,
-  not evidence. It can be ≤ n for a claim left undecided only by the published rounding.
+* **the test** — Welch's statistic from the two cells' summaries (mean, SD, n), its p-value *calibrated to the
+  worst case over the unknown variance ratio* (:mod:`dganalysis.stats.behrens_fisher`): Welch's own p-value is not
+  valid at n = 3 when the variances differ (its size reaches 4.6× the level at Holm's first step over 91 claims), the
+  calibrated one is, for every ratio, and keeps most of Welch's power. On a sweep, where both arms ran the same
+  trial seeds (DomainBed's ``trial_seed`` fixes the data split), the claim is tested *paired* instead: a t-test on
+  the per-seed differences, exact for any variances and correlation (df n − 1). Column ``test`` says which ran.
+* **equivalence** — two one-sided tests (TOST; Schuirmann 1987) of |Δ| < rope from the same statistic, each one-sided
+  p-value calibrated the same way (h(2p)/2).
+* **the family and its correction** — a verdict is a claim about error rates over a *family*; the reader chooses it
+  (``family``): ``"algorithm"`` (default; the family a paper claims: one algorithm against the baseline over the
+  datasets of one selection method and board), ``"dataset"`` (every algorithm against the baseline on one dataset)
+  or ``"table"`` (every claim of one selection method and board: 91 for DomainBed's table). Within a family, the
+  difference and the equivalence hypotheses of all claims go through one step-down
+  (:func:`dganalysis.stats.multiplicity.joint_step_down`): P(any false better, worse or equivalent) ≤ α. Every row
+  also carries ``verdict_table`` (the strict all-claims family's verdict), the unadjusted ``p`` and ``p_equiv`` and
+  the simultaneous intervals, so a reader can re-adjust for another family.
+* **verdict** — ``equivalent`` when the TOST passes, else ``better`` / ``worse`` when the difference is rejected (by
+  the sign of Δ), else ``undecided``. A cell without an SE or with n < 2 is ``undecided`` and out of the family.
+* **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ, inverted from the calibrated
+  test (valid for every variance ratio); ``sim_low``/``sim_high``: simultaneous over the family (Bonferroni, level
+  1 − (1 − confidence)/m), the interval to read beside the verdicts.
+* **planning** (:mod:`dganalysis.stats.planning`), for undecided claims only: ``trials_needed`` — trials per arm
+  for the audit's own test at the family's first-step level α/m to decide a true |Δ| = rope with 80% power, and
+  ``trials_equivalence`` — trials per arm to show equivalence within ±rope if the true Δ were 0; each with
+  ``_low``/``_high``, the same figure at the ends of the 80% interval of the SDs (estimated from n − 1 df). These
+  answer "how many trials would a study need", not "was this one powerful" (post-hoc power at the observed effect
+  says nothing new; Hoenig & Heisey 2001).
+* **why** — for an undecided claim, what stands between it and a verdict, in words with the number that would
+  change it (:func:`why_undecided`).
 
 **Published rounding.** A printed mean is a value in [mean − r/2, mean + r/2] and a printed SE one in
 [max(SE − r/2, 0), SE + r/2] (r: the resolution, 0.1 for one decimal): "± 0.0" means SE < 0.05, never zero. A
-verdict must hold over this whole box: the better/worse test uses |Δ| shrunk by the rounding of both means and the
+verdict must hold over this whole box: the difference test uses |Δ| shrunk by the rounding of both means and the
 largest p over the two SEs' box (Welch's df is not monotone in the SEs, so the corner is not enough; scaling both SEs
 up raises SE_Δ and leaves the df unchanged, so the worst case lies on the box's upper edges, searched at 17 points
-each);
-the TOST uses |Δ| grown by it and the same worst case over the SEs; the CI is widened alike. As every true value lies
-in the box, each p-value is at least the one the unrounded numbers would give, so the error rates hold. We also give
-``verdict_nominal`` (printed numbers taken at face value, a printed 0.0 SE as zero — what a naive reader computes,
-Holm over the same family) and ``rounding_changed`` where the two differ. An SE with ``se_ddof = 0`` (population
-standard deviation, DomainBed's) is converted to the sample one by × √(n/(n−1)).
+each); the TOST uses |Δ| grown by it and the same worst case over the SEs; the CI is widened alike. As every true
+value lies in the box and the calibration is monotone, each p-value is at least the one the unrounded numbers would
+give, so the error rates hold. ``verdict_nominal`` takes the printed numbers at face value (a printed 0.0 SE as zero —
+what a naive reader computes; same test and family) and ``rounding_changed`` marks where the two differ. An SE with
+``se_ddof = 0`` (population standard deviation, DomainBed's) is converted to the sample one by × √(n/(n−1)).
 
 The numerical core (:func:`decide`) works on arrays with any leading batch shape (the calibration tests run
 thousands of simulated families at once); :func:`claims` is the frame-level entry point.
@@ -44,41 +52,35 @@ thousands of simulated families at once); :func:`claims` is the frame-level entr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
+
+from dganalysis.stats import behrens_fisher as bf
+from dganalysis.stats import planning
+from dganalysis.stats.multiplicity import joint_step_down
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
 KEY = ["board", "selection", "dataset", "algorithm"]
+FAMILIES = {"algorithm": ["board", "selection", "algorithm"], "dataset": ["board", "selection", "dataset"],
+            "table": ["board", "selection"]}
+DEFAULT_FAMILY = "algorithm"
+FAMILY_WORDS = {"algorithm": "each algorithm vs {b} over the datasets", "dataset": "every algorithm vs {b} on each "
+                "dataset", "table": "every claim of the table"}
 CLAIM_COLUMNS = [
     "board", "selection", "dataset", "algorithm", "baseline", "mean", "baseline_mean", "delta", "se", "df", "ci_low",
-    "ci_high", "sim_low", "sim_high", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal", "rounding_changed",
-    "trials_needed", "n", "baseline_n", "m", "test", "correction",
+    "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal",
+    "rounding_changed", "verdict_table", "family", "m", "trials_needed", "trials_needed_low", "trials_needed_high",
+    "trials_equivalence", "trials_equivalence_low", "trials_equivalence_high", "n", "baseline_n", "paired", "test",
+    "correction", "why",
 ]
 GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
-TEST = "Welch t"
-TOST = "TOST (Welch t)"
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values along the last axis (Holm 1979); NaN entries are left out of the family and stay NaN.
-
-    Equal to ``statsmodels.stats.multitest.multipletests(p, method="holm")[1]`` per row (tested), vectorized over
-    the leading axes: sort, multiply the i-th smallest of m by (m − i), running maximum, clip at 1, unsort.
-    """
-    p = np.asarray(p, dtype=float)
-    nan = np.isnan(p)
-    m = (~nan).sum(axis=-1, keepdims=True)
-    order = np.argsort(np.where(nan, np.inf, p), axis=-1, kind="stable")
-    ps = np.take_along_axis(np.where(nan, np.inf, p), order, axis=-1)
-    rank = np.arange(p.shape[-1])
-    adj = np.maximum.accumulate(np.minimum(np.maximum(m - rank, 1) * np.where(np.isinf(ps), 1.0, ps), 1.0), axis=-1)
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, axis=-1)
-    return np.where(nan, np.nan, out)
+TEST = "Welch t calibrated over the variance ratio"
+TEST_PAIRED = "paired t over shared trial seeds"
+TOST = "TOST"
 
 
 @dataclass
@@ -92,37 +94,27 @@ class Decision:
     ci_high: np.ndarray
     sim_low: np.ndarray  # simultaneous (Bonferroni, level 1 − (1 − confidence)/m over the family)
     sim_high: np.ndarray
-    p: np.ndarray
+    p_welch: np.ndarray  # Welch's own two-sided p (worst case over the rounding box), not valid at small n
+    p: np.ndarray  # the valid two-sided p (calibrated, or paired), unadjusted
     p_adj: np.ndarray
     p_equiv: np.ndarray
     p_equiv_adj: np.ndarray
     verdict: np.ndarray  # int codes into VERDICTS
     p_nominal: np.ndarray
     verdict_nominal: np.ndarray
+    paired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def _welch(se_a, se_b, n_a, n_b):
-    """(SE of the difference, Welch df) from ddof-1 standard errors."""
-    va, vb = se_a**2, se_b**2
-    se = np.sqrt(va + vb)
+def _p_tost_raw(d_abs, se, df, rope):
+    """Welch's one-sided TOST p of |Δ| < rope at |Δ| = d_abs (the binding side), uncalibrated."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        den = np.where(va > 0, va**2 / (n_a - 1), 0.0) + np.where(vb > 0, vb**2 / (n_b - 1), 0.0)
-        df = np.where(den > 0, (va + vb) ** 2 / den, np.inf)
-    return se, df
-
-
-def _p_diff(d_abs, se, df):
-    """Two-sided Welch p of |Δ| = d_abs (zero SE: exact, p = 0 when d_abs > 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = 2 * stats.t.sf(d_abs / se, df)
-    return np.where(se > 0, p, np.where(d_abs > 0, 0.0, 1.0))
-
-
-def _p_tost(d_abs, se, df, rope):
-    """TOST p of |Δ| < rope at |Δ| = d_abs: the binding one-sided test, P(T ≤ (d_abs − rope)/se)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = stats.t.cdf((d_abs - rope) / se, df)
+        p = special.stdtr(df, (d_abs - rope) / se)
     return np.where(se > 0, p, np.where(d_abs < rope, 0.0, 1.0))
+
+
+def _one_sided(p1, n_a, n_b):
+    """Calibrated one-sided p: h(2p)/2 below ½ (T is symmetric at the boundary of the one-sided null)."""
+    return np.where(p1 < 0.5, bf.calibrate(np.minimum(2 * p1, 1.0), n_a, n_b) / 2, p1)
 
 
 def _verdicts(delta, p_adj, pe_adj, alpha):
@@ -152,33 +144,42 @@ class Summaries:
         return cls(*(frame[c + suffix].to_numpy() for c in ("mean", "se", "n", "se_ddof", "mean_res", "se_res")))
 
 
+@dataclass(frozen=True)
+class Paired:
+    """Per-claim paired differences A − B over the trial seeds both arms ran (NaN where a claim is not paired):
+    their ``mean``, standard error ``se`` (sample SD / √n) and number ``n``."""
+
+    mean: Any
+    se: Any
+    n: Any
+
+
 def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0, confidence: float = 0.95,
-           grid: int = GRID) -> Decision:
-    """Verdicts of a batch of claims A vs B from summaries; the last axis is one Holm family.
+           grid: int = GRID, paired: Paired | None = None) -> Decision:
+    """Verdicts of a batch of claims A vs B from summaries; the last axis is one family.
 
     The fields of ``a`` and ``b`` broadcast to one shape ``(..., m)``; SEs as given (``ddof`` 0: population-std SEs,
-    converted); NaN SE: no test (p NaN, undecided, out of the family). See the module docstring for the tests, the
-    rounding box and the verdicts.
+    converted); NaN SE: no test (p NaN, undecided, out of the family). ``paired``: where finite, the claim is tested
+    on its paired differences instead (exact t on n − 1 df; no rounding). See the module docstring.
     """
-    mean_a, se_a, n_a, ddof_a, mean_res_a, se_res_a = a.mean, a.se, a.n, a.ddof, a.mean_res, a.se_res
-    mean_b, se_b, n_b, ddof_b, mean_res_b, se_res_b = b.mean, b.se, b.n, b.ddof, b.mean_res, b.se_res
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise ValueError(f"alpha={alpha}, confidence={confidence}: expected values in (0, 1)")
     if not rope >= 0:
         raise ValueError(f"rope={rope}: expected a width ≥ 0 in accuracy points")
     arrs = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
-        mean_a, se_a, n_a, mean_b, se_b, n_b, ddof_a, ddof_b, mean_res_a, mean_res_b, se_res_a, se_res_b)))
+        a.mean, a.se, a.n, b.mean, b.se, b.n, a.ddof, b.ddof, a.mean_res, b.mean_res, a.se_res, b.se_res)))
     ma, sa, na, mb, sb, nb, da, db, mra, mrb, sra, srb = arrs
     ca = np.where(da == 0, np.sqrt(na / np.maximum(na - 1, 1)), 1.0)  # ddof-0 SE → ddof-1 SE
     cb = np.where(db == 0, np.sqrt(nb / np.maximum(nb - 1, 1)), 1.0)
     delta = ma - mb
     r = (mra + mrb) / 2  # Δ's rounding half-width
     ok = np.isfinite(sa) & np.isfinite(sb) & (na >= 2) & (nb >= 2)
-    # nominal: the printed numbers at face value
-    se_n, df_n = _welch(sa * ca, sb * cb, na, nb)
-    p_nom = np.where(ok, _p_diff(np.abs(delta), se_n, df_n), np.nan)
-    pe_nom = np.where(ok, _p_tost(np.abs(delta), se_n, df_n, rope), np.nan) if rope > 0 else np.full(delta.shape,
-                                                                                                       np.nan)
+    na_ok, nb_ok = np.where(ok, na, np.nan), np.where(ok, nb, np.nan)
+    # nominal: the printed numbers at face value, the same calibrated test
+    se_n, df_n = np.sqrt((sa * ca) ** 2 + (sb * cb) ** 2), bf.welch_df((sa * ca) ** 2, (sb * cb) ** 2, na, nb)
+    p_nom = np.where(ok, bf.calibrate(bf.welch_p(delta, se_n, df_n), na_ok, nb_ok), np.nan)
+    pe_nom = (np.where(ok, _one_sided(_p_tost_raw(np.abs(delta), se_n, df_n, rope), na_ok, nb_ok), np.nan)
+              if rope > 0 else np.full(delta.shape, np.nan))
     # conservative: worst case over the rounding box. Scaling both SEs up by k scales SE_Δ by k and leaves Welch's df
     # unchanged, so every maximum (of the p-values and of the CI half-width) lies on an upper edge of the box:
     # SE_A at its upper end with SE_B anywhere in its interval, or the reverse. Each edge is searched at `grid` points.
@@ -192,74 +193,81 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
                              np.broadcast_to(hi_b[..., None], (*hi_b.shape, len(u)))], axis=-1)
     else:
         ga, gb = sa[..., None], sb[..., None]
-    se_g, df_g = _welch(ga * ca[..., None], gb * cb[..., None], na[..., None], nb[..., None])
+    va, vb = (ga * ca[..., None]) ** 2, (gb * cb[..., None]) ** 2
+    se_g, df_g = np.sqrt(va + vb), bf.welch_df(va, vb, na[..., None], nb[..., None])
     d_lo = np.maximum(np.abs(delta) - r, 0.0)[..., None]
     d_hi = (np.abs(delta) + r)[..., None]
-    p = np.where(ok, _p_diff(d_lo, se_g, df_g).max(axis=-1), np.nan)
-    pe = (np.where(ok, _p_tost(d_hi, se_g, df_g, rope).max(axis=-1), np.nan) if rope > 0
-          else np.full(delta.shape, np.nan))
-    q = stats.t.ppf(1 - (1 - confidence) / 2, df_g)
-    half = np.where(ok, (q * se_g).max(axis=-1), np.nan)
+    p_welch = np.where(ok, bf.welch_p(d_lo, se_g, df_g).max(axis=-1), np.nan)
+    p = np.where(ok, bf.calibrate(p_welch, na_ok, nb_ok), np.nan)
+    pe = (np.where(ok, _one_sided(_p_tost_raw(d_hi, se_g, df_g, rope).max(axis=-1), na_ok, nb_ok), np.nan)
+          if rope > 0 else np.full(delta.shape, np.nan))
     m = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
-    q_sim = stats.t.ppf(1 - (1 - confidence) / (2 * m[..., None]), df_g)
-    half_sim = np.where(ok, (q_sim * se_g).max(axis=-1), np.nan)
-    p_adj, pe_adj = holm(p), holm(pe)
+    w_ci = bf.calibrated_level(np.full(delta.shape, 1 - confidence), na_ok, nb_ok)
+    w_sim = bf.calibrated_level(np.broadcast_to((1 - confidence) / m, delta.shape), na_ok, nb_ok)
+    with np.errstate(invalid="ignore"):
+        half = np.where(ok, (special.stdtrit(df_g, 1 - w_ci[..., None] / 2) * se_g).max(axis=-1), np.nan)
+        half_sim = np.where(ok, (special.stdtrit(df_g, 1 - w_sim[..., None] / 2) * se_g).max(axis=-1), np.nan)
+    se_out = np.where(ok, se_g.max(axis=-1), np.nan)
+    df_out = np.where(ok, df_g.min(axis=-1), np.nan)
+    lo_ci, hi_ci = delta - r - half, delta + r + half
+    lo_sim, hi_sim = delta - r - half_sim, delta + r + half_sim
+    is_paired = np.zeros(delta.shape, dtype=bool)
+    if paired is not None:
+        pm, ps, pn = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (paired.mean, paired.se, paired.n)))
+        is_paired = np.isfinite(pm) & np.isfinite(ps) & (pn >= 2)
+        ok = ok | is_paired
+        dfp = np.where(is_paired, pn - 1, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pp = np.where(ps > 0, 2 * special.stdtr(dfp, -np.abs(pm) / ps), np.where(pm != 0, 0.0, 1.0))
+            ppe = _p_tost_raw(np.abs(pm), ps, dfp, rope) if rope > 0 else np.full(delta.shape, np.nan)
+            mp = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
+            hp = special.stdtrit(dfp, 1 - (1 - confidence) / 2) * ps
+            hsp = special.stdtrit(dfp, 1 - (1 - confidence) / (2 * mp)) * ps
+        delta = np.where(is_paired, pm, delta)
+        p_welch = np.where(is_paired, np.nan, p_welch)
+        p, p_nom = np.where(is_paired, pp, p), np.where(is_paired, pp, p_nom)
+        pe, pe_nom = np.where(is_paired, ppe, pe), np.where(is_paired, ppe, pe_nom)
+        se_out, df_out = np.where(is_paired, ps, se_out), np.where(is_paired, dfp, df_out)
+        lo_ci, hi_ci = np.where(is_paired, pm - hp, lo_ci), np.where(is_paired, pm + hp, hi_ci)
+        lo_sim, hi_sim = np.where(is_paired, pm - hsp, lo_sim), np.where(is_paired, pm + hsp, hi_sim)
+    p_adj, pe_adj = joint_step_down(p, pe)
+    pn_adj, pen_adj = joint_step_down(p_nom, pe_nom)
     verdict = np.where(ok, _verdicts(delta, p_adj, pe_adj, alpha), 3).astype(np.int8)
-    verdict_nom = np.where(ok, _verdicts(delta, holm(p_nom), holm(pe_nom), alpha), 3).astype(np.int8)
-    return Decision(delta, np.where(ok, se_g.max(axis=-1), np.nan),
-                    np.where(ok, df_g.min(axis=-1), np.nan), delta - r - half, delta + r + half,
-                    delta - r - half_sim, delta + r + half_sim, p, p_adj,
-                    pe, pe_adj, verdict, p_nom, verdict_nom)
+    verdict_nom = np.where(ok, _verdicts(delta, pn_adj, pen_adj, alpha), 3).astype(np.int8)
+    return Decision(delta, se_out, df_out, lo_ci, hi_ci, lo_sim, hi_sim, p_welch, p, p_adj, pe, pe_adj, verdict,
+                    p_nom, verdict_nom, is_paired)
 
 
-def _power(effect, n, alpha):
-    """Power of the two-sided two-sample t-test with n per group (noncentral t; statsmodels ``TTestIndPower``'s
-    formula, which returns NaN for n in the thousands)."""
-    df = 2 * n - 2
-    nc = effect * np.sqrt(n / 2)
-    crit = stats.t.isf(alpha / 2, df)
-    with np.errstate(all="ignore"):
-        p = stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
-    # scipy's noncentral t returns NaN far in the tail (power ≈ 1): the normal approximation is exact enough there
-    approx = stats.norm.sf(crit - nc) + stats.norm.cdf(-crit - nc)
-    return np.where(np.isfinite(p), p, approx)
-
-
-def trials_needed(delta, sd_a, sd_b, alpha, power: float = 0.8, max_n: int = 10_000) -> np.ndarray:
-    """Trials per group for a two-sided two-sample t-test at level ``alpha`` to reach ``power`` if the true effect
-    were |delta| / √((sd_a² + sd_b²)/2) (noncentral t, as statsmodels ``TTestIndPower``; Cohen 1988), by bisection over n (power
-    grows with n). ``inf`` for a zero effect or more than ``max_n``; 2 for a noiseless difference; NaN where the SDs
-    are unknown."""
-    delta, sd_a, sd_b, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (delta, sd_a, sd_b, alpha)))
-    sd = np.sqrt((sd_a**2 + sd_b**2) / 2)
-    out = np.full(delta.shape, np.nan)
-    ok = np.isfinite(sd) & np.isfinite(delta)
-    out[ok & (np.abs(delta) == 0)] = np.inf
-    out[ok & (np.abs(delta) > 0) & (sd == 0)] = 2.0
-    todo = ok & (np.abs(delta) > 0) & (sd > 0)
-    if not todo.any():
-        return out
-    eff, a = np.abs(delta[todo]) / sd[todo], alpha[todo]
-    pw = lambda n: _power(eff, n, a)  # noqa: E731
-    lo, hi = np.full(eff.shape, 2.0), np.full(eff.shape, float(max_n))
-    reach = pw(hi) >= power
-    done_lo = pw(lo) >= power
-    for _ in range(int(np.ceil(np.log2(max_n))) + 1):
-        mid = np.floor((lo + hi) / 2)
-        good = pw(mid) >= power
-        hi = np.where(good, mid, hi)
-        lo = np.where(good, lo, mid)
-    res = np.where(done_lo, 2.0, np.where(reach, hi, np.inf))
-    out[todo] = res
-    return out
+def _paired_frame(trials: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Per (board, selection, dataset, algorithm ≠ baseline) whose trial seeds equal the baseline's (≥ 2 of them):
+    the mean, SE and n of the per-seed differences."""
+    key = ["board", "selection", "dataset"]
+    t = trials[["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]]
+    base = t[t["algorithm"] == baseline].drop(columns="algorithm")
+    other = t[t["algorithm"] != baseline]
+    j = other.merge(base, on=[*key, "trial_seed"], suffixes=("", "_b"), how="left")
+    j["d"] = j["acc"] - j["acc_b"]
+    g = j.groupby([*key, "algorithm"], sort=False)
+    per = g.agg(d_mean=("d", "mean"), d_sd=("d", lambda x: x.std(ddof=1)), n_pair=("d", "count"),
+                n_a=("acc", "size")).reset_index()
+    nb = base.groupby(key, sort=False).size().rename("n_b").reset_index()
+    per = per.merge(nb, on=key, how="left")
+    full = (per["n_pair"] == per["n_a"]) & (per["n_pair"] == per["n_b"]) & (per["n_pair"] >= 2)
+    per = per[full]
+    return per.assign(d_se=per["d_sd"] / np.sqrt(per["n_pair"]))[[*key, "algorithm", "d_mean", "d_se", "n_pair"]]
 
 
 def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope: float = 1.0,
-           confidence: float = 0.95, with_trials_needed: bool = True) -> pd.DataFrame:
+           confidence: float = 0.95, family: str = DEFAULT_FAMILY, trials: pd.DataFrame | None = None,
+           plan: bool = True) -> pd.DataFrame:
     """One row per (board, selection, dataset, algorithm ≠ ``baseline``) of the dataset-average cells (``env ==
     ""``) of a cells frame (:mod:`dganalysis.audit.tables` or :func:`dganalysis.audit.inputs.cells_from_trials`),
-    columns :data:`CLAIM_COLUMNS`. Families: one per (board, selection). A dataset without a baseline cell gives
-    no claims. See the module docstring."""
+    columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
+    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share every trial seed are tested
+    paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
+    claims. See the module docstring."""
+    if family not in FAMILIES:
+        raise ValueError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
     _check_cells(cells, baseline)
     avg = cells[cells["env"].fillna("") == ""] if "env" in cells else cells
     base = avg[avg["algorithm"] == baseline].set_index(["board", "selection", "dataset"])
@@ -267,35 +275,170 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     rows = other.join(base, on=["board", "selection", "dataset"], rsuffix="_b", how="inner")
     if rows.empty:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
+    rows = rows.reset_index(drop=True)
+    if trials is not None and not trials.empty:
+        pf = _paired_frame(trials, baseline)
+        rows = rows.merge(pf, on=["board", "selection", "dataset", "algorithm"], how="left")
+    else:
+        rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan)
     out = []
-    for (board, selection), fam in rows.groupby(["board", "selection"], sort=False):
-        d = decide(Summaries.from_frame(fam), Summaries.from_frame(fam, "_b"), alpha=alpha, rope=rope,
-                   confidence=confidence)
+    strict = {}
+    if family != "table":  # the strict all-claims family, for verdict_table
+        for _, fam in rows.groupby(FAMILIES["table"], sort=False):
+            d = _decide_frame(fam, alpha, rope, confidence)
+            strict.update(zip(fam.index, np.asarray(VERDICTS)[d.verdict], strict=True))
+    for keys, fam in rows.groupby(FAMILIES[family], sort=False):
+        d = _decide_frame(fam, alpha, rope, confidence)
         m = int(np.isfinite(d.p).sum())
+        board, selection = fam["board"].iloc[0], fam["selection"].iloc[0]
+        where = ", ".join(str(k) for k in (keys if isinstance(keys, tuple) else (keys,)) if k)
+        verdict = np.asarray(VERDICTS)[d.verdict]
+        test = np.where(d.paired, TEST_PAIRED, np.where(np.isfinite(d.p), TEST, "none (no SE or n < 2)"))
+        if rope > 0:
+            test = np.where(np.isfinite(d.p), np.char.add(test.astype(str), f" + {TOST}, rope ±{rope:g}"), test)
         frame = pd.DataFrame({
             "board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
             "algorithm": fam["algorithm"].to_numpy(), "baseline": baseline, "mean": fam["mean"].to_numpy(),
             "baseline_mean": fam["mean_b"].to_numpy(), "delta": d.delta, "se": d.se, "df": d.df,
-            "ci_low": d.ci_low, "ci_high": d.ci_high, "sim_low": d.sim_low, "sim_high": d.sim_high, "p": d.p, "p_adj": d.p_adj, "p_equiv": d.p_equiv,
-            "p_equiv_adj": d.p_equiv_adj, "verdict": np.asarray(VERDICTS)[d.verdict],
-            "verdict_nominal": np.asarray(VERDICTS)[d.verdict_nominal], "n": fam["n"].to_numpy(),
-            "baseline_n": fam["n_b"].to_numpy(), "m": m,
-            "test": np.where(np.isfinite(d.p), TEST + (f" + {TOST}, rope ±{rope:g}" if rope > 0 else ""),
-                             "none (no SE or n < 2)"),
-            "correction": f"Holm over {m} claims ({selection}{', ' + board if board else ''})",
-        })
+            "ci_low": d.ci_low, "ci_high": d.ci_high, "sim_low": d.sim_low, "sim_high": d.sim_high,
+            "p_welch": d.p_welch, "p": d.p, "p_adj": d.p_adj, "p_equiv": d.p_equiv, "p_equiv_adj": d.p_equiv_adj,
+            "verdict": verdict, "verdict_nominal": np.asarray(VERDICTS)[d.verdict_nominal],
+            "verdict_table": [strict.get(i, v) for i, v in zip(fam.index, verdict, strict=True)],
+            "family": family, "m": m, "n": fam["n"].to_numpy(), "baseline_n": fam["n_b"].to_numpy(),
+            "paired": d.paired, "test": test,
+            "correction": f"joint step-down over {m} claims ({FAMILY_WORDS[family].format(b=baseline)}: {where})",
+        }, index=fam.index)
         frame["rounding_changed"] = frame["verdict"] != frame["verdict_nominal"]
-        if with_trials_needed and m:
-            ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / (fam["n"] - 1)), 1.0)
-            cb = np.where(fam["se_ddof_b"] == 0, np.sqrt(fam["n_b"] / (fam["n_b"] - 1)), 1.0)
-            r = (fam["mean_res"].to_numpy() + fam["mean_res_b"].to_numpy()) / 2
-            sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
-            sd_b = (fam["se_b"] + fam["se_res_b"] / 2).to_numpy() * cb * np.sqrt(fam["n_b"].to_numpy())
-            frame["trials_needed"] = trials_needed(np.maximum(np.abs(d.delta) - r, 0.0), sd_a, sd_b, alpha / m)
-        else:
-            frame["trials_needed"] = np.nan
+        _add_plans(frame, fam, d, alpha, rope, m, plan)
         out.append(frame)
-    return pd.concat(out, ignore_index=True)[CLAIM_COLUMNS]
+    result = pd.concat(out).sort_index()
+    result["why"] = why_undecided(result, rows, alpha, rope, confidence)
+    return result.reset_index(drop=True)[CLAIM_COLUMNS]
+
+
+def _decide_frame(fam: pd.DataFrame, alpha: float, rope: float, confidence: float, res_scale: float = 1.0) -> Decision:
+    a, b = Summaries.from_frame(fam), Summaries.from_frame(fam, "_b")
+    if res_scale != 1.0:
+        a = Summaries(a.mean, a.se, a.n, a.ddof, a.mean_res * res_scale, a.se_res * res_scale)
+        b = Summaries(b.mean, b.se, b.n, b.ddof, b.mean_res * res_scale, b.se_res * res_scale)
+    pr = Paired(fam["d_mean"].to_numpy(), fam["d_se"].to_numpy(), fam["n_pair"].to_numpy())
+    return decide(a, b, alpha=alpha, rope=rope, confidence=confidence, paired=pr)
+
+
+def _sds(fam: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Trial SDs of both arms at the upper edge of the SE rounding box (ddof-1)."""
+    ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / np.maximum(fam["n"] - 1, 1)), 1.0)
+    cb = np.where(fam["se_ddof_b"] == 0, np.sqrt(fam["n_b"] / np.maximum(fam["n_b"] - 1, 1)), 1.0)
+    sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
+    sd_b = (fam["se_b"] + fam["se_res_b"] / 2).to_numpy() * cb * np.sqrt(fam["n_b"].to_numpy())
+    return sd_a, sd_b
+
+
+PLAN_COLUMNS = ["trials_needed", "trials_needed_low", "trials_needed_high", "trials_equivalence",
+                "trials_equivalence_low", "trials_equivalence_high"]
+
+
+def _add_plans(frame: pd.DataFrame, fam: pd.DataFrame, d: Decision, alpha: float, rope: float, m: int,
+               plan: bool) -> None:
+    for c in PLAN_COLUMNS:
+        frame[c] = np.nan
+    if not plan or rope <= 0 or m == 0:
+        return
+    sd_a, sd_b = _sds(fam)
+    und = (d.verdict == 3) & np.isfinite(d.p)
+    level = alpha / m
+    unp = und & ~d.paired & (sd_a > 0) & (sd_b > 0)
+    if unp.any():
+        n_a, n_b = fam["n"].to_numpy()[unp], fam["n_b"].to_numpy()[unp]
+        got = planning.trials_to_decide(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
+        eq = planning.trials_for_equivalence(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
+        for c, v in zip(PLAN_COLUMNS, [*got, *eq], strict=True):
+            frame.loc[frame.index[unp], c] = v
+    par = und & d.paired & (d.se > 0)
+    if par.any():
+        n = fam["n_pair"].to_numpy()[par]
+        sd_d = d.se[par] * np.sqrt(n)
+        got = planning.paired_trials(sd_d, n, rope, level, "difference")
+        eq = planning.paired_trials(sd_d, n, rope, level, "equivalence")
+        for c, v in zip(PLAN_COLUMNS, [*got, *eq], strict=True):
+            frame.loc[frame.index[par], c] = v
+
+
+def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: float, confidence: float) -> list[str]:
+    """Per claim, for an undecided one: what stands between it and a verdict, with the number that would change it
+    (empty for decided claims). Reasons, each checked by recomputing: the published rounding (decided at face value;
+    decided with means and SEs printed to one more decimal), the family (decided alone or in a smaller family), the
+    variance ratio (Welch's uncalibrated p would decide it), too few trials (the planning figure)."""
+    out = []
+    finer = {}
+    if (rows["mean_res"] > 0).any() or (rows["se_res"] > 0).any():
+        for _, fam in rows.groupby(FAMILIES["table"], sort=False):
+            keys = list(zip(fam["selection"], fam["board"], fam["dataset"], fam["algorithm"], strict=True))
+            fam1 = fam.assign(**{k: fam[k] for k in fam.columns})
+            d1 = _decide_frame(fam1, alpha, rope, confidence, res_scale=0.1)
+            p1 = _single_p(d1)
+            finer.update(zip(keys, p1, strict=True))
+    for _, r in cl.iterrows():
+        if r["verdict"] != "undecided":
+            out.append("")
+            continue
+        if not np.isfinite(r["p"]):
+            out.append("no test: the cell has no standard error or fewer than 2 trials")
+            continue
+        reasons = []
+        best = min(r["p"], r["p_equiv"]) if np.isfinite(r["p_equiv"]) else r["p"]
+        kind = "equivalent" if np.isfinite(r["p_equiv"]) and r["p_equiv"] <= r["p"] else (
+            "better" if r["delta"] > 0 else "worse")
+        if r["verdict_nominal"] != "undecided":
+            reasons.append(f"the published rounding: at face value it would be {r['verdict_nominal']}")
+        key = (r["selection"], r["board"], r["dataset"], r["algorithm"])
+        if key in finer and finer[key] < alpha / max(int(r["m"]), 1):
+            reasons.append("the printed precision: with means and SEs printed to one more decimal it would be "
+                           "decided")
+        if best < alpha:
+            k = int(np.floor(alpha / best))
+            reasons.append(f"the family: alone it would be {kind} (p = {best:.2g}); decided in a family of up to "
+                           f"{k} claims, this one has {int(r['m'])}")
+        if not r["paired"] and np.isfinite(r["p_welch"]) and r["p_welch"] < r["p"] and r["p_welch"] * r["m"] < alpha:
+            reasons.append(f"the variance ratio: Welch's uncalibrated p = {r['p_welch']:.2g} would pass, but at "
+                           f"n = {int(r['n'])} vs {int(r['baseline_n'])} it can exceed its level when the SDs differ")
+        if np.isfinite(r["trials_needed"]):
+            reasons.append(f"too few trials: about {_n(r['trials_needed'])} per arm (80% interval "
+                           f"{_n(r['trials_needed_low'])}–{_n(r['trials_needed_high'])}) would decide a difference "
+                           f"of ±{rope:g} points, {_n(r['trials_equivalence'])} would show equivalence if Δ were 0")
+        elif not reasons:
+            reasons.append(f"too few trials for this noise (p = {r['p']:.2g}, CI [{r['ci_low']:+.1f}, "
+                           f"{r['ci_high']:+.1f}])")
+        out.append("; ".join(reasons))
+    return out
+
+
+def _n(x: float) -> str:
+    return "more than 2000" if not np.isfinite(x) else f"{int(x)}"
+
+
+def _single_p(d: Decision) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.fmin(d.p, d.p_equiv)
+
+
+def trials_needed(delta, sd_a, sd_b, alpha, power: float = 0.8, max_n: int = 10_000) -> np.ndarray:
+    """Trials per arm for the calibrated Welch test at level ``alpha`` to reach ``power`` against a true
+    |Δ| = ``delta`` (a stated effect, e.g. the ROPE) at the given SDs (:func:`dganalysis.stats.planning.
+    trials_to_decide`'s point figure); ``inf`` for a zero effect or above ``max_n``; NaN where the SDs are unknown."""
+    delta, sd_a, sd_b, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (delta, sd_a, sd_b, alpha)))
+    out = np.full(delta.shape, np.nan)
+    ok = np.isfinite(sd_a) & np.isfinite(sd_b) & np.isfinite(delta)
+    out[ok & (np.abs(delta) == 0)] = np.inf
+    out[ok & (np.abs(delta) > 0) & ((sd_a == 0) | (sd_b == 0))] = 2.0
+    todo = ok & (np.abs(delta) > 0) & (sd_a > 0) & (sd_b > 0)
+    for lv in np.unique(alpha[todo]):
+        sel = todo & (alpha == lv)
+        for eff in np.unique(np.abs(delta[sel])):
+            s2 = sel & (np.abs(delta) == eff)
+            out[s2] = planning.trials_to_decide(sd_a[s2], sd_b[s2], 3, 3, float(eff), float(lv), power,
+                                                max_n=max_n)[0]
+    return out
 
 
 def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
@@ -312,23 +455,26 @@ def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
         raise ValueError(f"baseline {baseline!r} is not among the algorithms {algs}{hint}")
 
 
-def summary_counts(claims_df: pd.DataFrame) -> dict[str, int]:
-    """Number of claims per verdict (all four keys) and ``total``."""
-    counts = claims_df["verdict"].value_counts()
+def summary_counts(claims_df: pd.DataFrame, column: str = "verdict") -> dict[str, int]:
+    """Number of claims per verdict (all four keys) and ``total``; ``column``: ``verdict`` (the chosen family) or
+    ``verdict_table`` (the strict all-claims family)."""
+    counts = claims_df[column].value_counts()
     return {**{v: int(counts.get(v, 0)) for v in VERDICTS}, "total": len(claims_df)}
 
 
 def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
-    """One sentence stating a claim's verdict with n, the test and the correction."""
+    """One sentence stating a claim's verdict with n, the test, the family and, if undecided, why."""
     what = {"better": "better than", "worse": "worse than", "equivalent": f"equivalent (within ±{rope:g} points) to",
             "undecided": "undecided (not shown better, worse or equivalent) against"}[row["verdict"]]
     ci = (f"95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] (simultaneous over the family "
           f"[{row['sim_low']:+.2f}, {row['sim_high']:+.2f}])" if np.isfinite(row["ci_low"]) else "no CI (no SE)")
-    p = (f"Holm-adjusted p = {row['p_adj']:.3g}" + (f", TOST p = {row['p_equiv_adj']:.3g}" if rope > 0 else "")
+    p = (f"p = {row['p']:.3g}, adjusted {row['p_adj']:.3g}" + (f", TOST p adjusted {row['p_equiv_adj']:.3g}"
+                                                               if rope > 0 else "")
          if np.isfinite(row["p_adj"]) else "no test")
     extra = (f" (the printed numbers taken at face value would say {row['verdict_nominal']}: the difference rests on "
              "rounding)") if row.get("rounding_changed") else ""
+    why = f" Why undecided: {row['why']}." if row.get("why") else ""
     sel = f"{row['selection']}{', ' + row['board'] if row['board'] else ''}"
     return (f"{row['algorithm']} is {what} {row['baseline']} on {row['dataset']} ({sel}): Δ = {row['delta']:+.2f} "
             f"points, {ci}, n = {int(row['n'])} vs {int(row['baseline_n'])} trials, {row['test']}, {p} "
-            f"({row['correction']}, α = {alpha:g}){extra}.")
+            f"({row['correction']}, α = {alpha:g}){extra}.{why}")

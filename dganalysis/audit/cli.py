@@ -16,8 +16,9 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the ``audit`` verb."""
     parser.description = (
         "Calibrated verdicts on domain-generalization results: per (selection, dataset, algorithm) against a "
-        "baseline — better, worse, equivalent (within ±rope points) or undecided — from Welch t-tests and TOST on "
-        "the dataset averages over trials, Holm-corrected over each selection method's claims; across datasets the "
+        "baseline — better, worse, equivalent (within ±rope points) or undecided — from Welch's statistic with its "
+        "p-value calibrated over the unknown variance ratio (paired t where a sweep's arms share trial seeds) and "
+        "TOST on the dataset averages over trials, one step-down per family (--family); across datasets the "
         "probability of improvement, IQM, Wilcoxon/Friedman and the Bayesian signed-rank test. INPUT is a sweep "
         "directory (ours or DomainBed's, read as `collect` reads it), a published table (.tex from DomainBed's "
         "collect_results --latex, or .csv with selection, dataset, algorithm, mean, se, n), or shipped:domainbed / "
@@ -31,6 +32,14 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="family-wise error level of the claims (0.05)")
     parser.add_argument("--rope", type=float, default=1.0,
                         help="region of practical equivalence, ± accuracy points (default 1.0; 0 = no equivalence)")
+    parser.add_argument("--family", default="algorithm", choices=["algorithm", "dataset", "table"],
+                        help="the family over which the error rate α holds: 'algorithm' (default; one algorithm vs "
+                             "the baseline over the datasets of one selection method — the family a paper claims), "
+                             "'dataset' (every algorithm vs the baseline on one dataset) or 'table' (every claim of "
+                             "one selection method: the strictest). The summary shows the all-claims family beside")
+    parser.add_argument("--unpaired", action="store_true",
+                        help="test a sweep's claims unpaired even where both arms ran the same trial seeds "
+                             "(default: paired there — exact for any variances)")
     parser.add_argument("--reference", default=None, metavar="TABLE",
                         help="compare every input cell by cell with this published table (consistent/lower/higher)")
     parser.add_argument("--trials", type=int, default=None, metavar="N",
@@ -79,7 +88,8 @@ def main_audit(args: argparse.Namespace) -> int:
 
     out, err = [], []
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
-                       reference_table=args.reference, trials=args.trials, seed=args.seed)
+                       reference_table=args.reference, trials=args.trials, seed=args.seed, family=args.family,
+                       paired=not args.unpaired)
     for line in result.summary_lines():
         out.append(line + "\n")
     for a in result.audits:
@@ -136,7 +146,8 @@ def _memo(args: argparse.Namespace) -> Any:
         except metadata.PackageNotFoundError:
             versions[lib] = None
     parts = [[str(Path(p).resolve()) if Path(p).exists() else str(p) for p in args.inputs], files, args.baseline,
-             args.selection, args.alpha, args.rope, args.reference, args.trials, args.seed,
+             args.selection, args.alpha, args.rope, args.reference, args.trials, args.seed, args.family,
+             args.unpaired,
              str(Path(args.json).resolve()) if args.json else None,
              str(Path(args.output).resolve()) if args.output else None, versions]
     return SweepMemo(sweeps, "audit", parts, code="*")

@@ -1,11 +1,11 @@
 """Reproduction check: a sweep (or a table) against a published table, cell by cell.
 
 "I can't reproduce your numbers — is my lower number noise?" Each (selection, dataset, algorithm) present in both
-gets Δ = ours − reference on the dataset average (points) and the tests of :mod:`dganalysis.audit.claims` — Welch t
-from both cells' summaries, TOST within ±rope, the published table's rounding honoured (worst case over its rounding
-box), Holm over the cells of one selection (and reference board) — and a verdict: ``consistent`` (equivalent within
-±rope), ``lower`` / ``higher`` (a decided difference), or ``undecided`` (neither: more trials needed, see
-``trials_needed``). Consistency is the TOST: it is claimed for a true |Δ| = rope in at most α of the checks.
+gets Δ = ours − reference on the dataset average (points) and the tests of :mod:`dganalysis.audit.claims` — Welch's
+statistic with its p-value calibrated over the variance ratio, TOST within ±rope, the published table's rounding
+honoured (worst case over its rounding box), one joint step-down over the cells of one selection (and reference
+board) — and a verdict: ``consistent`` (equivalent within ±rope), ``lower`` / ``higher`` (a decided difference), or
+``undecided`` (neither; ``trials_needed``: trials per arm that would decide a difference of ±rope with 80% power). Consistency is the TOST: it is claimed for a true |Δ| = rope in at most α of the checks.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
         cb = np.where(fam["se_ddof_r"] == 0, np.sqrt(fam["n_r"] / (fam["n_r"] - 1)), 1.0)
         sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
         sd_b = (fam["se_r"] + fam["se_res_r"] / 2).to_numpy() * cb * np.sqrt(fam["n_r"].to_numpy())
-        r = (fam["mean_res"].to_numpy() + fam["mean_res_r"].to_numpy()) / 2
-        need = trials_needed(np.maximum(np.abs(d.delta) - r, 0.0), sd_a, sd_b, alpha / max(m, 1))
+        undecided = d.verdict == VERDICTS.index("undecided")
+        need = (trials_needed(np.full(len(fam), rope), sd_a, sd_b, alpha / max(m, 1)) if rope > 0
+                else np.full(len(fam), np.nan))
+        need = np.where(undecided & np.isfinite(d.p), need, np.nan)
         out.append(pd.DataFrame({
             "reference_board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
             "algorithm": fam["algorithm"].to_numpy(), "mean": fam["mean"].to_numpy(),
@@ -51,7 +53,7 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
             "p_adj": d.p_adj, "p_equiv_adj": d.p_equiv_adj,
             "verdict": [REFERENCE_VERDICTS[VERDICTS[v]] for v in d.verdict], "n": fam["n"].to_numpy(),
             "reference_n": fam["n_r"].to_numpy(), "trials_needed": need,
-            "test": f"Welch t + TOST (Welch t), rope ±{rope:g}; reference rounding honoured",
-            "correction": f"Holm over {m} cells ({selection}{', ' + board if board else ''})",
+            "test": f"Welch t calibrated over the variance ratio + TOST, rope ±{rope:g}; reference rounding honoured",
+            "correction": f"joint step-down over {m} cells ({selection}{', ' + board if board else ''})",
         }))
     return pd.concat(out, ignore_index=True)[REF_COLUMNS]

@@ -52,14 +52,64 @@ class InputAudit:
     sweep: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def summary_line(self, alpha: float) -> str:
-        """``audit <input>: k better, m worse, e equivalent, u undecided of N claims (selection, Holm α)`` per family."""
-        parts = []
-        for (board, sel), fam in self.claims.groupby(["board", "selection"], sort=False):
-            c = claims.summary_counts(fam)
-            parts.append(f"{c['better']} better, {c['worse']} worse, {c['equivalent']} equivalent, {c['undecided']} "
-                         f"undecided of {c['total']} claims ({sel}{', ' + board if board else ''}, Holm α={alpha:g})")
-        return f"audit {self.input.name}: " + ("; ".join(parts) if parts else "no claims (no baseline cells)")
+    def summary_lines(self, alpha: float) -> list[str]:
+        """One screen for any number of families: a header naming the family and test, one line per selection
+        method with the verdict counts under the chosen family beside the strict all-claims family's (summed over
+        boards), and one line counting what keeps the undecided claims undecided (:func:`reason_counts`)."""
+        name = self.input.name
+        if self.claims.empty:
+            return [f"audit {name}: no claims (no baseline cells)"]
+        fam = str(self.claims["family"].iloc[0])
+        base = str(self.claims["baseline"].iloc[0])
+        boards = self.claims["board"].nunique()
+        paired = int(self.claims["paired"].sum())
+        test = (f"{paired} of {len(self.claims)} claims paired over shared trial seeds, the rest " if paired else "")
+        lines = [f"audit {name} ({self.input.kind}{f', {boards} boards' if boards > 1 else ''}): family = "
+                 f"{claims.FAMILY_WORDS[fam].format(b=base)}; {test}Welch t calibrated over the variance ratio; "
+                 f"joint step-down, α={alpha:g}"]
+        for sel, part in self.claims.groupby("selection", sort=False):
+            c, t = claims.summary_counts(part), claims.summary_counts(part, "verdict_table")
+            strict = (f" [all-claims family: {t['better']}/{t['worse']}/{t['equivalent']}/{t['undecided']}]"
+                      if fam != "table" else "")
+            lines.append(f"  {sel}: {c['better']} better, {c['worse']} worse, {c['equivalent']} equivalent, "
+                         f"{c['undecided']} undecided of {c['total']} claims{strict}")
+        why = reason_counts(self.claims)
+        if why:
+            lines.append("  undecided because (a claim may have several reasons): "
+                         + ", ".join(f"{k} {v}" for k, v in why.items()))
+        return lines
+
+    def family_notes(self) -> list[dict[str, Any]]:
+        """Per (board, selection): the counts under the chosen family and the strict one, and the reasons."""
+        out = []
+        for (board, sel), part in self.claims.groupby(["board", "selection"], sort=False):
+            c, t = claims.summary_counts(part), claims.summary_counts(part, "verdict_table")
+            why = reason_counts(part)
+            text = (f"{c['better']} better, {c['worse']} worse, {c['equivalent']} equivalent, {c['undecided']} "
+                    f"undecided of {c['total']} ({part['family'].iloc[0]} family); all-claims family: "
+                    f"{t['better']} better, {t['worse']} worse, {t['equivalent']} equivalent, {t['undecided']} "
+                    "undecided" + ("; undecided because: " + ", ".join(f"{k} {v}" for k, v in why.items())
+                                   if why else ""))
+            out.append({"board": board, "selection": sel, "counts": c, "counts_all_claims": t, "why": why,
+                        "note": text})
+        return out
+
+
+REASONS = {"the published rounding": "rounding", "the printed precision": "printed precision",
+           "the family": "family size", "the variance ratio": "variance ratio", "too few trials": "too few trials",
+           "no test": "no SE"}
+
+
+def reason_counts(cl: pd.DataFrame) -> dict[str, int]:
+    """How many undecided claims name each reason in their ``why`` (see :func:`dganalysis.audit.claims.
+    why_undecided`)."""
+    counts: dict[str, int] = {}
+    for text in cl.loc[cl["verdict"] == "undecided", "why"]:
+        for part in str(text).split("; "):
+            for prefix, label in REASONS.items():
+                if part.startswith(prefix):
+                    counts[label] = counts.get(label, 0) + 1
+    return counts
 
 
 @dataclass
@@ -71,7 +121,8 @@ class AuditResult:
     notes: list[str] = field(default_factory=list)  #: optional inputs left out, and why
 
     def summary_lines(self) -> list[str]:
-        return [a.summary_line(self.settings["alpha"]) for a in self.audits] + [f"audit {n}" for n in self.notes]
+        return [line for a in self.audits for line in a.summary_lines(self.settings["alpha"])] + [
+            f"audit {n}" for n in self.notes]
 
     def to_json(self) -> dict[str, Any]:
         """The machine contract: ``claims`` and ``aggregate`` (its required keys, plus ``input`` and more per row),
@@ -83,7 +134,7 @@ class AuditResult:
         for a in self.audits:
             name = a.input.name
             out["inputs"].append({"input": name, "kind": a.input.kind, "notes": a.notes + a.input.notes,
-                                  "cells": int(len(a.input.cells))})
+                                  "cells": int(len(a.input.cells)), "families": _clean(a.family_notes())})
             out["claims"] += _records(a.claims, name)
             out["aggregate"] += _records(a.aggregate, name)
             out["wilcoxon"] += _records(a.wilcoxon, name)
@@ -202,7 +253,8 @@ def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[s
 def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
               alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
               trials: int | None = None, confidence: float = 0.95, reps: int = 2000, seed: int = 0,
-              sweep_analyses: bool = True, optional: Sequence[str | Path] = ()) -> AuditResult:
+              sweep_analyses: bool = True, optional: Sequence[str | Path] = (),
+              family: str = claims.DEFAULT_FAMILY, paired: bool = True) -> AuditResult:
     """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
     three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
     table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
@@ -210,6 +262,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     out with a note (:attr:`AuditResult.notes`) instead of stopping the audit."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")
+    if family not in claims.FAMILIES:
+        raise ValueError(f"family={family!r}: expected one of {sorted(claims.FAMILIES)}")
     if not (isinstance(rope, (int, float)) and math.isfinite(rope) and rope >= 0):
         raise ValueError(f"rope={rope!r}: expected a width ≥ 0 in accuracy points")
     selections = parse_selections(selection)
@@ -239,7 +293,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     audits = []
     for inp in loaded:
         with _stage(inp.name, "claims and across-dataset tests"):
-            cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence)
+            cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence, family=family,
+                               trials=inp.trials if paired else None)
             agg = aggregate.per_algorithm(inp.cells, inp.trials, baseline, rope=rope, confidence=confidence,
                                           reps=reps, seed=seed)
             audit = InputAudit(inp, cl, agg, aggregate.wilcoxon_pairs(inp.cells, alpha=alpha),
@@ -255,11 +310,15 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
                 audit.sweep, notes = _sweep_analyses(inp, selections, confidence)
             audit.notes += notes
         audits.append(audit)
-    settings = {"baseline": baseline, "selections": selections, "alpha": alpha, "rope": rope,
+    settings = {"baseline": baseline, "selections": selections, "alpha": alpha, "rope": rope, "family": family,
+                "paired": paired,
                 "confidence": confidence, "reference": str(reference_table) if reference_table else None,
                 "trials": trials, "bootstrap_reps": reps, "seed": seed, "provenance": provenance.stamp(),
-                "tests": {"claims": "Welch t (two-sided) and TOST within ±rope from Welch t; Holm per (board, "
-                                    "selection); published rounding honoured (worst case over the rounding box)",
+                "tests": {"claims": "Welch t with its p-value calibrated to the worst case over the variance ratio "
+                                    "(valid for every ratio), or a paired t over shared trial seeds; TOST within "
+                                    "±rope from the same statistic; one step-down over both kinds per family "
+                                    f"({claims.FAMILY_WORDS[family].format(b=baseline)}); published rounding "
+                                    "honoured (worst case over the rounding box)",
                           "aggregate": "probability of improvement and IQM (rliable metrics) with stratified "
                                        "bootstrap CIs (sweeps) or a dataset bootstrap (tables); Bayesian signed-rank "
                                        "(baycomp) with the ROPE",
