@@ -9,7 +9,8 @@ dict>`` (``tests/reference/test_domainbed_scripts_sweep.py`` compares both with 
 ``Job``). Each run's command is DomainBed's with ``domainbed`` replaced by ``dganalysis``:
 ``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``domainbed_exact`` mode), so the records
 equal those of DomainBed's sweep. A run is Done when its folder holds ``done``, Incomplete when the folder exists
-without it, Not launched otherwise; ``launch`` starts the Not launched ones, ``delete_incomplete`` deletes the
+without it, Not launched otherwise; ``launch`` checks first what the runs to launch need (our preflight: the data
+and pretrained weight files, :func:`preflight`; not for the ``dummy`` launcher; ``--no_preflight`` skips it) and starts the Not launched ones, ``delete_incomplete`` deletes the
 Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's.
 
 Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
@@ -227,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--holdout_fraction", type=float, default=0.2)
     p.add_argument("--single_test_envs", action="store_true")
     p.add_argument("--skip_confirmation", action="store_true")
+    p.add_argument("--no_preflight", action="store_true",
+                   help="ours: launch without first checking that the data and weight files are there")
     return p
 
 
@@ -238,6 +241,42 @@ def make_jobs(args: argparse.Namespace) -> list[Job]:
         task=args.task, holdout_fraction=args.holdout_fraction, single_test_envs=args.single_test_envs,
         hparams=args.hparams)
     return [Job(a, args.output_dir) for a in args_list]
+
+
+def _mnist_problem(data_dir: str) -> str | None:
+    """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
+    from pathlib import Path
+
+    root = Path(data_dir)
+    for folder in (root / "MNIST" / "raw", root / "raw", root):
+        if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
+               for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                         "t10k-labels-idx1-ubyte")):
+            return None
+    return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
+            "DomainBed's python -m domainbed.scripts.download fetches them")
+
+
+def preflight(jobs: Sequence[Job]) -> list[str]:
+    """What the runs need and lack, checked before anything is launched (our sweep's preflight,
+    :func:`dganalysis.preflight.job_problems`: data folders and pretrained weight files; MNIST's raw files)."""
+    from dganalysis.preflight import job_problems
+    from dganalysis.scripts import train
+
+    parser = train.build_parser()
+    ours, problems = [], []
+    for job in jobs:
+        argv = []
+        for k, v in job.train_args.items():
+            argv += [f"--{k}", *([str(x) for x in v] if isinstance(v, list) else [str(v)])]
+        a = parser.parse_args(argv)
+        if a.dataset in train.MNIST_DATASETS:
+            p = _mnist_problem(a.data_dir)
+            if p and p not in problems:
+                problems.append(p)
+            continue
+        ours.append(train.job_from_args(a))
+    return problems + job_problems(ours)
 
 
 def _confirm() -> bool:
@@ -277,6 +316,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "launch":
         to_launch = [j for j in jobs if j.state == Job.NOT_LAUNCHED]
         print(f"About to launch {len(to_launch)} jobs.")
+        check = to_launch and not args.no_preflight and args.command_launcher != "dummy"  # dummy runs nothing
+        problems = preflight(to_launch) if check else []
+        if problems:
+            from dganalysis.preflight import format_problems
+
+            sys.stderr.write("sweep: nothing launched: " + format_problems(problems, "before launching") + "\n")
+            return 2
         if not args.skip_confirmation and not _confirm():
             return 0
         print("Launching...")

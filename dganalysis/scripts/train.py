@@ -117,13 +117,21 @@ def check_flags(args: argparse.Namespace) -> None:
             raise Refused(f"--hparams {args.hparams!r}: expected a JSON object of hyperparameters")
 
 
+def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
+    """Where our dataset builder finds DomainBed's ``--data_dir``: ``mnist_dir`` for its MNIST datasets (the folder
+    holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious; nothing for the Debug ones."""
+    if not data_dir or dataset.startswith("Debug"):
+        return {}
+    return {"mnist_dir": data_dir} if dataset in MNIST_DATASETS else {"root": data_dir}
+
+
 def job_from_args(args: argparse.Namespace):
     """The :class:`dganalysis.job.Job` DomainBed's ``train.py`` runs for these flags."""
     from dganalysis.job import Job
 
     names = DOMAINBED_ENVIRONMENTS[args.dataset]
     test = [names[i] for i in args.test_envs]
-    kwargs = {"mnist_dir": args.data_dir} if args.dataset in MNIST_DATASETS and args.data_dir else {}
+    kwargs = data_kwargs(args.dataset, args.data_dir)
     return Job(
         args.dataset, args.algorithm, [d for d in names if d not in test], test,
         hparams_seed=args.hparams_seed, trial_seed=args.trial_seed,
@@ -233,8 +241,7 @@ def run(args: argparse.Namespace) -> Path:
             train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, num_workers=args.n_workers,
                                 n_threads=runtime.threads)
     else:
-        train.run_job(job, out, data_dir=args.data_dir, device=args.device, precision=args.precision,
-                      threads=args.threads)
+        train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads)
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
     records = _domainbed_args(out / "results.jsonl", db_args)
     losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)

@@ -153,3 +153,15 @@ def test_sweep_folders_are_md5_of_the_arguments(tmp_path):
         digest = hashlib.md5(json.dumps(plain, sort_keys=True).encode()).hexdigest()
         assert job.output_dir == str(tmp_path / digest) and job.state == drop_in_sweep.Job.NOT_LAUNCHED
         assert job.command_str.startswith("python -m dganalysis.scripts.train --algorithm ERM --data_dir /d ")
+
+
+def test_sweep_launch_checks_the_data_first(tmp_path, capsys):
+    """A launch whose runs lack their data launches nothing and writes no folder (DomainBed's would start every run
+    to fail); each problem is named. The dummy launcher, which runs nothing, is not checked."""
+    flags = ["--datasets", "ColoredMNIST", "PACS", "--algorithms", "ERM", "--n_hparams", "1", "--n_trials", "1",
+             "--data_dir", str(tmp_path / "nodata"), "--output_dir", str(tmp_path / "runs"), "--skip_confirmation"]
+    assert drop_in_sweep.main(["launch", *flags, "--command_launcher", "local"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing launched" in err and "no MNIST raw files" in err and "PACS" in err
+    assert not (tmp_path / "runs").exists()
+    assert drop_in_sweep.main(["launch", *flags, "--command_launcher", "dummy"]) == 0
