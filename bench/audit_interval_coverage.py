@@ -8,12 +8,12 @@ over its scenarios, the number the audit prints beside the interval (``ci_covera
 ``tests/audit/test_aggregate.py`` and ``tests/audit/test_sweep.py`` check a quick rerun against, within Monte-Carlo
 error.
 
-* table PoI (Clopper–Pearson with ties; and, for comparison, a bootstrap over datasets): 5, 7, 12, 20
+* table PoI (Clopper–Pearson with ties; and, for comparison, a bootstrap over datasets): 3, 5, 7, 12, 20, 40
   datasets; per-dataset differences N(μ, σ) rounded to 0.1 (null, +1, +3 SD, mostly ties);
-* table IQM of Δ (Tukey–McLaughlin): 5, 7, 12, 20 datasets; normal, t₃ and exponential differences;
-* sweep PoI and IQM of Δ (stratified bootstrap, 1000 resamples): 3, 5, 10 trials × 7 datasets; null, +1 SD,
+* table IQM of Δ (Tukey–McLaughlin): 3, 5, 7, 12, 20, 40 datasets; normal, t₃ and exponential differences;
+* sweep PoI and IQM of Δ (stratified bootstrap, 1000 resamples): 2, 3, 5, 10 trials × 7 datasets; null, +1 SD,
   unequal SDs, heterogeneous effects;
-* expected-max curve (t over trials): 2, 3, 5 trials × 5, 20 hparams draws × 4 test domains; bivariate-normal
+* expected-max curve (t over trials): 2, 3, 5, 10 trials × 5, 20, 50 hparams draws × 4 test domains; bivariate-normal
   validation/test accuracy with correlation 0.8 and 0.2; budgets 1, ⌈N/2⌉, N and the gain ⌈N/2⌉ → N; and the
   percentile bootstrap over draws, for comparison (3 trials).
 
@@ -53,22 +53,22 @@ def measure(sims: int, seed: int) -> dict:
     bootstrap of the curve measured for comparison."""
     rng = np.random.default_rng(seed)
     methods: dict[str, list] = {m: [] for m in iv.METHODS}
-    for n in (5, 7, 12, 20):
+    for n in (3, 5, 7, 12, 20, 40):
         methods["poi_table_clopper_pearson"].append(
             _row({"n_datasets": n}, iv.simulate_poi_table(n, sims, rng), sims))
         methods["iqm_delta_table_trimmed_t"].append(_row({"n_datasets": n}, iv.simulate_iqm_table(n, sims, rng), sims))
     boot = max(100, min(1000, sims // 20))
     methods["poi_table_dataset_bootstrap"].append(_row(
         {"n_datasets": 7}, iv.simulate_poi_table(7, boot, rng, method="poi_table_dataset_bootstrap"), boot))
-    for runs in (3, 5, 10):
+    for runs in (2, 3, 5, 10):
         n = max(100, boot * 3 // runs)
         got = iv.simulate_sweep_aggregate(runs, n, rng)
         methods["poi_sweep_stratified_bootstrap"].append(_row({"runs": runs, "n_datasets": 7}, got["poi"], n))
         methods["iqm_delta_sweep_stratified_bootstrap"].append(
             _row({"runs": runs, "n_datasets": 7}, got["iqm_delta"], n))
     search = max(200, sims // 10)
-    for trials in (2, 3, 5):
-        for draws in (5, 20):
+    for trials in (2, 3, 5, 10):
+        for draws in (5, 20, 50):
             detail: dict = {}
             got = iv.simulate_search(trials, draws, search, rng, detail=detail)
             methods["expected_max_trials_t"].append(_row({"trials": trials, "draws": draws}, got, search, detail))

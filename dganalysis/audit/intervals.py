@@ -34,6 +34,8 @@ from scipy import special, stats
 #: the level the shipped coverage table was measured at
 NOMINAL = 0.95
 COVERAGE_FILE = "interval_coverage.json"
+#: :func:`coverage` answers for sizes up to this factor outside the simulated range, NaN beyond
+RANGE_FACTOR = 1.5
 
 #: ``ci_method`` texts, one per interval construction (also the keys of the coverage table)
 METHODS = {
@@ -136,7 +138,8 @@ def coverage(method: str, confidence: float = NOMINAL, **size: float) -> float:
     """The smallest coverage measured on simulated data for interval ``method`` (a key of :data:`METHODS`) at the
     simulated size nearest to ``size`` (e.g. ``n_datasets=7``; ``runs=3``; ``trials=3, draws=20``: nearest in the
     log of each given size), over the scenarios simulated there. NaN when ``confidence`` is not the level measured
-    (:data:`NOMINAL`) or the method was not measured."""
+    (:data:`NOMINAL`), the method was not measured, or a given size lies outside the simulated range by more than a
+    factor :data:`RANGE_FACTOR` (a coverage measured elsewhere says little there)."""
     if method not in METHODS:
         raise ValueError(f"coverage: unknown interval method {method!r}; expected one of {list(METHODS)}")
     if not math.isclose(confidence, NOMINAL):
@@ -145,9 +148,13 @@ def coverage(method: str, confidence: float = NOMINAL, **size: float) -> float:
         rows = coverage_table()["methods"][method]["rows"]
     except (FileNotFoundError, KeyError):
         return float("nan")
-    keys = [k for k in size if size[k] is not None and size[k] > 0]
+    keys = [k for k in size if size[k] is not None and size[k] > 0 and any(k in r["size"] for r in rows)]
     if not rows:
         return float("nan")
+    for k in keys:
+        simulated = [r["size"][k] for r in rows if k in r["size"]]
+        if not min(simulated) / RANGE_FACTOR <= size[k] <= max(simulated) * RANGE_FACTOR:
+            return float("nan")
 
     def dist(row: dict) -> float:
         return sum(abs(math.log(row["size"][k] / size[k])) for k in keys if k in row["size"])

@@ -270,7 +270,7 @@ def expected_max_curve(
     Interval (:func:`search_intervals`): a Student-t interval at ``confidence`` over trials of each trial's unbiased
     (without-replacement) estimate, column ``expected_max_unbiased`` its centre. It is not a bootstrap of a maximum
     (a bootstrap resample of N draws holds fewer distinct values, so its maxima sit below the curve; measured
-    coverage 0.43–0.48 where such an interval was simulated for comparison). Dodge et al.'s
+    coverage 0.45–0.50 where such an interval was simulated for comparison). Dodge et al.'s
     ``expected_max`` is kept as the point estimate; it is biased low for k near N (at k = N the unbiased estimate is
     the largest draw), and may then lie under ``ci_low``. ``ci_coverage``: the interval's coverage measured on
     simulated searches (:func:`dganalysis.audit.intervals.coverage`; NaN at a level other than 0.95). ``gain``,

@@ -250,6 +250,10 @@ def test_shipped_coverage_of_table_intervals_is_reproduced():
     row = _shipped("iqm_delta_table_trimmed_t", n_datasets=7)
     _agrees(quick, row["scenarios"], sims, row["sims"])
     assert min(quick.values()) >= 0.90
+    assert np.isnan(intervals.coverage("poi_table_clopper_pearson", n_datasets=91))  # far outside what was simulated
+    assert np.isnan(intervals.coverage("poi_table_clopper_pearson", 0.9, n_datasets=7))  # measured at 0.95 only
+    with pytest.raises(ValueError, match="unknown interval method"):
+        intervals.coverage("bootstrap", n_datasets=7)
     old = _shipped("poi_table_dataset_bootstrap", n_datasets=7)
     assert old["coverage"] < 0.5  # a bootstrap over datasets: [1, 1] when every dataset is won
 
