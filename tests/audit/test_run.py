@@ -124,7 +124,9 @@ def test_audit_without_a_report_draws_nothing(tmp_path):
 
 def test_sweep_null_decides_nothing(sweeps):
     _, null = sweeps
-    r = run_audit([null], selection="all", rope=0.0, sweep_analyses=False, reps=200)
+    # unpaired: this null sweep's one realization happens to give two paired p-values below 0.012 (df 2); the
+    # paired test's size is checked over 20,000 simulated claims in test_calibration.py instead
+    r = run_audit([null], selection="all", rope=0.0, sweep_analyses=False, reps=200, paired=False)
     cl = r.audits[0].claims
     assert set(cl["selection"]) == {"training_domain", "oracle"}  # leave-one-out: no helper runs in this sweep
     assert not cl["verdict"].isin(["better", "worse"]).any()
@@ -154,7 +156,7 @@ def test_cli_json_contract_and_outputs(tmp_path, sweeps, capsys):
                str(out_json), "-o", str(out_html)])
     assert rc == 0
     text = capsys.readouterr().out
-    assert f"audit {planted}:" in text and "better" in text
+    assert f"audit {planted} (sweep): family = each algorithm vs ERM" in text and "better" in text
     data = json.loads(out_json.read_text())
     for row in data["claims"]:
         assert {"selection", "dataset", "algorithm", "baseline", "delta", "ci_low", "ci_high", "p_adj", "verdict",
@@ -270,8 +272,9 @@ def test_audit_reads_our_own_job_store(tmp_path):
     cl = r.audits[0].claims
     assert len(cl) == 1 and cl["algorithm"].item() == "CORAL" and cl["n"].item() == 2
     assert cl["verdict"].item() in ("better", "worse", "equivalent", "undecided")
-    line = r.summary_lines()[0]
-    assert line.startswith(f"audit {tmp_path / 'store'}: ") and "of 1 claims (training_domain, Holm α=0.05)" in line
+    lines = r.summary_lines()
+    assert lines[0].startswith(f"audit {tmp_path / 'store'} (sweep): family = ") and "α=0.05" in lines[0]
+    assert lines[1].startswith("  training_domain: ") and "of 1 claims [all-claims family: " in lines[1]
 
 
 def test_index_lists_one_line_per_audit(tmp_path):
@@ -317,3 +320,21 @@ def test_optional_input_without_baseline_is_noted_not_fatal(tmp_path):
     assert any(line.startswith(f"audit {store}: not audited") for line in r.summary_lines())
     with pytest.raises(ValueError, match="baseline 'ERM'"):
         run_audit([store], selection="training_domain", sweep_analyses=False)
+
+
+def test_sweep_claims_are_paired_where_both_arms_ran_the_same_trial_seeds(sweeps, tmp_path):
+    """DomainBed's trial_seed fixes the data split: where both arms ran the same seeds the claim is tested paired
+    (exact for any variances), else unpaired, and the claim says which ran."""
+    planted, _ = sweeps
+    cl = run_audit([planted], selection="training_domain", sweep_analyses=False, reps=50).audits[0].claims
+    assert cl["paired"].all() and cl["test"].str.startswith("paired t").all() and (cl["df"] == 2).all()
+    unpaired = run_audit([planted], selection="training_domain", sweep_analyses=False, reps=50,
+                         paired=False).audits[0].claims
+    assert not unpaired["paired"].any() and unpaired["test"].str.startswith("Welch t calibrated").all()
+    uneven = write_sweep(tmp_path / "uneven", {"ERM": 0.0, "A": 0.0}, trials=3)
+    import shutil
+
+    for d in uneven.glob("*_A_*_*_2"):  # A lacks trial seed 2: its claims cannot be paired
+        shutil.rmtree(d)
+    cl = run_audit([uneven], selection="training_domain", sweep_analyses=False, reps=50).audits[0].claims
+    assert not cl["paired"].any()
