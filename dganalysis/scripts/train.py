@@ -103,6 +103,9 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.dataset not in DOMAINBED_ENVIRONMENTS:
         raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
                       "(dganalysis's own datasets run through `dganalysis sweep`)")
+    if args.mode == "domainbed_exact" and args.dataset not in MNIST_DATASETS and not args.dataset.startswith("Debug"):
+        raise Refused(f"--dataset {args.dataset}: domainbed_exact mode cannot replay DomainBed's torchvision image "
+                      "transforms; add --mode default (our engine: the same experiment, other random draws)")
     n = len(DOMAINBED_ENVIRONMENTS[args.dataset])
     bad = [e for e in args.test_envs if not 0 <= e < n]
     if bad or len(set(args.test_envs)) != len(args.test_envs):

@@ -55,9 +55,12 @@ def test_train_records_equal_domainbeds(domainbed, data_root, tmp_path):  # noqa
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_train_saves_domainbeds_model_file(data_root, tmp_path):  # noqa: F811
-    """Without ``--skip_model_save``: ``model.pkl`` with the keys of DomainBed's ``save_checkpoint``."""
-    status, ours = _ours(tmp_path / "ours", data_root, 0, "--steps", "2")
+@pytest.mark.parametrize("mode", ["domainbed_exact", "default"])
+def test_train_saves_domainbeds_model_file(data_root, tmp_path, mode):  # noqa: F811
+    """Without ``--skip_model_save``: ``model.pkl`` with the keys of DomainBed's ``save_checkpoint`` (in either
+    mode; ``--mode default`` is our engine, recorded as such)."""
+    status, ours = _ours(tmp_path / "ours", data_root, 0, "--steps", "2", "--mode", mode)
+    assert f"dganalysis: mode {mode}" in (tmp_path / "ours" / "out.txt").read_text()
     assert status == 0 and [r["step"] for r in ours] == [0, 1]
     saved = torch.load(tmp_path / "ours" / "model.pkl", map_location="cpu", weights_only=False)
     assert set(saved) == {"args", "model_input_shape", "model_num_classes", "model_num_domains", "model_hparams",
@@ -73,6 +76,7 @@ def test_train_saves_domainbeds_model_file(data_root, tmp_path):  # noqa: F811
     (["--dataset", "NotADataset"], "--dataset NotADataset"),
     (["--test_envs", "9"], "--test_envs 9"),
     (["--hparams", "{bad"], "--hparams"),
+    (["--dataset", "VLCS"], "--mode default"),
 ])
 def test_unhonoured_flags_are_refused_by_name(tmp_path, capsys, argv, named):
     assert drop_in.main(["--output_dir", str(tmp_path / "o"), *argv]) == 2
