@@ -33,8 +33,6 @@ echo "== 2/4 Python environment in .venv"
 # An editable install leaves the package's bytecode to its first import, and where PYTHONDONTWRITEBYTECODE is set
 # to every import (each `dganalysis` command then compiles its modules again: ~0.2 CPU-s): compile it once here.
 .venv/bin/python -m compileall -q dganalysis >/dev/null
-# The compiled reader of sweep records (dganalysis/audit/_jsonl.c) is optional: without a C compiler pip skips it
-.venv/bin/python -c "from dganalysis.audit import index; print('compiled sweep reader:', 'built' if index._jsonl else 'not built (no C compiler): the same results, a first read of a large sweep ~1.3x slower')"
 # torchvision imports on its own, before dganalysis and in DomainBed's scripts: a .pth hook in the venv registers
 # the op schemas a CUDA torchvision wheel lacks beside a CPU torch, at the first `import torchvision` (a no-op
 # where its C++ ops load; about 0.5 ms per interpreter start; see dganalysis/tvhook.py)

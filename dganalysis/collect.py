@@ -32,8 +32,6 @@ from dganalysis.selection import METHODS, methods
 from dganalysis.tables import FORMATS
 
 DOMAINBED_METHODS = tuple(methods(domainbed=True))  # what DomainBed prints
-#: source files (package-relative) that shape the printed tables besides reading, indexing and selecting
-_CODE = ("collect.py", "tables.py", "latex.py", "validation.py")
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,7 +114,7 @@ def main_collect(args: argparse.Namespace) -> int:
         _results_dir(d, "collect", "DIR")
     parts = [[str(Path(d).resolve()) for d in args.dirs], args.selection, args.format, str(args.test_domains),
              args.se_ddof, args.digits, args.include_unfinished, args.strict]
-    memo = SweepMemo(args.dirs, "collect", parts, code=_CODE)
+    memo = SweepMemo(args.dirs, "collect", parts)
     printed = None if args.fresh else memo.get()
     if printed is None:
         from dganalysis.audit import collector

@@ -175,10 +175,10 @@ def test_read_record_accuracies_follow_dict_rules_and_name_the_first_bad_key():
 
 
 def test_canonical_json_is_the_standard_encoders():
-    """The setting and hparams JSON come from the standard library's C encoder kept once (results._json_encoder):
-    the text must be JSONEncoder(sort_keys=True, separators, default=str).encode's, on what records hold — nested
-    dicts and lists, unicode, floats of every kind (1e-05, -0.0, NaN, infinities), non-str keys, bools, None, values
-    only default=str can write — and on a bare string or number."""
+    """The setting and hparams JSON (one encoder each, made once) are JSONEncoder(sort_keys=True, separators,
+    default=str).encode's text, on what records hold — nested dicts and lists, unicode, floats of every kind (1e-05,
+    -0.0, NaN, infinities), non-str keys, bools, None, values only default=str can write — and on a bare string or
+    number."""
     import json
     import math
 

@@ -125,7 +125,7 @@ _LIBRARIES = ("numpy", "pandas", "scipy", "statsmodels", "baycomp", "rliable", "
 def _memo(args: argparse.Namespace) -> Any:
     """The :class:`~dganalysis.audit.index.SweepMemo` of this audit when an input is a sweep directory (a table-only
     audit is not kept): keyed by the sweeps' job folders, the other inputs' bytes, the options, the output paths,
-    every module of the package (and its shipped tables) and the libraries' versions."""
+    the package's version (its shipped tables with it) and the libraries' versions."""
     import hashlib
     from importlib import metadata
 
@@ -150,4 +150,4 @@ def _memo(args: argparse.Namespace) -> Any:
              args.unpaired,
              str(Path(args.json).resolve()) if args.json else None,
              str(Path(args.output).resolve()) if args.output else None, versions]
-    return SweepMemo(sweeps, "audit", parts, code="*")
+    return SweepMemo(sweeps, "audit", parts)

@@ -6,13 +6,9 @@
 folders whose key changed. The index also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked
 against today's drawing rule when read); a mismatch rebuilds it.
 
-Reading is fast because (i) a job's lines are read in one pass by a small compiled reader (``_jsonl.c``, built when
-the package is installed with a C compiler): it checks that every line repeats the first line's keys and the bytes
-of its ``args``, ``hparams`` and domain fields, and converts the steps and accuracies exactly (the doubles
-``json.loads`` gives); it accepts only a strict subset of JSON, and anything else — or no compiled reader — goes to
-``msgspec``, which decodes each line into a struct of the first line's keys whose ``args``, ``hparams`` and domain
-fields stay undecoded text (``orjson`` without ``msgspec``, and the standard library's ``json`` where both are
-missing or refuse a line, e.g. DomainBed's ``NaN`` losses); (ii) a record's
+Reading is fast because (i) ``msgspec`` decodes each line of a job into a struct of the first line's keys whose
+``args``, ``hparams`` and domain fields stay undecoded text, compared byte for byte with the first line's, and whose
+step and accuracies are the numbers ``json.loads`` gives; (ii) a record's
 ``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
 job (every line is compared with the first, and any difference, or anything unusual, sends the job through
 :func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
@@ -43,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from dganalysis import io, results
@@ -52,26 +49,6 @@ from dganalysis.progress import bars, bars_shown
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
-
-try:  # optional: ~3× faster parsing
-    import orjson
-
-    _loads = orjson.loads
-    _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError,)
-except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    orjson = None
-    _loads = json.loads
-    _JSONError = (ValueError,)
-
-try:  # optional: a first build ~10× faster (each line decoded into a struct, args/hparams kept as text)
-    import msgspec
-except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
-    msgspec = None
-
-try:  # optional, compiled when the package is installed (see _jsonl.c): a first read ~1.3× faster again
-    from dganalysis.audit import _jsonl
-except ImportError:  # pragma: no cover - exercised where no C compiler built it (tests set it to None)
-    _jsonl = None
 
 log = logging.getLogger(__name__)
 
@@ -200,11 +177,9 @@ class _Index:
 
 class _Parsed:
     """One job's records: its status, problem (results.load's error message), whether its loss exploded, and per
-    record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN) — or, read
-    by the compiled reader, ``run``: (metadata id, layout id, records, steps as int64 bytes, accuracies as float64
-    bytes) for records that all share one metadata and layout."""
+    record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN)."""
 
-    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "run", "prov")
+    __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "prov")
 
     def __init__(self, status: str) -> None:
         self.status, self.problem, self.exploded = status, None, False
@@ -212,13 +187,12 @@ class _Parsed:
         self.layout: list[int] = []
         self.step: list[int] = []
         self.acc: list[float | int | None] = []
-        self.run: tuple[int, int, int, bytes, bytes] | None = None
         self.prov: dict[str, Any] | None = None  # the first record's {algorithm, provenance} (_job_provenance)
 
     @property
     def count(self) -> int:
         """The number of records."""
-        return self.run[2] if self.run is not None else len(self.step)
+        return len(self.step)
 
 
 @functools.lru_cache(maxsize=8)
@@ -277,36 +251,22 @@ def _parse_job(idx: _Index, folder: str, job_id: str, flags: int, size: int = 0)
 def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, results_path: str,
               spec: dict[str, Any], flags: int) -> bool:
     """The records of a job whose lines all repeat the first one's keys and the text of its ``args``, ``hparams``
-    and domain fields, with numeric accuracies and integer steps, added to ``out``: the first record through
-    results.load's code (the job's metadata, layout and error messages), every record's numbers in bulk. False
-    (nothing added) otherwise: then the job is read record by record. Uses the compiled reader where built
-    (:func:`_compiled_lines`), msgspec where installed (:func:`_uniform_structs`), else orjson
-    (:func:`_repeated_lines`)."""
-    compiled = _compiled_lines(data) if _jsonl is not None else None
-    if compiled is not None:
-        first, n, steps, accs, loss_bytes = compiled
-        losses = _float64s(loss_bytes) if loss_bytes is not None else []
-    else:
-        if msgspec is not None:
-            bulk = _uniform_structs(data)
-        else:
-            cut = _repeated_lines(data)
-            bulk = _uniform_dicts(*cut) if cut is not None else None
-        if bulk is None:
-            return False
-        first, steps, accs, losses = bulk
+    and domain fields, with numeric accuracies and integer steps (:func:`_uniform_structs`), added to ``out``: the
+    first record through results.load's code (the job's metadata, layout and error messages), every record's numbers
+    in bulk. False (nothing added) otherwise: then the job is read record by record."""
+    bulk = _uniform_structs(data)
+    if bulk is None:
+        return False
+    first, steps, accs, losses = bulk
     if flags & SPEC:
         results._check_draw(Path(folder), [first])
     meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
     out.prov = _job_provenance(first)
-    if compiled is not None:
-        out.run = (meta, layout, n, steps, accs)
-    else:
-        n = len(steps)
-        out.meta += [meta] * n
-        out.layout += [layout] * n
-        out.step += steps
-        out.acc += accs
+    n = len(steps)
+    out.meta += [meta] * n
+    out.layout += [layout] * n
+    out.step += steps
+    out.acc += accs
     out.exploded = results._losses_exploded(losses)
     return True
 
@@ -317,52 +277,6 @@ _Bulk = tuple[dict[str, Any], list[int], list[float | int | None], list[Any]]
 def _in_int64(steps: list[int]) -> bool:
     """Whether the (integer) steps fit the index's int64 column (else the exact path decides)."""
     return not steps or (-(2**63) <= min(steps) and max(steps) < 2**63)
-
-
-# ---- compiled: the numbers read in one pass, the repeated fields compared byte for byte (_jsonl.c)
-
-
-def _compiled_lines(data: bytes) -> tuple[dict[str, Any], int, bytes, bytes, bytes | None] | None:
-    """(first record, number of records, steps as int64 bytes, every row's accuracy in results.load's order as
-    float64 bytes (NaN for null), losses as float64 bytes (NaN where not a number) or None without a ``loss`` key)
-    when every line of ``data`` is one JSON object with the first line's keys in the same order, the same text for
-    its ``args``, ``hparams`` and domain fields, an integer step and numbers or nulls as accuracies; None otherwise
-    (anything unusual: see ``_jsonl.c``; then the exact path reads the job). The first line is decoded whole for its
-    metadata (msgspec, else orjson or json)."""
-    end = data.find(b"\n")
-    first = _decoded(data[:end] if end >= 0 else data)
-    if type(first) is not dict or type(first.get("args")) is not dict:
-        return None
-    kinds = _kinds(tuple(first))
-    got = _jsonl.read_job(data, kinds) if kinds is not None else None
-    return None if got is None else (first, *got)
-
-
-def _decoded(line: bytes) -> Any:
-    """One JSON line decoded (msgspec, else orjson or json); None when refused."""
-    if msgspec is not None:
-        try:
-            return msgspec.json.decode(line)
-        except msgspec.MsgspecError:
-            return None
-    try:
-        return _loads(line)
-    except _JSONError:
-        return None
-
-
-@functools.lru_cache(maxsize=256)
-def _kinds(keys: tuple[str, ...]) -> bytes | None:
-    """What ``_jsonl.read_job`` does with each of a first line's ``keys`` (see ``_jsonl.c``): 1 a field every line
-    repeats (``args``, ``hparams``, domain fields), 2 the step, 3 the loss, 4 + c an accuracy in column c (results.load
-    orders the rows by (env index, split)), 0 another key. None when the records are not the usual kind (as
-    :func:`_line_format`)."""
-    pairs = _usual_pairs(keys)
-    if pairs is None or len(keys) > _MAX_KEYS:  # (so at most 250 accuracies: a kind fits a byte)
-        return None
-    column = {key: c for c, (_, key) in enumerate(sorted(pairs))}
-    return bytes(4 + column[k] if k in column else 1 if k in _REPEATED_FIELDS else 2 if k == "step"
-                 else 3 if k == "loss" else 0 for k in keys)
 
 
 def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | None:
@@ -377,15 +291,6 @@ def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | N
                 return None
             pairs.append((pair, key))
     return pairs if pairs and "args" in keys and "step" in keys else None
-
-
-#: the most keys a record may have for the compiled reader (``MAX_KEYS`` in _jsonl.c)
-_MAX_KEYS = 250
-
-
-def _float64s(data: bytes) -> list[float]:
-    """float64 bytes (native order) → a list of floats."""
-    return memoryview(data).cast("d").tolist()
 
 
 # ---- with msgspec: each line decoded into a struct of its first line's keys
@@ -468,106 +373,36 @@ def _uniform_structs(data: bytes) -> _Bulk | None:
     return first, steps, accs(recs), list(map(loss, recs)) if loss is not None else []
 
 
-# ---- with orjson: records parsed whole (then read record by record), or, without msgspec, with the repeated
-# texts cut out
-
-
-def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
-    """The records of a ``results.jsonl``'s bytes parsed with orjson; None on anything unusual (then
-    results.read_records decides)."""
-    if orjson is None:
-        return None
-    records = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            rec = _loads(line)
-        except _JSONError:
-            return None
-        if not isinstance(rec, dict):
-            return None
-        records.append(rec)
-    return records
-
-
 _DOMAIN_FIELDS = ("domains", "train_domains", "test_domains", "val_domains")
 #: the fields every line of a job read in bulk repeats, byte for byte
 _REPEATED_FIELDS = ("args", "hparams", *_DOMAIN_FIELDS)
 _NUMBER_TYPES = frozenset({float, int, type(None)})
 
 
-def _repeated_lines(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-    """The job's first record in full and every record without ``args`` and ``hparams``, when every line repeats the
-    first line's ``args`` and ``hparams`` text byte for byte (DomainBed's and our records do); None otherwise.
+# ---- record by record: every line decoded, then read by results.load's code
 
-    The repeated texts are cut out of the file in one pass and the rest is parsed as one JSON array, so a record costs
-    a small dictionary instead of three. Checks: each text occurs once per line (its count in the file equals the
-    number of lines) and no parsed remainder has an ``args`` or ``hparams`` key left, so every line's own
-    ``args``/``hparams`` were exactly the cut text. (Not caught: a line without top-level ``hparams`` that carries the
-    first line's whole ``"hparams": {...}`` text inside another value.)"""
-    if orjson is None:
-        return None
-    lines = [ln for ln in data.split(b"\n") if ln.strip()]
-    if not lines:
-        return None
-    try:
-        first = _loads(lines[0])
-    except _JSONError:
-        return None
-    if not isinstance(first, dict) or not isinstance(first.get("args"), dict):
-        return None
-    body = b"\n".join(lines)
-    for key in ("args", "hparams"):
-        if key not in first:
+
+def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
+    """The records of a ``results.jsonl``'s bytes, each line decoded by msgspec (for every line it accepts, the dict
+    ``json.loads`` gives: the same numbers, strings, key order, and the last of a repeated key); None where it refuses
+    one, and then :func:`dganalysis.results.read_records` reads the file with the standard library's ``json`` and words
+    any error. msgspec refuses what ``json.loads`` reads specially: ``NaN`` and ``Infinity`` (DomainBed writes a
+    diverged loss as ``NaN``), a number beyond the double range (``1e400``, which ``json`` reads as infinity) and an
+    escaped lone surrogate (``"\\ud800"``); and what it refuses too: invalid UTF-8, a torn line, a line that is not an
+    object."""
+    records = []
+    decode = msgspec.json.decode
+    for line in data.split(b"\n"):
+        if not line.strip():
             continue
-        cut = None
-        for dump in (lambda v: json.dumps(v, sort_keys=True), json.dumps, lambda v: orjson.dumps(v).decode()):
-            try:
-                text = f'"{key}": {dump(first[key])}'.encode()
-            except (TypeError, ValueError):
-                continue
-            cut = next((c for c in (text + b", ", b", " + text, text + b",", b"," + text) if c in lines[0]), None)
-            if cut is not None:
-                break
-        if cut is None or body.count(cut) != len(lines):
+        try:
+            rec = decode(line)
+        except ValueError:  # msgspec.DecodeError, and UnicodeDecodeError for invalid UTF-8 in a string
             return None
-        body = body.replace(cut, b"")
-    try:
-        rest = _loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except _JSONError:
-        return None
-    if len(rest) != len(lines) or not all(type(r) is dict for r in rest):
-        return None
-    keys = rest[0].keys()
-    if "args" in keys or "hparams" in keys or set(first) - {"args", "hparams"} != set(keys):
-        return None
-    return first, rest
-
-
-def _uniform_dicts(first: dict[str, Any], rest: list[dict[str, Any]]) -> _Bulk | None:
-    """:func:`_uniform_structs` for the records :func:`_repeated_lines` returns (those repeat the first line's
-    ``args`` and ``hparams`` text): when they all repeat the first one's keys and domain fields, with integer steps
-    and numeric (or null) accuracies; None otherwise."""
-    keys = rest[0].keys()
-    if not all(r.keys() == keys for r in rest):
-        return None
-    fields = [f for f in _DOMAIN_FIELDS if f in keys]
-    if fields and not all(r[f] == first[f] for r in rest for f in fields):
-        return None
-    pairs = sorted((pair, k) for k in keys if (pair := results._env_pair(k)) is not None)
-    if "step" not in keys or not pairs or any(k != f"env{i}_{s}_acc" for (i, s), k in pairs):
-        return None
-    steps = [r["step"] for r in rest]
-    get = operator.itemgetter(*(k for _, k in pairs))
-    vals = list(map(get, rest)) if len(pairs) > 1 else [(v,) for v in map(get, rest)]
-    if set(map(type, steps)) != {int} or not set(map(type, itertools.chain.from_iterable(vals))) <= _NUMBER_TYPES \
-            or not _in_int64(steps):
-        return None
-    return first, steps, list(itertools.chain.from_iterable(vals)), [r.get("loss") for r in rest]
-
-
-# ---- record by record: results.load's code
+        if type(rec) is not dict:
+            return None
+        records.append(rec)
+    return records
 
 
 def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: str,
@@ -649,27 +484,14 @@ class _Columns:
     def __init__(self) -> None:
         self.parts: tuple[list[np.ndarray], ...] = ([], [], [], [])  # rec_meta, rec_layout, rec_step, acc
         self.lists: tuple[list, ...] = ([], [], [], [])
-        self.runs: tuple[list, ...] = ([], [], [], [], [])  # _Parsed.run's five parts, job after job
-        self._run_bytes = 0
 
     def add_parsed(self, p: _Parsed) -> None:
-        if p.run is not None:
-            if self.lists[0]:
-                self._flush_lists()
-            for values, new in zip(self.runs, p.run):
-                values.append(new)
-            self._run_bytes += len(p.run[4])
-            if self._run_bytes > 8 * _FLUSH_ROWS:  # 8 bytes an accuracy
-                self._flush_runs()
-            return
         if not p.step:  # no records
             return
-        if self.runs[0]:
-            self._flush_runs()
         for values, new in zip(self.lists, (p.meta, p.layout, p.step, p.acc)):
             values += new
         if len(self.lists[3]) > _FLUSH_ROWS:
-            self._flush_lists()
+            self._flush()
 
     def add_old(self, *arrays: np.ndarray) -> None:
         self._flush()
@@ -677,23 +499,6 @@ class _Columns:
             part.append(arr)
 
     def _flush(self) -> None:
-        self._flush_runs()
-        self._flush_lists()
-
-    def _flush_runs(self) -> None:
-        meta, layout, count, steps, accs = self.runs
-        if not meta:
-            return
-        count = np.array(count, np.int64)
-        self.parts[0].append(np.repeat(np.array(meta, np.int32), count))
-        self.parts[1].append(np.repeat(np.array(layout, np.int32), count))
-        self.parts[2].append(np.frombuffer(b"".join(steps), np.int64))
-        self.parts[3].append(np.frombuffer(b"".join(accs), np.float64))
-        for values in self.runs:
-            values.clear()
-        self._run_bytes = 0
-
-    def _flush_lists(self) -> None:
         for part, values, dtype in zip(self.parts, self.lists, _COLUMN_TYPES):
             if values:
                 try:

@@ -39,25 +39,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import msgspec
+
 from dganalysis import results
 
 if TYPE_CHECKING:
     import numpy as np
-
-try:  # optional: faster JSON
-    import orjson
-except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    orjson = None
-
-try:  # optional: the fastest JSON decoding
-    import msgspec
-except ImportError:  # pragma: no cover - exercised where msgspec is not installed (tests set it to None)
-    msgspec = None
-
-try:  # optional, compiled when the package is installed: _keys_unchanged without a Python object per system call
-    from dganalysis.audit import _jsonl as _compiled
-except ImportError:  # pragma: no cover - exercised where no C compiler built it (tests set it to None)
-    _compiled = None
 
 log = logging.getLogger("dganalysis.audit.index")
 
@@ -77,23 +64,23 @@ _LENGTH = struct.Struct("<Q")
 
 
 def dumps(obj: Any) -> bytes:
-    """JSON of the index's tables: orjson's (~5× faster) where it takes them, else the standard library's (e.g. a
-    problem message naming a path that is not valid UTF-8, whose lone surrogates orjson refuses)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(obj)
-        except TypeError:
-            pass
-    return json.dumps(obj).encode()
+    """JSON of the index's tables and kept outputs: msgspec's, or the standard library's where msgspec refuses them —
+    a string holding a lone surrogate (a problem message naming a path that is not valid UTF-8, which Python decodes
+    with ``surrogateescape``: UTF-8 cannot encode it, ``json`` writes it as an escape), or a value msgspec does not
+    encode (a numpy float, a ``None`` or ``bool`` dict key). msgspec writes a float that is not finite as ``null``."""
+    try:
+        return msgspec.json.encode(obj)
+    except (TypeError, UnicodeEncodeError):
+        return json.dumps(obj).encode()
 
 
 def read_json(data: bytes) -> Any:
-    """The index's tables from their JSON: by msgspec or orjson (faster), else by json, which also reads the lone
-    surrogates :func:`dumps` may have written (from a path that is not valid UTF-8) where those refuse them."""
-    if msgspec is not None or orjson is not None:
-        with contextlib.suppress(ValueError):  # msgspec's and orjson's decode errors are ValueErrors
-            return msgspec.json.decode(data) if msgspec is not None else orjson.loads(data)
-    return json.loads(data)
+    """The index's tables from their JSON: by msgspec, else (a lone surrogate's escape, which msgspec refuses, as
+    :func:`dumps` may write it) by the standard library's ``json``."""
+    try:
+        return msgspec.json.decode(data)
+    except ValueError:  # msgspec.DecodeError
+        return json.loads(data)
 
 
 # ---------------------------------------------------------------- where the index lives
@@ -146,11 +133,8 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
     recent = time.time_ns() - MTIME_MARGIN_NS
     base = "" if top == "." else top.removesuffix("/") + "/"  # + rel: the job folder (the root "/" stays "/")
     keys = []
-    for rel, flags, dir_mtime, *stats in found:
-        if stats:  # stat'ed by the compiled listing (_jsonl.list_jobs), as below
-            size, mtime, spec_mtime = stats
-        else:
-            size, mtime, spec_mtime = _job_files(base if rel == "." else f"{base}{rel}/", bool(flags & SPEC))
+    for rel, flags, dir_mtime in found:
+        size, mtime, spec_mtime = _job_files(base if rel == "." else f"{base}{rel}/", bool(flags & SPEC))
         if dir_mtime > recent:  # a file made within the same clock tick would not change it: list it next time
             dir_mtime = -1
         keys.append((rel, size, mtime, flags, spec_mtime, dir_mtime))
@@ -182,20 +166,8 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
         return
     dirs.sort(key=operator.attrgetter("name"))
     prefix = f"{rel}/" if rel else ""
-    listed = _list_compiled(here, prefix, dirs, known) if _compiled is not None and dirs else None
-    for i, e in enumerate(dirs):
+    for e in dirs:
         sub = prefix + e.name
-        if listed is not None:  # listed and stat'ed by _jsonl.list_jobs (its Python twin is the code below)
-            got = listed[i]
-            if got is None:  # could not be listed: skipped, as below
-                continue
-            if got is False:  # no job file: its sub-folders may hold jobs
-                _walk(top, sub, found, known)
-                continue
-            if not isinstance(got, str):
-                found.append((sub, *got))
-                continue
-            # a stat failed otherwise than by absence: the Python path below meets (and raises) it again
         key = known.get(sub)
         if key is not None:
             try:
@@ -205,25 +177,6 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
             except OSError:
                 continue
         _walk(top, sub, found, known)
-
-
-def _list_compiled(here: str, prefix: str, dirs: list[os.DirEntry], known: dict[str, Sequence]) -> list | None:
-    """``_jsonl.list_jobs`` on the folders ``dirs`` of ``here``: per folder None (unreadable), False (no job file),
-    (flags, mtime, size, results mtime, spec mtime) for a job, or a str (a stat failed: the caller's Python path
-    decides); None when ``here`` cannot be opened (the Python path decides)."""
-    names = [e.name for e in dirs]
-    marks = []
-    for name in names:
-        key = known.get(prefix + name)
-        marks.append(None if key is None else (key[5], key[3]))
-    try:
-        fd = os.open(here, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return None
-    try:
-        return _compiled.list_jobs(fd, names, marks, results.JOB_FILES)
-    finally:
-        os.close(fd)
 
 
 def _files_and_folders(entries: list[os.DirEntry]) -> tuple[list[str], list[os.DirEntry]]:
@@ -290,7 +243,7 @@ def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
         names = {e.name for e in folders}
         if results._is_job_folder(files) or not names.issuperset(k[0] for k in keys):
             return False
-        same = _compiled.keys_unchanged(fd, keys, SPEC) if _compiled is not None else _keys_unchanged(fd, keys)
+        same = _keys_unchanged(fd, keys)
         if not same:
             return same  # False, or None: the scan decides
         for name in sorted(names.difference(k[0] for k in keys)):  # folders that were no job when indexed (e.g. the
@@ -309,8 +262,7 @@ def _keys_unchanged(fd: int, keys: Sequence[Sequence]) -> bool | None:
     """Whether every flat job key (rel, size, mtime, flags, spec_mtime, dir_mtime) still holds under the open folder
     ``fd``: the job folder's own mtime (not following a link; a folder that cannot be stat'ed has changed), its
     ``results.jsonl``'s size and mtime (absent: -1) and, with ``spec.json`` in the flags, that file's mtime (absent:
-    -1). False at the first difference; None on another failure (the scan decides). ``_jsonl.keys_unchanged`` is
-    this function compiled (a test holds them equal)."""
+    -1). False at the first difference; None on another failure (the scan decides)."""
     try:
         for rel, size, mtime, flags, spec_mtime, dir_mtime in keys:
             try:
@@ -330,7 +282,7 @@ def _job_files(where: str, spec: bool, dir_fd: int | None = None) -> tuple[int, 
     """The stats a job key holds of the job folder ``where`` (a path ending in ``/``, or ``""`` for the current
     folder; relative to ``dir_fd`` when given): ``results.jsonl``'s size and mtime and, with ``spec``,
     ``spec.json``'s mtime; -1 for an absent file (a job without records: crashed before its first checkpoint, or
-    starting) or one not asked for. Other failures raise. ``_jsonl.c``'s ``job_files`` is its twin."""
+    starting) or one not asked for. Other failures raise."""
     try:
         st = os.stat(where + "results.jsonl", dir_fd=dir_fd)
         size, mtime = st.st_size, st.st_mtime_ns

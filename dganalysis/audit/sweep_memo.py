@@ -2,8 +2,9 @@
 :func:`dganalysis.audit.sweep_selections.select_indexed` and a command's whole output (:class:`SweepMemo`).
 
 Everything is kept under :func:`sweep_key`: a digest of every job folder's key (the index's job table, see
-:mod:`dganalysis.audit.index_file`), of the source of the code that reads, indexes and selects, and of the caller's
-arguments. Like :mod:`~dganalysis.audit.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
+:mod:`dganalysis.audit.index_file`), of the package's version (:data:`dganalysis.__version__`) and of the caller's
+arguments. Code changed without a new version (a working copy being edited) can meet a result kept by the code before
+it: ``--fresh`` computes again. Like :mod:`~dganalysis.audit.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
 or `dganalysis audit` repeated on an unchanged sweep checks the job folders, reads the index's job table and prints
 what it kept without them (``tests/audit/test_sweep_memo.py`` pins it).
 """
@@ -17,33 +18,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dganalysis import io
+from dganalysis import __version__, io
 from dganalysis.audit import index_file
 
 log = logging.getLogger("dganalysis.audit.index")
 
-#: the source files (relative to the package) every kept result depends on: reading records, indexing them (the
-#: drawing rule's version is part of the index), selecting
-CODE_FILES = ("results.py", "selection.py", "hparams.py", "audit/index.py", "audit/index_file.py",
-              "audit/index_selection.py", "audit/sweep_memo.py")
-_PACKAGE = Path(__file__).resolve().parent.parent
 
-
-def _code_digest(more: tuple[str, ...] = ()) -> str:
-    """Digest of :data:`CODE_FILES` and ``more`` (other package-relative files), read from the source files
-    (importing them is not needed to check a kept result)."""
-    h = hashlib.sha256()
-    for rel in (*CODE_FILES, *more):
-        h.update(rel.encode())
-        h.update((_PACKAGE / rel).read_bytes())
-    return h.hexdigest()
-
-
-def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any, code: Iterable[str] = ()) -> str:
+def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any) -> str:
     """A key that changes whenever a job folder of the stores changes (their index's job keys: ``indexes`` are
-    (store, anything with the index's job ``keys``)), or the code that reads, indexes and selects (:data:`CODE_FILES`,
-    plus ``code``: more package-relative source files), or any of ``parts`` (JSON-able arguments)."""
-    h = hashlib.sha256(json.dumps([_code_digest(tuple(code)), *parts]).encode())
+    (store, anything with the index's job ``keys``)), or the package's version, or any of ``parts`` (JSON-able
+    arguments)."""
+    h = hashlib.sha256(json.dumps([__version__, *parts]).encode())
     for p, idx in indexes:
         h.update(str(p.resolve()).encode())
         h.update(index_file.dumps(list(idx.keys)))
@@ -81,19 +66,15 @@ class SweepMemo:
     the same output again without importing numpy or pandas or reading a record.
 
     ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
-    JSON-able); ``code``: the package-relative source files that compute it besides :data:`CODE_FILES`, or ``"*"``
-    for every module of the package and the audit's shipped data. :meth:`get` checks the stores' indexes without
+    JSON-able); the key also holds the package's version (:func:`sweep_key`). :meth:`get` checks the stores' indexes without
     updating them (:func:`~dganalysis.audit.index_file.unchanged_head`); :attr:`indexes` brings them up to date
     (:func:`dganalysis.audit.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
     under the key of those."""
 
-    def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any], code: Iterable[str] | str = (),
+    def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any],
                  cache_dir: str | Path | None = None) -> None:
         self.paths = [Path(p) for p in paths]
-        if code == "*":  # every module, and the data files shipped with the audit
-            code = sorted(str(f.relative_to(_PACKAGE)) for f in [*_PACKAGE.rglob("*.py"), *(
-                _PACKAGE / "audit").glob("data/**/*")] if f.is_file())
-        self._parts, self._code, self._cache_dir = parts, tuple(code), cache_dir
+        self._parts, self._cache_dir = parts, cache_dir
         tag = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
         self.file = cache_folder(self.paths[0], cache_dir) / f"{name}-{tag}.json"
         self.copies = self.file.with_suffix(".files")
@@ -111,7 +92,7 @@ class SweepMemo:
         return self._indexes
 
     def _key(self, indexes: list[tuple[Path, Any]]) -> str:
-        return sweep_key(indexes, *self._parts, code=self._code)
+        return sweep_key(indexes, *self._parts)
 
     def get(self) -> Any | None:
         """The kept value when every store's index is up to date and the key holds (every file the command wrote is

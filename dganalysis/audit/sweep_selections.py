@@ -3,7 +3,7 @@ unchanged sweep (:mod:`dganalysis.audit.sweep_memo`): what `dganalysis collect` 
 reads a sweep with.
 
 Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.audit.sweep_memo.sweep_key`
-of the index's job keys, the arguments and the reading and selection code; a repeated call on an unchanged sweep
+of the index's job keys, the arguments and the package's version; a repeated call on an unchanged sweep
 checks the job folders and reads the kept rows, without building the tidy frame. Any change selects again: DomainBed's
 three methods on the index's arrays (:mod:`dganalysis.audit.index_selection`, equal to
 :func:`dganalysis.selection.select`'s frames), other methods (and the cases that module leaves to the frame) on the
@@ -46,7 +46,7 @@ def select_indexed(
     """``{method: dganalysis.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
 
     The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
-    folder's key, see the module docstring), the arguments and a digest of the reading and selection code; a repeated
+    folder's key, see the module docstring), the arguments and the package's version; a repeated
     call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
     the tidy frame. Any change re-selects: DomainBed's three methods on the index's arrays
     (:mod:`dganalysis.audit.index_selection`, equal to select()'s frames), the others (and the cases that module

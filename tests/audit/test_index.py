@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 import pytest
 
@@ -52,7 +53,7 @@ def domainbed_dir(root: Path) -> Path:
     nan_loss = [rec(step=0, hseed=9), rec(step=5, hseed=9)]
     write_run(root, "nanloss", nan_loss)
     p = root / "nanloss" / "results.jsonl"
-    p.write_text(p.read_text().replace('"loss": 1.05', '"loss": NaN'))  # orjson refuses NaN: the json fallback
+    p.write_text(p.read_text().replace('"loss": 1.05', '"loss": NaN'))  # msgspec refuses NaN: json reads it
     null = rec(step=3, hseed=10)
     null["env2_out_acc"] = None
     write_run(root, "nullacc", [rec(step=0, hseed=10), null, rec(step=6, hseed=10, env1_in_acc=1)])
@@ -228,9 +229,6 @@ def test_known_folders_not_listed_again(tmp_path, monkeypatch):
         if d.is_dir():
             os.utime(d, ns=(old, old))  # folders last changed long ago: their listing can be trusted
     load_indexed(root)
-    # the Python walk, whose listings can be watched (the compiled listing, its twin, gives the same keys:
-    # test_sweep_memo.py::test_compiled_listing_scans_as_the_python_walk)
-    monkeypatch.setattr(index_file, "_compiled", None)
     listed = []
     real = os.scandir
     monkeypatch.setattr(index.os, "scandir", lambda p: listed.append(os.path.basename(p)) or real(p))
@@ -362,19 +360,16 @@ def _raising(name):
     return fail
 
 
-@pytest.mark.parametrize("decoder", ["compiled", "msgspec", "orjson", "json"])
-def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
-    """The compiled reader, msgspec's structs (not built), the orjson fallback (msgspec missing too) and the standard
-    library alone (both missing) give the same frames; the bulk path is taken for uniform jobs wherever the compiled
-    reader, msgspec or orjson is there."""
-    if decoder == "compiled" and index._jsonl is None:
-        pytest.skip("the compiled reader (dganalysis/audit/_jsonl.c) is not built: `pip install -e .` with a C compiler")
-    if decoder != "compiled":
-        monkeypatch.setattr(index, "_jsonl", None)
-    if decoder not in ("compiled", "msgspec"):
-        monkeypatch.setattr(index, "msgspec", None)
-    if decoder == "json":
-        monkeypatch.setattr(index, "orjson", None)
+@pytest.mark.parametrize("path", ["bulk", "per_line", "json"])
+def test_each_reading_path_gives_results_loads_frame(tmp_path, monkeypatch, path):
+    """Every way the index reads a job gives results.load's frames: msgspec's per-line structs in bulk (the usual
+    jobs), msgspec's dicts read record by record (bulk reading switched off here), and the standard library's
+    ``json`` via results.read_records (both switched off: what a line msgspec refuses gets). The bulk path is taken
+    for uniform jobs."""
+    if path != "bulk":
+        monkeypatch.setattr(index, "_uniform_structs", lambda data: None)
+    if path == "json":
+        monkeypatch.setattr(index, "_fast_records", lambda data: None)
     roots = [domainbed_dir(tmp_path / "db"), our_store(tmp_path / "ours")]
     for path in (roots[0], roots[1]):
         same(results.load(path, progress=False), load_indexed(path))
@@ -382,7 +377,7 @@ def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
     write_run(uniform, "job", [rec(step=s) for s in (0, 10, 20)])
     write_run(uniform, "ours", [rec(step=s, domains=["a", "b", "c", "d"], train_domains=["b", "a"],
                                     test_domains=["d"], val_domains=["c"]) for s in (0, 5)], spec={})
-    if decoder != "json":
+    if path == "bulk":
         monkeypatch.setattr(index, "_add_records", _raising("_add_records"))
     got = load_indexed(uniform)
     monkeypatch.undo()
@@ -390,14 +385,9 @@ def test_each_decoder_gives_results_loads_frame(tmp_path, monkeypatch, decoder):
     assert set(got.loc[got["job_id"] == "ours", "role"]) == {"train", "test", "val"}
 
 
-@pytest.mark.parametrize("reader", ["compiled", "msgspec"])
-def test_bulk_readers_refuse_what_results_load_reads_otherwise(tmp_path, monkeypatch, reader):
-    """Lines that the compiled reader or msgspec's per-line structs would take but results.load reads differently
-    (or refuses) go through results.load's code: same frame, same errors."""
-    if reader == "compiled" and index._jsonl is None:
-        pytest.skip("the compiled reader (dganalysis/audit/_jsonl.c) is not built: `pip install -e .` with a C compiler")
-    if reader == "msgspec":
-        monkeypatch.setattr(index, "_jsonl", None)
+def test_bulk_reader_refuses_what_results_load_reads_otherwise(tmp_path):
+    """Lines that msgspec's per-line structs would take but results.load reads differently (or refuses) go through
+    results.load's code: same frame, same errors."""
     root = tmp_path / "db"
     extra_key = rec(step=5, hseed=1, domains=["p", "q", "r", "s"])  # a key the first line lacks: other names
     write_run(root, "extra_key", [rec(step=0, hseed=1), extra_key])
@@ -468,11 +458,11 @@ def test_cached_layouts_follow_each_records_envs(tmp_path):
     assert roles["c"] == {"A": "train", "C": "test", "P": "train", "S": "train"}
 
 
-def test_tables_json_falls_back_for_what_orjson_refuses():
-    """The index's tables are written by orjson, and by json where orjson refuses them (lone surrogates of a path
-    that is not UTF-8, in a problem message); both read back the same (by json where msgspec and orjson refuse)."""
+def test_tables_json_falls_back_for_what_msgspec_refuses():
+    """The index's tables are written by msgspec, and by json where msgspec refuses them (lone surrogates of a path
+    that is not UTF-8, in a problem message); both read back the same (by json where msgspec refuses)."""
     plain = {"jobs": [{"key": ["a/b", 1, -1, 5], "problem": None, "exploded": False}]}
-    assert json.loads(index_file.dumps(plain)) == plain
+    assert json.loads(index_file.dumps(plain)) == plain and index_file.dumps(plain) == msgspec.json.encode(plain)
     odd = {"problem": "/runs/caf\udce9/results.jsonl:1: bad"}
     assert index_file.dumps(odd) == json.dumps(odd).encode() and index_file.read_json(index_file.dumps(odd)) == odd
     assert index_file.read_json(index_file.dumps(plain)) == plain

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis.audit import index, index_file
+from dganalysis import results
+from dganalysis.audit import index, index_file, sweep_memo
 from dganalysis.audit.sweep_memo import SweepMemo, sweep_key
 from tests.audit._simulated_sweep import write_sweep
 
@@ -63,7 +64,7 @@ def test_repeated_commands_import_neither_numpy_nor_pandas(sweep, tmp_path):
         assert out2 == out1 and "unchanged since" in err2
 
 
-def test_memo_misses_on_any_change(sweep, tmp_path):
+def test_memo_misses_on_any_change(sweep, tmp_path, monkeypatch):
     memo = SweepMemo([sweep], "t", ["a"])
     assert memo.get() is None  # no index yet
     memo.put({"v": 1})
@@ -76,6 +77,8 @@ def test_memo_misses_on_any_change(sweep, tmp_path):
     again = SweepMemo([sweep], "t", ["a"])
     again.put({"v": 2})  # kept under the key of the index brought up to date
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 2}
+    monkeypatch.setattr(sweep_memo, "__version__", "0.0.0+other")
+    assert SweepMemo([sweep], "t", ["a"]).get() is None  # another version of the package
 
 
 def test_key_is_the_same_from_the_head_and_from_a_fresh_index(sweep):
@@ -153,17 +156,10 @@ _CHANGES = {
 }
 
 
-@pytest.mark.parametrize("checker", ["compiled", "python"])
 @pytest.mark.parametrize("change", list(_CHANGES))
-def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change, checker, monkeypatch):
+def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change):
     """index_file.up_to_date's fast path (one listing, stats relative to the open store) gives what the scan and the
-    comparison of every key give, for each kind of change a job folder sees, and is taken for a flat store; so does
-    its Python twin of the compiled key check (used where no C compiler built ``_jsonl``)."""
-    if checker == "python":
-        monkeypatch.setattr(index_file, "_compiled", None)
-    elif index_file._compiled is None:
-        pytest.skip("the compiled reader dganalysis/audit/_jsonl.c is not built: install the package (`pip install "
-                    "-e .`) on a machine with a C compiler to test it")
+    comparison of every key give, for each kind of change a job folder sees, and is taken for a flat store."""
     root = _flat_store(tmp_path / "s")
     keys = index_file.scan(root)
     assert all(k[5] >= 0 for k in keys) and {k[0] for k in keys} == {"a", "b", "c", "d"}
@@ -174,13 +170,10 @@ def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change, check
     assert fast == (change == "nothing")
 
 
-def test_compiled_listing_scans_as_the_python_walk(tmp_path, monkeypatch):
-    """index_file.scan with the compiled listing (``_jsonl.list_jobs``) gives the keys its Python twin gives, on a
-    store with every kind of entry a job folder can hold, nested jobs, links, and with an index's known keys after
-    changes."""
-    if index_file._compiled is None:
-        pytest.skip("the compiled reader dganalysis/audit/_jsonl.c is not built: install the package (`pip install "
-                    "-e .`) on a machine with a C compiler to test it")
+def test_scan_with_known_keys_finds_what_a_fresh_walk_finds(tmp_path):
+    """index_file.scan given an index's known keys (settled folders not listed again) gives the keys a fresh walk
+    gives, and the folders of results.job_folders (load's rule), on a store with every kind of entry a job folder can
+    hold, nested jobs, links, and after changes."""
     root = _flat_store(tmp_path / "s")
     _job(root, "e", "err.txt")  # DomainBed's crashed job: err.txt only
     _job(root, "f", "claim")
@@ -198,22 +191,22 @@ def test_compiled_listing_scans_as_the_python_walk(tmp_path, monkeypatch):
 
     def both(known=None):
         got = index_file.scan(root, known)
-        with monkeypatch.context() as m:
-            m.setattr(index_file, "_compiled", None)
-            want = index_file.scan(root, known)
-        assert got == want
+        assert got == index_file.scan(root)
+        assert [k[0] for k in got] == [str(p.relative_to(root)) for p in results.job_folders(root)]
         return got
 
     keys = both()
     assert {k[0] for k in keys} == {"a", "b", "c", "d", "e", "f", "g/inner", "h", "deep/er/j"}
     h = next(k for k in keys if k[0] == "h")
     assert h[1] == -1 and h[3] == index_file.DONE
-    _append(root / "a" / "results.jsonl")
+    _append(root / "a" / "results.jsonl")  # a file changed: its folder's mtime is not
     (root / "b" / "done").write_text("")
     os.remove(root / "c" / "done")
-    _settled(root)
+    later = 1_000_000_000 * 1_700_000_100  # the changed folders settled too, at a later time than the others
+    for d in ("b", "c"):
+        os.utime(root / d, ns=(later, later))
     changed = both(index_file.known_keys(keys))
-    assert changed != keys
+    assert changed != keys and [k[0] for k in changed] == [k[0] for k in keys if k[0] != "c"]
     assert both(index_file.known_keys(changed)) == changed
 
 

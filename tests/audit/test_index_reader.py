@@ -1,12 +1,13 @@
-"""The compiled reader of a job's ``results.jsonl`` (``dganalysis/audit/_jsonl.c``, through
-``index._compiled_lines``): whatever it accepts, it reads exactly as ``json.loads`` and results.load's rules do; it
-accepts the usual records (DomainBed's and ours); every number it converts is ``float(json.loads(token))`` bit for
-bit."""
+"""The index's bulk reader of a job's ``results.jsonl`` (msgspec's per-line structs, ``index._uniform_structs``) and
+its per-line reader (``index._fast_records``): whatever they accept, they read exactly as ``json.loads`` and
+results.load's rules do; the bulk reader accepts the usual records (DomainBed's and ours); every accuracy it reads is
+``float(json.loads(token))`` bit for bit."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import struct
 from decimal import Decimal, localcontext
@@ -15,11 +16,7 @@ import numpy as np
 import pytest
 
 from dganalysis import results
-from dganalysis.audit import index
-
-pytestmark = pytest.mark.skipif(
-    index._jsonl is None, reason="the compiled reader dganalysis/audit/_jsonl.c is not built: install the package "
-    "(`pip install -e .`) on a machine with a C compiler to test it (without it the index reads with msgspec)")
+from dganalysis.audit import index, index_file
 
 ROW_KEYS = ("env0_in_acc", "env0_out_acc", "env1_in_acc", "env1_out_acc", "env2_in_acc", "env2_out_acc")
 
@@ -38,10 +35,8 @@ def jsonl(records: list[dict]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
 
 
-def reference(data: bytes):
-    """What the compiled reader must return for ``data``, from json.loads and results.load's rules; None where
-    results.load's reading differs from "every line one object with the first line's keys, args, hparams and domain
-    fields, an integer step and numeric or null accuracies" (the compiled reader must refuse those)."""
+def json_records(data: bytes) -> list | None:
+    """The records results.read_records reads from ``data`` when every line is one JSON object (None otherwise)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -53,17 +48,25 @@ def reference(data: bytes):
         recs = [json.loads(line) for line in lines]
     except ValueError:
         return None
-    if not recs or not all(type(r) is dict for r in recs) or type(recs[0].get("args")) is not dict:
+    return recs if recs and all(type(r) is dict for r in recs) else None
+
+
+def reference(data: bytes):
+    """What the bulk reader must return for ``data``, from json.loads and results.load's rules: (first record, steps,
+    accuracies in row order with NaN for null, losses); None where results.load's reading differs from "every line
+    one object with the first line's keys, args, hparams and domain fields, an integer step in int64 and numeric or
+    null accuracies" (the bulk reader must refuse those)."""
+    recs = json_records(data)
+    if recs is None or type(recs[0].get("args")) is not dict:
         return None
     first = recs[0]
-    kinds = index._kinds(tuple(first))
-    if kinds is None:
+    if index._usual_pairs(tuple(first)) is None:
         return None
     same = [k for k in ("args", "hparams", *index._DOMAIN_FIELDS) if k in first]
     pairs = sorted((results._env_pair(k), k) for k in first if results._env_pair(k))
     steps, accs, losses = [], [], []
     for r in recs:
-        if list(r) != list(first) or any(r[k] != first[k] or json.dumps(r[k]) != json.dumps(first[k]) for k in same):
+        if set(r) != set(first) or any(r[k] != first[k] or json.dumps(r[k]) != json.dumps(first[k]) for k in same):
             return None
         if type(r["step"]) is not int or not -2**63 <= r["step"] < 2**63:
             return None
@@ -73,31 +76,26 @@ def reference(data: bytes):
                 return None
             accs.append(math.nan if v is None else float(v))
         steps.append(r["step"])
-        loss = r.get("loss")
-        losses.append(float(loss) if type(loss) in (int, float) else math.nan)
-    return first, len(recs), steps, accs, losses if "loss" in first else None
+        losses.append(r["loss"]) if "loss" in first else None
+    return first, steps, accs, losses
 
 
-def compiled(data: bytes):
-    got = index._compiled_lines(data)
+def bulk(data: bytes):
+    got = index._uniform_structs(data)
     if got is None:
         return None
-    first, n, steps, accs, losses = got
-    return (first, n, np.frombuffer(steps, np.int64).tolist(), np.frombuffer(accs, np.float64).tolist(),
-            None if losses is None else np.frombuffer(losses, np.float64).tolist())
+    first, steps, accs, losses = got
+    return first, steps, [math.nan if a is None else a for a in accs], losses
 
 
 def bits(values):
-    return None if values is None else [struct.pack("<d", v) for v in values]
+    return [struct.pack("<d", v) for v in values]
 
 
 def assert_same(got, want, data):
-    assert got[0] == want[0] and got[1] == want[1] and got[2] == want[2], data
-    assert bits(got[3]) == bits(want[3]), data  # NaN for NaN, -0.0 for -0.0
-    if want[4] is None:
-        assert got[4] is None
-    else:
-        assert [x if math.isfinite(x) else None for x in got[4]] == [x if math.isfinite(x) else None for x in want[4]]
+    assert got[0] == want[0] and got[1] == want[1], data
+    assert all(type(a) is float for a in got[2]) and bits(got[2]) == bits(want[2]), data  # NaN, -0.0 as json
+    assert [(type(x), x) for x in got[3]] == [(type(x), x) for x in want[3]], data
 
 
 def test_usual_records_are_read_exactly():
@@ -105,55 +103,69 @@ def test_usual_records_are_read_exactly():
     rng = random.Random(0)
     for extra in ({}, {"domains": ["a", "b", "c"], "train_domains": ["a"], "test_domains": ["c"], "val_domains": []}):
         data = jsonl([record(s, rng, **extra) for s in range(0, 5000, 300)])
-        got, want = compiled(data), reference(data)
+        got, want = bulk(data), reference(data)
         assert got is not None and want is not None
         assert_same(got, want, data)
     data = jsonl([record(s, rng, env1_in_acc=None, loss=None if s else 2) for s in (0, 3)])  # null, integer loss
-    assert_same(compiled(data), reference(data), data)
-    assert compiled(data.rstrip(b"\n")) is not None  # no final newline
+    assert_same(bulk(data), reference(data), data)
+    assert bulk(data.rstrip(b"\n")) is not None  # no final newline
+    reordered = data.splitlines()[0] + b"\n" + json.dumps(dict(reversed(json.loads(data.splitlines()[1]).items())),
+                                                           sort_keys=False).encode() + b"\n"
+    assert_same(bulk(reordered), reference(reordered), reordered)  # keys in another order: the same values
+
+
+def _damaged(rng: random.Random) -> bytes:
+    """A valid file with random damage: bytes changed, inserted, deleted; lines swapped, doubled, joined, split."""
+    alphabet = b' \t\r\n{}[]",:0123456789.eE+-tfnul\\/abc'
+    data = bytearray(jsonl([record(s, rng) for s in (0, 300, 600)]))
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        op, at = rng.random(), rng.randrange(len(data))
+        if op < 0.3:
+            data[at] = rng.choice(alphabet)
+        elif op < 0.5:
+            data.insert(at, rng.choice(alphabet))
+        elif op < 0.7:
+            del data[at:at + rng.randint(1, 4)]
+        else:
+            lines = bytes(data).split(b"\n")
+            i = rng.randrange(len(lines))
+            choice = rng.random()
+            if choice < 0.3:
+                lines.insert(i, lines[rng.randrange(len(lines))])
+            elif choice < 0.6 and i + 1 < len(lines):
+                lines[i:i + 2] = [lines[i] + b" " + lines[i + 1]]
+            else:
+                lines[i] = lines[i].replace(b", ", b",\n", 1)
+            data = bytearray(b"\n".join(lines))
+    return bytes(data)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_whatever_it_accepts_is_what_json_reads(seed):
-    """Random damage to valid files (bytes changed, inserted, deleted; lines swapped, doubled, joined): the compiled
-    reader never accepts a file that results.load reads otherwise, and reads what it accepts exactly."""
+    """Random damage to valid files: the bulk reader never accepts a file that results.load reads otherwise, and
+    reads what it accepts exactly; the per-line reader gives json.loads's records for every file it accepts."""
     rng = random.Random(seed)
-    accepted = refused = 0
-    alphabet = b' \t\r\n{}[]",:0123456789.eE+-tfnul\\/abc'
+    accepted = refused = per_line = 0
     for _case in range(600):
-        data = bytearray(jsonl([record(s, rng) for s in (0, 300, 600)]))
-        for _ in range(rng.choice((1, 1, 2, 3))):
-            op, at = rng.random(), rng.randrange(len(data))
-            if op < 0.3:
-                data[at] = rng.choice(alphabet)
-            elif op < 0.5:
-                data.insert(at, rng.choice(alphabet))
-            elif op < 0.7:
-                del data[at:at + rng.randint(1, 4)]
-            else:
-                lines = bytes(data).split(b"\n")
-                i = rng.randrange(len(lines))
-                choice = rng.random()
-                if choice < 0.3:
-                    lines.insert(i, lines[rng.randrange(len(lines))])
-                elif choice < 0.6 and i + 1 < len(lines):
-                    lines[i:i + 2] = [lines[i] + b" " + lines[i + 1]]
-                else:
-                    lines[i] = lines[i].replace(b", ", b",\n", 1)
-                data = bytearray(b"\n".join(lines))
-        data = bytes(data)
-        got, want = compiled(data), reference(data)
+        data = _damaged(rng)
+        got, want = bulk(data), reference(data)
         if got is None:
             refused += 1
-            continue
-        accepted += 1
-        assert want is not None, data
-        assert_same(got, want, data)
-    assert accepted > 50 and refused > 50  # both sides of the line were exercised
+        else:
+            accepted += 1
+            assert want is not None, data
+            assert_same(got, want, data)
+        recs = index._fast_records(data)
+        if recs is not None:
+            per_line += 1
+            blank_free = b"\n".join(line for line in data.split(b"\n") if line.strip())
+            assert json.dumps(recs) == json.dumps(json_records(blank_free + b"\n")), data
+    assert accepted > 50 and refused > 50 and per_line > 50  # both sides of the line were exercised
 
 
 def test_what_it_refuses():
-    """Each case the exact path must read: the compiled reader returns None."""
+    """Each case the exact path must read: the bulk reader returns None (and the per-line reader too for what msgspec
+    refuses: then results.read_records reads the file with json and words its errors)."""
     rng = random.Random(1)
     good = [json.dumps(record(s, rng), sort_keys=True) for s in (0, 300)]
     cases = {
@@ -161,19 +173,24 @@ def test_what_it_refuses():
         "two objects on a line": good[0] + " " + good[1] + "\n",
         "object across lines": good[0].replace(', "step"', ',\n"step"') + "\n",
         "other args": good[0] + "\n" + good[1].replace('"seed": 12', '"seed": 13') + "\n",
-        "keys reordered": good[0] + "\n" + json.dumps({"step": 300, **json.loads(good[1])}) + "\n",
+        "args written otherwise": good[0] + "\n" + good[1].replace('"seed": 12', '"seed":12') + "\n",
+        "a key more": good[0] + "\n" + good[1].replace('"loss": ', '"x": 1, "loss": ') + "\n",
         "NaN loss": good[0] + "\n" + good[1].replace('"loss": ', '"loss": NaN, "x": ') + "\n",
         "float step": good[0] + "\n" + good[1].replace('"step": 300', '"step": 300.0') + "\n",
         "bool accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": true, "y": ') + "\n",
         "string accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": "0.5", "y": ') + "\n",
         "overflowing accuracy": good[0] + "\n" + good[1].replace('"env0_in_acc": ', '"env0_in_acc": 1e999, "y": ') + "\n",
-        "non-ASCII": good[0] + "\n" + good[1].replace('"mem_gb"', '"m\u00e9m"', 1) + "\n",
         "huge step": good[0] + "\n" + good[1].replace('"step": 300', '"step": 9223372036854775808') + "\n",
         "torn last line": good[0] + "\n" + good[1][:-20],
+        "lone surrogate": good[0] + "\n" + good[1].replace('"mem_gb"', '"m\\ud800"', 1) + "\n",
     }
     for name, text in cases.items():
-        assert compiled(text.encode("utf-8")) is None, name
-    assert compiled(("\n".join(good) + "\n").encode()) is not None  # the cases are built on an accepted file
+        assert bulk(text.encode("utf-8")) is None, name
+    for name in ("NaN loss", "overflowing accuracy", "torn last line", "lone surrogate", "two objects on a line"):
+        assert index._fast_records(cases[name].encode()) is None, name
+    assert index._fast_records(b"\xff" + cases["blank line"].encode()) is None  # not UTF-8
+    assert bulk(("\n".join(good) + "\n").encode()) is not None  # the cases are built on an accepted file
+    assert index._fast_records(cases["blank line"].encode()) == [json.loads(g) for g in good]
 
 
 def _tokens(rng: random.Random, n: int):
@@ -204,43 +221,29 @@ def _tokens(rng: random.Random, n: int):
 
 
 def test_numbers_are_floats_of_json_bit_for_bit():
-    """An accuracy token converts to float(json.loads(token)) exactly (the exact decimal path, Clinger's fast path
-    and CPython's conversion), -0 as +0.0 (json.loads reads it as the integer 0)."""
+    """An accuracy token is read as float(json.loads(token)) exactly (integers, long mantissas, exponents at every
+    limit, midpoints of neighbouring doubles), -0 as +0.0 (json.loads reads it as the integer 0); one that is not
+    finite as a double is refused."""
     rng = random.Random(7)
     checked = 0
     for tok in [*_tokens(rng, 30000), "-0", "-0.0", "0", "1", "9007199254740993", "0.1", "1e-21", "1e19",
                 "123456789012345678.9e-30", "179769313486231570000000000000e280",
-                                    *(f"{m}e{e}" for m in ("1", "7", "8.5", "9007199254740993", "12345678901234567")
-                                      for e in range(-25, 26))]:  # each side of every path's exponent limits
-        line = f'{{"args": {{}}, "env0_in_acc": {tok}, "step": 1}}'.encode()
-        got = index._jsonl.read_job(line, index._kinds(("args", "env0_in_acc", "step")))
+                *(f"{m}e{e}" for m in ("1", "7", "8.5", "9007199254740993", "12345678901234567")
+                  for e in range(-25, 26))]:  # each side of every path's exponent limits
+        got = index._uniform_structs(f'{{"args": {{}}, "env0_in_acc": {tok}, "step": 1}}'.encode())
         want = float(json.loads(tok))
         if not math.isfinite(want):
             assert got is None, tok
             continue
         assert got is not None, tok
-        assert struct.pack("<d", np.frombuffer(got[2])[0]) == struct.pack("<d", want), tok
+        assert struct.pack("<d", got[2][0]) == struct.pack("<d", want), tok
         checked += 1
     assert checked > 29000
 
 
-def test_bad_arguments_are_refused():
-    with pytest.raises(TypeError):
-        index._jsonl.read_job("text", b"\x01")
-    assert index._jsonl.read_job(b"", b"\x01") is None
-    assert index._jsonl.read_job(b'{"a": 1}', b"") is None
-    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 6])) is None  # accuracy columns not 0 .. n-1
-    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([4, 4])) is None  # a column twice, one never written
-    assert index._jsonl.read_job(b'{"a": 1, "b": 2}', bytes([5, 4])) is not None
-
-
-def test_key_check_is_its_python_twin(tmp_path):
-    """``keys_unchanged`` (C) answers as ``index_file._keys_unchanged`` (Python) — True, False (changed) or None (the
-    scan decides) — on unchanged keys, each kind of change, a failure other than absence, and malformed keys."""
-    import os
-
-    from dganalysis.audit import index_file
-
+def test_key_check_of_a_flat_store(tmp_path):
+    """``index_file._keys_unchanged`` says True for unchanged keys only, False for each kind of change, and None (the
+    scan decides) or False for malformed keys; on a folder that cannot be read, False."""
     for name, files in (("a", ("results.jsonl", "done")), ("b", ("results.jsonl", "spec.json")), ("c", ("done",))):
         (tmp_path / name).mkdir()
         for f in files:
@@ -263,7 +266,8 @@ def test_key_check_is_its_python_twin(tmp_path):
         "size": with_(0, 1, keys[0][1] + 1), "mtime": with_(0, 2, keys[0][2] - 1), "folder mtime": with_(2, 5, 7),
         "records gone": [*keys[:2], ["c", 5, 5, keys[2][3], -1, keys[2][5]]],
         "records appeared": [["a", -1, -1, keys[0][3], -1, keys[0][5]], *keys[1:]],
-        "spec mtime": with_(1, 4, 3), "spec removed": [[*keys[0][:3], keys[0][3] | index_file.SPEC, 5, keys[0][5]], *keys[1:]],
+        "spec mtime": with_(1, 4, 3), "spec removed": [[*keys[0][:3], keys[0][3] | index_file.SPEC, 5, keys[0][5]],
+                                                       *keys[1:]],
         "folder gone": [*keys, ["zz", -1, -1, 0, -1, 1]],
         "a file, not a folder": [["plain", -1, -1, 0, -1, st.st_mtime_ns]],
         "not a key": [["a", 1, 2]], "a number for a name": [[3, 1, 2, 0, -1, 1]], "a name for a number": with_(0, 1, "x"),
@@ -272,11 +276,12 @@ def test_key_check_is_its_python_twin(tmp_path):
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for what, ks in cases.items():
-            want = index_file._keys_unchanged(fd, ks)
-            got = index._jsonl.keys_unchanged(fd, ks, index_file.SPEC)
-            assert got is want, (what, got, want)
-            assert (want is True) == (what in ("unchanged", "as tuples", "none")), what
+            got = index_file._keys_unchanged(fd, ks)
+            assert (got is True) == (what in ("unchanged", "as tuples", "none")), (what, got)
+            assert got in (True, False, None), what
+            if what in ("size", "mtime", "folder mtime", "records gone", "records appeared", "spec mtime",
+                        "spec removed", "folder gone"):
+                assert got is False, what
     finally:
         os.close(fd)
     assert [index_file._keys_unchanged(-1, keys), index_file._keys_unchanged(-1, [])] == [False, True]
-    assert index._jsonl.keys_unchanged(-1, keys, index_file.SPEC) is False
