@@ -559,10 +559,12 @@ class AuditParams(NotebookParams):
     selections: Any = _own_check("training_domain")
     alpha: float = 0.05
     rope: float = 1.0
+    family: str = "algorithm"
     reference: str = ""
     reps: int = 500
 
     def check(self) -> None:
+        from dganalysis.audit.claims import FAMILIES
         from dganalysis.audit.inputs import parse_selections
 
         _names("inputs", self.inputs, 'a non-empty list of sweep folders, tables, "shipped:<name>" or "store"')
@@ -573,6 +575,8 @@ class AuditParams(NotebookParams):
         except ValueError as e:
             raise ConfigError(f"parameter 'selections': {e}") from None
         Check("float", low=0.0)(self.rope, "parameter 'rope'")
+        if self.family not in FAMILIES:
+            raise _fail("family", f"one of {sorted(FAMILIES)}", self.family)
         _at_least(self, 1, "reps")
 
 

@@ -20,13 +20,14 @@ import pandas as pd
 
 from dganalysis import io
 from dganalysis.audit.aggregate import wilcoxon_summary
-from dganalysis.audit.claims import verdict_sentence
+from dganalysis.audit.claims import FAMILY_WORDS, verdict_sentence
 from dganalysis.audit.run import AuditResult, InputAudit
 
 COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
 PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
-CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p_adj", "p_equiv_adj", "verdict",
-               "verdict_nominal", "trials_needed", "n"]
+CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p", "p_adj",
+               "p_equiv_adj", "verdict", "verdict_table", "verdict_nominal", "trials_needed", "trials_equivalence", "n",
+               "test", "why"]
 
 
 def _families(a: InputAudit):
@@ -208,10 +209,13 @@ def claims_latex(result: AuditResult) -> str:
     s = result.settings
     frames = [a.claims.assign(input=Path(a.input.name).name) for a in result.audits if not a.claims.empty]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["input", "board", *CLAIM_TABLE])
-    df = df[["input", "board", *CLAIM_TABLE]]
+    df = df[["input", "board", *[c for c in CLAIM_TABLE if c not in ("test", "why")]]]
     caption = (f"Claims against {s['baseline']}: Δ in accuracy points on each dataset's average over test "
-               f"environments with its {int(s['confidence'] * 100)}\\% CI; Welch t-test (two-sided) and TOST within "
-               f"±{s['rope']:g} points, p-values Holm-adjusted over each selection method's claims, α = {s['alpha']:g}; "
+               f"environments with its {int(s['confidence'] * 100)}\\% CI; Welch's statistic with its p-value "
+               "calibrated to the worst case over the variance ratio (paired t where a sweep's arms share trial "
+               f"seeds) and TOST within ±{s['rope']:g} points, one step-down per family "
+               f"({FAMILY_WORDS[s.get('family', 'algorithm')].format(b=s['baseline'])}), α = {s['alpha']:g}; "
+               "verdict\\_table: in the family of all claims of a selection method; "
                "published rounding honoured (worst case over each printed number's rounding interval); "
                "verdict\\_nominal reads the printed numbers at face value. n = trials per cell.")
     body = df.to_latex(index=False, float_format=lambda v: f"{v:.3g}", escape=True)
@@ -243,27 +247,35 @@ def html_page(result: AuditResult, figs: dict) -> str:
              "<h1>dganalysis audit</h1>",
              f"<p>Baseline <b>{e(s['baseline'])}</b>; selections {e(', '.join(s['selections']))}; α = {s['alpha']:g}; "
              f"ROPE ±{s['rope']:g} points; {int(s['confidence'] * 100)}% CIs.</p>",
-             "<p class='note'>How to read a verdict: <b>better</b>/<b>worse</b> — Welch's t-test on the dataset "
-             "averages over trials, Holm-adjusted over all claims of one selection method, p &lt; α; "
-             "<b>equivalent</b> — the TOST shows |Δ| &lt; ROPE (Holm-adjusted); <b>undecided</b> — neither. With "
-             "algorithms identical in distribution, better/worse appears in at most α of audits. Published numbers "
-             "are rounded: verdicts hold for every value the printed digits allow (a printed ± 0.0 is an SE below "
-             "0.05, not zero); <i>verdict_nominal</i> is what the printed numbers give at face value. "
-             "<i>trials_needed</i>: trials per group for 80% power at the observed effect (a planning figure).</p>",
+             "<p class='note'>How to read a verdict: <b>better</b>/<b>worse</b> — Welch's statistic on the dataset "
+             "averages over trials with its p-value calibrated to the worst case over the unknown variance ratio "
+             "(valid for every ratio at any n ≥ 2), or a paired t-test where a sweep's arms ran the same trial seeds; "
+             "<b>equivalent</b> — the TOST shows |Δ| &lt; ROPE; <b>undecided</b> — neither, and <i>why</i> says what "
+             "stands in the way. The family-wise error (any false better, worse or equivalent) is at most α within "
+             f"each family — here <b>{e(s.get('family', 'algorithm'))}</b>: "
+             f"{e(FAMILY_WORDS[s.get('family', 'algorithm')].format(b=s['baseline']))} — through one step-down over "
+             "both kinds of hypothesis; <i>verdict_table</i> is the verdict in the strict family of all claims of a "
+             "selection method, and <i>p</i> (unadjusted) and the simultaneous intervals let you re-adjust for "
+             "another. Published numbers are rounded: verdicts hold for every value the printed digits allow (a "
+             "printed ± 0.0 is an SE below 0.05, not zero); <i>verdict_nominal</i> is what the printed numbers give "
+             "at face value. <i>trials_needed</i> / <i>trials_equivalence</i>: trials per arm that would decide a "
+             "difference of ±ROPE, or show equivalence if Δ were 0, with 80% power at the family's first-step "
+             "level, with an interval for the SDs' uncertainty — planning figures, not post-hoc power.</p>",
              "<h2>Summary</h2><ul>", *[f"<li>{e(line)}</li>" for line in result.summary_lines()], "</ul>"]
     for i, a in enumerate(result.audits):
         parts.append(f"<h2>{e(a.input.name)} ({a.input.kind})</h2>")
         for note in a.notes + a.input.notes:
             parts.append(f"<p class='note'>Note: {e(note)}</p>")
+        notes = {(n["board"], n["selection"]): n["note"] for n in a.family_notes()}
         for (board, sel), fam in _families(a):
             parts.append(f"<h3>{e(sel)}{' · ' + e(board) if board else ''}</h3>")
+            parts.append(f"<p>{e(notes.get((board, sel), ''))}</p>")
             decided = fam[fam["verdict"] != "undecided"]
             changed = fam[fam["rounding_changed"]]
             parts.append("<p>Decided claims:</p><ul>" + "".join(
                 f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>" for _, r in decided.iterrows())
-                + ("" if len(decided) else f"<li>none of {len(fam)} claims is decided ({e(fam['correction'].iloc[0])}"
-                   f", α = {s['alpha']:g}; n = {_n_range(fam)} trials per cell, "
-                   f"Welch t / TOST).</li>") + "</ul>")
+                + ("" if len(decided) else f"<li>none of {len(fam)} claims is decided (α = {s['alpha']:g}; n = "
+                   f"{_n_range(fam)} trials per cell; see <i>why</i> in the table of all claims).</li>") + "</ul>")
             if len(changed):
                 parts.append("<p>Verdicts that rest on rounding (the printed numbers alone would decide them):</p><ul>"
                              + "".join(f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>"
