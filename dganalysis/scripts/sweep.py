@@ -11,7 +11,8 @@ dict>`` (``tests/reference/test_domainbed_scripts_sweep.py`` compares both with 
 equal those of DomainBed's sweep. A run is Done when its folder holds ``done``, Incomplete when the folder exists
 without it, Not launched otherwise; ``launch`` checks first what the runs to launch need (our preflight: the data
 and pretrained weight files, :func:`preflight`; not for the ``dummy`` launcher; ``--no_preflight`` skips it) and starts the Not launched ones, ``delete_incomplete`` deletes the
-Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's.
+Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``train`` still
+holds its claim (a run still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
 
 Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
 command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run); and ``slurm``
@@ -337,7 +338,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             REGISTRY[args.command_launcher](commands)
         print(f"Launched {len(to_launch)} jobs!")
     else:
-        to_delete = [j for j in jobs if j.state == Job.INCOMPLETE]
+        from dganalysis.sweep.store import live_claim
+
+        to_delete = []
+        for job in (j for j in jobs if j.state == Job.INCOMPLETE):
+            holder = live_claim(job.output_dir)
+            if holder is None:
+                to_delete.append(job)
+            else:  # DomainBed would delete a run still training
+                print(f"Left alone, still running ({holder.describe()}): {job.output_dir}")
         print(f"About to delete {len(to_delete)} jobs.")
         if not args.skip_confirmation and not _confirm():
             return 0

@@ -15,8 +15,10 @@ and in each record (``threads``, ``precision``, ``provenance``, the domain names
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
 no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
 one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
-``--mode default`` for those. Departures: an earlier run's files in ``--output_dir`` are removed first (DomainBed
-appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
+``--mode default`` for those. Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
+store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
+sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
+(DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
 (ours, what :func:`dganalysis.train.load_model` reads) and ``spec.json`` are written too.
 """
 
@@ -216,7 +218,7 @@ def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
         print_row([rec[k] for k in keys])
 
 
-def run(args: argparse.Namespace) -> Path:
+def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     """Train as DomainBed's ``train.py`` would for ``args`` and leave its files in ``args.output_dir``."""
     import torch
 
@@ -241,10 +243,11 @@ def run(args: argparse.Namespace) -> Path:
         t0 = time.time()
         job_dir = train.start_job_dir(job, out, train.runtime_stamp(runtime, True))
         with train.job_threads(runtime):
-            train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, num_workers=args.n_workers,
-                                n_threads=runtime.threads)
+            train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, heartbeat=heartbeat,
+                                num_workers=args.n_workers, n_threads=runtime.threads)
     else:
-        train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads)
+        train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads,
+                      heartbeat=heartbeat)
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
     records = _domainbed_args(out / "results.jsonl", db_args)
     losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)
@@ -283,8 +286,23 @@ def main_args(args: argparse.Namespace) -> int:
     except Refused as err:
         sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
         return 2
+    from dganalysis.sweep.store import Claim, try_claim
+
     os.makedirs(args.output_dir, exist_ok=True)
     out_dir = Path(args.output_dir)
+    claim = try_claim(out_dir)
+    if not isinstance(claim, Claim):
+        sys.stderr.write(f"dganalysis.scripts.train: --output_dir {args.output_dir}: another live process is "
+                         f"training this run ({claim.describe()}); nothing written\n")
+        return 2
+    try:
+        return _run_claimed(args, out_dir, claim)
+    finally:
+        claim.release()
+
+
+def _run_claimed(args: argparse.Namespace, out_dir: Path, claim: Any) -> int:
+    """The run under its claim (renewed by a heartbeat; checked before every write)."""
     for name in ("out.txt", "err.txt"):
         (out_dir / name).unlink(missing_ok=True)
     stdout, stderr = sys.stdout, sys.stderr
@@ -295,7 +313,7 @@ def main_args(args: argparse.Namespace) -> int:
         for k, v in sorted(vars(args).items()):
             print(f"\t{k}: {v}")
         try:
-            run(args)
+            run(args, heartbeat=claim.check)
         except ValueError as err:
             if "domainbed_exact" not in str(err):
                 raise

@@ -165,3 +165,29 @@ def test_sweep_launch_checks_the_data_first(tmp_path, capsys):
     assert "nothing launched" in err and "no MNIST raw files" in err and "PACS" in err
     assert not (tmp_path / "runs").exists()
     assert drop_in_sweep.main(["launch", *flags, "--command_launcher", "dummy"]) == 0
+
+
+def test_a_run_still_training_is_neither_trained_twice_nor_deleted(tmp_path, capsys):
+    """The drop-in ``train`` holds a claim on its ``--output_dir`` (our store's): a second ``train`` on the folder
+    is refused before writing, and ``sweep delete_incomplete`` leaves the folder alone (DomainBed deletes it)."""
+    from dganalysis.sweep.store import Claim, try_claim
+
+    argv = ["--datasets", "ColoredMNIST", "--algorithms", "ERM", "--n_hparams", "1", "--n_trials", "1",
+            "--single_test_envs", "--data_dir", str(tmp_path / "d"), "--output_dir", str(tmp_path / "runs"),
+            "--command_launcher", "dummy", "--skip_confirmation"]
+    jobs = drop_in_sweep.make_jobs(drop_in_sweep.build_parser().parse_args(["launch", *argv]))
+    for job in jobs:
+        Path(job.output_dir).mkdir(parents=True)
+    Path(jobs[0].output_dir, "out.txt").write_text("the live run's\n")
+    claim = try_claim(jobs[0].output_dir)  # this process plays the run still training
+    assert isinstance(claim, Claim)
+    try:
+        assert drop_in_train.main(["--dataset", "ColoredMNIST", "--output_dir", jobs[0].output_dir]) == 2
+        assert "another live process" in capsys.readouterr().err
+        assert Path(jobs[0].output_dir, "out.txt").read_text() == "the live run's\n"
+        assert drop_in_sweep.main(["delete_incomplete", *argv]) == 0
+        out = capsys.readouterr().out
+        assert "Left alone, still running" in out and "Deleted 2 jobs!" in out
+        assert [Path(j.output_dir).exists() for j in jobs] == [True, False, False]
+    finally:
+        claim.release()
