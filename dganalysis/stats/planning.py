@@ -13,9 +13,10 @@ The audit asks two planning questions instead, each for the family's most demand
 
 Both take the trial SDs as known. They are estimates from n − 1 degrees of freedom, so each number comes with an
 interval: the same computation at the ends of the chi-square confidence interval for the variance of Δ on Welch's
-df (variances scaled together; Cochran 1977 ch. 4), which at n = 3 spans a factor of about 150 — planning from three
-trials is guesswork, and the interval says so. Powers are computed by the quadrature of
-:func:`~dganalysis.stats.behrens_fisher.rejection_probability` (the noncentral case), not by simulation.
+df (80% by default; variances scaled together), which at n = 3 (2–4 df) spans a factor of 7–20 in n — planning from
+three trials is rough, and the interval says so. Up to :data:`EXACT_UP_TO` trials per arm, powers are computed by
+the quadrature of :func:`~dganalysis.stats.behrens_fisher.rejection_probability` (the noncentral case); above, by the
+noncentral t on the Satterthwaite df at the calibrated level, which agrees with it there (tested).
 """
 
 from __future__ import annotations

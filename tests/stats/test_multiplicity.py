@@ -1,0 +1,34 @@
+"""Holm and the joint step-down over difference and equivalence hypotheses."""
+
+from __future__ import annotations
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+from dganalysis.stats.multiplicity import holm, joint_step_down
+
+
+def test_joint_step_down_without_equivalence_is_holm():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=(30, 9)) ** 3
+    p[3, 2] = np.nan
+    d, e = joint_step_down(p, np.full_like(p, np.nan))
+    np.testing.assert_array_equal(np.isnan(d), np.isnan(p))
+    np.testing.assert_allclose(d[~np.isnan(p)], holm(p)[~np.isnan(p)])
+    assert np.isnan(e).all()
+    row = p[0]
+    np.testing.assert_allclose(holm(row), multipletests(row, method="holm")[1])
+
+
+def test_joint_step_down_counts_a_claim_until_both_hypotheses_fall():
+    # sorted: d0 .001, e2 .004, e1 .01, d1 .02 (no claim complete before: ×3), then d2 (claim 1 done: ×2), e0 (×1)
+    d, e = joint_step_down(np.array([0.001, 0.02, 0.5]), np.array([0.9, 0.01, 0.004]))
+    np.testing.assert_allclose(d, [0.003, 0.06, 1.0])
+    np.testing.assert_allclose(e, [1.0, 0.03, 0.012])
+
+
+def test_joint_step_down_is_never_below_holm_over_the_claims_of_each_kind():
+    rng = np.random.default_rng(1)
+    pd_, pe = rng.uniform(size=(200, 6)) ** 4, rng.uniform(size=(200, 6)) ** 4
+    d, e = joint_step_down(pd_, pe)
+    assert np.all(d >= holm(pd_) - 1e-12) and np.all(e >= holm(pe) - 1e-12)
