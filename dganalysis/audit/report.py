@@ -141,8 +141,10 @@ def sweep_plots(a: InputAudit, prefix: str) -> dict:
         fig, axes = plt.subplots(1, len(datasets), figsize=(3.5 * len(datasets), 3), squeeze=False)
         for ax, ds in zip(axes[0], datasets):
             for alg, part in curve[curve["dataset"] == ds].groupby("algorithm"):
-                ax.plot(part["budget"], part["expected_max"], label=alg)
-                ax.fill_between(part["budget"], part["ci_low"], part["ci_high"], alpha=0.2)
+                line, = ax.plot(part["budget"], part["expected_max"], label=alg)
+                if "expected_max_unbiased" in part:  # the interval is centred on the unbiased estimate
+                    ax.plot(part["budget"], part["expected_max_unbiased"], ls="--", lw=0.8, color=line.get_color())
+                ax.fill_between(part["budget"], part["ci_low"], part["ci_high"], alpha=0.2, color=line.get_color())
             ax.set_title(ds, fontsize="small")
             ax.set_xlabel("hparam draws (budget)")
             ax.set_ylabel("expected best accuracy")

@@ -319,8 +319,9 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
                                     "±rope from the same statistic; one step-down over both kinds per family "
                                     f"({claims.FAMILY_WORDS[family].format(b=baseline)}); published rounding "
                                     "honoured (worst case over the rounding box)",
-                          "aggregate": "probability of improvement and IQM (rliable metrics) with stratified "
-                                       "bootstrap CIs (sweeps) or a dataset bootstrap (tables); Bayesian signed-rank "
-                                       "(baycomp) with the ROPE",
+                          "aggregate": "probability of improvement (stratified bootstrap over trials on sweeps, "
+                                       "exact binomial over datasets on tables) and IQM of the difference to the "
+                                       "baseline; each interval with its coverage measured on simulated data; "
+                                       "Bayesian signed-rank with the ROPE",
                           "pairs": "Wilcoxon signed-rank over datasets, Holm over all pairs; Friedman/Nemenyi"}}
     return AuditResult(audits, settings, skipped)
