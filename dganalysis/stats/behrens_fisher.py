@@ -140,43 +140,41 @@ def _check_n(n_a: np.ndarray, n_b: np.ndarray) -> None:
         raise ValueError("n_a, n_b: expected whole numbers of trials ≥ 2 per arm")
 
 
+def _by_pair(values, n_a, n_b, fn) -> np.ndarray:
+    """``fn(values of one (n_a, n_b) pair, h of that pair)`` applied per pair of trial counts (broadcast; NaN stays)."""
+    v, na, nb = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (values, n_a, n_b)))
+    out = np.full(v.shape, np.nan)
+    ok = np.isfinite(v) & np.isfinite(na) & np.isfinite(nb)
+    if ok.any():
+        _check_n(na[ok], nb[ok])
+        for x, y in {(int(a), int(b)) for a, b in zip(na[ok], nb[ok], strict=True)}:
+            sel = ok & (na == x) & (nb == y)
+            out[sel] = fn(v[sel], _table(x, y))
+    return out
+
+
 def calibrate(p_welch, n_a, n_b) -> np.ndarray:
     """The valid p-value h(p_W) for Welch two-sided p-values ``p_welch`` with ``n_a``, ``n_b`` trials (broadcast);
     NaN stays NaN. See the module docstring."""
-    p, na, nb = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (p_welch, n_a, n_b)))
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p) & np.isfinite(na) & np.isfinite(nb)
-    if not ok.any():
-        return out
-    _check_n(na[ok], nb[ok])
     logw = np.log(_W_GRID)
-    for x, y in {(int(a), int(b)) for a, b in zip(na[ok], nb[ok], strict=True)}:
-        sel = ok & (na == x) & (nb == y)
-        h = _table(x, y)
-        pc = np.clip(p[sel], _W_GRID[0], 1.0)
-        val = np.exp(np.interp(np.log(pc), logw, np.log(h)))
-        out[sel] = np.minimum(np.maximum(val, p[sel]), 1.0)
-    return out
+
+    def apply(p, h):
+        val = np.exp(np.interp(np.log(np.clip(p, _W_GRID[0], 1.0)), logw, np.log(h)))
+        return np.minimum(np.maximum(val, p), 1.0)
+
+    return _by_pair(p_welch, n_a, n_b, apply)
 
 
 def calibrated_level(target, n_a, n_b) -> np.ndarray:
     """The Welch level w with h(w) = ``target``: Welch's test at level w has size ≤ target for every variance ratio
     (the inverse of :func:`calibrate`; it gives the critical values of the simultaneous intervals)."""
-    t, na, nb = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (target, n_a, n_b)))
-    out = np.full(t.shape, np.nan)
-    ok = np.isfinite(t) & np.isfinite(na) & np.isfinite(nb)
-    if not ok.any():
-        return out
-    _check_n(na[ok], nb[ok])
     logw = np.log(_W_GRID)
-    for x, y in {(int(a), int(b)) for a, b in zip(na[ok], nb[ok], strict=True)}:
-        sel = ok & (na == x) & (nb == y)
-        h = _table(x, y)
-        # h is non-decreasing; use its strictly increasing part for the inverse, conservatively (smallest w)
-        hh = np.log(np.maximum(h, 1e-300))
-        out[sel] = np.exp(np.interp(np.log(np.clip(t[sel], h[0], 1.0)), hh, logw, left=logw[0]))
-        out[sel] = np.minimum(out[sel], t[sel])
-    return out
+
+    def invert(t, h):  # h is non-decreasing: the smallest w reaching t (conservative)
+        w = np.exp(np.interp(np.log(np.clip(t, h[0], 1.0)), np.log(np.maximum(h, 1e-300)), logw, left=logw[0]))
+        return np.minimum(w, t)
+
+    return _by_pair(target, n_a, n_b, invert)
 
 
 def welch_p(delta, se, df) -> np.ndarray:
