@@ -109,7 +109,7 @@ NEW_VALUES = {
     "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
     "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
     "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
-    "oracle_search_overrides": {}, "search_protocol": "yu2024",
+    "oracle_search_overrides": {}, "search_protocol": "yu2024", "family": "table",
 }
 
 
