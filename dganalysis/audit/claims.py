@@ -265,7 +265,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
     (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share every trial seed are tested
     paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
-    claims. See the module docstring."""
+    claims. Families of equal size are decided together (one vectorised call). See the module docstring."""
     if family not in FAMILIES:
         raise ValueError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
     _check_cells(cells, baseline)
@@ -277,60 +277,77 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     rows = rows.reset_index(drop=True)
     if trials is not None and not trials.empty:
-        pf = _paired_frame(trials, baseline)
-        rows = rows.merge(pf, on=["board", "selection", "dataset", "algorithm"], how="left")
+        rows = rows.merge(_paired_frame(trials, baseline), on=["board", "selection", "dataset", "algorithm"],
+                          how="left")
     else:
         rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan)
-    out = []
-    strict = {}
-    if family != "table":  # the strict all-claims family, for verdict_table
-        for _, fam in rows.groupby(FAMILIES["table"], sort=False):
-            d = _decide_frame(fam, alpha, rope, confidence)
-            strict.update(zip(fam.index, np.asarray(VERDICTS)[d.verdict], strict=True))
-    for keys, fam in rows.groupby(FAMILIES[family], sort=False):
-        d = _decide_frame(fam, alpha, rope, confidence)
-        m = int(np.isfinite(d.p).sum())
-        board, selection = fam["board"].iloc[0], fam["selection"].iloc[0]
-        where = ", ".join(str(k) for k in (keys if isinstance(keys, tuple) else (keys,)) if k)
-        verdict = np.asarray(VERDICTS)[d.verdict]
-        test = np.where(d.paired, TEST_PAIRED, np.where(np.isfinite(d.p), TEST, "none (no SE or n < 2)"))
-        if rope > 0:
-            test = np.where(np.isfinite(d.p), np.char.add(test.astype(str), f" + {TOST}, rope ±{rope:g}"), test)
-        frame = pd.DataFrame({
-            "board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
-            "algorithm": fam["algorithm"].to_numpy(), "baseline": baseline, "mean": fam["mean"].to_numpy(),
-            "baseline_mean": fam["mean_b"].to_numpy(), "delta": d.delta, "se": d.se, "df": d.df,
-            "ci_low": d.ci_low, "ci_high": d.ci_high, "sim_low": d.sim_low, "sim_high": d.sim_high,
-            "p_welch": d.p_welch, "p": d.p, "p_adj": d.p_adj, "p_equiv": d.p_equiv, "p_equiv_adj": d.p_equiv_adj,
-            "verdict": verdict, "verdict_nominal": np.asarray(VERDICTS)[d.verdict_nominal],
-            "verdict_table": [strict.get(i, v) for i, v in zip(fam.index, verdict, strict=True)],
-            "family": family, "m": m, "n": fam["n"].to_numpy(), "baseline_n": fam["n_b"].to_numpy(),
-            "paired": d.paired, "test": test,
-            "correction": f"joint step-down over {m} claims ({FAMILY_WORDS[family].format(b=baseline)}: {where})",
-        }, index=fam.index)
-        frame["rounding_changed"] = frame["verdict"] != frame["verdict_nominal"]
-        _add_plans(frame, fam, d, alpha, rope, m, plan)
-        out.append(frame)
-    result = pd.concat(out).sort_index()
+    keys = FAMILIES[family]
+    fam_id = rows.groupby(keys, sort=False).ngroup().to_numpy()
+    d = _decide_grouped(rows, fam_id, alpha, rope, confidence)
+    strict = (d["verdict"] if family == "table" else
+              _decide_grouped(rows, rows.groupby(FAMILIES["table"], sort=False).ngroup().to_numpy(), alpha, rope,
+                              confidence)["verdict"])
+    m = pd.Series(np.isfinite(d["p"])).groupby(fam_id).transform("sum").to_numpy().astype(int)
+    where = rows[keys].astype(str).agg(lambda r: ", ".join(x for x in r if x), axis=1)
+    verdict = np.asarray(VERDICTS)[d["verdict"]]
+    tested = np.isfinite(d["p"])
+    test = np.where(d["paired"], TEST_PAIRED, np.where(tested, TEST, "none (no SE or n < 2)")).astype(object)
+    if rope > 0:
+        test = np.where(tested, test + f" + {TOST}, rope ±{rope:g}", test)
+    words = FAMILY_WORDS[family].format(b=baseline)
+    result = pd.DataFrame({
+        "board": rows["board"], "selection": rows["selection"], "dataset": rows["dataset"],
+        "algorithm": rows["algorithm"], "baseline": baseline, "mean": rows["mean"], "baseline_mean": rows["mean_b"],
+        **{c: d[c] for c in ("delta", "se", "df", "ci_low", "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj",
+                             "p_equiv", "p_equiv_adj")},
+        "verdict": verdict, "verdict_nominal": np.asarray(VERDICTS)[d["verdict_nominal"]],
+        "verdict_table": np.asarray(VERDICTS)[strict], "family": family, "m": m, "n": rows["n"],
+        "baseline_n": rows["n_b"], "paired": d["paired"], "test": test,
+        "correction": [f"joint step-down over {k} claims ({words}: {w})" for k, w in zip(m, where, strict=True)],
+    })
+    result["rounding_changed"] = result["verdict"] != result["verdict_nominal"]
+    _add_plans(result, rows, d, alpha, rope, plan)
     result["why"] = why_undecided(result, rows, alpha, rope, confidence)
-    return result.reset_index(drop=True)[CLAIM_COLUMNS]
+    return result[CLAIM_COLUMNS]
 
 
-def _decide_frame(fam: pd.DataFrame, alpha: float, rope: float, confidence: float, res_scale: float = 1.0) -> Decision:
-    a, b = Summaries.from_frame(fam), Summaries.from_frame(fam, "_b")
-    if res_scale != 1.0:
-        a = Summaries(a.mean, a.se, a.n, a.ddof, a.mean_res * res_scale, a.se_res * res_scale)
-        b = Summaries(b.mean, b.se, b.n, b.ddof, b.mean_res * res_scale, b.se_res * res_scale)
-    pr = Paired(fam["d_mean"].to_numpy(), fam["d_se"].to_numpy(), fam["n_pair"].to_numpy())
-    return decide(a, b, alpha=alpha, rope=rope, confidence=confidence, paired=pr)
+_DECISION_FIELDS = ("delta", "se", "df", "ci_low", "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj",
+                    "p_equiv", "p_equiv_adj", "verdict", "p_nominal", "verdict_nominal", "paired")
 
 
-def _sds(fam: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: float, confidence: float,
+                    res_scale: float = 1.0) -> dict[str, np.ndarray]:
+    """:func:`decide` over every family (``fam_id`` per row), families of equal size stacked into one batch; the
+    Decision's fields as arrays in row order."""
+    cols = ["mean", "se", "n", "se_ddof", "mean_res", "se_res"]
+    out = {f: np.empty(len(rows), dtype=bool if f == "paired" else np.int8 if f.startswith("verdict") else float)
+           for f in _DECISION_FIELDS}
+    size = np.bincount(fam_id)[fam_id]
+    for m in np.unique(size):
+        idx = np.flatnonzero(size == m)
+        idx = idx[np.argsort(fam_id[idx], kind="stable")].reshape(-1, m)  # (families, m), each row one family
+
+        def arr(col, idx=idx):
+            return rows[col].to_numpy(dtype=float)[idx]
+
+        a = Summaries(*(arr(c) for c in cols))
+        b = Summaries(*(arr(c + "_b") for c in cols))
+        if res_scale != 1.0:
+            a = Summaries(a.mean, a.se, a.n, a.ddof, a.mean_res * res_scale, a.se_res * res_scale)
+            b = Summaries(b.mean, b.se, b.n, b.ddof, b.mean_res * res_scale, b.se_res * res_scale)
+        dec = decide(a, b, alpha=alpha, rope=rope, confidence=confidence,
+                     paired=Paired(arr("d_mean"), arr("d_se"), arr("n_pair")))
+        for f in _DECISION_FIELDS:
+            out[f][idx.ravel()] = np.asarray(getattr(dec, f)).ravel()
+    return out
+
+
+def _sds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Trial SDs of both arms at the upper edge of the SE rounding box (ddof-1)."""
-    ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / np.maximum(fam["n"] - 1, 1)), 1.0)
-    cb = np.where(fam["se_ddof_b"] == 0, np.sqrt(fam["n_b"] / np.maximum(fam["n_b"] - 1, 1)), 1.0)
-    sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
-    sd_b = (fam["se_b"] + fam["se_res_b"] / 2).to_numpy() * cb * np.sqrt(fam["n_b"].to_numpy())
+    ca = np.where(rows["se_ddof"] == 0, np.sqrt(rows["n"] / np.maximum(rows["n"] - 1, 1)), 1.0)
+    cb = np.where(rows["se_ddof_b"] == 0, np.sqrt(rows["n_b"] / np.maximum(rows["n_b"] - 1, 1)), 1.0)
+    sd_a = (rows["se"] + rows["se_res"] / 2).to_numpy() * ca * np.sqrt(rows["n"].to_numpy())
+    sd_b = (rows["se_b"] + rows["se_res_b"] / 2).to_numpy() * cb * np.sqrt(rows["n_b"].to_numpy())
     return sd_a, sd_b
 
 
@@ -338,30 +355,31 @@ PLAN_COLUMNS = ["trials_needed", "trials_needed_low", "trials_needed_high", "tri
                 "trials_equivalence_low", "trials_equivalence_high"]
 
 
-def _add_plans(frame: pd.DataFrame, fam: pd.DataFrame, d: Decision, alpha: float, rope: float, m: int,
+def _add_plans(frame: pd.DataFrame, rows: pd.DataFrame, d: dict[str, np.ndarray], alpha: float, rope: float,
                plan: bool) -> None:
+    """The planning columns of the undecided claims, at each family's first-step level α/m (one call per m)."""
     for c in PLAN_COLUMNS:
         frame[c] = np.nan
-    if not plan or rope <= 0 or m == 0:
+    if not plan or rope <= 0:
         return
-    sd_a, sd_b = _sds(fam)
-    und = (d.verdict == 3) & np.isfinite(d.p)
-    level = alpha / m
-    unp = und & ~d.paired & (sd_a > 0) & (sd_b > 0)
-    if unp.any():
-        n_a, n_b = fam["n"].to_numpy()[unp], fam["n_b"].to_numpy()[unp]
-        got = planning.trials_to_decide(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
-        eq = planning.trials_for_equivalence(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
-        for c, v in zip(PLAN_COLUMNS, [*got, *eq], strict=True):
-            frame.loc[frame.index[unp], c] = v
-    par = und & d.paired & (d.se > 0)
-    if par.any():
-        n = fam["n_pair"].to_numpy()[par]
-        sd_d = d.se[par] * np.sqrt(n)
-        got = planning.paired_trials(sd_d, n, rope, level, "difference")
-        eq = planning.paired_trials(sd_d, n, rope, level, "equivalence")
-        for c, v in zip(PLAN_COLUMNS, [*got, *eq], strict=True):
-            frame.loc[frame.index[par], c] = v
+    sd_a, sd_b = _sds(rows)
+    m = frame["m"].to_numpy()
+    und = (d["verdict"] == VERDICTS.index("undecided")) & np.isfinite(d["p"]) & (m > 0)
+    for k in np.unique(m[und]):
+        level = alpha / k
+        unp = und & (m == k) & ~d["paired"] & (sd_a > 0) & (sd_b > 0)
+        if unp.any():
+            n_a, n_b = rows["n"].to_numpy()[unp], rows["n_b"].to_numpy()[unp]
+            got = planning.trials_to_decide(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
+            eq = planning.trials_for_equivalence(sd_a[unp], sd_b[unp], n_a, n_b, rope, level)
+            frame.loc[unp, PLAN_COLUMNS] = np.column_stack([*got, *eq])
+        par = und & (m == k) & d["paired"] & (d["se"] > 0)
+        if par.any():
+            n = rows["n_pair"].to_numpy()[par]
+            sd_d = d["se"][par] * np.sqrt(n)
+            got = planning.paired_trials(sd_d, n, rope, level, "difference")
+            eq = planning.paired_trials(sd_d, n, rope, level, "equivalence")
+            frame.loc[par, PLAN_COLUMNS] = np.column_stack([*got, *eq])
 
 
 def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: float, confidence: float) -> list[str]:
@@ -370,15 +388,13 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
     decided with means and SEs printed to one more decimal), the family (decided alone or in a smaller family), the
     variance ratio (Welch's uncalibrated p would decide it), too few trials (the planning figure)."""
     out = []
-    finer = {}
+    finer = np.full(len(rows), np.inf)
     if (rows["mean_res"] > 0).any() or (rows["se_res"] > 0).any():
-        for _, fam in rows.groupby(FAMILIES["table"], sort=False):
-            keys = list(zip(fam["selection"], fam["board"], fam["dataset"], fam["algorithm"], strict=True))
-            fam1 = fam.assign(**{k: fam[k] for k in fam.columns})
-            d1 = _decide_frame(fam1, alpha, rope, confidence, res_scale=0.1)
-            p1 = _single_p(d1)
-            finer.update(zip(keys, p1, strict=True))
-    for _, r in cl.iterrows():
+        d1 = _decide_grouped(rows, rows.groupby(FAMILIES["table"], sort=False).ngroup().to_numpy(), alpha, rope,
+                             confidence, res_scale=0.1)
+        with np.errstate(invalid="ignore"):
+            finer = np.fmin(d1["p"], d1["p_equiv"])
+    for i, (_, r) in enumerate(cl.iterrows()):
         if r["verdict"] != "undecided":
             out.append("")
             continue
@@ -391,8 +407,7 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             "better" if r["delta"] > 0 else "worse")
         if r["verdict_nominal"] != "undecided":
             reasons.append(f"the published rounding: at face value it would be {r['verdict_nominal']}")
-        key = (r["selection"], r["board"], r["dataset"], r["algorithm"])
-        if key in finer and finer[key] < alpha / max(int(r["m"]), 1):
+        if finer[i] < alpha / max(int(r["m"]), 1):
             reasons.append("the printed precision: with means and SEs printed to one more decimal it would be "
                            "decided")
         if best < alpha:
@@ -415,11 +430,6 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
 
 def _n(x: float) -> str:
     return "more than 2000" if not np.isfinite(x) else f"{int(x)}"
-
-
-def _single_p(d: Decision) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.fmin(d.p, d.p_equiv)
 
 
 def trials_needed(delta, sd_a, sd_b, alpha, power: float = 0.8, max_n: int = 10_000) -> np.ndarray:
