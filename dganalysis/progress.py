@@ -186,14 +186,15 @@ class ProgressWatcher:
             return
         i = len(sweeps) - 1
         entry = sweeps[i]
+        text = describe(entry, i + 1)
         if self._shown != i:
             if self._bar is not None:
                 self._bar.close()
+            # the whole line is the description: tqdm puts ", " before a non-empty {postfix}, whatever the format
             self._bar = tqdm(total=int(entry.get("total", 0)), position=1, leave=False, file=self.file or sys.stderr,
-                             desc=f"{self.label} sweep {i + 1}".strip(), unit="job",
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} jobs [{postfix}]")
+                             desc=f"{self.label} {text}".strip(), unit="job",
+                             bar_format="{desc} {percentage:3.0f}%|{bar:20}|")
             self._shown = i
-        text = describe(entry, i + 1)
         if not self.lines or self.lines[-1] != text:
             self.lines.append(text)
         state = (i, int(entry.get("done", 0)), bool(entry.get("finished")))
@@ -202,9 +203,7 @@ class ProgressWatcher:
             return  # nothing new: redraw (the ETA) at most every REDRAW_S seconds, so logs do not fill up
         self._last_state, self._last_draw = state, now
         self._bar.n = state[1]
-        failed = f"{entry['failed']} failed, " if entry.get("failed") else ""
-        self._bar.set_postfix_str(f"{failed}ETA {_clock(eta_seconds(entry))}" if not entry.get("finished")
-                                  else f"{failed}finished", refresh=False)
+        self._bar.set_description_str(f"{self.label} {text}".strip(), refresh=False)
         self._bar.refresh()
 
 

@@ -91,3 +91,26 @@ def test_progress_file_is_optional(tmp_path, monkeypatch):
     p.tick()
     p.close()  # writes nothing, raises nothing
     assert not list(tmp_path.iterdir())
+
+
+def test_drawn_line_shows_jobs_and_eta_with_no_empty_field(tmp_path):
+    """What the terminal shows, not only ``describe``: the sweep's jobs done/total and a clock-time ETA, and none of
+    tqdm's separators around an empty field (``[, ETA 02:13]`` or ``[]``)."""
+    import re
+
+    path = tmp_path / "p.json"
+    out = _io.StringIO()
+    p = SweepProgress(path, 12)
+    w = ProgressWatcher(path, "03_demo", file=out)
+    w.poll()
+    p.entry["started"] -= 30.0  # the first job took 30 s: 11 left, ETA 05:30
+    p.tick()
+    w.poll()
+    drawn = [s for s in re.split(r"[\r\n]", out.getvalue()) if s.strip()]
+    assert drawn, out.getvalue()
+    last = drawn[-1]
+    assert re.search(r"03_demo sweep 1: 1/12 jobs, ETA 05:3\d\s+8%\|", last), last
+    assert "[," not in out.getvalue() and "[]" not in out.getvalue(), out.getvalue()
+    p.close()
+    w.poll()
+    assert "sweep 1: 1/12 jobs, finished" in out.getvalue()
