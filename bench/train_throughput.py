@@ -31,6 +31,12 @@ phase (data, forward, backward, optimizer, evaluation; from the ``record_functio
 the rest), the evaluation convolutions' GMAC/s, and the largest ratio reachable if everything but our
 convolutions cost nothing.
 
+``--networks`` times one ERM training step instead (forward, backward, Adam; no data loading, no evaluation) for
+each network the quick profile trains and ResNet-18 at 32 and 64 px, at the profile's batch size: images/s, the
+fraction of the device's peak FLOP/s (estimated from ``lscpu`` on a CPU, printed with its parts) and DomainBed's own
+``algorithms.ERM`` update on the same network and minibatches (``$DOMAINBED_SRC``), idle and with ``--load`` busy
+processes; ``--device cuda`` on a GPU (:mod:`bench._network_peak`).
+
 ``--thread-policies`` times the CPU thread policies instead (:mod:`bench._thread_policies`): the fixed count of
 the launcher's share with the workers' waiting policy (the default), the same count with OpenMP's default and
 with passive waiting, the former load-adaptive governor and one thread; idle and with every core busy, each in
@@ -498,6 +504,13 @@ def main(argv=None) -> None:
     p.add_argument("--policy-runs", type=int, default=1, help="--thread-policies: timed jobs per policy and round")
     p.add_argument("--policies", nargs="+", default=None,
                    help="--thread-policies: which (fixed, fixed-spin10k, fixed-passive, governor, 1-thread; default all)")
+    p.add_argument("--networks", action="store_true",
+                   help="instead: training images/s and %% of peak FLOP/s per quick-profile network and ResNet-18 at "
+                        "32/64 px, ours vs DomainBed's ERM ($DOMAINBED_SRC), idle then --load busy processes")
+    p.add_argument("--device", default="cpu", help="--networks: cpu or cuda")
+    p.add_argument("--seconds", type=float, default=2.0, help="--networks: timed seconds per variant and round")
+    p.add_argument("--only", nargs="+", default=None, help="--networks: only the rows whose label contains one of these")
+    p.add_argument("--batch-mult", type=int, default=1, help="--networks: multiply the profile's batch size (32) by this")
     p.add_argument("--policy-child", help=argparse.SUPPRESS)
     p.add_argument("--policy-job", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -508,6 +521,11 @@ def main(argv=None) -> None:
         _thread_policies.child(a.policy_child, json.loads(a.policy_job), a.policy_runs)
         return
     torch.set_num_threads(a.threads)
+    if a.networks:
+        from bench import _network_peak
+
+        _network_peak.networks_bench(a.device, a.seconds, a.rounds, a.load, a.threads, a.only, 32, a.batch_mult)
+        return
     defaults = (224, 32, 10) if a.image_pipeline else (32, 64, 60)
     a.size, a.batch_size, a.steps = (v if v is not None else d for v, d in zip((a.size, a.batch_size, a.steps), defaults))
     if a.image_pipeline:
