@@ -8,7 +8,7 @@ Statistics (the paper reads reversals and changes off mean curves; we decide the
 
 * **Pairing.** Runs with the same trial seed share their data splits (``dganalysis.train``), so every contrast is a
   paired t-test on per-trial differences when at least two trial seeds are shared
-  (:func:`dganalysis.protocols.stats.compare`), Welch's test otherwise (e.g. DomainBed sweeps with different trial
+  (:func:`dganalysis.stats.ttests.compare`), Welch's test otherwise (e.g. DomainBed sweeps with different trial
   sets). Pairing removes the split-to-split variance only: initialisation and minibatch order are seeded by the
   job hash, so they differ between the paired runs.
 * **Swap test** (Sec. 4.2.1 / 4.3). The notebook makes one claim per method pair (a, b) and test domain, in one of
@@ -40,7 +40,9 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
-from dganalysis.protocols.stats import adjust_pvalues, compare, direction, trials_needed
+from dganalysis.stats.multiplicity import adjust_pvalues
+from dganalysis.stats.planning import trials_for_effect_size
+from dganalysis.stats.ttests import compare, direction
 from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
@@ -199,7 +201,7 @@ def swap_test(
     ``train_choices``: the training-domain sets to compare (all of one size); None = every set in the frame tested
     on ``test_domain``. ``correction``: any ``statsmodels`` ``multipletests`` method or ``"none"``, applied over the
     2 × (method pairs) claims. ``paired``: None = pair on shared trial seeds when ≥ 2 are shared (see
-    :func:`dganalysis.protocols.stats.compare`). ``power``: target power of ``trials_needed``.
+    :func:`dganalysis.stats.ttests.compare`). ``power``: target power of ``trials_needed``.
     """
     check_frame(selected, (), "selected", func="swap_test")
     check_str(test_domain, "test_domain", func="swap_test")
@@ -265,7 +267,7 @@ def _st_claims(tests: pd.DataFrame, names, k: int, alpha: float, correction: str
     m = int(claims["p"].notna().sum())
     level = alpha / max(m, 1) if correction not in (None, "none") else alpha
     claims["trials_needed"] = [
-        np.nan if d else trials_needed(e, level / div, power, paired=pr, alternative="larger")
+        np.nan if d else trials_for_effect_size(e, level / div, power, paired=pr, alternative="larger")
         for d, e, div, pr in zip(claims["decided"], claims["effect"], claims["level_divisor"], claims["paired"])]
     return claims.drop(columns="level_divisor")
 
@@ -378,7 +380,7 @@ def adjust_domain_plus(dp: pd.DataFrame, alpha: float = 0.05, correction: str = 
     m = int(out["p"].notna().sum())
     level = alpha / max(m, 1) if correction not in (None, "none") else alpha
     out["trials_needed"] = [
-        trials_needed(e, level, power, paired=n > 0, alternative="two-sided") if v == NO_CHANGE else np.nan
+        trials_for_effect_size(e, level, power, paired=n > 0, alternative="two-sided") if v == NO_CHANGE else np.nan
         for v, e, n in zip(out["verdict"], out["effect"], out["n_pairs"])]
     return out
 

@@ -49,7 +49,7 @@ def oracle_findings(leak_k: pd.DataFrame, oracle: str = "held_out", alpha: float
     check_frame(leak_k, (), "leak_k", func="oracle_findings")
     check_str(oracle, "oracle", func="oracle_findings")
     check_scalar(alpha, "alpha", func="oracle_findings", low=0.0, high=1.0, low_open=True, high_open=True)
-    from dganalysis.protocols.stats import adjust_pvalues
+    from dganalysis.stats.multiplicity import adjust_pvalues
 
     if oracle not in _LABEL:
         raise ValueError(f"oracle: expected one of {list(_LABEL)}, got {oracle!r}")

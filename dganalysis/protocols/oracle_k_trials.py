@@ -2,7 +2,7 @@
 
 :func:`dganalysis.protocols.oracle_k.oracle_k_table` averages over trials; here the same table is made per trial
 (``trial_seed`` added to the grouping), so each trial gives one leakage value per K and the fall with K is a
-*paired* contrast over trials (:func:`dganalysis.protocols.stats.compare`: same trial seed = same data splits).
+*paired* contrast over trials (:func:`dganalysis.stats.ttests.compare`: same trial seed = same data splits).
 
 Like-for-like candidates: the oracle of Yu et al. (as DomainBed's) chooses among the *last* checkpoints of the
 hyperparameter draws. Training-domain validation that may also pick an earlier checkpoint differs from it in early
@@ -22,7 +22,8 @@ import pandas as pd
 from scipy import stats as st
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
-from dganalysis.protocols.stats import compare, trials_needed
+from dganalysis.stats.planning import trials_for_effect_size
+from dganalysis.stats.ttests import compare
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
 
@@ -102,11 +103,11 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
             if k == 1:
                 row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan
                 eff = m / sd if n > 1 and sd > 0 else np.nan
-                row["trials_needed"] = trials_needed(eff, alpha, power) if eff > 0 else np.inf
+                row["trials_needed"] = trials_for_effect_size(eff, alpha, power) if eff > 0 else np.inf
             elif base is not None:
                 c = compare(x, base, confidence=confidence)
                 row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test,
-                           trials_needed=trials_needed(c.effect, alpha, power) if c.effect < 0 else np.inf)
+                           trials_needed=trials_for_effect_size(c.effect, alpha, power) if c.effect < 0 else np.inf)
                 if k - 1 in by_k:
                     c = compare(x, by_k[k - 1], confidence=confidence)
                     row.update(fall_prev=c.diff, fall_prev_ci_low=c.ci_low, fall_prev_ci_high=c.ci_high,

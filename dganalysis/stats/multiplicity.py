@@ -1,5 +1,8 @@
 """Family-wise error control: Holm's step-down, and one step-down over each claim's difference and equivalence.
 
+:func:`adjust_pvalues` is the entry point of the protocols (one family, a named method: Holm by :func:`holm`,
+statsmodels' ``multipletests`` for the others); the audit calls :func:`holm` and :func:`joint_step_down` directly.
+
 **Holm** (Holm 1979): sort the m p-values, compare the i-th smallest with α/(m − i + 1), stop at the first that
 fails. :func:`holm` gives the adjusted p-values (equal to ``statsmodels.stats.multitest.multipletests(p,
 method="holm")[1]`` row by row, tested), vectorised over leading axes.
@@ -22,6 +25,8 @@ its equivalence hypothesis stands, so later steps divide by a little more.
 from __future__ import annotations
 
 import numpy as np
+
+from dganalysis.validation import check_pvalues, check_scalar
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -64,3 +69,29 @@ def joint_step_down(p_diff: np.ndarray, p_equiv: np.ndarray) -> tuple[np.ndarray
     np.put_along_axis(out, order, adj_sorted, axis=-1)
     out = np.where(nan, np.nan, out)
     return out[..., :m], out[..., m:]
+
+
+def adjust_pvalues(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
+    """Multiple-testing adjusted p-values of a 1-D family ``p``: ``method="holm"`` by :func:`holm`, any other
+    method of statsmodels' ``multipletests`` (``"bonferroni"``, ``"fdr_bh"``, ...) by statsmodels; ``method="none"``
+    returns ``p``. ``alpha`` matters only to the methods whose adjusted p-values depend on it (statsmodels' two-stage
+    ones).
+
+    NaN entries are excluded from the family and returned as NaN.
+    """
+    check_pvalues(p, "p", func="adjust_pvalues")
+    check_scalar(alpha, "alpha", func="adjust_pvalues", low=0.0, high=1.0, low_open=True, high_open=True)
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
+    if method in (None, "none"):
+        out[ok] = p[ok]
+        return out
+    if ok.any():
+        if method == "holm":
+            out[ok] = holm(p[ok])
+        else:
+            from statsmodels.stats.multitest import multipletests
+
+            out[ok] = multipletests(p[ok], alpha=alpha, method=method)[1]
+    return out

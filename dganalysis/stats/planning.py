@@ -11,6 +11,10 @@ The audit asks two planning questions instead, each for the family's most demand
 * :func:`trials_for_equivalence` — trials per arm for the TOST within ±rope (built on the same calibrated test) to
   reach ``power`` if the true difference were 0.
 
+The protocols plan the other way, from a standardised effect (Cohen's d, or d_z for paired differences) with the
+ordinary t-tests: :func:`trials_for_effect_size` (statsmodels' power solvers) — the "observed power" figure of a
+paper's next run, a guide rather than evidence.
+
 Both take the trial SDs as known. They are estimates from n − 1 degrees of freedom, so each number comes with an
 interval: the same computation at the ends of the chi-square confidence interval for the variance of Δ on Welch's
 df (80% by default; variances scaled together), which at n = 3 (2–4 df) spans a factor of 7–20 in n — planning from
@@ -25,6 +29,7 @@ import numpy as np
 from scipy import special, stats
 
 from dganalysis.stats import behrens_fisher as bf
+from dganalysis.validation import check_number
 
 POWER = 0.8
 
@@ -192,3 +197,40 @@ def _check(sd_a, sd_b, effect: float, level: float) -> None:
         raise ValueError(f"effect={effect}: expected a difference > 0 in accuracy points")
     if not 0 < level < 1:
         raise ValueError(f"level={level}: expected a level in (0, 1)")
+
+
+def trials_for_effect_size(effect: float, alpha: float, power: float = 0.8, paired: bool = True,
+                  alternative: str = "larger", max_n: int = 10_000) -> float:
+    """Trials (per group) for a t-test to reach ``power`` at level ``alpha`` if the true standardised effect were
+    ``effect`` (statsmodels ``TTestPower`` for paired differences, ``TTestIndPower`` for two groups).
+
+    ``alternative="larger"`` is one-sided (the sign of ``effect`` is taken as the direction), ``"two-sided"``
+    two-sided. NaN when the effect is undefined, ``inf`` when it is 0 or needs more than ``max_n``. This is the usual "observed power"
+    planning figure: it treats the observed effect as the truth, a guide for the next run, not evidence.
+    """
+    check_number(effect, "effect", func="trials_for_effect_size", nullable=True)
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
+    if alternative not in ("larger", "two-sided"):
+        raise ValueError(f"alternative={alternative!r}: expected 'larger' or 'two-sided'")
+    if effect is None or np.isnan(effect):
+        return np.nan
+    if abs(effect) < 1e-12:
+        return np.inf  # no number of trials decides a zero effect
+    if np.isinf(effect):
+        return 2.0  # noiseless difference: the smallest sample with a variance estimate
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    solver = TTestPower() if paired else TTestIndPower()
+    for n in range(2, max_n + 1):
+        if solver.power(abs(effect), n, alpha, alternative=alternative) >= power:
+            return float(n)
+        if n > 64:  # switch to the continuous solver once the loop gets long
+            key = "nobs" if paired else "nobs1"
+            try:
+                n_real = float(solver.solve_power(effect_size=abs(effect), alpha=alpha, power=power,
+                                                  alternative=alternative, **{key: None}))
+            except (ValueError, RuntimeError):  # pragma: no cover - statsmodels root finding failure
+                return np.inf
+            return float(np.ceil(n_real)) if n_real <= max_n else np.inf
+    return np.inf

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from dganalysis.protocols import dynamic
-from dganalysis.protocols.stats import PAIRED, TOO_FEW, WELCH, adjust_pvalues, compare, trials_needed, welch
+from dganalysis.stats.multiplicity import adjust_pvalues
+from dganalysis.stats.ttests import PAIRED, TOO_FEW
 
 NOISE = [-0.01, 0.0, 0.01]  # three trials, sample sd 0.01
 
@@ -37,50 +38,6 @@ def trials(mean, noise=None, n=4, sd=0.01):
 
 
 C1, C2, C3 = "d0,d1", "d0,d2", "d1,d2"
-
-
-# ----------------------------------------------------------------------------------------------- stats
-def test_compare_paired_and_welch_match_scipy():
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(0.6, 0.05, 5), rng.normal(0.55, 0.05, 5)
-    idx = [3, 1, 4, 0, 2]
-    c = compare(pd.Series(a, index=idx), pd.Series(b, index=idx))
-    ref = stats.ttest_rel(a, b)
-    assert c.test == PAIRED and c.n_pairs == 5
-    assert c.p == pytest.approx(ref.pvalue) and c.t == pytest.approx(ref.statistic)
-    assert c.p_greater == pytest.approx(stats.ttest_rel(a, b, alternative="greater").pvalue)
-    assert c.p_less == pytest.approx(stats.ttest_rel(a, b, alternative="less").pvalue)
-    d = a - b
-    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
-    assert (c.ci_low, c.ci_high) == pytest.approx((d.mean() - half, d.mean() + half))
-    assert c.effect == pytest.approx(d.mean() / d.std(ddof=1))
-    # pairing follows the trial-seed index, not the position
-    shuffled = compare(pd.Series(a, index=idx), pd.Series(b[::-1], index=idx[::-1]))
-    assert shuffled.p == pytest.approx(ref.pvalue)
-    # no shared trial seeds (or plain lists): Welch
-    w = compare(pd.Series(a, index=range(5)), pd.Series(b, index=range(10, 15)))
-    assert w.test == WELCH and w.n_pairs == 0
-    assert w.p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
-    assert compare(list(a), list(b)).test == WELCH
-    assert compare(pd.Series(a, index=idx), pd.Series(b, index=idx), paired=False).test == WELCH
-    assert compare([0.5], [0.4, 0.3]).test == TOO_FEW
-    with pytest.raises(ValueError, match="shared trial seeds"):
-        compare(pd.Series(a, index=range(5)), pd.Series(b, index=range(10, 15)), paired=True)
-
-
-def test_trials_needed_matches_statsmodels_power():
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
-    n = trials_needed(1.0, 0.01, 0.8, paired=True)
-    pw = lambda k: TTestPower().power(effect_size=1.0, nobs=k, alpha=0.01, alternative="larger")  # noqa: E731
-    assert pw(n) >= 0.8 > pw(n - 1)
-    m = trials_needed(-0.5, 0.05, 0.8, paired=False, alternative="two-sided")  # the sign is the direction
-    pi = lambda k: TTestIndPower().power(effect_size=0.5, nobs1=k, alpha=0.05, alternative="two-sided")  # noqa: E731
-    assert pi(m) >= 0.8 > pi(m - 1) and m > 60  # beyond the loop: the continuous solver, rounded up
-    assert trials_needed(0.0, 0.05) == np.inf and np.isnan(trials_needed(np.nan, 0.05))
-    assert trials_needed(0.01, 0.05, max_n=100) == np.inf
-    with pytest.raises(ValueError, match="alternative"):
-        trials_needed(1.0, 0.05, alternative="less")
 
 
 # ----------------------------------------------------------------------------------------------- swap test
@@ -177,8 +134,6 @@ def test_single_trial_and_exact_values():
     # deterministic trials (zero variance): differing means are exact
     spec = {(C1, "A"): [0.7] * 3, (C1, "B"): [0.5] * 3, (C2, "A"): [0.4] * 3, (C2, "B"): [0.6] * 3}
     assert dynamic.swap_test(frame(spec), "hw").pairs.iloc[0]["verdict"] == "reversal"
-    w = welch([0.5] * 3, [0.5] * 3)
-    assert w.p == 1.0 and w.diff == 0.0
 
 
 def test_swap_test_input_errors(st_frame):
@@ -273,14 +228,6 @@ def test_summary_and_plots(st_frame):
         assert isinstance(fig, matplotlib.figure.Figure)
     ax = dynamic.plot_swap_test(f, "hw", [C1, C2, C3]).axes[0]
     assert len(ax.get_legend().get_texts()) == 3
-
-
-def test_two_equal_paired_differences_are_not_exact():
-    a, b = pd.Series([0.70, 0.65], index=[0, 1]), pd.Series([0.60, 0.55], index=[0, 1])
-    c = compare(a, b)
-    assert c.test == TOO_FEW and np.isnan(c.p) and c.diff == pytest.approx(0.10)
-    c3 = compare(pd.Series([0.7, 0.65, 0.5]), pd.Series([0.6, 0.55, 0.4]))
-    assert c3.test == "exact (no variance)" and c3.p == 0.0
 
 
 def test_plots_name_their_methods_on_the_axis(st_frame):

@@ -70,7 +70,7 @@ def test_leakage_findings_verdicts():
 def test_trials_needed_columns():
     s = okt.leakage_vs_k(okt.leakage_by_trial(*frames([0.01, 0.05, 0.03], [0.0, 0.05, 0.02]))).set_index("k")
     x = np.array([1.0, 5.0, 3.0])
-    from dganalysis.protocols.stats import trials_needed
+    from dganalysis.stats.planning import trials_for_effect_size
 
-    assert s.loc[1, "trials_needed"] == trials_needed(x.mean() / x.std(ddof=1), 0.05, 0.8)
+    assert s.loc[1, "trials_needed"] == trials_for_effect_size(x.mean() / x.std(ddof=1), 0.05, 0.8)
     assert s.loc[2, "trials_needed"] > 3

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dganalysis.stats import planning
+from dganalysis.stats.planning import trials_for_effect_size
 
 
 def test_the_approximation_agrees_with_the_quadrature_where_it_is_used():
@@ -38,3 +39,18 @@ def test_paired_planning_and_input_errors():
         planning.trials_to_decide([1.0], [1.0], 3, 3, 0.0, 0.05)
     with pytest.raises(ValueError, match="sd_a"):
         planning.trials_to_decide([0.0], [1.0], 3, 3, 1.0, 0.05)
+
+
+def test_trials_for_effect_size_matches_statsmodels_power():
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    n = trials_for_effect_size(1.0, 0.01, 0.8, paired=True)
+    pw = lambda k: TTestPower().power(effect_size=1.0, nobs=k, alpha=0.01, alternative="larger")  # noqa: E731
+    assert pw(n) >= 0.8 > pw(n - 1)
+    m = trials_for_effect_size(-0.5, 0.05, 0.8, paired=False, alternative="two-sided")  # the sign is the direction
+    pi = lambda k: TTestIndPower().power(effect_size=0.5, nobs1=k, alpha=0.05, alternative="two-sided")  # noqa: E731
+    assert pi(m) >= 0.8 > pi(m - 1) and m > 60  # beyond the loop: the continuous solver, rounded up
+    assert trials_for_effect_size(0.0, 0.05) == np.inf and np.isnan(trials_for_effect_size(np.nan, 0.05))
+    assert trials_for_effect_size(0.01, 0.05, max_n=100) == np.inf
+    with pytest.raises(ValueError, match="alternative"):
+        trials_for_effect_size(1.0, 0.05, alternative="less")

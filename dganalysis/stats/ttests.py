@@ -1,16 +1,23 @@
-"""Small statistics shared by the protocols: Welch's two-sample comparison and multiple-testing correction.
+"""Two-sample comparisons over trials: Welch's t-test and the paired t-test on shared trial seeds.
 
 Welch's t-test (Welch 1947) compares two means without assuming equal variances; the degrees of freedom come
-from the Welch–Satterthwaite equation. We use it for every comparison *over trials* (trial = one independent
-repetition of a training run with its own data split and seed, as in DomainBed), because different methods and
-different training-domain choices are independent runs.
+from the Welch–Satterthwaite equation (the same formula as :func:`dganalysis.stats.behrens_fisher.welch_df`, which
+the audit's calibrated test uses; held equal by a test). The protocols use it for every comparison *over trials*
+(trial = one independent repetition of a training run with its own data split and seed, as in DomainBed), because
+different methods and different training-domain choices are independent runs; where two groups share trial seeds
+(the same data splits), :func:`compare` pairs them.
+
+Welch's own p-value is approximate: at 3 trials per arm with unequal variances its size exceeds the level (see
+:mod:`dganalysis.stats.behrens_fisher`, whose calibrated p-value is valid for every variance ratio and is what the
+audit's claims use). The protocols report the uncalibrated p-value as their papers do.
 
 Choices where textbooks are silent (documented here once and referred to by the protocols):
 
 * fewer than 2 trials in either group: no variance estimate, so p = NaN and the comparison is *undecided*;
 * both groups with zero variance (e.g. deterministic runs): the difference is exact; p = 0 if the means
   differ by more than ``tol`` and p = 1 otherwise, the CI collapses to the point difference;
-* NaN p-values are left out of the multiple-testing family and stay NaN after correction.
+* NaN p-values are left out of the multiple-testing family and stay NaN after correction
+  (:func:`dganalysis.stats.multiplicity.adjust_pvalues`).
 """
 
 from __future__ import annotations
@@ -20,9 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
-from dganalysis.validation import check_number, check_pvalues, check_scalar
+from dganalysis.validation import check_number, check_scalar
 
 TOL = 1e-12
 
@@ -73,24 +79,6 @@ def welch(a, b, confidence: float = 0.95, tol: float = TOL) -> WelchResult:
     p = float(2 * stats.t.sf(abs(t), df))
     q = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
     return WelchResult(diff, se, float(t), df, p, diff - q * se, diff + q * se, n_a, n_b)
-
-
-def adjust_pvalues(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
-    """Multiple-testing adjusted p-values (statsmodels ``multipletests``); ``method="none"`` returns ``p``.
-
-    NaN entries are excluded from the family and returned as NaN.
-    """
-    check_pvalues(p, "p", func="adjust_pvalues")
-    check_scalar(alpha, "alpha", func="adjust_pvalues", low=0.0, high=1.0, low_open=True, high_open=True)
-    p = np.asarray(p, dtype=float)
-    out = np.full_like(p, np.nan)
-    ok = ~np.isnan(p)
-    if method in (None, "none"):
-        out[ok] = p[ok]
-        return out
-    if ok.any():
-        out[ok] = multipletests(p[ok], alpha=alpha, method=method)[1]
-    return out
 
 
 def direction(diff: float, p_adj: float, alpha: float) -> int:
@@ -201,40 +189,3 @@ def _exact(diff, n_a, n_b, n_pairs, tol) -> Contrast:
     pl = 0.0 if diff < -tol else 1.0
     eff = np.sign(diff) * np.inf if nonzero else 0.0
     return Contrast(diff, 0.0, eff, np.inf, p, pg, pl, diff, diff, eff, 0.0, n_a, n_b, n_pairs, EXACT)
-
-
-def trials_needed(effect: float, alpha: float, power: float = 0.8, paired: bool = True,
-                  alternative: str = "larger", max_n: int = 10_000) -> float:
-    """Trials (per group) for a t-test to reach ``power`` at level ``alpha`` if the true standardised effect were
-    ``effect`` (statsmodels ``TTestPower`` for paired differences, ``TTestIndPower`` for two groups).
-
-    ``alternative="larger"`` is one-sided (the sign of ``effect`` is taken as the direction), ``"two-sided"``
-    two-sided. NaN when the effect is undefined, ``inf`` when it is 0 or needs more than ``max_n``. This is the usual "observed power"
-    planning figure: it treats the observed effect as the truth, a guide for the next run, not evidence.
-    """
-    check_number(effect, "effect", func="trials_needed", nullable=True)
-    if not 0 < alpha < 1 or not 0 < power < 1:
-        raise ValueError(f"alpha and power must be in (0, 1), got {alpha}, {power}")
-    if alternative not in ("larger", "two-sided"):
-        raise ValueError(f"alternative={alternative!r}: expected 'larger' or 'two-sided'")
-    if effect is None or np.isnan(effect):
-        return np.nan
-    if abs(effect) < 1e-12:
-        return np.inf  # no number of trials decides a zero effect
-    if np.isinf(effect):
-        return 2.0  # noiseless difference: the smallest sample with a variance estimate
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
-    solver = TTestPower() if paired else TTestIndPower()
-    for n in range(2, max_n + 1):
-        if solver.power(abs(effect), n, alpha, alternative=alternative) >= power:
-            return float(n)
-        if n > 64:  # switch to the continuous solver once the loop gets long
-            key = "nobs" if paired else "nobs1"
-            try:
-                n_real = float(solver.solve_power(effect_size=abs(effect), alpha=alpha, power=power,
-                                                  alternative=alternative, **{key: None}))
-            except (ValueError, RuntimeError):  # pragma: no cover - statsmodels root finding failure
-                return np.inf
-            return float(np.ceil(n_real)) if n_real <= max_n else np.inf
-    return np.inf
