@@ -75,9 +75,10 @@ def _lscpu() -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
 
 
-def cpu_peak() -> Peak:
-    """fp32 (and AMX-bf16) peak of this CPU from ``lscpu``: cores × GHz × FLOPs/cycle/core (module doc)."""
-    info = _lscpu()
+def cpu_peak(info: dict[str, str] | None = None) -> Peak:
+    """fp32 (and AMX-bf16) peak of this CPU from ``lscpu`` (or ``info``, its fields by name): cores × GHz ×
+    FLOPs/cycle/core (module doc)."""
+    info = _lscpu() if info is None else info
     flags = set(info.get("Flags", "").split())
     cores = int(info.get("Core(s) per socket", "0") or 0) * int(info.get("Socket(s)", "1") or 1) or (os.cpu_count() or 1)
     ghz, src = None, ""
