@@ -287,6 +287,8 @@ def networks_bench(device_name: str, seconds: float, rounds: int, load: int, thr
     from dganalysis.train import make_runtime
 
     device = torch.device(device_name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device {device_name}: torch {torch.__version__} sees no CUDA device")
     runtime = make_runtime(device, "fp32", None, threads)  # TF32/cuDNN set-up on CUDA, malloc set-up on CPU
     if device.type == "cpu" and runtime.threads:
         torch.set_num_threads(runtime.threads)

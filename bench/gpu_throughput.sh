@@ -5,7 +5,9 @@
 # `pip install`). The light packages `import dganalysis` needs (numpy, pandas, tqdm) are installed only if missing,
 # from .devwheels/ when it was carried there (no index, no dependencies). DomainBed's ERM is imported from
 # $DOMAINBED_SRC or shared/reference/DomainBed when present; otherwise the bench uses the same update written in
-# bench/_network_peak.py and says so. Output: the console and $OUT/gpu_throughput.log.
+# bench/_network_peak.py and says so (to bring DomainBed along: copy it under the git-ignored build/, carry
+# build/DomainBed and run `DOMAINBED_SRC=build/DomainBed bash bench/gpu_throughput.sh`).
+# Output: the console and $OUT/gpu_throughput.log.
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_throughput_out}"
