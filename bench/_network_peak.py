@@ -11,7 +11,9 @@ not timed: the minibatches are random tensors made before the clock starts.
 
 The model's FLOPs per step (forward and backward of the concatenated batch) are counted by
 ``torch.utils.flop_counter.FlopCounterMode`` (matrix products and convolutions; the optimizer, normalisation and
-activations are not counted, so the fraction of peak is a lower bound on the arithmetic done). The CPU's peak is
+activations are not counted, so the fraction of peak is a lower bound on the arithmetic done). Beside the
+nominal peak, a large fp32 matrix product is timed on the same threads ("% matmul": what the cores deliver now,
+boost clock and other processes included). The CPU's nominal peak is
 an estimate from ``lscpu`` (printed with its parts): cores × clock × fp32 FLOPs per cycle per core, 32 for two
 256-bit FMA pipes (AVX2 on AMD Zen; Zen 4's AVX-512 runs on the same 256-bit pipes), 64 for two 512-bit FMA pipes
 (Intel server cores with AVX-512, AMD Zen 5); AMX-bf16 tiles add 1,024 bf16 FLOPs per cycle per core (Intel's
@@ -163,6 +165,24 @@ def domainbed_source() -> tuple[object | None, str]:
     return db_algorithms, f"DomainBed: algorithms.ERM imported from {src}"
 
 
+def measured_gemm(device: torch.device, seconds: float = 1.0) -> float:
+    """FLOP/s of a large fp32 matrix product on ``device`` (torch's threads; TF32 where the CUDA set-up allows it):
+    what this machine's cores deliver now, beside the nominal peak (which assumes the nominal clock)."""
+    n = 4096 if device.type == "cuda" else 1024
+    a, b = torch.rand(n, n, device=device), torch.rand(n, n, device=device)
+    for _ in range(2):
+        a @ b
+    _sync(device)
+    reps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds or reps < 3:
+        a @ b
+        reps += 1
+        if device.type == "cuda" and reps % 50 == 0:
+            _sync(device)
+    _sync(device)
+    return 2 * n**3 * reps / (time.perf_counter() - t0)
+
+
 def _domainbed_erm(ours, n_classes: int, n_domains: int, hparams: dict):
     """DomainBed's ERM (its ``update``) over a copy of our network: built on a 1-d input (its MLP, the cheapest
     featurizer it accepts for any shape), then given our featurizer and classifier and a fresh Adam. Without a
@@ -219,7 +239,8 @@ def time_steps(algorithm, pool, device: torch.device, seconds: float, min_steps:
 
 
 def bench_config(label: str, featurizer: str, shape: tuple[int, int, int], n_classes: int, n_domains: int,
-                 batch: int, device: torch.device, peak: Peak, seconds: float, rounds: int, bf16: bool) -> dict:
+                 batch: int, device: torch.device, peak: Peak, seconds: float, rounds: int, bf16: bool,
+                 gemm: float | None = None) -> dict:
     """Images/s and fraction of peak of ours (fp32; bf16 autocast too when ``bf16``) and DomainBed's ERM on one
     network; ``rounds`` alternating rounds, medians reported."""
     from dganalysis.algorithms import create
@@ -256,7 +277,8 @@ def bench_config(label: str, featurizer: str, shape: tuple[int, int, int], n_cla
     for name, rs in rates.items():
         med = statistics.median(rs)
         p = peak.bf16 if name.endswith("bf16") else peak.fp32
-        out[name] = (med, min(rs), max(rs), (med * flops / imgs / p) if p else None)
+        out[name] = (med, min(rs), max(rs), (med * flops / imgs / p) if p else None,
+                     (med * flops / imgs / gemm) if gemm else None)
     return out
 
 
@@ -265,15 +287,17 @@ def _pct(x: float | None) -> str:
 
 
 def report(rows: list[dict], names: list[str]) -> list[str]:
-    """Markdown table lines: images/s (median; min-max over rounds), % of peak, ratio ours / DomainBed."""
-    head = "| network | batch | GFLOP/img (fwd+bwd) | " + " | ".join(f"{n} img/s (min-max) | {n} % peak" for n in names)
+    """Markdown table lines: images/s (median; min-max over rounds), % of the nominal peak and of the measured
+    matrix product, ratio ours / DomainBed."""
+    head = "| network | batch | GFLOP/img (fwd+bwd) | " + " | ".join(
+        f"{n} img/s (min-max) | {n} % peak | {n} % matmul" for n in names)
     head += " | ours / DomainBed | first-step loss, ours - DomainBed |"
-    lines = [head, "|" + "---|" * (3 + 2 * len(names) + 2)]
+    lines = [head, "|" + "---|" * (3 + 3 * len(names) + 2)]
     for row in rows:
         cells = [row["label"], row["batch"], f"{row['gflop_per_img']:.4f}"]
         for n in names:
-            med, lo, hi, frac = row[n]
-            cells += [f"{med:,.0f} ({lo:,.0f}-{hi:,.0f})", _pct(frac).strip()]
+            med, lo, hi, frac, frac_gemm = row[n]
+            cells += [f"{med:,.0f} ({lo:,.0f}-{hi:,.0f})", _pct(frac).strip(), _pct(frac_gemm).strip()]
         cells += [f"{row['ours'][0] / row['DomainBed'][0]:.2f}x", f"{row['loss_diff']:.1e}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -295,6 +319,10 @@ def networks_bench(device_name: str, seconds: float, rounds: int, load: int, thr
     peak = cuda_peak(device) if device.type == "cuda" else cpu_peak().share(torch.get_num_threads())
     bf16 = device.type == "cuda" or peak.bf16 is not None
     print(f"peak: {peak.how}")
+    gemm = measured_gemm(device)
+    print(f"measured: a {4096 if device.type == 'cuda' else 1024}^2 fp32 matrix product runs at {gemm / 1e9:,.0f} "
+          f"GFLOP/s here now ({100 * gemm / peak.fp32:.0f}% of the nominal peak)" if peak.fp32 else
+          f"measured: fp32 matrix product {gemm / 1e9:,.0f} GFLOP/s")
     print(domainbed_source()[1])
     print(f"torch {torch.__version__}, device {device}, torch threads {torch.get_num_threads()}, "
           f"batch {batch * batch_mult} per domain, {rounds} alternating rounds of >= {seconds:g} s per variant; "
@@ -309,7 +337,7 @@ def networks_bench(device_name: str, seconds: float, rounds: int, load: int, thr
             for cfg in CONFIGS:
                 if only and not any(o in cfg[0] for o in only):
                     continue
-                rows.append(bench_config(*cfg, batch * batch_mult, device, peak, seconds, rounds, bf16))
+                rows.append(bench_config(*cfg, batch * batch_mult, device, peak, seconds, rounds, bf16, gemm))
                 print("\n".join(report(rows[-1:], names)[2:]), flush=True)
             print(f"load average after {phase}: {os.getloadavg()[0]:.2f}")
         print(f"\n### {phase} ({n_busy} busy processes; {_busy.load_line()})\n")
