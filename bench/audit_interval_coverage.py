@@ -1,8 +1,8 @@
 """Coverage of the audit's across-dataset and expected-max intervals, measured on SIMULATED data, written to the
 table the audit ships (``dganalysis/audit/data/interval_coverage.json``) and printed as Markdown.
 
-For each interval construction of :data:`dganalysis.audit.intervals.METHODS` and each simulated size, every scenario
-of the simulators in :mod:`dganalysis.audit.intervals` is simulated ``--sims`` times (fewer for the bootstraps, see
+For each interval construction of :data:`dganalysis.audit.coverage.METHODS` and each simulated size, every scenario
+of the simulators in :mod:`dganalysis.audit.coverage` is simulated ``--sims`` times (fewer for the bootstraps, see
 below) and the share of intervals containing the true parameter is recorded; a row's ``coverage`` is the smallest
 over its scenarios, the number the audit prints beside the interval (``ci_coverage``). The shipped table is what
 ``tests/audit/test_aggregate.py`` and ``tests/audit/test_sweep.py`` check a quick rerun against, within Monte-Carlo
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dganalysis.audit import intervals as iv
+from dganalysis.audit import coverage as iv
 
 OUT = Path(__file__).resolve().parent.parent / "dganalysis" / "audit" / "data" / iv.COVERAGE_FILE
 

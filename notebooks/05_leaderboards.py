@@ -89,7 +89,8 @@ from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
 from dganalysis.findings import findings_prose, replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
-from dganalysis.protocols import friedman as fr, leaderboard as lb
+from dganalysis.protocols import leaderboard as lb
+from dganalysis.stats import rank_tests as rt
 from dganalysis.results import load
 from dganalysis.plans import leaderboards_plan
 from dganalysis.sweep.search_protocol import protocol_selected, run_search_protocol
@@ -142,13 +143,13 @@ _ = save_table(rk.reset_index(), "05_ranks_ours", output_dir)
 # %%
 rank_tests = {}
 for proto, s in sel.items():
-    scores = fr.block_scores(s, methods=algorithms)
+    scores = lb.block_scores(s, methods=algorithms)
     if scores.shape[1] < 3 or len(scores) < 2:
         display(Markdown(f"{proto}: {scores.shape[1]} methods × {len(scores)} blocks, too few for a Friedman test."))
         continue
-    res = rank_tests[proto] = fr.friedman(scores, alpha=alpha)
-    ci = fr.bootstrap_rank_ci(scores, n_resamples=n_bootstrap)
-    save_figure(fr.plot_cd_diagram(res, proto), f"05_cd_{lb.file_label(proto)}", output_dir)
+    res = rank_tests[proto] = rt.friedman(scores, alpha=alpha)
+    ci = rt.bootstrap_rank_ci(scores, n_resamples=n_bootstrap)
+    save_figure(rt.plot_cd_diagram(res, proto), f"05_cd_{lb.file_label(proto)}", output_dir)
     save_table(ci.reset_index(), f"05_rank_ci_{lb.file_label(proto)}", output_dir, float_format="%.2f",
                caption=f"{proto}: average rank over {len(scores)} blocks with {int(100 * 0.95)}% bootstrap CI")
     display(Markdown(f"**{proto}**: {res.summary()}"), ci.round(2))

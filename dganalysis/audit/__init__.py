@@ -5,7 +5,7 @@ Modules: :mod:`~dganalysis.audit.tables` (published tables → cells), :mod:`~dg
 :mod:`~dganalysis.audit.claims` (per-dataset claims against a baseline: the calibrated Welch or paired test,
 TOST, one step-down per family, rounding-safe; the statistics live in :mod:`dganalysis.stats`),
 :mod:`~dganalysis.audit.aggregate` (across datasets: probability of improvement, IQM, Wilcoxon, Friedman/Nemenyi,
-Bayesian signed-rank), :mod:`~dganalysis.audit.reference` (a sweep against a published table),
+Bayesian signed-rank), :mod:`~dganalysis.audit.coverage` (the measured coverage of the reported intervals), :mod:`~dganalysis.audit.reference` (a sweep against a published table),
 :mod:`~dganalysis.audit.run` (the whole audit), :mod:`~dganalysis.audit.report` (HTML, CSV, LaTeX, JSON) and
 :mod:`~dganalysis.audit.cli` (the ``audit`` verb). See docs/audit.md.
 """

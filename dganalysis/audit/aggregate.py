@@ -2,6 +2,8 @@
 Holm beside Friedman/Nemenyi, and the Bayesian signed-rank test with a ROPE.
 
 Each analysis runs on one *family* (one board and selection method of one input); datasets are the tasks / blocks.
+This module arranges the audit's cells into those families; the statistics are :mod:`dganalysis.stats.improvement`,
+:mod:`dganalysis.stats.rank_tests` and :mod:`dganalysis.stats.intervals`.
 
 * **Probability of improvement** (Agarwal et al. 2021, ``rliable.metrics.probability_of_improvement``): the
   probability that a run of the algorithm beats a run of the baseline on a randomly drawn dataset, ties counting ½
@@ -13,25 +15,25 @@ Each analysis runs on one *family* (one board and selection method of one input)
   (means only): each dataset holds one "run", the published mean, so PoI is the share of datasets where the
   algorithm's mean is higher, ties ½. Its interval is about a *population of datasets* from which the table's are
   taken as a random sample: θ = P(win) + ½ P(tie) on a new dataset. It is exact binomial
-  (:func:`dganalysis.audit.intervals.clopper_pearson_ties`, Clopper & Pearson 1934): the lower bound counts ties as
+  (:func:`dganalysis.stats.intervals.clopper_pearson_ties`, Clopper & Pearson 1934): the lower bound counts ties as
   losses, the upper as wins (conservative where means tie); 0 wins of 7 gives [0, 0.41]. No runs are simulated
   from the means.
 * **IQM** (``rliable.metrics.aggregate_iqm``, the 25%-trimmed mean) of the difference to the baseline's mean on
   each dataset (a baseline-normalised score, in points): runs of different datasets are commensurable only as such
   differences — the IQM of raw accuracy pooled over datasets would trim whole datasets, and is not reported. Sweep:
   over runs × datasets, the same stratified bootstrap; table: over datasets, the Tukey–McLaughlin trimmed-mean t
-  interval (:func:`dganalysis.audit.intervals.trimmed_mean_t`).
+  interval (:func:`dganalysis.stats.intervals.trimmed_mean_t`).
 * Every interval carries ``ci_method`` and ``ci_coverage`` (``iqm_delta_ci_method``, ``iqm_delta_ci_coverage``): the
   coverage of that construction measured on simulated data at the nearest simulated size (the smallest over the
-  scenarios simulated there; ``bench/audit_interval_coverage.py``, :func:`dganalysis.audit.intervals.coverage`);
+  scenarios simulated there; ``bench/audit_interval_coverage.py``, :func:`dganalysis.audit.coverage.coverage`);
   NaN at a level other than 0.95.
-* **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``'s p-value, two-sided, Pratt's zeros: :func:`wilcoxon_p`) for
-  every pair of algorithms over the datasets' means, Holm-adjusted over all pairs: it decides *this pair*, whatever
-  else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.protocols.friedman`,
+* **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``'s p-value, two-sided, Pratt's zeros:
+  :func:`dganalysis.stats.rank_tests.wilcoxon_p`) for every pair of algorithms over the datasets' means,
+  Holm-adjusted over all pairs: it decides *this pair*, whatever else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.stats.rank_tests`,
   Demšar 2006) ask whether the average ranks differ at all and which pairs differ *given the whole pool* — adding or
   removing an algorithm can change a Nemenyi verdict on A vs B, not a Wilcoxon one. With 7 datasets the smallest two-sided Wilcoxon p is 1/64.
 * **Bayesian signed-rank** (Benavoli et al. 2017, ``baycomp.two_on_multiple``'s numbers on the datasets' means,
-  seeded; :func:`signed_rank_probs`):
+  seeded; :func:`dganalysis.stats.improvement.signed_rank_probs`):
   posterior P(better), P(equivalent: |Δ| < rope), P(worse) of the algorithm against the baseline, from 5000
   posterior samples (Monte-Carlo error ≤ 0.007).
 """
@@ -42,10 +44,11 @@ import itertools
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from dganalysis.audit import intervals
+from dganalysis.audit import coverage
+from dganalysis.stats.improvement import signed_rank_probs, sweep_intervals, table_intervals
 from dganalysis.stats.multiplicity import holm
+from dganalysis.stats.rank_tests import friedman, wilcoxon_ps
 
 AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "ci_method",
                "ci_coverage", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "iqm_delta_ci_method",
@@ -60,51 +63,6 @@ def _runs(trials: dict[tuple[str, str], np.ndarray], algorithm: str, datasets: l
     cols = [trials.get((algorithm, d), np.empty(0)) for d in datasets]
     k = min(len(c) for c in cols)
     return np.stack([c[:k] for c in cols], axis=1)
-
-
-def _poi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """PoI of x over y for arrays (..., runs, tasks): mean over tasks of P(x > y) + ½ P(x = y) (rliable's metric)."""
-    gt = (x[..., :, None, :] > y[..., None, :, :]).mean(axis=(-3, -2))
-    eq = (x[..., :, None, :] == y[..., None, :, :]).mean(axis=(-3, -2))
-    return (gt + 0.5 * eq).mean(axis=-1)
-
-
-def _iqm(s: np.ndarray) -> np.ndarray:
-    flat = s.reshape(*s.shape[:-2], -1)
-    return stats.trim_mean(flat, 0.25, axis=-1)
-
-
-def _stratified(x: np.ndarray, rng: np.random.Generator, reps: int) -> np.ndarray:
-    """(reps, runs, tasks): runs resampled with replacement within each task."""
-    runs, tasks = x.shape
-    idx = rng.integers(0, runs, size=(reps, runs, tasks))
-    return np.take_along_axis(np.broadcast_to(x, (reps, runs, tasks)), idx, axis=1)
-
-
-def _ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    a = (1 - confidence) / 2
-    return float(np.quantile(values, a)), float(np.quantile(values, 1 - a))
-
-
-def sweep_intervals(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, reps: int,
-                    confidence: float) -> tuple[float, float, float, float]:
-    """The stratified-bootstrap intervals of a sweep, from (runs, datasets) arrays of the algorithm (``x``) and the
-    baseline (``y``): (PoI low, high, IQM-of-Δ low, high), Δ to the baseline's mean on each dataset (resampled with
-    the baseline's runs)."""
-    xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
-    lo, hi = _ci(_poi(xb, yb), confidence)
-    dlo, dhi = _ci(_iqm(xb - yb.mean(axis=-2, keepdims=True)), confidence)
-    return lo, hi, dlo, dhi
-
-
-def table_intervals(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
-    """A table's intervals from the datasets' means of the algorithm (``x``) and the baseline (``y``), 1-D: the
-    Clopper–Pearson interval of PoI with ties (:func:`dganalysis.audit.intervals.clopper_pearson_ties`) and the
-    Tukey–McLaughlin interval of the IQM of Δ (:func:`dganalysis.audit.intervals.trimmed_mean_t`)."""
-    d = np.asarray(x, float) - np.asarray(y, float)
-    lo, hi = intervals.clopper_pearson_ties(int((d > 0).sum()), int((d == 0).sum()), len(d), confidence)
-    _, dlo, dhi = intervals.trimmed_mean_t(d, confidence)
-    return float(lo), float(hi), float(dlo), float(dhi)
 
 
 def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: str, rope: float = 1.0,
@@ -154,12 +112,12 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
                 methods = ("poi_table_clopper_pearson", "iqm_delta_table_trimmed_t")
             poi = float(metrics.probability_of_improvement(x, y))
             iqm_d = float(metrics.aggregate_iqm(x - y.mean(axis=0)))
-            cov = [intervals.coverage(m, confidence, **size) for m in methods]
+            cov = [coverage.coverage(m, confidence, **size) for m in methods]
             pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
             rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,
-                             prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=intervals.METHODS[methods[0]],
+                             prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=coverage.METHODS[methods[0]],
                              ci_coverage=cov[0], iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi,
-                             iqm_delta_ci_method=intervals.METHODS[methods[1]], iqm_delta_ci_coverage=cov[1],
+                             iqm_delta_ci_method=coverage.METHODS[methods[1]], iqm_delta_ci_coverage=cov[1],
                              p_better=float(pb), p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets),
                              n_runs=n_runs, basis=basis))
     return pd.DataFrame(rows, columns=AGG_COLUMNS)
@@ -171,102 +129,6 @@ def block_means(cells: pd.DataFrame, board: str, selection: str) -> pd.DataFrame
     wide = avg.pivot_table(index="dataset", columns="algorithm", values="mean").dropna(axis=0, how="any")
     wide.columns.name = None
     return wide
-
-
-def signed_rank_probs(x: np.ndarray, y: np.ndarray, rope: float, nsamples: int,
-                      seed: int) -> tuple[float, float, float]:
-    """The Bayesian signed-rank test of Benavoli et al. 2017 on paired scores: the numbers of
-    ``baycomp.two_on_multiple(x, y, rope=rope, nsamples=nsamples, random_state=seed)``, faster. (P(left), P(rope),
-    P(right)): left is ``x`` above ``y`` by more than ``rope``, right below; with ``rope = 0``, P(rope) is 0 (as
-    baycomp returns it: three values whatever the rope).
-
-    baycomp draws the ``nsamples`` Dirichlet weights in one call and then, in a Python loop, sums the outer product of
-    each draw's weights over the pairs of differences above (below) ±rope: ~75 ms a test at 5000 samples. The same
-    draws (the same ``RandomState`` call) are summed here for every sample at once, each sum over the same products in
-    the same order, so the posterior samples, and the winners counted from them, are the same numbers.
-    ``tests/audit/test_aggregate`` holds the two equal."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"signed_rank_probs: expected two 1-D arrays of the same length, got shapes {x.shape} and "
-                         f"{y.shape}")
-    if rope < 0 or nsamples < 1:
-        raise ValueError(f"signed_rank_probs: expected rope ≥ 0 and nsamples ≥ 1, got {rope} and {nsamples}")
-    diff = np.concatenate(([0.0], y - x))
-    sums = diff[:, None] + diff[None, :]  # baycomp's diff_m + diff_m.T
-    weights = np.ones(len(diff))
-    weights[0] = 0.5  # baycomp's prior
-    draws = np.random.RandomState(seed).dirichlet(weights, nsamples)
-    regions = [_heaviside(-sums, 2 * rope), _heaviside(sums, 2 * rope)] if rope > 0 else [_heaviside(sums, 0.0)]
-    step = max(1, 4_000_000 // diff.size ** 2)  # samples per chunk (~32 MB of products)
-    mass = np.empty((len(regions), nsamples))
-    for lo in range(0, nsamples, step):
-        w = draws[lo:lo + step]
-        prod = w[:, :, None] * w[:, None, :]  # np.outer(w, w) for each draw
-        for k, region in enumerate(regions):
-            mass[k, lo:lo + step] = (prod * region).reshape(len(w), -1).sum(axis=1)
-    samples = np.zeros((nsamples, 3))
-    if rope > 0:
-        samples[:, 0], samples[:, 2] = mass
-        samples[:, 1] = -samples[:, 0] - samples[:, 2] + 1
-    else:
-        samples[:, 2] = mass[0]
-        samples[:, 0] = -samples[:, 2] + 1
-    pl, pe, pr = np.bincount(np.argmax(samples, axis=1), minlength=3) / nsamples
-    return float(pl), float(pe), float(pr)
-
-
-def _heaviside(a: np.ndarray, thresh: float) -> np.ndarray:
-    return (a > thresh).astype(float) + 0.5 * (a == thresh).astype(float)
-
-
-#: up to this many pairs, with ties or zeros, scipy's Wilcoxon p-value is its exact permutation test (2^n signs)
-PERMUTATION_MAX_N = 13
-
-
-def wilcoxon_p(x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p-value of the pairs (``x``, ``y``), zeros by Pratt: the p-value of
-    ``scipy.stats.wilcoxon(x, y, zero_method="pratt")``, the same number, faster (:func:`wilcoxon_ps` of one row)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"wilcoxon_p: expected two 1-D arrays of the same length, got shapes {x.shape} and {y.shape}")
-    return float(wilcoxon_ps(x[None], y[None])[0])
-
-
-def wilcoxon_ps(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Each row's :func:`wilcoxon_p` for two (tests, pairs) arrays: row ``i``'s p-value is that of
-    ``scipy.stats.wilcoxon(x[i], y[i], zero_method="pratt")``, the same number.
-
-    scipy's ``method="auto"`` picks the test from the differences: without ties and zeros its exact distribution
-    (n ≤ 50), with them and n ≤ :data:`PERMUTATION_MAX_N` an exact permutation test over the 2^n sign assignments
-    (calling its statistic once per assignment: ~25 ms a test at n = 7), else its normal approximation. The rows are
-    sorted into those three groups and each group answered in one vectorised call — the exact distribution and the
-    normal approximation by ``scipy.stats.wilcoxon`` itself along the rows, the permutation test by
-    ``scipy.stats.permutation_test`` with W+ (the sum of the average ranks of |d| over the positive differences,
-    zeros ranked and then left out, as scipy's Pratt statistic) as a vectorised statistic. A family of 91 pairs takes
-    three calls instead of 91 (each call of scipy's wrapper costs ~1 ms). ``tests/audit/test_aggregate`` holds every
-    row equal to scipy's own call on random tables with ties and zeros."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 2:
-        raise ValueError(f"wilcoxon_ps: expected two 2-D arrays (tests, pairs) of the same shape, got shapes {x.shape} "
-                         f"and {y.shape}")
-    d = x - y
-    out = np.empty(len(d))
-    mag = np.sort(np.abs(d), axis=1)
-    tied = (mag[:, :1] == 0).any(axis=1) | (np.diff(mag, axis=1) == 0).any(axis=1)
-    permutation = tied & (d.shape[1] <= PERMUTATION_MAX_N)
-    for rows in (~tied, tied & ~permutation):  # each group's "auto" choice is the one its rows make alone
-        if rows.any():
-            out[rows] = stats.wilcoxon(x[rows], y[rows], zero_method="pratt", axis=1).pvalue
-    if permutation.any():
-        out[permutation] = stats.permutation_test((d[permutation],), _signed_rank_sum, permutation_type="samples",
-                                                  vectorized=True, n_resamples=9999, alternative="two-sided",
-                                                  axis=-1).pvalue
-    return out
-
-
-def _signed_rank_sum(d: np.ndarray, axis: int = -1) -> np.ndarray:
-    """W+ of each row of differences ``d``: the sum of the average ranks of |d| over the positive ones."""
-    return np.sum((d > 0) * stats.rankdata(np.abs(d), axis=axis), axis=axis)
 
 
 def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
@@ -317,10 +179,8 @@ def wilcoxon_summary(wil: pd.DataFrame, alpha: float) -> str:
 
 
 def friedman_tests(cells: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """(board, selection) → :class:`dganalysis.protocols.friedman.FriedmanResult` over datasets (≥ 3 algorithms,
+    """(board, selection) → :class:`dganalysis.stats.rank_tests.FriedmanResult` over datasets (≥ 3 algorithms,
     ≥ 2 complete datasets; otherwise left out)."""
-    from dganalysis.protocols.friedman import friedman
-
     out = {}
     for (board, selection), _ in cells.groupby(["board", "selection"], sort=False):
         wide = block_means(cells, board, selection)

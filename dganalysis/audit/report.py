@@ -172,7 +172,7 @@ def figures(result: AuditResult) -> dict:
     """name → matplotlib Figure for every input and family (see the module docstring)."""
     import matplotlib as mpl
 
-    from dganalysis.protocols.friedman import plot_cd_diagram
+    from dganalysis.stats.rank_tests import plot_cd_diagram
 
     mpl.rcParams["figure.max_open_warning"] = 0  # the caller closes them (write_outputs)
     out = {}

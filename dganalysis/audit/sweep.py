@@ -26,8 +26,9 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis import io
-from dganalysis.audit import intervals
+from dganalysis.audit import coverage
 from dganalysis.selection import CONFIG, METHODS, select
+from dganalysis.stats import intervals
 
 #: the selection methods whose regret against ``oracle`` is reported
 REGRET_METHODS = ("training_domain", "leave_one_out")
@@ -207,49 +208,6 @@ def _per_draw(df: pd.DataFrame | None, selection: str, draws: pd.DataFrame | Non
     return _columns(_str(draws)) if len(draws) else draws
 
 
-def search_intervals(a: np.ndarray, v: np.ndarray, trial: np.ndarray, budgets: Sequence[int],
-                     confidence: float = 0.95) -> dict[str, np.ndarray]:
-    """The expected-max curve of one (dataset, algorithm) and its intervals, from (rows, N) arrays of test accuracy
-    ``a`` and validation score ``v`` (a row per (trial, split, test domain), a column per hparams draw) and each row's
-    trial (``trial``). Per budget k (arrays over ``budgets``):
-
-    * ``expected_max``: Dodge et al.'s eq. 1 (draws with replacement; :func:`expected_max` with ``order=v``)
-      averaged over the rows — the curve's point estimate;
-    * ``unbiased``: the same average of the without-replacement U-statistic
-      (:func:`dganalysis.audit.intervals.unbiased_expected_max_weights`; Tang et al. 2020), unbiased for the
-      expected test accuracy of the validation-selected draw of a search of k draws; NaN for k > N;
-    * ``ci_low``/``ci_high``: the Student-t interval over trials of the per-trial ``unbiased`` (each trial's mean over
-      its rows): trials are independent replicates of the whole search (their own data split and, in DomainBed, their
-      own hparams draws), so the interval says how far another sweep's curve could lie, and rests on no resample of a
-      maximum. Pointwise in k; NaN with one trial;
-    * ``gain``: ``expected_max`` at the largest budget K minus at k, and ``gain_low``/``gain_high`` the same t
-      interval for the per-trial unbiased gain (the interval :func:`saturation` reads).
-
-    Ties in ``v`` are broken by ``a`` ascending (pessimistic), as in :func:`expected_max`."""
-    a, v = np.asarray(a, dtype=float), np.asarray(v, dtype=float)
-    trial = np.asarray(trial)
-    if a.shape != v.shape or a.ndim != 2 or len(trial) != len(a):
-        raise ValueError(f"search_intervals: expected (rows, draws) arrays a and v of one shape and a trial per row, "
-                         f"got {a.shape}, {v.shape} and {len(trial)} trials")
-    sizes = np.asarray([int(b) for b in budgets])
-    big_n = a.shape[1]
-    i = np.arange(1, big_n + 1)
-    eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
-    unb = intervals.unbiased_expected_max_weights(big_n, sizes)
-    order = np.lexsort((a, v), axis=-1)
-    ranked = np.take_along_axis(a, order, axis=-1)
-    point = (ranked @ eq1.T).mean(axis=0)
-    per_row = ranked @ np.nan_to_num(unb).T
-    per_row[:, np.isnan(unb).any(axis=1)] = np.nan
-    trials = np.unique(trial)
-    per_trial = np.stack([per_row[trial == t].mean(axis=0) for t in trials])  # (trials, budgets)
-    top = int(np.argmax(sizes))
-    mean, lo, hi = intervals.t_interval_over(per_trial, confidence)
-    _, glo, ghi = intervals.t_interval_over(per_trial[:, [top]] - per_trial, confidence)
-    return {"expected_max": point, "unbiased": mean, "ci_low": lo, "ci_high": hi, "gain": point[top] - point,
-            "gain_low": glo, "gain_high": ghi}
-
-
 #: the columns of :func:`expected_max_curve`
 CURVE_COLUMNS = ["dataset", "algorithm", "budget", "expected_max", "expected_max_unbiased", "ci_low", "ci_high",
                  "ci_method", "ci_coverage", "gain", "gain_low", "gain_high", "n_draws", "n_trials"]
@@ -267,13 +225,13 @@ def expected_max_curve(
     with ``selection="oracle"`` the score is the test domain's own 'out' split). The curve is averaged over test
     domains (the dataset average) and trials, in points.
 
-    Interval (:func:`search_intervals`): a Student-t interval at ``confidence`` over trials of each trial's unbiased
+    Interval (:func:`dganalysis.stats.intervals.search_intervals`): a Student-t interval at ``confidence`` over trials of each trial's unbiased
     (without-replacement) estimate, column ``expected_max_unbiased`` its centre. It is not a bootstrap of a maximum
     (a bootstrap resample of N draws holds fewer distinct values, so its maxima sit below the curve; measured
     coverage 0.45–0.50 where such an interval was simulated for comparison). Dodge et al.'s
     ``expected_max`` is kept as the point estimate; it is biased low for k near N (at k = N the unbiased estimate is
     the largest draw), and may then lie under ``ci_low``. ``ci_coverage``: the interval's coverage measured on
-    simulated searches (:func:`dganalysis.audit.intervals.coverage`; NaN at a level other than 0.95). ``gain``,
+    simulated searches (:func:`dganalysis.audit.coverage.coverage`; NaN at a level other than 0.95). ``gain``,
     ``gain_low``, ``gain_high``: the gain from this budget to the curve's largest, with its interval.
 
     ``budgets`` default 1..N (the unbiased estimate and the interval are NaN above N). ``draws``:
@@ -304,7 +262,7 @@ def expected_max_curve(
     trial_of = draws["trial_seed"].to_numpy()[first]
     change = np.flatnonzero((names[1:] != names[:-1]).any(axis=1)) + 1
     bounds = [0, *change.tolist(), shape[0]] if shape[0] else [0]
-    method = intervals.METHODS["expected_max_trials_t"]
+    method = coverage.METHODS["expected_max_trials_t"]
     for k in range(len(bounds) - 1):
         rs = slice(bounds[k], bounds[k + 1])
         ds, alg = names[bounds[k]]
@@ -316,9 +274,9 @@ def expected_max_curve(
             continue
         sizes = list(range(1, len(seeds) + 1)) if budgets is None else [int(b) for b in budgets]
         trial = trial_of[rs][full]
-        res = search_intervals(100 * acc[full], val[full], trial, sizes, confidence)
+        res = intervals.search_intervals(100 * acc[full], val[full], trial, sizes, confidence)
         n_trials = len(np.unique(trial))
-        cov = intervals.coverage("expected_max_trials_t", confidence, trials=n_trials, draws=len(seeds))
+        cov = coverage.coverage("expected_max_trials_t", confidence, trials=n_trials, draws=len(seeds))
         for j, n in enumerate(sizes):
             rows.append({"dataset": ds, "algorithm": alg, "budget": n, "expected_max": float(res["expected_max"][j]),
                          "expected_max_unbiased": float(res["unbiased"][j]), "ci_low": float(res["ci_low"][j]),

@@ -214,6 +214,39 @@ def load_published(path: str | Path | None = None) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------------------------- tables
+def block_scores(
+    selected: pd.DataFrame,
+    methods: Sequence[str] | None = None,
+    method_col: str = "algorithm",
+    acc_col: str = "acc",
+) -> pd.DataFrame:
+    """Blocks × algorithms table of mean accuracy over trials; a block is ``dataset | test group | domain`` (the
+    blocks of :func:`dganalysis.stats.rank_tests.friedman`; Demšar 2006).
+
+    Only blocks where every algorithm has a score are kept (the Friedman test needs complete blocks).
+    """
+    check_frame(selected, (), "selected", func="block_scores")
+    check_str(method_col, "method_col", func="block_scores")
+    check_str(acc_col, "acc_col", func="block_scores")
+    need = {"dataset", method_col, acc_col, "test_domains", "domain", "trial_seed"}
+    missing = need - set(selected.columns)
+    if missing:
+        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
+    if "selection" in selected and selected["selection"].nunique() > 1:
+        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+    df = selected.assign(block=selected["dataset"].astype(str) + " | " + selected["test_domains"].astype(str)
+                         + " | " + selected["domain"].astype(str))
+    wide = df.groupby(["block", method_col])[acc_col].mean().unstack(method_col)
+    if methods is not None:
+        unknown = sorted(set(methods) - set(wide.columns))
+        if unknown:
+            raise ValueError(f"methods: {unknown} have no selected rows")
+        wide = wide[list(methods)]
+    wide = wide.dropna(axis=0, how="any")
+    wide.columns.name = None
+    return wide
+
+
 def leaderboard_table(
     long: pd.DataFrame, leaderboard: str | None = None, datasets: Sequence[str] | None = None, tie_method: str = "min"
 ) -> pd.DataFrame:
@@ -452,7 +485,7 @@ def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests
     (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (the
     first two of each board of ``ours``, see :func:`boards`: one row per board with two or more) reorder the
     algorithms — a claim only as strong as the rank differences themselves, so the Friedman p-values of
-    ``rank_tests`` (:class:`dganalysis.protocols.friedman.FriedmanResult` per leaderboard; those of the board's
+    ``rank_tests`` (:class:`dganalysis.stats.rank_tests.FriedmanResult` per leaderboard; those of the board's
     leaderboards) are reported and decide the verdict.
     """
     check_frame(published, (), "published", func="leaderboard_findings")

@@ -1,4 +1,5 @@
-"""The across-dataset Wilcoxon tests of the audit (dganalysis.audit.aggregate): scipy's p-values, their error rates."""
+"""The audit's across-dataset analyses (dganalysis.audit.aggregate): the Wilcoxon pairs and their error rates, PoI,
+IQM and the Bayesian signed-rank per algorithm, the intervals' measured coverage (dganalysis.audit.coverage)."""
 
 from __future__ import annotations
 
@@ -7,59 +8,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dganalysis.audit import aggregate, intervals
-from dganalysis.audit.aggregate import wilcoxon_p, wilcoxon_pairs
-
-
-def test_wilcoxon_p_is_scipys_on_tables_with_ties_and_zeros(monkeypatch):
-    """Published means are rounded to 0.1 points, so differences tie and vanish often: there scipy runs its exact
-    permutation test, and wilcoxon_p runs the same test vectorised. The p-values must be the same numbers."""
-    rng = np.random.default_rng(3)
-    calls = []
-    real = stats.permutation_test
-    monkeypatch.setattr(aggregate.stats, "permutation_test", lambda *a, **k: calls.append(1) or real(*a, **k))
-    checked = 0
-    for _ in range(150):
-        n = int(rng.integers(2, 9))
-        a = np.round(rng.normal(50, 2, n), int(rng.integers(0, 2)))
-        b = np.round(a + rng.normal(0.5, 1.5, n), 1)
-        if rng.random() < 0.3:
-            b[: n // 3] = a[: n // 3]  # zeros
-        if (a == b).all():
-            continue
-        monkeypatch.setattr(aggregate.stats, "permutation_test", real)
-        want = float(stats.wilcoxon(a, b, zero_method="pratt").pvalue)
-        monkeypatch.setattr(aggregate.stats, "permutation_test", lambda *a, **k: calls.append(1) or real(*a, **k))
-        assert wilcoxon_p(a, b) == want, (a, b)
-        checked += 1
-    assert checked > 130 and len(calls) > 60  # most cases took the vectorised permutation test
-
-
-def test_wilcoxon_p_without_ties_and_above_13_pairs_is_scipys_call():
-    rng = np.random.default_rng(4)
-    a, b = rng.normal(size=9), rng.normal(size=9)  # no ties: scipy's exact distribution
-    assert wilcoxon_p(a, b) == stats.wilcoxon(a, b, zero_method="pratt").pvalue
-    a, b = np.round(rng.normal(size=20), 0), np.round(rng.normal(size=20), 0)  # ties, n > 13: normal approximation
-    assert wilcoxon_p(a, b) == stats.wilcoxon(a, b, zero_method="pratt").pvalue
-    with pytest.raises(ValueError, match="same length"):
-        wilcoxon_p(np.zeros(3), np.zeros(4))
-
-
-@pytest.mark.parametrize("n", [4, 7, 16])
-def test_wilcoxon_ps_rows_are_scipys_calls(n):
-    """wilcoxon_ps answers many tests at once, sorting the rows by the test scipy's "auto" picks for each alone (exact
-    distribution, permutation test, normal approximation): every row must be scipy's own p-value for that row,
-    whatever the other rows hold."""
-    rng = np.random.default_rng(n)
-    x = np.round(rng.normal(50, 2, (60, n)), 1)
-    y = x + rng.normal(0.3, 1.5, (60, n))
-    y[::3] = np.round(y[::3], 0)  # ties
-    y[1::3, : n // 3] = x[1::3, : n // 3]  # zeros
-    got = aggregate.wilcoxon_ps(x, y)
-    want = [stats.wilcoxon(a, b, zero_method="pratt").pvalue for a, b in zip(x, y)]
-    assert got.tolist() == want
-    with pytest.raises(ValueError, match="same shape"):
-        aggregate.wilcoxon_ps(x, y[:, :-1])
+from dganalysis.audit import aggregate, coverage
+from dganalysis.audit.aggregate import wilcoxon_pairs
+from dganalysis.stats.intervals import trimmed_mean_t
 
 
 def test_wilcoxon_pairs_is_the_pairwise_loop():
@@ -104,25 +55,6 @@ def test_wilcoxon_pairs_null_and_planted_effect():
         power += int((first["direction"] == 1).all())
     assert false / n_tables <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / n_tables)
     assert power / n_tables >= 0.8
-
-
-@pytest.mark.parametrize("rope", [1.0, 0.0])
-def test_signed_rank_probs_are_baycomps(rope):
-    """The vectorised sampler gives baycomp.two_on_multiple's probabilities, the same numbers: random paired means
-    rounded to 0.1 (differences on the ±rope edge, tied sums), 2 to 40 datasets, several seeds and sample sizes."""
-    import baycomp
-
-    rng = np.random.default_rng(6)
-    for _ in range(25):
-        n = int(rng.integers(2, 41))
-        x = np.round(rng.normal(60, 5, n), 1)
-        y = np.round(x + rng.normal(0.3, 1.0, n), 1)
-        seed, nsamples = int(rng.integers(0, 1000)), int(rng.choice([1, 7, 500, 3000]))
-        want = baycomp.two_on_multiple(x, y, rope=rope, random_state=seed, nsamples=nsamples)
-        got = aggregate.signed_rank_probs(x, y, rope, nsamples, seed)
-        assert got == tuple(want), (n, seed, nsamples, got, want)
-    with pytest.raises(ValueError, match="rope ≥ 0"):
-        aggregate.signed_rank_probs(np.zeros(3), np.ones(3), -1.0, 10, 0)
 
 
 def test_bayesian_probabilities_without_a_rope_sum_to_one():
@@ -178,12 +110,6 @@ def test_table_poi_interval_is_exact_binomial_over_datasets():
     assert got.loc["A2", "ci_high"] == pytest.approx(stats.binomtest(5, 7).proportion_ci(method="exact").high)
     assert got["ci_method"].str.startswith("exact binomial over datasets").all()
     assert (got["basis"] == aggregate.BASIS_TABLE).all() and (got["n_runs"] == 1).all()
-    for w, t, n in [(0, 0, 7), (7, 0, 7), (2, 3, 9), (0, 5, 5), (4, 0, 20)]:
-        lo, hi = intervals.clopper_pearson_ties(w, t, n, 0.9)
-        assert lo == pytest.approx(stats.binomtest(w, n).proportion_ci(0.9, method="exact").low, abs=1e-12)
-        assert hi == pytest.approx(stats.binomtest(w + t, n).proportion_ci(0.9, method="exact").high, abs=1e-12)
-    with pytest.raises(ValueError, match="wins \\+ ties ≤ n"):
-        intervals.clopper_pearson_ties(5, 3, 7)
 
 
 def test_iqm_is_of_differences_only():
@@ -197,27 +123,13 @@ def test_iqm_is_of_differences_only():
     assert list(got.columns) == aggregate.AGG_COLUMNS
     for row in got.itertuples():
         d = means[:, int(row.algorithm[1:])] - means[:, 0]
-        est, lo, hi = intervals.trimmed_mean_t(d)
+        est, lo, hi = trimmed_mean_t(d)
         assert row.iqm_delta == pytest.approx(est) and (row.iqm_delta_low, row.iqm_delta_high) == pytest.approx((lo, hi))
         assert row.iqm_delta_ci_method.startswith("Tukey-McLaughlin")
-        assert row.ci_coverage == intervals.coverage("poi_table_clopper_pearson", n_datasets=7)
-        assert row.iqm_delta_ci_coverage == intervals.coverage("iqm_delta_table_trimmed_t", n_datasets=7)
+        assert row.ci_coverage == coverage.coverage("poi_table_clopper_pearson", n_datasets=7)
+        assert row.iqm_delta_ci_coverage == coverage.coverage("iqm_delta_table_trimmed_t", n_datasets=7)
     assert np.isnan(aggregate.per_algorithm(_cells(means).replace({"algorithm": {"A0": "ERM"}}), None, "ERM",
                                             confidence=0.9)["ci_coverage"]).all()  # measured at 0.95 only
-
-
-def test_trimmed_mean_t_is_tukey_mclaughlin():
-    """g = ⌊n/4⌋ cut from each end (scipy's trim_mean, rliable's IQM); SE from the Winsorized variance,
-    √((n − 1) s_w² / (h (h − 1))), t on h − 1 df — written out by hand for one sample."""
-    x = np.array([3.0, -1.0, 0.5, 7.0, 2.0, 1.0, -4.0])  # n = 7, g = 1, h = 5
-    w = np.array([3.0, -1.0, 0.5, 3.0, 2.0, 1.0, -1.0])  # Winsorized
-    se = np.sqrt(6 * np.var(w, ddof=1) / 20)
-    est, lo, hi = intervals.trimmed_mean_t(x)
-    assert est == pytest.approx(np.mean([3.0, -1.0, 0.5, 2.0, 1.0]))
-    assert (lo, hi) == pytest.approx((est - stats.t.ppf(0.975, 4) * se, est + stats.t.ppf(0.975, 4) * se))
-    three = np.array([1.0, 2.0, 4.0])  # g = 0: the Student t interval
-    assert intervals.trimmed_mean_t(three)[1] == pytest.approx(stats.ttest_1samp(three, 0).confidence_interval().low)
-    assert np.isnan(intervals.trimmed_mean_t(np.array([1.0]))[1])  # one value: no interval
 
 
 def _agrees(quick: dict, shipped: dict, sims: int, shipped_sims: int) -> None:
@@ -230,7 +142,7 @@ def _agrees(quick: dict, shipped: dict, sims: int, shipped_sims: int) -> None:
 
 
 def _shipped(method: str, **size) -> dict:
-    rows = intervals.coverage_table()["methods"][method]["rows"]
+    rows = coverage.coverage_table()["methods"][method]["rows"]
     return next(r for r in rows if all(r["size"].get(k) == v for k, v in size.items()))
 
 
@@ -240,20 +152,20 @@ def test_shipped_coverage_of_table_intervals_is_reproduced():
     in every scenario (it is exact), the trimmed-mean t interval comes close (approximate: measured, not promised)."""
     rng = np.random.default_rng(21)
     sims = 4000
-    quick = intervals.simulate_poi_table(7, sims, rng)
+    quick = coverage.simulate_poi_table(7, sims, rng)
     row = _shipped("poi_table_clopper_pearson", n_datasets=7)
     _agrees(quick, row["scenarios"], sims, row["sims"])
     assert min(quick.values()) >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / sims)
-    assert row["coverage"] == min(row["scenarios"].values()) == intervals.coverage("poi_table_clopper_pearson",
+    assert row["coverage"] == min(row["scenarios"].values()) == coverage.coverage("poi_table_clopper_pearson",
                                                                                      n_datasets=8)
-    quick = intervals.simulate_iqm_table(7, sims, rng)
+    quick = coverage.simulate_iqm_table(7, sims, rng)
     row = _shipped("iqm_delta_table_trimmed_t", n_datasets=7)
     _agrees(quick, row["scenarios"], sims, row["sims"])
     assert min(quick.values()) >= 0.90
-    assert np.isnan(intervals.coverage("poi_table_clopper_pearson", n_datasets=91))  # far outside what was simulated
-    assert np.isnan(intervals.coverage("poi_table_clopper_pearson", 0.9, n_datasets=7))  # measured at 0.95 only
+    assert np.isnan(coverage.coverage("poi_table_clopper_pearson", n_datasets=91))  # far outside what was simulated
+    assert np.isnan(coverage.coverage("poi_table_clopper_pearson", 0.9, n_datasets=7))  # measured at 0.95 only
     with pytest.raises(ValueError, match="unknown interval method"):
-        intervals.coverage("bootstrap", n_datasets=7)
+        coverage.coverage("bootstrap", n_datasets=7)
     old = _shipped("poi_table_dataset_bootstrap", n_datasets=7)
     assert old["coverage"] < 0.5  # a bootstrap over datasets: [1, 1] when every dataset is won
 
@@ -263,7 +175,7 @@ def test_shipped_coverage_of_sweep_bootstrap_is_reproduced():
     shipped table; it is below nominal (a bootstrap over 3 runs), which the table says rather than hides."""
     rng = np.random.default_rng(22)
     sims = 120
-    quick = intervals.simulate_sweep_aggregate(3, sims, rng, reps=500)
+    quick = coverage.simulate_sweep_aggregate(3, sims, rng, reps=500)
     for key, method in (("poi", "poi_sweep_stratified_bootstrap"), ("iqm_delta", "iqm_delta_sweep_stratified_bootstrap")):
         row = _shipped(method, runs=3)
         _agrees(quick[key], row["scenarios"], sims, row["sims"])

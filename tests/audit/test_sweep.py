@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from dganalysis import results, selection
-from dganalysis.audit import intervals, sweep
+from dganalysis.audit import coverage, sweep
 from dganalysis.audit.sweep import expected_max
 
 # simulated: per algorithm, the validation (training-domain 'out') and test accuracy of each hparams draw
@@ -168,44 +168,27 @@ def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
         sweep.expected_max_curve(None, "oracle", draws=per.drop(columns="val_acc"))
 
 
-def test_unbiased_weights_enumerate_the_searches_without_replacement():
-    """The U-statistic's weights: the mean over every k-subset of N draws of the subset's best (by validation, ties
-    by accuracy ascending) accuracy; at k = N the best draw, at k = 1 the mean; NaN above N."""
-    rng = np.random.default_rng(4)
-    a, v = rng.integers(0, 5, (3, 6)).astype(float), rng.integers(0, 4, (3, 6)).astype(float)
-    res = sweep.search_intervals(a, v, np.array([0, 1, 2]), [1, 2, 4, 6, 7])
-    for j, k in enumerate([1, 2, 4, 6]):
-        brute = np.mean([np.mean([max((v[r, list(c)][m], a[r, list(c)][m]) for m in range(k))[1]
-                                  for c in itertools.combinations(range(6), k)]) for r in range(3)])
-        assert res["unbiased"][j] == pytest.approx(brute), k
-    assert np.isnan(res["unbiased"][-1]) and np.isnan(res["ci_low"][-1])
-    w = sweep.intervals.unbiased_expected_max_weights(6, np.array([1, 3, 6]))
-    assert np.allclose(w.sum(axis=1), 1) and np.allclose(w[0], 1 / 6) and np.allclose(w[2], [0, 0, 0, 0, 0, 1])
-    one = sweep.search_intervals(a, v, np.zeros(3), [2])
-    assert np.isnan(one["ci_low"]).all() and np.isfinite(one["unbiased"]).all()  # one trial: no interval
-
-
 def test_expected_max_interval_covers_the_known_curve():
     """SIMULATED searches with a known answer (bivariate-normal validation and test accuracy; the expected test
     accuracy of the validation-selected draw of k is μ + cov/sd(V) · E[max of k standard normals]): over 3 trials ×
     4 test domains × 5 draws, the interval contains the true value at budgets 1, 3, 5 and the true gain 3 → 5 in at
     least 95% of sweeps up to Monte-Carlo error, and a quick rerun agrees with the shipped coverage table."""
     sims = 600
-    quick = intervals.simulate_search(3, 5, sims, np.random.default_rng(31))
+    quick = coverage.simulate_search(3, 5, sims, np.random.default_rng(31))
     assert min(quick.values()) >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / sims)
-    row = next(r for r in intervals.coverage_table()["methods"]["expected_max_trials_t"]["rows"]
+    row = next(r for r in coverage.coverage_table()["methods"]["expected_max_trials_t"]["rows"]
                if r["size"] == {"trials": 3, "draws": 5})
     for k, q in quick.items():
         s = row["scenarios"][k]
         assert abs(q - s) <= 4 * np.sqrt(q * (1 - q) / sims + s * (1 - s) / row["sims"]), (k, q, s)
-    assert intervals.search_truth(0.8, 2.0, 1) == pytest.approx(0.0, abs=1e-12)  # one draw: the mean
+    assert coverage.search_truth(0.8, 2.0, 1) == pytest.approx(0.0, abs=1e-12)  # one draw: the mean
     # the known curve, checked by brute force: 200,000 searches of 5 draws from the scenario's bivariate normal
     rng = np.random.default_rng(32)
     h = rng.standard_normal((200_000, 5))
     sd_v = np.sqrt(16 / (0.64 * 5) - 4)
     a, v = 2 * h + rng.standard_normal(h.shape), 2 * h + rng.normal(0, sd_v, h.shape)
     picked = a[np.arange(len(a)), v.argmax(axis=1)]
-    assert picked.mean() == pytest.approx(intervals.search_truth(0.8, 2.0, 5), abs=4 * picked.std() / np.sqrt(len(a)))
+    assert picked.mean() == pytest.approx(coverage.search_truth(0.8, 2.0, 5), abs=4 * picked.std() / np.sqrt(len(a)))
 
 
 def _few_draws(rng: np.random.Generator, hparams_sd: float, trials: int = 3) -> pd.DataFrame:
@@ -229,7 +212,7 @@ def test_saturation_is_not_flagged_with_few_draws():
     rarely calls them saturated (at most its one-sided miss, measured ≤ 0.052 at the threshold itself), where the
     eq. 1 point gain alone did so in a large share. On one sweep, the frame path: the point gain is below the
     threshold, the interval straddles it, and ``saturated`` is unknown (NaN)."""
-    truth = 4 / np.sqrt(4.25) * (intervals._expected_max_std_normal(4) - intervals._expected_max_std_normal(2))
+    truth = 4 / np.sqrt(4.25) * (coverage._expected_max_std_normal(4) - coverage._expected_max_std_normal(2))
     assert truth == pytest.approx(0.90, abs=0.01)
     rng = np.random.default_rng(8)
     sims, flagged, point = 300, 0, 0

@@ -1,23 +1,14 @@
-"""The audit's across-dataset and search-budget intervals, and their coverage measured on simulated data.
+"""The coverage of the audit's intervals, measured on simulated data: the shipped table, its lookup, and the
+simulators that measured it.
 
-Three interval constructions the audit reports beside its point estimates, each chosen for a stated population:
-
-* :func:`clopper_pearson_ties` — a table's probability of improvement. The datasets are taken as a sample from a
-  population of datasets; the parameter is θ = P(win) + ½ P(tie) on a dataset drawn from it. The exact binomial
-  interval (Clopper & Pearson 1934) of the wins bounds θ from below (ties counted as losses) and that of wins + ties
-  bounds it from above (ties counted as wins), each one-sided at (1 − confidence)/2: since P(win) ≤ θ ≤ P(win) +
-  P(tie), the interval covers θ with probability ≥ confidence whatever the tie rate — conservative where ties occur.
-* :func:`trimmed_mean_t` — the interquartile mean of per-dataset differences to the baseline on a table: the
-  Tukey & McLaughlin (1963) interval for a trimmed mean (Winsorized variance, Student t on n − 2g − 1 degrees of
-  freedom; Yuen 1974, Wilcox 2012 Sec. 4.4), about the population trimmed mean of the differences over datasets.
-* :func:`unbiased_expected_max_weights` — the without-replacement (U-statistic) estimator of the expected best
-  accuracy of a search of k draws (Tang et al. 2020 show that Dodge et al.'s with-replacement eq. 1 is biased low);
-  its per-trial values are exchangeable replicates whose Student-t interval over trials is the expected-max curve's
-  interval (:func:`dganalysis.audit.sweep.expected_max_curve`).
-
-Each interval's coverage was measured on simulated data by ``bench/audit_interval_coverage.py`` and shipped in
-``dganalysis/audit/data/interval_coverage.json``; :func:`coverage` looks a method's measured coverage up at the size
-nearest to the one audited, and the simulators here (``simulate_*``) are what the bench and the tests run.
+The audit reports four interval constructions beside its point estimates (:mod:`dganalysis.stats.intervals`,
+:mod:`dganalysis.stats.improvement`): a table's probability of improvement (Clopper–Pearson with ties) and IQM of
+the differences (Tukey–McLaughlin), a sweep's stratified bootstrap of both, and the expected-max curve's Student-t
+interval over trials (:func:`dganalysis.audit.sweep.expected_max_curve`). Each one's coverage was measured on
+simulated data by ``bench/audit_interval_coverage.py`` and shipped in ``dganalysis/audit/data/interval_coverage.json``;
+:func:`coverage` looks a method's measured coverage up at the size nearest to the one audited, and the simulators
+here (``simulate_*``) are what the bench and the tests run. :data:`METHODS` holds each construction's ``ci_method``
+text.
 """
 
 from __future__ import annotations
@@ -29,7 +20,9 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
+
+from dganalysis.stats.intervals import clopper_pearson_ties, search_intervals, trimmed_mean_t
 
 #: the level the shipped coverage table was measured at
 NOMINAL = 0.95
@@ -50,77 +43,6 @@ METHODS = {
     "poi_table_dataset_bootstrap": "bootstrap over datasets (percentile)",
     "expected_max_bootstrap": "bootstrap over hparams draws of Dodge et al.'s eq. 1 (percentile)",
 }
-
-
-# ---------------------------------------------------------------- the intervals
-
-
-def clopper_pearson_ties(wins: np.ndarray | int, ties: np.ndarray | int, n: np.ndarray | int,
-                         confidence: float = NOMINAL) -> tuple[np.ndarray, np.ndarray]:
-    """Interval for θ = P(win) + ½ P(tie) from ``wins`` and ``ties`` among ``n`` independent datasets (arrays
-    broadcast): the lower bound is the exact (Clopper & Pearson 1934) one-sided bound of ``wins`` of ``n``, the upper
-    that of ``wins + ties`` of ``n``, each at level 1 − (1 − confidence)/2 — the numbers of
-    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``'s ends. Without ties it is the
-    Clopper–Pearson interval; 0 wins of 7 gives [0, 0.410]."""
-    wins, ties, n = (np.asarray(a, dtype=float) for a in (wins, ties, n))
-    if not 0 < confidence < 1:
-        raise ValueError(f"clopper_pearson_ties: parameter 'confidence': expected a level in (0, 1), got {confidence}")
-    if (wins < 0).any() or (ties < 0).any() or (wins + ties > n).any() or (n < 1).any():
-        raise ValueError("clopper_pearson_ties: expected 0 ≤ wins, 0 ≤ ties, wins + ties ≤ n and n ≥ 1")
-    a = (1 - confidence) / 2
-    up = wins + ties
-    with np.errstate(invalid="ignore"):
-        lo = np.where(wins > 0, stats.beta.ppf(a, np.maximum(wins, 1), n - wins + 1), 0.0)
-        hi = np.where(up < n, stats.beta.ppf(1 - a, up + 1, np.maximum(n - up, 1)), 1.0)
-    return lo, hi
-
-
-def trimmed_mean_t(values: np.ndarray, confidence: float = NOMINAL, trim: float = 0.25,
-                   axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Trimmed mean (``scipy.stats.trim_mean``: ⌊trim·n⌋ values cut from each end, rliable's IQM at 0.25) and its
-    Tukey & McLaughlin (1963) interval along ``axis``: SE = √((n − 1) s_w² / (h (h − 1))) with s_w² the Winsorized
-    variance and h = n − 2g the values kept, Student t on h − 1 degrees of freedom. About the population's trimmed
-    mean; exact for no distribution, near nominal for symmetric ones (coverage measured on simulated data).
-    Needs h ≥ 2 (NaN interval otherwise)."""
-    x = np.moveaxis(np.asarray(values, dtype=float), axis, -1)
-    n = x.shape[-1]
-    g = int(trim * n)
-    h = n - 2 * g
-    est = stats.trim_mean(x, trim, axis=-1)
-    if h < 2:
-        nan = np.full(est.shape, np.nan)
-        return est, nan, nan
-    s = np.sort(x, axis=-1)
-    w = np.clip(x, s[..., g:g + 1], s[..., n - g - 1:n - g])  # Winsorized
-    se = np.sqrt((n - 1) * np.var(w, axis=-1, ddof=1) / (h * (h - 1)))
-    half = stats.t.ppf(0.5 + confidence / 2, h - 1) * se
-    return est, est - half, est + half
-
-
-def unbiased_expected_max_weights(big_n: int, budgets: np.ndarray) -> np.ndarray:
-    """(budgets, N) weights of the U-statistic for the expected maximum of k draws from N values sorted ascending:
-    w_i = C(i − 1, k − 1) / C(N, k), the probability that the i-th smallest is the largest of k drawn without
-    replacement (Hoeffding 1948; the unbiased estimator of Tang et al. 2020). Rows of budgets above N are NaN."""
-    i = np.arange(1, big_n + 1)
-    out = np.full((len(budgets), big_n), np.nan)
-    for r, k in enumerate(budgets):
-        if 1 <= k <= big_n:
-            out[r] = np.exp(special.gammaln(i) - special.gammaln(k) - special.gammaln(i - k + 1)
-                            - (special.gammaln(big_n + 1) - special.gammaln(k + 1) - special.gammaln(big_n - k + 1)))
-            out[r, : k - 1] = 0.0
-    return out
-
-
-def t_interval_over(values: np.ndarray, confidence: float = NOMINAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and Student-t interval over axis 0 (independent replicates, e.g. trials); NaN with fewer than 2."""
-    v = np.asarray(values, dtype=float)
-    n = v.shape[0]
-    mean = v.mean(axis=0)
-    if n < 2:
-        nan = np.full(mean.shape, np.nan)
-        return mean, nan, nan
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * v.std(axis=0, ddof=1) / math.sqrt(n)
-    return mean, mean - half, mean + half
 
 
 # ---------------------------------------------------------------- the shipped coverage table
@@ -218,7 +140,7 @@ def simulate_sweep_aggregate(runs: int, sims: int, rng: np.random.Generator, con
     bootstrap intervals (its own functions) for PoI and IQM of Δ to the baseline's mean. Returns
     ``{"poi": {scenario: coverage}, "iqm_delta": {...}}``; the parameters are the datasets' mean PoI
     (Φ(Δ_d / √(σ_x² + σ_y²)) averaged) and the IQM of the mixture over datasets of X_d − E[Y_d]."""
-    from dganalysis.audit import aggregate
+    from dganalysis.stats.improvement import sweep_intervals
 
     out: dict[str, dict[str, float]] = {"poi": {}, "iqm_delta": {}}
     base = np.linspace(50, 80, 7)
@@ -229,7 +151,7 @@ def simulate_sweep_aggregate(runs: int, sims: int, rng: np.random.Generator, con
         for _ in range(sims):
             x = base + effect + rng.normal(0, sx, (runs, 7))
             y = base + rng.normal(0, sy, (runs, 7))
-            lo, hi, dlo, dhi = aggregate.sweep_intervals(x, y, rng, reps, confidence)
+            lo, hi, dlo, dhi = sweep_intervals(x, y, rng, reps, confidence)
             hit_p += lo <= poi_true <= hi
             hit_i += dlo <= iqm_true <= dhi
         out["poi"][name], out["iqm_delta"][name] = hit_p / sims, hit_i / sims
@@ -297,13 +219,11 @@ def simulate_search(trials: int, draws: int, sims: int, rng: np.random.Generator
                     detail: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
     """SIMULATED sweeps of one (dataset, algorithm): ``trials`` trials × 4 test domains × ``draws`` hparams draws
     (the hparams shared by a trial's test domains, a trial effect N(0, 0.5²) shifting its accuracies); the audit's
-    interval (:func:`dganalysis.audit.sweep.search_intervals`) at budgets 1, ⌈N/2⌉ and N and for the gain from ⌈N/2⌉
+    interval (:func:`dganalysis.stats.intervals.search_intervals`) at budgets 1, ⌈N/2⌉ and N and for the gain from ⌈N/2⌉
     to N. Returns scenario → the smallest coverage over those four intervals. ``method="expected_max_bootstrap"``:
     a percentile bootstrap over draws, for comparison (budgets only; it gives no interval for the gain). ``detail``, a
     dict, receives per scenario each interval's coverage and the share of sweeps whose true gain lay above
     ``gain_high`` (the miss that would flag a search saturated wrongly; nominal (1 − confidence)/2)."""
-    from dganalysis.audit.sweep import search_intervals
-
     mus = np.array([55.0, 60.0, 65.0, 70.0])
     half = (draws + 1) // 2
     budgets = np.array(sorted({1, half, draws}))

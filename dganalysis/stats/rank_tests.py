@@ -1,58 +1,29 @@
-"""Rank statistics over many test cells: Friedman test, Nemenyi critical-difference diagram, bootstrap rank CIs.
+"""Rank tests over blocks: Friedman / Nemenyi with the critical-difference diagram and bootstrap rank intervals
+for many methods, and the Wilcoxon signed-rank test for one pair.
 
-A leaderboard's average rank (Yu et al. 2024 Table 5; Gulrajani & Lopez-Paz 2021) hides how uncertain it is. Following
-Demšar (2006), each *block* is one (dataset, test domain) cell — for leave-one-group-out, one domain of one group —
-scored by the mean selected accuracy over trials; algorithms are ranked within each block (1 = best, ties share the
-mean rank), the Friedman test asks whether the average ranks differ at all, and the Nemenyi post-hoc test (with its
-critical-difference diagram) says which pairs do. The tests come from ``scipy`` (the Nemenyi p-values by the
-formula scikit-posthocs uses, held equal to it by a test: :func:`nemenyi_friedman`), the diagram from
-``scikit-posthocs``; we only arrange the blocks. :func:`bootstrap_rank_ci` resamples blocks with replacement
-(``scipy.stats.bootstrap``, percentile intervals) to give each algorithm's average rank a confidence interval. Blocks are treated as independent, which
-they are not quite (cells of one dataset share training runs of the other domains): the intervals are a guide.
+Following Demšar (2006), a *block* is one unit on which every method has a score (a test cell of a leaderboard, a
+dataset of the audit's table). Methods are ranked within each block (1 = best, ties share the mean rank); the
+Friedman test (``scipy.stats.friedmanchisquare``) asks whether the average ranks differ at all, and the Nemenyi
+post-hoc test (:func:`nemenyi_friedman`, the formula scikit-posthocs uses, held equal to it by a test) says which
+pairs do *given the whole pool* — adding or removing a method can change a Nemenyi verdict on A vs B. The
+critical-difference diagram is drawn by ``scikit-posthocs``. :func:`bootstrap_rank_ci` resamples blocks with
+replacement (``scipy.stats.bootstrap``, percentile intervals) to give each method's average rank a confidence
+interval; blocks are treated as independent, which they need not be (read the intervals as a guide).
+
+The Wilcoxon signed-rank test (:func:`wilcoxon_p`, :func:`wilcoxon_ps`: ``scipy.stats.wilcoxon``'s two-sided p-value
+with Pratt's zeros, the same numbers, vectorised over many pairs) decides one pair on its own, whatever else is in
+the pool (Benavoli, Corani & Mangili 2016).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str, describe
-
-
-def block_scores(
-    selected: pd.DataFrame,
-    methods: Sequence[str] | None = None,
-    method_col: str = "algorithm",
-    acc_col: str = "acc",
-) -> pd.DataFrame:
-    """Blocks × algorithms table of mean accuracy over trials; a block is ``dataset | test group | domain``.
-
-    Only blocks where every algorithm has a score are kept (the Friedman test needs complete blocks).
-    """
-    check_frame(selected, (), "selected", func="block_scores")
-    check_str(method_col, "method_col", func="block_scores")
-    check_str(acc_col, "acc_col", func="block_scores")
-    need = {"dataset", method_col, acc_col, "test_domains", "domain", "trial_seed"}
-    missing = need - set(selected.columns)
-    if missing:
-        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
-    if "selection" in selected and selected["selection"].nunique() > 1:
-        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
-    df = selected.assign(block=selected["dataset"].astype(str) + " | " + selected["test_domains"].astype(str)
-                         + " | " + selected["domain"].astype(str))
-    wide = df.groupby(["block", method_col])[acc_col].mean().unstack(method_col)
-    if methods is not None:
-        unknown = sorted(set(methods) - set(wide.columns))
-        if unknown:
-            raise ValueError(f"methods: {unknown} have no selected rows")
-        wide = wide[list(methods)]
-    wide = wide.dropna(axis=0, how="any")
-    wide.columns.name = None
-    return wide
+from dganalysis.validation import ConfigError, check_frame, check_scalar, describe
 
 
 def block_ranks(scores: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +76,7 @@ def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
     √(k(k+1)/(6N)) and p_ij = P(Q > q_ij √2), Q the studentized range of k means with infinite degrees of freedom
     (``scipy.stats.studentized_range``); 1 on the diagonal.
 
-    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this (``tests/protocols/test_friedman.py`` holds
+    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this (``tests/stats/test_rank_tests.py`` holds
     the two equal, ties included). It is not called because importing scikit-posthocs imports matplotlib and
     seaborn, about 0.5 CPU-s: most of what an audit's statistics cost when it draws no figure. Its critical-difference
     diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
@@ -166,3 +137,61 @@ def bootstrap_rank_ci(scores: pd.DataFrame, confidence: float = 0.95, n_resample
             lo, hi = float(b.confidence_interval.low), float(b.confidence_interval.high)
         rows.append(dict(method=m, avg_rank=float(x.mean()), ci_low=lo, ci_high=hi))
     return pd.DataFrame(rows).set_index("method").sort_values("avg_rank")
+
+
+#: up to this many pairs, with ties or zeros, scipy's Wilcoxon p-value is its exact permutation test (2^n signs)
+PERMUTATION_MAX_N = 13
+
+
+def _numbers(values, name: str, func: str) -> np.ndarray:
+    """``values`` as a float array, or a TypeError naming the parameter."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{func}: parameter {name!r}: expected an array of numbers, got {describe(values)}") from err
+
+
+def wilcoxon_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of the pairs (``x``, ``y``), zeros by Pratt: the p-value of
+    ``scipy.stats.wilcoxon(x, y, zero_method="pratt")``, the same number, faster (:func:`wilcoxon_ps` of one row)."""
+    x, y = _numbers(x, "x", "wilcoxon_p"), _numbers(y, "y", "wilcoxon_p")
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"wilcoxon_p: expected two 1-D arrays of the same length, got shapes {x.shape} and {y.shape}")
+    return float(wilcoxon_ps(x[None], y[None])[0])
+
+
+def wilcoxon_ps(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's :func:`wilcoxon_p` for two (tests, pairs) arrays: row ``i``'s p-value is that of
+    ``scipy.stats.wilcoxon(x[i], y[i], zero_method="pratt")``, the same number.
+
+    scipy's ``method="auto"`` picks the test from the differences: without ties and zeros its exact distribution
+    (n ≤ 50), with them and n ≤ :data:`PERMUTATION_MAX_N` an exact permutation test over the 2^n sign assignments
+    (calling its statistic once per assignment: ~25 ms a test at n = 7), else its normal approximation. The rows are
+    sorted into those three groups and each group answered in one vectorised call — the exact distribution and the
+    normal approximation by ``scipy.stats.wilcoxon`` itself along the rows, the permutation test by
+    ``scipy.stats.permutation_test`` with W+ (the sum of the average ranks of |d| over the positive differences,
+    zeros ranked and then left out, as scipy's Pratt statistic) as a vectorised statistic. A family of 91 pairs takes
+    three calls instead of 91 (each call of scipy's wrapper costs ~1 ms). ``tests/stats/test_rank_tests`` holds every
+    row equal to scipy's own call on random tables with ties and zeros."""
+    x, y = _numbers(x, "x", "wilcoxon_ps"), _numbers(y, "y", "wilcoxon_ps")
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"wilcoxon_ps: expected two 2-D arrays (tests, pairs) of the same shape, got shapes {x.shape} "
+                         f"and {y.shape}")
+    d = x - y
+    out = np.empty(len(d))
+    mag = np.sort(np.abs(d), axis=1)
+    tied = (mag[:, :1] == 0).any(axis=1) | (np.diff(mag, axis=1) == 0).any(axis=1)
+    permutation = tied & (d.shape[1] <= PERMUTATION_MAX_N)
+    for rows in (~tied, tied & ~permutation):  # each group's "auto" choice is the one its rows make alone
+        if rows.any():
+            out[rows] = stats.wilcoxon(x[rows], y[rows], zero_method="pratt", axis=1).pvalue
+    if permutation.any():
+        out[permutation] = stats.permutation_test((d[permutation],), _signed_rank_sum, permutation_type="samples",
+                                                  vectorized=True, n_resamples=9999, alternative="two-sided",
+                                                  axis=-1).pvalue
+    return out
+
+
+def _signed_rank_sum(d: np.ndarray, axis: int = -1) -> np.ndarray:
+    """W+ of each row of differences ``d``: the sum of the average ranks of |d| over the positive ones."""
+    return np.sum((d > 0) * stats.rankdata(np.abs(d), axis=axis), axis=axis)

@@ -1,0 +1,61 @@
+"""The interval constructions of dganalysis.stats.intervals against scipy and hand computations."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dganalysis.stats import intervals
+
+
+def test_clopper_pearson_ties_is_scipys_exact_binomial_at_both_ends():
+    """Ties count as losses for the lower bound and as wins for the upper; each end is scipy's exact binomial one."""
+    for w, t, n in [(0, 0, 7), (7, 0, 7), (2, 3, 9), (0, 5, 5), (4, 0, 20)]:
+        lo, hi = intervals.clopper_pearson_ties(w, t, n, 0.9)
+        assert lo == pytest.approx(stats.binomtest(w, n).proportion_ci(0.9, method="exact").low, abs=1e-12)
+        assert hi == pytest.approx(stats.binomtest(w + t, n).proportion_ci(0.9, method="exact").high, abs=1e-12)
+    with pytest.raises(ValueError, match="wins \\+ ties ≤ n"):
+        intervals.clopper_pearson_ties(5, 3, 7)
+
+
+def test_trimmed_mean_t_is_tukey_mclaughlin():
+    """g = ⌊n/4⌋ cut from each end (scipy's trim_mean, rliable's IQM); SE from the Winsorized variance,
+    √((n − 1) s_w² / (h (h − 1))), t on h − 1 df — written out by hand for one sample."""
+    x = np.array([3.0, -1.0, 0.5, 7.0, 2.0, 1.0, -4.0])  # n = 7, g = 1, h = 5
+    w = np.array([3.0, -1.0, 0.5, 3.0, 2.0, 1.0, -1.0])  # Winsorized
+    se = np.sqrt(6 * np.var(w, ddof=1) / 20)
+    est, lo, hi = intervals.trimmed_mean_t(x)
+    assert est == pytest.approx(np.mean([3.0, -1.0, 0.5, 2.0, 1.0]))
+    assert (lo, hi) == pytest.approx((est - stats.t.ppf(0.975, 4) * se, est + stats.t.ppf(0.975, 4) * se))
+    three = np.array([1.0, 2.0, 4.0])  # g = 0: the Student t interval
+    assert intervals.trimmed_mean_t(three)[1] == pytest.approx(stats.ttest_1samp(three, 0).confidence_interval().low)
+    assert np.isnan(intervals.trimmed_mean_t(np.array([1.0]))[1])  # one value: no interval
+
+
+def test_t_interval_over_is_student_t():
+    v = np.array([[1.0, 2.0], [2.0, 2.5], [4.0, 3.5]])
+    mean, lo, hi = intervals.t_interval_over(v, 0.9)
+    for j in range(2):
+        ci = stats.ttest_1samp(v[:, j], 0).confidence_interval(0.9)
+        assert (lo[j], hi[j]) == pytest.approx((ci.low, ci.high)) and mean[j] == pytest.approx(v[:, j].mean())
+    assert np.isnan(intervals.t_interval_over(v[:1])[1]).all()  # one replicate: no interval
+
+
+def test_unbiased_weights_enumerate_the_searches_without_replacement():
+    """The U-statistic's weights: the mean over every k-subset of N draws of the subset's best (by validation, ties
+    by accuracy ascending) accuracy; at k = N the best draw, at k = 1 the mean; NaN above N."""
+    rng = np.random.default_rng(4)
+    a, v = rng.integers(0, 5, (3, 6)).astype(float), rng.integers(0, 4, (3, 6)).astype(float)
+    res = intervals.search_intervals(a, v, np.array([0, 1, 2]), [1, 2, 4, 6, 7])
+    for j, k in enumerate([1, 2, 4, 6]):
+        brute = np.mean([np.mean([max((v[r, list(c)][m], a[r, list(c)][m]) for m in range(k))[1]
+                                  for c in itertools.combinations(range(6), k)]) for r in range(3)])
+        assert res["unbiased"][j] == pytest.approx(brute), k
+    assert np.isnan(res["unbiased"][-1]) and np.isnan(res["ci_low"][-1])
+    w = intervals.unbiased_expected_max_weights(6, np.array([1, 3, 6]))
+    assert np.allclose(w.sum(axis=1), 1) and np.allclose(w[0], 1 / 6) and np.allclose(w[2], [0, 0, 0, 0, 0, 1])
+    one = intervals.search_intervals(a, v, np.zeros(3), [2])
+    assert np.isnan(one["ci_low"]).all() and np.isfinite(one["unbiased"]).all()  # one trial: no interval

@@ -1,0 +1,151 @@
+"""Rank tests (dganalysis.stats.rank_tests): Friedman / Nemenyi / bootstrap rank CIs over (dataset, test domain)
+blocks (arranged by dganalysis.protocols.leaderboard.block_scores), and the Wilcoxon signed-rank p-values, scipy's."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dganalysis.protocols import leaderboard as lb
+from dganalysis.stats import rank_tests
+from dganalysis.stats.rank_tests import wilcoxon_p
+
+
+def selected_frame(acc, n_trials=2):
+    """acc: {(dataset, domain): {method: accuracy}} -> selected frame of the contract."""
+    rows = []
+    for (ds, dom), per in acc.items():
+        for m, a in per.items():
+            for t in range(n_trials):
+                rows.append(dict(dataset=ds, algorithm=m, test_domains=dom, domain=dom, trial_seed=t,
+                                 acc=a + (0.01 if t else -0.01), selection="training_domain"))
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def blocks():
+    rng = np.random.default_rng(0)
+    acc = {}
+    for ds in ("X", "Y"):
+        for d in range(5):
+            base = rng.uniform(0.3, 0.7)
+            acc[(ds, str(d))] = {"A": base + 0.2, "B": base + rng.normal(0, 0.02), "C": base - 0.2 + rng.normal(0, 0.02)}
+    return selected_frame(acc)
+
+
+def test_block_scores_and_friedman_match_scipy(blocks):
+    s = lb.block_scores(blocks)
+    assert s.shape == (10, 3) and list(s.columns) == ["A", "B", "C"]
+    assert s.loc["X | 0 | 0", "A"] == pytest.approx(blocks[(blocks.dataset == "X") & (blocks.domain == "0")
+                                                           & (blocks.algorithm == "A")].acc.mean())
+    res = rank_tests.friedman(s)
+    ref = stats.friedmanchisquare(s["A"], s["B"], s["C"])
+    assert res.statistic == pytest.approx(ref.statistic) and res.p == pytest.approx(ref.pvalue)
+    assert res.avg_rank["A"] == 1.0 and res.avg_rank["C"] == 3.0
+    # Demšar (2006) Table 5: q_0.05 = 2.343 for k = 3; CD = q sqrt(k(k+1)/(6N))
+    assert res.critical_difference == pytest.approx(2.343 * np.sqrt(3 * 4 / 60), abs=1e-3)
+    assert res.nemenyi.loc["A", "C"] < 0.05 and res.nemenyi.shape == (3, 3)
+    assert "average ranks differ" in res.summary()
+    assert rank_tests.plot_cd_diagram(res, "toy") is not None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nemenyi_p_values_are_scikit_posthocs(seed):
+    """nemenyi_friedman (scipy, without importing scikit-posthocs and its plotting stack) equals scikit-posthocs'
+    posthoc_nemenyi_friedman, ties within blocks included."""
+    import scikit_posthocs as sp
+
+    rng = np.random.default_rng(seed)
+    k, n = 3 + seed * 3, 4 + 5 * seed
+    values = rng.integers(0, 4 if seed % 2 else 1000, size=(n, k)).astype(float)  # odd seeds: many ties
+    scores = pd.DataFrame(values, columns=[f"m{i}" for i in range(k)], index=[f"b{i}" for i in range(n)])
+    got = rank_tests.nemenyi_friedman(scores)
+    want = sp.posthoc_nemenyi_friedman(scores.reset_index(drop=True))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert (np.diag(got) == 1).all() and ((got.to_numpy() >= 0) & (got.to_numpy() <= 1)).all()
+    holed = scores.copy()
+    holed.iloc[0, 0] = np.nan
+    with pytest.raises(ValueError, match="'scores'.* with NaN"):
+        rank_tests.nemenyi_friedman(holed)
+    with pytest.raises(ValueError, match=r"got 4 blocks × 1 methods$"):
+        rank_tests.nemenyi_friedman(scores.iloc[:4, :1])
+
+
+def test_incomplete_blocks_dropped_and_errors(blocks):
+    partial = blocks[~((blocks.dataset == "Y") & (blocks.domain == "4") & (blocks.algorithm == "B"))]
+    assert len(lb.block_scores(partial)) == 9
+    with pytest.raises(ValueError, match=">= 3 methods"):
+        rank_tests.friedman(lb.block_scores(blocks, methods=["A", "B"]))
+    with pytest.raises(ValueError, match="methods"):
+        lb.block_scores(blocks, methods=["A", "Z"])
+    with pytest.raises(ValueError, match="missing columns"):
+        lb.block_scores(blocks.drop(columns="domain"))
+
+
+def test_bootstrap_rank_ci(blocks):
+    s = lb.block_scores(blocks)
+    ci = rank_tests.bootstrap_rank_ci(s, n_resamples=500, seed=1)
+    assert list(ci.index) == ["A", "B", "C"]
+    assert ci.loc["A", "ci_low"] == ci.loc["A", "ci_high"] == 1.0  # always first
+    r = rank_tests.block_ranks(s)["B"]
+    assert ci.loc["B", "ci_low"] <= r.mean() <= ci.loc["B", "ci_high"]
+    assert ci.equals(rank_tests.bootstrap_rank_ci(s, n_resamples=500, seed=1))  # seeded
+    # ties share the average rank
+    tied = pd.DataFrame({"A": [0.5, 0.6], "B": [0.5, 0.4], "C": [0.1, 0.1]})
+    assert rank_tests.block_ranks(tied).loc[0, "A"] == 1.5
+
+
+# ---------------------------------------------------------------- Wilcoxon signed-rank
+def test_wilcoxon_p_is_scipys_on_tables_with_ties_and_zeros(monkeypatch):
+    """Published means are rounded to 0.1 points, so differences tie and vanish often: there scipy runs its exact
+    permutation test, and wilcoxon_p runs the same test vectorised. The p-values must be the same numbers."""
+    rng = np.random.default_rng(3)
+    calls = []
+    real = stats.permutation_test
+    monkeypatch.setattr(rank_tests.stats, "permutation_test", lambda *a, **k: calls.append(1) or real(*a, **k))
+    checked = 0
+    for _ in range(150):
+        n = int(rng.integers(2, 9))
+        a = np.round(rng.normal(50, 2, n), int(rng.integers(0, 2)))
+        b = np.round(a + rng.normal(0.5, 1.5, n), 1)
+        if rng.random() < 0.3:
+            b[: n // 3] = a[: n // 3]  # zeros
+        if (a == b).all():
+            continue
+        monkeypatch.setattr(rank_tests.stats, "permutation_test", real)
+        want = float(stats.wilcoxon(a, b, zero_method="pratt").pvalue)
+        monkeypatch.setattr(rank_tests.stats, "permutation_test", lambda *a, **k: calls.append(1) or real(*a, **k))
+        assert wilcoxon_p(a, b) == want, (a, b)
+        checked += 1
+    assert checked > 130 and len(calls) > 60  # most cases took the vectorised permutation test
+
+
+def test_wilcoxon_p_without_ties_and_above_13_pairs_is_scipys_call():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=9), rng.normal(size=9)  # no ties: scipy's exact distribution
+    assert wilcoxon_p(a, b) == stats.wilcoxon(a, b, zero_method="pratt").pvalue
+    a, b = np.round(rng.normal(size=20), 0), np.round(rng.normal(size=20), 0)  # ties, n > 13: normal approximation
+    assert wilcoxon_p(a, b) == stats.wilcoxon(a, b, zero_method="pratt").pvalue
+    with pytest.raises(ValueError, match="same length"):
+        wilcoxon_p(np.zeros(3), np.zeros(4))
+
+
+@pytest.mark.parametrize("n", [4, 7, 16])
+def test_wilcoxon_ps_rows_are_scipys_calls(n):
+    """wilcoxon_ps answers many tests at once, sorting the rows by the test scipy's "auto" picks for each alone (exact
+    distribution, permutation test, normal approximation): every row must be scipy's own p-value for that row,
+    whatever the other rows hold."""
+    rng = np.random.default_rng(n)
+    x = np.round(rng.normal(50, 2, (60, n)), 1)
+    y = x + rng.normal(0.3, 1.5, (60, n))
+    y[::3] = np.round(y[::3], 0)  # ties
+    y[1::3, : n // 3] = x[1::3, : n // 3]  # zeros
+    got = rank_tests.wilcoxon_ps(x, y)
+    want = [stats.wilcoxon(a, b, zero_method="pratt").pvalue for a, b in zip(x, y)]
+    assert got.tolist() == want
+    with pytest.raises(ValueError, match="same shape"):
+        rank_tests.wilcoxon_ps(x, y[:, :-1])
