@@ -7,5 +7,14 @@
 * :mod:`~dganalysis.stats.multiplicity` — Holm's step-down, the joint step-down over each claim's difference and
   equivalence hypotheses, and the protocols' named corrections;
 * :mod:`~dganalysis.stats.planning` — trials per arm needed to decide an effect of ±rope, or to show equivalence,
-  and the t-tests' trials for a standardised effect.
+  and the t-tests' trials for a standardised effect;
+* :mod:`~dganalysis.stats.rank_tests` — Friedman / Nemenyi over blocks (critical differences, bootstrap rank
+  intervals) and the Wilcoxon signed-rank test;
+* :mod:`~dganalysis.stats.improvement` — probability of improvement, the IQM of the differences to a baseline and
+  their intervals, and the Bayesian signed-rank posterior;
+* :mod:`~dganalysis.stats.intervals` — exact binomial with ties, trimmed-mean t, Student t over replicates, and the
+  expected-max curve of a search with its intervals.
+
+The audit (:mod:`dganalysis.audit`) and the protocols (:mod:`dganalysis.protocols`) call these; what is about claims,
+inputs and reports stays with them.
 """

@@ -20,7 +20,10 @@ from torch import nn
 
 #: packages whose every submodule is public API, and single public modules
 PACKAGES = ("dganalysis.dro", "dganalysis.shift", "dganalysis.protocols")
-MODULES = ("dganalysis.selection", "dganalysis.results", "dganalysis.plans")
+MODULES = ("dganalysis.selection", "dganalysis.results", "dganalysis.plans", "dganalysis.stats.ttests",
+           "dganalysis.stats.rank_tests")
+#: public entry points of modules whose other functions are array kernels called by checked callers
+FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size")
 #: numerical kernels called in inner loops with arrays their public callers have checked (documented in
 #: docs/validation.md): the per-sample losses and inner solvers of the dual, and the batched KDE
 KERNELS = ("dganalysis.dro.inner", "dganalysis.dro.losses", "dganalysis.shift.kde")
@@ -42,6 +45,9 @@ def public_functions() -> list[tuple[str, object]]:
             if fname.startswith("_") or fn.__module__ != name:
                 continue
             out.append((f"{name}.{fname}", fn))
+    for qualname in FUNCTIONS_ALSO:
+        mod, fname = qualname.rsplit(".", 1)
+        out.append((qualname, getattr(importlib.import_module(mod), fname)))
     return out
 
 

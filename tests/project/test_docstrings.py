@@ -13,7 +13,7 @@ import dganalysis
 
 REF = re.compile(r":(?:func|class|mod|data|meth|attr):`~?(dganalysis(?:\.\w+)+)`")
 #: the analysis API (the audit package names optional stand-in modules on purpose, "where it exists")
-CHECKED = ("shift", "dro", "protocols", "selection.py", "results.py", "plans.py", "findings.py", "validation.py")
+CHECKED = ("shift", "dro", "protocols", "stats", "selection.py", "results.py", "plans.py", "findings.py", "validation.py")
 
 
 def _resolve(ref: str) -> bool:

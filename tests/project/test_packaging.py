@@ -212,7 +212,7 @@ def test_floors_the_code_relies_on():
     """Floors set by what the code or the test command needs (bench/lowest_versions.sh installs exactly these):
     pytest-xdist 3.8 brought ``--no-loadscope-reorder`` (the README's and CI's test command); scipy 1.15 made
     ``wilcoxon(method="auto")`` a permutation test with ties or zeros at n <= 13, which ``wilcoxon_ps`` reproduces
-    (tests/audit/test_aggregate.py holds it equal to the installed scipy's own call)."""
+    (tests/stats/test_rank_tests.py holds it equal to the installed scipy's own call)."""
     floors = {canonicalize_name(r.name): min(Version(s.version) for s in r.specifier if s.operator == ">=")
               for _, r in _all_requirements()}
     if "--no-loadscope-reorder" in (ROOT / "README.md").read_text() + (ROOT / ".ci" / "run").read_text():
