@@ -35,7 +35,7 @@ NOT_IMPORTED = {
 #: imports of the package that an extra provides, and which extra
 OPTIONAL_IMPORTS = {"wilds": "wilds"}
 #: top-level names the tests import that are not distributions: the tests' own helpers and the reference codebases
-TEST_LOCAL = {"tests", "_tiny", "_ledger", "conftest", "audit", "smoke", "domainbed", "ood_bench"}
+TEST_LOCAL = {"tests", "_tiny", "_ledger", "conftest", "audit", "smoke", "bench", "domainbed", "ood_bench"}
 
 
 def _requirements(group: str | None = None) -> list[Requirement]:
