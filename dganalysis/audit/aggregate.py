@@ -5,7 +5,7 @@ Each analysis runs on one *family* (one board and selection method of one input)
 This module arranges the audit's cells into those families; the statistics are :mod:`dganalysis.stats.improvement`,
 :mod:`dganalysis.stats.rank_tests` and :mod:`dganalysis.stats.intervals`.
 
-* **Probability of improvement** (Agarwal et al. 2021, ``rliable.metrics.probability_of_improvement``): the
+* **Probability of improvement** (Agarwal et al. 2021, rliable's ``metrics.probability_of_improvement``, computed here and tested equal): the
   probability that a run of the algorithm beats a run of the baseline on a randomly drawn dataset, ties counting ½
   (the Mann–Whitney U statistic per dataset, averaged over datasets). *Sweep:* runs are the trials, the datasets are
   fixed; its CI is the stratified bootstrap of Agarwal et al. (trials resampled with replacement within each dataset,
@@ -18,7 +18,7 @@ This module arranges the audit's cells into those families; the statistics are :
   (:func:`dganalysis.stats.intervals.clopper_pearson_ties`, Clopper & Pearson 1934): the lower bound counts ties as
   losses, the upper as wins (conservative where means tie); 0 wins of 7 gives [0, 0.41]. No runs are simulated
   from the means.
-* **IQM** (``rliable.metrics.aggregate_iqm``, the 25%-trimmed mean) of the difference to the baseline's mean on
+* **IQM** (rliable's ``metrics.aggregate_iqm``, the 25%-trimmed mean, computed here and tested equal) of the difference to the baseline's mean on
   each dataset (a baseline-normalised score, in points): runs of different datasets are commensurable only as such
   differences — the IQM of raw accuracy pooled over datasets would trim whole datasets, and is not reported. Sweep:
   over runs × datasets, the same stratified bootstrap; table: over datasets, the Tukey–McLaughlin trimmed-mean t
@@ -46,7 +46,13 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.audit import coverage
-from dganalysis.stats.improvement import signed_rank_probs, sweep_intervals, table_intervals
+from dganalysis.stats.improvement import (
+    iqm,
+    probability_of_improvement,
+    signed_rank_probs,
+    sweep_intervals,
+    table_intervals,
+)
 from dganalysis.stats.multiplicity import holm
 from dganalysis.stats.rank_tests import friedman, wilcoxon_ps
 
@@ -77,8 +83,6 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
     ``bayes_samples``: posterior samples of the Bayesian signed-rank test (Monte-Carlo error of its probabilities
     ≈ 0.5/√samples ≤ 0.007 at 5000; baycomp's default is 50,000).
     """
-    from rliable import metrics
-
     rows = []
     avg = cells[cells["env"].fillna("") == ""]
     for (board, selection), fam in avg.groupby(["board", "selection"], sort=False):
@@ -110,8 +114,8 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
                 n_runs = 1
                 size = dict(n_datasets=len(datasets))
                 methods = ("poi_table_clopper_pearson", "iqm_delta_table_trimmed_t")
-            poi = float(metrics.probability_of_improvement(x, y))
-            iqm_d = float(metrics.aggregate_iqm(x - y.mean(axis=0)))
+            poi = float(probability_of_improvement(x, y))
+            iqm_d = float(iqm(x - y.mean(axis=0)))
             cov = [coverage.coverage(m, confidence, **size) for m in methods]
             pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
             rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,

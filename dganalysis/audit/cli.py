@@ -119,7 +119,7 @@ def main_audit(args: argparse.Namespace) -> int:
 
 
 #: libraries whose versions can change an audit's numbers or figures (part of the memo's key)
-_LIBRARIES = ("numpy", "pandas", "scipy", "statsmodels", "baycomp", "rliable", "scikit-posthocs", "matplotlib")
+_LIBRARIES = ("numpy", "pandas", "scipy", "statsmodels", "scikit-posthocs", "matplotlib")
 
 
 def _memo(args: argparse.Namespace) -> Any:

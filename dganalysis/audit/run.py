@@ -250,16 +250,37 @@ def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[s
     return paths, notes
 
 
+@dataclass(frozen=True)
+class StatOptions:
+    """The audit's statistical settings besides α and the ROPE, given to :func:`run_audit` as keywords.
+
+    ``family``: the family of each verdict (:data:`dganalysis.audit.claims.FAMILIES`; default one algorithm against
+    the baseline over the datasets); ``paired``: test a sweep's claims paired where both arms ran the same trial
+    seeds; ``confidence``: level of the intervals; ``reps``: bootstrap resamples; ``seed``: of the bootstraps and
+    posterior samples."""
+
+    family: str = claims.DEFAULT_FAMILY
+    paired: bool = True
+    confidence: float = 0.95
+    reps: int = 2000
+    seed: int = 0
+
+
 def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
               alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
-              trials: int | None = None, confidence: float = 0.95, reps: int = 2000, seed: int = 0,
-              sweep_analyses: bool = True, optional: Sequence[str | Path] = (),
-              family: str = claims.DEFAULT_FAMILY, paired: bool = True) -> AuditResult:
+              trials: int | None = None, sweep_analyses: bool = True, optional: Sequence[str | Path] = (),
+              **options: Any) -> AuditResult:
     """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
     three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
     table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
     (a profile's job store, which the training notebooks fill) that gives no usable cells or lacks the baseline is left
-    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit."""
+    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit. ``options``: the fields of
+    :class:`StatOptions` (``family``, ``paired``, ``confidence``, ``reps``, ``seed``); any other keyword is refused."""
+    unknown = sorted(set(options) - set(StatOptions.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"run_audit: unknown option(s) {unknown}; expected {sorted(StatOptions.__dataclass_fields__)}")
+    opts = StatOptions(**options)
+    family, paired, confidence, reps, seed = opts.family, opts.paired, opts.confidence, opts.reps, opts.seed
     if not 0 < alpha < 1:
         raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")
     if family not in claims.FAMILIES:
