@@ -145,6 +145,18 @@ def file_label(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- building
+def _check_selected(selected: pd.DataFrame, method_col: str, acc_col: str, func: str) -> None:
+    """A selected frame (the contract of ``dganalysis.selection.select``) of one selection method, or a clear error."""
+    check_frame(selected, (), "selected", func=func)
+    check_str(method_col, "method_col", func=func)
+    check_str(acc_col, "acc_col", func=func)
+    missing = {"dataset", method_col, acc_col, "trial_seed", "domain", "test_domains"} - set(selected.columns)
+    if missing:
+        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
+    if "selection" in selected and selected["selection"].nunique() > 1:
+        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+
+
 def from_selected(
     selected: pd.DataFrame,
     leaderboard: str = "ours",
@@ -161,17 +173,9 @@ def from_selected(
     Trials that miss some of the dataset's test domains are dropped with a warning. ``scale`` multiplies accuracies
     (100: fractions → percent, as the papers print). ``dataset_label`` renames the dataset (e.g. "RotatedDigits LOGO").
     """
-    check_frame(selected, (), "selected", func="from_selected")
     check_str(leaderboard, "leaderboard", func="from_selected")
-    check_str(method_col, "method_col", func="from_selected")
-    check_str(acc_col, "acc_col", func="from_selected")
     check_scalar(scale, "scale", func="from_selected", low=0.0, low_open=True)
-    need = {"dataset", method_col, acc_col, "trial_seed", "domain", "test_domains"}
-    missing = need - set(selected.columns)
-    if missing:
-        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
-    if "selection" in selected and selected["selection"].nunique() > 1:
-        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+    _check_selected(selected, method_col, acc_col, "from_selected")
     df = selected.copy()
     df["_cell"] = df["test_domains"].astype(str) + "|" + df["domain"].astype(str)
     rows = []
@@ -225,15 +229,7 @@ def block_scores(
 
     Only blocks where every algorithm has a score are kept (the Friedman test needs complete blocks).
     """
-    check_frame(selected, (), "selected", func="block_scores")
-    check_str(method_col, "method_col", func="block_scores")
-    check_str(acc_col, "acc_col", func="block_scores")
-    need = {"dataset", method_col, acc_col, "test_domains", "domain", "trial_seed"}
-    missing = need - set(selected.columns)
-    if missing:
-        raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
-    if "selection" in selected and selected["selection"].nunique() > 1:
-        raise ValueError(f"selected frame mixes selection methods {sorted(selected['selection'].unique())}")
+    _check_selected(selected, method_col, acc_col, "block_scores")
     df = selected.assign(block=selected["dataset"].astype(str) + " | " + selected["test_domains"].astype(str)
                          + " | " + selected["domain"].astype(str))
     wide = df.groupby(["block", method_col])[acc_col].mean().unstack(method_col)

@@ -24,6 +24,20 @@ from torch import nn
 
 from dganalysis.algorithms import create, default_hparams
 
+#: Python for a subprocess that runs DomainBed's unmodified scripts: the CPU-torch shim, then empty stand-ins for
+#: the optional packages DomainBed imports at module level (timm, gdown, wilds) where they are not installed
+SCRIPT_PRELUDE = """
+import runpy, sys, types
+import dganalysis.compat  # before torchvision: the CPU-torch shim
+dganalysis.compat.install()
+for name, attrs in {"timm": {}, "gdown": {}, "wilds": {}, "wilds.datasets": {},
+                    "wilds.datasets.camelyon17_dataset": {"Camelyon17Dataset": object},
+                    "wilds.datasets.fmow_dataset": {"FMoWDataset": object}}.items():
+    try:
+        __import__(name)
+    except ImportError:
+        mod = types.ModuleType(name); mod.__dict__.update(attrs); mod.__path__ = []; sys.modules[name] = mod
+"""
 INPUT_SHAPE = (2, 28, 28)  # DomainBed picks its MNIST-CNN featurizer for 28×28 inputs; ours is "cnn"
 N_CLASSES = 3
 N_DOMAINS = 3

@@ -21,21 +21,13 @@ from pathlib import Path
 import pytest
 
 from dganalysis.scripts import collect_results, list_top_hparams
+from tests.reference._harness import SCRIPT_PRELUDE
 from tests.reference.test_domainbed_selection import _unfinished_copy, write_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
-RUNNER = textwrap.dedent('''
-    import io, json, runpy, sys, types
-    import dganalysis.compat  # before torchvision: the CPU-torch shim
-    dganalysis.compat.install()
-    for name, attrs in {"timm": {}, "gdown": {}, "wilds": {}, "wilds.datasets": {},
-                        "wilds.datasets.camelyon17_dataset": {"Camelyon17Dataset": object},
-                        "wilds.datasets.fmow_dataset": {"FMoWDataset": object}}.items():
-        try:
-            __import__(name)
-        except ImportError:
-            mod = types.ModuleType(name); mod.__dict__.update(attrs); mod.__path__ = []; sys.modules[name] = mod
+RUNNER = SCRIPT_PRELUDE + textwrap.dedent('''
+    import io, json
     real = sys.stdout
     for module, argv, out in json.loads(sys.argv[1]):
         buf = io.StringIO()

@@ -38,6 +38,7 @@ from dganalysis.hparams import seed_hash
 from dganalysis.job import Job
 from dganalysis.train import run_job, run_job_exact, start_job_dir
 
+from ._harness import SCRIPT_PRELUDE
 from .conftest import import_with_stubs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,19 +46,9 @@ NAMES = ["0", "15", "30", "45", "60", "75"]
 STEPS, FREQ = 12, 5
 HPARAMS = {"batch_size": 8}  # DomainBed's --hparams: 5 x 8 images a step keeps one CPU thread at ~0.1 s a step
 
-RUNNER = textwrap.dedent('''
-    import sys, types, runpy
-    import dganalysis.compat  # before torchvision: the CPU-torch shim (see the test's docstring)
-    dganalysis.compat.install()
+RUNNER = SCRIPT_PRELUDE + textwrap.dedent('''
     import torch
     torch.set_num_threads(1)
-    for name, attrs in {"timm": {}, "gdown": {}, "wilds": {}, "wilds.datasets": {},
-                        "wilds.datasets.camelyon17_dataset": {"Camelyon17Dataset": object},
-                        "wilds.datasets.fmow_dataset": {"FMoWDataset": object}}.items():
-        try:
-            __import__(name)
-        except ImportError:
-            mod = types.ModuleType(name); mod.__dict__.update(attrs); mod.__path__ = []; sys.modules[name] = mod
     sys.argv = ["train.py"] + sys.argv[1:]
     runpy.run_module("domainbed.scripts.train", run_name="__main__")
 ''')
