@@ -342,13 +342,15 @@ def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: 
     return out
 
 
-def _sds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Trial SDs of both arms at the upper edge of the SE rounding box (ddof-1)."""
-    ca = np.where(rows["se_ddof"] == 0, np.sqrt(rows["n"] / np.maximum(rows["n"] - 1, 1)), 1.0)
-    cb = np.where(rows["se_ddof_b"] == 0, np.sqrt(rows["n_b"] / np.maximum(rows["n_b"] - 1, 1)), 1.0)
-    sd_a = (rows["se"] + rows["se_res"] / 2).to_numpy() * ca * np.sqrt(rows["n"].to_numpy())
-    sd_b = (rows["se_b"] + rows["se_res_b"] / 2).to_numpy() * cb * np.sqrt(rows["n_b"].to_numpy())
-    return sd_a, sd_b
+def trial_sds(rows: pd.DataFrame, suffix: str = "_b") -> tuple[np.ndarray, np.ndarray]:
+    """Trial SDs (ddof 1) of both arms of joined cells — the columns ``se, se_res, se_ddof, n`` and the same with
+    ``suffix`` — at the upper edge of the SE rounding box: the cautious SDs the planning figures use."""
+    out = []
+    for sfx in ("", suffix):
+        n = rows["n" + sfx].to_numpy(dtype=float)
+        c = np.where(rows["se_ddof" + sfx] == 0, np.sqrt(n / np.maximum(n - 1, 1)), 1.0)
+        out.append((rows["se" + sfx] + rows["se_res" + sfx] / 2).to_numpy() * c * np.sqrt(n))
+    return out[0], out[1]
 
 
 PLAN_COLUMNS = ["trials_needed", "trials_needed_low", "trials_needed_high", "trials_equivalence",
@@ -362,7 +364,7 @@ def _add_plans(frame: pd.DataFrame, rows: pd.DataFrame, d: dict[str, np.ndarray]
         frame[c] = np.nan
     if not plan or rope <= 0:
         return
-    sd_a, sd_b = _sds(rows)
+    sd_a, sd_b = trial_sds(rows)
     m = frame["m"].to_numpy()
     und = (d["verdict"] == VERDICTS.index("undecided")) & np.isfinite(d["p"]) & (m > 0)
     for k in np.unique(m[und]):
@@ -430,25 +432,6 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
 
 def _n(x: float) -> str:
     return "more than 2000" if not np.isfinite(x) else f"{int(x)}"
-
-
-def trials_needed(delta, sd_a, sd_b, alpha, power: float = 0.8, max_n: int = 10_000) -> np.ndarray:
-    """Trials per arm for the calibrated Welch test at level ``alpha`` to reach ``power`` against a true
-    |Δ| = ``delta`` (a stated effect, e.g. the ROPE) at the given SDs (:func:`dganalysis.stats.planning.
-    trials_to_decide`'s point figure); ``inf`` for a zero effect or above ``max_n``; NaN where the SDs are unknown."""
-    delta, sd_a, sd_b, alpha = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (delta, sd_a, sd_b, alpha)))
-    out = np.full(delta.shape, np.nan)
-    ok = np.isfinite(sd_a) & np.isfinite(sd_b) & np.isfinite(delta)
-    out[ok & (np.abs(delta) == 0)] = np.inf
-    out[ok & (np.abs(delta) > 0) & ((sd_a == 0) | (sd_b == 0))] = 2.0
-    todo = ok & (np.abs(delta) > 0) & (sd_a > 0) & (sd_b > 0)
-    for lv in np.unique(alpha[todo]):
-        sel = todo & (alpha == lv)
-        for eff in np.unique(np.abs(delta[sel])):
-            s2 = sel & (np.abs(delta) == eff)
-            out[s2] = planning.trials_to_decide(sd_a[s2], sd_b[s2], 3, 3, float(eff), float(lv), power,
-                                                max_n=max_n)[0]
-    return out
 
 
 def _check_cells(cells: pd.DataFrame, baseline: str) -> None:

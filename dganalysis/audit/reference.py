@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.audit.claims import VERDICTS, Summaries, decide, trials_needed
+from dganalysis.audit.claims import VERDICTS, Summaries, decide, trial_sds
+from dganalysis.stats import planning
 
 REFERENCE_VERDICTS = {"better": "higher", "worse": "lower", "equivalent": "consistent", "undecided": "undecided"}
 REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "reference_mean", "delta", "ci_low",
@@ -38,14 +39,16 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
         d = decide(Summaries.from_frame(fam), Summaries.from_frame(fam, "_r"), alpha=alpha, rope=rope,
                    confidence=confidence)
         m = int(np.isfinite(d.p).sum())
-        ca = np.where(fam["se_ddof"] == 0, np.sqrt(fam["n"] / (fam["n"] - 1)), 1.0)
-        cb = np.where(fam["se_ddof_r"] == 0, np.sqrt(fam["n_r"] / (fam["n_r"] - 1)), 1.0)
-        sd_a = (fam["se"] + fam["se_res"] / 2).to_numpy() * ca * np.sqrt(fam["n"].to_numpy())
-        sd_b = (fam["se_r"] + fam["se_res_r"] / 2).to_numpy() * cb * np.sqrt(fam["n_r"].to_numpy())
-        undecided = d.verdict == VERDICTS.index("undecided")
-        need = (trials_needed(np.full(len(fam), rope), sd_a, sd_b, alpha / max(m, 1)) if rope > 0
-                else np.full(len(fam), np.nan))
-        need = np.where(undecided & np.isfinite(d.p), need, np.nan)
+        sd_a, sd_b = trial_sds(fam, "_r")
+        need = np.full(len(fam), np.nan)
+        ok = (d.verdict == VERDICTS.index("undecided")) & np.isfinite(d.p) & np.isfinite(sd_a) & np.isfinite(sd_b)
+        if rope > 0:
+            need[ok & ((sd_a == 0) | (sd_b == 0))] = 2.0  # a noiseless difference
+            pos = ok & (sd_a > 0) & (sd_b > 0)
+            if pos.any():
+                need[pos] = planning.trials_to_decide(sd_a[pos], sd_b[pos], fam["n"].to_numpy()[pos],
+                                                      fam["n_r"].to_numpy()[pos], rope, alpha / max(m, 1),
+                                                      max_n=10_000)[0]
         out.append(pd.DataFrame({
             "reference_board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
             "algorithm": fam["algorithm"].to_numpy(), "mean": fam["mean"].to_numpy(),

@@ -25,6 +25,8 @@ noncentral t on the Satterthwaite df at the calibrated level, which agrees with 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import special, stats
 
@@ -94,8 +96,13 @@ def _level_at_vec(level: float, n) -> np.ndarray:
     """The calibrated Welch level at n per arm: exact at the knots 2–100, log-linear between; Welch's own above 100
     (its worst-case size there is within 1% of nominal at the levels the audit uses)."""
     n = np.asarray(n, dtype=float)
-    ratios = np.array([bf.level_for(level, int(k), int(k)) / level for k in _N_KNOTS])
-    return np.where(n >= _N_KNOTS[-1], level, level * np.interp(np.log(n), np.log(_N_KNOTS), ratios))
+    return np.where(n >= _N_KNOTS[-1], level, level * np.interp(np.log(n), np.log(_N_KNOTS), _knot_ratios(level)))
+
+
+@lru_cache(maxsize=64)
+def _knot_ratios(level: float) -> np.ndarray:
+    """Calibrated level / level at the knots (computed once per level: the bisection asks at every step)."""
+    return np.array([bf.level_for(level, int(k), int(k)) / level for k in _N_KNOTS])
 
 
 def _nct_sf_vec(x, df, nc):
