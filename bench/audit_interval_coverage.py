@@ -5,7 +5,7 @@ For each interval construction of :data:`dganalysis.audit.coverage.METHODS` and 
 of the simulators in :mod:`dganalysis.audit.coverage` is simulated ``--sims`` times (fewer for the bootstraps, see
 below) and the share of intervals containing the true parameter is recorded; a row's ``coverage`` is the smallest
 over its scenarios, the number the audit prints beside the interval (``ci_coverage``). The shipped table is what
-``tests/audit/test_aggregate.py`` and ``tests/audit/test_sweep.py`` check a quick rerun against, within Monte-Carlo
+``tests/audit/test_aggregate.py`` and ``tests/audit/test_sweep_analyses.py`` check a quick rerun against, within Monte-Carlo
 error.
 
 * table PoI (Clopper–Pearson with ties; and, for comparison, a bootstrap over datasets): 3, 5, 7, 12, 20, 40

@@ -24,7 +24,7 @@ PROFILES = ("quick", "paper")
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
-    from dganalysis.dryrun import dry_run, format_dry_run
+    from dganalysis.studies.dryrun import dry_run, format_dry_run
 
     if not args.verbose:  # papermill's per-notebook lines and the planners' INFO lines would bury the report
         for name in ("papermill", "dganalysis"):
@@ -44,12 +44,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.smoke:
         if args.profile != "paper":
             raise ValueError("--smoke runs the paper profile on FAKE inputs; use it with --profile paper")
-        from dganalysis.smoke.run import run_smoke
+        from dganalysis.studies.smoke.run import run_smoke
 
         out, runs = run_smoke(args.smoke_dir, args.notebooks or None, progress=not args.no_progress)
-        print(f"SMOKE RUN on FAKE data and weights (dganalysis.smoke): outputs in {out}")
+        print(f"SMOKE RUN on FAKE data and weights (dganalysis.studies.smoke): outputs in {out}")
     else:
-        from dganalysis.runner import run_notebooks
+        from dganalysis.studies.runner import run_notebooks
 
         runs = run_notebooks(args.profile, args.notebooks or None, progress=not args.no_progress)
     failed = [r for r in runs if not r.ok]
@@ -64,8 +64,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dganalysis.report import write_report
-    from dganalysis.runner import outputs_root, repo_root
+    from dganalysis.studies.report import write_report
+    from dganalysis.studies.runner import outputs_root, repo_root
 
     if not args.outputs and args.profile not in PROFILES:  # `run` refuses it too: suggest a profile it accepts
         from dganalysis.registry import unknown_name
@@ -83,7 +83,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from dganalysis import algorithms, data
-    from dganalysis.runner import list_notebooks
+    from dganalysis.studies.runner import list_notebooks
 
     try:
         notebooks = ", ".join(list_notebooks())
@@ -126,11 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
     r.add_argument("--dry-run", action="store_true",
                    help="train nothing: validate every YAML, list each notebook's jobs and their count, estimate "
-                        "CPU/GPU-hours from dganalysis/throughput.yaml, report missing datasets and weights "
+                        "CPU/GPU-hours from dganalysis/studies/throughput.yaml, report missing datasets and weights "
                         "(exit status 1 on any problem)")
     r.add_argument("--smoke", action="store_true",
                    help="with --profile paper: run every notebook end to end on FAKE dataset trees and FAKE weight "
-                        "files in the published layouts, steps/trials/draws/image sizes shrunk (dganalysis.smoke.run); "
+                        "files in the published layouts, steps/trials/draws/image sizes shrunk (dganalysis.studies.smoke.run); "
                         "outputs go to a temporary folder (or --smoke-dir), labelled FAKE")
     r.add_argument("--smoke-dir", default=None, help="with --smoke: the folder for the fake inputs and the outputs")
     r.add_argument("--throughput", default=None, help="with --dry-run: a throughput YAML replacing the shipped one")

@@ -2,7 +2,7 @@
 the command line (:func:`bars`).
 
 A notebook runs in a Jupyter kernel, so its sweeps' progress bars land in the notebook, not in the terminal that
-ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.runner`) sets ``$DGANALYSIS_PROGRESS_FILE``
+ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.studies.runner`) sets ``$DGANALYSIS_PROGRESS_FILE``
 (:data:`ENV`) before it starts each notebook's kernel, which inherits it; every
 :func:`~dganalysis.sweep.launcher.run_sweep` of that kernel appends one entry to that JSON file and rewrites it
 atomically after each job (:class:`SweepProgress`); a thread of the runner polls it (:class:`ProgressWatcher`) and

@@ -169,7 +169,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
     per_draw : select within each hyperparameter draw alone (every ``hparams_seed`` its own config): each draw's
         checkpoint choice under ``method``, one row per (config, hparams_seed, test domain), what a search that had
         drawn only those hyperparameters would report (the expected-max curve of Dodge et al. 2019,
-        :func:`dganalysis.audit.sweep.expected_max_curve`, needs every draw's). Equal to ``select`` run on each
+        :func:`dganalysis.audit.sweep_analyses.expected_max_curve`, needs every draw's). Equal to ``select`` run on each
         draw's rows separately. Not a DomainBed selection; default False (DomainBed's, across draws).
 
     Returns

@@ -671,7 +671,7 @@ def check_domains(value: Any, known: Any, name: str, *, func: str | None = None)
 
 # --------------------------------------------------------------------------- planner arguments
 def check_params(value: Any, cls: type, func: str, name: str = "p") -> Any:
-    """A notebook's parameter object of class ``cls`` (:mod:`dganalysis.notebook_params`, which checks the values
+    """A notebook's parameter object of class ``cls`` (:mod:`dganalysis.studies.params`, which checks the values
     themselves), else a :class:`ConfigError` saying how to build one."""
     if not isinstance(value, cls):
         raise ConfigError(f"{_where(func, name)}: expected a {cls.__name__} (build one with "

@@ -48,8 +48,8 @@ dataset_overrides = {}      # name -> hparams on top of hparams_overrides for th
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import QuickstartParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import QuickstartParams
 P = QuickstartParams.from_namespace(globals())
 
 # %%
@@ -58,7 +58,7 @@ from IPython.display import Markdown, display
 
 from dganalysis import plots, results, selection, tables
 from dganalysis.data import load_dataset
-from dganalysis.plans import quickstart_datasets, quickstart_plan
+from dganalysis.studies.plans import quickstart_datasets, quickstart_plan
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()

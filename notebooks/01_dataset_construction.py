@@ -34,8 +34,8 @@ seed = 0
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import DatasetConstructionParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import DatasetConstructionParams
 P = DatasetConstructionParams.from_namespace(globals())
 
 # %%

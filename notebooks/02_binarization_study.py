@@ -51,8 +51,8 @@ n_workers = 2
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import BinarizationParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import BinarizationParams
 P = BinarizationParams.from_namespace(globals())
 
 # %%
@@ -62,11 +62,11 @@ from IPython.display import Markdown, display
 from dganalysis.data import load_dataset
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import replace_findings
+from dganalysis.studies.findings import replace_findings
 from dganalysis.protocols.binarization import binarization_table, plot_binarization_bars, side_by_side, table7_finding
 from dganalysis.results import load
 from dganalysis.selection import select
-from dganalysis.plans import binarization_plan
+from dganalysis.studies.plans import binarization_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()

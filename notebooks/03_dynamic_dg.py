@@ -62,8 +62,8 @@ n_workers = 2
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import DynamicDGParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import DynamicDGParams
 P = DynamicDGParams.from_namespace(globals())
 
 # %%
@@ -72,12 +72,12 @@ import pandas as pd
 from IPython.display import display
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import replace_findings
+from dganalysis.studies.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import dynamic, dynamic_report as dr, leaderboard as lb
 from dganalysis.results import load
 from dganalysis.selection import select
-from dganalysis.plans import dynamic_dg_plan
+from dganalysis.studies.plans import dynamic_dg_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()

@@ -74,8 +74,8 @@ n_workers = 1
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import LeakageOracleParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import LeakageOracleParams
 P = LeakageOracleParams.from_namespace(globals())
 
 # %%
@@ -85,10 +85,10 @@ from IPython.display import Markdown, display
 from dganalysis import plots, results
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import findings_prose, replace_findings
+from dganalysis.studies.findings import findings_prose, replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
-from dganalysis.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
+from dganalysis.studies.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
 from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt, pretraining_sources
 from dganalysis.protocols.leakage_findings import lp_ft_findings, oracle_findings
 from dganalysis.sweep import run_sweep

@@ -76,8 +76,8 @@ search_protocol = "domainbed"
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import LeaderboardsParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import LeaderboardsParams
 P = LeaderboardsParams.from_namespace(globals())
 
 # %%
@@ -87,12 +87,12 @@ from IPython.display import Markdown, display
 from dganalysis.io import write_text
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import findings_prose, replace_findings
+from dganalysis.studies.findings import findings_prose, replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.stats import rank_tests as rt
 from dganalysis.results import load
-from dganalysis.plans import leaderboards_plan
+from dganalysis.studies.plans import leaderboards_plan
 from dganalysis.sweep.search_protocol import protocol_selected, run_search_protocol
 logging.basicConfig(level=logging.WARNING)
 setup_style()

@@ -80,8 +80,8 @@ n_workers = 2
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import ShiftEstimationParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import ShiftEstimationParams
 P = ShiftEstimationParams.from_namespace(globals())
 
 # %%
@@ -92,7 +92,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from dganalysis.data import load_dataset
-from dganalysis.plans import shift_estimation_plan
+from dganalysis.studies.plans import shift_estimation_plan
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.results import load
 from dganalysis.shift import benchmark, study
@@ -148,7 +148,7 @@ show
 
 # %%
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import replace_findings
+from dganalysis.studies.findings import replace_findings
 from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.shift.findings import table3_findings
 

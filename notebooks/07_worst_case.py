@@ -68,8 +68,8 @@ n_threads = 1                       # torch threads in this kernel (the machine 
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
-# and helpers below take it whole (dganalysis.notebook_params)
-from dganalysis.notebook_params import WorstCaseParams
+# and helpers below take it whole (dganalysis.studies.params)
+from dganalysis.studies.params import WorstCaseParams
 P = WorstCaseParams.from_namespace(globals())
 
 # %%
@@ -82,8 +82,8 @@ from IPython.display import display
 from dganalysis import plots
 from dganalysis.data import load_dataset, provenance
 from dganalysis.dro import compare_input_representation, study
-from dganalysis.findings import replace_findings
-from dganalysis.plans import worst_case_plan
+from dganalysis.studies.findings import replace_findings
+from dganalysis.studies.plans import worst_case_plan
 from dganalysis.sweep import run_sweep
 from dganalysis.train import load_model
 plots.setup_style(), torch.set_num_threads(n_threads)

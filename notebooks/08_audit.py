@@ -59,15 +59,15 @@ reference = ""                       # a published table to compare every input 
 reps = 500                           # bootstrap resamples of the across-dataset CIs
 
 # %%
-# the parameters above (papermill's injected ones included) as one frozen, checked object (dganalysis.notebook_params)
-from dganalysis.notebook_params import AuditParams
+# the parameters above (papermill's injected ones included) as one frozen, checked object (dganalysis.studies.params)
+from dganalysis.studies.params import AuditParams
 P = AuditParams.from_namespace(globals())
 
 # %%
 import pandas as pd
 from IPython.display import Image, display
 from dganalysis import plots
-from dganalysis.audit.report import write_outputs
+from dganalysis.audit.outputs import write_outputs
 from dganalysis.audit.run import resolve_inputs, run_audit
 from dganalysis.audit.summary import record_audit_lines
 plots.setup_style()

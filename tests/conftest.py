@@ -22,7 +22,7 @@ def one_thread():
 #: test files that take minutes, in this order first: the suite runs on two workers (``--dist loadfile
 #: --no-loadscope-reorder``, the README's command), which then start on the two halves of the paper smoke run and never
 #: end with one worker alone on a long file while the other idles
-SLOW_FIRST = ("tests/smoke/test_paper_", "notebooks/", "tests/reference/test_domainbed_train_e2e.py",
+SLOW_FIRST = ("tests/studies/smoke/test_paper_", "notebooks/", "tests/reference/test_domainbed_train_e2e.py",
               "tests/sweep/test_store_concurrency.py", "tests/project/test_paper_profile.py", "tests/project/test_docs.py")
 
 

@@ -110,7 +110,7 @@ def test_unusable_paths_are_one_line_errors(store, tmp_path, capsys):
 
 
 def test_notebook_index_counts_the_store(store):
-    from dganalysis.runner import write_index
+    from dganalysis.studies.runner import write_index
 
     out = store.parent
     text = write_index(out, "quick", []).read_text()

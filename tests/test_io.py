@@ -21,9 +21,9 @@ SCRIPT = textwrap.dedent('''
     import matplotlib.pyplot as plt
     from dganalysis import io, plots
     from dganalysis.cli import main
-    from dganalysis.report import write_report
-    from dganalysis.run_history import NotebookRun, record_run
-    from dganalysis.runner import write_index
+    from dganalysis.studies.report import write_report
+    from dganalysis.studies.run_history import NotebookRun, record_run
+    from dganalysis.studies.runner import write_index
     out = Path(sys.argv[1])
     paths = [io.write_text(out / "a.txt", "x"), io.write_json(out / "b.json", {}), io.write_bytes(out / "c.bin", b"")]
     paths += plots.save_table(pd.DataFrame({"a": [1.0]}), "t", out)

@@ -8,11 +8,11 @@ import json
 import time
 
 from dganalysis.progress import ENV, ProgressWatcher, SweepProgress, describe, eta_seconds, read_progress, summarize
-from dganalysis.run_history import NotebookRun, read_history, record_run
-from dganalysis.runner import run_notebooks, sweep_progress, write_index
+from dganalysis.studies.run_history import NotebookRun, read_history, record_run
+from dganalysis.studies.runner import run_notebooks, sweep_progress, write_index
 from dganalysis.sweep.grid import make_jobs
 from dganalysis.sweep.launcher import run_sweep
-from tests.test_runner import _project  # the one-notebook project the runner tests use
+from tests.studies.test_runner import _project  # the one-notebook project the runner tests use
 
 
 def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):

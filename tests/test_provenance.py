@@ -206,8 +206,8 @@ def test_env_verb_prints_the_stamp(capsys):
 
 
 def test_index_and_report_say_what_made_them(tmp_path):
-    from dganalysis.report import write_report
-    from dganalysis.runner import write_index
+    from dganalysis.studies.report import write_report
+    from dganalysis.studies.runner import write_index
 
     out = tmp_path / "outputs" / "quick"
     out.mkdir(parents=True)

@@ -261,7 +261,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
            confidence: float = 0.95, family: str = DEFAULT_FAMILY, trials: pd.DataFrame | None = None,
            plan: bool = True) -> pd.DataFrame:
     """One row per (board, selection, dataset, algorithm ≠ ``baseline``) of the dataset-average cells (``env ==
-    ""``) of a cells frame (:mod:`dganalysis.audit.tables` or :func:`dganalysis.audit.inputs.cells_from_trials`),
+    ""``) of a cells frame (:mod:`dganalysis.audit.published` or :func:`dganalysis.audit.inputs.cells_from_trials`),
     columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
     (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share every trial seed are tested
     paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
@@ -438,7 +438,7 @@ def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
     need = ["board", "selection", "dataset", "algorithm", "mean", "se", "n", "se_ddof", "mean_res", "se_res"]
     missing = [c for c in need if c not in cells]
     if missing:
-        raise ValueError(f"cells lack column(s) {missing}; expected the frame of dganalysis.audit.tables/inputs")
+        raise ValueError(f"cells lack column(s) {missing}; expected the frame of dganalysis.audit.published/inputs")
     algs = sorted(cells["algorithm"].unique())
     if baseline not in algs:
         import difflib

@@ -83,7 +83,7 @@ def main_audit(args: argparse.Namespace) -> int:
     from dganalysis.audit import collector
 
     with collector.paused():  # the statistics stack's import makes ~10^6 objects: its full collections cost ~0.1 s
-        from dganalysis.audit.report import write_outputs  # statistics, figures: imported when something is computed
+        from dganalysis.audit.outputs import write_outputs  # statistics, figures: imported when something is computed
         from dganalysis.audit.run import run_audit
 
     out, err = [], []
@@ -103,7 +103,7 @@ def main_audit(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     written = write_outputs(result, html_path=args.output, json_path=args.json)
     if written:
-        logging.getLogger("dganalysis.audit.report").info("audit: report, figures and tables written in %.1f s",
+        logging.getLogger("dganalysis.audit.outputs").info("audit: report, figures and tables written in %.1f s",
                                                           time.perf_counter() - start)
     for path in written:
         if path.suffix in (".html", ".json"):

@@ -4,7 +4,7 @@ simulators that measured it.
 The audit reports four interval constructions beside its point estimates (:mod:`dganalysis.stats.intervals`,
 :mod:`dganalysis.stats.improvement`): a table's probability of improvement (Clopper–Pearson with ties) and IQM of
 the differences (Tukey–McLaughlin), a sweep's stratified bootstrap of both, and the expected-max curve's Student-t
-interval over trials (:func:`dganalysis.audit.sweep.expected_max_curve`). Each one's coverage was measured on
+interval over trials (:func:`dganalysis.audit.sweep_analyses.expected_max_curve`). Each one's coverage was measured on
 simulated data by ``bench/audit_interval_coverage.py`` and shipped in ``dganalysis/audit/data/interval_coverage.json``;
 :func:`coverage` looks a method's measured coverage up at the size nearest to the one audited, and the simulators
 here (``simulate_*``) are what the bench and the tests run. :data:`METHODS` holds each construction's ``ci_method``

@@ -11,7 +11,7 @@ environments of the selected test accuracy, in points, from the single-test-envi
 dataset is then labelled with the setting keys that differ, ``"RotatedDigits (image_size=16)"``; so are runs with
 different numbers of training domains (``"… [2 training domains]"``). Several training-domain sets of one size
 reaching the same test environment are averaged (and counted in ``attrs["incomplete"]``).
-:func:`cells_from_trials` summarises the trials into the cells frame of :mod:`dganalysis.audit.tables` (sample SD,
+:func:`cells_from_trials` summarises the trials into the cells frame of :mod:`dganalysis.audit.published` (sample SD,
 ``se_ddof = 1``, no rounding), so sweeps and tables go through the same claims.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dganalysis.audit import tables
+from dganalysis.audit import published
 from dganalysis.selection import METHODS, select
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ TRIAL_COLUMNS = ["board", "selection", "dataset", "algorithm", "trial_seed", "ac
 
 @dataclass
 class AuditInput:
-    """One input: ``kind`` "sweep" or "table"; ``cells`` (:data:`dganalysis.audit.tables.CELL_COLUMNS`); for a sweep
+    """One input: ``kind`` "sweep" or "table"; ``cells`` (:data:`dganalysis.audit.published.CELL_COLUMNS`); for a sweep
     also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points), ``selected`` (``{method: select(records, method)}``
     for the audited methods, the oracle and training-domain validation), ``draws`` (``{method: select(records,
     method, per_draw=True)}`` for :func:`main_selection`), ``path`` and ``index`` (its job keys as read,
@@ -94,13 +94,13 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
         raise ValueError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
     for p in paths:
         if str(p).startswith("shipped:"):
-            tables.resolve(p)  # raises on an unknown name
+            published.resolve(p)  # raises on an unknown name
             continue
         path = Path(p)
         if not path.exists():
             raise FileNotFoundError(f"INPUT {p}: no such file or folder (expected a sweep directory or a .tex/.csv "
                                     "table)")
-        if path.is_file() and path.suffix.lower() not in tables.TABLE_SUFFIXES:
+        if path.is_file() and path.suffix.lower() not in published.TABLE_SUFFIXES:
             raise ValueError(f"INPUT {p}: a {path.suffix or 'suffix-less'} file; expected a sweep directory or a "
                              ".tex/.csv table")
 
@@ -120,8 +120,8 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
 
     check_inputs([path])
     name = str(path)
-    if tables.is_table(path):
-        cells = tables.read_table(path, trials=trials)
+    if published.is_table(path):
+        cells = published.read_table(path, trials=trials)
         return AuditInput(name, "table", cells)
     if trials is not None:
         raise ValueError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
@@ -204,7 +204,7 @@ def cells_from_trials(trials: pd.DataFrame) -> pd.DataFrame:
     cells = g.agg(mean="mean", sd=lambda a: a.std(ddof=1), n="count").reset_index()
     cells["se"] = np.where(cells["n"] >= 2, cells["sd"] / np.sqrt(cells["n"]), np.nan)
     cells = cells.assign(env="", se_ddof=1, mean_res=0.0, se_res=0.0, source="sweep")
-    return cells[tables.CELL_COLUMNS].reset_index(drop=True)
+    return cells[published.CELL_COLUMNS].reset_index(drop=True)
 
 
 def check_baseline(cells: pd.DataFrame, baseline: str, where: str) -> None:

@@ -3,7 +3,7 @@ reproduction check, raw-sweep analyses) and its JSON contract (:meth:`AuditResul
 
 Every input is read and checked (file, columns, baseline, selections, reference) before any statistic is computed.
 Raw-sweep analyses (selection regret, ranking changes, expected best accuracy vs search budget, LODO vs LOGO, the
-selected hparams) come from :mod:`dganalysis.audit.sweep` when it is installed; where it is not, the audit says so
+selected hparams) come from :mod:`dganalysis.audit.sweep_analyses` when it is installed; where it is not, the audit says so
 and does everything else.
 """
 
@@ -31,7 +31,7 @@ from dganalysis.audit.inputs import (
     main_selection,
     parse_selections,
 )
-from dganalysis.audit.tables import is_table, read_table
+from dganalysis.audit.published import is_table, read_table
 
 log = logging.getLogger(__name__)
 CONTRACT_CLAIM = ["selection", "dataset", "algorithm", "baseline", "delta", "ci_low", "ci_high", "p_adj", "verdict",
@@ -192,9 +192,9 @@ def _stage(name: str, what: str) -> Iterator[None]:
 
 
 def _sweep_analyses(inp: AuditInput, selections: list[str], confidence: float) -> tuple[dict, list[str]]:
-    """The raw-sweep analyses of :mod:`dganalysis.audit.sweep` on the input's selections; an analysis the sweep
+    """The raw-sweep analyses of :mod:`dganalysis.audit.sweep_analyses` on the input's selections; an analysis the sweep
     cannot give (e.g. one hparams draw, no pair runs) is left out with a note saying why."""
-    from dganalysis.audit import sweep as sw
+    from dganalysis.audit import sweep_analyses as sw
     out: dict[str, Any] = {}
     notes: list[str] = []
     main_sel = main_selection(selections)

@@ -1,4 +1,4 @@
-"""One line per audit in the run index's summary (``outputs/<profile>/index.md``, :func:`dganalysis.runner.write_index`).
+"""One line per audit in the run index's summary (``outputs/<profile>/index.md``, :func:`dganalysis.studies.runner.write_index`).
 
 The audit notebook writes its audits' summary lines (:meth:`dganalysis.audit.run.AuditResult.summary_lines`) to
 ``<output_dir>/audits/summary.json`` (atomic write; a rerun replaces them); the runner lists them under the findings.

@@ -78,7 +78,7 @@ def select_for_tables(
     whether any record was read), cached with them: `dganalysis collect` without the tidy frame. ``indexes``: the
     stores' (path, :func:`update_index` result) when the caller has scanned them already. ``per_draw``: methods whose
     per-draw selection (``select(..., per_draw=True)``, every hparams draw alone: what the expected-max curve of
-    :func:`dganalysis.audit.sweep.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
+    :func:`dganalysis.audit.sweep_analyses.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
     per_draw = _check_selection_args("select_for_tables", path, [per_draw] if isinstance(per_draw, str) else per_draw)[0]
     with collector.paused():  # reading and selecting make millions of objects and no cycle

@@ -1,6 +1,6 @@
 """The domain names of a dataset by name, without building it where the name alone tells them.
 
-Sweep grids (:mod:`dganalysis.sweep.grid`) and notebook plans (:mod:`dganalysis.plans`) both need a dataset's domain
+Sweep grids (:mod:`dganalysis.sweep.grid`) and notebook plans (:mod:`dganalysis.studies.plans`) both need a dataset's domain
 names before any training: to expand ``"rest"`` test splits, to check split names, to list jobs in a dry run. The
 built-in datasets answer from their kwargs (PaHCC at paper scale takes hours to render); any other registered
 dataset is built once through the registry. A question about datasets, so it lives with them.

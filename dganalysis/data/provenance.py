@@ -1,6 +1,6 @@
 """One line saying what data a number rests on: real (which set) or SIMULATED, and each test domain's size.
 
-Used by every findings row (:func:`dganalysis.findings.replace_findings` ``data=``), so the index summary says on each
+Used by every findings row (:func:`dganalysis.studies.findings.replace_findings` ``data=``), so the index summary says on each
 row whether the images were real or simulated and how many images each test domain had. A dataset is
 SIMULATED when its builder says so in ``info`` (``simulated`` or ``writers_simulated``, e.g. PaHCC's default
 handwriting); otherwise its images are real and the set is named from ``info["source"]`` (up to its first ``(`` or

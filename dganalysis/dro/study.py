@@ -17,7 +17,7 @@ from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
-from dganalysis.findings import Verdict, format_p, spearman_test, spearman_too_small
+from dganalysis.studies.findings import Verdict, format_p, spearman_test, spearman_too_small
 from dganalysis.validation import (
     ConfigError,
     check_domain_dataset,
@@ -101,7 +101,7 @@ def curves_for_models(models: Mapping[str, object], x: torch.Tensor, y: torch.Te
 
 def rank_correlation(table: pd.DataFrame, x: str, y: str) -> tuple[float, float]:
     """Spearman rank correlation and its two-sided p-value between columns ``x`` and ``y`` (NaN with < 3 rows):
-    the exact permutation p-value up to 8 rows (:func:`dganalysis.findings.spearman_test`; with 4 rows it is at
+    the exact permutation p-value up to 8 rows (:func:`dganalysis.studies.findings.spearman_test`; with 4 rows it is at
     least 1/12), scipy's t approximation above."""
     check_frame(table, [x, y], "table", func="rank_correlation")
     return spearman_test(table[x], table[y])
@@ -235,7 +235,7 @@ def spearman_difference(pred: pd.DataFrame, a: str = "wc_ce", b: str = "nominal_
 
 def poster_findings(near: pd.DataFrame, attained: pd.DataFrame, agreement: pd.DataFrame, sdiff: dict,
                     rho_small: float, high_ratio: float = 2.0, reached: float = 0.8) -> list[dict]:
-    """The poster's claims with our numbers and a verdict each (rows for :func:`dganalysis.findings.replace_findings`).
+    """The poster's claims with our numbers and a verdict each (rows for :func:`dganalysis.studies.findings.replace_findings`).
 
     Thresholds (the poster gives none; stated here and in the notebook): (a) "high close to the sources" = the
     median over models of WC(ρ_small)/nominal is at least ``high_ratio``; (b) "not an over-estimate" = the median

@@ -3,7 +3,7 @@
 Yu et al. (2024, Sec. 2.1, Tables 1-3 and 5) initialise from supervised ImageNet weights (ResNet-18/50, ViT-B/16)
 and from self-supervised ones (MoCo, MoCo-v2, SimCLR, SimCLR-v2 ResNet-50; MoCo-v3 ViT-B/16); Table 2's FID
 uses pytorch-fid's Inception. Nothing is downloaded: a profile's YAML names the local file
-(``${weights}/<file name>``, see :mod:`dganalysis.paths`); :func:`howto` turns a missing file's *name* into
+(``${weights}/<file name>``, see :mod:`dganalysis.studies.paths`); :func:`howto` turns a missing file's *name* into
 how to get it (the dry run and the loader's errors print it). SimCLR's authors publish TensorFlow
 checkpoints only; the entries name the published PyTorch conversions (chosen: the two most used converters),
 whose key layouts :mod:`dganalysis.nets.pretrained` reads (``torchvision`` for tonylins' SimCLR-v1 conversion,

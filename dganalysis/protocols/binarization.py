@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings import Verdict
+from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
 
 
@@ -119,7 +119,7 @@ def plot_binarization_bars(
 
 
 def table7_finding(table: pd.DataFrame, hw_task: str, min_gap: float = 10.0, n_se: float = 3.0) -> dict:
-    """Table 7's finding as a row for :func:`dganalysis.findings.replace_findings`: on handwriting (``hw_task``)
+    """Table 7's finding as a row for :func:`dganalysis.studies.findings.replace_findings`: on handwriting (``hw_task``)
     binary beats grayscale; verdict "reproduced" when the mean gap over methods exceeds ``min_gap`` points and
     ``n_se`` combined standard errors (SE over trials), "partly" when it is positive but smaller."""
     check_frame(table, (), "table", func="table7_finding")

@@ -12,7 +12,7 @@ Everything works on one long frame, ``leaderboard, algorithm, dataset, acc, se, 
 Table 5), so the user's runs and the literature go through the same functions.
 
 Boards and protocols: Yu et al. (2024) Table 5 / App. C present several *boards* (MoCo-v2 ResNet-50, MoCo-v3 ViT-B/16,
-ResNet-50 trained from scratch), each under one protocol; :func:`dganalysis.plans.leaderboards_plan` runs each board under two protocols (LODO,
+ResNet-50 trained from scratch), each under one protocol; :func:`dganalysis.studies.plans.leaderboards_plan` runs each board under two protocols (LODO,
 LOGO). A leaderboard of our runs is named :func:`board_label` ``"<board> / <protocol>"`` (just ``"<protocol>"`` when
 there is a single unnamed board, as in the quick profile); :func:`boards` groups the names back, and
 :func:`rank_changes` / :func:`leaderboard_findings` compare the protocols within each board.
@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dganalysis.findings import Verdict
 from dganalysis.latex import latex_escape
+from dganalysis.studies.findings import Verdict
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
@@ -475,7 +475,7 @@ def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None
 # ----------------------------------------------------------------------------------------------- findings
 def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests: dict | None = None,
                          paper_spearman: float = 0.794, tol: float = 0.0005) -> list[dict]:
-    """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.findings.replace_findings`).
+    """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.studies.findings.replace_findings`).
 
     (a) recomputed from the published accuracies, the new leaderboards correlate at Spearman ``paper_spearman``
     (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (the

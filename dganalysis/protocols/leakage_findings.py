@@ -6,7 +6,7 @@
   test domains. Two rows per oracle (:data:`dganalysis.protocols.oracle_k.ORACLES`): for DomainBed's held-out
   oracle both are findings; for the literal oracle (chooses by the accuracy it reports) leakage ≥ 0 at K=1 and
   leak(K) ≤ leak(1) hold by construction, so its rows judge sizes (against Table 4's ranges) and the K=2 → K=3 fall.
-Rows go to :func:`dganalysis.findings.replace_findings`.
+Rows go to :func:`dganalysis.studies.findings.replace_findings`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings import Verdict
+from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_scalar, check_str
 
 PAPER = "Yu et al. 2024"

@@ -20,7 +20,7 @@ import numpy as np
 from dganalysis.validation import check_domain_dataset, check_mapping, check_path, check_scalar, check_str
 
 if TYPE_CHECKING:
-    from dganalysis.notebook_params import LeakageOracleParams
+    from dganalysis.studies.params import LeakageOracleParams
 
 #: image files read from a ``fid_reference`` folder
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".JPEG")
@@ -29,12 +29,12 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".JPEG")
 def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]) -> dict[str, Any]:
     """The two pretrainings of the digits setting (see the module doc), with ``p``'s training domains, test-like
     angles, source copies, featurizer and pretraining steps, batch size and learning rate, saved to ``checkpoints``
-    (:func:`dganalysis.plans.leakage_checkpoints`); returns label → (result, source images)."""
+    (:func:`dganalysis.studies.plans.leakage_checkpoints`); returns label → (result, source images)."""
     check_domain_dataset(ds, "ds", func="own_pretrainings")
     if not hasattr(p, "train_domains"):
         from dganalysis.validation import ConfigError, describe
 
-        raise ConfigError(f"own_pretrainings: parameter 'p': expected a LeakageOracleParams (dganalysis.notebook_params), got {describe(p)}")
+        raise ConfigError(f"own_pretrainings: parameter 'p': expected a LeakageOracleParams (dganalysis.studies.params), got {describe(p)}")
     check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
     from dganalysis.pretrain import PretrainConfig, pretrain_simclr, pretrain_supervised, rotated_digits_source
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings import Verdict
+from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_scalar
 
 PAPER = "Ye et al. 2022 (OoD-Bench)"

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dganalysis.audit import tables
+from dganalysis.audit import published
 from dganalysis.audit.claims import claims
 
 
 @pytest.fixture(scope="module")
 def domainbed_cells():
-    return tables.read_table(tables.shipped("domainbed"))
+    return published.read_table(published.shipped("domainbed"))
 
 
 def test_domainbed_table_counts_per_family(domainbed_cells):
@@ -61,19 +61,19 @@ def test_family_choice_changes_the_correction_not_the_p_values(domainbed_cells):
 
 def test_rounding_interval_is_honoured():
     """A printed "± 0.0" is not zero: two cells 0.3 apart with SE 0.0 are decided at face value, not by us."""
-    cells = tables.read_csv("selection,dataset,algorithm,mean,se,n\n"
+    cells = published.read_csv("selection,dataset,algorithm,mean,se,n\n"
                             "training_domain,D,ERM,50.0,0.0,3\ntraining_domain,D,A,50.3,0.0,3\n", "t.csv")
     cl = claims(cells, "ERM", rope=0.0)
     assert cl["verdict_nominal"].item() == "better" and cl["verdict"].item() == "undecided"
     assert cl["rounding_changed"].item()
     # unrounded numbers (many decimals) with the same tiny SE are decided
-    exact = tables.read_csv("selection,dataset,algorithm,mean,se,n\n"
+    exact = published.read_csv("selection,dataset,algorithm,mean,se,n\n"
                             "training_domain,D,ERM,50.0000,0.0100,3\ntraining_domain,D,A,50.3000,0.0100,3\n", "t.csv")
     assert claims(exact, "ERM", rope=0.0)["verdict"].item() == "better"
 
 
 def test_table_without_se_gives_no_verdict():
-    cells = tables.read_csv("selection,dataset,algorithm,mean,se,n\n"
+    cells = published.read_csv("selection,dataset,algorithm,mean,se,n\n"
                             "training_domain,D,ERM,50.0,,3\ntraining_domain,D,A,90.0,,3\n", "t.csv")
     cl = claims(cells, "ERM")
     assert cl["verdict"].item() == "undecided" and np.isnan(cl["p_adj"].item())

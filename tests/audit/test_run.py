@@ -16,7 +16,7 @@ from tests.audit._simulated_sweep import write_sweep
 def test_outputs_are_written_when_no_claim_can_be_made(tmp_path):
     """An input with the baseline alone (e.g. DomainBed's own test sweep, ERM only) gives no claim, and every
     output (JSON, HTML, CSV, LaTeX) is still written, saying so."""
-    from dganalysis.audit.report import write_outputs
+    from dganalysis.audit.outputs import write_outputs
 
     table = tmp_path / "erm_only.csv"
     table.write_text("selection,dataset,algorithm,mean,se,n\ntraining_domain,D,ERM,50.0,1.0,3\n")
@@ -203,7 +203,7 @@ def test_cli_audit_kept_under_the_sweep_it_read(tmp_path, capsys, monkeypatch):
     """The audit's outputs are kept under the job folders as the audit read them: a job finishing while the audit
     runs (after its read, before its outputs are kept) makes the next audit compute again, not restore outputs that
     never saw that job."""
-    import dganalysis.audit.report as report_module
+    import dganalysis.audit.outputs as report_module
 
     sweep = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, trials=3, hparams=1)
     late = sweep / "PACS_ERM_0_0_0" / "results.jsonl"
@@ -279,7 +279,7 @@ def test_audit_reads_our_own_job_store(tmp_path):
 
 def test_index_lists_one_line_per_audit(tmp_path):
     from dganalysis.audit.summary import read_audit_lines, record_audit_lines
-    from dganalysis.runner import write_index
+    from dganalysis.studies.runner import write_index
 
     out = tmp_path / "quick"
     assert read_audit_lines(out) == []
@@ -289,9 +289,9 @@ def test_index_lists_one_line_per_audit(tmp_path):
 
 
 def test_sweep_analyses_are_called_and_reported(tmp_path):
-    """The raw-sweep analyses of dganalysis.audit.sweep reach the JSON, the figures and the selected-hparams file;
+    """The raw-sweep analyses of dganalysis.audit.sweep_analyses reach the JSON, the figures and the selected-hparams file;
     one the sweep cannot give is left out with a note saying why."""
-    from dganalysis.audit.report import write_outputs
+    from dganalysis.audit.outputs import write_outputs
 
     planted = write_sweep(tmp_path / "planted", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, pairs=True)
     r = run_audit([planted], selection="training_domain", reps=50)

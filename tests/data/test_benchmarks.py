@@ -278,7 +278,7 @@ def test_wilds_camelyon_max_per_env_caps_before_packing(tmp_path):
     patches are packed (an undrawn one may be missing), the draw is seeded and cached apart from the whole set."""
     pytest.importorskip("wilds", reason="WILDSCamelyon reads its data through `wilds`: pip install wilds==2.0.0")
     from dganalysis.data.wilds_data import cap_index
-    from dganalysis.smoke.trees import write_wilds_camelyon
+    from dganalysis.studies.smoke.trees import write_wilds_camelyon
 
     root = write_wilds_camelyon(tmp_path / "wilds", per_center=6)
     whole = load_dataset("WILDSCamelyon", root=root, image_size=8, data_dir=tmp_path / "c")

@@ -9,7 +9,7 @@ from PIL import Image
 from dganalysis.data.celeba import BLOND_HAIR, ENVIRONMENTS, MALE, load_center_square, read_split
 from dganalysis.data.registry import load_dataset
 from dganalysis.data.wilds_data import cap_index
-from dganalysis.smoke.trees import write_celeba_blond
+from dganalysis.studies.smoke.trees import write_celeba_blond
 
 
 def test_reads_oodbench_split_files_label_blond_meta_male(tmp_path):

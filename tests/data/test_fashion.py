@@ -95,7 +95,7 @@ def test_debian_fashion_mnist_sizes():
 
 
 def test_dry_run_checks_the_fashion_files(tmp_path, fake_fashion):
-    from dganalysis.dryrun import check_dataset
+    from dganalysis.studies.dryrun import check_dataset
 
     ok, msg = check_dataset("RotatedFashionMNIST", {"fashion_dir": str(fake_fashion)})
     assert ok and "real Fashion-MNIST" in msg

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dganalysis.data import load_dataset
-from dganalysis.dryrun import check_dataset
-from dganalysis.smoke.trees import write_benchmark_tree, write_mnist_idx
+from dganalysis.studies.dryrun import check_dataset
+from dganalysis.studies.smoke.trees import write_benchmark_tree, write_mnist_idx
 
 
 def test_nicopp_reads_its_dg_track_layout(tmp_path):

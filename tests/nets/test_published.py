@@ -11,7 +11,7 @@ from dganalysis.nets.archs import ResNet
 from dganalysis.nets.pretrained import load_pretrained
 from dganalysis.nets.published import PUBLISHED, by_file
 from dganalysis.nets.vit import ViT
-from dganalysis.smoke.weights import FAKE, write_fake_weights
+from dganalysis.studies.smoke.weights import FAKE, write_fake_weights
 
 torch.set_num_threads(1)
 #: what each layout may leave unused, besides num_batches_tracked: heads, projectors, momentum encoders, queues
@@ -46,7 +46,7 @@ def test_published_layout_loads_completely(tmp_path, name):
 
 
 def test_simclr_v2_every_bottleneck_tensor_lands_in_place(tmp_path):
-    from dganalysis.smoke.weights import simclr_v2_checkpoint, torchvision_state
+    from dganalysis.studies.smoke.weights import simclr_v2_checkpoint, torchvision_state
 
     sd = torchvision_state("resnet50", seed=7)
     path = tmp_path / "r50_1x_sk0.pth"

@@ -109,8 +109,8 @@ def test_what_is_built_is_what_the_rule_names(size, hp):
 
 def test_dry_run_estimates_the_network_training_builds():
     """The dry run resolves the featurizer with the training rule (DomainBed's WRN-16-2 at 32 px, resnet18 honoured)."""
-    from dganalysis.dryrun import job_cost, load_throughput
     from dganalysis.job import Job
+    from dganalysis.studies.dryrun import job_cost, load_throughput
 
     tp = load_throughput()
     at32 = Job("PACS", "ERM", ["A"], ["C"], dataset_kwargs={"image_size": 32},

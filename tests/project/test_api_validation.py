@@ -20,7 +20,7 @@ from torch import nn
 
 #: packages whose every submodule is public API, and single public modules
 PACKAGES = ("dganalysis.dro", "dganalysis.shift", "dganalysis.protocols")
-MODULES = ("dganalysis.selection", "dganalysis.results", "dganalysis.plans", "dganalysis.stats.ttests",
+MODULES = ("dganalysis.selection", "dganalysis.results", "dganalysis.studies.plans", "dganalysis.stats.ttests",
            "dganalysis.stats.rank_tests")
 #: public entry points of modules whose other functions are array kernels called by checked callers
 FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size")

@@ -30,12 +30,12 @@ CONSTRAINTS = ROOT / "constraints.txt"
 #: runtime dependencies the package needs without importing them by name, and why
 NOT_IMPORTED = {
     "ipykernel": "the kernel papermill starts to run the notebooks (`dganalysis run`)",
-    "jinja2": "pandas' to_latex / to_html (dganalysis.plots, dganalysis.report)",
+    "jinja2": "pandas' to_latex / to_html (dganalysis.plots, dganalysis.studies.report)",
 }
 #: imports of the package that an extra provides, and which extra
 OPTIONAL_IMPORTS = {"wilds": "wilds"}
 #: top-level names the tests import that are not distributions: the tests' own helpers and the reference codebases
-TEST_LOCAL = {"tests", "_tiny", "_ledger", "conftest", "audit", "smoke", "bench", "domainbed", "ood_bench"}
+TEST_LOCAL = {"tests", "_tiny", "_ledger", "conftest", "audit", "studies", "bench", "domainbed", "ood_bench"}
 
 
 def _requirements(group: str | None = None) -> list[Requirement]:

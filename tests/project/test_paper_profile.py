@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dganalysis.dryrun import dry_run, format_dry_run
 from dganalysis.nets.published import PUBLISHED
-from dganalysis.paths import expand, profile_paths
-from dganalysis.smoke.trees import write_fake_data, write_reference_images
+from dganalysis.studies.dryrun import dry_run, format_dry_run
+from dganalysis.studies.paths import expand, profile_paths
+from dganalysis.studies.smoke.trees import write_fake_data, write_reference_images
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -158,8 +158,8 @@ def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
     sweep and, with None, the oracle sweep keep DomainBed's space (so earlier jobs keep their hashes)."""
     from pathlib import Path
 
-    from dganalysis.dryrun import notebook_defaults
-    from dganalysis.plans import plan_for
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.plans import plan_for
 
     nb = Path(__file__).resolve().parents[2] / "notebooks" / "04_leakage_oracle.ipynb"
     p = {**notebook_defaults(nb), "output_dir": str(tmp_path), "oracle_n_hparams": 3, "oracle_n_trials": 1,

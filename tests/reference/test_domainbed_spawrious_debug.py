@@ -193,7 +193,7 @@ def test_debug_bad_seed():
 
 
 def test_dry_run_checks_spawrious_folders(tmp_path):
-    from dganalysis.dryrun import check_dataset
+    from dganalysis.studies.dryrun import check_dataset
 
     ok, msg = check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})
     assert not ok and "download_spawrious" in msg

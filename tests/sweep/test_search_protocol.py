@@ -74,8 +74,8 @@ def test_compare_protocols_on_a_full_grid(tmp_path):
 
 
 def test_leaderboards_plan_states_both_counts():
-    from dganalysis.notebook_params import LeaderboardsParams
-    from dganalysis.plans import leaderboards_plan
+    from dganalysis.studies.params import LeaderboardsParams
+    from dganalysis.studies.plans import leaderboards_plan
 
     kw = dict(datasets={"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40]}}, logo_groups={},
               algorithms=["ERM"], n_hparams=4, n_trials=3, steps=5, checkpoint_freq=5,

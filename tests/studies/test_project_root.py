@@ -1,5 +1,5 @@
-"""Where ``run`` finds notebooks/ and params/ (:func:`dganalysis.runner.repo_root`) and where it writes
-(:func:`~dganalysis.runner.outputs_root`): ``$DGANALYSIS_PROJECT``, the current folder, the checkout, the copy an
+"""Where ``run`` finds notebooks/ and params/ (:func:`dganalysis.studies.runner.repo_root`) and where it writes
+(:func:`~dganalysis.studies.runner.outputs_root`): ``$DGANALYSIS_PROJECT``, the current folder, the checkout, the copy an
 installed wheel ships; ``list`` without any of them. The wheel itself: tests/project/test_wheel.py."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis import runner
 from dganalysis.cli import main
+from dganalysis.studies import runner
 
 
 def _project(folder: Path) -> Path:
@@ -25,7 +25,7 @@ def away(tmp_path, monkeypatch):
     monkeypatch.delenv(runner.PROJECT_ENV, raising=False)
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
-    monkeypatch.setattr(runner, "__file__", str(tmp_path / "site-packages" / "dganalysis" / "runner.py"))
+    monkeypatch.setattr(runner, "__file__", str(tmp_path / "site-packages" / "dganalysis" / "studies" / "runner.py"))
     shared = tmp_path / "prefix" / "share" / "dganalysis"
     monkeypatch.setattr(runner, "installed_projects", lambda: [shared])
     return shared

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from dganalysis import io, provenance
-from dganalysis.run_history import NotebookRun, read_history, run_folder
+from dganalysis.studies.run_history import NotebookRun, read_history, run_folder
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
@@ -69,7 +69,7 @@ def index_summary(index_text: str, notebook_names: list[str]) -> str:
 
 def _figure_html(png: Path, folder: str = "") -> str:
     """One embedded figure; ``folder`` is a variant run's folder (``variants/<v>/``, see
-    :func:`dganalysis.run_history.run_folder`), which also keeps its anchors apart from the base run's."""
+    :func:`dganalysis.studies.run_history.run_folder`), which also keeps its anchors apart from the base run's."""
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     name = html.escape(png.stem)
     return (f'<figure id="{_anchor("fig", folder + png.stem)}"><img alt="{name}" src="data:image/png;base64,{data}">'
@@ -137,7 +137,7 @@ def render_report(out: Path, profile: str) -> str:
     sections, seen_fig, seen_tab = [], set(), set()
     for run in runs:
         run_dir = run_folder(run.name)
-        if run_dir:  # a variant run: its own figures and tables (dganalysis.runner)
+        if run_dir:  # a variant run: its own figures and tables (dganalysis.studies.runner)
             text, _, _ = _section(run, out / run_dir / "figures", out / run_dir / "tables", run_dir)
             sections.append(text)
             continue

@@ -338,7 +338,7 @@ def write_outputs(result: AuditResult, html_path: str | Path | None = None, json
             for a in result.audits:
                 hp = a.sweep.get("selected_hparams")
                 if hp:
-                    from dganalysis.audit import sweep as sw
+                    from dganalysis.audit import sweep_analyses as sw
 
                     stem = _slug(Path(a.input.name).name)
                     target = html_path.with_name(f"{html_path.stem}.{stem}.selected_hparams.json")

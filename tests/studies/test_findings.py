@@ -1,4 +1,4 @@
-"""dganalysis.findings: findings records and the index summary; when a finding is too small to decide (the Verdict
+"""dganalysis.studies.findings: findings records and the index summary; when a finding is too small to decide (the Verdict
 enum, the Spearman exact p-value, the run-length rule)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from dganalysis.findings import (
+from dganalysis.studies.findings import (
     PAPER_STEPS,
     Verdict,
     decide,
@@ -25,7 +25,7 @@ from dganalysis.findings import (
     spearman_test,
     spearman_too_small,
 )
-from dganalysis.runner import NotebookRun, write_index
+from dganalysis.studies.runner import NotebookRun, write_index
 
 
 def test_record_read_and_index_summary(tmp_path):
@@ -101,7 +101,7 @@ def test_findings_prose_is_written_from_the_rows():
 
 def test_notebooks_type_no_run_numbers_into_their_prose():
     """The sentences that once carried one quick run's numbers are rendered from the findings instead."""
-    root = Path(__file__).resolve().parent.parent / "notebooks"
+    root = Path(__file__).resolve().parents[2] / "notebooks"
     for name in ("04_leakage_oracle", "05_leaderboards"):
         text = (root / f"{name}.py").read_text()
         assert "The one quick run" not in text and "display(Markdown(findings_prose(rows)))" in text, name

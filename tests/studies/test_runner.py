@@ -5,7 +5,7 @@ import json
 import nbformat
 import pytest
 
-from dganalysis.runner import load_params, run_notebooks
+from dganalysis.studies.runner import load_params, run_notebooks
 
 
 def _project(tmp_path, body: str):
@@ -80,14 +80,14 @@ def test_index_keeps_notebooks_not_rerun(tmp_path):
     assert "## 00_demo" in index and "## 01_other" in index and "figures/demo.png" in index
 
 
-# --- variants: several runs of one notebook from one YAML (dganalysis.runner module docstring) ---
+# --- variants: several runs of one notebook from one YAML (dganalysis.studies.runner module docstring) ---
 
-FINDING = ("from dganalysis.findings import record_finding\n"
+FINDING = ("from dganalysis.studies.findings import record_finding\n"
            "record_finding(output_dir, '00a', 'Demo et al.', 'value is set', f'value {value}', 'reproduced')\n")
 
 
 def test_variants_are_the_base_with_overrides_and_are_checked(tmp_path):
-    from dganalysis.runner import load_all_params, load_variants, run_targets
+    from dganalysis.studies.runner import load_all_params, load_variants, run_targets
 
     root = _project(tmp_path, "pass")
     y = root / "params" / "quick" / "00_demo.yaml"
@@ -123,7 +123,7 @@ def test_variants_are_the_base_with_overrides_and_are_checked(tmp_path):
 
 
 def test_injected_folders_of_a_variant(tmp_path):
-    from dganalysis.runner import injected_params
+    from dganalysis.studies.runner import injected_params
 
     base = injected_params("paper", tmp_path, tmp_path / "o")
     assert base == {"output_dir": str((tmp_path / "o" / "paper").resolve()),
@@ -176,8 +176,8 @@ def test_no_quick_yaml_declares_variants():
 
     import yaml
 
-    from dganalysis.runner import VARIANTS_KEY
+    from dganalysis.studies.runner import VARIANTS_KEY
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     assert not [p.name for p in (root / "params" / "quick").glob("*.yaml")
                 if VARIANTS_KEY in (yaml.safe_load(p.read_text()) or {})]

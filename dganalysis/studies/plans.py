@@ -1,8 +1,8 @@
 """What each study trains, as a function of its parameter object.
 
 One planner per study builds its job grid (and names the datasets and files it reads) from the study's parameter
-object (:mod:`dganalysis.notebook_params`): the notebook builds the object from its parameters cell, calls the planner
-and hands the jobs to ``run_sweep``; ``dganalysis run --dry-run`` (:mod:`dganalysis.dryrun`) builds the same object
+object (:mod:`dganalysis.studies.params`): the notebook builds the object from its parameters cell, calls the planner
+and hands the jobs to ``run_sweep``; ``dganalysis run --dry-run`` (:mod:`dganalysis.studies.dryrun`) builds the same object
 from a profile's YAML and calls the same planner to list the jobs, count them and estimate their cost without
 training anything.
 Domain names come from :func:`dganalysis.data.domains.domain_names` (re-exported here), which knows the
@@ -19,7 +19,9 @@ from typing import Any
 
 from dganalysis.algorithms import names as algorithm_names
 from dganalysis.data.domains import domain_names
-from dganalysis.notebook_params import (
+from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboard_boards  # noqa: F401 (re-exported)
+from dganalysis.registry import Registry
+from dganalysis.studies.params import (
     AuditParams,
     BinarizationParams,
     DatasetConstructionParams,
@@ -31,8 +33,6 @@ from dganalysis.notebook_params import (
     WorstCaseParams,
     build_params,
 )
-from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboard_boards  # noqa: F401 (re-exported)
-from dganalysis.registry import Registry
 from dganalysis.sweep import Job, make_jobs
 from dganalysis.sweep.grid import JobOptions
 from dganalysis.validation import ConfigError, check_choice, check_mapping, check_params
@@ -326,7 +326,7 @@ def audit_plan(p: AuditParams) -> Plan:
 def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
     """``notebook``'s plan from ``params`` (name -> value, e.g. a profile's YAML with the injected folders; names
     not given take the parameters cell's defaults): the parameter object is built and checked
-    (:func:`dganalysis.notebook_params.build_params`), then passed to the notebook's planner."""
+    (:func:`dganalysis.studies.params.build_params`), then passed to the notebook's planner."""
     check_choice(notebook, PLANS.names(), "notebook", func="plan_for")
     check_mapping(params, "params", func="plan_for", what="a mapping of parameter names to values")
     return PLANS.get(notebook)(build_params(notebook, params))

@@ -1,7 +1,7 @@
 """SMOKE (slow, minutes on 2 cores), second half: notebooks 04-08 of the paper profile end to end on FAKE inputs —
 the leakage study (every published weight layout, FID through pytorch-fid, NICO++) with its one smoke variant
 (``04_leakage_oracle@pacs``), the leaderboards, the shift map, the worst case and the audit of this half's store —
-with steps, trials and draws at the minimum (:mod:`dganalysis.smoke.run`). The first half is ``test_paper_00_03.py``.
+with steps, trials and draws at the minimum (:mod:`dganalysis.studies.smoke.run`). The first half is ``test_paper_00_03.py``.
 Deselect with `-m "not paper_smoke"`."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from smoke._paper import run_paper_smoke
+from studies.smoke._paper import run_paper_smoke
 
-from dganalysis.runner import list_notebooks
+from dganalysis.studies.runner import list_notebooks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NAMES = [n for n in list_notebooks(ROOT) if n[:2] >= "04"]
 
 

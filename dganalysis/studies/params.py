@@ -2,7 +2,7 @@
 
 A study notebook keeps a papermill ``parameters`` cell (papermill injects values after it); right after it the
 notebook builds its parameter object once (``P = WorstCaseParams.from_namespace(globals())``) and passes it whole to
-its planner (:mod:`dganalysis.plans`) and helpers. ``dganalysis run``, its dry run and its smoke run build the same
+its planner (:mod:`dganalysis.studies.plans`) and helpers. ``dganalysis run``, its dry run and its smoke run build the same
 object from a profile's YAML (:func:`build_params`), so a parameter of the wrong kind, or two parameters that
 disagree (``rho_small`` not among ``rhos``), fail with a :class:`~dganalysis.validation.ConfigError` naming the
 parameter before anything runs.

@@ -1,16 +1,16 @@
 """Run the study notebooks headlessly with papermill, one profile at a time.
 
 ``params/<profile>/<notebook>.yaml`` holds the parameters for one notebook and profile (``${data}``, ``${weights}``
-in its strings come from ``params/<profile>/paths.yaml``, see :mod:`dganalysis.paths`); the runner checks every name against the notebook's ``parameters`` cell (an unknown
+in its strings come from ``params/<profile>/paths.yaml``, see :mod:`dganalysis.studies.paths`); the runner checks every name against the notebook's ``parameters`` cell (an unknown
 name is an error naming the YAML file) and every value against the kind of the cell's default (an
 integer stays an integer, a boolean a boolean), and builds the notebook's parameter object
-(:mod:`dganalysis.notebook_params`, whose checks span parameters, e.g. ``rho_small`` among ``rhos``) — so a bad YAML
+(:mod:`dganalysis.studies.params`, whose checks span parameters, e.g. ``rho_small`` among ``rhos``) — so a bad YAML
 fails before anything runs; it injects the profile's folders
 (``output_dir = outputs/<profile>``, ``store_dir = outputs/<profile>/store`` — one job store
 per profile, shared by all notebooks — and ``data_dir = outputs/data``), executes into
 ``outputs/<profile>/notebooks/``, and writes ``outputs/<profile>/index.md`` listing what code and machine ran
 them (:mod:`dganalysis.provenance`), each notebook with its status, run time, figures and tables, and ``outputs/<profile>/report.html``
-(:mod:`dganalysis.report`: the same on one self-contained page). A failing notebook is still saved
+(:mod:`dganalysis.studies.report`: the same on one self-contained page). A failing notebook is still saved
 (papermill writes the partial output) and the failing cell is reported.
 
 **Variants.** A YAML may hold the reserved top-level key ``variants:``, a mapping ``<variant name> -> {parameter:
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dganalysis import io
-from dganalysis.paths import expand, profile_paths
 from dganalysis.progress import ENV as PROGRESS_ENV
 from dganalysis.progress import ProgressWatcher, summarize
-from dganalysis.report import write_report
-from dganalysis.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
+from dganalysis.studies.paths import expand, profile_paths
+from dganalysis.studies.report import write_report
+from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
 from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def repo_root() -> Path:
             raise FileNotFoundError(f"${PROJECT_ENV}={env}: expected a folder holding notebooks/ and params/ "
                                     "(a checkout of the dganalysis repository)")
         return Path(env)
-    for cand in (Path.cwd(), Path(__file__).resolve().parent.parent, *installed_projects()):
+    for cand in (Path.cwd(), Path(__file__).resolve().parents[2], *installed_projects()):
         if _is_project(cand):
             return cand
     raise FileNotFoundError(f"cannot find the notebooks/ and params/ folders: run from a checkout of the dganalysis "
@@ -111,11 +111,11 @@ def list_notebooks(root: Path | None = None) -> list[str]:
 
 def _check(params: dict, label: str, inspected: dict, profile: str, root: Path, name: str = "") -> dict:
     """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell and, when
-    notebook ``name`` has one, its parameter object (:func:`dganalysis.notebook_params.build_params`); errors start
+    notebook ``name`` has one, its parameter object (:func:`dganalysis.studies.params.build_params`); errors start
     with ``label`` (the YAML file, and the variant if any)."""
-    from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params
+    from dganalysis.studies.params import NOTEBOOK_PARAMS, build_params
 
-    params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.paths
+    params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.studies.paths
     known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
@@ -227,7 +227,7 @@ def run_notebooks(
     index.
 
     ``transform(name, params)`` may change each run's validated parameters before it runs (the smoke run of
-    :mod:`dganalysis.smoke.run` shrinks them); it gets the notebook's name for variant runs too. ``variants``
+    :mod:`dganalysis.studies.smoke.run` shrinks them); it gets the notebook's name for variant runs too. ``variants``
     restricts the variants that run (see :func:`run_targets`; default: every variant declared)."""
     import papermill as pm
 
@@ -336,9 +336,9 @@ def provenance_line() -> str:
 
 
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
-    """``<out>/index.md``: the findings summary (:mod:`dganalysis.findings`; a variant run's findings are labelled
+    """``<out>/index.md``: the findings summary (:mod:`dganalysis.studies.findings`; a variant run's findings are labelled
     with the variant), then each run with its status, time, figures (PNG) and tables (Markdown)."""
-    from dganalysis.findings import findings_markdown, read_findings, read_variant_findings
+    from dganalysis.studies.findings import findings_markdown, read_findings, read_variant_findings
 
     total = sum(r.seconds for r in runs) / 60
     variants = [v for v in (split_label(r.name)[1] for r in runs) if v is not None]

@@ -11,13 +11,13 @@ import pytest
 
 from dganalysis.algorithms import default_hparams
 from dganalysis.hparams import draw_seed, name_state
-from dganalysis.notebook_params import LeaderboardsParams
-from dganalysis.plans import leaderboard_boards, leaderboards_plan, plan_for
 from dganalysis.protocols import leaderboard as lb
-from dganalysis.runner import load_params
+from dganalysis.studies.params import LeaderboardsParams
+from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan, plan_for
+from dganalysis.studies.runner import load_params
 from dganalysis.validation import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: sha256 of the sorted job ids of the quick profile's notebook 05, computed with the plan before boards existed
 #: (commit 8464116): the quick run's stored results stay valid
@@ -173,8 +173,8 @@ def test_paper_profile_expresses_the_three_boards_of_table5():
 
 
 def test_smoke_keeps_every_board_minimally():
-    from dganalysis.dryrun import notebook_defaults
-    from dganalysis.smoke.run import SWEEP_STEPS, smoke_params
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.smoke.run import SWEEP_STEPS, smoke_params
 
     p = load_params("paper", "05_leaderboards", ROOT)
     s = smoke_params("05_leaderboards", p, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dganalysis.runner import list_notebooks
-from dganalysis.smoke.run import FID_SAMPLES, MAX_IMAGE, PAHCC_IMAGE, SWEEP_STEPS
+from dganalysis.studies.runner import list_notebooks
+from dganalysis.studies.smoke.run import FID_SAMPLES, MAX_IMAGE, PAHCC_IMAGE, SWEEP_STEPS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_smoke_params_keep_the_paper_path():
-    from dganalysis.dryrun import notebook_defaults
-    from dganalysis.runner import load_params
-    from dganalysis.smoke.run import smoke_params
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.runner import load_params
+    from dganalysis.studies.smoke.run import smoke_params
 
     p04 = load_params("paper", "04_leakage_oracle", ROOT)
     s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
@@ -42,9 +42,9 @@ def test_smoke_params_keep_the_paper_path():
 
 
 def test_smoke_shrinks_every_variant_and_runs_one():
-    from dganalysis.dryrun import notebook_defaults
-    from dganalysis.runner import load_variants
-    from dganalysis.smoke.run import SMOKE_VARIANT, smoke_params, smoke_variants
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.runner import load_variants
+    from dganalysis.studies.smoke.run import SMOKE_VARIANT, smoke_params, smoke_variants
 
     defaults = notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb")
     variants = load_variants("paper", "04_leakage_oracle", ROOT)

@@ -1,13 +1,13 @@
 """SMOKE (slow, minutes on 2 cores), first half: notebooks 00-03 of the paper profile end to end on FAKE inputs —
 DomainBed's table on MNIST IDX files and a DomainBed folder benchmark with the published ResNet-50 weight layout, the
 PaHCC construction, the binarization study and dynamic DG — with steps, trials and draws at the minimum
-(:mod:`dganalysis.smoke.run`). The second half is ``test_paper_04_08.py``; the two run on the suite's two workers.
+(:mod:`dganalysis.studies.smoke.run`). The second half is ``test_paper_04_08.py``; the two run on the suite's two workers.
 Deselect with `-m "not paper_smoke"`."""
 
 from __future__ import annotations
 
 import pytest
-from smoke._paper import run_paper_smoke
+from studies.smoke._paper import run_paper_smoke
 
 NAMES = ["00_quickstart", "01_dataset_construction", "02_binarization_study", "03_dynamic_dg"]
 

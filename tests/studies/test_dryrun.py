@@ -11,11 +11,11 @@ import papermill as pm
 import pytest
 
 from dganalysis.cli import main
-from dganalysis.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
-from dganalysis.plans import PLANS, domain_names, plan_for
+from dganalysis.studies.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
+from dganalysis.studies.plans import PLANS, domain_names, plan_for
 from dganalysis.sweep import Job
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_paper_profile_plans_every_notebook(paper):
 def test_variants_are_planned_and_their_jobs_counted_once(paper):
     """Each variant of a paper YAML is planned as ``<notebook>@<variant>``; a job it shares with the base run (or
     another variant) is listed under each and counted once."""
-    from dganalysis.runner import load_variants
+    from dganalysis.studies.runner import load_variants
 
     declared = list(load_variants("paper", "04_leakage_oracle", ROOT))
     assert declared == ["pacs", "vlcs", "terra_incognita", "domainnet"]
@@ -83,7 +83,7 @@ def test_job_counts_follow_the_yaml(paper):
 @pytest.mark.parametrize("name", PLANS.names())
 def test_plan_takes_the_notebooks_parameters(name):
     """A plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
-    from dganalysis.notebook_params import params_class
+    from dganalysis.studies.params import params_class
 
     params = list(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
     (arg,) = inspect.signature(PLANS.get(name)).parameters.values()
@@ -96,7 +96,7 @@ def test_notebook_builds_its_jobs_with_its_plan(name):
     """One way to build a notebook's jobs: the notebook calls the same plan the dry run calls."""
     source = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
     assert PLANS.get(name).__name__ in source, (f"{name} builds its jobs itself; call "
-                                                f"dganalysis.plans.{PLANS.get(name).__name__} instead")
+                                                f"dganalysis.studies.plans.{PLANS.get(name).__name__} instead")
 
 
 def _project(tmp_path, edits: dict[str, str]) -> Path:
@@ -206,7 +206,7 @@ def test_domain_names_match_the_built_datasets():
 
 def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
     """Notebook 04's Table 4 sweep (Yu et al. 2024) may use another dataset and trial count than its LP/FT part."""
-    from dganalysis.dryrun import notebook_defaults
+    from dganalysis.studies.dryrun import notebook_defaults
 
     p = {**notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"), "output_dir": str(tmp_path), "oracle_dataset": "ColoredDigits",
          "oracle_dataset_kwargs": {"image_size": 8}, "oracle_n_trials": 3, "oracle_n_hparams": 2,
@@ -246,7 +246,7 @@ def test_every_sweep_breakdown_states_its_exact_count(paper):
 def test_breakdown_says_when_jobs_are_no_full_grid():
     import pandas as pd
 
-    from dganalysis.dryrun import sweep_breakdown
+    from dganalysis.studies.dryrun import sweep_breakdown
 
     rows = [{"algorithm": a, "split": s, "overrides": "{}", "hparams_seed": h, "trial_seed": 0, "dataset": "D",
              "featurizer": "cnn", "image_size": 28, "steps": 10, "state": "new"}
@@ -257,7 +257,7 @@ def test_breakdown_says_when_jobs_are_no_full_grid():
 
 
 def test_missing_benchmarks_are_named_with_how_to_get_them(tmp_path):
-    from dganalysis.dryrun import check_dataset
+    from dganalysis.studies.dryrun import check_dataset
 
     ok, what = check_dataset("PACS", {"root": str(tmp_path / "data")})
     assert not ok and "PACS" in what and "download_pacs('<root>')" in what and "DomainBed checkout" in what

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis.audit import tables
+from dganalysis.audit import published
 
 
 @pytest.fixture(scope="module")
 def domainbed_cells():
-    return tables.read_table(tables.shipped("domainbed"))
+    return published.read_table(published.shipped("domainbed"))
 
 
 def test_domainbed_latex_reader_reads_every_averages_cell(domainbed_cells):
@@ -31,7 +31,7 @@ def test_yu_table5_transcription_matches_the_leaderboard_csv():
 
     from dganalysis.protocols.leaderboard import PUBLISHED_CSV
 
-    ours = tables.read_table(tables.shipped("yu2024_table5"))
+    ours = published.read_table(published.shipped("yu2024_table5"))
     theirs = pd.read_csv(PUBLISHED_CSV, comment="#")
     assert len(ours) == len(theirs) == 150
     a = ours.sort_values(["algorithm", "dataset", "mean"])[["algorithm", "dataset", "mean", "se"]].to_numpy()
@@ -51,20 +51,20 @@ def test_yu_table5_transcription_matches_the_leaderboard_csv():
 ])
 def test_csv_errors_name_file_and_line(text, pattern):
     with pytest.raises(ValueError, match=pattern):
-        tables.read_csv(text, "t.csv")
+        published.read_csv(text, "t.csv")
 
 
 def test_latex_errors_name_file_and_line():
     bad = ("\\subsection{Model selection: training-domain validation set}\n\\subsubsection{Averages}\n"
            "\\textbf{Algorithm} & \\textbf{PACS} & \\textbf{Avg} \\\\\nERM & 85.5 pm 0.2 & 85.5 \\\\\n")
     with pytest.raises(ValueError, match=r"x\.tex:4: cell '85\.5 pm 0\.2'"):
-        tables.read_latex(bad, "x.tex")
+        published.read_latex(bad, "x.tex")
 
 
 def test_shipped_sources_are_documented():
-    src = (tables.DATA_DIR / "domainbed_2020_10_06_7df6f06_results.SOURCE.txt").read_text()
+    src = (published.DATA_DIR / "domainbed_2020_10_06_7df6f06_results.SOURCE.txt").read_text()
     assert "b93c22a" in src and "MIT License" in src and "domainbed/results/2020_10_06_7df6f06/results.tex" in src
-    head = Path(tables.shipped("yu2024_table5")).read_text().splitlines()[0]
+    head = Path(published.shipped("yu2024_table5")).read_text().splitlines()[0]
     assert head.startswith("# Yu et al. (2024)")
 
 
@@ -76,7 +76,7 @@ def test_table_files_byte_order_mark_and_binary(tmp_path):
     plain.write_text(text, encoding="utf-8")
     bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
     binary.write_bytes(b"\xff\xfe\x00x")
-    a, b = tables.read_table(plain), tables.read_table(bom)
+    a, b = published.read_table(plain), published.read_table(bom)
     assert a.drop(columns="source").equals(b.drop(columns="source")) and len(a) == 2
     with pytest.raises(ValueError, match=r"c\.csv: not UTF-8 text"):
-        tables.read_table(binary)
+        published.read_table(binary)

@@ -1,7 +1,7 @@
 """The record of notebook executions of a profile: one :class:`NotebookRun` per notebook, in ``<out>/runs.json``.
 
-Written by the runner (:mod:`dganalysis.runner`) after every notebook, read by the index it writes and by the HTML
-report (:mod:`dganalysis.report`). Both sides depend on this record, not on each other, so the runner can call the
+Written by the runner (:mod:`dganalysis.studies.runner`) after every notebook, read by the index it writes and by the HTML
+report (:mod:`dganalysis.studies.report`). Both sides depend on this record, not on each other, so the runner can call the
 report and the report can rebuild from disk without the runner.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dganalysis import io
 
-VARIANTS_DIR = "variants"  #: ``outputs/<profile>/variants/<variant>/``: a variant run's output_dir (dganalysis.runner)
+VARIANTS_DIR = "variants"  #: ``outputs/<profile>/variants/<variant>/``: a variant run's output_dir (dganalysis.studies.runner)
 
 
 def run_label(name: str, variant: str | None = None) -> str:

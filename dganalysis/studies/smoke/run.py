@@ -1,8 +1,8 @@
 """``dganalysis run --profile paper --smoke``: every notebook of the paper profile, end to end, on FAKE inputs.
 
 The paper profile's YAMLs name real datasets and the authors' weight files (``${data}``, ``${weights}``, see
-:mod:`dganalysis.paths`). The smoke run writes FAKE stand-ins in the published layouts into a temporary folder
-(:mod:`dganalysis.smoke.trees`, :mod:`dganalysis.smoke.weights`), points ``$DGANALYSIS_DATA`` and
+:mod:`dganalysis.studies.paths`). The smoke run writes FAKE stand-ins in the published layouts into a temporary folder
+(:mod:`dganalysis.studies.smoke.trees`, :mod:`dganalysis.studies.smoke.weights`), points ``$DGANALYSIS_DATA`` and
 ``$DGANALYSIS_WEIGHTS`` at them, and executes each notebook with its paper parameters shrunk by
 :func:`smoke_params`, so the paper path (benchmark loaders, NICO++, MNIST IDX files, every weight layout, FID
 through pytorch-fid) runs in minutes on a CPU. What is shrunk, and how (chosen so the run stays within a few CPU
@@ -29,7 +29,7 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
   the notebook accepts (its default is 16): pytorch-fid's Inception resizes every image to 299 px, about 1 s each
   on the 2-core fp32 CI machine, and the sampling cap, the Inception and the Fréchet distance run the same with 2.
 
-Variants (``variants:`` in a YAML, see :mod:`dganalysis.runner`): every variant of every notebook is validated and
+Variants (``variants:`` in a YAML, see :mod:`dganalysis.studies.runner`): every variant of every notebook is validated and
 shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
 and the weight files they name are written; but running each would multiply the run's time, so the smoke run
 executes the base run of every notebook and ONE variant in total, :data:`SMOKE_VARIANT`: ``04_leakage_oracle@pacs``
@@ -54,7 +54,7 @@ from typing import Any
 from dganalysis import io
 
 FAKE_BANNER = ("> **FAKE DATA — smoke run.** Every dataset and weight file of this run is random numbers in the "
-               "published layouts (dganalysis.smoke); the numbers below mean nothing.\n\n")
+               "published layouts (dganalysis.studies.smoke); the numbers below mean nothing.\n\n")
 _SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_classes|n_samples|n_eval|n_input|"
                     r"max_per_env|max_points|n_bootstrap)$")
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
@@ -212,12 +212,12 @@ def _environ(**values: str):
 def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     """Write the FAKE data and the weight files the paper YAMLs of ``names`` (and their variants) reference; the
     shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
-    from dganalysis.dryrun import notebook_defaults
     from dganalysis.nets.published import by_file
-    from dganalysis.notebook_params import NOTEBOOK_PARAMS, build_params
-    from dganalysis.runner import load_all_params, run_label
-    from dganalysis.smoke.trees import write_fake_data, write_reference_images
-    from dganalysis.smoke.weights import write_fake_weights
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.params import NOTEBOOK_PARAMS, build_params
+    from dganalysis.studies.runner import load_all_params, run_label
+    from dganalysis.studies.smoke.trees import write_fake_data, write_reference_images
+    from dganalysis.studies.smoke.weights import write_fake_weights
 
     data, weights = folder / "fake_data", folder / "fake_weights"
     shrunk = {}
@@ -244,7 +244,7 @@ def smoke_variants(names: list[str], labels: list[str]) -> dict[str, list[str]]:
     """The variants the smoke run executes (notebook -> names): :data:`SMOKE_VARIANT` if it is among ``labels``
     (run labels of every declared run), otherwise the first declared variant of the first notebook in ``names``
     that has one; {} when no YAML declares a variant."""
-    from dganalysis.runner import run_label, split_label
+    from dganalysis.studies.runner import run_label, split_label
 
     name, variant = SMOKE_VARIANT
     if name in names and run_label(name, variant) in labels:
@@ -260,8 +260,8 @@ def run_smoke(folder: str | Path | None = None, names: list[str] | None = None, 
               progress: bool = False) -> tuple[Path, list]:
     """Run ``names`` (default: every notebook) of the paper profile on FAKE inputs in ``folder`` (default: a new
     temporary folder), with one variant (:func:`smoke_variants`); returns (the outputs folder, the runs)."""
-    from dganalysis.dryrun import notebook_defaults
-    from dganalysis.runner import list_notebooks, repo_root, run_notebooks
+    from dganalysis.studies.dryrun import notebook_defaults
+    from dganalysis.studies.runner import list_notebooks, repo_root, run_notebooks
 
     root = root or repo_root()
     folder = Path(folder or tempfile.mkdtemp(prefix="dganalysis-smoke-")).resolve()

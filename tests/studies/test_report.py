@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from dganalysis.cli import main
-from dganalysis.report import LINK_LINE, index_summary, link_from_index, render_report, write_report
+from dganalysis.studies.report import LINK_LINE, index_summary, link_from_index, render_report, write_report
 
 
 def _png(path, colour):

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from dganalysis import results, selection
-from dganalysis.audit import coverage, sweep
-from dganalysis.audit.sweep import expected_max
+from dganalysis.audit import coverage, sweep_analyses
+from dganalysis.audit.sweep_analyses import expected_max
 
 # simulated: per algorithm, the validation (training-domain 'out') and test accuracy of each hparams draw
 VAL = {"A": {0: 0.9, 1: 0.8, 2: 0.7}, "B": {0: 0.9, 1: 0.8, 2: 0.7}}
@@ -65,7 +65,7 @@ def test_expected_max_formula():
 
 
 def test_selection_regret_planted(planted):
-    reg = sweep.selection_regret(planted)
+    reg = sweep_analyses.selection_regret(planted)
     assert list(reg.columns) == ["dataset", "algorithm", "selection", "regret", "ci_low", "ci_high", "n"]
     got = reg.set_index(["algorithm", "selection"])
     assert got.loc[("A", "training_domain"), "regret"] == pytest.approx(10.0)
@@ -82,19 +82,19 @@ def test_selection_regret_ci_is_a_t_interval(planted):
     bump = (noisy["role"] == "test") & (noisy["algorithm"] == "A") & (noisy["hparams_seed"] == 1)
     noisy.loc[bump, "acc"] += 0.02 * noisy.loc[bump, "trial_seed"] ** 2  # per-trial regrets 10, 12, 18
     sels = {m: select(noisy, m) for m in ("training_domain", "oracle")}
-    row = sweep.selection_regret(noisy, sels).set_index(["algorithm", "selection"]).loc[("A", "training_domain")]
+    row = sweep_analyses.selection_regret(noisy, sels).set_index(["algorithm", "selection"]).loc[("A", "training_domain")]
     d = np.array([10.0, 12.0, 18.0])
     half = 4.302652729911275 * d.std(ddof=1) / np.sqrt(3)  # t(0.975, 2)
     assert row["regret"] == pytest.approx(d.mean())
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((d.mean() - half, d.mean() + half))
     with pytest.raises(ValueError, match="confidence"):
-        sweep.selection_regret(noisy, confidence=1.5)
+        sweep_analyses.selection_regret(noisy, confidence=1.5)
     with pytest.raises(ValueError, match="unknown methods"):
-        sweep.selection_regret(noisy, ["best"])
+        sweep_analyses.selection_regret(noisy, ["best"])
 
 
 def test_ranking_changes_planted(planted):
-    rk = sweep.ranking_changes(planted)
+    rk = sweep_analyses.ranking_changes(planted)
     a, b = rk.set_index("algorithm").loc["A"], rk.set_index("algorithm").loc["B"]
     assert (a["rank_training_domain"], b["rank_training_domain"]) == (2.0, 1.0)  # 51 vs 56 points
     assert (a["rank_oracle"], b["rank_oracle"]) == (1.0, 2.0)  # 61 vs 56
@@ -104,7 +104,7 @@ def test_ranking_changes_planted(planted):
 
 
 def test_expected_max_curve_and_saturation(planted):
-    orc = sweep.expected_max_curve(planted, "oracle").set_index(["algorithm", "budget"])
+    orc = sweep_analyses.expected_max_curve(planted, "oracle").set_index(["algorithm", "budget"])
     # A's draws give 40, 50, 60 points (+1 on average over trials); oracle orders them by themselves
     assert orc.loc[("A", 1), "expected_max"] == pytest.approx(51.0)
     assert orc.loc[("A", 3), "expected_max"] == pytest.approx((40 + 50 * 7 + 60 * 19) / 27 + 1)
@@ -114,16 +114,16 @@ def test_expected_max_curve_and_saturation(planted):
     # the trials differ by a constant, so the per-trial gains agree and their interval is a point
     assert (orc["ci_low"] <= orc["expected_max_unbiased"] + 1e-9).all()
     assert (orc["expected_max_unbiased"] <= orc["ci_high"] + 1e-9).all() and (orc["n_trials"] == 3).all()
-    tdv = sweep.expected_max_curve(planted, "training_domain", budgets=[3]).set_index("algorithm")
+    tdv = sweep_analyses.expected_max_curve(planted, "training_domain", budgets=[3]).set_index("algorithm")
     # ordered by validation (h2 < h1 < h0): the search of 3 draws most often picks h0 (50), not the best test (60)
     assert tdv.loc["A", "expected_max"] == pytest.approx((40 + 60 * 7 + 50 * 19) / 27 + 1)
-    sat = sweep.saturation(orc.reset_index()).set_index("algorithm")
+    sat = sweep_analyses.saturation(orc.reset_index()).set_index("algorithm")
     e2 = (40 + 50 * 3 + 60 * 5) / 9 + 1
     assert sat.loc["A", "gain"] == pytest.approx(orc.loc[("A", 3), "expected_max"] - e2)
     assert sat.loc["A", "gain_low"] == pytest.approx(61 - ((50 + 60 + 60) / 3 + 1))  # the unbiased gain, no spread
     assert sat["saturated"].tolist() == [False, False] and sat.loc["A", "budget"] == 3
     with pytest.raises(ValueError, match="lacks columns"):
-        sweep.saturation(pd.DataFrame({"x": [1]}))
+        sweep_analyses.saturation(pd.DataFrame({"x": [1]}))
 
 
 def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
@@ -150,7 +150,7 @@ def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
     df = results.load(root, progress=False)
     for method in ("training_domain", "oracle"):
         per = selection.select(df, method, per_draw=True)
-        curve = sweep.expected_max_curve(df, method).set_index(["algorithm", "budget"])
+        curve = sweep_analyses.expected_max_curve(df, method).set_index(["algorithm", "budget"])
         for alg, n_h in (("A", 4), ("B", 6)):
             splits = [g for _, g in per[per["algorithm"] == alg].groupby(["trial_seed", "domain"])
                       if len(g) == n_h]
@@ -158,14 +158,14 @@ def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
             for n in range(1, n_h + 1):
                 want = np.mean([expected_max(100 * g["acc"].to_numpy(), n, g["val_acc"].to_numpy()) for g in splits])
                 assert curve.loc[(alg, n), "expected_max"] == pytest.approx(want, abs=1e-9), (method, alg, n)
-        given = sweep.expected_max_curve(None, method, draws=per)
-        pd.testing.assert_frame_equal(given, sweep.expected_max_curve(df, method), check_exact=True)
+        given = sweep_analyses.expected_max_curve(None, method, draws=per)
+        pd.testing.assert_frame_equal(given, sweep_analyses.expected_max_curve(df, method), check_exact=True)
     with pytest.raises(ValueError, match="draws holds the selection"):
-        sweep.expected_max_curve(None, "oracle", draws=per.assign(selection="training_domain"))
+        sweep_analyses.expected_max_curve(None, "oracle", draws=per.assign(selection="training_domain"))
     with pytest.raises(ValueError, match="give the tidy frame df or its per-draw selection"):
-        sweep.expected_max_curve(None, "oracle")
+        sweep_analyses.expected_max_curve(None, "oracle")
     with pytest.raises(ValueError, match="parameter 'draws': expected the frame of select"):
-        sweep.expected_max_curve(None, "oracle", draws=per.drop(columns="val_acc"))
+        sweep_analyses.expected_max_curve(None, "oracle", draws=per.drop(columns="val_acc"))
 
 
 def test_expected_max_interval_covers_the_known_curve():
@@ -217,34 +217,34 @@ def test_saturation_is_not_flagged_with_few_draws():
     rng = np.random.default_rng(8)
     sims, flagged, point = 300, 0, 0
     for _ in range(sims):
-        sat = sweep.saturation(sweep.expected_max_curve(None, "training_domain", draws=_few_draws(rng, 2.0))).iloc[0]
+        sat = sweep_analyses.saturation(sweep_analyses.expected_max_curve(None, "training_domain", draws=_few_draws(rng, 2.0))).iloc[0]
         flagged += sat["saturated"] is True or sat["saturated"] is np.True_
-        point += sat["gain"] <= sweep.SATURATION_GAIN
+        point += sat["gain"] <= sweep_analyses.SATURATION_GAIN
     assert flagged / sims <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / sims) and point / sims > 0.15
     draws = _few_draws(np.random.default_rng(0), 1.0)
-    curve = sweep.expected_max_curve(None, "training_domain", draws=draws)
-    sat = sweep.saturation(curve, threshold=0.5).iloc[0]
+    curve = sweep_analyses.expected_max_curve(None, "training_domain", draws=draws)
+    sat = sweep_analyses.saturation(curve, threshold=0.5).iloc[0]
     assert sat["gain"] <= 0.5 and sat["gain_low"] <= 0.5 < sat["gain_high"] and pd.isna(sat["saturated"])
     assert sat["ci_method"].startswith("Student t over trials") and 0.9 < sat["ci_coverage"] <= 1
-    assert sweep.saturation(curve, threshold=50)["saturated"].tolist() == [True]  # a 50-point gain is ruled out
-    one = sweep.expected_max_curve(None, "training_domain", draws=draws[draws["trial_seed"] == 0])
-    assert sweep.saturation(one)["saturated"].isna().all()  # one trial: no interval, no flag
+    assert sweep_analyses.saturation(curve, threshold=50)["saturated"].tolist() == [True]  # a 50-point gain is ruled out
+    one = sweep_analyses.expected_max_curve(None, "training_domain", draws=draws[draws["trial_seed"] == 0])
+    assert sweep_analyses.saturation(one)["saturated"].isna().all()  # one trial: no interval, no flag
 
 
 def test_constant_search_is_saturated(tmp_path):
     df = results.load(write_planted(tmp_path, pairs=False, constant=True), progress=False)
-    curve = sweep.expected_max_curve(df, "training_domain")
+    curve = sweep_analyses.expected_max_curve(df, "training_domain")
     # every draw alike: the curve is flat; its interval is that of the trials' means, 50, 51, 52 (trial t adds t)
     half = stats.t.ppf(0.975, 2) / np.sqrt(3)
     assert np.allclose(curve["expected_max"], 51.0) and np.allclose(curve["ci_high"] - curve["ci_low"], 2 * half)
     assert np.allclose(curve[["gain", "gain_low", "gain_high"]], 0)
-    assert sweep.saturation(curve)["saturated"].all()
-    assert sweep.lodo_vs_logo(df) is None  # no runs with pairs of test environments
-    assert sweep.selection_regret(df, ["training_domain"])["regret"].abs().max() < 1e-9
+    assert sweep_analyses.saturation(curve)["saturated"].all()
+    assert sweep_analyses.lodo_vs_logo(df) is None  # no runs with pairs of test environments
+    assert sweep_analyses.selection_regret(df, ["training_domain"])["regret"].abs().max() < 1e-9
 
 
 def test_lodo_vs_logo_planted(planted):
-    out = sweep.lodo_vs_logo(planted)
+    out = sweep_analyses.lodo_vs_logo(planted)
     got = out.set_index("algorithm")
     assert got.loc["A", "lodo_acc"] == pytest.approx(51.0) and got.loc["B", "lodo_acc"] == pytest.approx(56.0)
     assert got.loc["A", "logo_acc"] == pytest.approx(51.0)  # pair runs select draw 0 too (validation prefers it)
@@ -254,18 +254,18 @@ def test_lodo_vs_logo_planted(planted):
 
 
 def test_selected_hparams_records_and_file(planted, tmp_path):
-    recs = sweep.selected_hparams(planted, "training_domain")
+    recs = sweep_analyses.selected_hparams(planted, "training_domain")
     single = [r for r in recs if len(r["test_domains"]) == 1]
     assert len(single) == 2 * 3 * 3  # algorithm x test env x trial
     assert {r["hparams_seed"] for r in single} == {0}  # validation prefers draw 0 everywhere
     r = single[0]
     assert r["hparams"] == {"lr": 1e-3, "batch_size": 32} and r["step"] == 10 and r["steps"] == 11
-    path = sweep.write_selected_hparams(recs, tmp_path / "picked.json")
+    path = sweep_analyses.write_selected_hparams(recs, tmp_path / "picked.json")
     data = json.loads(path.read_text())
     i = recs.index(r)
     assert data["jobs"][i]["hparams_overrides"] == r["hparams"] and data["selected"][i]["job_id"] == r["job_id"]
     with pytest.raises(ValueError, match="lacks"):
-        sweep.write_selected_hparams([{"dataset": "x"}], tmp_path / "bad.json")
+        sweep_analyses.write_selected_hparams([{"dataset": "x"}], tmp_path / "bad.json")
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -280,9 +280,9 @@ def test_selected_hparams_rerun_end_to_end(tmp_path):
     jobs = [j for j in jobs if j.test_domains == ("d0",)]
     run_sweep(jobs, tmp_path / "store", progress=False)
     df = results.load(tmp_path / "store", progress=False)
-    recs = sweep.selected_hparams(df, "training_domain")
+    recs = sweep_analyses.selected_hparams(df, "training_domain")
     assert len(recs) == 1 and recs[0]["steps"] == 2 and recs[0]["checkpoint_freq"] == 1
-    path = sweep.write_selected_hparams(recs, tmp_path / "picked.json")
+    path = sweep_analyses.write_selected_hparams(recs, tmp_path / "picked.json")
     code = cli_main(["sweep", "--config", str(path), "--store", str(tmp_path / "rerun"), "--no-progress",
                      "--import", "tests/_tiny.py"])
     assert code == 0
@@ -319,14 +319,14 @@ def test_job_list_file_checked(tmp_path):
 
 def test_bad_arguments_named(planted):
     with pytest.raises(ValueError, match="budgets"):
-        sweep.expected_max_curve(planted, "training_domain", budgets=[0, 2])
+        sweep_analyses.expected_max_curve(planted, "training_domain", budgets=[0, 2])
     with pytest.raises(ValueError, match="unknown selection"):
-        sweep.expected_max_curve(planted, "best")
+        sweep_analyses.expected_max_curve(planted, "best")
     with pytest.raises(ValueError, match="string"):
-        sweep.ranking_changes(planted, "oracle")
+        sweep_analyses.ranking_changes(planted, "oracle")
 
 
 def test_ranking_changes_one_method_compared_with_oracle(planted):
-    rk = sweep.ranking_changes(planted, ["training_domain"])
+    rk = sweep_analyses.ranking_changes(planted, ["training_domain"])
     assert {"rank_training_domain", "rank_oracle", "kendall_training_domain_oracle"} <= set(rk.columns)
     assert rk["changed"].all()

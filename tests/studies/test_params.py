@@ -1,5 +1,5 @@
 """Every params YAML names only parameters its notebook has, every notebook is thin and parameterised, and each
-notebook's parameters are one frozen, validated object (:mod:`dganalysis.notebook_params`) that papermill, a YAML and
+notebook's parameters are one frozen, validated object (:mod:`dganalysis.studies.params`) that papermill, a YAML and
 Python can each set, parameter by parameter."""
 
 import ast
@@ -19,13 +19,13 @@ import yaml
 from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
-from dganalysis import runner
-from dganalysis.notebook_params import NOTEBOOK_PARAMS, SHARED_RULES, build_params, params_class
-from dganalysis.plans import PLANS
-from dganalysis.runner import INJECTED, list_notebooks, load_params
+from dganalysis.studies import runner
+from dganalysis.studies.params import NOTEBOOK_PARAMS, SHARED_RULES, build_params, params_class
+from dganalysis.studies.plans import PLANS
+from dganalysis.studies.runner import INJECTED, list_notebooks, load_params
 from dganalysis.validation import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = list_notebooks(ROOT)
 
 
@@ -174,7 +174,7 @@ def test_every_parameter_is_settable_by_papermill_yaml_and_object(name, param, t
 
 
 def test_consistency_checks_name_the_parameter():
-    from dganalysis.notebook_params import LeaderboardsParams, WorstCaseParams
+    from dganalysis.studies.params import LeaderboardsParams, WorstCaseParams
 
     with pytest.raises(ConfigError, match=r"parameter 'rho_small': 0\.3 is not among rhos"):
         WorstCaseParams(rho_small=0.3)
@@ -218,7 +218,7 @@ _SHARED_KIND_ONLY = {"dataset", "dataset_kwargs", "datasets", "dataset_overrides
 def test_every_shared_parameter_name_is_ruled():
     from collections import Counter
 
-    from dganalysis.notebook_params import NotebookParams
+    from dganalysis.studies.params import NotebookParams
 
     counts = Counter(n for nb in NOTEBOOK_PARAMS.names() for n in NOTEBOOK_PARAMS.get(nb).names()
                      if n not in NotebookParams.names())

@@ -199,7 +199,7 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data
 
 def read_variant_findings(output_dir: str | Path, base_rows: list[dict], variants: dict[str, str | Path]) -> list[dict]:
     """``base_rows`` and the findings of each variant run (variant name -> its output folder, see
-    :mod:`dganalysis.runner`), each variant's row labelled in its ``paper`` cell (``[variant <name>]``) and keyed
+    :mod:`dganalysis.studies.runner`), each variant's row labelled in its ``paper`` cell (``[variant <name>]``) and keyed
     ``<key>@<variant>`` so it sorts beside the base run's row of the same claim."""
     rows = list(base_rows)
     for name, folder in variants.items():

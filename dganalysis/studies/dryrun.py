@@ -1,12 +1,12 @@
 """``dganalysis run --profile paper --dry-run``: check a profile and plan its compute without training.
 
 For every notebook of the profile, and every variant its YAML declares (``variants:``, see
-:mod:`dganalysis.runner`; planned as its own entry ``<notebook>@<variant>``), the dry run
+:mod:`dganalysis.studies.runner`; planned as its own entry ``<notebook>@<variant>``), the dry run
 
 1. validates ``params/<profile>/<notebook>.yaml`` as ``dganalysis run`` does (unknown names,
    names the runner sets, each variant's overrides) and reads the notebook's parameters cell for the defaults;
 2. builds the notebook's jobs with the same function the notebook calls
-   (:mod:`dganalysis.plans`), so the dry run cannot drift from the notebook; building the
+   (:mod:`dganalysis.studies.plans`), so the dry run cannot drift from the notebook; building the
    jobs also checks algorithm names, hyperparameter overrides and split domain names;
 3. counts the jobs (per notebook or variant, per sweep, and once over the profile: notebooks and
    variants share one job store, a job wanted by two of them is trained once) and those already done in
@@ -14,7 +14,7 @@ For every notebook of the profile, and every variant its YAML declares (``varian
    data splits × override settings × hparam draws × trials, or "not a full grid");
 4. estimates their cost: each job's training images (steps × batch size × training domains,
    with the batch size of its own hyperparameter draw) over an images/s figure for its
-   featurizer and image size from ``dganalysis/throughput.yaml``. Those figures say where
+   featurizer and image size from ``dganalysis/studies/throughput.yaml``. Those figures say where
    they come from: the CPU ones are measured (``bench/dryrun_throughput.py``); the GPU ones are training
    throughputs others published (timm's train benchmark, each entry with model, GPU, precision, batch and
    reference), or derived from one by forward MACs for small networks nobody publishes (``bench/gpu_flops_derive.py``),
@@ -40,8 +40,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from dganalysis.plans import PLANS, Plan, plan_for
-from dganalysis.runner import injected_params, list_notebooks, load_all_params, repo_root, run_label
+from dganalysis.studies.plans import PLANS, Plan, plan_for
+from dganalysis.studies.runner import injected_params, list_notebooks, load_all_params, repo_root, run_label
 
 log = logging.getLogger(__name__)
 THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
@@ -88,7 +88,7 @@ class Throughput:
 
 
 def load_throughput(path: str | Path | None = None) -> Throughput:
-    """The throughput table (default ``dganalysis/throughput.yaml``); errors name the file and key. GPU entries
+    """The throughput table (default ``dganalysis/studies/throughput.yaml``); errors name the file and key. GPU entries
     need a ``basis`` (``published``: with ``model``, ``gpu``, ``precision``, ``batch``; ``derived``: with ``how``)
     and a ``ref`` among ``gpu.references``; an assumed speed-up factor is refused."""
     path = Path(path) if path is not None else THROUGHPUT_YAML
@@ -349,7 +349,7 @@ def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:
     """Build ``out``'s plan from a run's full parameters and check its inputs; errors are recorded, not raised."""
     try:
         if name not in PLANS:
-            out.error = (f"no plan registered in dganalysis.plans for {name}: its jobs cannot be listed without "
+            out.error = (f"no plan registered in dganalysis.studies.plans for {name}: its jobs cannot be listed without "
                          "executing it")
             return out
         out.plan = plan_for(name, params)
