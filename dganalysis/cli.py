@@ -77,6 +77,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 f"--outputs names a folder of `dganalysis run` outputs (outputs/<profile> for profiles "
                 f"{', '.join(PROFILES)})")
         raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; {hint}")
+    if args.docs:
+        from dganalysis.studies.docs_pages import publish
+
+        written = publish(out, Path(args.docs), args.profile)
+        print(f"docs: {len(written) - 1} executed notebook(s) and {written[-1]}")
+        return 0
     print(f"report: {write_report(out, args.profile, Path(args.output) if args.output else None)}")
     return 0
 
@@ -144,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--profile", default="quick", help="profile whose outputs to report (default quick)")
     rp.add_argument("--outputs", default=None, help="the outputs folder (default outputs/<profile>)")
     rp.add_argument("-o", "--output", default=None, help="write the page here instead of <outputs>/report.html")
+    rp.add_argument("--docs", default=None, metavar="DIR",
+                    help="instead of the HTML page, publish the executed notebooks and the findings summary into the "
+                         "documentation site's folder DIR (docs/executed in this repository)")
     rp.set_defaults(func=_cmd_report)
 
     s = sub.add_parser("sweep", help="train a grid of jobs into a job store (resumable)")

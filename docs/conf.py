@@ -18,13 +18,16 @@ author = "the dganalysis authors"
 copyright = "the dganalysis authors"  # noqa: A001 (Sphinx's name)
 
 extensions = [
-    "myst_parser",
+    "myst_nb",  # MyST Markdown pages (it loads myst_parser) and the executed notebooks of docs/executed/
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
 ]
-source_suffix = {".md": "markdown"}
+# docs/executed/ holds notebooks run by `dganalysis run` and published with `dganalysis report --docs`: shown with
+# their outputs, never executed by the build.
+nb_execution_mode = "off"
+nb_merge_streams = True
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
