@@ -62,6 +62,7 @@ from scipy import special
 from dganalysis.stats import behrens_fisher as bf
 from dganalysis.stats import planning
 from dganalysis.stats.multiplicity import joint_step_down
+from dganalysis.stats.ttests import tost_p
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
 KEY = ["board", "selection", "dataset", "algorithm"]
@@ -105,16 +106,10 @@ class Decision:
     paired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def _p_tost_raw(d_abs, se, df, rope):
-    """Welch's one-sided TOST p of |Δ| < rope at |Δ| = d_abs (the binding side), uncalibrated."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = special.stdtr(df, (d_abs - rope) / se)
-    return np.where(se > 0, p, np.where(d_abs < rope, 0.0, 1.0))
-
-
-def _one_sided(p1, n_a, n_b):
-    """Calibrated one-sided p: h(2p)/2 below ½ (T is symmetric at the boundary of the one-sided null)."""
-    return np.where(p1 < 0.5, bf.calibrate(np.minimum(2 * p1, 1.0), n_a, n_b) / 2, p1)
+def _ddof1_factor(ddof, n):
+    """× this turns an SE from a population (ddof 0) standard deviation into the sample (ddof 1) one: √(n/(n − 1))
+    where ``ddof`` is 0, else 1."""
+    return np.where(ddof == 0, np.sqrt(n / np.maximum(n - 1, 1)), 1.0)
 
 
 def _verdicts(delta, p_adj, pe_adj, alpha):
@@ -169,8 +164,7 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     arrs = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         a.mean, a.se, a.n, b.mean, b.se, b.n, a.ddof, b.ddof, a.mean_res, b.mean_res, a.se_res, b.se_res)))
     ma, sa, na, mb, sb, nb, da, db, mra, mrb, sra, srb = arrs
-    ca = np.where(da == 0, np.sqrt(na / np.maximum(na - 1, 1)), 1.0)  # ddof-0 SE → ddof-1 SE
-    cb = np.where(db == 0, np.sqrt(nb / np.maximum(nb - 1, 1)), 1.0)
+    ca, cb = _ddof1_factor(da, na), _ddof1_factor(db, nb)  # ddof-0 SE → ddof-1 SE
     delta = ma - mb
     r = (mra + mrb) / 2  # Δ's rounding half-width
     ok = np.isfinite(sa) & np.isfinite(sb) & (na >= 2) & (nb >= 2)
@@ -178,7 +172,7 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     # nominal: the printed numbers at face value, the same calibrated test
     se_n, df_n = np.sqrt((sa * ca) ** 2 + (sb * cb) ** 2), bf.welch_df((sa * ca) ** 2, (sb * cb) ** 2, na, nb)
     p_nom = np.where(ok, bf.calibrate(bf.welch_p(delta, se_n, df_n), na_ok, nb_ok), np.nan)
-    pe_nom = (np.where(ok, _one_sided(_p_tost_raw(np.abs(delta), se_n, df_n, rope), na_ok, nb_ok), np.nan)
+    pe_nom = (np.where(ok, bf.calibrate_one_sided(tost_p(np.abs(delta), se_n, df_n, rope), na_ok, nb_ok), np.nan)
               if rope > 0 else np.full(delta.shape, np.nan))
     # conservative: worst case over the rounding box. Scaling both SEs up by k scales SE_Δ by k and leaves Welch's df
     # unchanged, so every maximum (of the p-values and of the CI half-width) lies on an upper edge of the box:
@@ -199,7 +193,7 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     d_hi = (np.abs(delta) + r)[..., None]
     p_welch = np.where(ok, bf.welch_p(d_lo, se_g, df_g).max(axis=-1), np.nan)
     p = np.where(ok, bf.calibrate(p_welch, na_ok, nb_ok), np.nan)
-    pe = (np.where(ok, _one_sided(_p_tost_raw(d_hi, se_g, df_g, rope).max(axis=-1), na_ok, nb_ok), np.nan)
+    pe = (np.where(ok, bf.calibrate_one_sided(tost_p(d_hi, se_g, df_g, rope).max(axis=-1), na_ok, nb_ok), np.nan)
           if rope > 0 else np.full(delta.shape, np.nan))
     m = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
     w_ci = bf.calibrated_level(np.full(delta.shape, 1 - confidence), na_ok, nb_ok)
@@ -217,9 +211,9 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
         is_paired = np.isfinite(pm) & np.isfinite(ps) & (pn >= 2)
         ok = ok | is_paired
         dfp = np.where(is_paired, pn - 1, 1.0)
+        pp = bf.welch_p(pm, ps, dfp)  # the two-sided t p on n − 1 df (exact for paired differences)
+        ppe = tost_p(np.abs(pm), ps, dfp, rope) if rope > 0 else np.full(delta.shape, np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
-            pp = np.where(ps > 0, 2 * special.stdtr(dfp, -np.abs(pm) / ps), np.where(pm != 0, 0.0, 1.0))
-            ppe = _p_tost_raw(np.abs(pm), ps, dfp, rope) if rope > 0 else np.full(delta.shape, np.nan)
             mp = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
             hp = special.stdtrit(dfp, 1 - (1 - confidence) / 2) * ps
             hsp = special.stdtrit(dfp, 1 - (1 - confidence) / (2 * mp)) * ps
@@ -348,7 +342,7 @@ def trial_sds(rows: pd.DataFrame, suffix: str = "_b") -> tuple[np.ndarray, np.nd
     out = []
     for sfx in ("", suffix):
         n = rows["n" + sfx].to_numpy(dtype=float)
-        c = np.where(rows["se_ddof" + sfx] == 0, np.sqrt(n / np.maximum(n - 1, 1)), 1.0)
+        c = _ddof1_factor(rows["se_ddof" + sfx].to_numpy(), n)
         out.append((rows["se" + sfx] + rows["se_res" + sfx] / 2).to_numpy() * c * np.sqrt(n))
     return out[0], out[1]
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dganalysis.stats.intervals import clopper_pearson_ties, search_intervals, trimmed_mean_t
+from dganalysis.stats.intervals import clopper_pearson_ties, dodge_eq1_weights, search_intervals, trimmed_mean_t
 
 #: the level the shipped coverage table was measured at
 NOMINAL = 0.95
@@ -204,8 +204,7 @@ def _bootstrap_of_draws(a: np.ndarray, v: np.ndarray, budgets: np.ndarray, confi
     """A percentile bootstrap of Dodge et al.'s eq. 1 curve over hparams draws (the same resample of the draw columns
     for every row), the usual way to put an interval on the curve; measured for comparison only."""
     big_n = a.shape[1]
-    i = np.arange(1, big_n + 1)
-    eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in budgets])
+    eq1 = dodge_eq1_weights(big_n, budgets)
     cols = rng.integers(0, big_n, (n_boot, big_n))
     aa, vv = a[:, cols], v[:, cols]
     order = np.lexsort((aa, vv), axis=-1)

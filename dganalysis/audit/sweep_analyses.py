@@ -85,13 +85,12 @@ def trial_averages(selected: pd.DataFrame, columns: pd.DataFrame | None = None) 
 
 
 def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    """Mean and Student-t interval over the values (trials): valid for small n under normality (n ≥ 2)."""
-    n = len(values)
-    mean = float(np.mean(values)) if n else float("nan")
-    if n < 2:
-        return mean, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * np.std(values, ddof=1) / np.sqrt(n)
-    return mean, mean - half, mean + half
+    """Mean and Student-t interval over the values (trials; :func:`dganalysis.stats.intervals.t_interval_over`):
+    valid for small n under normality (n ≥ 2)."""
+    if not len(values):
+        return float("nan"), float("nan"), float("nan")
+    mean, lo, hi = intervals.t_interval_over(np.asarray(values, dtype=float), confidence)
+    return float(mean), float(lo), float(hi)
 
 
 def _drop_single_setting(out: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats as st
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
+from dganalysis.stats.intervals import t_half_width
 from dganalysis.stats.planning import trials_for_effect_size
 from dganalysis.stats.ttests import compare
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
@@ -98,7 +99,7 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
         for k, x in by_k.items():
             n = len(x)
             m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
-            half = float(st.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / np.sqrt(n)) if n > 1 else np.nan
+            half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
             row = dict(zip(by, key), k=int(k), leakage=m, ci_low=m - half, ci_high=m + half, n_trials=n)
             if k == 1:
                 row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan

@@ -24,7 +24,7 @@ at α = 0.01 (Welch 0.77, Hsu 0.31); at n = 10 it is within 0.01 of Welch's (tab
 U_b likewise, B = U_a/(U_a + U_b) ~ Beta((n_a − 1)/2, (n_b − 1)/2) is independent of S = U_a + U_b ~ χ²(m),
 m = n_a + n_b − 2. The estimated variance of Δ is S·g(B) with g linear in B, the share r of s_a²/n_a in it is a
 function of B alone (logit r = logit B + log(k_a/k_b), k = σ²/((n − 1)n)), and Δ ⊥ (B, S). Hence, given B,
-|T| > c  ⟺  |t_m| > c·√(m·g(B))/τ, τ² = Var(Δ), and
+``|T|`` > c  ⟺  ``|t_m|`` > c·√(m·g(B))/τ, τ² = Var(Δ), and
 
     P_θ(p_W ≤ w) = E_B[ 2·F̄_{t,m}( c_w(r(B))·√(m·g(B))/τ ) ],   c_w(r) = t⁻¹_{ν(r)}(1 − w/2),
 
@@ -59,13 +59,21 @@ def welch_df(va: np.ndarray, vb: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -
         return np.where(den > 0, (va + vb) ** 2 / den, np.inf)
 
 
+def welch_df_from_share(r, n_a, n_b) -> np.ndarray:
+    """Welch–Satterthwaite degrees of freedom written through the share ``r = va / (va + vb)`` of arm A's squared
+    standard error in their sum: 1 / (r²/(n_a − 1) + (1 − r)²/(n_b − 1)) — :func:`welch_df` divided through by
+    (va + vb)², the form the critical values over a grid of shares need (Welch 1947)."""
+    r = np.asarray(r, dtype=float)
+    return 1.0 / (r**2 / (n_a - 1) + (1 - r) ** 2 / (n_b - 1))
+
+
 def _logit_beta_density(x: np.ndarray, a: float, b: float) -> np.ndarray:
     """Density of logit(B), B ~ Beta(a, b): σ(x)^a σ(−x)^b / Beta(a, b)."""
     return np.exp(-a * np.logaddexp(0.0, -x) - b * np.logaddexp(0.0, x) - special.betaln(a, b))
 
 
 def rejection_probability(crit, n_a: int, n_b: int, log_shift, delta=0.0) -> np.ndarray:
-    """P(|T| > crit(r)) for Welch's statistic T, at the variance-ratio shifts ``log_shift``.
+    """P(``|T|`` > crit(r)) for Welch's statistic T, at the variance-ratio shifts ``log_shift``.
 
     ``crit``: critical values over the grid of logit r (r: the share of s_a²/n_a in the estimated variance of Δ),
     shape ``(..., grid)``, or a callable of r giving them; ``log_shift`` = log(k_a/k_b), k = σ²/((n − 1)·n), an
@@ -101,7 +109,7 @@ def _logit_grid(n_a: int, n_b: int) -> np.ndarray:
 
 
 def _noncentral_two_sided(x: np.ndarray, m: int, nc: float) -> np.ndarray:
-    """P(|t_{m, nc}| > x), the noncentral t with m df, by quadrature over S ~ χ²(m) (stable far in the tail)."""
+    """P(``|t_{m, nc}|`` > x), the noncentral t with m df, by quadrature over S ~ χ²(m) (stable far in the tail)."""
     q = (np.arange(64) + 0.5) / 64
     root = np.sqrt(special.chdtri(m, 1 - q) / m)  # √(S/m) at χ²(m) quantiles
     xs = np.asarray(x)[..., None] * root
@@ -111,7 +119,7 @@ def _noncentral_two_sided(x: np.ndarray, m: int, nc: float) -> np.ndarray:
 
 def _welch_crit(w: np.ndarray, n_a: int, n_b: int, r: np.ndarray) -> np.ndarray:
     """Welch's two-sided critical values at levels ``w`` (rows) over the shares ``r`` (columns)."""
-    nu = 1.0 / (r**2 / (n_a - 1) + (1 - r) ** 2 / (n_b - 1))
+    nu = welch_df_from_share(r, n_a, n_b)
     return special.stdtrit(nu[None, :], 1 - np.asarray(w, dtype=float)[:, None] / 2)
 
 
@@ -165,6 +173,15 @@ def calibrate(p_welch, n_a, n_b) -> np.ndarray:
     return _by_pair(p_welch, n_a, n_b, apply)
 
 
+def calibrate_one_sided(p_one_sided, n_a, n_b) -> np.ndarray:
+    """The valid one-sided p-value for Welch one-sided p-values ``p_one_sided`` (e.g. each side of a TOST,
+    :func:`dganalysis.stats.ttests.tost_p`): h(2p)/2 below ½, the p-value itself from ½ on — Welch's statistic is
+    symmetric at the boundary of a one-sided null, so the one-sided test at level α is the two-sided one at 2α on
+    its side (Schuirmann 1987 for the TOST; the calibration h as in :func:`calibrate`). NaN stays NaN."""
+    p1 = np.asarray(p_one_sided, dtype=float)
+    return np.where(p1 < 0.5, calibrate(np.minimum(2 * p1, 1.0), n_a, n_b) / 2, p1)
+
+
 def calibrated_level(target, n_a, n_b) -> np.ndarray:
     """The Welch level w with h(w) = ``target``: Welch's test at level w has size ≤ target for every variance ratio
     (the inverse of :func:`calibrate`; it gives the critical values of the simultaneous intervals)."""
@@ -178,7 +195,8 @@ def calibrated_level(target, n_a, n_b) -> np.ndarray:
 
 
 def welch_p(delta, se, df) -> np.ndarray:
-    """Welch's (uncalibrated) two-sided p of |Δ|/SE on ``df`` (zero SE: p = 0 for Δ ≠ 0, 1 for Δ = 0)."""
+    """The two-sided t p-value of ``|Δ|``/SE on ``df`` (zero SE: p = 0 for Δ ≠ 0, 1 for Δ = 0): Welch's own
+    (uncalibrated) p with Welch's df, the paired t-test's with n − 1."""
     delta, se, df = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (delta, se, df)))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2 * special.stdtr(df, -np.abs(delta) / se)

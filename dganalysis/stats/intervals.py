@@ -9,7 +9,10 @@
   (Winsorized variance, Student t on n − 2g − 1 degrees of freedom; Yuen 1974, Wilcox 2012 Sec. 4.4).
 * :func:`unbiased_expected_max_weights` — the without-replacement (U-statistic) estimator of the expected best of k
   draws (Tang et al. 2020 show that Dodge et al.'s with-replacement eq. 1 is biased low).
-* :func:`t_interval_over` — the Student-t interval of a mean over independent replicates (e.g. trials).
+* :func:`t_interval_over` — the Student-t interval of a mean over independent replicates (e.g. trials), and
+  :func:`t_half_width`, its half-width from an SD.
+* :func:`dodge_eq1_weights` — the weights of Dodge et al.'s (2019) eq. 1, the expected best of k draws with
+  replacement.
 * :func:`search_intervals` — the expected-max curve of a hyperparameter search (Dodge et al. 2019's eq. 1 and the
   unbiased estimator) with Student-t intervals over trials for each budget and for the gain to the full budget.
 
@@ -18,7 +21,6 @@ Their coverage, measured on simulated data, ships with the audit (:mod:`dganalys
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,6 +83,19 @@ def unbiased_expected_max_weights(big_n: int, budgets: np.ndarray) -> np.ndarray
     return out
 
 
+def dodge_eq1_weights(big_n: int, budgets) -> np.ndarray:
+    """(budgets, N) weights of Dodge et al.'s (2019) eq. 1 over N values sorted ascending: w_i = (i/N)^k −
+    ((i − 1)/N)^k, the probability that the i-th smallest is the largest of k draws with replacement."""
+    i = np.arange(1, big_n + 1)
+    return np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in budgets])
+
+
+def t_half_width(sd, n, confidence: float = 0.95):
+    """Half-width of the Student-t interval of a mean over ``n`` independent replicates with sample SD ``sd``
+    (ddof 1): t_{(1 + confidence)/2, n − 1} · sd / √n (Student 1908). Arrays broadcast; needs n ≥ 2."""
+    return stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
+
+
 def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and Student-t interval over axis 0 (independent replicates, e.g. trials); NaN with fewer than 2."""
     v = np.asarray(values, dtype=float)
@@ -89,7 +104,7 @@ def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.nd
     if n < 2:
         nan = np.full(mean.shape, np.nan)
         return mean, nan, nan
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * v.std(axis=0, ddof=1) / math.sqrt(n)
+    half = t_half_width(v.std(axis=0, ddof=1), n, confidence)
     return mean, mean - half, mean + half
 
 
@@ -118,8 +133,7 @@ def search_intervals(a: np.ndarray, v: np.ndarray, trial: np.ndarray, budgets: S
                          f"got {a.shape}, {v.shape} and {len(trial)} trials")
     sizes = np.asarray([int(b) for b in budgets])
     big_n = a.shape[1]
-    i = np.arange(1, big_n + 1)
-    eq1 = np.array([(i / big_n) ** n - ((i - 1) / big_n) ** n for n in sizes])  # Dodge et al. eq. 1
+    eq1 = dodge_eq1_weights(big_n, sizes)
     unb = unbiased_expected_max_weights(big_n, sizes)
     order = np.lexsort((a, v), axis=-1)
     ranked = np.take_along_axis(a, order, axis=-1)

@@ -8,15 +8,16 @@ fails. :func:`holm` gives the adjusted p-values (equal to ``statsmodels.stats.mu
 method="holm")[1]`` row by row, tested), vectorised over leading axes.
 
 **Difference and equivalence together** (:func:`joint_step_down`). Each claim j has two null hypotheses: H_j⁼
-"Δ_j = 0" (rejected: better or worse) and H_j^≈ "|Δ_j| ≥ rope" (rejected: equivalent). At most one of them is true
-for any Δ_j. Holm run separately on each kind keeps each kind's error at α but not the two together: a family with
-one claim at Δ = 0 among claims at |Δ| = rope with tiny SEs makes a false difference *and* a false equivalence each
-about α likely (about 2α in all). The joint procedure orders all 2m p-values and compares the k-th smallest with
-α / t_k, where t_k is the number of claims that still have a hypothesis among those not yet rejected (a claim
-leaves the count only when both its hypotheses are rejected) — Shaffer's (1986) logically restricted step-down with
-"at most one true hypothesis per claim". Validity: let I be the claims with a true hypothesis (|I| ≤ m) and E the
-event that every true hypothesis has p > α/|I|; P(E) ≥ 1 − α. Before the first false rejection each claim of I
-still holds its true hypothesis, so t_k ≥ |I| and the threshold is ≤ α/|I|: on E no true hypothesis is rejected.
+"Δ_j = 0" (rejected: better or worse) and H_j^≈ "``|Δ_j|`` ≥ rope" (rejected: equivalent). At most one of them is
+true for any Δ_j. Holm run separately on each kind keeps each kind's error at α but not the two together: a family
+with one claim at Δ = 0 among claims at ``|Δ|`` = rope with tiny SEs makes a false difference *and* a false
+equivalence each about α likely (about 2α in all). The joint procedure orders all 2m p-values and compares the k-th
+smallest with α / t_k, where t_k is the number of claims that still have a hypothesis among those not yet rejected
+(a claim leaves the count only when both its hypotheses are rejected) — Shaffer's (1986) logically restricted
+step-down with "at most one true hypothesis per claim". Validity: let I be the claims with a true hypothesis
+(``|I|`` ≤ m) and E the event that every true hypothesis has p > α/``|I|``; P(E) ≥ 1 − α. Before the first false
+rejection each claim of I still holds its true hypothesis, so t_k ≥ ``|I|`` and the threshold is ≤ α/``|I|``: on E
+no true hypothesis is rejected.
 Hence P(any false better/worse/equivalent verdict) ≤ α for every configuration of the Δ_j. With no equivalence test
 (rope 0) it is exactly Holm. Its price against two separate Holm runs: a claim decided different still counts while
 its equivalence hypothesis stands, so later steps divide by a little more.

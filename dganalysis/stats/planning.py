@@ -47,13 +47,13 @@ def power_difference(n: int, sd_a, sd_b, delta, level: float) -> np.ndarray:
 
 
 def power_equivalence(n: int, sd_a, sd_b, rope: float, level: float) -> np.ndarray:
-    """Power of the calibrated TOST within ±rope at ``level`` when the true Δ is 0: P(|Δ̂| + c₁·SE < rope), c₁ the
-    one-sided calibrated Welch critical value (by quadrature over the logit of B and over S, as the size)."""
+    """Power of the calibrated TOST within ±rope at ``level`` when the true Δ is 0: P(``|Δ̂|`` + c₁·SE < rope),
+    c₁ the one-sided calibrated Welch critical value (by quadrature over the logit of B and over S, as the size)."""
     sd_a, sd_b = np.broadcast_arrays(np.asarray(sd_a, dtype=float), np.asarray(sd_b, dtype=float))
     grid = bf._logit_grid(n, n)
     r = special.expit(grid)
     w1 = bf.level_for(min(2 * level, 0.999), n, n) / 2  # one-sided level: h(2w)/2 = level
-    c1 = special.stdtrit(1.0 / (r**2 / (n - 1) + (1 - r) ** 2 / (n - 1)), 1 - w1)  # (grid,)
+    c1 = special.stdtrit(bf.welch_df_from_share(r, n, n), 1 - w1)  # (grid,)
     shift = np.log(sd_a**2 / sd_b**2)[..., None]
     tau = np.sqrt((sd_a**2 + sd_b**2) / n)[..., None]
     x = grid - shift
@@ -162,7 +162,7 @@ def _plan(kind: str, sd_a, sd_b, n_a, n_b, effect: float, level: float, power: f
 def trials_to_decide(sd_a, sd_b, n_a, n_b, effect: float, level: float, power: float = POWER,
                      confidence: float = 0.8, max_n: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(n, low, high) per item: trials per arm for the calibrated Welch test at ``level`` to reach ``power`` against
-    a true |Δ| = ``effect``, at the estimated SDs (from ``n_a``, ``n_b`` trials) and at the ends of their
+    a true ``|Δ|`` = ``effect``, at the estimated SDs (from ``n_a``, ``n_b`` trials) and at the ends of their
     ``confidence`` interval; inf above ``max_n``."""
     return _plan("difference", sd_a, sd_b, n_a, n_b, effect, level, power, confidence, max_n)
 
@@ -176,7 +176,7 @@ def trials_for_equivalence(sd_a, sd_b, n_a, n_b, rope: float, level: float, powe
 
 def paired_trials(sd_d, n, effect: float, level: float, kind: str = "difference", power: float = POWER,
                   confidence: float = 0.8, max_n: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n, low, high): trials for the paired t-test (df n − 1; exact noncentral t) to decide |Δ| = ``effect``
+    """(n, low, high): trials for the paired t-test (df n − 1; exact noncentral t) to decide ``|Δ|`` = ``effect``
     (``kind="difference"``), or for its TOST within ±``effect`` at Δ = 0 (``"equivalence"``: the Bonferroni lower
     bound on its power), from the SD of the paired differences estimated on n − 1 df."""
     sd_d, n = np.broadcast_arrays(np.atleast_1d(np.asarray(sd_d, dtype=float)),

@@ -72,7 +72,7 @@ def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
 
 def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
     """Nemenyi post-hoc p-values after the Friedman test (Demšar 2006, Sec. 3.2.2), methods × methods: with R_i the
-    average rank of method i over the N blocks of ``scores`` (k methods, ties averaged), q_ij = |R_i − R_j| /
+    average rank of method i over the N blocks of ``scores`` (k methods, ties averaged), q_ij = ``|R_i − R_j|`` /
     √(k(k+1)/(6N)) and p_ij = P(Q > q_ij √2), Q the studentized range of k means with infinite degrees of freedom
     (``scipy.stats.studentized_range``); 1 on the diagonal.
 
@@ -169,7 +169,7 @@ def wilcoxon_ps(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     (calling its statistic once per assignment: ~25 ms a test at n = 7), else its normal approximation. The rows are
     sorted into those three groups and each group answered in one vectorised call — the exact distribution and the
     normal approximation by ``scipy.stats.wilcoxon`` itself along the rows, the permutation test by
-    ``scipy.stats.permutation_test`` with W+ (the sum of the average ranks of |d| over the positive differences,
+    ``scipy.stats.permutation_test`` with W+ (the sum of the average ranks of ``|d|`` over the positive differences,
     zeros ranked and then left out, as scipy's Pratt statistic) as a vectorised statistic. A family of 91 pairs takes
     three calls instead of 91 (each call of scipy's wrapper costs ~1 ms). ``tests/stats/test_rank_tests`` holds every
     row equal to scipy's own call on random tables with ties and zeros."""
@@ -193,5 +193,5 @@ def wilcoxon_ps(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _signed_rank_sum(d: np.ndarray, axis: int = -1) -> np.ndarray:
-    """W+ of each row of differences ``d``: the sum of the average ranks of |d| over the positive ones."""
+    """W+ of each row of differences ``d``: the sum of the average ranks of ``|d|`` over the positive ones."""
     return np.sum((d > 0) * stats.rankdata(np.abs(d), axis=axis), axis=axis)

@@ -1,8 +1,8 @@
 """Two-sample comparisons over trials: Welch's t-test and the paired t-test on shared trial seeds.
 
 Welch's t-test (Welch 1947) compares two means without assuming equal variances; the degrees of freedom come
-from the Welch–Satterthwaite equation (the same formula as :func:`dganalysis.stats.behrens_fisher.welch_df`, which
-the audit's calibrated test uses; held equal by a test). The protocols use it for every comparison *over trials*
+from the Welch–Satterthwaite equation (:func:`dganalysis.stats.behrens_fisher.welch_df`, the formula the audit's
+calibrated test uses too). The protocols use it for every comparison *over trials*
 (trial = one independent repetition of a training run with its own data split and seed, as in DomainBed), because
 different methods and different training-domain choices are independent runs; where two groups share trial seeds
 (the same data splits), :func:`compare` pairs them.
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
-from dganalysis.validation import check_number, check_scalar
+from dganalysis.stats.behrens_fisher import welch_df
+from dganalysis.validation import check_number, check_numeric, check_scalar
 
 TOL = 1e-12
 
@@ -73,12 +74,26 @@ def welch(a, b, confidence: float = 0.95, tol: float = TOL) -> WelchResult:
         t = np.sign(diff) * np.inf if p == 0.0 else 0.0
         return WelchResult(diff, 0.0, float(t), np.inf, p, diff, diff, n_a, n_b)
     se = float(np.sqrt(se2))
-    denom = (va**2 / (n_a - 1) if va > 0 else 0.0) + (vb**2 / (n_b - 1) if vb > 0 else 0.0)
-    df = float(se2**2 / denom)
+    df = float(welch_df(va, vb, n_a, n_b))
     t = diff / se
     p = float(2 * stats.t.sf(abs(t), df))
     q = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
     return WelchResult(diff, se, float(t), df, p, diff - q * se, diff + q * se, n_a, n_b)
+
+
+def tost_p(d_abs, se, df, rope: float) -> np.ndarray:
+    """The p-value of the two one-sided tests (TOST; Schuirmann 1987) of equivalence ``|Δ|`` < ``rope``,
+    uncalibrated: with the estimate's absolute value ``d_abs``, its standard error ``se`` and ``df`` degrees of
+    freedom, the binding side's one-sided t p-value F_t((``|Δ̂|`` − rope)/SE; df) (the other side's is smaller).
+    Arrays broadcast. Zero SE: 0 when ``|Δ̂|`` < rope, else 1. For Welch's statistic, pass it through
+    :func:`dganalysis.stats.behrens_fisher.calibrate_one_sided` to keep the level for every variance ratio; on
+    paired differences (df = n − 1) it is exact."""
+    for value, name in ((d_abs, "d_abs"), (se, "se"), (df, "df"), (rope, "rope")):
+        check_numeric(value, name, func="tost_p")
+    d_abs, se, df = (np.asarray(x, dtype=float) for x in (d_abs, se, df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = special.stdtr(df, (d_abs - rope) / se)
+    return np.where(se > 0, p, np.where(d_abs < rope, 0.0, 1.0))
 
 
 def direction(diff: float, p_adj: float, alpha: float) -> int:

@@ -75,3 +75,26 @@ def test_power_between_hsu_and_welch_at_equal_variances():
     c = stats.t.isf(0.005, 2)  # Hsu: Welch's statistic (t on 4 df at equal variances) against t on min(n) − 1 = 2 df
     hsu = float(stats.nct.sf(c, 4, nc) + np.nan_to_num(stats.nct.cdf(-c, 4, nc)))  # the lower tail: ~0
     assert hsu < cal - 0.15 and cal == pytest.approx(0.55, abs=0.02) and hsu == pytest.approx(0.31, abs=0.02)
+
+
+def test_welch_df_from_share_is_welch_df():
+    """The df written through arm A's share r of the squared SEs is Welch–Satterthwaite's from the SEs."""
+    rng = np.random.default_rng(2)
+    va, vb = rng.uniform(0.01, 4, 50), rng.uniform(0.01, 4, 50)
+    for n_a, n_b in ((3, 3), (3, 8), (10, 4)):
+        np.testing.assert_allclose(bf.welch_df_from_share(va / (va + vb), n_a, n_b), bf.welch_df(va, vb, n_a, n_b),
+                                   rtol=1e-12)
+    # the limits: all the variance in one arm gives that arm's n − 1
+    assert bf.welch_df_from_share(np.array([0.0, 1.0]), 3, 8).tolist() == pytest.approx([7.0, 2.0])
+
+
+def test_calibrate_one_sided_is_half_the_two_sided_calibration():
+    """Below ½ the one-sided p is h(2p)/2 (valid: at least p); from ½ on it is p itself; NaN stays NaN."""
+    p1 = np.array([1e-6, 1e-3, 0.01, 0.2, 0.49, 0.5, 0.8, np.nan])
+    got = bf.calibrate_one_sided(p1, 3, 3)
+    low = p1 < 0.5
+    np.testing.assert_array_equal(got[low], bf.calibrate(2 * p1[low], 3, 3) / 2)
+    np.testing.assert_array_equal(got[5:7], p1[5:7])
+    assert np.isnan(got[-1]) and np.all(got[:5] >= p1[:5]) and got[2] > p1[2]  # n = 3: the calibration costs
+    # large n: Welch keeps its level, the calibration changes (almost) nothing
+    assert float(bf.calibrate_one_sided(0.01, 200, 200)) == pytest.approx(0.01, rel=0.02)

@@ -59,3 +59,22 @@ def test_unbiased_weights_enumerate_the_searches_without_replacement():
     assert np.allclose(w.sum(axis=1), 1) and np.allclose(w[0], 1 / 6) and np.allclose(w[2], [0, 0, 0, 0, 0, 1])
     one = intervals.search_intervals(a, v, np.zeros(3), [2])
     assert np.isnan(one["ci_low"]).all() and np.isfinite(one["unbiased"]).all()  # one trial: no interval
+
+
+def test_dodge_eq1_weights_are_the_expected_max_with_replacement():
+    """Dodge et al.'s (2019) eq. 1: the weights give the mean over every draw of k values with replacement of their
+    maximum (enumerated for N = 4), and each row sums to 1."""
+    values = np.array([1.0, 2.5, 3.0, 7.0])
+    w = intervals.dodge_eq1_weights(len(values), [1, 2, 3])
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    for row, k in zip(w, (1, 2, 3), strict=True):
+        brute = np.mean([max(c) for c in itertools.product(values, repeat=k)])
+        assert row @ values == pytest.approx(brute)
+
+
+def test_t_half_width_is_scipys_t_interval():
+    x = np.array([0.3, 0.9, 0.5, 0.65])
+    lo, hi = stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+    assert intervals.t_half_width(x.std(ddof=1), len(x), 0.9) == pytest.approx((hi - lo) / 2, rel=1e-12)
+    mean, lo2, hi2 = intervals.t_interval_over(x[:, None], 0.9)
+    assert (lo2[0], hi2[0]) == pytest.approx((lo, hi), rel=1e-12)

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dganalysis.stats import behrens_fisher as bf
-from dganalysis.stats.ttests import PAIRED, TOO_FEW, WELCH, compare, welch
+from dganalysis.stats.ttests import PAIRED, TOO_FEW, WELCH, compare, tost_p, welch
 
 
 def test_compare_paired_and_welch_match_scipy():
@@ -56,14 +56,30 @@ def test_zero_variance_welch_is_exact():
 
 
 def test_welch_df_and_p_are_the_audits():
-    """One Welch: the protocols' df and p (scalar arithmetic) equal behrens_fisher.welch_df / welch_p, the audit's
-    vectorised ones, to the last bits (they differ at most by rounding: numpy's scalar and array powers)."""
+    """One Welch: the protocols' df is behrens_fisher.welch_df, the audit's (the same bits), and the p-value
+    welch_p's on it and scipy's."""
     rng = np.random.default_rng(3)
     for _ in range(300):
         n_a, n_b = (int(k) for k in rng.integers(2, 12, 2))
         a, b = rng.normal(0, rng.uniform(0.01, 5), n_a), rng.normal(0.3, rng.uniform(0.01, 5), n_b)
         w = welch(a, b)
         va, vb = a.var(ddof=1) / n_a, b.var(ddof=1) / n_b
-        assert w.df == pytest.approx(float(bf.welch_df(va, vb, n_a, n_b)), rel=1e-13)
+        assert w.df == float(bf.welch_df(va, vb, n_a, n_b))
         assert w.p == pytest.approx(float(bf.welch_p(w.diff, w.se, bf.welch_df(va, vb, n_a, n_b))), rel=1e-12)
         assert w.p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-9)
+
+
+def test_tost_p_is_the_larger_of_scipys_two_one_sided_tests():
+    """On paired differences (df n − 1) the TOST p of |Δ| < rope is the larger of the one-sided one-sample t-tests
+    of mean < rope and mean > −rope (Schuirmann 1987), whichever sign the mean has."""
+    rng = np.random.default_rng(5)
+    for shift in (-0.8, -0.1, 0.0, 0.3, 1.5):
+        d = rng.normal(shift, 0.7, 6)
+        rope = 1.0
+        upper = stats.ttest_1samp(d, rope, alternative="less").pvalue
+        lower = stats.ttest_1samp(d, -rope, alternative="greater").pvalue
+        se = d.std(ddof=1) / np.sqrt(len(d))
+        assert float(tost_p(abs(d.mean()), se, len(d) - 1, rope)) == pytest.approx(max(upper, lower), rel=1e-10)
+    # zero SE: equivalent exactly when inside the rope; arrays broadcast
+    assert tost_p(np.array([0.5, 1.0, 2.0]), 0.0, 3, 1.0).tolist() == [0.0, 1.0, 1.0]
+    assert tost_p(np.zeros((2, 3)), np.ones(3), 4, 1.0).shape == (2, 3)
