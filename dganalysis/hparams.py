@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from dganalysis.validation import Check, LazyCheck, like
+
 Sampler = Callable[[np.random.RandomState], Any]
 
 #: Version of the rule that turns a job spec into hyperparameters (defaults, distributions, seeding). Bump it when a
@@ -73,7 +75,7 @@ class HParam:
     large: tuple[Any, Sampler] | None = None
     datasets: Mapping[str, tuple[Any, Sampler]] = field(default_factory=dict)
     #: optional constraint on values (e.g. ``dganalysis.validation.Check("float", low=0)``); without one a value
-    #: must be of the default's kind (see :func:`dganalysis.validation.hparam_check`)
+    #: must be of the default's kind (see :func:`hparam_check`)
     check: Callable[[Any, str], Any] | None = None
 
     def regime(self, small_images: bool, dataset: str | None = None) -> tuple[Any, Sampler]:
@@ -222,6 +224,48 @@ def is_small_images(dataset: str | None) -> bool:
         if flag is not None:
             return bool(flag)
     return False
+
+
+# ---------------------------------------------------------------- constraints on values
+
+
+def _featurizer_check() -> Check:
+    """The featurizer rule of :mod:`dganalysis.nets.registry` (imported when a featurizer is checked: nets loads torch,
+    this module does not)."""
+    from dganalysis.nets.registry import FeaturizerCheck
+
+    return FeaturizerCheck()
+
+
+#: constraints of the hyperparameters every algorithm has (:data:`BASE_HPARAMS`)
+BASE_CHECKS: dict[str, Check] = {
+    "lr": Check("float", low=0.0, high=10.0, low_open=True),
+    "batch_size": Check("int", low=1, high=1 << 16),
+    "weight_decay": Check("float", low=0.0, high=1.0),
+    "optimizer": Check(choices=("adam", "adamw", "sgd")),
+    "schedule": Check(choices=("constant", "step", "cosine")),
+    "featurizer": LazyCheck(_featurizer_check),
+    "conv1_3x3": Check("bool"),
+    "nonlinear_classifier": Check("bool"),
+    "resnet_dropout": Check("float", low=0.0, high=1.0, high_open=True),
+    "augment": Check("bool"),
+    "pretrained": Check("str", nullable=True),
+    "pretrained_layout": Check("str"),
+    "linear_probe": Check("bool"),
+    "freeze_stages": Check("int", low=0),
+    "steps": Check("int", low=1),
+}
+
+
+def hparam_check(name: str, spec: Any) -> Check:
+    """The check of hyperparameter ``name``: the HParam's own ``check``, else :data:`BASE_CHECKS`, else the
+    default's kind (so ``mmd_gamma: "1.0e6"`` or ``irm_penalty_anneal_iters: 40.9`` fail)."""
+    own = getattr(spec, "check", None)
+    if own is not None:
+        return own
+    if name in BASE_CHECKS:
+        return BASE_CHECKS[name]
+    return like(getattr(spec, "default", None))
 
 
 # ---------------------------------------------------------------- the base hyperparameters

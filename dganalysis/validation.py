@@ -4,6 +4,11 @@ Every message reads ``<where>: expected <what>, got <value>``, where ``where`` n
 parameter), so a user can fix it without a traceback. :class:`ConfigError` is a ``ValueError``, so callers that
 catch ``ValueError`` keep working.
 
+This module is a leaf of generic checks (kinds, intervals, choices, arrays, frames, paths): it imports nothing from
+``dganalysis``. Checks that know a domain live with their owner and use these: dataset names and builder arguments
+in :mod:`dganalysis.data.checks`, the featurizer names in :mod:`dganalysis.nets.registry`, the hyperparameters'
+constraints in :mod:`dganalysis.hparams`, a notebook's parameters in :mod:`dganalysis.studies.param_checks`.
+
 Types are strict, as in scikit-learn's parameter constraints: ``True`` is not an integer, ``40.9`` is not a
 number of steps, ``"no"`` is not a boolean, and a string is never a number (YAML 1.1 reads ``1.0e6`` — no sign
 after the ``e`` — as the *string* "1.0e6"; write ``1.0e+6``).
@@ -11,9 +16,8 @@ after the ``e`` — as the *string* "1.0e6"; write ``1.0e+6``).
 
 from __future__ import annotations
 
-import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +30,8 @@ _KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "st
           "list": "a list", "dict": "a mapping", "any": "a value"}
 
 
-def _got(value: Any) -> str:
+def got(value: Any) -> str:
+    """What arrived, for a config value: ``the string '1.0e6'`` (with YAML's number hint) or ``40.9 (float)``."""
     if isinstance(value, str):
         hint = ""
         try:
@@ -106,10 +111,10 @@ class Check:
             return value
         if self.choices is not None:
             if isinstance(value, bool) or value not in self.choices:
-                raise ConfigError(f"{where}: expected {self.describe()}, got {_got(value)}")
+                raise ConfigError(f"{where}: expected {self.describe()}, got {got(value)}")
             return value
         if not is_kind(value, self.kind):
-            raise ConfigError(f"{where}: expected {self.describe()}, got {_got(value)}")
+            raise ConfigError(f"{where}: expected {self.describe()}, got {got(value)}")
         if self.low is not None or self.high is not None:
             v = float(value)
             bad_low = self.low is not None and (v <= self.low if self.low_open else v < self.low)
@@ -134,139 +139,20 @@ def positive_int(where: str, value: Any) -> int:
     return int(Check("int", low=1)(value, where))
 
 
-# --------------------------------------------------------------------------- hyperparameters
-#: constraints of the hyperparameters every algorithm has (:data:`dganalysis.hparams.BASE_HPARAMS`)
-class FeaturizerCheck(Check):
-    """One of the registered featurizer names (:func:`dganalysis.nets.registry.featurizer_names`, read when
-    checking, so a featurizer registered later is accepted)."""
+class LazyCheck(Check):
+    """A check built by ``factory()`` when first asked (to check or describe) — for rules whose choices live in a
+    module that is expensive to import or registers names later (e.g. a registry of networks)."""
+
+    def __init__(self, factory: Callable[[], Check]):
+        super().__init__()
+        object.__setattr__(self, "factory", factory)
 
     def __call__(self, value: Any, where: str) -> Any:
-        from dganalysis.nets.registry import featurizer_names
-
-        return Check(choices=tuple(featurizer_names()))(value, where)
+        return self.factory()(value, where)
 
     def describe(self) -> str:
-        from dganalysis.nets.registry import featurizer_names
-
-        return Check(choices=tuple(featurizer_names())).describe()
-
-
-BASE_CHECKS: dict[str, Check] = {
-    "lr": Check("float", low=0.0, high=10.0, low_open=True),
-    "batch_size": Check("int", low=1, high=1 << 16),
-    "weight_decay": Check("float", low=0.0, high=1.0),
-    "optimizer": Check(choices=("adam", "adamw", "sgd")),
-    "schedule": Check(choices=("constant", "step", "cosine")),
-    "featurizer": FeaturizerCheck(),
-    "conv1_3x3": Check("bool"),
-    "nonlinear_classifier": Check("bool"),
-    "resnet_dropout": Check("float", low=0.0, high=1.0, high_open=True),
-    "augment": Check("bool"),
-    "pretrained": Check("str", nullable=True),
-    "pretrained_layout": Check("str"),
-    "linear_probe": Check("bool"),
-    "freeze_stages": Check("int", low=0),
-    "steps": Check("int", low=1),
-}
-
-
-def hparam_check(name: str, spec: Any) -> Check:
-    """The check of hyperparameter ``name``: the HParam's own ``check``, else :data:`BASE_CHECKS`, else the
-    default's kind (so ``mmd_gamma: "1.0e6"`` or ``irm_penalty_anneal_iters: 40.9`` fail)."""
-    own = getattr(spec, "check", None)
-    if own is not None:
-        return own
-    if name in BASE_CHECKS:
-        return BASE_CHECKS[name]
-    return like(getattr(spec, "default", None))
-
-
-# --------------------------------------------------------------------------- dataset arguments
-def _kwarg_check(name: str) -> Check:
-    """A rule for a builder argument from its name: ``*_size`` and ``n_*`` positive integers, ``seed`` ≥ 0,
-    ``*fraction`` in [0, 1] (other arguments are the builder's to check)."""
-    low = name.lower()
-    if low.endswith("_size") or low.startswith(("n_", "num_")):
-        return Check("int", low=1)
-    if low == "seed":
-        return Check("int", low=0)
-    if low.endswith("fraction"):
-        return Check("float", low=0.0, high=1.0)
-    return Check("any")
-
-
-def _builder_parameters(dataset: str) -> list[str] | None:
-    """Argument names the dataset's builder takes (following the built-in ``**kw`` wrappers to the function they
-    call); None when it takes any keyword."""
-    import inspect
-
-    from dganalysis.data.registry import DATASETS
-
-    fn = DATASETS.get(dataset)
-    if dataset in ("RotatedDigits", "RotatedMNIST_Fixed", "ColoredDigits", "ColoredMNIST_Fixed", "PaHCC",
-                   "RotatedMNIST", "ColoredMNIST"):
-        from dganalysis.data import digits, domainbed_mnist, pahcc
-
-        fn = {"RotatedDigits": digits.rotated_digits, "RotatedMNIST_Fixed": digits.rotated_digits,
-              "ColoredDigits": digits.colored_digits, "ColoredMNIST_Fixed": digits.colored_digits,
-              "RotatedMNIST": domainbed_mnist.rotated_mnist, "ColoredMNIST": domainbed_mnist.colored_mnist,
-              "PaHCC": pahcc.build_pahcc}[dataset]
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
-    return [p.name for p in params if p.name not in ("data_dir", "run_seed")]  # run_seed: set per job
-
-
-def check_dataset_kwargs(dataset: str, kwargs: Mapping[str, Any], where: str) -> None:
-    """Check ``kwargs`` of dataset ``dataset`` without building it: a known dataset, a mapping, argument names the
-    builder takes, and values by :func:`_kwarg_check` (the builder checks the rest when it is built)."""
-    from dganalysis.data.registry import available
-
-    if not isinstance(dataset, str):
-        raise ConfigError(f"dataset: expected a dataset name, got {_got(dataset)}")
-    if dataset not in available():
-        from dganalysis.registry import unknown_name
-
-        raise ConfigError(f"dataset: {unknown_name('dataset', dataset, available())}")
-    if not isinstance(kwargs, Mapping):
-        raise ConfigError(f"{where}: expected a mapping of builder arguments, got {_got(kwargs)}")
-    known = _builder_parameters(dataset)
-    unknown = sorted(str(k) for k in kwargs if known is not None and k not in known)
-    if unknown:
-        raise ConfigError(f"{where}: {dataset} takes no argument(s) {unknown}; it takes {sorted(known or [])}")
-    for key, value in kwargs.items():
-        _kwarg_check(str(key))(value, f"{where}.{key}")
-
-
-def load_checked_dataset(dataset: str, kwargs: Mapping[str, Any], data_dir: Any, where: str):
-    """Build the dataset once to check its name and arguments; builder errors become a :class:`ConfigError`."""
-    from dganalysis.data import load_dataset
-
-    check_dataset_kwargs(dataset, kwargs, where)
-    try:
-        return load_dataset(dataset, data_dir=data_dir, **dict(kwargs))
-    except TypeError as e:
-        raise ConfigError(f"{where}: the {dataset} builder does not take these arguments ({e})") from e
-    except (ValueError, KeyError) as e:
-        raise ConfigError(f"{where} of {dataset}: {e}") from e
-
-
-# --------------------------------------------------------------------------- notebook parameters
-def check_notebook_params(params: Mapping[str, Any], inspected: Mapping[str, Mapping[str, Any]], where: str) -> None:
-    """Each value of a params YAML must be of the kind of the notebook's default (papermill's
-    ``inspect_notebook`` output); parameters whose default is not a literal, or ``None``, take anything."""
-    for name, value in params.items():
-        info = inspected.get(name)
-        if info is None:
-            continue
-        try:
-            default = ast.literal_eval(str(info.get("default")))
-        except (ValueError, SyntaxError):
-            continue
-        like(default)(value, f"{where}: parameter {name!r} (the notebook's default is {info.get('default')})")
+        """The built check's expectation in words."""
+        return self.factory().describe()
 
 
 # --------------------------------------------------------------------------- arrays, tensors, frames, paths
@@ -291,7 +177,8 @@ def check_notebook_params(params: Mapping[str, Any], inspected: Mapping[str, Map
 _SHOWN = 6
 
 
-def _where(func: str | None, name: str) -> str:
+def param_where(func: str | None, name: str) -> str:
+    """The start of a parameter's message: ``"<func>: parameter '<name>'"`` (or ``"parameter '<name>'"``)."""
     return f"{func}: parameter {name!r}" if func else f"parameter {name!r}"
 
 
@@ -360,7 +247,7 @@ def check_features(value: Any, name: str, *, func: str | None = None, ndim: int 
     """
     import numpy as np
 
-    where = _where(func, name)
+    where = param_where(func, name)
     shape_txt = {1: "[n]", 2: "[n, d]", 4: "[n, channels, height, width]"}.get(ndim or 0, "[n, ...]")
     if ndim is None:
         shape_txt = f"[n, ...] with at least {min_ndim or 1} dimensions"
@@ -412,7 +299,7 @@ def check_labels(value: Any, n: int | None, name: str, *, func: str | None = Non
     shape (no pass over the data: for tensors in a training loop, where the range check would sync the device)."""
     import numpy as np
 
-    where = _where(func, name)
+    where = param_where(func, name)
     n_txt = "n" if n is None else str(n)
     expect = f"integer class labels of shape [{n_txt}]"
     tensor = _is_tensor(value)
@@ -476,14 +363,14 @@ def check_scalar(value: Any, name: str, *, func: str | None = None, kind: str = 
         value = value.item()
     elif hasattr(value, "ndim") and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
         value = value.item()
-    Check(kind, low=low, high=high, low_open=low_open, high_open=high_open, nullable=nullable)(value, _where(func, name))
+    Check(kind, low=low, high=high, low_open=low_open, high_open=high_open, nullable=nullable)(value, param_where(func, name))
     return int(value) if kind == "int" else float(value)
 
 
 def check_interval(value: Any, name: str, *, func: str | None = None, low: float | None = None,
                    high: float | None = None) -> tuple[float, float]:
     """A pair ``(a, b)`` of finite numbers with ``low ≤ a ≤ b ≤ high``."""
-    where = _where(func, name)
+    where = param_where(func, name)
     if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(is_kind(v, "float") for v in value):
         raise ConfigError(f"{where}: expected a pair (low, high) of numbers, got {describe(value)}")
     a, b = float(value[0]), float(value[1])
@@ -497,7 +384,7 @@ def check_rhos(value: Any, name: str = "rhos", *, func: str | None = None) -> An
     """Radii: one number or a 1-D sequence (list, array, tensor) of finite numbers ≥ 0; returned as a float64 array."""
     import numpy as np
 
-    where = _where(func, name)
+    where = param_where(func, name)
     expect = "radii ρ ≥ 0: a number or a 1-D sequence of finite numbers"
     if is_kind(value, "float") or (_is_tensor(value) and value.dim() == 0):
         arr = np.asarray([float(value)])
@@ -539,9 +426,9 @@ def check_choice(value: Any, choices: Any, name: str, *, func: str | None = None
         expected = ", ".join(repr(c) for c in choices)
         if isinstance(value, str):
             label = name.split("[")[0].split(" ")[0]
-            raise ConfigError(f"{_where(func, name)}: unknown {label} {value!r}{did_you_mean(value, choices)}; "
+            raise ConfigError(f"{param_where(func, name)}: unknown {label} {value!r}{did_you_mean(value, choices)}; "
                               f"expected one of {expected}")
-        raise ConfigError(f"{_where(func, name)}: expected one of {expected}, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected one of {expected}, got {describe(value)}")
     return value
 
 
@@ -550,7 +437,7 @@ def check_frame(value: Any, required: Any, name: str, *, func: str | None = None
     ``what`` says where such a frame comes from (e.g. "the tidy frame of dganalysis.results.load")."""
     import pandas as pd
 
-    where = _where(func, name)
+    where = param_where(func, name)
     src = f" ({what})" if what else ""
     if not isinstance(value, pd.DataFrame):
         raise ConfigError(f"{where}: expected a pandas DataFrame{src}, got {describe(value)}")
@@ -570,7 +457,7 @@ def check_series(value: Any, name: str, *, func: str | None = None) -> Any:
         return value
     arr = _to_numpy(value)
     if arr is None or arr.ndim != 1:
-        raise ConfigError(f"{_where(func, name)}: expected a pandas Series or 1-D sequence, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected a pandas Series or 1-D sequence, got {describe(value)}")
     return pd.Series(arr)
 
 
@@ -580,7 +467,7 @@ def check_path(value: Any, name: str, *, func: str | None = None, kind: str = "d
     import os
     from pathlib import Path
 
-    where = _where(func, name)
+    where = param_where(func, name)
     if not isinstance(value, (str, os.PathLike)) or (isinstance(value, str) and not value):
         raise ConfigError(f"{where}: expected a path (str or pathlib.Path), got {describe(value)}")
     path = Path(value)
@@ -596,14 +483,14 @@ def check_path(value: Any, name: str, *, func: str | None = None, kind: str = "d
 def check_callable(value: Any, name: str, *, func: str | None = None, what: str = "a callable") -> Any:
     """``value`` if it is callable (a function, an ``nn.Module``), else a :class:`ConfigError`."""
     if not callable(value):
-        raise ConfigError(f"{_where(func, name)}: expected {what}, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected {what}, got {describe(value)}")
     return value
 
 
 def check_mapping(value: Any, name: str, *, func: str | None = None, what: str = "a mapping") -> Any:
     """``value`` if it is a mapping (dict), else a :class:`ConfigError`."""
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{_where(func, name)}: expected {what}, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected {what}, got {describe(value)}")
     return value
 
 
@@ -612,9 +499,9 @@ def check_strings(value: Any, name: str, *, func: str | None = None, min_len: in
     if value is None and nullable:
         return None
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{_where(func, name)}: expected a list of strings, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected a list of strings, got {describe(value)}")
     if len(value) < min_len:
-        raise ConfigError(f"{_where(func, name)}: expected at least {min_len} name(s), got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected at least {min_len} name(s), got {describe(value)}")
     return list(value)
 
 
@@ -630,7 +517,7 @@ def check_random_state(seed: Any, name: str = "seed", *, func: str | None = None
         return seed
     if is_kind(seed, "int") and int(seed) >= 0:
         return np.random.RandomState(int(seed))
-    raise ConfigError(f"{_where(func, name)}: expected None, an integer ≥ 0 or a numpy RandomState, got {describe(seed)}")
+    raise ConfigError(f"{param_where(func, name)}: expected None, an integer ≥ 0 or a numpy RandomState, got {describe(seed)}")
 
 
 def check_generator(seed: Any, name: str = "seed", *, func: str | None = None) -> Any:
@@ -643,26 +530,14 @@ def check_generator(seed: Any, name: str = "seed", *, func: str | None = None) -
         return np.random.default_rng()
     if is_kind(seed, "int") and int(seed) >= 0:
         return np.random.default_rng(int(seed))
-    raise ConfigError(f"{_where(func, name)}: expected None, an integer ≥ 0 or a numpy Generator, got {describe(seed)}")
-
-
-def check_domain_dataset(value: Any, name: str = "dataset", *, func: str | None = None) -> Any:
-    """A dataset of named domains (a :class:`dganalysis.data.dataset.DomainDataset` or a dataset whose images stay
-    encoded on the host, both :class:`dganalysis.data.dataset.DomainLookup`; e.g. from
-    ``dganalysis.data.load_dataset``)."""
-    from dganalysis.data.dataset import DomainLookup
-
-    if not isinstance(value, DomainLookup):
-        raise ConfigError(f"{_where(func, name)}: expected a DomainDataset (dganalysis.data.load_dataset(name, ...)), "
-                          f"got {describe(value)}")
-    return value
+    raise ConfigError(f"{param_where(func, name)}: expected None, an integer ≥ 0 or a numpy Generator, got {describe(seed)}")
 
 
 def check_domains(value: Any, known: Any, name: str, *, func: str | None = None) -> list[str]:
     """One domain name or a list of them, each among ``known`` ("did you mean"); returned as a list."""
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(v, str) for v in names):
-        raise ConfigError(f"{_where(func, name)}: expected a domain name or a non-empty list of them, got "
+        raise ConfigError(f"{param_where(func, name)}: expected a domain name or a non-empty list of them, got "
                           f"{describe(value)}")
     for v in names:
         check_choice(v, list(known), name, func=func)
@@ -674,7 +549,7 @@ def check_params(value: Any, cls: type, func: str, name: str = "p") -> Any:
     """A notebook's parameter object of class ``cls`` (:mod:`dganalysis.studies.params`, which checks the values
     themselves), else a :class:`ConfigError` saying how to build one."""
     if not isinstance(value, cls):
-        raise ConfigError(f"{_where(func, name)}: expected a {cls.__name__} (build one with "
+        raise ConfigError(f"{param_where(func, name)}: expected a {cls.__name__} (build one with "
                           f"{cls.__name__}.from_mapping(params)), got {describe(value)}")
     return value
 
@@ -682,14 +557,14 @@ def check_params(value: Any, cls: type, func: str, name: str = "p") -> Any:
 def check_list(value: Any, name: str, *, func: str | None = None, min_len: int = 0) -> list:
     """A list or tuple (a single string is refused), with at least ``min_len`` items; returned as a list."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or len(value) < min_len:
-        raise ConfigError(f"{_where(func, name)}: expected a list{f' of at least {min_len} item(s)' if min_len else ''}"
+        raise ConfigError(f"{param_where(func, name)}: expected a list{f' of at least {min_len} item(s)' if min_len else ''}"
                           f", got {describe(value)}")
     return list(value)
 
 
 def check_str(value: Any, name: str, *, func: str | None = None, nullable: bool = False) -> Any:
     """``value`` if it is a string (or None when ``nullable``), else a :class:`ConfigError`."""
-    return Check("str", nullable=nullable)(value, _where(func, name))
+    return Check("str", nullable=nullable)(value, param_where(func, name))
 
 
 def check_number(value: Any, name: str, *, func: str | None = None, nullable: bool = False) -> Any:
@@ -700,7 +575,7 @@ def check_number(value: Any, name: str, *, func: str | None = None, nullable: bo
     if value is None and nullable:
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"{_where(func, name)}: expected a number{' or None' if nullable else ''}, got "
+        raise ConfigError(f"{param_where(func, name)}: expected a number{' or None' if nullable else ''}, got "
                           f"{describe(value)}")
     return value
 
@@ -711,11 +586,11 @@ def check_pvalues(value: Any, name: str = "p", *, func: str | None = None) -> An
 
     arr = _to_numpy(value) if not is_kind(value, "float") else np.asarray([float(value)])
     if arr is None or arr.dtype.kind not in "fiu" or arr.ndim > 1:
-        raise ConfigError(f"{_where(func, name)}: expected p-values (numbers in [0, 1]), got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected p-values (numbers in [0, 1]), got {describe(value)}")
     a = arr.astype(float)
     bad = a[~np.isnan(a) & ((a < 0) | (a > 1))]
     if len(bad):
-        raise ConfigError(f"{_where(func, name)}: expected p-values in [0, 1], got {bad[:3].tolist()}")
+        raise ConfigError(f"{param_where(func, name)}: expected p-values in [0, 1], got {bad[:3].tolist()}")
     return value
 
 
@@ -723,7 +598,7 @@ def check_shape(value: Any, name: str, *, func: str | None = None) -> tuple[int,
     """An input shape: a sequence of positive integers, e.g. ``(3, 28, 28)``."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value or not all(
             is_kind(v, "int") and int(v) >= 1 for v in value):
-        raise ConfigError(f"{_where(func, name)}: expected a shape (a list of positive integers such as [3, 28, 28]), "
+        raise ConfigError(f"{param_where(func, name)}: expected a shape (a list of positive integers such as [3, 28, 28]), "
                           f"got {describe(value)}")
     return tuple(int(v) for v in value)
 
@@ -732,7 +607,7 @@ def check_choices_list(value: Any, name: str, *, func: str | None = None) -> lis
     """Training-domain choices: a list whose items are a domain name or a list of names."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
             isinstance(v, str) or (isinstance(v, (list, tuple)) and all(isinstance(w, str) for w in v)) for v in value):
-        raise ConfigError(f"{_where(func, name)}: expected a list of domain names or of lists of names, got "
+        raise ConfigError(f"{param_where(func, name)}: expected a list of domain names or of lists of names, got "
                           f"{describe(value)}")
     return list(value)
 
@@ -742,5 +617,5 @@ def check_numeric(value: Any, name: str, *, func: str | None = None) -> Any:
     arr = value if _is_tensor(value) else _to_numpy(value)
     kind = None if arr is None else (_tensor_kind(arr) if _is_tensor(arr) else arr.dtype.kind)
     if kind is None or kind not in "fiu":
-        raise ConfigError(f"{_where(func, name)}: expected an array of numbers, got {describe(value)}")
+        raise ConfigError(f"{param_where(func, name)}: expected an array of numbers, got {describe(value)}")
     return value

@@ -16,11 +16,11 @@ import torch
 from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
+from dganalysis.data.checks import check_domain_dataset
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
 from dganalysis.studies.findings import Verdict, format_p, spearman_test, spearman_too_small
 from dganalysis.validation import (
     ConfigError,
-    check_domain_dataset,
     check_domains,
     check_features,
     check_frame,

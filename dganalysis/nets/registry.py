@@ -12,6 +12,7 @@ from typing import Any
 from torch import nn
 
 from dganalysis.registry import Registry
+from dganalysis.validation import Check
 
 FeaturizerBuilder = Callable[[tuple[int, ...], Mapping[str, Any]], nn.Module]
 
@@ -33,3 +34,15 @@ def get_featurizer_builder(name: str) -> FeaturizerBuilder:
     if name not in FEATURIZERS:
         raise ValueError(f"hparam 'featurizer': unknown {name!r}; expected one of {', '.join(FEATURIZERS.names())}")
     return FEATURIZERS.get(name)
+
+
+class FeaturizerCheck(Check):
+    """The rule for the ``featurizer`` hyperparameter's value (:data:`dganalysis.hparams.BASE_CHECKS`): one of the
+    registered featurizer names, read when checking, so a featurizer registered later is accepted."""
+
+    def __call__(self, value: Any, where: str) -> Any:
+        return Check(choices=tuple(featurizer_names()))(value, where)
+
+    def describe(self) -> str:
+        """``one of 'auto', 'cnn', ...``: the names registered now."""
+        return Check(choices=tuple(featurizer_names())).describe()

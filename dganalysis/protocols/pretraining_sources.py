@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dganalysis.validation import check_domain_dataset, check_mapping, check_path, check_scalar, check_str
+from dganalysis.data.checks import check_domain_dataset
+from dganalysis.validation import check_mapping, check_path, check_scalar, check_str
 
 if TYPE_CHECKING:
     from dganalysis.studies.params import LeakageOracleParams

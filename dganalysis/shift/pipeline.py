@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dganalysis.data.checks import check_domain_dataset
 from dganalysis.data.dataset import DomainDataset, concat_domains
 from dganalysis.shift.calibration import calibrate_thresholds
 from dganalysis.shift.env_classifier import (
@@ -35,7 +36,6 @@ from dganalysis.threads import torch_threads
 from dganalysis.validation import (
     ConfigError,
     check_choice,
-    check_domain_dataset,
     check_domains,
     check_features,
     check_frame,

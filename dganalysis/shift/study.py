@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dganalysis.data.checks import check_domain_dataset
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.env_classifier import EnvClassifierConfig
@@ -22,7 +23,6 @@ from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.validation import (
     ConfigError,
     check_choice,
-    check_domain_dataset,
     check_frame,
     check_mapping,
     check_rhos,

@@ -43,10 +43,10 @@ from pathlib import Path
 from dganalysis import io
 from dganalysis.progress import ENV as PROGRESS_ENV
 from dganalysis.progress import ProgressWatcher, summarize
+from dganalysis.studies.param_checks import check_notebook_params
 from dganalysis.studies.paths import expand, profile_paths
 from dganalysis.studies.report import write_report
 from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
-from dganalysis.validation import check_notebook_params
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")

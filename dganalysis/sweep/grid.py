@@ -181,7 +181,8 @@ def make_jobs(
     :class:`~dganalysis.validation.ConfigError` naming the key.
     """
     from dganalysis.algorithms import get_algorithm
-    from dganalysis.validation import Check, ConfigError, check_dataset_kwargs
+    from dganalysis.data.checks import check_dataset_kwargs
+    from dganalysis.validation import Check, ConfigError
 
     options = JobOptions() if options is None else options
     if not isinstance(options, JobOptions):
@@ -281,8 +282,9 @@ def check_job_hparams(job: Job) -> None:
     """Check the job's concrete hyperparameters against their declared types and ranges; the error names where
     the bad value came from (``hparams_overrides``, ``search_overrides`` or the algorithm's declaration)."""
     from dganalysis.algorithms import hparam_specs
+    from dganalysis.hparams import hparam_check
     from dganalysis.train import job_hparams
-    from dganalysis.validation import ConfigError, hparam_check
+    from dganalysis.validation import ConfigError
 
     try:
         hp = job_hparams(job)
@@ -307,8 +309,9 @@ def grid_domains(dataset: str, dataset_kwargs: Mapping[str, Any] | None, data_di
     (:func:`dganalysis.data.domains.domain_names`; PaHCC at paper scale takes hours to render), others by building
     the dataset from ``data_dir`` once per process; ``dataset_kwargs`` is checked first (:class:`ConfigError`
     naming the key)."""
+    from dganalysis.data.checks import check_dataset_kwargs, load_checked_dataset
     from dganalysis.data.domains import domain_names
-    from dganalysis.validation import ConfigError, check_dataset_kwargs, load_checked_dataset
+    from dganalysis.validation import ConfigError
 
     dataset_kwargs = dict(dataset_kwargs or {}) if isinstance(dataset_kwargs, Mapping) or not dataset_kwargs \
         else dataset_kwargs

@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
+from dganalysis.hparams import BASE_CHECKS
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.archs import MLP, MNISTCNN, ResNet, SmallCNN
 from dganalysis.nets.registry import FEATURIZERS, featurizer_names, register_featurizer
 from dganalysis.nets.vit import ViT
-from dganalysis.validation import BASE_CHECKS, ConfigError
+from dganalysis.validation import ConfigError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
