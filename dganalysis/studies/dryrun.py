@@ -285,6 +285,10 @@ class NotebookPlan:
     error: str = ""
     missing: list[str] = field(default_factory=list)
     found: list[str] = field(default_factory=list)
+    #: the study's design (:mod:`dganalysis.studies.design`): its claims, expected effects and power
+    design: list = field(default_factory=list)
+    #: processes the notebook trains in parallel (its ``n_workers`` / ``workers`` parameter; 1 when it has none)
+    workers: int = 1
 
 
 @dataclass
@@ -353,6 +357,11 @@ def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:
                          "executing it")
             return out
         out.plan = plan_for(name, params)
+        from dganalysis.studies.design import design_for
+        from dganalysis.studies.params import build_params
+
+        out.design = design_for(name, build_params(name, params))
+        out.workers = max(1, int(params.get("n_workers", params.get("workers", 1)) or 1))
     except ERRORS as e:
         out.error = f"{type(e).__name__}: {e}"
         return out
@@ -474,6 +483,18 @@ def sweep_breakdown(g: pd.DataFrame) -> list[str]:
     return lines
 
 
+def notebook_minutes(result: DryRun, cores: int = 2) -> pd.Series:
+    """Estimated wall minutes of each notebook's training: the CPU-hours of the jobs still to train (a job shared
+    by several notebooks counted at the first, as the runner trains it there) over min(workers, ``cores``)
+    processes. Evaluation, pretraining and environment classifiers are not counted (see the dry run's notes)."""
+    df = result.jobs
+    todo = df[df["state"] != "done"].drop_duplicates("job_id")
+    workers = {nb.name: min(cores, nb.workers) for nb in result.notebooks}
+    out = {nb.name: float(todo.loc[todo["notebook"] == nb.name, "cpu_hours"].sum()) * 60 / workers[nb.name]
+           for nb in result.notebooks}
+    return pd.Series(out, dtype=float)
+
+
 def format_dry_run(result: DryRun) -> str:
     """The human-readable report printed by ``dganalysis run --dry-run``."""
     df = result.jobs
@@ -493,7 +514,17 @@ def format_dry_run(result: DryRun) -> str:
         for text in (nb.plan.other if nb.plan else []):
             lines.append(f"   also: {text}")
         lines += [f"   MISSING {m}" for m in nb.missing] + [f"   found: {f}" for f in nb.found]
+        if nb.plan is not None:
+            from dganalysis.studies.design import design_lines
+
+            lines += [f"   {line}" for line in design_lines(nb.name, nb.design)]
     todo = df[df["state"] != "done"].drop_duplicates("job_id")
+    minutes = notebook_minutes(result)
+    if len(minutes):
+        lines += ["", "== estimated minutes per notebook (jobs still to train, each counted at the first notebook "
+                      "that needs it; CPU-hours over the notebook's parallel workers, at most 2 cores)"]
+        lines += [f"   {name:28s} {m:6.1f} min" for name, m in minutes.items()]
+        lines.append(f"   {'total':28s} {minutes.sum():6.1f} min")
     t = result.throughput
     lines += ["", f"== total: {len(df)} jobs listed, {df['job_id'].nunique()} distinct (notebooks share the store), "
                   f"{len(todo)} still to train",

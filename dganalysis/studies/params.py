@@ -148,7 +148,7 @@ def _split(name: str, spec: Any) -> None:
 
 
 def _selection(obj: NotebookParams, name: str = "selection_method") -> None:
-    from dganalysis.selection import METHODS
+    from dganalysis.records.selection import METHODS
 
     Check(choices=tuple(METHODS))(getattr(obj, name), f"parameter {name!r}")
 
@@ -295,8 +295,9 @@ class DynamicDGParams(NotebookParams):
 
     def check(self) -> None:
         Check(choices=("rest", "test_domain"))(self.evaluate_on, "parameter 'evaluate_on'")
-        sets = [("swap_choices", i, t) for i, t in enumerate(_names("swap_choices", self.swap_choices,
-                                                                      "a non-empty list of domain lists"))]
+        swaps = [] if isinstance(self.swap_choices, list) and not self.swap_choices else _names(
+            "swap_choices", self.swap_choices, "a list of domain lists ([] = no swap test)")
+        sets = [("swap_choices", i, t) for i, t in enumerate(swaps)]
         for c, chain in enumerate(self.domain_plus_chains):
             sets += [(f"domain_plus_chains[{c}]", i, t) for i, t in enumerate(_names(
                 f"domain_plus_chains[{c}]", chain, "a non-empty list of domain lists"))]
@@ -394,6 +395,9 @@ class LeaderboardsParams(NotebookParams):
     leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
     #: "domainbed" (every draw in every trial) or "yu2024" (dganalysis.sweep.search_protocol)
     search_protocol: str = "domainbed"
+    #: True: train nothing when the study's design (dganalysis.studies.design) computes that the claim on our runs
+    #: cannot be decided (e.g. too few algorithms for a rank test)
+    skip_undecidable: bool = False
 
     def check(self) -> None:
         from dganalysis.sweep.search_protocol import SEARCH_PROTOCOLS

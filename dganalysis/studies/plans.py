@@ -232,7 +232,10 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     (:func:`dganalysis.protocols.leaderboard.board_label`). Without it there is one board and the sweeps are
     ``"LODO"`` and ``"LOGO"``. ``search_protocol``: ``"domainbed"`` (every draw in every trial) or ``"yu2024"`` (Yu
     et al.'s search on trial 0, then the selected draw rerun on the other trials,
-    :mod:`dganalysis.sweep.search_protocol`); the sweeps list the full grid either way, ``other`` says the counts."""
+    :mod:`dganalysis.sweep.search_protocol`); the sweeps list the full grid either way, ``other`` says the counts.
+    With ``skip_undecidable``, when the study's design (:func:`dganalysis.studies.design.leaderboards_design`)
+    computes that the claim on our runs cannot be decided (too few algorithms for a rank test), the sweeps are empty
+    and ``other`` says why."""
     check_params(p, LeaderboardsParams, "leaderboards_plan")
     from dganalysis.sweep.search_protocol import check_protocol, protocol_job_counts
 
@@ -260,6 +263,12 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
                         steps=int(spec["dataset_steps"].get(name, spec["steps"])), checkpoint_freq=p.checkpoint_freq,
                         hparams_overrides=over, search_overrides=spec["search_overrides"] or None, domains=doms)
     other = []
+    from dganalysis.studies.design import leaderboards_design
+
+    skipped = [c for c in leaderboards_design(p) if not c.runs and not c.shared]
+    if skipped and p.skip_undecidable:  # the runs feed only the claim of our runs; the design computed that it cannot be decided
+        sweeps = {label: [] for label in sweeps}
+        other += [f"no training: claim {c.key} ({c.claim}) cannot be decided: {c.blocker}" for c in skipped]
     if p.search_protocol == "yu2024":
         for label, jobs in sweeps.items():
             c = protocol_job_counts(jobs)

@@ -1,0 +1,120 @@
+"""The studies' designs (:mod:`dganalysis.studies.design`): power from stats.planning, undecidable claims flagged,
+skipped claims recorded as "not run", and the design shown by the dry run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dganalysis.stats import planning
+from dganalysis.studies import design as d
+from dganalysis.studies.findings import Verdict, read_findings, replace_findings
+from dganalysis.studies.params import build_params
+from dganalysis.studies.runner import load_params
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _nct_power(effect: float, n: int, level: float) -> float:
+    """Two-sided paired t power by the noncentral t, written out here independently of stats.planning."""
+    df, nc = n - 1, effect * math.sqrt(n)
+    c = stats.t.isf(level / 2, df)
+    return float(stats.nct.sf(c, df, nc) + stats.nct.cdf(-c, df, nc))
+
+
+@pytest.mark.parametrize("effect, n, level", [(2.07, 6, 0.025), (0.8, 6, 0.05), (1.2, 15, 0.0025), (1.0, 4, 0.1)])
+def test_power_is_the_one_planning_gives(effect, n, level):
+    """paired_power inverts planning.paired_trials: planning asks ≤ n trials just below it and > n just above, and
+    it agrees with the noncentral-t power computed here."""
+    p = d.paired_power(effect, n, level)
+    assert p == pytest.approx(_nct_power(effect, n, level), abs=2e-3)
+    if p > 0.01:
+        assert planning.paired_trials(1.0, n, effect, level, power=p - 0.005)[0][0] <= n
+    if p < 0.99:
+        assert planning.paired_trials(1.0, n, effect, level, power=p + 0.005)[0][0] > n
+
+
+def test_a_claims_power_is_recomputed_not_typed():
+    """The quick 03 design's Domain+ claim: its power is the product over its methods of planning's power."""
+    p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
+    claim = next(c for c in d.design_for("03_dynamic_dg", p) if c.key == "D+d2-named")
+    single = _nct_power(claim.effect, claim.n, claim.level)
+    assert claim.power == pytest.approx(single ** claim.n_methods, abs=3e-3)
+    assert claim.n == p.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
+
+
+def test_effects_are_computed_from_the_pilots_numbers():
+    # d_z of a mean and 95% t-interval over 6 pairs: |mean| / (half-width / t(5) * sqrt(6))
+    assert d.effect_from_ci(4.09, 1.86, 6.32, 6) == pytest.approx(4.09 / (2.23 / stats.t.ppf(0.975, 5) * 6 ** 0.5))
+    # the smallest d_z a Holm-decided 6-trial contrast can have, and a power table's trials turned back into d_z
+    b = d.holm_bound_effect(6, 13, 0.05)
+    assert 2 * stats.t.sf(b * 6 ** 0.5, 5) == pytest.approx(0.05 / 13)  # a mean of b SDs over 6 pairs: p = α/13
+    e = d.effect_from_trials(15, 0.0025)
+    assert planning.paired_trials(1.0, 6, e, 0.0025)[0][0] <= 15 < planning.paired_trials(1.0, 6, e * 0.97, 0.0025)[0][0]
+
+
+def test_undecidable_claims_are_flagged_with_the_reason():
+    low = d.ClaimDesign("x", "small effect", "pilot", "paired", effect=0.5, n=6, level=0.05)
+    assert not low.decidable and "power" in low.blocker and "< 0.5" in low.blocker
+    short = d.ClaimDesign("y", "negative reading", "pilot", "measurement", negative_only=True, steps=300)
+    assert not short.decidable and "steps = 300 < 5,000" in short.blocker
+    assert d.ClaimDesign("y2", "same at paper length", "pilot", "measurement", negative_only=True,
+                         steps=5000).decidable
+    rank = d.ClaimDesign("z", "reorder", "pilot", "spearman", n=3)
+    assert not rank.decidable and "n ≥ 5" in rank.blocker
+    assert d.ClaimDesign("z5", "reorder", "pilot", "spearman", n=5).decidable
+    assert "no expected effect" in d.ClaimDesign("w", "?", "none", "paired", effect=None, n=6).blocker
+    big = d.ClaimDesign("v", "big", "pilot", "paired", effect=2.5, n=6, level=0.05)
+    assert big.decidable and big.blocker == ""
+    with pytest.raises(Exception, match="kind"):
+        d.ClaimDesign("k", "c", "e", "anova")
+
+
+@pytest.mark.parametrize("notebook", ["03_dynamic_dg", "04_leakage_oracle", "05_leaderboards", "07_worst_case"])
+def test_quick_profile_trains_nothing_for_a_claim_it_cannot_decide(notebook):
+    """A claim with runs of its own in the quick profile is decidable; one that is not is skipped or shares runs."""
+    p = build_params(notebook, load_params("quick", notebook, ROOT))
+    claims = d.design_for(notebook, p)
+    assert claims
+    own = [c for c in claims if c.runs and not c.shared]
+    assert all(c.decidable for c in own), [(c.key, c.blocker) for c in own]
+
+
+def test_skipped_claims_are_recorded_as_not_run(tmp_path):
+    p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
+    claims = d.design_for("03_dynamic_dg", p)
+    rows = d.not_run_findings(claims, "Zhang, Zhang & Liu (dynamic DG)")
+    assert len(rows) == sum(not c.runs for c in claims) >= 4
+    for r in rows:
+        assert r["ours"].startswith("not run: ") and "the paper profile decides it with" in r["ours"]
+        assert Verdict.parse(r["verdict"])[0] is Verdict.NOT_DECIDED
+    replace_findings(tmp_path, "03", rows, steps=300)
+    assert [r["verdict"] for r in read_findings(tmp_path)] == [r["verdict"] for r in rows]
+
+
+def test_design_table_and_index_markdown(tmp_path):
+    p = build_params("04_leakage_oracle", load_params("quick", "04_leakage_oracle", ROOT))
+    claims = d.design_for("04_leakage_oracle", p)
+    frame = d.design_frame(claims)
+    assert isinstance(frame, pd.DataFrame) and list(frame["key"]) == ["C1", "C2", "C3", "C4"]
+    assert frame.loc[frame["key"] == "C1", "power"].iloc[0] == pytest.approx(round(claims[0].power, 2))
+    d.write_design(tmp_path, "04_leakage_oracle", claims)
+    d.write_design(tmp_path, "00_quickstart", [])
+    lines = d.read_design_markdown(tmp_path)
+    assert lines[0] == "### 00_quickstart" and "no claim tested" in lines[2]
+    assert any(line.startswith("| C3 |") and "steps = 100 < 5,000" in line for line in lines)
+
+
+def test_dry_run_prints_each_design_and_minutes():
+    from dganalysis.studies.dryrun import dry_run, format_dry_run, notebook_minutes
+
+    result = dry_run("quick", ["03_dynamic_dg", "05_leaderboards"], root=ROOT)
+    text = format_dry_run(result)
+    assert "D+d2-named" in text and "CANNOT DECIDE" in text and "power 0." in text
+    minutes = notebook_minutes(result)
+    assert minutes["05_leaderboards"] == 0 and minutes["03_dynamic_dg"] > 0
+    assert f"{minutes.sum():6.1f} min" in text
