@@ -52,11 +52,22 @@ dataset_overrides = {}      # name -> hparams on top of hparams_overrides for th
 from dganalysis.studies.params import QuickstartParams
 P = QuickstartParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("00_quickstart", P)
+write_design(output_dir, "00_quickstart", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import pandas as pd
 from IPython.display import Markdown, display
 
-from dganalysis import plots, results, selection, tables
+from dganalysis import plots, records, tables
 from dganalysis.data import load_dataset
 from dganalysis.studies.plans import quickstart_datasets, quickstart_plan
 from dganalysis.sweep import run_sweep
@@ -79,7 +90,7 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 jobs = quickstart_plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
 display(status["status"].value_counts().to_frame())
-df = results.load(store_dir)
+df = records.load(store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]
 print(f"{df['job_id'].nunique()} finished jobs, {len(df)} tidy rows")
 
@@ -89,14 +100,14 @@ print(f"{df['job_id'].nunique()} finished jobs, {len(df)} tidy rows")
 # %%
 summaries, chosen = [], []
 for method in ["training_domain", "leave_one_out", "oracle"]:
-    selected = selection.select(df, method)
+    selected = records.select(df, method)
     tabs = tables.build_tables(selected, test_domains=1, domain_order=tables.domain_orders(df))
     display(Markdown(tables.format_tables(tabs, "markdown")))
     for i, tab in enumerate(tabs[:-1] if len(tabs) > 2 else tabs[:1]):  # one per dataset (+ "Averages" when several)
         plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), output_dir,
                          caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
     single = selected[selected["test_domains"].str.count(",") == 0]
-    summaries.append(selection.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
+    summaries.append(records.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
     chosen.append(single)
 summary = pd.concat(summaries, ignore_index=True)
 
@@ -108,7 +119,7 @@ summary = pd.concat(summaries, ignore_index=True)
 # competitive draws and several checkpoints before the choice of method can matter.
 
 # %%
-picks = selection.picks(pd.concat(chosen, ignore_index=True), by=["dataset", "domain", "trial_seed"])
+picks = records.picks(pd.concat(chosen, ignore_index=True), by=["dataset", "domain", "trial_seed"])
 print(f"the methods chose different runs in {(~picks['agree']).sum()} of {len(picks)} (rotation, trial) cells")
 display(picks)
 

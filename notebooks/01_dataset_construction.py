@@ -38,6 +38,17 @@ seed = 0
 from dganalysis.studies.params import DatasetConstructionParams
 P = DatasetConstructionParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("01_dataset_construction", P)
+write_design(output_dir, "01_dataset_construction", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import logging
 

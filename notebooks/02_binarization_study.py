@@ -55,6 +55,17 @@ n_workers = 2
 from dganalysis.studies.params import BinarizationParams
 P = BinarizationParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("02_binarization_study", P)
+write_design(output_dir, "02_binarization_study", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import logging
 import pandas as pd
@@ -64,8 +75,7 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.data.provenance import data_label
 from dganalysis.studies.findings import replace_findings
 from dganalysis.protocols.binarization import binarization_table, plot_binarization_bars, side_by_side, table7_finding
-from dganalysis.results import load
-from dganalysis.selection import select
+from dganalysis.records import load, select
 from dganalysis.studies.plans import binarization_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)

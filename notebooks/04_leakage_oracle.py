@@ -78,11 +78,22 @@ n_workers = 1
 from dganalysis.studies.params import LeakageOracleParams
 P = LeakageOracleParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("04_leakage_oracle", P)
+write_design(output_dir, "04_leakage_oracle", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
-from dganalysis import plots, results
+from dganalysis import plots, records
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
 from dganalysis.studies.findings import findings_prose, replace_findings
@@ -125,7 +136,7 @@ status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 print(status["status"].value_counts().to_dict())
 
 # %%
-tidy = results.load(store_dir)
+tidy = records.load(store_dir)
 tidy = leakage.annotate(tidy[tidy["job_id"].isin({j.job_id for j in jobs})], pretrained)
 selected = leakage.select_per_setting(tidy, "training_domain")
 acc = leakage.accuracy_table(selected)
@@ -198,7 +209,7 @@ display(gap_vs_dist.round(3))
 
 # %%
 run_sweep(ojobs, store_dir, data_dir=data_dir, n_workers=n_workers)
-otidy = results.load(store_dir)
+otidy = records.load(store_dir)
 otidy = otidy[otidy["job_id"].isin({j.job_id for j in ojobs})]
 ods = load_dataset(oracle_dataset, data_dir=data_dir, **oracle_dataset_kwargs)
 sizes = oracle_k.split_sizes({d.name: len(d.labels) for d in ods.domains}, ojobs[0].holdout_fraction)

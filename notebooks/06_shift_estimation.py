@@ -84,6 +84,17 @@ n_workers = 2
 from dganalysis.studies.params import ShiftEstimationParams
 P = ShiftEstimationParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("06_shift_estimation", P)
+write_design(output_dir, "06_shift_estimation", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import logging
 
@@ -94,7 +105,7 @@ from IPython.display import Markdown, display
 from dganalysis.data import load_dataset
 from dganalysis.studies.plans import shift_estimation_plan
 from dganalysis.plots import save_figure, save_table, setup_style
-from dganalysis.results import load
+from dganalysis.records import load
 from dganalysis.shift import benchmark, study
 from dganalysis.shift.env_classifier import EnvClassifierConfig
 from dganalysis.shift.pipeline import ShiftOptions

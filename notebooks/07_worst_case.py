@@ -72,6 +72,17 @@ n_threads = 1                       # torch threads in this kernel (the machine 
 from dganalysis.studies.params import WorstCaseParams
 P = WorstCaseParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("07_worst_case", P)
+write_design(output_dir, "07_worst_case", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

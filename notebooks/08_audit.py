@@ -63,6 +63,17 @@ reps = 500                           # bootstrap resamples of the across-dataset
 from dganalysis.studies.params import AuditParams
 P = AuditParams.from_namespace(globals())
 
+# %% [markdown]
+# ## Design, before the runs
+# The claims this notebook tests, the effect each expects (with its source), the power this run gives it and what it
+# cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
+
+# %%
+from dganalysis.studies.design import design_for, design_frame, write_design
+DESIGN = design_for("08_audit", P)
+write_design(output_dir, "08_audit", DESIGN)
+design_frame(DESIGN)
+
 # %%
 import pandas as pd
 from IPython.display import Image, display

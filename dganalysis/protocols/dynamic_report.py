@@ -87,24 +87,15 @@ def power_table(swap: SwapTestResult | Sequence[SwapTestResult] = (), dp: pd.Dat
     return out
 
 
-def findings(swap: SwapTestResult, dp: pd.DataFrame, helps_all: Sequence[str] = ("d2",),
-             degrades_erm: Sequence[str] = ("d0", "d1")) -> pd.DataFrame:
-    """The paper's Sec. 4.3 findings next to ours, one row each, with the numbers that decide them.
-
-    Paper (PaHCC, Fig. 9 and 11): most methods' order reverses under the swap test; CORAL and IB-ERM keep a stable
-    advantage; adding the printed domain closest to handwriting (Fig. 11a) helps every method; adding a distant one
-    (Fig. 11b, c) degrades ERM and others. ``helps_all`` / ``degrades_erm``: the added domains for which the paper
-    reports each (PaHCC names by default).
-    """
-    if not isinstance(swap, SwapTestResult):
-        raise ConfigError(f"findings: parameter 'swap': expected a SwapTestResult (swap_test), got {describe(swap)}")
-    check_frame(dp, (), "dp", func="findings")
+def _swap_rows(swap: SwapTestResult) -> list[dict]:
+    """The two swap-test rows of :func:`findings`: decided reversals (Fig. 9) and the stable advantage of CORAL and
+    IB-ERM."""
     n_pairs = len(swap.pairs)
     n_rev = int((swap.pairs["verdict"] == REVERSAL).sum())
     n_raw = int(swap.pairs["raw_reversal"].sum())
     n_und = int((swap.pairs["verdict"] == UNDECIDED).sum())
     stable = list(swap.methods.index[swap.methods["st_verdict"] == "stable advantage"])
-    rows = [dict(finding="order of methods reverses with the training-domain choice (Fig. 9)",
+    return [dict(finding="order of methods reverses with the training-domain choice (Fig. 9)",
                  ours=f"{n_rev} decided reversal(s), {n_raw} raw-mean reversal(s), {n_und} undecided, of {n_pairs} "
                       f"method pairs ({swap.correction} over {len(swap.claims)} claims)",
                  reproduced="yes" if n_rev else ("not decided" if n_raw else "no")),
@@ -112,13 +103,29 @@ def findings(swap: SwapTestResult, dp: pd.DataFrame, helps_all: Sequence[str] = 
                  ours=f"stable advantage: {', '.join(stable) or 'none decided'}",
                  reproduced="yes" if {"CORAL", "IB_ERM"} <= set(stable) else
                  ("partly" if {"CORAL", "IB_ERM"} & set(stable) else "not decided"))]
+
+
+def findings(swap: SwapTestResult | None, dp: pd.DataFrame, helps_all: Sequence[str] = ("d2",),
+             degrades_erm: Sequence[str] = ("d0", "d1")) -> pd.DataFrame:
+    """The paper's Sec. 4.3 findings next to ours, one row each, with the numbers that decide them.
+
+    Paper (PaHCC, Fig. 9 and 11): most methods' order reverses under the swap test; CORAL and IB-ERM keep a stable
+    advantage; adding the printed domain closest to handwriting (Fig. 11a) helps every method; adding a distant one
+    (Fig. 11b, c) degrades ERM and others. ``helps_all`` / ``degrades_erm``: the added domains for which the paper
+    reports each (PaHCC names by default). ``swap`` None: no swap test was run (its two rows are left out).
+    """
+    if swap is not None and not isinstance(swap, SwapTestResult):
+        raise ConfigError(f"findings: parameter 'swap': expected a SwapTestResult (swap_test) or None (no swap test "
+                          f"run), got {describe(swap)}")
+    check_frame(dp, (), "dp", func="findings")
+    rows = [] if swap is None else _swap_rows(swap)
     for (base, added), g in dp.groupby(["base", "added"], sort=False):
         cells = ", ".join(f"{m} {d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]" for m, d, lo, hi in
                           zip(g["method"], g["delta"], g["ci_low"], g["ci_high"]))
         n_c, n_d = int((g["verdict"] == COPES).sum()), int((g["verdict"] == DEGRADES).sum())
         erm = g[g["method"] == "ERM"]["verdict"]
         if added in helps_all:
-            claim, ok = "adding it helps every method (Fig. 11a)", n_c == len(g)
+            claim, ok = f"adding it helps every method run ({', '.join(g['method'])}) (Fig. 11a)", n_c == len(g)
             part = 0 < n_c < len(g)
         elif added in degrades_erm:
             claim, ok = "adding it degrades ERM (Fig. 11b, c)", bool(len(erm) and erm.iloc[0] == DEGRADES)

@@ -309,7 +309,7 @@ def _store_summary(store: Path) -> str:
     and :func:`~dganalysis.results.classify_job`, the rule ``collect`` counts by; tables use finished jobs only)."""
     from collections import Counter
 
-    from dganalysis.results import classify_job, job_folders
+    from dganalysis.records.store import classify_job, job_folders
 
     if not store.is_dir():
         return ""
@@ -335,6 +335,16 @@ def provenance_line() -> str:
     return f"Made with {one_line(local_stamp())}."
 
 
+def _design_section(out: Path) -> list[str]:
+    """The studies' designs, as each notebook wrote it before its runs (:mod:`dganalysis.studies.design`)."""
+    from dganalysis.studies.design import read_design_markdown
+
+    lines = read_design_markdown(out)
+    return ["", "## Study designs, stated before the runs", "",
+            "Each claim, the effect it expects, the power the run's trials give it "
+            "(`dganalysis.stats.planning`) and what the run cannot decide.", "", *lines] if lines else []
+
+
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     """``<out>/index.md``: the findings summary (:mod:`dganalysis.studies.findings`; a variant run's findings are labelled
     with the variant), then each run with its status, time, figures (PNG) and tables (Markdown)."""
@@ -351,6 +361,7 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     lines = [f"# dganalysis outputs — profile `{profile}`", "", provenance_line(), "",
              "## Summary: each paper's finding on this run", "",
              *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
+             *_design_section(out),
              "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
              "| notebook | status | minutes | jobs |", "|---|---|---|---|"]

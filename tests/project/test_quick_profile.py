@@ -1,4 +1,4 @@
-"""The quick profile's notebooks 02 and 03 share their binary ERM PaHCC jobs through the store (same spec, same hash)."""
+"""The quick profile's notebook 03: what its design lets it train, with notebook 02's binary-arm job spec."""
 
 from pathlib import Path
 
@@ -23,19 +23,21 @@ def _jobs3(p3, n_trials):
                      hparams_overrides=p3["hparams_overrides"], domains=DOMAINS)
 
 
-def test_03_reuses_02_binary_erm_jobs():
+def test_03_trains_only_what_its_design_can_decide():
+    """Notebook 03's quick jobs are those of the claims its design can decide (CORAL and IB-ERM adding d2), each
+    with notebook 02's binary-arm spec (dataset kwargs, steps, batch, hparams), so both read alike."""
+    from dganalysis.studies.design import design_for
+    from dganalysis.studies.params import build_params
+
     p2, p3 = _yaml("02_binarization_study"), _yaml("03_dynamic_dg")
-    # notebook 02: the binary arm = dataset_kwargs + binarize=True, every train set tested on the rest
-    splits2 = [{"train": t, "test": [d for d in DOMAINS if d not in t]} for t in p2["train_sets"]]
-    jobs2 = make_jobs(p2["dataset"], {**p2["dataset_kwargs"], "binarize": True}, p2["algorithms"], splits2,
-                      n_hparams=p2["n_hparams"], n_trials=p2["n_trials"], steps=p2["steps"],
-                      checkpoint_freq=p2["checkpoint_freq"], hparams_overrides=p2["hparams_overrides"], domains=DOMAINS)
-    # notebook 03: swap choices + Domain+ chains, evaluate_on "rest"
+    claims = design_for("03_dynamic_dg", build_params("03_dynamic_dg", p3))
+    ran = [c for c in claims if c.runs and not c.shared]
+    assert ran and all(c.decidable for c in ran), [(c.key, c.blocker) for c in ran]
+    assert {c.key for c in claims if not c.decidable} == {c.key for c in claims if not c.runs}
     jobs3 = _jobs3(p3, p3["n_trials"])
-    ids3 = {j.job_id for j in jobs3}
-    assert p3["evaluate_on"] == "rest" and len(jobs2) == 4 * p2["n_trials"]
-    assert {j.job_id for j in jobs2} <= ids3  # every binary ERM job of 02 is one of 03's
-    assert len(jobs3) == len(p3["algorithms"]) * 4 * p3["n_trials"]
+    assert len(jobs3) == len(p3["algorithms"]) * 2 * p3["n_trials"]
+    assert {**p2["dataset_kwargs"], "binarize": True} == p3["dataset_kwargs"]
+    assert (p2["steps"], p2["hparams_overrides"]) == (p3["steps"], p3["hparams_overrides"])
 
 
 def test_03_more_trials_keep_the_earlier_jobs():
