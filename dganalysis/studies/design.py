@@ -254,7 +254,9 @@ PILOT_03_DOMAIN_PLUS = 15  # Domain+ contrasts in the pilot's Holm family (5 met
 PILOT_03_SWAP_FAMILY = 20  # swap-test claims in the pilot's family (10 method pairs x 2 claims)
 PILOT_03_SWAP_TRIALS = 15  # the fewest trials its power table asked for any swap-test claim (15-1,100)
 PILOT_03_SMALL_DZ = 0.8  # the smallest of the undecided Domain+ gains with d2 / d1 (d_z 0.8-1.8)
-PAPER_03 = "the paper profile (5,000 steps, 18 methods)"
+PAPER_03 = "5,000 steps, 18 methods"
+PAPER_03_METHODS = 18  # params/paper/03_dynamic_dg.yaml's algorithms: its families' sizes
+PAPER_03_TRIALS = 3  # and its n_trials
 
 
 @DESIGNS.register("03_dynamic_dg")
@@ -265,26 +267,34 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
     alpha, n, steps = p.alpha, p.n_trials, p.steps
     chains = {tuple(sorted(set(c[-1]) - set(c[0]))): c for c in p.domain_plus_chains if len(c) >= 2}
     n_dp = max(1, len(p.algorithms) * len(p.domain_plus_chains))
-    swap_level = alpha / max(1, len(p.algorithms) * (len(p.algorithms) - 1))  # 2 claims per pair
+    # the swap-test claims are about the order of many methods: their family is at least the pilot's (5 methods:
+    # 10 pairs x 2 claims), larger when the profile runs more methods
+    k = len(p.algorithms)
+    swap_level = alpha / max(PILOT_03_SWAP_FAMILY, k * (k - 1))
+    n_stable = 3 * max(4, k - 1)  # CORAL and IB-ERM ahead of every other method under each of 3 choices
     swap_dz = effect_from_trials(PILOT_03_SWAP_TRIALS, alpha / PILOT_03_SWAP_FAMILY)
     big = holm_bound_effect(PILOT_03_N, PILOT_03_DOMAIN_PLUS - 2, alpha)  # the 3rd Holm step: the loosest decided
     named = [m for m in ("CORAL", "IB_ERM") if m in p.algorithms]
     others = [m for m in p.algorithms if m not in ("CORAL", "IB_ERM")]
     swap_runs = bool(p.swap_choices)
-    paper = f"{PAPER_03}: {{}} paired trials at the expected d_z (planning.paired_trials, 80%)"
+    paper_swap = alpha / (PAPER_03_METHODS * (PAPER_03_METHODS - 1))  # the paper profile's families
+    paper_dp = alpha / (PAPER_03_METHODS * 3)
 
     def need(effect: float, level: float, k: int = 1) -> str:
-        return paper.format(_trials(trials_for_power(effect, level, TARGET_POWER ** (1 / k))).split(" trials")[0])
+        """The paper profile's trials for 80% on all k contrasts at its own family's level."""
+        n_need = _trials(trials_for_power(effect, level, TARGET_POWER ** (1 / k)))
+        return (f"{PAPER_03} and {n_need} per training set: 80% power at the expected d_z, level {level:.2g} "
+                f"(planning.paired_trials; params/paper has n_trials: {PAPER_03_TRIALS})")
 
     out = [
         ClaimDesign("ST-reversal", "order of methods reverses with the training-domain choice (Fig. 9)",
                     f"d_z {swap_dz:.2f}, the largest swap-test contrast of the {PILOT_03.split(':')[1].strip()} "
                     f"(its power table: {PILOT_03_SWAP_TRIALS}-1,100 trials)", "paired", swap_dz, n, swap_level,
-                    runs=swap_runs, steps=steps, paper_note=need(swap_dz, swap_level)),
+                    runs=swap_runs, steps=steps, paper_note=need(swap_dz, paper_swap)),
         ClaimDesign("ST-stable", "CORAL and IB-ERM have a stable advantage (ST criterion)",
                     f"d_z {swap_dz:.2f} per choice, as the reversal (pilot: none decided)", "paired", swap_dz, n,
-                    swap_level, runs=swap_runs, steps=steps, n_methods=3 * max(1, len(p.algorithms) - 1),
-                    paper_note=need(swap_dz, swap_level, 3 * max(1, len(p.algorithms) - 1))),
+                    swap_level, runs=swap_runs, steps=steps, n_methods=n_stable,
+                    paper_note=need(swap_dz, paper_swap, n_stable)),
     ]
     if ("d2",) in chains:
         if named:
@@ -292,22 +302,21 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
                 "D+d2-named", f"adding d2 (the printed domain nearest handwriting) helps {' and '.join(named)} "
                 "(Fig. 11a)", f"d_z ≥ {big:.2f} each: decided by Holm in the {PILOT_03.split(':')[1].strip()} "
                 "(t(5) past step 3 of 15)", "paired", big, n, alpha / n_dp, runs=True, steps=steps,
-                n_methods=len(named), paper_note=need(big, alpha / n_dp, len(named))))
-        k = max(1, len(others))
+                n_methods=len(named), paper_note=need(big, paper_dp, len(named))))
         out.append(ClaimDesign(
             "D+d2-all", "adding d2 helps every method, ERM, SagNet and IB-IRM too (Fig. 11a)",
             f"d_z {PILOT_03_SMALL_DZ} (the smallest of the pilot's undecided gains, 0.8-1.8)", "paired",
             PILOT_03_SMALL_DZ, n, alpha / max(n_dp, 15), runs=bool(others), steps=steps, n_methods=3,
-            paper_note=need(PILOT_03_SMALL_DZ, alpha / 15, 3 if k else 1)))
+            paper_note=need(PILOT_03_SMALL_DZ, paper_dp, 3)))
     out += [
         ClaimDesign("D+d1-ERM", "adding d1 (a distant printed domain) degrades ERM (Fig. 11b)",
                     "opposite sign: the pilot read ERM's change with d1 as a gain (d_z 0.8-1.8)", "paired",
                     PILOT_03_SMALL_DZ, n, alpha / n_dp, runs=("d1",) in chains, negative_only=True, steps=steps,
-                    paper_note=f"{PAPER_03}: a negative verdict needs {PAPER_STEPS:,} steps"),
+                    paper_note=f"{PAPER_03}: a negative verdict needs the papers' training length"),
         ClaimDesign("D+d0-ERM", "adding d0 (a distant printed domain) degrades ERM (Fig. 11c)",
                     "none recorded: the pilot left it undecided", "paired", None, n, alpha / n_dp,
                     runs=("d0",) in chains, steps=steps,
-                    paper_note=f"{PAPER_03} after a pilot at {PAPER_STEPS:,} steps gives its effect"),
+                    paper_note=f"{PAPER_03}, once a pilot at {PAPER_STEPS:,} steps gives its effect"),
     ]
     return out
 
@@ -324,7 +333,7 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
     c1 = effect_from_ci(4.09, 1.86, 6.32, 6)
     c2 = effect_from_ci(-1.52, -2.25, -0.78, 6)
     c4 = effect_from_ci(-0.28, -0.57, -0.00, 6)
-    paper = "the paper profile ({} trials for 80% at this d_z)"
+    paper = "{} for 80% at this d_z (planning.paired_trials)"
     return [
         ClaimDesign("C1", "held-out oracle: leakage > 0 at K=1 (Table 4)", f"d_z {c1:.2f}: +4.09 [1.86, 6.32] pts, "
                     f"{PILOT_04}", "one-sided paired", c1, n, a2, steps=steps,
@@ -335,7 +344,7 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
         ClaimDesign("C3", "literal oracle: K=1 leakage as small as Table 4's 0.04-1.26 pts",
                     f"+4.34 [2.14, 6.54] pts, above Table 4 ({PILOT_04})", "measurement", None, n, a2, shared=True,
                     negative_only=True, steps=steps,
-                    paper_note=f"its {PAPER_STEPS:,}-step runs (the claim's training length)"),
+                    paper_note=f"{PAPER_STEPS:,}-step runs (the claim's training length)"),
         ClaimDesign("C4", "literal oracle: leakage falls from K=2 to K=3 (Table 4)",
                     f"d_z {c4:.2f}: -0.28 [-0.57, -0.00] pts, {PILOT_04}", "one-sided paired", c4, n, a2, steps=steps,
                     paper_note=paper.format(_trials(trials_for_power(c4, a2)))),
@@ -355,7 +364,7 @@ def leaderboards_design(p) -> list[ClaimDesign]:
                     f"a reordering of {k} algorithms (pilot 2026-11-24, 3 trials: Spearman 0.50, Friedman p LODO "
                     "0.22, LOGO 0.042)", "spearman", None, k, 0.05,
                     runs=spearman_too_small(k) is None or not p.skip_undecidable,
-                    paper_note="its 10 algorithms (a Spearman test over 10 can reach p < 0.05)"),
+                    paper_note="10 algorithms (a Spearman test over 10 can reach p < 0.05)"),
     ]
 
 
@@ -377,7 +386,7 @@ def worst_case_design(p) -> list[ClaimDesign]:
         ClaimDesign("d", "the worst case predicts unseen-domain accuracy better than the nominal loss",
                     f"d_z {d4:.2f}: Spearman difference +0.13 [-0.18, 0.47] over 18 models (pilot, "
                     "2026-11-22; as a paired mean)", "paired", d4, n_models, 0.05, shared=True, steps=p.steps,
-                    paper_note=f"{_trials(trials_for_power(d4, 0.05))} (models) for 80%"),
+                    paper_note=f"{_trials(trials_for_power(d4, 0.05)).replace('trials', 'models')} for 80%"),
     ]
 
 
