@@ -67,8 +67,9 @@ def welch_df_from_share(r, n_a, n_b) -> np.ndarray:
     return 1.0 / (r**2 / (n_a - 1) + (1 - r) ** 2 / (n_b - 1))
 
 
-def _logit_beta_density(x: np.ndarray, a: float, b: float) -> np.ndarray:
-    """Density of logit(B), B ~ Beta(a, b): σ(x)^a σ(−x)^b / Beta(a, b)."""
+def logit_beta_density(x: np.ndarray, a: float, b: float) -> np.ndarray:
+    """Density of logit(B) at ``x``, B ~ Beta(a, b): σ(x)^a σ(−x)^b / Beta(a, b) — the weights of the quadrature over
+    the share of the two arms' variance estimates (module docstring)."""
     return np.exp(-a * np.logaddexp(0.0, -x) - b * np.logaddexp(0.0, x) - special.betaln(a, b))
 
 
@@ -81,12 +82,12 @@ def rejection_probability(crit, n_a: int, n_b: int, log_shift, delta=0.0) -> np.
     n_a)). ``delta``: the true difference in units of √Var(Δ) (0: the size; an array broadcasting like ``log_shift``). Tails beyond the grid count as
     rejections (an upper bound on the size).
     """
-    grid = _logit_grid(n_a, n_b)
+    grid = logit_grid(n_a, n_b)
     c = np.asarray(crit(special.expit(grid)) if callable(crit) else crit, dtype=float)
     s = np.asarray(log_shift, dtype=float)[..., None]
     a, b, m = (n_a - 1) / 2, (n_b - 1) / 2, n_a + n_b - 2
     x = grid - s  # logit B
-    w = _logit_beta_density(x, a, b) * (grid[1] - grid[0])
+    w = logit_beta_density(x, a, b) * (grid[1] - grid[0])
     beyond = np.maximum(0.0, 1.0 - w.sum(axis=-1))
     bb = special.expit(x)
     es = np.exp(s)
@@ -101,8 +102,9 @@ def rejection_probability(crit, n_a: int, n_b: int, log_shift, delta=0.0) -> np.
     return (pr * w[..., keep]).sum(axis=-1) + beyond
 
 
-def _logit_grid(n_a: int, n_b: int) -> np.ndarray:
-    """The grid over logit r: step 0.2, finer for large n (a quarter of logit B's SD) so the density is resolved."""
+def logit_grid(n_a: int, n_b: int) -> np.ndarray:
+    """The quadrature grid over logit r for (n_a, n_b) trials (r: arm A's share of the estimated variance of Δ): step
+    0.2 over [−60, 60], finer for large n (a quarter of logit B's SD) so the density is resolved."""
     sd = np.sqrt(special.polygamma(1, (n_a - 1) / 2) + special.polygamma(1, (n_b - 1) / 2))
     step = min(_L_STEP, 0.25 * float(sd))
     return np.arange(-_L_MAX, _L_MAX + step / 2, step)
@@ -117,8 +119,9 @@ def _noncentral_two_sided(x: np.ndarray, m: int, nc: float) -> np.ndarray:
     return (special.ndtr(nc - xs) + special.ndtr(-xs - nc)).mean(axis=-1)
 
 
-def _welch_crit(w: np.ndarray, n_a: int, n_b: int, r: np.ndarray) -> np.ndarray:
-    """Welch's two-sided critical values at levels ``w`` (rows) over the shares ``r`` (columns)."""
+def welch_crit(w: np.ndarray, n_a: int, n_b: int, r: np.ndarray) -> np.ndarray:
+    """Welch's two-sided critical values t⁻¹_ν(1 − w/2) at levels ``w`` (rows) over the shares ``r`` (columns), ν
+    Welch–Satterthwaite's df at that share (:func:`welch_df_from_share`)."""
     nu = welch_df_from_share(r, n_a, n_b)
     return special.stdtrit(nu[None, :], 1 - np.asarray(w, dtype=float)[:, None] / 2)
 
@@ -127,8 +130,8 @@ def _welch_crit(w: np.ndarray, n_a: int, n_b: int, r: np.ndarray) -> np.ndarray:
 def _table(n_a: int, n_b: int) -> np.ndarray:
     """h on :data:`_W_GRID` for (n_a, n_b): the supremum over the variance ratio of Welch's size, found on a grid of
     log-shifts (step 0.5) and refined around each level's maximum by halving steps down to 1/64."""
-    grid = _logit_grid(n_a, n_b)
-    crit = _welch_crit(_W_GRID, n_a, n_b, special.expit(grid))  # (levels, grid)
+    grid = logit_grid(n_a, n_b)
+    crit = welch_crit(_W_GRID, n_a, n_b, special.expit(grid))  # (levels, grid)
     size = rejection_probability(crit, n_a, n_b, _S_GRID[:, None])  # (shifts, levels)
     best = size.max(axis=0)
     at = _S_GRID[size.argmax(axis=0)]
@@ -211,10 +214,10 @@ def level_for(target: float, n_a: int, n_b: int) -> float:
 
     if n_a < 2 or n_b < 2:
         raise ValueError(f"n_a={n_a}, n_b={n_b}: expected at least 2 trials per arm")
-    grid = special.expit(_logit_grid(n_a, n_b))
+    grid = special.expit(logit_grid(n_a, n_b))
 
     def sup(logw: float) -> float:
-        crit = _welch_crit(np.array([np.exp(logw)]), n_a, n_b, grid)[0]
+        crit = welch_crit(np.array([np.exp(logw)]), n_a, n_b, grid)[0]
         size = rejection_probability(crit, n_a, n_b, _S_GRID[:, None])
         best, at, step = size.max(), _S_GRID[size.argmax()], (_S_GRID[1] - _S_GRID[0]) / 2
         while step >= 1 / 64:

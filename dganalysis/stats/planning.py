@@ -40,8 +40,8 @@ def power_difference(n: int, sd_a, sd_b, delta, level: float) -> np.ndarray:
     """Power of the calibrated Welch test at ``level`` (worst-case size) with n trials per arm, for true SDs and Δ
     (arrays broadcast; by the quadrature of :func:`~dganalysis.stats.behrens_fisher.rejection_probability`)."""
     sd_a, sd_b, delta = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sd_a, sd_b, delta)))
-    r = special.expit(bf._logit_grid(n, n))
-    crit = bf._welch_crit(np.array([bf.level_for(level, n, n)]), n, n, r)[0]
+    r = special.expit(bf.logit_grid(n, n))
+    crit = bf.welch_crit(np.array([bf.level_for(level, n, n)]), n, n, r)[0]
     tau = np.sqrt((sd_a**2 + sd_b**2) / n)
     return bf.rejection_probability(crit, n, n, np.log(sd_a**2 / sd_b**2), delta=np.abs(delta) / tau)
 
@@ -50,14 +50,14 @@ def power_equivalence(n: int, sd_a, sd_b, rope: float, level: float) -> np.ndarr
     """Power of the calibrated TOST within ±rope at ``level`` when the true Δ is 0: P(``|Δ̂|`` + c₁·SE < rope),
     c₁ the one-sided calibrated Welch critical value (by quadrature over the logit of B and over S, as the size)."""
     sd_a, sd_b = np.broadcast_arrays(np.asarray(sd_a, dtype=float), np.asarray(sd_b, dtype=float))
-    grid = bf._logit_grid(n, n)
+    grid = bf.logit_grid(n, n)
     r = special.expit(grid)
     w1 = bf.level_for(min(2 * level, 0.999), n, n) / 2  # one-sided level: h(2w)/2 = level
     c1 = special.stdtrit(bf.welch_df_from_share(r, n, n), 1 - w1)  # (grid,)
     shift = np.log(sd_a**2 / sd_b**2)[..., None]
     tau = np.sqrt((sd_a**2 + sd_b**2) / n)[..., None]
     x = grid - shift
-    wts = bf._logit_beta_density(x, (n - 1) / 2, (n - 1) / 2) * (grid[1] - grid[0])
+    wts = bf.logit_beta_density(x, (n - 1) / 2, (n - 1) / 2) * (grid[1] - grid[0])
     bb, es, m = special.expit(x), np.exp(shift), 2 * n - 2
     g_over_tau2 = (es * bb + 1.0 - bb) / (es * (n - 1) + (n - 1))  # estimated Var(Δ) per unit S, over Var(Δ)
     s = special.chdtri(m, 1 - (np.arange(100) + 0.5) / 100)

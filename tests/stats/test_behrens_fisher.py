@@ -22,11 +22,11 @@ def test_size_integral_matches_simulation_of_welch(n_a, n_b, sd_ratio):
     """P(p_Welch ≤ w) by the quadrature equals the simulated rate (200,000 simulated pairs) at w = 0.05 and 0.01."""
     rng = np.random.default_rng(0)
     p = _welch_p_sim(rng, 200_000, n_a, n_b, sd_ratio)
-    grid = special.expit(bf._logit_grid(n_a, n_b))
+    grid = special.expit(bf.logit_grid(n_a, n_b))
     theta = sd_ratio**2
     shift = np.log(theta / ((n_a - 1) * n_a) * ((n_b - 1) * n_b))
     for w in (0.05, 0.01):
-        crit = bf._welch_crit(np.array([w]), n_a, n_b, grid)[0]
+        crit = bf.welch_crit(np.array([w]), n_a, n_b, grid)[0]
         exact = float(bf.rejection_probability(crit, n_a, n_b, shift))
         sim = float((p <= w).mean())
         assert abs(sim - exact) <= 4 * np.sqrt(exact * (1 - exact) / 200_000), (w, sim, exact)
