@@ -1,5 +1,5 @@
 """Reading and auditing a large DomainBed-format sweep: DomainBed's ``collect_results`` vs ours (first read, and a
-repeated read through the columnar index of :mod:`dganalysis.audit.index`).
+repeated read through the columnar index of :mod:`dganalysis.records.index`).
 
 The sweep is generated (simulated accuracies, DomainBed's record layout: ``args``, ``hparams``, ``env{i}_{in,out}_acc``,
 ``epoch``, ``loss``, ``mem_gb``, ``step``, ``step_time``; one folder per run with ``results.jsonl`` and ``done``).
@@ -13,15 +13,15 @@ every record, makes its three selections, prints their tables). Ours, each first
 parse, index, select, cache) and then repeated on the unchanged sweep:
 
 * ``dganalysis collect DIR`` — the same command-level task (the three selections' tables, printed); repeated, it
-  scans the job folders and prints the output kept under their key (:class:`dganalysis.audit.sweep_memo.SweepMemo`);
-* :func:`dganalysis.audit.sweep_selections.select_indexed` — the three selections as frames, the part of
+  scans the job folders and prints the output kept under their key (:class:`dganalysis.records.memo.SweepMemo`);
+* :func:`dganalysis.records.indexed.select_indexed` — the three selections as frames, the part of
   ``dganalysis audit`` that does what ``collect_results`` does; repeated, it reads the cached selections (pandas is
   imported to return frames);
 * ``dganalysis audit DIR`` — the whole audit without a report (selections, the per-draw selection, claims,
   across-dataset tests, every raw-sweep analysis; more work than ``collect_results`` does); repeated, it restores
   its kept output; ``--fresh`` repeated: every statistic recomputed, the selections read from the index's cache;
 * "index → tidy frame → select": the whole tidy frame built from the index and selected afresh with
-  :func:`dganalysis.selection.select` (what an analysis needing every row pays).
+  :func:`dganalysis.records.selection.select` (what an analysis needing every row pays).
 
 Both figures are printed idle and with every core busy (:mod:`bench._busy`).
 
@@ -103,9 +103,9 @@ def generate(root: Path, datasets: int, algorithms: int, hparams: int, trials: i
 
 OURS = """
 import sys
-from dganalysis.audit.index import load_indexed
-from dganalysis.audit.sweep_selections import select_indexed
-from dganalysis.selection import select
+from dganalysis.records.index import load_indexed
+from dganalysis.records.indexed import select_indexed
+from dganalysis.records import select
 methods = ("training_domain", "leave_one_out", "oracle")
 if sys.argv[2] == "audit":  # the audit's path: selections cached beside the index
     n = sum(len(s) for s in select_indexed(sys.argv[1], methods).values())
@@ -132,7 +132,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, f
 
 def _forget(sweep: Path) -> None:
     """Remove our index and cached results beside ``sweep``."""
-    from dganalysis.audit.index_file import INDEX_NAME, LOCK_NAME
+    from dganalysis.records.index_file import INDEX_NAME, LOCK_NAME
 
     for name in (INDEX_NAME, LOCK_NAME):
         (sweep / name).unlink(missing_ok=True)

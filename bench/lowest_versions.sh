@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 VENV=${DGA_LOWEST_VENV:-/tmp/dga-lowest}
 PY=${PYTHON:-python3}
 OUT=${DGA_LOWEST_OUT:-bench/results/lowest_versions.md}
-TESTS=${DGA_LOWEST_TESTS:-tests/audit tests/stats tests/protocols tests/dro tests/shift tests/algorithms tests/nets tests/test_cli.py tests/test_collect.py tests/studies/test_runner.py tests/test_plots.py tests/test_latex.py tests/studies/test_report.py tests/test_io.py tests/test_selection.py tests/test_results.py tests/project/test_notebooks_style.py}
+TESTS=${DGA_LOWEST_TESTS:-tests/audit tests/stats tests/protocols tests/dro tests/shift tests/algorithms tests/nets tests/test_cli.py tests/test_collect.py tests/studies/test_runner.py tests/test_plots.py tests/test_latex.py tests/studies/test_report.py tests/test_io.py tests/records/test_selection.py tests/records/test_read.py tests/project/test_notebooks_style.py}
 EXTRA=${DGA_LOWEST_EXTRA:-}
 TORCH="torch==2.13.0"
 if ls /opt/wheels/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then TORCH="torch==2.13.0+cpu"; fi

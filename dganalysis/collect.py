@@ -3,11 +3,11 @@
 The equivalent of DomainBed's ``python -m domainbed.scripts.collect_results --input_dir DIR [--latex]`` (which prints
 training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof 0`` reproduces its error bars.
 
-Records are read through the sweep's columnar index (:mod:`dganalysis.audit.index`: ``.dganalysis_index.bin`` beside
-the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and DomainBed's three selections are
-made on its arrays (:mod:`dganalysis.audit.index_selection`, equal to :func:`dganalysis.selection.select`). The printed
+Records are read through the sweep's columnar index (:mod:`dganalysis.records.index`: ``.dganalysis_index.bin`` beside
+the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and the selections are made on its
+arrays (:mod:`dganalysis.records.rules`, the selection rules :func:`dganalysis.records.select` runs too). The printed
 output is kept beside the index under a key of every job folder's state, the options and the code
-(:class:`~dganalysis.audit.sweep_memo.SweepMemo`): the same command on an unchanged sweep prints it again after
+(:class:`~dganalysis.records.memo.SweepMemo`): the same command on an unchanged sweep prints it again after
 checking the job folders, without reading a record or importing numpy or pandas.
 
 Runs made under other versions, commits, devices or (for one algorithm) precisions — as their records'
@@ -15,7 +15,7 @@ Runs made under other versions, commits, devices or (for one algorithm) precisio
 
 Unfinished runs (``results.jsonl`` without ``done``): a DomainBed sweep dir's are read, as DomainBed's
 ``collect_results`` reads them (it never looks at ``done``), so its table comes out by default; our job stores' are
-skipped. Which is which is decided per DIR by :func:`dganalysis.results.is_our_store` (a job folder holding our
+skipped. Which is which is decided per DIR by :func:`dganalysis.records.store.is_our_store` (a job folder holding our
 ``spec.json`` or ``failed`` makes the DIR our store). The footer under each table counts the unfinished runs
 included or left out; ``--skip-unfinished`` / ``--include-unfinished`` apply one rule to every DIR.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis import io
-from dganalysis.selection import METHODS, methods
+from dganalysis.records.selection import METHODS, methods
 from dganalysis.tables import FORMATS
 
 DOMAINBED_METHODS = tuple(methods(domainbed=True))  # what DomainBed prints
@@ -91,8 +91,8 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main_collect(args: argparse.Namespace) -> int:
     """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
-    from dganalysis.audit.sweep_memo import SweepMemo
-    from dganalysis.results import _results_dir
+    from dganalysis.records.memo import SweepMemo
+    from dganalysis.records.store import results_dir
     from dganalysis.validation import ConfigError
 
     args.dirs = [*args.dirs, *getattr(args, "input_dirs", [])]  # DomainBed's --input_dir
@@ -111,13 +111,13 @@ def main_collect(args: argparse.Namespace) -> int:
         if out_path.parent.exists() and not out_path.parent.is_dir():
             raise ConfigError(f"-o {out_path}: {out_path.parent} is a file, not a folder")
     for d in args.dirs:  # every folder checked before any is read
-        _results_dir(d, "collect", "DIR")
+        results_dir(d, "collect", "DIR")
     parts = [[str(Path(d).resolve()) for d in args.dirs], args.selection, args.format, str(args.test_domains),
              args.se_ddof, args.digits, args.include_unfinished, args.strict]
     memo = SweepMemo(args.dirs, "collect", parts)
     printed = None if args.fresh else memo.get()
     if printed is None:
-        from dganalysis.audit import collector
+        from dganalysis.records import collector
 
         with collector.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
             printed = _tables(args, memo.indexes)
@@ -136,16 +136,16 @@ def provenance_differences(indexes: list) -> list[str]:
     """One line per way in which the runs of the stores (``indexes``: (store, index) as read) were made differently:
     other package, library or Python versions, commits, CPUs, GPUs or devices, or, among one algorithm's runs, other
     precisions (:func:`dganalysis.provenance.differences` of the records' stamps; runs without one are left out)."""
-    from dganalysis.audit.index import provenance_runs
     from dganalysis.provenance import differences
+    from dganalysis.records.index import provenance_runs
 
     return differences(provenance_runs(indexes))
 
 
 def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
     """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
-    from dganalysis.audit.sweep_selections import select_for_tables
-    from dganalysis.results import summary_line
+    from dganalysis.records.indexed import select_for_tables
+    from dganalysis.records.read import summary_line
     from dganalysis.tables import selected_table
 
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)

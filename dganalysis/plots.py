@@ -148,7 +148,7 @@ def accuracy_by_domain(summary, hue: str = "selection", title: str = "", ylabel:
     """Grouped bars of mean accuracy per test domain with ±SE error bars.
 
     ``summary``: a frame with columns ``domain``, ``mean``, ``se`` (fractions) and ``hue``
-    (e.g. the output of :func:`dganalysis.selection.summarize` for several selection methods).
+    (e.g. the output of :func:`dganalysis.records.selection.summarize` for several selection methods).
     """
     import matplotlib.pyplot as plt
     import numpy as np

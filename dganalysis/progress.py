@@ -36,7 +36,7 @@ _BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("dganalysis_progres
 @contextlib.contextmanager
 def bars(enabled: bool = True) -> Iterator[None]:
     """Within this block, long reads that have no ``progress`` parameter of their own draw a tqdm bar on stderr: the
-    index build of a large store (:func:`dganalysis.audit.index.update_index`, under ``collect`` and ``audit``). The
+    index build of a large store (:func:`dganalysis.records.index.update_index`, under ``collect`` and ``audit``). The
     command line turns them on where stderr is a terminal; off by default (a library call draws nothing unasked)."""
     token = _BARS.set(bool(enabled))
     try:

@@ -5,7 +5,7 @@ and columns test domains, each cell the selected test accuracy (in %) as "mean �
 "Avg" column holding the mean of the column means (no error bar, as DomainBed); then an "Averages" table whose
 cell (algorithm, dataset) first averages a trial's accuracies over the dataset's columns and then gives mean ± SE
 over trials, with "Avg" the mean over datasets. A missing cell prints "—" (DomainBed: "X"), an Avg with a missing
-part too. SE uses ``ddof=1`` by default (see :func:`dganalysis.selection.summarize`); ``ddof=0`` gives DomainBed's.
+part too. SE uses ``ddof=1`` by default (see :func:`dganalysis.records.selection.summarize`); ``ddof=0`` gives DomainBed's.
 
 Several test domains per run: a column is one (train/test/val split, test domain). ``test_domains="auto"`` keeps,
 per dataset, the configs with the fewest test domains (on a DomainBed sweep: the single-test-domain runs, its
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dganalysis.latex import latex_escape
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
-from dganalysis.selection import CONFIG, METHODS, select, summarize
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.selection import CONFIG, METHODS, select, summarize
 
 if TYPE_CHECKING:  # numpy, pandas and tabulate are imported where tables are built: `dganalysis collect`'s options need none
     import pandas as pd
@@ -87,7 +87,7 @@ def build_tables(
     ddof: int = 1,
     domain_order: dict[str, list[str]] | None = None,
 ) -> list[Table]:
-    """Per-dataset tables plus the "Averages" table from the output of :func:`dganalysis.selection.select`."""
+    """Per-dataset tables plus the "Averages" table from the output of :func:`dganalysis.records.selection.select`."""
     import numpy as np
     import pandas as pd
 
@@ -170,7 +170,7 @@ def selection_table(
     ddof: int = 1,
     digits: int = 1,
 ) -> str:
-    """DomainBed-style tables for the tidy results ``df`` (:func:`dganalysis.results.load`) under ``method``.
+    """DomainBed-style tables for the tidy results ``df`` (:func:`dganalysis.records.read.load`) under ``method``.
 
     ``fmt`` is "text", "csv", "latex" or "markdown"; see the module docstring for ``test_domains`` and ``ddof``.
     """
@@ -189,7 +189,7 @@ def selected_table(
     domain_order: dict[str, list[str]] | None = None,
 ) -> str:
     """:func:`selection_table` from the selection already made (``select(df, method)``, e.g. cached by
-    :func:`dganalysis.audit.sweep_selections.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
+    :func:`dganalysis.records.indexed.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
     tables = build_tables(selected, test_domains, ddof, domain_order) if not selected.empty else []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis import results
 from dganalysis.cli import main
+from dganalysis.records import read as results
 
 
 def _record(test_env: int, step: int, tseed: int, loss: float = 1.0, **over) -> dict:
@@ -204,7 +204,7 @@ def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(stor
     results.load's frame; the same command on the unchanged store prints the kept output without reading or
     selecting; a changed job folder, or other options, make it read again."""
     from dganalysis import tables
-    from dganalysis.audit import sweep_selections
+    from dganalysis.records import indexed
 
     old = 1_000_000_000 * 1_700_000_000  # folders changed seconds ago are listed again by the next scan: date them back
     for d in [store, *store.rglob("*")]:
@@ -216,7 +216,7 @@ def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(stor
     for method in ("training_domain", "leave_one_out", "oracle"):
         assert tables.selection_table(df, method) in first.out
     assert results.summary_line(df) in first.out
-    monkeypatch.setattr(sweep_selections, "select_for_tables", lambda *a, **k: pytest.fail("the kept output is printed"))
+    monkeypatch.setattr(indexed, "select_for_tables", lambda *a, **k: pytest.fail("the kept output is printed"))
     assert main(["collect", str(store)]) == 0
     again = capsys.readouterr()
     assert again.out == first.out and again.err.startswith("collect: the sweep(s), options and code are unchanged")

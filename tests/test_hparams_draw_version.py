@@ -11,8 +11,9 @@ import json
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis import hparams, results
+from dganalysis import hparams
 from dganalysis.job import Job
+from dganalysis.records import read as results
 from dganalysis.train import job_hparams, recorded_draw_problem, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")

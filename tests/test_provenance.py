@@ -160,7 +160,7 @@ def test_collect_is_silent_on_alike_or_unstamped_runs(tmp_path, capsys):
 
 
 def test_index_keeps_the_stamps_of_unchanged_jobs(tmp_path):
-    from dganalysis.audit.index import provenance_runs, update_index
+    from dganalysis.records.index import provenance_runs, update_index
 
     a, _ = _stores(tmp_path, {})
     first = list(provenance_runs([(a, update_index(a))]))

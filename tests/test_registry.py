@@ -10,8 +10,8 @@ from dganalysis.algorithms import get_algorithm
 from dganalysis.cli import PROFILES, main
 from dganalysis.data import load_dataset
 from dganalysis.nets import build_featurizer
+from dganalysis.records import select
 from dganalysis.registry import suggest, unknown_name
-from dganalysis.selection import select
 
 
 def test_one_wording_with_suggestions():

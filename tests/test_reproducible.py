@@ -114,7 +114,7 @@ def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, m
     assert stored_threads(tmp_path / "s" / job.job_id) == 1  # usable cores // 2 workers (one job: run inline)
     spec = json.loads((tmp_path / "s" / job.job_id / "spec.json").read_text())
     assert "threads" not in spec and Job.from_dict(spec).job_id == job.job_id
-    from dganalysis.results import load
+    from dganalysis.records import load
 
     df = load(tmp_path / "s")
     assert "threads" not in df["setting"].iloc[0]  # not part of the setting selection groups by

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dganalysis.selection import METHODS
+from dganalysis.records.selection import METHODS
 
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def main_audit(args: argparse.Namespace) -> int:
                                           f"last ran: its outputs were restored from {memo.copies} (--fresh "
                                           "recomputes)\n")
         return 0
-    from dganalysis.audit import collector
+    from dganalysis.records import collector
 
     with collector.paused():  # the statistics stack's import makes ~10^6 objects: its full collections cost ~0.1 s
         from dganalysis.audit.outputs import write_outputs  # statistics, figures: imported when something is computed
@@ -123,13 +123,13 @@ _LIBRARIES = ("numpy", "pandas", "scipy", "statsmodels", "scikit-posthocs", "mat
 
 
 def _memo(args: argparse.Namespace) -> Any:
-    """The :class:`~dganalysis.audit.index.SweepMemo` of this audit when an input is a sweep directory (a table-only
+    """The :class:`~dganalysis.records.memo.SweepMemo` of this audit when an input is a sweep directory (a table-only
     audit is not kept): keyed by the sweeps' job folders, the other inputs' bytes, the options, the output paths,
     the package's version (its shipped tables with it) and the libraries' versions."""
     import hashlib
     from importlib import metadata
 
-    from dganalysis.audit.sweep_memo import SweepMemo
+    from dganalysis.records.memo import SweepMemo
 
     sweeps = [p for p in args.inputs if Path(p).is_dir()]
     named = [*args.inputs, *([args.reference] if args.reference else [])]

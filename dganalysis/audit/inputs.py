@@ -1,13 +1,13 @@
 """Audit inputs: a sweep directory (ours or DomainBed's) or a published table, checked before any work.
 
-A sweep is read by the same code as ``dganalysis collect`` (the columnar index of :mod:`dganalysis.audit.index`,
-:func:`~dganalysis.audit.sweep_selections.select_for_tables`) and selected as :func:`dganalysis.selection.select`
+A sweep is read by the same code as ``dganalysis collect`` (the columnar index of :mod:`dganalysis.records.index`,
+:func:`~dganalysis.records.indexed.select_for_tables`) and selected as :func:`dganalysis.records.selection.select`
 selects.
 Each (selection, dataset, algorithm, trial seed) then gets DomainBed's Avg value: the mean over the dataset's test
 environments of the selected test accuracy, in points, from the single-test-environment runs (``collect``'s
 ``--test-domains auto``). A trial missing a test environment gives no value (it is counted in
 ``trials.attrs["incomplete"]``; DomainBed would average the environments it has). Runs of one dataset under different
-*settings* (``dataset_kwargs``, steps, overrides, …; see :mod:`dganalysis.results`) are different experiments: the
+*settings* (``dataset_kwargs``, steps, overrides, …; see :mod:`dganalysis.records.read`) are different experiments: the
 dataset is then labelled with the setting keys that differ, ``"RotatedDigits (image_size=16)"``; so are runs with
 different numbers of training domains (``"… [2 training domains]"``). Several training-domain sets of one size
 reaching the same test environment are averaged (and counted in ``attrs["incomplete"]``).
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.audit import published
-from dganalysis.selection import METHODS, select
+from dganalysis.records.selection import METHODS, select
 
 log = logging.getLogger(__name__)
 DOMAINBED_SELECTIONS = ("training_domain", "leave_one_out", "oracle")
@@ -43,9 +43,9 @@ class AuditInput:
     also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points), ``selected`` (``{method: select(records, method)}``
     for the audited methods, the oracle and training-domain validation), ``draws`` (``{method: select(records,
     method, per_draw=True)}`` for :func:`main_selection`), ``path`` and ``index`` (its job keys as read,
-    :class:`~dganalysis.audit.sweep_memo.StoreKeys`: what the selections are of, the key under which
-    :class:`~dganalysis.audit.sweep_memo.SweepMemo` keeps the audit); ``records``, the tidy frame of
-    :func:`dganalysis.results.load`, is read from ``path`` on first use (the audit's own analyses need only the
+    :class:`~dganalysis.records.memo.StoreKeys`: what the selections are of, the key under which
+    :class:`~dganalysis.records.memo.SweepMemo` keeps the audit); ``records``, the tidy frame of
+    :func:`dganalysis.records.read.load`, is read from ``path`` on first use (the audit's own analyses need only the
     selections, and the frame of a large sweep takes seconds and hundreds of MB)."""
 
     name: str
@@ -60,11 +60,11 @@ class AuditInput:
 
     @functools.cached_property
     def records(self) -> pd.DataFrame | None:
-        """A sweep's tidy frame (:func:`dganalysis.audit.index.load_indexed` of ``path``, read once); None for a
+        """A sweep's tidy frame (:func:`dganalysis.records.index.load_indexed` of ``path``, read once); None for a
         table."""
         if self.path is None:
             return None
-        from dganalysis.audit.index import load_indexed
+        from dganalysis.records.index import load_indexed
 
         return load_indexed(self.path)
 
@@ -110,13 +110,13 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells.
 
     A sweep is read through its columnar index
-    (:func:`~dganalysis.audit.sweep_selections.select_for_tables`, the selections cached beside it): ``selections``,
+    (:func:`~dganalysis.records.indexed.select_for_tables`, the selections cached beside it): ``selections``,
     the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
     of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
-    from dganalysis.audit.sweep_memo import StoreKeys
-    from dganalysis.audit.sweep_selections import select_for_tables
     from dganalysis.collect import provenance_differences
-    from dganalysis.results import summary_line
+    from dganalysis.records.indexed import select_for_tables
+    from dganalysis.records.memo import StoreKeys
+    from dganalysis.records.read import summary_line
 
     check_inputs([path])
     name = str(path)

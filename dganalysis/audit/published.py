@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dganalysis.selection import METHODS
+from dganalysis.records.selection import METHODS
 
 CELL_COLUMNS = ["board", "selection", "dataset", "env", "algorithm", "mean", "se", "n", "se_ddof", "mean_res",
                 "se_res", "source"]

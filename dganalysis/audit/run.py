@@ -233,7 +233,7 @@ STORE = "store"  #: in a notebook's ``inputs``: the profile's job store (``store
 def resolve_inputs(inputs: Sequence[str], store_dir: str | Path) -> tuple[list[str], list[str]]:
     """Notebook inputs → (paths to audit, notes): :data:`STORE` becomes ``store_dir``, left out with a note when the
     store holds no finished run yet (the audit ran before any sweep finished)."""
-    from dganalysis.results import find_jobs, job_status
+    from dganalysis.records.store import find_jobs, job_status
 
     paths, notes = [], []
     for p in inputs:

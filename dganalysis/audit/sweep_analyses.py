@@ -1,9 +1,9 @@
 """Analyses only a raw sweep allows (a published table cannot): how much model selection costs, whether it changes
 the ranking, whether the hyperparameter search had saturated, LODO vs LOGO, and the selected hyperparameters.
 
-Inputs are the tidy frame of :func:`dganalysis.results.load` (or :func:`dganalysis.audit.index.load_indexed`) and,
-where a function takes ``selections``, either method names or ``{method: dganalysis.selection.select(df, method)}``
-already computed. Selection is always :func:`dganalysis.selection.select` (DomainBed's methods, bit for bit).
+Inputs are the tidy frame of :func:`dganalysis.records.read.load` (or :func:`dganalysis.records.index.load_indexed`) and,
+where a function takes ``selections``, either method names or ``{method: dganalysis.records.selection.select(df, method)}``
+already computed. Selection is always :func:`dganalysis.records.selection.select` (DomainBed's methods, bit for bit).
 Accuracies are reported in points (percent). A dataset's *average* is DomainBed's "Avg" computed per trial: the mean
 over the dataset's columns (its test domains, from the runs with the fewest test domains, as
 :func:`dganalysis.tables.build_tables` with ``test_domains="auto"``); a trial missing a column has no average.
@@ -27,7 +27,7 @@ from scipy import stats
 
 from dganalysis import io
 from dganalysis.audit import coverage
-from dganalysis.selection import CONFIG, METHODS, select
+from dganalysis.records.selection import CONFIG, METHODS, select
 from dganalysis.stats import intervals
 
 #: the selection methods whose regret against ``oracle`` is reported
@@ -235,7 +235,7 @@ def expected_max_curve(
 
     ``budgets`` default 1..N (the unbiased estimate and the interval are NaN above N). ``draws``:
     ``select(df, selection, per_draw=True)`` when already made (e.g. cached by
-    :func:`dganalysis.audit.sweep_selections.select_for_tables`); ``df`` is then not read and may be None.
+    :func:`dganalysis.records.indexed.select_for_tables`); ``df`` is then not read and may be None.
     Returns columns :data:`CURVE_COLUMNS`.
     """
     if selection not in METHODS:
@@ -340,7 +340,7 @@ def lodo_vs_logo(df: pd.DataFrame, selection: str = "training_domain",
 
     On a DomainBed sweep the pair runs exist for leave-one-out selection; here they are evaluated as test groups.
     ``selected``: ``select(df, selection)`` when already made (e.g. cached by
-    :func:`dganalysis.audit.sweep_selections.select_indexed`).
+    :func:`dganalysis.records.indexed.select_indexed`).
     """
     sel = _str(select(df, selection) if selected is None else selected)
     if sel.empty:

@@ -13,7 +13,7 @@ are each environment's sub-folders sorted by name, and images are listed as torc
 lists them (class by class, ``os.walk`` sorted, file names sorted, torchvision's image extensions), so
 :func:`dganalysis.train.split_indices` gives DomainBed's in/out splits. Domains are named by DomainBed's
 ``ENVIRONMENTS`` (``A``, ``C``, ``P``, ``S`` for PACS), the names its sweep records get in
-:mod:`dganalysis.results`; the folder names are kept in ``info['folders']``.
+:mod:`dganalysis.records.read`; the folder names are kept in ``info['folders']``.
 
 Stricter than DomainBed, each with a clear error naming the folder: a missing dataset or environment
 folder, an extra folder (DomainBed would silently count it as an environment and shift every index),

@@ -1,6 +1,6 @@
 """Grayscale vs binary (Zhang, Zhang & Liu, Sec. 4.1: Table 7, Fig. 8, Table 8).
 
-Tables put several selected frames (contract of ``dganalysis.selection.select``) side by side: one row per
+Tables put several selected frames (contract of ``dganalysis.records.selection.select``) side by side: one row per
 (algorithm, task) where a task is ``(train domains) → test domain``; per frame the mean ± SE over trials.
 Trials are first averaged over rows that share (task, trial) (several runs testing on the same domain).
 """

@@ -146,7 +146,7 @@ def file_label(name: str) -> str:
 
 # ----------------------------------------------------------------------------------------------- building
 def _check_selected(selected: pd.DataFrame, method_col: str, acc_col: str, func: str) -> None:
-    """A selected frame (the contract of ``dganalysis.selection.select``) of one selection method, or a clear error."""
+    """A selected frame (the contract of ``dganalysis.records.selection.select``) of one selection method, or a clear error."""
     check_frame(selected, (), "selected", func=func)
     check_str(method_col, "method_col", func=func)
     check_str(acc_col, "acc_col", func=func)
@@ -165,7 +165,7 @@ def from_selected(
     scale: float = 100.0,
     dataset_label: str | None = None,
 ) -> pd.DataFrame:
-    """Long leaderboard frame from a selected frame (contract of ``dganalysis.selection.select``).
+    """Long leaderboard frame from a selected frame (contract of ``dganalysis.records.selection.select``).
 
     As DomainBed's ``collect_results``: per (dataset, algorithm, trial_seed) the accuracy is the mean over all
     selected test-domain rows (leave-one-domain-out: one per domain; leave-one-group-out: one per domain of each

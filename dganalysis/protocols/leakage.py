@@ -15,7 +15,7 @@
 Runs are annotated from their hparams (``pretrained``, ``linear_probe``, ``freeze_stages``) and
 model selection is done separately per (pretraining, mode) setting. Jobs made by :func:`make_leakage_jobs` differ
 in their hparams overrides, so the tidy frame's ``setting`` key already keeps them apart in
-``dganalysis.selection.select``; :func:`select_per_setting` also separates runs whose LP/FT choice came from
+``dganalysis.records.selection.select``; :func:`select_per_setting` also separates runs whose LP/FT choice came from
 anywhere else (e.g. records of another tool) and labels the output.
 
 Oracle-selection leakage (Sec. 2.2, Table 4) is :mod:`dganalysis.protocols.oracle_k`; compare its oracle (last
@@ -79,7 +79,7 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     if pretrained_names is not None:
         check_mapping(pretrained_names, "pretrained_names", func="annotate")
     if "hparams" not in df.columns:
-        raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.results.load returns")
+        raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.records.read.load returns")
     by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
     cache: dict[str, dict[str, Any]] = {}
 
@@ -99,15 +99,15 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
 
 def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str] = ("pretraining", "mode", "freeze_stages"),
                        select: Callable[..., pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Model selection (``dganalysis.selection.select``) run separately in each setting; setting columns kept.
+    """Model selection (``dganalysis.records.selection.select``) run separately in each setting; setting columns kept.
 
-    ``method`` is any of ``dganalysis.selection.METHODS`` (e.g. DomainBed's early-stopping ``"training_domain"``
+    ``method`` is any of ``dganalysis.records.selection.METHODS`` (e.g. DomainBed's early-stopping ``"training_domain"``
     or ``"training_domain_last"``).
     """
     check_frame(df, (), "df", func="select_per_setting")
     check_str(method, "method", func="select_per_setting")
     if select is None:
-        from dganalysis.selection import select
+        from dganalysis.records import select
     parts = []
     for key, sub in df.groupby(list(setting_cols), sort=True):
         out = select(sub, method)

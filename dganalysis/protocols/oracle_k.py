@@ -10,8 +10,8 @@ at K is the average over all K-subsets S ∋ d of d's accuracy under the candida
 Two ways in, both giving the oracle selections for :func:`oracle_k_table`:
 
 * one run per training group that tests on all K' domains: :func:`oracle_k_select` makes the oracle-K selections
-  from the tidy frame (``dganalysis.results.load``);
-* separate runs per test-domain subset S: ``dganalysis.selection.select(df, "oracle_pooled")``, which chooses one
+  from the tidy frame (``dganalysis.records.read.load``);
+* separate runs per test-domain subset S: ``dganalysis.records.selection.select(df, "oracle_pooled")``, which chooses one
   candidate per run by the mean over *its* test domains (the frame's ``test_domains`` is S). Not
   ``select(df, "oracle")``: DomainBed's oracle chooses separately for each test domain, so with it every K would be
   K=1 (:func:`oracle_k_table` refuses such a frame).
@@ -109,7 +109,7 @@ def with_pooled_split(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]]
 
 
 def report_on(selected: pd.DataFrame, tidy: pd.DataFrame, split: str) -> pd.DataFrame:
-    """``selected`` (any :func:`dganalysis.selection.select` or :func:`oracle_k_select` output) with ``acc``
+    """``selected`` (any :func:`dganalysis.records.selection.select` or :func:`oracle_k_select` output) with ``acc``
     replaced by the chosen (job_id, step)'s accuracy on ``split`` of each domain in ``tidy`` (e.g. the pooled split
     of :func:`with_pooled_split`, to report IID on the same data as the literal oracle). The choice is unchanged."""
     check_frame(selected, (), "selected", func="report_on")
@@ -139,7 +139,7 @@ def oracle_k_select(
     reports ``in`` (DomainBed's); ``"literal"`` scores and reports the whole domain (Yu et al.'s wording), which
     needs ``sizes`` (:func:`split_sizes`) unless ``tidy`` already has the pooled rows (:func:`with_pooled_split`).
     The score is the mean over S of the selection split's accuracy (``np.mean`` in environment order, as
-    :func:`dganalysis.selection.select`). Ties: highest hparams_seed, then earliest step (DomainBed's); ``tie_tol``
+    :func:`dganalysis.records.selection.select`). Ties: highest hparams_seed, then earliest step (DomainBed's); ``tie_tol``
     as in ``select``. With ``"held_out"``, K = 1 gives ``select(tidy, "oracle")`` and K = K' gives
     ``select(tidy, "oracle_pooled")``. Returns the selection contract's columns plus ``subset`` (comma-joined S),
     ``k`` and ``oracle``; ``selection = "oracle_k"``.
@@ -154,7 +154,7 @@ def oracle_k_select(
             "domain", "split", "role", "acc", "job_id"}
     missing = need - set(tidy.columns)
     if missing:
-        raise ValueError(f"tidy frame: missing columns {sorted(missing)} (expected dganalysis.results.load output)")
+        raise ValueError(f"tidy frame: missing columns {sorted(missing)} (expected dganalysis.records.read.load output)")
     if POOLED in (select_split, report_split) and not (tidy["split"] == POOLED).any():
         if sizes is None:
             raise ValueError(f"oracle={oracle!r} selects/reports the whole test domain: pass sizes=split_sizes(...)")

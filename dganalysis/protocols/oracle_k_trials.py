@@ -32,7 +32,7 @@ def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows of each job's last recorded step only (the oracle's candidates)."""
     check_frame(tidy, ("job_id", "step"), "tidy", func="last_checkpoints")
     if not {"job_id", "step"} <= set(tidy.columns):
-        raise ValueError("tidy frame: expected columns job_id and step (dganalysis.results.load output)")
+        raise ValueError("tidy frame: expected columns job_id and step (dganalysis.records.read.load output)")
     return tidy[tidy["step"] == tidy.groupby("job_id")["step"].transform("max")]
 
 
@@ -138,7 +138,7 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
     check_frame(tidy, (), "tidy", func="oracle_leakage")
     check_mapping(sizes, "sizes", func="oracle_leakage", what="split_sizes(...)")
     check_str(oracle, "oracle", func="oracle_leakage")
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     if oracle not in ORACLES:
         raise ValueError(f"oracle: unknown oracle {oracle!r}; expected one of {list(ORACLES)}")

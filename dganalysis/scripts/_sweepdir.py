@@ -2,7 +2,7 @@
 
 DomainBed's ``collect_results`` and ``list_top_hparams`` (Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/``) read
 ``results.jsonl`` of every entry of ``os.listdir(input_dir)`` and keep the records in that order. The numbers they
-print come from model selection, which the drop-ins take from :func:`dganalysis.selection.select`; this module gives
+print come from model selection, which the drop-ins take from :func:`dganalysis.records.selection.select`; this module gives
 the rest: the record count, the algorithms' and datasets' row/column order, the order in which runs are grouped
 (it decides the order of the floats averaged, hence their last bits), and each run's recorded ``output_dir``.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.validation import ConfigError
 
 #: DomainBed's ``algorithms.ALGORITHMS`` (b93c22a), the row order of its tables; others follow in order of appearance.

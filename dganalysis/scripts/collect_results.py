@@ -3,7 +3,7 @@
 A drop-in for DomainBed's ``python -m domainbed.scripts.collect_results`` (Gulrajani & Lopez-Paz 2021,
 ``domainbed/scripts/collect_results.py``): the same flags, the same text or LaTeX on stdout, byte for byte, the same
 ``results.txt`` / ``results.tex`` written into ``--input_dir``. The selected accuracies come from our model selection
-(:func:`dganalysis.selection.select` on :func:`dganalysis.results.load`, proved equal to DomainBed's by
+(:func:`dganalysis.records.selection.select` on :func:`dganalysis.records.read.load`, proved equal to DomainBed's by
 ``tests/reference/test_domainbed_selection.py``); this module lays them out as DomainBed does (its cell and
 average arithmetic, its column widths, row and column order). One line after the tables, on stdout only, points to
 ``dganalysis audit D``, which says how far those numbers can be trusted.
@@ -91,7 +91,7 @@ def _table(table: list[list[str]], header: str, row_labels: Sequence[str], col_l
 
 
 def selected_by_group(selected: pd.DataFrame, what: str) -> dict[Group, float]:
-    """Our selection (:func:`dganalysis.selection.select`) keyed as DomainBed's groups: (trial_seed, dataset,
+    """Our selection (:func:`dganalysis.records.selection.select`) keyed as DomainBed's groups: (trial_seed, dataset,
     algorithm, test env index) → the selected test accuracy, for single-test-domain configs of DomainBed's datasets.
     Two configs on one group (runs differing in more than ``hparams_seed``) raise :class:`ConfigError`."""
     out: dict[Group, float] = {}
@@ -156,7 +156,7 @@ def results_tables(sweep: SweepDir, selected: dict[Group, float], method_name: s
 def load_selected(input_dir: str, script: str, err: Callable[[str], object]) -> tuple[SweepDir, pd.DataFrame]:
     """The sweep as DomainBed lists it and our tidy frame of it (every run read, finished or not, as DomainBed
     reads them; runs our engine marked failed and unreadable ones are left out, said on ``err``)."""
-    from dganalysis.results import load
+    from dganalysis.records import load
 
     sweep = read_sweep_dir(input_dir, script)
     df = load(input_dir, include_unfinished=True, progress=False, strict=False)
@@ -167,7 +167,7 @@ def load_selected(input_dir: str, script: str, err: Callable[[str], object]) -> 
 
 def render(input_dir: str, latex: bool) -> str:
     """Everything DomainBed's ``collect_results`` prints for ``input_dir`` (the pointer to the audit excluded)."""
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     sweep, df = load_selected(input_dir, "collect_results", sys.stderr.write)
     out = io.StringIO()

@@ -4,7 +4,7 @@ A drop-in for DomainBed's ``domainbed/scripts/list_top_hparams.py`` (Gulrajani &
 three model-selection methods and each trial seed of (dataset, algorithm, test env), every hyperparameter draw ranked
 by its validation accuracy — its ``{'val_acc', 'test_acc'}``, its hyperparameters and the output dirs of its runs —
 printed as DomainBed prints them. Each draw's (val_acc, test_acc) is our selection within that draw alone
-(:func:`dganalysis.selection.select` with ``per_draw=True``); ranks tie as DomainBed's (``hparams_accs``: the higher
+(:func:`dganalysis.records.selection.select` with ``per_draw=True``); ranks tie as DomainBed's (``hparams_accs``: the higher
 ``hparams_seed`` first). A line after the listing, on stdout, points to ``dganalysis audit D``.
 """
 
@@ -42,7 +42,7 @@ def _run_acc(method: str, val_acc: float, test_acc: float) -> dict[str, Any]:
 
 def render(input_dir: str, dataset: str, algorithm: str, test_env: int) -> str:
     """Everything DomainBed's ``list_top_hparams`` prints (the pointer to the audit excluded)."""
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     sweep, df = load_selected(input_dir, "list_top_hparams", sys.stderr.write)
     out = io.StringIO()

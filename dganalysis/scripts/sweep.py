@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from dganalysis.hparams import seed_hash
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.scripts._sweepdir import DOMAINBED_ALGORITHMS, DOMAINBED_DATASETS
 from dganalysis.validation import ConfigError
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 
 #: DomainBed's ``MultipleDomainDataset.N_STEPS`` (no dataset overrides it)
 DOMAINBED_N_STEPS = 5001

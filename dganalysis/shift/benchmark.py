@@ -14,11 +14,11 @@ from dganalysis.validation import check_choice, check_frame, check_mapping
 
 def accuracy_by_dataset(selected: pd.DataFrame) -> pd.DataFrame:
     """Test accuracy (%) per (dataset, algorithm): mean and SE over trials (sample std, ddof = 1, / √n)
-    of each trial's mean over its test-domain rows of ``selected`` (a :func:`dganalysis.selection.select` frame)."""
-    from dganalysis.selection import summarize
+    of each trial's mean over its test-domain rows of ``selected`` (a :func:`dganalysis.records.selection.select` frame)."""
+    from dganalysis.records.selection import summarize
 
     check_frame(selected, ("dataset", "algorithm", "trial_seed", "acc"), "selected", func="accuracy_by_dataset",
-                what="a dganalysis.selection.select frame")
+                what="a dganalysis.records.selection.select frame")
     per_trial = selected.groupby(["dataset", "algorithm", "trial_seed"], as_index=False)["acc"].mean()
     summary = summarize(per_trial, by=["dataset", "algorithm"]).rename(columns={"mean": "acc"})
     summary[["acc", "se"]] *= 100
@@ -27,9 +27,9 @@ def accuracy_by_dataset(selected: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_accuracy(tidy: pd.DataFrame, job_ids: Iterable[str], selection_method: str) -> pd.DataFrame:
     """:func:`accuracy_by_dataset` of the jobs ``job_ids`` of a tidy results frame, selected by ``selection_method``."""
-    from dganalysis.selection import METHODS, select
+    from dganalysis.records.selection import METHODS, select
 
-    check_frame(tidy, ("job_id",), "tidy", func="sweep_accuracy", what="the tidy frame of dganalysis.results.load")
+    check_frame(tidy, ("job_id",), "tidy", func="sweep_accuracy", what="the tidy frame of dganalysis.records.read.load")
     check_choice(selection_method, list(METHODS), "selection_method", func="sweep_accuracy")
     ids = set(job_ids)
     return accuracy_by_dataset(select(tidy[tidy["job_id"].isin(ids)], selection_method))

@@ -12,7 +12,7 @@
   ``n_hparams + n_trials − 1`` jobs per config.
 
 :func:`run_search_protocol` runs either; :func:`protocol_job_counts` counts both for a grid (the dry run);
-:func:`protocol_selected` gives a protocol's selected rows (as :func:`dganalysis.selection.select`) and
+:func:`protocol_selected` gives a protocol's selected rows (as :func:`dganalysis.records.selection.select`) and
 :func:`compare_protocols` compares the two protocols' selected accuracies on a sweep that ran the full grid.
 """
 
@@ -70,7 +70,7 @@ def _fixed_hparams(job: Job) -> dict[str, Any]:
 
 def rerun_jobs(jobs: Sequence[Job], selected: pd.DataFrame) -> list[Job]:
     """The reruns of ``yu2024``: for each config of the full grid ``jobs`` whose trial-0 job was chosen in
-    ``selected`` (rows of :func:`dganalysis.selection.select` on the search's records), one job per other trial of
+    ``selected`` (rows of :func:`dganalysis.records.selection.select` on the search's records), one job per other trial of
     the grid with that job's hparams fixed."""
     by_id = {j.job_id: j for j in jobs}
     trials: dict[str, set[int]] = {}
@@ -92,8 +92,7 @@ def run_search_protocol(jobs: Sequence[Job], store_dir: str | Path, protocol: st
                         selection_method: str = "training_domain", **run_kw: Any) -> list[Job]:
     """Run the full grid ``jobs`` under ``protocol`` into ``store_dir`` (``run_kw`` go to
     :func:`dganalysis.sweep.run_sweep`); returns the jobs run (``yu2024``: the search, then the reruns)."""
-    from dganalysis.results import load
-    from dganalysis.selection import select
+    from dganalysis.records import load, select
     from dganalysis.sweep.launcher import run_sweep
 
     check_protocol(protocol)
@@ -110,10 +109,10 @@ def run_search_protocol(jobs: Sequence[Job], store_dir: str | Path, protocol: st
 
 def protocol_selected(df: pd.DataFrame, jobs_run: Sequence[Job], protocol: str,
                       selection_method: str = "training_domain") -> pd.DataFrame:
-    """The selected rows of ``protocol`` (columns of :func:`dganalysis.selection.select`) from the records ``df`` of
+    """The selected rows of ``protocol`` (columns of :func:`dganalysis.records.selection.select`) from the records ``df`` of
     ``jobs_run`` (what :func:`run_search_protocol` returned). ``yu2024``: the search's choice on trial 0, then each
     rerun at its own selected checkpoint, its ``setting`` set to the search config's so trials group together."""
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     check_protocol(protocol)
     df = df[df["job_id"].isin({j.job_id for j in jobs_run})]
@@ -150,7 +149,7 @@ def compare_protocols(df: pd.DataFrame, selection_method: str = "training_domain
     an approximation of the reruns), ``n_trials``, ``delta = yu_acc − domainbed_acc`` and ``same_choice`` (trial 0
     picks the same draw in both protocols: always; the share of trials whose DomainBed pick equals Yu's draw).
     Accuracies as in ``df`` (fractions)."""
-    from dganalysis.selection import CONFIG, select
+    from dganalysis.records.selection import CONFIG, select
 
     db = select(df, selection_method)
     group = [c for c in CONFIG if c != "trial_seed"] + ["domain"]

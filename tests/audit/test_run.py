@@ -66,8 +66,8 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
     audited, the analyses get the oracle and training-domain validation they compare with."""
     import pandas as pd
 
-    from dganalysis import results
-    from dganalysis.audit import index, sweep_selections
+    from dganalysis.records import index, indexed
+    from dganalysis.records import read as results
 
     root = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, hparams=3, pairs=True)
     want = run_audit([root], selection=selection, reps=50, seed=1)
@@ -75,9 +75,9 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
     def no_frame(*args, **kwargs):
         raise AssertionError("the audit built the tidy frame")
 
-    for fn in ("_assemble", "load_indexed"):
+    for fn in ("assemble", "load_indexed"):
         monkeypatch.setattr(index, fn, no_frame)
-    monkeypatch.setattr(sweep_selections, "_assemble", no_frame)
+    monkeypatch.setattr(indexed, "assemble", no_frame)
     got = run_audit([root], selection=selection, reps=50, seed=1)
     assert not got.audits[0].notes
     assert set(got.audits[0].sweep) >= {"selection_regret", "ranking_changes", "expected_max", "saturation",

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dganalysis import results, selection
 from dganalysis.audit import coverage, sweep_analyses
 from dganalysis.audit.sweep_analyses import expected_max
+from dganalysis.records import read as results
+from dganalysis.records import selection
 
 # simulated: per algorithm, the validation (training-domain 'out') and test accuracy of each hparams draw
 VAL = {"A": {0: 0.9, 1: 0.8, 2: 0.7}, "B": {0: 0.9, 1: 0.8, 2: 0.7}}
@@ -76,7 +77,7 @@ def test_selection_regret_planted(planted):
 
 
 def test_selection_regret_ci_is_a_t_interval(planted):
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     noisy = planted.copy()
     bump = (noisy["role"] == "test") & (noisy["algorithm"] == "A") & (noisy["hparams_seed"] == 1)

@@ -20,7 +20,7 @@ from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset
 from dganalysis.data.feed import choose_mode, make_feed
 from dganalysis.data.pipeline import DomainBedPipeline
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 
 torch.set_num_threads(1)
 

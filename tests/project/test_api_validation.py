@@ -20,7 +20,8 @@ from torch import nn
 
 #: packages whose every submodule is public API, and single public modules
 PACKAGES = ("dganalysis.dro", "dganalysis.shift", "dganalysis.protocols")
-MODULES = ("dganalysis.selection", "dganalysis.results", "dganalysis.studies.plans", "dganalysis.stats.ttests",
+MODULES = ("dganalysis.records.selection", "dganalysis.records.read", "dganalysis.records.store",
+           "dganalysis.studies.plans", "dganalysis.stats.ttests",
            "dganalysis.stats.rank_tests")
 #: public entry points of modules whose other functions are array kernels called by checked callers
 FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size")
@@ -170,7 +171,7 @@ def test_shift_accepts_tensors_and_refuses_fractional_labels():
 
 
 def test_selection_did_you_mean():
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     df = pd.DataFrame({c: [] for c in ["dataset", "algorithm", "train_domains", "test_domains", "val_domains",
                                        "trial_seed", "job_id", "hparams_seed", "step", "domain", "split", "role",
@@ -182,7 +183,7 @@ def test_selection_did_you_mean():
 
 
 def test_results_load_needs_an_existing_folder(tmp_path):
-    from dganalysis.results import load
+    from dganalysis.records import load
 
     with pytest.raises(ValueError, match=r"'path'.*does not exist"):
         load(tmp_path / "nope", progress=False)

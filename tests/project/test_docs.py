@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-API_NAMES = ("dganalysis.shift.estimate_shift", "dganalysis.dro.worst_case_curve", "dganalysis.selection.select")
+API_NAMES = ("dganalysis.shift.estimate_shift", "dganalysis.dro.worst_case_curve", "dganalysis.records.selection.select")
 
 
 class _Page(HTMLParser):

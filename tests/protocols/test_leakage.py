@@ -161,7 +161,8 @@ def test_select_per_setting_keeps_settings_apart():
 def test_lp_and_ft_jobs_never_compete_in_selection(tmp_path):
     """LP and FT jobs of one algorithm differ only in hparams overrides: the tidy frame's ``setting`` keeps them
     apart, so plain ``select`` and ``select_per_setting`` make the same picks (LP better on val, FT on test)."""
-    from dganalysis import results, selection
+    from dganalysis.records import read as results
+    from dganalysis.records import selection
 
     doms = ["a", "b", "c"]
     for mode, lp, val, test in (("LP", True, 0.9, 0.3), ("FT", False, 0.6, 0.8)):

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis import selection
 from dganalysis.protocols.oracle_k import oracle_k_select, oracle_k_table
+from dganalysis.records import selection
 
 # (hparams_seed) -> {domain: (out acc, in acc)} at the last step (100)
 LAST = {

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis import selection
 from dganalysis.protocols import oracle_k_trials as okt
 from dganalysis.protocols.leakage_findings import oracle_findings
 from dganalysis.protocols.oracle_k import ORACLES, oracle_k_select, report_on, split_sizes, with_pooled_split
+from dganalysis.records import selection
 from tests.protocols.test_oracle_k import tidy_frame
 
 # every domain of tidy_frame(): 3 'in' samples and 1 'out' sample, so whole-domain accuracy = (3·in + out) / 4

@@ -10,9 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dganalysis import results, selection
-from dganalysis.audit.index import load_indexed
-from dganalysis.audit.index_file import INDEX_NAME
+from dganalysis.records import read as results
+from dganalysis.records import selection
+from dganalysis.records.index import load_indexed
+from dganalysis.records.index_file import INDEX_NAME
 from tests.reference.test_domainbed_selection import METHODS, domainbed_selected, write_sweep
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dganalysis import results, selection
 from dganalysis.collect import add_collect_arguments, main_collect
+from dganalysis.records import read as results
+from dganalysis.records import selection, store
 
 # every registered method that names its DomainBed class is compared with that class
 METHODS = {m: selection.get_method(m).domainbed for m in selection.methods() if selection.get_method(m).domainbed}
@@ -240,8 +241,8 @@ def test_our_store_keeps_skipping_unfinished(tmp_path):
     (tmp_path / "ours" / "ERM_0_h0_t0" / "done").unlink()
     (tmp_path / "domainbed" / "ERM_0_h0_t0" / "done").unlink()
     (tmp_path / "ours" / "ERM_1_h0_t0" / "spec.json").write_text("{}")
-    assert results.is_our_store(results.find_jobs(tmp_path / "ours"))
-    assert not results.is_our_store(results.find_jobs(tmp_path / "domainbed"))
+    assert results.is_our_store(store.find_jobs(tmp_path / "ours"))
+    assert not results.is_our_store(store.find_jobs(tmp_path / "domainbed"))
     ours = results.load(tmp_path / "ours", progress=False)
     assert ours.attrs["jobs"]["unfinished"] == 1 and not ours.attrs["jobs"]["unfinished_read"]
     assert results.summary_line(ours) == "jobs: 5 of 6 job folders read; not in the table: 1 unfinished"

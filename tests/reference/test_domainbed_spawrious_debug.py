@@ -23,7 +23,7 @@ from dganalysis.data import spawrious
 from dganalysis.data.debug import DEBUG, to_uint8
 from dganalysis.data.registry import load_dataset
 from dganalysis.hparams import is_small_images
-from dganalysis.results import DOMAINBED_ENVIRONMENTS
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.train import seed_hash, split_indices
 
 BACKGROUNDS = ("beach", "desert", "dirt", "jungle", "mountain", "snow")

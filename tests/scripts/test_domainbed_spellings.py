@@ -129,7 +129,8 @@ def test_collect_results_missing_folder(tmp_path, capsys):
 
 def test_list_top_hparams_ranks_the_selected_draw_first(sweep_dir, capsys):
     """The first draw listed under a method is the one collect_results' table selects (same sweep_acc)."""
-    from dganalysis import results, selection
+    from dganalysis.records import read as results
+    from dganalysis.records import selection
 
     assert list_top_hparams.main(["--input_dir", str(sweep_dir), "--dataset", "VLCS", "--algorithm", "ERM",
                                   "--test_env", "1"]) == 0

@@ -8,8 +8,7 @@ import json
 import pytest
 from _tiny import FAST_HPARAMS, TINY, TINY_FILE
 
-from dganalysis.results import load
-from dganalysis.selection import select
+from dganalysis.records import load, select
 from dganalysis.sweep import make_jobs, run_sweep
 from dganalysis.sweep.launcher import ExecutionOptions
 from dganalysis.sweep.search_protocol import (

@@ -15,8 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis import results, selection, tables
+from dganalysis import tables
 from dganalysis.collect import add_collect_arguments, main_collect
+from dganalysis.records import read as results
+from dganalysis.records import selection
+from dganalysis.validation import ConfigError
+from tests.records._frame_oracle import SCORERS, select_frame, with_meta
 
 # ---------------------------------------------------------------- writers of fake job folders
 
@@ -650,7 +654,9 @@ def test_registered_method_keeps_the_select_contract(every_role, method):
     test_in = df[(df["role"] == "test") & (df["split"] == "in")].set_index(["job_id", "step", "domain"])["acc"]
     for r in sel.itertuples():
         assert r.acc == test_in[(r.job_id, r.step, r.domain)]
-    scores = selection._with_meta(how.scores(df), df)
+    scorer, per_test_domain = SCORERS[method]  # the frame computation of the method's scores (the test oracle)
+    assert how.per_test_domain == per_test_domain and how.scores is None  # a built-in: computed by records.rules
+    scores = with_meta(scorer(df), df)
     keys = [*selection.CONFIG, "domain"] if how.per_test_domain else selection.CONFIG
     best = scores.groupby(keys, dropna=False)["val_acc"].max()
     for r in sel.itertuples():
@@ -662,3 +668,55 @@ def test_register_method_rejects_a_second_scorer_under_one_name():
         selection.register_method("oracle", "again")(lambda df: df)
     with pytest.raises(ValueError, match="unknown selection method 'nope'"):
         selection.get_method("nope")
+
+
+# ---------------------------------------------------------------- one implementation: the frame oracle agrees
+
+
+def _frames(every_role: pd.DataFrame, tmp_path: Path) -> dict[str, pd.DataFrame]:
+    """The frame in the dtypes and orders select() meets: load's, the index's (categorical and str), reordered,
+    filtered to fewer roles, splits or jobs."""
+    from dganalysis.records.index import load_indexed
+
+    random_domainbed_sweep(tmp_path / "db", algorithms=("ERM",), n_hparams=2, trials=(0, 1), steps=(0, 100))
+    roots = [write_multi_test(tmp_path / "store"), tmp_path / "db"]
+    strings = ["job_id", "domain", "dataset", "split", "role", "hparams"]
+    return {"load": every_role, "index": load_indexed(roots), "index_str": load_indexed(roots, categorical=False),
+            "str": every_role.astype(dict.fromkeys(strings, "str")), "reversed": every_role.iloc[::-1],
+            "shuffled": every_role.sample(frac=1, random_state=0), "no_val": every_role[every_role["role"] != "val"],
+            "no_test": every_role[every_role["role"] != "test"], "in_only": every_role[every_role["split"] == "in"],
+            "one_job": every_role[every_role["job_id"] == every_role["job_id"].iloc[0]]}
+
+
+@pytest.mark.parametrize("method", selection.methods())
+def test_select_equals_the_frame_oracle(every_role, tmp_path, method):
+    """select() runs every built-in method on record arrays (dganalysis.records.rules); the tidy-frame computation
+    of the same rules (tests/records/_frame_oracle.py) gives the same frame — columns, dtypes, row order, bits —
+    on frames of every dtype and order, with ties widened or not, per config and per draw."""
+    for name, df in _frames(every_role, tmp_path).items():
+        for tol, per_draw in itertools.product((0.0, 0.05), (False, True)):
+            want = select_frame(df, method, tie_tol=tol, per_draw=per_draw)
+            got = selection.select(df, method, tie_tol=tol, per_draw=per_draw)
+            pd.testing.assert_frame_equal(want, got, check_exact=True, obj=f"{method} on {name}")
+
+
+def test_select_refuses_a_checkpoint_row_twice(every_role):
+    """A (job_id, step, domain, split) twice (two frames concatenated, a resumed job read without load): refused
+    with a message naming what load does, instead of a silent choice between the copies."""
+    doubled = pd.concat([every_role, every_role.iloc[:1]], ignore_index=True)
+    with pytest.raises(ConfigError, match="more than once.*keeps the last record"):
+        selection.select(doubled, "training_domain")
+
+
+def test_a_registered_scorer_runs_through_the_same_argmax(every_role, monkeypatch):
+    """A user's scorer gives candidates on the frame; select() takes their argmax with the built-in ties: a scorer
+    returning the built-in scores selects what the built-in method selects."""
+    monkeypatch.setattr(selection, "_METHODS", dict(selection._METHODS))
+    selection.register_method("mine", "my scores")(SCORERS["training_domain"][0])
+    selection.register_method("mine_oracle", "my oracle", per_test_domain=True)(SCORERS["oracle"][0])
+    for mine, builtin in (("mine", "training_domain"), ("mine_oracle", "oracle")):
+        for per_draw in (False, True):
+            want = selection.select(every_role, builtin, per_draw=per_draw).drop(columns="selection")
+            got = selection.select(every_role, mine, per_draw=per_draw)
+            assert set(got["selection"]) == {mine}
+            pd.testing.assert_frame_equal(want, got.drop(columns="selection"), check_exact=True)

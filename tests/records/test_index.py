@@ -14,10 +14,10 @@ import msgspec
 import pandas as pd
 import pytest
 
-from dganalysis import results
-from dganalysis.audit import collector, index, index_file, sweep_selections
-from dganalysis.audit.index import load_indexed, update_index
-from dganalysis.audit.index_file import INDEX_NAME
+from dganalysis.records import collector, index, index_file, indexed
+from dganalysis.records import read as results
+from dganalysis.records.index import load_indexed, update_index
+from dganalysis.records.index_file import INDEX_NAME
 
 
 def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "",
@@ -193,14 +193,14 @@ def test_corrupt_or_stale_index_rebuilt(tmp_path, caplog, damage):
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     else:
-        idx = index._Index.read(path)
+        idx = index.Index.read(path)
         idx.jobs[0]["count"] += 1  # a job table that disagrees with the arrays
         path.write_bytes(idx.to_bytes())
-    with caplog.at_level(logging.WARNING, logger="dganalysis.audit.index"):
+    with caplog.at_level(logging.WARNING, logger="dganalysis.records.index"):
         df = load_indexed(root)
     assert "unreadable index" in caplog.text and "rebuilding" in caplog.text
     same(results.load(root, progress=False), df)
-    assert index._Index.read(path) is not None  # rewritten whole
+    assert index.Index.read(path) is not None  # rewritten whole
 
 
 def test_unwritable_store_indexed_in_cache(tmp_path, monkeypatch):
@@ -244,7 +244,7 @@ def test_known_folders_not_listed_again(tmp_path, monkeypatch):
 
 
 def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     root = domainbed_dir(tmp_path / "db")
     for h in range(3):  # leave-one-out helpers: the pair runs of test env 0
@@ -257,49 +257,49 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
             pd.testing.assert_frame_equal(select(want, method), sel, check_dtype=False)
             assert sel.attrs == want.attrs and len(sel)
 
-    first = sweep_selections.select_indexed(root)
+    first = indexed.select_indexed(root)
     check(first)
     assert set(first) == {"training_domain", "leave_one_out", "oracle"}
-    monkeypatch.setattr(index, "_choose", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
-    again = sweep_selections.select_indexed(root)
+    monkeypatch.setattr(index, "choose", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
+    again = indexed.select_indexed(root)
     for method in first:
         pd.testing.assert_frame_equal(first[method], again[method])
     monkeypatch.undo()
     write_run(root, "newer", [rec(step=0, hseed=40, tseed=0), rec(step=10, hseed=40, tseed=0)])
-    check(sweep_selections.select_indexed(root))
+    check(indexed.select_indexed(root))
     with pytest.raises(ValueError, match="unknown methods"):
-        sweep_selections.select_indexed(root, methods=["best"])
+        indexed.select_indexed(root, methods=["best"])
 
 
 def test_per_draw_selections_are_selects_and_cached_with_the_others(tmp_path, monkeypatch):
     """select_for_tables(..., per_draw=...) adds select(df, m, per_draw=True) for the audit's expected-max curve,
     from one scan of the job folders and without the tidy frame; a repeated call reads every selection from the
     cache."""
-    from dganalysis.selection import select
+    from dganalysis.records import select
 
     root = domainbed_dir(tmp_path / "db")
     update_index(root)  # the index exists; the selections are not cached yet
     scans = []
     real_scan = index_file.scan
     monkeypatch.setattr(index_file, "scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
-    got = sweep_selections.select_for_tables(root, ["oracle"], per_draw=["training_domain", "oracle"])
+    got = indexed.select_for_tables(root, ["oracle"], per_draw=["training_domain", "oracle"])
     assert len(scans) == 1 and set(got.selections) == {"oracle"} and set(got.draws) == {"training_domain", "oracle"}
     want = results.load(root, progress=False)
     pd.testing.assert_frame_equal(select(want, "oracle"), got.selections["oracle"], check_dtype=False)
     for method in ("training_domain", "oracle"):
         assert got.draws[method]["hparams_seed"].nunique() > 1
         pd.testing.assert_frame_equal(select(want, method, per_draw=True), got.draws[method], check_dtype=False)
-    import dganalysis.audit.index_selection as index_selection
-    import dganalysis.selection as selection
+    import dganalysis.records.rules as rules
+    import dganalysis.records.selection as selection
 
-    for module in (selection, index_selection):
+    for module in (selection, rules):
         monkeypatch.setattr(module, "select" if module is selection else "select_records",
                             lambda *a, **k: pytest.fail("cached by the call above"))
-    again = sweep_selections.select_for_tables(root, ["oracle"], per_draw="training_domain")
+    again = indexed.select_for_tables(root, ["oracle"], per_draw="training_domain")
     assert set(again.draws) == {"training_domain"}
     pd.testing.assert_frame_equal(again.draws["training_domain"], got.draws["training_domain"])
     with pytest.raises(ValueError, match="select_for_tables: unknown methods"):
-        sweep_selections.select_for_tables(root, ["oracle"], per_draw=["best"])
+        indexed.select_for_tables(root, ["oracle"], per_draw=["best"])
 
 
 def test_lazy_read_refuses_a_replaced_file(tmp_path):
@@ -307,17 +307,17 @@ def test_lazy_read_refuses_a_replaced_file(tmp_path):
     newer index over it, reading them fails (the caller reads the new one), and the selections still come out."""
     root = domainbed_dir(tmp_path / "db")
     load_indexed(root)
-    lazy = index._Index.read(root / INDEX_NAME, lazy=True)
+    lazy = index.Index.read(root / INDEX_NAME, lazy=True)
     assert isinstance(lazy, index_file.IndexHead) and not hasattr(lazy, "rec_step")  # only the job table so far
-    full = index._Index.from_head(lazy)
+    full = index.Index.from_head(lazy)
     assert len(full.rec_step) == sum(j["count"] for j in full.jobs)
     write_run(root, "added", [rec(step=0, hseed=50)])
     load_indexed(root)  # a writer renames a newer index over the file
     with pytest.raises(ValueError, match="changed since its job table was read"):
-        index._Index.from_head(lazy)
-    assert len(index._Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1
-    got = sweep_selections.select_for_tables(root, indexes=[(root, lazy)])  # falls back to the current index
-    want = sweep_selections.select_indexed(root)
+        index.Index.from_head(lazy)
+    assert len(index.Index.read(root / INDEX_NAME).jobs) == len(full.jobs) + 1
+    got = indexed.select_for_tables(root, indexes=[(root, lazy)])  # falls back to the current index
+    want = indexed.select_indexed(root)
     for method, frame in got.selections.items():
         pd.testing.assert_frame_equal(frame, want[method])
 
@@ -540,3 +540,4 @@ def test_collector_paused_restores_the_collector_and_promotes_what_it_made():
     assert not any(id(m) in young for m in made)
     gc.collect()
     assert ref() is None
+

@@ -1,17 +1,18 @@
-"""Model selection over hyperparameters (and checkpoints) on the tidy results of :func:`dganalysis.results.load`.
+"""Model selection over hyperparameters (and checkpoints) on the tidy results of :func:`dganalysis.records.read.load`.
 
 Definitions follow DomainBed (Gulrajani & Lopez-Paz, *In Search of Lost Domain Generalization*, ICLR 2021, Sec. 3
 and ``domainbed/model_selection.py``), extended to runs with several test domains (Yu et al. 2024, *Rethinking the
 Evaluation Protocol of DG*, Sec. 2.2 and Table 4: leave-one-group-out, oracle over K test domains) and to a held-out
 validation domain (Ye et al. 2022, *OoD-Bench*, Sec. 5 "OoD validation"). A *config* is one (dataset, algorithm,
-train_domains, test_domains, val_domains, setting, trial_seed) — ``setting`` (see :func:`dganalysis.results.load`)
+train_domains, test_domains, val_domains, setting, trial_seed) — ``setting`` (see :func:`dganalysis.records.read.load`)
 holds everything else that makes two jobs differ (dataset_kwargs, hparams overrides, steps, holdout fraction, ...), so
 only runs that differ in ``hparams_seed`` alone compete. Within a config the candidates are its jobs (one per
 ``hparams_seed``) and, where the method allows early stopping, their checkpoints. The reported accuracy is always the
 test domain's **'in' split** at the chosen (job, step), as DomainBed reports it.
 
-Methods (``select(df, method)``; each a registered scoring function, :func:`register_method`, listed by
-:func:`methods`):
+Methods (``select(df, method)``, listed by :func:`methods`; computed by :mod:`dganalysis.records.rules`, the one
+implementation of these rules, on the frame's records as arrays — the sweep index's selections run the same code on
+the index's arrays; a user may add a method scored on the frame with :func:`register_method`):
 
 * ``training_domain`` — training-domain validation: argmax over (hparams, step) of the mean 'out'-split accuracy of
   the training domains (DomainBed's ``IIDAccuracySelectionMethod``, which allows early stopping, i.e. every
@@ -42,17 +43,16 @@ job id. ``tie_tol`` > 0 also treats scores within ``tie_tol`` of the best as tie
 bit-for-bit agreement with DomainBed, whose pick between two mathematically equal scores that round differently
 (e.g. mean(.1, .2, .3) vs mean(.3, .2, .1)) is decided by that rounding. NaN scores are never chosen.
 
-Deliberate departure (pinned by tests/test_selection.py): DomainBed groups runs by (trial_seed, dataset, algorithm,
+A frame with a (job_id, step, domain, split) twice is refused (:func:`~dganalysis.records.read.load` keeps the last
+record of a step recorded twice). Deliberate departure (pinned by tests/records/test_selection.py): DomainBed groups runs by (trial_seed, dataset, algorithm,
 test_env) only, so two runs with the same hparams_seed but other settings (e.g. ``--steps``) written to one output
 folder are merged into one "run" and compete; here they are different configs and are selected separately.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -86,15 +86,17 @@ Scorer = Callable[["pd.DataFrame"], "pd.DataFrame"]
 class SelectionMethod:
     """One model-selection method, as a class of DomainBed's ``model_selection.py`` is one.
 
-    ``scores`` gives every candidate (job, checkpoint) its score; :func:`select` takes the argmax per config
-    (with DomainBed's ties). ``per_test_domain``: the choice is made separately for each test domain (DomainBed's
-    oracle), and ``scores`` also returns the candidate's ``domain`` and test accuracy ``acc``. ``domainbed``: the
-    name of DomainBed's class for the same method, where it has one.
+    ``scores``: None for the built-in methods, whose rules :mod:`dganalysis.records.rules` computes; a user's
+    scoring function (:func:`register_method`) gives every candidate (job, checkpoint) its score on the tidy frame.
+    Either way :func:`select` takes the argmax per config with DomainBed's ties
+    (:func:`dganalysis.records.rules.argmax`). ``per_test_domain``: the choice is made separately for each test
+    domain (DomainBed's oracle), and ``scores`` also returns the candidate's ``domain`` and test accuracy ``acc``.
+    ``domainbed``: the name of DomainBed's class for the same method, where it has one.
     """
 
     key: str
     title: str
-    scores: Scorer
+    scores: Scorer | None
     per_test_domain: bool = False
     domainbed: str | None = None
 
@@ -104,7 +106,12 @@ _METHODS: dict[str, SelectionMethod] = {}
 
 def register_method(key: str, title: str, *, per_test_domain: bool = False,
                     domainbed: str | None = None) -> Callable[[Scorer], Scorer]:
-    """Decorator registering a scoring function as the selection method ``key`` (``title``: table headers)."""
+    """Decorator registering a scoring function as the selection method ``key`` (``title``: table headers).
+
+    The function takes the tidy frame and returns one row per candidate: ``job_id``, ``step`` and its score
+    ``val_acc`` (with ``per_test_domain``: also ``domain`` and that domain's test accuracy ``acc``). :func:`select`
+    takes the argmax per config with the built-in methods' ties; a candidate that names no record of the frame, or
+    (without ``per_test_domain``) a checkpoint without test-domain rows, is not chosen."""
     check_str(key, "key", func="register_method")
     check_str(title, "title", func="register_method")
 
@@ -158,7 +165,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
 
     Parameters
     ----------
-    df : the tidy frame of :func:`dganalysis.results.load` — one row per (job, step, domain, split) with columns
+    df : the tidy frame of :func:`dganalysis.records.read.load` — one row per (job, step, domain, split) with columns
         dataset, algorithm, train_domains, test_domains, val_domains, trial_seed, job_id, hparams_seed, step, domain,
         split ('in'/'out'), role ('train'/'test'/'val') and acc (a fraction in [0, 1]); ``setting`` and ``hparams``
         are optional (a frame without ``setting`` is one setting).
@@ -182,7 +189,10 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
 
     Example: ``summarize(select(load("store"), "training_domain"))``.
     """
+    import numpy as np
     import pandas as pd
+
+    from dganalysis.records import rules
 
     f = "select"
     check_choice(method, methods(), "method", func=f)
@@ -193,30 +203,69 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
     keys = [*CONFIG, "hparams_seed"] if per_draw else CONFIG
     need = [c for c in CONFIG if c != "setting"]
     check_frame(df, (*need, "job_id", "hparams_seed", "step", "domain", "split", "role", "acc"), "df", func=f,
-                what="expected the tidy frame of dganalysis.results.load")
+                what="expected the tidy frame of dganalysis.records.load")
     if "hparams" not in df:
         df = df.assign(hparams="{}")
     if "setting" not in df:
         df = df.assign(setting="")
     if df.empty:
         return pd.DataFrame({c: [] for c in OUTPUT})
-    test_in = df.loc[(df["role"] == "test") & (df["split"] == "in"), ["job_id", "step", "domain", "acc"]]
-    if how.per_test_domain:
-        chosen = _argmax(_with_meta(how.scores(df), df), [*keys, "domain"], tie_tol)
+    try:
+        frame = rules.from_frame(df)
+    except ValueError as err:
+        raise ConfigError(f"{f}: parameter 'df': {err}") from None
+    rec = frame.records
+    if how.scores is None:
+        chosen = rules.choose(rec, method, tie_tol, per_draw)
     else:
-        scores = how.scores(df)
-        # a candidate checkpoint must hold test-domain records (DomainBed: the single-test-env record of the step)
-        scores = scores.merge(test_in[["job_id", "step"]].drop_duplicates(), on=["job_id", "step"])
-        best = _argmax(_with_meta(scores, df), keys, tie_tol)
-        chosen = best.merge(test_in, on=["job_id", "step"])
-    # counted for the log line only (a pass over every row: skipped when INFO is not logged)
-    n_configs = df[keys].drop_duplicates().shape[0] if log.isEnabledFor(logging.INFO) else 0
-    n_chosen = chosen[keys].drop_duplicates().shape[0] if n_configs else 0
-    if n_chosen < n_configs:
-        log.info("%s: %d of %d configs give no result (no test domain, no val domain, or missing leave-one-out "
-                 "helper runs; DomainBed's [test, val] runs are such configs themselves)",
-                 method, n_configs - n_chosen, n_configs)
-    out = chosen.assign(selection=method)[OUTPUT]
+        cand = how.scores(df)
+        check_frame(cand, ("job_id", "step", "val_acc", *(("domain", "acc") if how.per_test_domain else ())),
+                    f"the scores of method {method!r}", func=f, what="one row per candidate checkpoint")
+        job = pd.Index(rec.job_names).get_indexer(cand["job_id"])
+        chosen = rules.choose_scored(rec, job, cand["step"].to_numpy(), cand["val_acc"].to_numpy(dtype=float),
+                                     tie_tol, per_draw, *((cand["domain"].tolist(), cand["acc"].to_numpy(dtype=float))
+                                                          if how.per_test_domain else ()))
+    if log.isEnabledFor(logging.INFO):  # counted for the log line only
+        t = rec.tables()
+        cfg = t.job_draw if per_draw else t.job_cfg
+        n_configs, n_chosen = len(np.unique(cfg)), len(np.unique(cfg[chosen.job]))
+        if n_chosen < n_configs:
+            log.info("%s: %d of %d configs give no result (no test domain, no val domain, or missing leave-one-out "
+                     "helper runs; DomainBed's [test, val] runs are such configs themselves)",
+                     method, n_configs - n_chosen, n_configs)
+    return _selected_frame(df, frame, chosen, method, keys)
+
+
+def _selected_frame(df: pd.DataFrame, frame, chosen, method: str, keys: list[str]) -> pd.DataFrame:
+    """select()'s output frame: the config columns taken from each chosen job's first row of ``df`` and the domain
+    and step from the chosen checkpoint's test-domain row, so every column keeps ``df``'s dtype; sorted by the
+    config and the domain."""
+    import numpy as np
+    import pandas as pd
+
+    rec = frame.records
+    job_rows = frame.job_rows[chosen.job]
+    has_row = chosen.col >= 0
+    cols: dict[str, object] = {}
+    for c in (*CONFIG, "hparams_seed", "job_id", "hparams"):
+        cols[c] = df[c].iloc[job_rows].reset_index(drop=True)
+    dom_rows = frame.rows[rec.rec_off[chosen.record] + np.maximum(chosen.col, 0)]
+    if has_row.all():
+        cols["domain"] = df["domain"].iloc[dom_rows].reset_index(drop=True)
+    else:  # a user scorer's domains
+        domains = rec.tables().domains
+        cols["domain"] = pd.Series([domains[d] for d in chosen.domain.tolist()], dtype=df["domain"].dtype)
+    cols["step"] = (df["step"].iloc[dom_rows].reset_index(drop=True) if has_row.all()
+                    else pd.Series(rec.rec_step[chosen.record], dtype=df["step"].dtype))
+    per_domain = _METHODS[method].per_test_domain
+    if per_domain or not has_row.all():
+        cols["acc"] = pd.Series(chosen.acc, dtype=np.float64)
+    else:  # the test domain's 'in' row
+        cols["acc"] = df["acc"].iloc[dom_rows].reset_index(drop=True)
+    cols["val_acc"] = pd.Series(chosen.val, dtype=np.float64)
+    if method == "leave_one_out" and isinstance(df["job_id"].dtype, pd.CategoricalDtype):
+        cols["job_id"] = cols["job_id"].astype(object)  # as the frame computation of these rules gave it
+    out = pd.DataFrame(cols).assign(selection=method)[OUTPUT]
     return out.sort_values([*keys, "domain"], kind="stable").reset_index(drop=True)
 
 
@@ -236,7 +285,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     import pandas as pd
 
     f = "summarize"
-    check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.selection.select frame")
+    check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.records.selection.select frame")
     if by is None:
         by = [c for c in ("selection", *CONFIG, "domain") if c != "trial_seed" and c in selected]
     by = check_strings(list(by) if isinstance(by, tuple) else by, "by", func=f)
@@ -335,154 +384,15 @@ def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) 
     return wide
 
 
-# ---------------------------------------------------------------- per-method candidate scores: (job_id, step, val_acc)
+# ---------------------------------------------------------------- the built-in methods (the module docstring defines them;
+# :mod:`dganalysis.records.rules` computes them)
 
-
-def _row_means(rows: pd.DataFrame, keys: list[str], reduce: str = "mean") -> pd.DataFrame:
-    """``np.mean`` (or ``np.sum(...) / n``) of ``acc`` per ``keys`` over the rows in frame order, as DomainBed does.
-
-    The tidy frame lists a record's domains in environment order, so each group's values reach numpy in DomainBed's
-    order; groups of equal size are reduced together along the last axis (the same pairwise summation as a 1-D
-    ``np.mean``), so the floats are DomainBed's bit for bit.
-    """
-    import numpy as np
-    import pandas as pd
-
-    if rows.empty:
-        return pd.DataFrame({**{k: pd.Series(dtype=rows[k].dtype) for k in keys}, "val_acc": pd.Series(dtype=float)})
-    g = rows.groupby(keys, sort=False)
-    pos = g.cumcount().to_numpy()
-    size = g["acc"].transform("size").to_numpy()
-    gid = g.ngroup().to_numpy()
-    first = rows.loc[pos == 0, keys].reset_index(drop=True)
-    acc = rows["acc"].to_numpy(dtype=np.float64)
-    out = np.empty(len(first))
-    n_of_group = np.empty(len(first), dtype=np.int64)
-    n_of_group[gid] = size
-    for n in np.unique(size):
-        groups = np.flatnonzero(n_of_group == n)
-        sel = size == n
-        mat = np.empty((len(groups), n))
-        index = np.searchsorted(groups, gid[sel])
-        mat[index, pos[sel]] = acc[sel]
-        out[groups] = np.mean(mat, axis=1) if reduce == "mean" else np.sum(mat, axis=1) / n
-    return first.assign(val_acc=out)
-
-
-def _training_domain_scores(df: pd.DataFrame) -> pd.DataFrame:
-    rows = df[(df["role"] == "train") & (df["split"] == "out")]
-    return _row_means(rows, ["job_id", "step"])
-
-
-def _training_domain_last_scores(df: pd.DataFrame) -> pd.DataFrame:
-    last = df.groupby("job_id")["step"].transform("max")
-    return _training_domain_scores(df[df["step"] == last])
-
-
-def _ood_validation_scores(df: pd.DataFrame) -> pd.DataFrame:
-    rows = df[df["role"] == "val"]
-    # 'out' split where present, else 'in'
-    has_out = rows[rows["split"] == "out"][["job_id", "step", "domain"]].drop_duplicates().assign(_out=True)
-    rows = rows.merge(has_out, on=["job_id", "step", "domain"], how="left")
-    rows = rows[(rows["split"] == "out") | rows["_out"].isna()].drop(columns="_out")
-    return _row_means(rows, ["job_id", "step"])
-
-
-def _last_test_rows(df: pd.DataFrame) -> pd.DataFrame:
-    last = df.groupby("job_id")["step"].transform("max")
-    rows = df[(df["step"] == last) & (df["role"] == "test")]
-    wide = rows.set_index(["job_id", "step", "domain", "split"])["acc"].unstack("split")
-    wide = wide.reindex(columns=["in", "out"]).reset_index()
-    order = rows[["job_id", "domain"]].drop_duplicates().reset_index(drop=True).reset_index()
-    wide = wide.merge(order, on=["job_id", "domain"]).sort_values("index", kind="stable")
-    return wide.drop(columns="index").reset_index(drop=True)
-
-
-def _oracle_scores(df: pd.DataFrame) -> pd.DataFrame:
-    return _last_test_rows(df).rename(columns={"out": "val_acc", "in": "acc"})
-
-
-def _oracle_pooled_scores(df: pd.DataFrame) -> pd.DataFrame:
-    wide = _last_test_rows(df)
-    return _row_means(wide.rename(columns={"out": "acc"})[["job_id", "step", "acc"]], ["job_id", "step"])
-
-
-def _leave_one_out_scores(df: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    jobs = _job_table(df)
-    order = {}  # domain -> env index, per dataset (records list domains in env order)
-    for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items():
-        order[ds] = {d: i for i, d in enumerate(doms)}
-    helpers: dict[tuple, list[tuple[str, frozenset]]] = defaultdict(list)
-    for j in jobs.itertuples(index=False):
-        key = (j.dataset, j.algorithm, j.setting, j.trial_seed, j.hparams_seed, _split(j.train_domains))
-        helpers[key].append((j.job_id, _split(j.test_domains) | _split(j.val_domains)))
-    pairs = []
-    n_train = {}
-    for j in jobs.itertuples(index=False):
-        train = _split(j.train_domains)
-        if len(train) < 2:
-            continue
-        n_train[j.job_id] = len(train)
-        for d in sorted(train, key=order[j.dataset].__getitem__):
-            for helper, held_out in helpers.get((j.dataset, j.algorithm, j.setting, j.trial_seed, j.hparams_seed,
-                                                 train - {d}), []):
-                if d in held_out:
-                    pairs.append((j.job_id, d, helper, order[j.dataset][d]))
-    if not pairs:
-        return pd.DataFrame({"job_id": pd.Series(dtype=str), "step": pd.Series(dtype="int64"), "val_acc": []})
-    pairs = pd.DataFrame(pairs, columns=["job_id", "domain", "helper", "env"])
-    held = df.loc[df["split"] == "in", ["job_id", "step", "domain", "acc"]].rename(columns={"job_id": "helper"})
-    m = pairs.merge(held, on=["helper", "domain"])
-    # several helpers for the same (job, held-out domain) are equivalent evaluations: average them
-    m = m.groupby(["job_id", "step", "env", "domain"], as_index=False)["acc"].mean()
-    m = m.sort_values(["job_id", "step", "env"], kind="stable")
-    n = m.groupby(["job_id", "step"], sort=False)["acc"].transform("size")
-    m = m[n.to_numpy() == m["job_id"].map(n_train).to_numpy()]  # every training domain has its helper at the step
-    # DomainBed: np.sum(val_accs) / (n_envs - 1), the held-out accuracies in env order
-    return _row_means(m, ["job_id", "step"], reduce="sum_div")
-
-
-# ---------------------------------------------------------------- the registered methods (the module docstring defines them)
-
-register_method("training_domain", "training-domain validation set",
-                domainbed="IIDAccuracySelectionMethod")(_training_domain_scores)
-register_method("training_domain_last",
-                "training-domain validation set, last checkpoint (no early stopping)")(_training_domain_last_scores)
-register_method("leave_one_out", "leave-one-domain-out cross-validation",
-                domainbed="LeaveOneOutSelectionMethod")(_leave_one_out_scores)
-register_method("oracle", "test-domain validation set (oracle)", per_test_domain=True,
-                domainbed="OracleSelectionMethod")(_oracle_scores)
-register_method("oracle_pooled", "test-domain validation set, pooled over test domains (oracle)")(_oracle_pooled_scores)
-register_method("ood_validation", "OoD validation set")(_ood_validation_scores)
-
-
-# ---------------------------------------------------------------- helpers
-
-
-@functools.lru_cache(maxsize=4096)  # a sweep repeats a few split strings on every job
-def _split(joined: str) -> frozenset:
-    return frozenset(d for d in str(joined).split(",") if d)
-
-
-def _job_table(df: pd.DataFrame) -> pd.DataFrame:
-    return df.drop_duplicates("job_id")[[*CONFIG, "job_id", "hparams_seed", "hparams"]]
-
-
-def _with_meta(scores: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
-    return scores.merge(_job_table(df), on="job_id")
-
-
-def _argmax(cand: pd.DataFrame, keys: list[str], tie_tol: float = 0.0) -> pd.DataFrame:
-    """Row with the highest ``val_acc`` per ``keys``, DomainBed's ties: highest hparams_seed, then earliest step.
-
-    Candidates within ``tie_tol`` of the group's best are ties (0: equal floats only); then the job id decides.
-    """
-    cand = cand[cand["val_acc"].notna()]
-    if cand.empty:
-        return cand
-    best = cand.groupby(keys, sort=False, dropna=False)["val_acc"].transform("max")
-    cand = cand[cand["val_acc"].to_numpy() >= best.to_numpy() - tie_tol]
-    order = cand.sort_values(["hparams_seed", "step", "job_id"], ascending=[False, True, True], kind="stable")
-    return order.drop_duplicates(keys, keep="first")
+for _key, _title, _domainbed in (
+    ("training_domain", "training-domain validation set", "IIDAccuracySelectionMethod"),
+    ("training_domain_last", "training-domain validation set, last checkpoint (no early stopping)", None),
+    ("leave_one_out", "leave-one-domain-out cross-validation", "LeaveOneOutSelectionMethod"),
+    ("oracle", "test-domain validation set (oracle)", "OracleSelectionMethod"),
+    ("oracle_pooled", "test-domain validation set, pooled over test domains (oracle)", None),
+    ("ood_validation", "OoD validation set", None),
+):
+    _METHODS[_key] = SelectionMethod(_key, _title, None, _key == "oracle", _domainbed)

@@ -1,13 +1,14 @@
-"""A sweep's model selections read through its index (:mod:`dganalysis.audit.index`) and kept beside it for an
-unchanged sweep (:mod:`dganalysis.audit.sweep_memo`): what `dganalysis collect` prints and `dganalysis audit`
+"""A sweep's model selections read through its index (:mod:`dganalysis.records.index`) and kept beside it for an
+unchanged sweep (:mod:`dganalysis.records.memo`): what `dganalysis collect` prints and `dganalysis audit`
 reads a sweep with.
 
-Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.audit.sweep_memo.sweep_key`
+Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.records.memo.sweep_key`
 of the index's job keys, the arguments and the package's version; a repeated call on an unchanged sweep
-checks the job folders and reads the kept rows, without building the tidy frame. Any change selects again: DomainBed's
-three methods on the index's arrays (:mod:`dganalysis.audit.index_selection`, equal to
-:func:`dganalysis.selection.select`'s frames), other methods (and the cases that module leaves to the frame) on the
-tidy frame.
+checks the job folders and reads the kept rows, without building the tidy frame. Any change selects again, with the
+selection rules of :mod:`dganalysis.records.rules` (the one implementation :func:`dganalysis.records.select` runs too)
+on the index's arrays; the tidy frame is built only where the arrays are not select()'s input as they stand — a job
+that records a step twice (``load`` keeps the last record: the frame's records are selected) — or for a method a user
+registered with a scoring function on the frame (:func:`dganalysis.records.selection.register_method`).
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dganalysis import io, selection
-from dganalysis.audit import collector, index_file
-from dganalysis.audit.index import _assemble, _choose, _Index, update_index
-from dganalysis.audit.sweep_memo import cache_folder, read_payload, sweep_key
+from dganalysis import io
+from dganalysis.records import collector, index_file, selection
+from dganalysis.records.index import Index, assemble, choose, update_index
+from dganalysis.records.memo import cache_folder, read_payload, sweep_key
 
 if TYPE_CHECKING:
     import pandas as pd
 
-log = logging.getLogger("dganalysis.audit.index")
+log = logging.getLogger("dganalysis.records.index")
 
 
 #: the three methods DomainBed's collect_results prints
@@ -43,14 +44,13 @@ def select_indexed(
     include_unfinished: bool | None = None, strict: bool = True, tie_tol: float = 0.0,
     cache_dir: str | Path | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """``{method: dganalysis.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
+    """``{method: dganalysis.records.selection.select(load_indexed(path), method)}`` for an audit, cached beside the index.
 
     The selections are kept in ``<index>.select/<method>.json`` under a key of the index's job keys (every job
     folder's key, see the module docstring), the arguments and the package's version; a repeated
     call on an unchanged sweep checks the folders (:func:`update_index`) and reads the cached rows, without building
-    the tidy frame. Any change re-selects: DomainBed's three methods on the index's arrays
-    (:mod:`dganalysis.audit.index_selection`, equal to select()'s frames), the others (and the cases that module
-    leaves to the frame) on the tidy frame. String columns come back as ``str``; ``attrs`` are load_indexed's.
+    the tidy frame. Any change re-selects on the index's arrays (:mod:`dganalysis.records.rules`; the tidy frame
+    where the module docstring says). String columns come back as ``str``; ``attrs`` are load_indexed's.
     """
     return select_for_tables(path, methods, include_unfinished, strict, tie_tol, cache_dir).selections
 
@@ -90,13 +90,13 @@ def _select_for_tables(paths: list[str | Path], methods: list[str], include_unfi
                        per_draw: list[str]) -> IndexedSelections:
     if indexes is None:
         indexes = [(Path(p), update_index(p, cache_dir, lazy=True)) for p in paths]  # the job table decides
-    full: list[tuple[Path, _Index]] = []
+    full: list[tuple[Path, Index]] = []
 
-    def loaded() -> list[tuple[Path, _Index]]:
+    def loaded() -> list[tuple[Path, Index]]:
         if not full:
             for p, idx in indexes:
                 try:
-                    full.append((p, idx if isinstance(idx, _Index) else _Index.from_head(idx)))
+                    full.append((p, idx if isinstance(idx, Index) else Index.from_head(idx)))
                 except Exception as err:  # noqa: BLE001 - replaced meanwhile, or damaged past its job table
                     log.info("%s: %s; reading it again", p, err)
                     full.append((p, update_index(p, cache_dir)))  # the current file, rebuilt if damaged
@@ -110,7 +110,7 @@ def _select_for_tables(paths: list[str | Path], methods: list[str], include_unfi
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
                           methods: Iterable[str]) -> tuple[list[str], list[str | Path]]:
-    from dganalysis.selection import METHODS
+    from dganalysis.records.selection import METHODS
 
     methods = list(methods)
     bad = [m for m in methods if m not in METHODS]
@@ -122,16 +122,16 @@ def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
     return methods, paths
 
 
-def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
-                       loaded: Callable[[], list[tuple[Path, _Index]]], include_unfinished: bool | None,
+def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
+                       loaded: Callable[[], list[tuple[Path, Index]]], include_unfinished: bool | None,
                        strict: bool, tie_tol: float, cache_dir: str | Path | None,
                        chosen: tuple[list, dict[str, Any]] | None = None,
                        frame: pd.DataFrame | None = None, per_draw: Iterable[str] = ()) -> IndexedSelections:
     """Each method's selection (and each of ``per_draw``'s per-draw selection) read from its cache file when the key
     holds, else selected and cached. ``loaded()`` gives the indexes with their records (called only on a cache miss);
-    ``chosen`` (:func:`_choose` on them) and ``frame`` (the tidy frame) when the caller has them. The key:
+    ``chosen`` (:func:`choose` on them) and ``frame`` (the tidy frame) when the caller has them. The key:
     :func:`sweep_key` of the arguments."""
-    from dganalysis.audit.index_selection import domain_orders, gather, select_records
+    from dganalysis.records.rules import METHODS, domain_orders, gather, select_records
 
     key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
     folder = cache_folder(indexes[0][0], cache_dir)
@@ -148,17 +148,17 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
             extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
             continue
         if chosen is None:
-            chosen = _choose(loaded(), include_unfinished, strict)
+            chosen = choose(loaded(), include_unfinished, strict)
         if records is False:
             records = gather(chosen[0])
-        columns = select_records(records, method, tie_tol, draw) if records is not None else None
-        if columns is None:  # a method, or a case, the arrays leave to the frame
+        columns = select_records(records, method, tie_tol, draw) if records is not None and method in METHODS else None
+        if columns is None:  # a step recorded twice, or a user's scorer: select() on the tidy frame
             import pandas as pd
 
-            from dganalysis.selection import OUTPUT, select
+            from dganalysis.records.selection import OUTPUT, select
 
             if frame is None:
-                frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
+                frame = assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
             sel = select(frame, method, tie_tol=tie_tol, per_draw=draw)
             columns = {c: sel[c].astype(str).tolist() if isinstance(sel[c].dtype, pd.CategoricalDtype)
                        else sel[c].tolist() for c in OUTPUT}
@@ -169,7 +169,7 @@ def _cached_selections(indexes: list[tuple[Path, _Index]], methods: list[str],
                 from dganalysis.tables import domain_orders as frame_orders
 
                 if frame is None:
-                    frame = _assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
+                    frame = assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
                 extra = {"orders": frame_orders(frame), "rows": len(frame)}
         payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
         try:
@@ -184,7 +184,7 @@ def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:
     """A cached selection's frame: select()'s columns, ``str`` strings, NaN for null floats, its ``attrs``."""
     import pandas as pd
 
-    from dganalysis.selection import OUTPUT
+    from dganalysis.records.selection import OUTPUT
 
     cols = payload["columns"]
     data = {}

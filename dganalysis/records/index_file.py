@@ -1,10 +1,10 @@
 """Where a store's index lives, the keys of its job folders, and the index file's format.
 
-This part of :mod:`dganalysis.audit.index` imports neither numpy nor pandas, so that a command repeated on an
-unchanged sweep (:class:`dganalysis.audit.sweep_memo.SweepMemo`) checks the job folders and reads the index's job
+This part of :mod:`dganalysis.records.index` imports neither numpy nor pandas, so that a command repeated on an
+unchanged sweep (:class:`dganalysis.records.memo.SweepMemo`) checks the job folders and reads the index's job
 table without them; numpy is imported when the index's record arrays are read (:meth:`IndexHead.arrays`).
 
-**Job keys.** A job's key is its folder (relative path; every folder :func:`dganalysis.results.job_folders` counts,
+**Job keys.** A job's key is its folder (relative path; every folder :func:`dganalysis.records.store.job_folders` counts,
 records or not), the size and modification time (ns) of its ``results.jsonl`` (-1 without one), which of ``done``,
 ``failed`` and ``spec.json`` it holds (:data:`DONE`, :data:`FAILED`, :data:`SPEC` bits), ``spec.json``'s
 modification time and the folder's own modification time (a known folder whose mtime is unchanged holds the same
@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
-from dganalysis import results
+from dganalysis.records.store import is_job_folder
 
 if TYPE_CHECKING:
     import numpy as np
 
-log = logging.getLogger("dganalysis.audit.index")
+log = logging.getLogger("dganalysis.records.index")
 
 INDEX_NAME = ".dganalysis_index.bin"
 LOCK_NAME = ".dganalysis_index.lock"
@@ -115,7 +115,7 @@ def _owner_writable(root: Path) -> bool:
 
 
 def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, int, int, int, int, int]]:
-    """Job keys under ``root`` in :func:`dganalysis.results.find_jobs` order: (relative folder, results.jsonl size,
+    """Job keys under ``root`` in :func:`dganalysis.records.store.find_jobs` order: (relative folder, results.jsonl size,
     its mtime_ns, flags, spec.json mtime_ns or -1, the folder's mtime_ns). The walk finds find_jobs's folders.
 
     ``known`` (relative folder → key, from the index): a known job folder whose mtime is unchanged has the same
@@ -153,7 +153,7 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
     is a job and is not entered; symbolic links to folders are listed but not followed; unreadable folders are
     skipped (``os.walk``'s default). Known job folders with an unchanged mtime are not listed (see :func:`_scan`).
     Sub-folders are visited in name order, so ``found`` comes in find_jobs's (Path) order."""
-    here = _job_path(top, rel) if rel else top
+    here = job_path(top, rel) if rel else top
     try:
         mtime = os.stat(here).st_mtime_ns  # before listing: a file added meanwhile shows as a changed mtime later
         with os.scandir(here) as it:
@@ -161,7 +161,7 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
     except OSError:
         return
     names, dirs = _files_and_folders(entries)
-    if results._is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
+    if is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
         found.append((rel or ".", _flags(names), mtime))
         return
     dirs.sort(key=operator.attrgetter("name"))
@@ -195,7 +195,7 @@ def _files_and_folders(entries: list[os.DirEntry]) -> tuple[list[str], list[os.D
     return files, folders
 
 
-def _job_path(top: str, rel: str) -> str:
+def job_path(top: str, rel: str) -> str:
     """``str(Path(top) / rel)`` without pathlib (``rel`` is a normalized relative path, ``"."`` for ``top``)."""
     if rel == ".":
         return top
@@ -210,13 +210,13 @@ def known_keys(keys: Sequence[Sequence] | None) -> dict[str, Sequence]:
 def up_to_date(root: str | Path, keys: Sequence[Sequence]) -> bool:
     """Whether the job folders under ``root`` still have the job ``keys`` (an index's): what
     ``same_keys(keys, scan(root, known_keys(keys)))`` says, faster for a flat store (every job a folder of ``root``,
-    as in DomainBed's sweeps and our stores; :func:`_flat_up_to_date`), else by that scan."""
+    as in DomainBed's sweeps and our stores; :func:`flat_up_to_date`), else by that scan."""
     root = Path(root)
-    flat = _flat_up_to_date(str(root), keys)
+    flat = flat_up_to_date(str(root), keys)
     return flat if flat is not None else same_keys(keys, scan(root, known_keys(keys)))
 
 
-def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
+def flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
     """:func:`up_to_date` for a store whose jobs are all folders of ``top`` itself; None where that does not apply
     (a nested job, the store itself a job, a folder changed within :data:`MTIME_MARGIN_NS` when indexed, or ``top``
     unreadable): then :func:`scan` decides.
@@ -241,7 +241,7 @@ def _flat_up_to_date(top: str, keys: Sequence[Sequence]) -> bool | None:
             return None
         files, folders = _files_and_folders(entries)
         names = {e.name for e in folders}
-        if results._is_job_folder(files) or not names.issuperset(k[0] for k in keys):
+        if is_job_folder(files) or not names.issuperset(k[0] for k in keys):
             return False
         same = _keys_unchanged(fd, keys)
         if not same:
@@ -414,7 +414,7 @@ def _chunk(fh: BinaryIO) -> bytes:
 
 def unchanged_head(root: str | Path, cache_dir: str | Path | None = None) -> IndexHead | None:
     """The head of the index of the store ``root`` when it is up to date (every job folder's key unchanged), else
-    None (then :func:`dganalysis.audit.index.update_index` brings it up to date). Its ``draw_version`` is not
+    None (then :func:`dganalysis.records.index.update_index` brings it up to date). Its ``draw_version`` is not
     checked here: callers that use the records go through ``update_index``."""
     root = Path(root)
     head = IndexHead.read(index_location(root, cache_dir))

@@ -1,5 +1,5 @@
-"""Results kept for unchanged sweeps (dganalysis.audit.sweep_memo) and the index file's head read alone
-(dganalysis.audit.index_file): a repeated command checks the job folders and prints what it kept without numpy or
+"""Results kept for unchanged sweeps (dganalysis.records.memo) and the index file's head read alone
+(dganalysis.records.index_file): a repeated command checks the job folders and prints what it kept without numpy or
 pandas; any change to a job folder, or an index of another format, makes it compute again."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis import results
-from dganalysis.audit import index, index_file, sweep_memo
-from dganalysis.audit.sweep_memo import SweepMemo, sweep_key
+from dganalysis.records import index, index_file
+from dganalysis.records import memo as memo_module
+from dganalysis.records import read as results
+from dganalysis.records.memo import SweepMemo, sweep_key
 from tests.audit._simulated_sweep import write_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_memo_misses_on_any_change(sweep, tmp_path, monkeypatch):
     again = SweepMemo([sweep], "t", ["a"])
     again.put({"v": 2})  # kept under the key of the index brought up to date
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 2}
-    monkeypatch.setattr(sweep_memo, "__version__", "0.0.0+other")
+    monkeypatch.setattr(memo_module, "__version__", "0.0.0+other")
     assert SweepMemo([sweep], "t", ["a"]).get() is None  # another version of the package
 
 
@@ -95,13 +96,13 @@ def test_head_and_arrays_of_the_file(sweep):
     assert data.startswith(index_file.MAGIC)
     head = index_file.IndexHead.read(path)
     assert head.jobs == idx.jobs
-    full = index._Index.from_head(head)
+    full = index.Index.from_head(head)
     for name in ("rec_meta", "rec_layout", "rec_step", "acc"):
         assert (getattr(full, name) == getattr(idx, name)).all() and getattr(full, name).flags.writeable
     path.write_bytes(data[:-8])  # the last array cut short: the head reads, the arrays do not
     head = index_file.IndexHead.read(path)
     with pytest.raises(ValueError, match="truncated"):
-        index._Index.from_head(head)
+        index.Index.from_head(head)
     version = f'"version":{index_file.INDEX_VERSION}'.encode()
     assert version in data
     path.write_bytes(data.replace(version, b'"version":4', 1))
@@ -164,7 +165,7 @@ def test_fast_check_of_a_flat_store_agrees_with_the_scan(tmp_path, change):
     keys = index_file.scan(root)
     assert all(k[5] >= 0 for k in keys) and {k[0] for k in keys} == {"a", "b", "c", "d"}
     _CHANGES[change](root)
-    fast = index_file._flat_up_to_date(str(root), keys)
+    fast = index_file.flat_up_to_date(str(root), keys)
     assert fast is not None  # the fast path applies to this layout
     assert fast == index_file.same_keys(keys, index_file.scan(root, index_file.known_keys(keys)))
     assert fast == (change == "nothing")
@@ -214,12 +215,12 @@ def test_fast_check_leaves_nested_and_freshly_changed_stores_to_the_scan(tmp_pat
     nested = tmp_path / "n"
     _job(nested / "group", "a", "results.jsonl", "done")
     keys = index_file.scan(_settled(nested))
-    assert keys[0][0] == "group/a" and index_file._flat_up_to_date(str(nested), keys) is None
+    assert keys[0][0] == "group/a" and index_file.flat_up_to_date(str(nested), keys) is None
     assert index_file.up_to_date(nested, keys)  # decided by the scan
     fresh = tmp_path / "f"
     _job(fresh, "a", "results.jsonl")  # changed just now: its folder's mtime is not kept (-1), listed next time
     keys = index_file.scan(fresh)
-    assert keys[0][5] == -1 and index_file._flat_up_to_date(str(fresh), keys) is None
+    assert keys[0][5] == -1 and index_file.flat_up_to_date(str(fresh), keys) is None
 
 
 def test_put_under_the_indexes_the_caller_read(sweep, tmp_path):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis import results
+from dganalysis.records import read as results
+from dganalysis.records import store
 
 
 def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "") -> Path:
@@ -95,13 +96,13 @@ def test_skips_failed_and_unfinished_with_logged_count(tmp_path, caplog):
     write_run(tmp_path, "failed1", [db_record()], status="failed")
     write_run(tmp_path, "running1", [db_record()], status=None)
     write_run(tmp_path, "running2", [db_record()], status=None)
-    with caplog.at_level(logging.INFO, logger="dganalysis.results"):
+    with caplog.at_level(logging.INFO, logger="dganalysis.records.read"):
         df = results.load(tmp_path, progress=False)
     assert set(df["job_id"]) == {"done1"}
     assert "read 1 of 4 job folders" in caplog.text and "1 failed, 2 unfinished" in caplog.text
     df = results.load(tmp_path, include_unfinished=True, progress=False)
     assert set(df["job_id"]) == {"done1", "running1", "running2"}
-    assert results.job_status(tmp_path / "failed1") == "failed"
+    assert store.job_status(tmp_path / "failed1") == "failed"
 
 
 def test_torn_last_line_tolerated_and_bad_line_named(tmp_path, caplog):
@@ -182,7 +183,7 @@ def test_canonical_json_is_the_standard_encoders():
     import json
     import math
 
-    from dganalysis import results
+    from dganalysis.records import read as results
 
     class Odd:
         def __str__(self) -> str:

@@ -1,12 +1,12 @@
 """Results computed from unchanged sweeps, kept beside their index: the cached selections of
-:func:`dganalysis.audit.sweep_selections.select_indexed` and a command's whole output (:class:`SweepMemo`).
+:func:`dganalysis.records.indexed.select_indexed` and a command's whole output (:class:`SweepMemo`).
 
 Everything is kept under :func:`sweep_key`: a digest of every job folder's key (the index's job table, see
-:mod:`dganalysis.audit.index_file`), of the package's version (:data:`dganalysis.__version__`) and of the caller's
+:mod:`dganalysis.records.index_file`), of the package's version (:data:`dganalysis.__version__`) and of the caller's
 arguments. Code changed without a new version (a working copy being edited) can meet a result kept by the code before
-it: ``--fresh`` computes again. Like :mod:`~dganalysis.audit.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
+it: ``--fresh`` computes again. Like :mod:`~dganalysis.records.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
 or `dganalysis audit` repeated on an unchanged sweep checks the job folders, reads the index's job table and prints
-what it kept without them (``tests/audit/test_sweep_memo.py`` pins it).
+what it kept without them (``tests/records/test_memo.py`` pins it).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from dganalysis import __version__, io
-from dganalysis.audit import index_file
+from dganalysis.records import index_file
 
-log = logging.getLogger("dganalysis.audit.index")
+log = logging.getLogger("dganalysis.records.index")
 
 
 def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any) -> str:
@@ -67,8 +67,8 @@ class SweepMemo:
 
     ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
     JSON-able); the key also holds the package's version (:func:`sweep_key`). :meth:`get` checks the stores' indexes without
-    updating them (:func:`~dganalysis.audit.index_file.unchanged_head`); :attr:`indexes` brings them up to date
-    (:func:`dganalysis.audit.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
+    updating them (:func:`~dganalysis.records.index_file.unchanged_head`); :attr:`indexes` brings them up to date
+    (:func:`dganalysis.records.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
     under the key of those."""
 
     def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any],
@@ -83,9 +83,9 @@ class SweepMemo:
 
     @property
     def indexes(self) -> list[tuple[Path, Any]]:
-        """The stores' (path, index brought up to date, lazily read: :func:`~dganalysis.audit.index.update_index`)."""
+        """The stores' (path, index brought up to date, lazily read: :func:`~dganalysis.records.index.update_index`)."""
         if self._indexes is None:
-            from dganalysis.audit.index import update_index
+            from dganalysis.records.index import update_index
 
             self._indexes = [(p, update_index(p, self._cache_dir, lazy=True, checked=self._checked.get(p)))
                              for p in self.paths]

@@ -1,8 +1,8 @@
 """A columnar index of a sweep's records, kept beside the store and updated incrementally.
 
-:func:`load_indexed` returns the tidy frame of :func:`dganalysis.results.load` (same columns, values, row order and
+:func:`load_indexed` returns the tidy frame of :func:`dganalysis.records.load` (same columns, values, row order and
 ``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one file beside the store
-(where, its format and the job keys: :mod:`dganalysis.audit.index_file`), and a later call re-reads only the job
+(where, its format and the job keys: :mod:`dganalysis.records.index_file`), and a later call re-reads only the job
 folders whose key changed. The index also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked
 against today's drawing rule when read); a mismatch rebuilds it.
 
@@ -11,10 +11,10 @@ Reading is fast because (i) ``msgspec`` decodes each line of a job into a struct
 step and accuracies are the numbers ``json.loads`` gives; (ii) a record's
 ``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
 job (every line is compared with the first, and any difference, or anything unusual, sends the job through
-:func:`dganalysis.results.load`'s own per-record code, so the values and the error messages are the same); (iii) the
+:func:`dganalysis.records.load`'s own per-record code, so the values and the error messages are the same); (iii) the
 columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
-(``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.selection.select`
-is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.results.load` gives them.
+(``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.records.selection.select`
+is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.records.load` gives them.
 
 Concurrency: a reader never sees a half-written index — the file is written to a temporary name in the same folder
 and renamed over the old one (:mod:`dganalysis.io`), and a reader reads the arrays from the file whose job table it
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from dganalysis import io, results
-from dganalysis.audit import collector, index_file
-from dganalysis.audit.index_file import DONE, FAILED, SPEC, IndexHead, _job_path, index_location
+from dganalysis import io
 from dganalysis.progress import bars, bars_shown
+from dganalysis.records import collector, index_file, read, store
+from dganalysis.records.index_file import DONE, FAILED, SPEC, IndexHead, index_location, job_path
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -67,11 +67,11 @@ def _draw_version() -> int:
 # ---------------------------------------------------------------- the index in memory
 
 
-class _Index:
+class Index:
     """The parsed records of one store: a job table, string tables and flat numeric columns.
 
     Records of job ``j`` are ``rec_*[start_j : start_j + count_j]`` in file order; a record's rows (one per
-    (domain, split), in :func:`dganalysis.results.load` order) are ``acc[rec_off[r] : rec_off[r] + len(layout)]``
+    (domain, split), in :func:`dganalysis.records.load` order) are ``acc[rec_off[r] : rec_off[r] + len(layout)]``
     with the domain/split/role of layout ``rec_layout[r]``.
     """
 
@@ -118,19 +118,19 @@ class _Index:
 
     @property
     def keys(self) -> list[list]:
-        """Each job's key (see :mod:`dganalysis.audit.index_file`), as :attr:`IndexHead.keys` gives them."""
+        """Each job's key (see :mod:`dganalysis.records.index_file`), as :attr:`IndexHead.keys` gives them."""
         return [j["key"] for j in self.jobs]
 
-    # ---- file format (dganalysis.audit.index_file)
+    # ---- file format (dganalysis.records.index_file)
     def to_bytes(self) -> bytes:
         return index_file.encode(self.jobs, _draw_version(), {"metas": self.metas, "layouts": self.layouts},
                                  dict(zip(_ARRAY_NAMES, (self.rec_meta, self.rec_layout, self.rec_step, self.acc))),
                                  self.provenances)
 
     @classmethod
-    def read(cls, path: Path, lazy: bool = False) -> _Index | IndexHead | None:
+    def read(cls, path: Path, lazy: bool = False) -> Index | IndexHead | None:
         """The index at ``path``; None when missing, unreadable or of another version (logged). ``lazy``: its head
-        (:class:`~dganalysis.audit.index_file.IndexHead`: the job table; :meth:`from_head` reads the rest)."""
+        (:class:`~dganalysis.records.index_file.IndexHead`: the job table; :meth:`from_head` reads the rest)."""
         head = IndexHead.read(path)
         if head is not None and head.draw_version != _draw_version():
             log.info("%s: index of another hparams draw version; rebuilding it", path)
@@ -144,7 +144,7 @@ class _Index:
             return None
 
     @classmethod
-    def from_head(cls, head: IndexHead) -> _Index:
+    def from_head(cls, head: IndexHead) -> Index:
         """The whole index whose head is ``head`` (read from its open file); ValueError if damaged."""
         tables, arrays = head.arrays()
         if set(arrays) != set(_ARRAY_NAMES):
@@ -176,7 +176,7 @@ class _Index:
 
 
 class _Parsed:
-    """One job's records: its status, problem (results.load's error message), whether its loss exploded, and per
+    """One job's records: its status, problem (load's error message), whether its loss exploded, and per
     record its metadata and layout ids, step and accuracies (one flat list of every row's; None for NaN)."""
 
     __slots__ = ("status", "problem", "exploded", "meta", "layout", "step", "acc", "prov")
@@ -197,8 +197,8 @@ class _Parsed:
 
 @functools.lru_cache(maxsize=8)
 def _status(flags: int) -> str:
-    """results.load's rule (:func:`dganalysis.results.state_from_files`) on the names a job key's flags record."""
-    return results.state_from_files(name for name, bit in (("done", DONE), ("failed", FAILED)) if flags & bit)
+    """load's rule (:func:`dganalysis.records.read.state_from_files`) on the names a job key's flags record."""
+    return store.state_from_files(name for name, bit in (("done", DONE), ("failed", FAILED)) if flags & bit)
 
 
 def _read(path: str, size: int) -> bytes:
@@ -217,49 +217,49 @@ def _read(path: str, size: int) -> bytes:
         os.close(fd)
 
 
-def _parse_job(idx: _Index, folder: str, job_id: str, flags: int, size: int = 0) -> _Parsed:
-    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (results.load's message).
+def _parse_job(idx: Index, folder: str, job_id: str, flags: int, size: int = 0) -> _Parsed:
+    """Parse one job into ``idx``'s tables; errors are kept as the job's ``problem`` (load's message).
     ``size``: its ``results.jsonl``'s size when scanned (a hint)."""
     out = _Parsed(_status(flags))
     if out.status == "failed":
         return out
-    results_path = _job_path(folder, "results.jsonl")
+    results_path = job_path(folder, "results.jsonl")
     data = None
     try:
         data = _read(results_path, max(size, 0))
-    except (FileNotFoundError, IsADirectoryError):  # no records (results.load: not a file)
+    except (FileNotFoundError, IsADirectoryError):  # no records (load: not a file)
         return out
-    except OSError:  # unreadable: results.read_records words the error
+    except OSError:  # unreadable: read.read_records words the error
         pass
     try:
-        spec = results._read_spec(Path(folder)) if flags & SPEC else {}
+        spec = store.read_spec(Path(folder)) if flags & SPEC else {}
         if data is not None and _add_bulk(idx, out, data, folder, job_id, results_path, spec, flags):
             return out
         records = _fast_records(data) if data is not None else None
         if records is None:
-            records = results.read_records(results_path)
+            records = read.read_records(results_path)
         if flags & SPEC:
-            results._check_draw(Path(folder), records)
+            store.check_draw(Path(folder), records)
         _add_records(idx, out, records, job_id, results_path, spec)
-        out.exploded = results._loss_exploded(records)
+        out.exploded = read.loss_exploded(records)
     except ValueError as err:
         out.problem = str(err)
         out.meta, out.layout, out.step, out.acc = [], [], [], []
     return out
 
 
-def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, results_path: str,
+def _add_bulk(idx: Index, out: _Parsed, data: bytes, folder: str, job_id: str, results_path: str,
               spec: dict[str, Any], flags: int) -> bool:
     """The records of a job whose lines all repeat the first one's keys and the text of its ``args``, ``hparams``
     and domain fields, with numeric accuracies and integer steps (:func:`_uniform_structs`), added to ``out``: the
-    first record through results.load's code (the job's metadata, layout and error messages), every record's numbers
+    first record through load's code (the job's metadata, layout and error messages), every record's numbers
     in bulk. False (nothing added) otherwise: then the job is read record by record."""
     bulk = _uniform_structs(data)
     if bulk is None:
         return False
     first, steps, accs, losses = bulk
     if flags & SPEC:
-        results._check_draw(Path(folder), [first])
+        store.check_draw(Path(folder), [first])
     meta, layout = _record_ids(idx, first, job_id, f"{results_path}:1", spec)[:2]
     out.prov = _job_provenance(first)
     n = len(steps)
@@ -267,7 +267,7 @@ def _add_bulk(idx: _Index, out: _Parsed, data: bytes, folder: str, job_id: str, 
     out.layout += [layout] * n
     out.step += steps
     out.acc += accs
-    out.exploded = results._losses_exploded(losses)
+    out.exploded = read.losses_exploded(losses)
     return True
 
 
@@ -282,10 +282,10 @@ def _in_int64(steps: list[int]) -> bool:
 def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | None:
     """The ((env index, split), key) of each accuracy among a first line's ``keys`` when the records are the usual
     kind the bulk readers take: ``args``, ``step`` and an accuracy, every accuracy key canonical (not
-    ``env01_in_acc``); None otherwise (results.load's code reads them)."""
+    ``env01_in_acc``); None otherwise (load's code reads them)."""
     pairs = []
     for key in keys:
-        pair = results._env_pair(key)
+        pair = read.env_pair(key)
         if pair is not None:
             if key != f"env{pair[0]}_{pair[1]}_acc":
                 return None
@@ -300,9 +300,9 @@ def _usual_pairs(keys: tuple[str, ...]) -> list[tuple[tuple[int, str], str]] | N
 def _line_format(keys: tuple[str, ...]) -> tuple[Any, Callable, Callable, Callable[[list], list],
                                                  Callable | None] | None:
     """How the lines of a job whose first record has ``keys`` are decoded: (msgspec decoder, getter of the fields
-    every line must repeat byte for byte, of the step, records → their accuracies in results.load's row order, getter
+    every line must repeat byte for byte, of the step, records → their accuracies in load's row order, getter
     of the loss or None). None when the records are not the usual kind (no ``args``, ``step`` or accuracy, an accuracy
-    key that is not canonical such as ``env01_in_acc``): results.load's code reads them.
+    key that is not canonical such as ``env01_in_acc``): load's code reads them.
 
     The struct has every key as a required field and refuses others, so a line with another set of keys fails to
     decode; ``step`` is an ``int`` (a float or bool fails), the accuracies ``float | None`` (a bool or string fails;
@@ -312,7 +312,7 @@ def _line_format(keys: tuple[str, ...]) -> tuple[Any, Callable, Callable, Callab
     if pairs is None:
         return None
     name = {key: f"f{i}" for i, key in enumerate(keys)}
-    fields = [(name[k], int if k == "step" else float | None if results._env_pair(k) else
+    fields = [(name[k], int if k == "step" else float | None if read.env_pair(k) else
                Any if k == "loss" else msgspec.Raw) for k in keys]
     struct = msgspec.defstruct("Record", fields, rename={v: k for k, v in name.items()}, forbid_unknown_fields=True,
                                gc=False)
@@ -347,7 +347,7 @@ def _uniform_structs(data: bytes) -> _Bulk | None:
     """(first record, steps, every row's accuracy in order, losses) of a ``results.jsonl``'s bytes when every line is
     one JSON object repeating the first one's keys and the text of its ``args``, ``hparams`` and domain fields, with
     an integer step and numbers or nulls as accuracies (see :func:`_line_format`); None otherwise, also for anything
-    results.read_records treats specially (a blank or torn line, invalid UTF-8, JSON that the standard library reads
+    read.read_records treats specially (a blank or torn line, invalid UTF-8, JSON that the standard library reads
     but msgspec refuses, e.g. ``NaN``)."""
     if not data.isascii():  # msgspec skips a Raw value's text without checking that it is UTF-8
         try:
@@ -379,13 +379,13 @@ _REPEATED_FIELDS = ("args", "hparams", *_DOMAIN_FIELDS)
 _NUMBER_TYPES = frozenset({float, int, type(None)})
 
 
-# ---- record by record: every line decoded, then read by results.load's code
+# ---- record by record: every line decoded, then read by load's code
 
 
 def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
     """The records of a ``results.jsonl``'s bytes, each line decoded by msgspec (for every line it accepts, the dict
     ``json.loads`` gives: the same numbers, strings, key order, and the last of a repeated key); None where it refuses
-    one, and then :func:`dganalysis.results.read_records` reads the file with the standard library's ``json`` and words
+    one, and then :func:`dganalysis.records.read.read_records` reads the file with the standard library's ``json`` and words
     any error. msgspec refuses what ``json.loads`` reads specially: ``NaN`` and ``Infinity`` (DomainBed writes a
     diverged loss as ``NaN``), a number beyond the double range (``1e400``, which ``json`` reads as infinity) and an
     escaped lone surrogate (``"\\ud800"``); and what it refuses too: invalid UTF-8, a torn line, a line that is not an
@@ -405,9 +405,9 @@ def _fast_records(data: bytes) -> list[dict[str, Any]] | None:
     return records
 
 
-def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: str,
+def _add_records(idx: Index, out: _Parsed, records: list[dict[str, Any]], job_id: str, results_path: str,
                  spec: dict[str, Any]) -> None:
-    """Add ``records`` to ``out``: each through results.load's code (:func:`_record_ids`), except that a record
+    """Add ``records`` to ``out``: each through load's code (:func:`_record_ids`), except that a record
     repeating the last such record's keys, ``args``, ``hparams`` and domain fields, with numeric accuracies and an
     integer step, reuses its metadata and layout."""
     ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
@@ -423,7 +423,7 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
                 out.meta.append(ref_meta)
                 out.layout.append(ref_layout)
                 out.step.append(step)
-                out.acc += vals  # None is NaN, as float('nan') in results.load
+                out.acc += vals  # None is NaN, as float('nan') in load
                 continue
         ref_meta, ref_layout, step, accs = _record_ids(idx, rec, job_id, f"{results_path}:{n}", spec)
         out.meta.append(ref_meta)
@@ -432,8 +432,8 @@ def _add_records(idx: _Index, out: _Parsed, records: list[dict[str, Any]], job_i
         out.acc += accs
         ref = rec
         fields = [f for f in _DOMAIN_FIELDS if f in rec]
-        # the acc keys in row order: results._read_record sorts (env index, split)
-        pairs = sorted(pair for k in rec if (pair := results._env_pair(k)) is not None)
+        # the acc keys in row order: read.read_record_at sorts (env index, split)
+        pairs = sorted(pair for k in rec if (pair := read.env_pair(k)) is not None)
         acc_keys = [f"env{i}_{s}_acc" for i, s in pairs]
     out.prov = _job_provenance(records[0]) if records else None
 
@@ -448,11 +448,11 @@ def _job_provenance(rec: dict[str, Any]) -> dict[str, Any] | None:
     return {"algorithm": args.get("algorithm") if isinstance(args, dict) else None, "provenance": prov}
 
 
-def _record_ids(idx: _Index, rec: dict[str, Any], job_id: str, where: str,
+def _record_ids(idx: Index, rec: dict[str, Any], job_id: str, where: str,
                 spec: dict[str, Any]) -> tuple[int, int, int, list[float]]:
-    """results.load's own code for one record (:func:`dganalysis.results._read_record`: its metadata, rows and
+    """load's own code for one record (:func:`dganalysis.records.read.read_record_at`: its metadata, rows and
     error messages) → (metadata id, layout id, step, accuracies in row order)."""
-    values, layout, accs = results._read_record_at(rec, where, spec)
+    values, layout, accs = read.read_record_at(rec, where, spec)
     return idx.meta_id((*values[:8], values[9])), idx.layout_id(layout), values[8], accs
 
 
@@ -503,7 +503,7 @@ class _Columns:
             if values:
                 try:
                     part.append(np.fromiter(values, dtype, len(values)))  # ~2× faster than np.array
-                except TypeError:  # a None accuracy: np.array makes it NaN, as float('nan') in results.load
+                except TypeError:  # a None accuracy: np.array makes it NaN, as float('nan') in load
                     part.append(np.array(values, dtype=dtype))
                 values.clear()
 
@@ -521,10 +521,10 @@ _ARRAY_NAMES = ("rec_meta", "rec_layout", "rec_step", "acc")
 _FLUSH_ROWS = 1 << 20
 
 
-def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, int]:
+def _merge(old: Index | None, keys: list[tuple], root: Path) -> tuple[Index, int]:
     """A new index for the scanned ``keys``: ``old``'s records for unchanged jobs, the rest parsed.
     Returns (index, number of jobs parsed)."""
-    new = _Index()
+    new = Index()
     old_by_key: dict[tuple, int] = {}
     if old is not None:
         new.metas, new.layouts, new.provenances = old.metas, old.layouts, list(old.provenances)
@@ -545,7 +545,7 @@ def _merge(old: _Index | None, keys: list[tuple], root: Path) -> tuple[_Index, i
             columns.add_old(old.rec_meta[a:b], old.rec_layout[a:b], old.rec_step[a:b], old.acc[old_off[a]:old_off[b]])
         else:
             job_id = root.name if key[0] == "." else key[0].rpartition("/")[2]  # Path(folder).name
-            p = _parse_job(new, _job_path(top, key[0]), job_id, key[3], key[1])
+            p = _parse_job(new, job_path(top, key[0]), job_id, key[3], key[1])
             parsed += 1
             job = {"status": p.status, "problem": p.problem, "exploded": p.exploded, "count": p.count,
                    "records": key[1] >= 0}
@@ -579,19 +579,19 @@ def _bar(root: Path, to_parse: int) -> Any:
 
 
 def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False,
-                 checked: IndexHead | None = None) -> _Index | IndexHead:
+                 checked: IndexHead | None = None) -> Index | IndexHead:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
     written back atomically when anything changed. See the module docstring for where it lives. ``lazy``: when the
-    index on disk is up to date, its head only (:meth:`_Index.from_head` reads the records). ``checked``: its head as
-    just found up to date (:func:`~dganalysis.audit.index_file.unchanged_head`), returned as it is when of the current
+    index on disk is up to date, its head only (:meth:`Index.from_head` reads the records). ``checked``: its head as
+    just found up to date (:func:`~dganalysis.records.index_file.unchanged_head`), returned as it is when of the current
     hparams draw version (with ``lazy``: the job folders are not scanned twice)."""
     if lazy and checked is not None and checked.draw_version == _draw_version():
         return checked
     root = Path(root)
     path = index_location(root, cache_dir)
-    old = _Index.read(path, lazy=lazy)
+    old = Index.read(path, lazy=lazy)
     # up_to_date's two ways, with the job folders scanned once: the flat store's check, else the scan compared
-    flat = index_file._flat_up_to_date(str(root), old.keys) if old is not None else False
+    flat = index_file.flat_up_to_date(str(root), old.keys) if old is not None else False
     if flat:
         return old
     keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
@@ -605,7 +605,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
         lock_ctx = contextlib.nullcontext()
     with lock_ctx:
         seen = old
-        old = _Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
+        old = Index.read(path)  # another writer may have updated it meanwhile (read whole: its records are merged)
         if (old is None) != (seen is None) or (old is not None and old.jobs != seen.jobs):  # it did: scan again
             keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
             if old is not None and index_file.same_keys(old.keys, keys):
@@ -645,9 +645,9 @@ def load_indexed(
     path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, strict: bool = True,
     categorical: bool = True, cache_dir: str | Path | None = None, progress: bool = False,
 ) -> pd.DataFrame:
-    """:func:`dganalysis.results.load` through the index: the same rows, values, order and ``attrs``.
+    """:func:`dganalysis.records.load` through the index: the same rows, values, order and ``attrs``.
 
-    ``include_unfinished`` and ``strict`` as in :func:`~dganalysis.results.load`. ``categorical=True`` returns the
+    ``include_unfinished`` and ``strict`` as in :func:`~dganalysis.records.load`. ``categorical=True`` returns the
     string columns as ``category`` (sorted categories); ``False`` as ``str``, equal to ``load``'s frame.
     ``cache_dir``: where indexes of stores that cannot be written go (default :func:`default_cache_dir`).
     ``progress``: a bar on stderr while a large store is indexed (:data:`PROGRESS_MIN_JOBS` jobs to read or more).
@@ -660,14 +660,14 @@ def load_indexed(
                          "True or False")
     with bars(progress or bars_shown()):
         indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]
-    return _assemble(indexes, include_unfinished, strict, categorical)
+    return assemble(indexes, include_unfinished, strict, categorical)
 
 
-def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None, strict: bool,
+def assemble(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, strict: bool,
               categorical: bool, chosen: tuple[list, dict[str, Any]] | None = None) -> pd.DataFrame:
     """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame.
-    ``chosen``: :func:`_choose`'s result for these indexes, when the caller has it already."""
-    chunks, attrs = chosen if chosen is not None else _choose(indexes, include_unfinished, strict)
+    ``chosen``: :func:`choose`'s result for these indexes, when the caller has it already."""
+    chunks, attrs = chosen if chosen is not None else choose(indexes, include_unfinished, strict)
     df, may_repeat = _frame(chunks, categorical)
     n = len(df)
     if may_repeat:
@@ -679,11 +679,11 @@ def _assemble(indexes: list[tuple[Path, _Index]], include_unfinished: bool | Non
     return df
 
 
-def _choose(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None,
-            strict: bool) -> tuple[list[tuple[_Index, list[tuple[int, int, str]]]], dict[str, Any]]:
+def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
+            strict: bool) -> tuple[list[tuple[Index, list[tuple[int, int, str]]]], dict[str, Any]]:
     """load's job rules over up-to-date indexes: per store, (index, the jobs read as (first record, end record, job
     id)), and the frame's ``attrs`` (job counts, problems, exploded jobs); the warnings load logs are logged."""
-    counts = dict.fromkeys(results.JOB_COUNT_KEYS, 0)
+    counts = dict.fromkeys(read.JOB_COUNT_KEYS, 0)
     problems: list[str] = []
     exploded: list[str] = []
     seen: set[str] = set()
@@ -700,7 +700,7 @@ def _choose(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None,
             status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
             job_dir = top if rel == "." else f"{top}/{rel}"
             job_id = root.name if rel == "." else rel.rpartition("/")[2]
-            if results._left_out(job_dir, status, has_records, read_unfinished, seen, counts, problems):
+            if read.left_out(job_dir, status, has_records, read_unfinished, seen, counts, problems):
                 continue
             if job["problem"] is not None:
                 if strict:
@@ -714,7 +714,7 @@ def _choose(indexes: list[tuple[Path, _Index]], include_unfinished: bool | None,
             if job["exploded"]:
                 exploded.append(job_id)
                 log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)",
-                            os.path.join(job_dir, "results.jsonl"), results.LOSS_EXPLOSION_FACTOR)
+                            os.path.join(job_dir, "results.jsonl"), read.LOSS_EXPLOSION_FACTOR)
             chosen.append((a, start, job_id))
         chunks.append((idx, chosen))
     counts["read"] = len(seen)
@@ -769,7 +769,7 @@ _REC_COLUMNS = ("job_id", *_META_FIELDS, "step")  # columns constant within a re
 _ROW_COLUMNS = ("domain", "split", "role")  # columns of a record's layout
 
 
-def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical: bool) -> tuple[pd.DataFrame, bool]:
+def _frame(chunks: list[tuple[Index, list[tuple[int, int, str]]]], categorical: bool) -> tuple[pd.DataFrame, bool]:
     """The tidy frame of the chosen jobs' records, and whether a (job, step, domain, split) may repeat (a job
     resumed after a crash records a step twice; a layout may name a domain twice): then load's drop_duplicates runs.
 
@@ -822,7 +822,7 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
     cat = {c: (np.concatenate(v) if v else np.zeros(0, dtype=np.int32)) for c, v in {**rec_parts, **row_parts}.items()}
     record = cat.pop("record")
     data = {}
-    for col in results.COLUMNS:
+    for col in read.COLUMNS:
         arr = cat[col]
         if col in _STR_COLUMNS:
             data[col] = strings.column(col, arr, record if col in _REC_COLUMNS else None, categorical)
@@ -831,7 +831,7 @@ def _frame(chunks: list[tuple[_Index, list[tuple[int, int, str]]]], categorical:
         else:
             data[col] = arr.astype(np.int64, copy=False)[record]
         cat[col] = None  # free the per-record codes as soon as the column is built
-    return pd.DataFrame(data, columns=results.COLUMNS, copy=False), may_repeat
+    return pd.DataFrame(data, columns=read.COLUMNS, copy=False), may_repeat
 
 
 def provenance_runs(indexes: Iterable[tuple[Path, Any]]) -> Iterator[tuple[str, str, str | None, dict[str, Any]]]:

@@ -1,7 +1,7 @@
 """Read checkpoint records into one tidy DataFrame: our job stores and DomainBed sweep directories.
 
-A job (a *run* in DomainBed's words) is a folder holding ``results.jsonl`` (one JSON record per checkpoint) and,
-once finished, a ``done`` file; our engine writes ``failed`` instead when a job crashed. Records carry
+Job folders and their states are :mod:`dganalysis.records.store`'s (a job holds ``results.jsonl``, one JSON record
+per checkpoint, and ``done`` once finished, or ``failed``). Records carry
 DomainBed's keys (``step``, ``env{i}_in_acc``, ``env{i}_out_acc``, ``hparams``, ``args`` with ``dataset``,
 ``algorithm``, ``test_envs``, ``hparams_seed``, ``trial_seed``); ours add ``domains``, ``train_domains``,
 ``test_domains`` and ``val_domains`` (names). Records written by DomainBed itself (Gulrajani & Lopez-Paz 2021,
@@ -14,15 +14,15 @@ fractions in [0, 1] as in the records. ``setting`` is the canonical JSON of ever
 different experiments: the record's ``args`` minus :data:`SETTING_IGNORED_ARGS` (so ``steps``, ``checkpoint_freq``,
 ``holdout_fraction``, ``dataset_kwargs``, DomainBed's ``--hparams`` overrides, ``task``, ...) plus, for our jobs,
 the ``hparams_overrides``/``search_overrides`` of ``spec.json``. Model selection lets only runs with equal setting
-compete (:mod:`dganalysis.selection`). Choices: failed jobs are always skipped; unfinished ones (no ``done``) follow
-the writer of the folder (``include_unfinished=None``, the default; see :func:`is_our_store`): in a DomainBed sweep
+compete (:mod:`dganalysis.records.selection`). Choices: failed jobs are always skipped; unfinished ones (no ``done``) follow
+the writer of the folder (``include_unfinished=None``, the default; see :func:`~dganalysis.records.store.is_our_store`): in a DomainBed sweep
 dir they are read, as DomainBed's ``collect_results``/``reporting.load_records`` read every ``results.jsonl`` whether
 or not ``done`` exists, so its tables come out; in our job stores they are skipped (a job still running or killed
 is not a result), with a logged count. ``True``/``False`` read/skip them everywhere. A torn *last* line
 (a job killed mid-write) is skipped with a warning, any other unreadable line (bad JSON, invalid UTF-8, a missing
 key, an accuracy that is not a number) is an error naming file and line — or, with ``strict=False``, that
-job is reported and skipped. Every job folder counts, records or not (:func:`job_folders`: a folder holding any of
-:data:`JOB_FILES`, so a run that crashed before its first checkpoint is seen): ``df.attrs["jobs"]`` counts them
+job is reported and skipped. Every job folder counts, records or not (:func:`~dganalysis.records.store.job_folders`: a folder holding any of
+:data:`~dganalysis.records.store.JOB_FILES`, so a run that crashed before its first checkpoint is seen): ``df.attrs["jobs"]`` counts them
 (:data:`JOB_COUNT_KEYS`: read, failed with or without records, without records, unfinished, unreadable,
 duplicates) and the unfinished ones read (``unfinished_read``); ``df.attrs["problems"]`` lists
 the skipped jobs' errors and ``df.attrs["exploded"]``
@@ -42,6 +42,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dganalysis.records.store import (
+    check_draw,
+    classify_job,
+    is_our_store,
+    job_folders,
+    read_spec,
+    results_dir,
+)
 from dganalysis.validation import ConfigError, check_frame, check_path, describe
 
 if TYPE_CHECKING:  # numpy, pandas and tqdm are imported where a frame is built: checking an index's job table needs none
@@ -62,8 +70,6 @@ SETTING_IGNORED_ARGS = frozenset({
     "output_dir", "data_dir", "job_id", "skip_model_save", "save_model_every_checkpoint", "save_model", "seed",
     "dataset", "algorithm", "test_envs", "train_envs", "val_envs", "hparams_seed", "trial_seed",
 })
-#: Fields of our ``spec.json`` that records' ``args`` lack and that change the experiment.
-SETTING_SPEC_FIELDS = ("hparams_overrides", "search_overrides")
 
 #: Environment names of DomainBed's datasets (``ENVIRONMENTS`` in ``domainbed/datasets.py``), in env-index order.
 DOMAINBED_ENVIRONMENTS: dict[str, list[str]] = {
@@ -131,95 +137,6 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _results_dir(path: Any, func: str, name: str = "path") -> Path:
-    """``path`` as a ``Path`` when it is an existing folder, else a ConfigError naming it."""
-    where = f"{func}: parameter {name!r}"
-    if not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and not path):
-        raise ConfigError(f"{where}: expected a results folder (a job store or DomainBed sweep output dir), got "
-                          f"{describe(path)}")
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{where}: {str(p)!r} is a file, not a folder (expected a job store or sweep output dir)")
-    if not p.is_dir():
-        raise ConfigError(f"{where}: results directory {str(p)!r} does not exist (expected a job store or sweep "
-                          f"output dir)")
-    return p
-
-
-#: files that make a folder a job folder: records (``results.jsonl``), our engine's ``spec.json``, ``claim``,
-#: ``failed`` and ``done``, and the ``out.txt``/``err.txt`` DomainBed's ``scripts/train.py`` opens before its first
-#: step (so a DomainBed run that crashed before its first checkpoint still leaves a job folder: ``err.txt`` only)
-JOB_FILES = ("results.jsonl", "spec.json", "claim", "failed", "done", "out.txt", "err.txt")
-
-
-def _is_job_folder(files: Iterable[str]) -> bool:
-    return any(f in JOB_FILES for f in files)
-
-
-def job_folders(path: str | Path) -> list[Path]:
-    """Every job folder under ``path``, with records or not: ``path`` itself if it holds one of :data:`JOB_FILES`,
-    else every folder below that does (a job folder's sub-folders are not searched), sorted. The one rule by which
-    :func:`load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
-    path = _results_dir(path, "job_folders")
-    with os.scandir(path) as entries:
-        if _is_job_folder([e.name for e in entries if not e.is_dir()]):
-            return [path]
-    jobs = []
-    for root, dirs, files in os.walk(path):
-        if _is_job_folder(files):
-            jobs.append(Path(root))
-            dirs[:] = []  # a job folder's sub-folders are not jobs
-        else:
-            dirs.sort()
-    return sorted(jobs)
-
-
-def classify_job(job_dir: str | Path) -> tuple[str, bool]:
-    """(state, has_records) of one job folder: state ``"done"``, ``"failed"`` or ``"unfinished"``
-    (:func:`job_status`), ``has_records`` whether it holds ``results.jsonl``. A folder without records is a job
-    that failed (ours write ``failed``) or stopped before its first checkpoint, or one still starting."""
-    job_dir = _results_dir(job_dir, "classify_job", "job_dir")
-    return job_status(job_dir), (job_dir / "results.jsonl").is_file()
-
-
-def find_jobs(path: str | Path) -> list[Path]:
-    """The job folders under ``path`` that hold records (``results.jsonl``); see :func:`job_folders` for all."""
-    return [j for j in job_folders(path) if (j / "results.jsonl").is_file()]
-
-
-#: files only our engine writes in a job folder (``spec.json`` first of all, ``failed`` when a job crashed); DomainBed's
-#: ``train.py`` writes ``results.jsonl``, ``out.txt``, ``err.txt``, ``done`` (and ``model.pkl``) but neither of these
-OUR_JOB_FILES = ("spec.json", "failed")
-
-
-def is_our_store(jobs: Iterable[str | Path]) -> bool:
-    """Whether job folders (those :func:`find_jobs` found under one directory) were written by our engine: any of
-    them holds one of :data:`OUR_JOB_FILES`. Otherwise the directory is taken as a DomainBed sweep output dir, whose
-    unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`load`, so a
-    DomainBed dir and one of our stores can be collected together, each by its own rule."""
-    if isinstance(jobs, (str, os.PathLike)) or not isinstance(jobs, Iterable):
-        raise ConfigError(f"is_our_store: parameter 'jobs': expected a list of job folders (find_jobs(path)), got "
-                          f"{describe(jobs)}")
-    return any((Path(j) / f).exists() for j in jobs for f in OUR_JOB_FILES)
-
-
-def job_status(job_dir: str | Path) -> str:
-    """``"done"``, ``"failed"`` or ``"unfinished"`` from the sentinel files of a job folder."""
-    job_dir = _results_dir(job_dir, "job_status", "job_dir")
-    return state_from_files([name for name in ("done", "failed") if (job_dir / name).exists()])
-
-
-def state_from_files(files: Iterable[str]) -> str:
-    """A job folder's state from the names of its files: ``"done"`` with a ``done`` file (whatever else it holds),
-    else ``"failed"`` with a ``failed`` file, else ``"unfinished"``. The one rule for :func:`job_status` and the
-    audit's index (:mod:`dganalysis.audit.index`), which knows the names from its listing."""
-    if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
-        raise ConfigError(f"state_from_files: parameter 'files': expected the names of a folder's files, got "
-                          f"{describe(files)}")
-    names = set(files)
-    return "done" if "done" in names else "failed" if "failed" in names else "unfinished"
-
-
 def load(
     path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True,
     strict: bool = True,
@@ -251,7 +168,7 @@ def load(
         raise ConfigError(f"load: parameter 'path': expected a results folder or a list of them, got {describe(path)}")
     if not paths:
         raise ConfigError("load: parameter 'path': expected at least one results directory, got an empty list")
-    paths = [_results_dir(p, "load") for p in paths]
+    paths = [results_dir(p, "load") for p in paths]
     if include_unfinished not in (None, True, False):
         raise ConfigError(f"load: parameter 'include_unfinished': expected None (by writer), True or False, got "
                           f"{describe(include_unfinished)}")
@@ -273,15 +190,15 @@ def load(
     seen: set[str] = set()
     for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
         status, has_records = classify_job(job_dir)
-        if _left_out(job_dir, status, has_records, read_unfinished[job_dir], seen, counts, problems):
+        if left_out(job_dir, status, has_records, read_unfinished[job_dir], seen, counts, problems):
             continue
         job_id = job_dir.name
         results = job_dir / "results.jsonl"
         mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
         try:
-            spec = _read_spec(job_dir)
+            spec = read_spec(job_dir)
             records = read_records(results)
-            _check_draw(job_dir, records)
+            check_draw(job_dir, records)
             for n, rec in enumerate(records, start=1):
                 where = f"{results}:{n}"
                 _append_rows(meta, rows, rec, job_id, where, spec)
@@ -298,7 +215,7 @@ def load(
             continue
         seen.add(job_id)
         counts["unfinished_read"] += status == "unfinished"
-        if _loss_exploded(records):
+        if loss_exploded(records):
             exploded.append(job_id)
             log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)", results,
                         LOSS_EXPLOSION_FACTOR)
@@ -320,17 +237,24 @@ def load(
     return df
 
 
-def _loss_exploded(records: list[dict[str, Any]]) -> bool:
-    return _losses_exploded([r.get("loss") for r in records])
+def loss_exploded(records: list[dict[str, Any]]) -> bool:
+    """Whether a run's loss exploded, from its records (dicts with an optional ``loss``): :func:`losses_exploded`."""
+    if type(records) is not list:
+        raise ConfigError(f"loss_exploded: parameter 'records': expected a job's records (a list of dicts), got "
+                          f"{describe(records)}")
+    return losses_exploded([r.get("loss") for r in records])
 
 
 _FLOAT = frozenset({float})
 
 
-def _losses_exploded(values: list[Any]) -> bool:
+def losses_exploded(values: list[Any]) -> bool:
     """Whether a run's loss exploded, from its records' ``loss`` values in order (anything else than a finite number
-    is ignored): the one rule for :func:`load` and the audit's index, which reads the losses without building records.
+    is ignored): the one rule for :func:`load` and the columnar index, which reads the losses without building records.
     """
+    if type(values) is not list:
+        raise ConfigError(f"losses_exploded: parameter 'values': expected a run's losses (a list), got "
+                          f"{describe(values)}")
     if set(map(type, values)) <= _FLOAT:  # the usual case: math.isfinite is np.isfinite on floats, ~20× faster
         losses = list(filter(math.isfinite, values))
     else:
@@ -342,12 +266,17 @@ def _losses_exploded(values: list[Any]) -> bool:
     return max(losses[1:]) > LOSS_EXPLOSION_FACTOR * max(abs(losses[0]), 1e-8)
 
 
-def _left_out(job_dir: str | Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
+_STATES = ("done", "failed", "unfinished")
+
+
+def left_out(job_dir: str | Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
               counts: dict[str, int], problems: list[str]) -> bool:
     """Whether :func:`load` leaves the job folder out before reading its records, counting it in ``counts`` (and
     ``problems``) when it does (``job_dir`` a Path or a str path, as messages show it): failed; unfinished without records (crashed before its first checkpoint — DomainBed:
     err.txt only — or starting); unfinished when unfinished jobs are not read; done without records; a job id
-    already in ``seen``. The one rule for :func:`load` and the audit's index (:mod:`dganalysis.audit.index`)."""
+    already in ``seen``. The one rule for :func:`load` and the columnar index (:mod:`dganalysis.records.index`)."""
+    if status not in _STATES:
+        raise ConfigError(f"left_out: parameter 'status': expected one of {list(_STATES)}, got {describe(status)}")
     if status == "failed":
         counts["failed"] += 1
         counts["failed_no_records"] += not has_records
@@ -392,7 +321,7 @@ def summary_line(df: pd.DataFrame) -> str:
     failed (with or without records), without records (crashed before the first checkpoint), unfinished,
     unreadable — and runs whose loss exploded, e.g. ``jobs: 12 of 16 job folders read; not in the table:
     2 failed (1 before their first record), 1 unfinished``. "none left out" only when every folder was read."""
-    check_frame(df, (), "df", func="summary_line", what="a dganalysis.results.load frame")
+    check_frame(df, (), "df", func="summary_line", what="a dganalysis.records.read.load frame")
     c = df.attrs.get("jobs")
     if not c:
         return ""
@@ -415,35 +344,6 @@ def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = Non
     if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable):
         raise ConfigError(f"load_many: parameter 'paths': expected a list of results folders, got {describe(paths)}")
     return load(list(paths), include_unfinished=include_unfinished, progress=progress)
-
-
-def _check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
-    """Refuse our job whose recorded hparams are not what its spec draws today (drawn under an older rule, see
-    :data:`dganalysis.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches."""
-    path = job_dir / "spec.json"
-    if not records or not path.is_file() or not isinstance(records[0].get("hparams"), dict):
-        return  # DomainBed's runs: drawn by DomainBed
-    from dganalysis.train import recorded_draw_problem
-
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    problem = recorded_draw_problem(spec, records[0]["hparams"]) if isinstance(spec, dict) else None
-    if problem:
-        raise ValueError(f"{job_dir / 'results.jsonl'}:1: {problem}; the job was trained under an older "
-                         f"hyperparameter-drawing rule and is not mixed with today's: delete {job_dir} to retrain it")
-
-
-def _read_spec(job_dir: Path) -> dict[str, Any]:
-    """Our job's spec fields that records lack (:data:`SETTING_SPEC_FIELDS`); {} for DomainBed runs."""
-    path = job_dir / "spec.json"
-    if not path.is_file():
-        return {}
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start}); expected the JSON written by dganalysis") from err
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: unreadable job spec ({err.msg}); expected the JSON written by dganalysis") from err
-    return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}
 
 
 #: the args :func:`_default_arg` may leave out
@@ -475,7 +375,7 @@ def _append_rows(
     spec: dict[str, Any] | None = None,
 ) -> None:
     """Append one record's metadata to ``meta`` (one entry per column of :data:`_META`) and its rows to ``rows``."""
-    values, layout, accs = _read_record_at(rec, where, spec)
+    values, layout, accs = read_record_at(rec, where, spec)
     index = len(meta["job_id"])
     meta["job_id"].append(job_id)
     for key, value in zip(_RECORD_META, values):
@@ -488,10 +388,13 @@ def _append_rows(
         rows["acc"].append(acc)
 
 
-def _read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
+def read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
     """:func:`_read_record` with :func:`load`'s error messages: every problem a ``ValueError`` starting with
     ``where`` (``file:line``), a record of the wrong shape "malformed record (…)". The one reader of a record's
-    metadata for ``load`` and the audit's index."""
+    metadata for ``load`` and the columnar index."""
+    if type(rec) is not dict or type(where) is not str:
+        raise ConfigError(f"read_record_at: parameters 'rec' and 'where': expected a record (a dict) and its place "
+                          f"(a str 'file:line'), got {describe(rec)} and {describe(where)}")
     try:
         return _read_record(rec, where, spec)
     except ValueError as err:
@@ -517,7 +420,7 @@ def _read_record(
     """One record by :func:`load`'s rules: (its metadata, the values of :data:`_RECORD_META`; its rows' (domain,
     split, role) in (env, split) order; their accuracies, NaN for null). ValueError naming ``where`` for a record
     that breaks them (TypeError, KeyError or AttributeError for some malformed ones: callers word those).
-    The one rule for :func:`load` and the audit's index, which calls it once per job whose records repeat the first."""
+    The one rule for :func:`load` and the columnar index, which calls it once per job whose records repeat the first."""
     args = rec.get("args")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
@@ -531,7 +434,7 @@ def _read_record(
     else:  # a null, a non-number, or two keys naming one pair: every key in record order, the first bad one named
         by_pair = {}
         for key, value in rec.items():
-            pair = _env_pair(key)
+            pair = env_pair(key)
             if pair is not None:
                 if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                     raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
@@ -541,8 +444,9 @@ def _read_record(
     if not pairs:
         raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
     (train, test, val), layout = _layout(rec, args, pairs, where)
+    step = int(rec["step"])
     values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
-              int(args["hparams_seed"]), int(args["trial_seed"]), int(rec["step"]),
+              int(args["hparams_seed"]), int(args["trial_seed"]), step,
               _HPARAMS_JSON(rec.get("hparams", {})))
     return values, layout, accs
 
@@ -556,7 +460,7 @@ def _acc_keys(keys: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple
     keys name one pair (``env1_in_acc`` and ``env01_in_acc``: :func:`_read_record`'s general loop decides)."""
     found = {}
     for key in keys:
-        pair = _env_pair(key)
+        pair = env_pair(key)
         if pair is not None:
             if pair in found:
                 return None
@@ -572,7 +476,7 @@ def _plain_accs(rec: dict[str, Any], keys: tuple[str, ...]) -> list[float] | Non
 
 
 @functools.lru_cache(maxsize=4096)
-def _env_pair(key: str) -> tuple[int, str] | None:
+def env_pair(key: str) -> tuple[int, str] | None:
     """(env index, split) of an accuracy key ``env{i}_{in,out}_acc``; None for other keys."""
     m = _ENV_KEY.match(key)
     return (int(m.group(1)), m.group(2)) if m else None

@@ -1,5 +1,6 @@
-"""DomainBed's selections on the index's record arrays equal dganalysis.selection.select on the tidy frame, row for
-row and bit for bit, and the cases the arrays leave to the frame are recognised."""
+"""The selection rules on the index's record arrays (dganalysis.records.rules) equal the tidy-frame computation of the
+same rules (the test oracle tests/records/_frame_oracle.py) and dganalysis.records.select on the tidy frame, row for
+row and bit for bit; a sweep whose records repeat a step is left to the frame (load drops the repeated rows)."""
 
 from __future__ import annotations
 
@@ -10,32 +11,33 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from audit.test_index import domainbed_dir, our_store, rec, write_run
 
-from dganalysis import results, selection
-from dganalysis.audit import index, index_selection
-from dganalysis.audit.index_selection import gather, select_records
+from dganalysis.records import index, rules, selection
+from dganalysis.records import read as results
+from dganalysis.records.rules import gather, select_records
+from tests.records._frame_oracle import select_frame
+from tests.records.test_index import domainbed_dir, our_store, rec, write_run
 
 
 def records_of(*roots: Path, include_unfinished=None):
-    chunks, _ = index._choose([(r, index.update_index(r)) for r in roots], include_unfinished, strict=False)
+    chunks, _ = index.choose([(r, index.update_index(r)) for r in roots], include_unfinished, strict=False)
     return gather(chunks)
 
 
 def frame_of(got: dict[str, list]) -> pd.DataFrame:
-    return pd.DataFrame(got, columns=list(index_selection.OUTPUT))
+    return pd.DataFrame(got, columns=list(rules.OUTPUT))
 
 
-def check_equal(roots: list[Path], methods=index_selection.METHODS, tie_tols=(0.0,), include_unfinished=None):
+def check_equal(roots: list[Path], methods=rules.METHODS, tie_tols=(0.0,), include_unfinished=None):
     df = results.load(roots, include_unfinished=include_unfinished, strict=False, progress=False)
     rec_ = records_of(*roots, include_unfinished=include_unfinished)
     assert rec_ is not None
     compared = 0
     for method, tol, per_draw in itertools.product(methods, tie_tols, (False, True)):
-        want = selection.select(df, method, tie_tol=tol, per_draw=per_draw)
-        got = select_records(rec_, method, tie_tol=tol, per_draw=per_draw)
-        assert got is not None, method
-        got = frame_of(got).astype(want.dtypes.to_dict())
+        want = select_frame(df, method, tie_tol=tol, per_draw=per_draw)
+        pd.testing.assert_frame_equal(want, selection.select(df, method, tie_tol=tol, per_draw=per_draw),
+                                      check_exact=True)
+        got = frame_of(select_records(rec_, method, tie_tol=tol, per_draw=per_draw)).astype(want.dtypes.to_dict())
         pd.testing.assert_frame_equal(want.reset_index(drop=True), got, check_exact=True)
         compared += len(want)
     return compared
@@ -96,23 +98,25 @@ def test_equal_to_select_on_the_index_test_stores(tmp_path):
         check_equal([db, ours], include_unfinished=include)
 
 
-def test_several_helpers_for_one_domain_left_to_the_frame(tmp_path):
-    """Two helper runs hold out the same domain (test envs (0, 1) and (0, 1) under another name): select() averages
-    them with pandas' mean, so the arrays decline and the other methods still run."""
+def test_several_helpers_for_one_domain_are_averaged(tmp_path):
+    """Two or three helper runs hold out the same domain (test envs (0, 1) under other names, one with other
+    accuracies): their accuracies are averaged as pandas' grouped mean averages them, on the arrays as on the
+    frame."""
     root = sweep(tmp_path / "s", seed=3, hparams=1, trials=1)
     src = root / "ERM_0-1_h0_t0"
     copy = root / "ERM_0-1_h0_t0_again"
     copy.mkdir()
     (copy / "results.jsonl").write_text((src / "results.jsonl").read_text())
     (copy / "done").write_text("")
-    r = records_of(root)
-    assert select_records(r, "leave_one_out") is None
-    assert select_records(r, "training_domain") is not None
-    assert select_records(r, "training_domain_last") is None  # not one of the three: the frame decides
+    third = root / "ERM_0-1_h0_t0_third"
+    third.mkdir()
+    (third / "results.jsonl").write_text((src / "results.jsonl").read_text().replace("0.", "0.1", 40))
+    (third / "done").write_text("")
+    assert check_equal([root]) > 0
 
 
 def test_output_columns_are_selects():
-    assert list(index_selection.OUTPUT) == selection.OUTPUT
+    assert list(rules.OUTPUT) == selection.OUTPUT
 
 
 def test_domain_orders_are_the_frames(tmp_path):
@@ -124,4 +128,4 @@ def test_domain_orders_are_the_frames(tmp_path):
     ours = our_store(tmp_path / "ours")
     for roots in ([db], [ours], [db, ours]):
         df = results.load(roots, progress=False)
-        assert index_selection.domain_orders(records_of(*roots)) == frame_orders(df)
+        assert rules.domain_orders(records_of(*roots)) == frame_orders(df)

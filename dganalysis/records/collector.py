@@ -1,6 +1,6 @@
 """Python's cyclic garbage collector paused around work that makes millions of objects and no cycles among them:
-reading a sweep into the columnar index (:mod:`dganalysis.audit.index`), selecting on it
-(:mod:`dganalysis.audit.sweep_selections`), importing the statistics stack (`dganalysis audit`).
+reading a sweep into the columnar index (:mod:`dganalysis.records.index`), selecting on it
+(:mod:`dganalysis.records.indexed`), importing the statistics stack (`dganalysis audit`).
 
 The collector runs a young collection every 700 net allocations of container objects and a full one now and then;
 while a sweep of 33,600 jobs is parsed, each pass walks the millions of objects already made, and their sum was

@@ -15,8 +15,8 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from dganalysis import results
-from dganalysis.audit import index, index_file
+from dganalysis.records import index, index_file
+from dganalysis.records import read as results
 
 ROW_KEYS = ("env0_in_acc", "env0_out_acc", "env1_in_acc", "env1_out_acc", "env2_in_acc", "env2_out_acc")
 
@@ -63,7 +63,7 @@ def reference(data: bytes):
     if index._usual_pairs(tuple(first)) is None:
         return None
     same = [k for k in ("args", "hparams", *index._DOMAIN_FIELDS) if k in first]
-    pairs = sorted((results._env_pair(k), k) for k in first if results._env_pair(k))
+    pairs = sorted((results.env_pair(k), k) for k in first if results.env_pair(k))
     steps, accs, losses = [], [], []
     for r in recs:
         if set(r) != set(first) or any(r[k] != first[k] or json.dumps(r[k]) != json.dumps(first[k]) for k in same):
