@@ -409,7 +409,7 @@ def _add_records(idx: Index, out: _Parsed, records: list[dict[str, Any]], job_id
                  spec: dict[str, Any]) -> None:
     """Add ``records`` to ``out``: each through load's code (:func:`_record_ids`), except that a record
     repeating the last such record's keys, ``args``, ``hparams`` and domain fields, with numeric accuracies and an
-    integer step, reuses its metadata and layout."""
+    integer step that fits the int64 column, reuses its metadata and layout (another step is load's to refuse)."""
     ref: dict[str, Any] | None = None  # the record whose args/hparams/domains/keys the following ones repeat
     ref_meta = ref_layout = -1
     acc_keys: list[str] = []
@@ -419,7 +419,7 @@ def _add_records(idx: Index, out: _Parsed, records: list[dict[str, Any]], job_id
                 and rec.get("hparams") == ref.get("hparams") and (not fields or all(rec[f] == ref[f] for f in fields)):
             vals = [rec[k] for k in acc_keys]
             step = rec["step"]
-            if set(map(type, vals)) <= _NUMBER_TYPES and type(step) is int:
+            if set(map(type, vals)) <= _NUMBER_TYPES and type(step) is int and -(2**63) <= step < 2**63:
                 out.meta.append(ref_meta)
                 out.layout.append(ref_layout)
                 out.step.append(step)

@@ -445,6 +445,9 @@ def _read_record(
         raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
     (train, test, val), layout = _layout(rec, args, pairs, where)
     step = int(rec["step"])
+    if not -(2**63) <= step < 2**63:
+        raise ValueError(f"{where}: step = {rec['step']!r} does not fit a 64-bit integer; expected the training "
+                         "step of the checkpoint")
     values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
               int(args["hparams_seed"]), int(args["trial_seed"]), step,
               _HPARAMS_JSON(rec.get("hparams", {})))

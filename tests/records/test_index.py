@@ -541,3 +541,24 @@ def test_collector_paused_restores_the_collector_and_promotes_what_it_made():
     gc.collect()
     assert ref() is None
 
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1, 10**30])
+def test_a_step_beyond_int64_is_refused_naming_file_and_line(tmp_path, step, capsys):
+    """A record whose step does not fit the int64 step column (read record by record: the bulk readers leave it
+    to load's code) is refused by load and by the index alike, naming the file and line; with strict=False (and in
+    collect) that job is skipped as unreadable and the others are read."""
+    from dganalysis.cli import main
+
+    root = tmp_path / "s"
+    write_run(root, "good", [rec(step=s) for s in (0, 10)])
+    bad = write_run(root, "big", [rec(step=0, hseed=1), rec(step=step, hseed=1), rec(step=20, hseed=1)])
+    where = f"{bad / 'results.jsonl'}:2: step = {step}"
+    for read in (lambda **k: results.load(root, progress=False, **k), lambda **k: load_indexed(root, **k)):
+        with pytest.raises(ValueError, match=re.escape(where) + " does not fit a 64-bit integer"):
+            read()
+        df = read(strict=False)
+        assert set(df["job_id"].astype(str)) == {"good"} and df.attrs["jobs"]["unreadable"] == 1
+        assert df.attrs["problems"][0].startswith(where)
+    assert main(["collect", str(root), "--fresh"]) == 0
+    out = capsys.readouterr()
+    assert f"collect: skipped a job: {where}" in out.err and "1 unreadable" in out.out
