@@ -175,7 +175,9 @@ def _trials(n: float | None) -> str:
 
 def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
     """The design as a table: claim, expected effect, test, trials, level, power, trials for 80%, whether it runs
-    and why it cannot be decided."""
+    and why it cannot be decided; a notebook without claims gets one row saying so."""
+    if not claims:
+        return pd.DataFrame({"design": ["no claim tested (a demonstration)"]})
     rows = [{"key": c.key, "claim": c.claim, "expected effect (source)": c.expected, "test": c.kind,
              "d_z": None if c.effect is None else round(c.effect, 2), "n": c.n, "level": round(c.level, 4),
              "power": None if c.power is None else round(c.power, 2),
