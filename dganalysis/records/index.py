@@ -46,6 +46,7 @@ from dganalysis import io
 from dganalysis.progress import bars, bars_shown
 from dganalysis.records import collector, index_file, read, store
 from dganalysis.records.index_file import DONE, FAILED, SPEC, IndexHead, index_location, job_path
+from dganalysis.records.rules import ranges
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -721,21 +722,6 @@ def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
     return chunks, {"jobs": dict(counts), "problems": problems, "exploded": exploded}
 
 
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(a, b)`` for each pair, vectorized."""
-    lens = stops - starts
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    keep = lens > 0
-    starts, lens = starts[keep], lens[keep]
-    steps = np.ones(total, dtype=np.int64)
-    steps[0] = starts[0]
-    ends = np.cumsum(lens)[:-1]
-    steps[ends] = starts[1:] - (starts[:-1] + lens[:-1] - 1)
-    return np.cumsum(steps)
-
-
 class _Strings:
     """One string table per column: value → code."""
 
@@ -787,7 +773,7 @@ def _frame(chunks: list[tuple[Index, list[tuple[int, int, str]]]], categorical: 
             continue
         a = np.array([c[0] for c in chosen], dtype=np.int64)
         b = np.array([c[1] for c in chosen], dtype=np.int64)
-        recs = _ranges(a, b)
+        recs = ranges(a, b)
         if not len(recs):
             continue
         rec_job = np.repeat(strings.codes("job_id", [c[2] for c in chosen]), b - a)
@@ -807,7 +793,7 @@ def _frame(chunks: list[tuple[Index, list[tuple[int, int, str]]]], categorical: 
         off = idx.rec_offsets()
         lens = (off[recs + 1] - off[recs]).astype(np.int32)
         every = len(recs) == len(idx.rec_step)  # every record of the store (the usual case): no gather
-        row_parts["acc"].append(idx.acc if every else idx.acc[_ranges(off[recs], off[recs + 1])])
+        row_parts["acc"].append(idx.acc if every else idx.acc[ranges(off[recs], off[recs + 1])])
         row_rec = np.repeat(np.arange(len(recs), dtype=np.int32), lens)
         # row r of a record with layout l is the flat layout row lay_start[l] + r
         lay_len = np.array([len(x) for x in idx.layouts], dtype=np.int32)

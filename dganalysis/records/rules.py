@@ -100,12 +100,20 @@ class Chosen:
     val: np.ndarray
 
 
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(a, b)`` for each pair."""
+def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(a, b)`` for each pair ``(starts[i], stops[i])``, vectorized (one cumulative sum): the
+    rows of several records, the records of several jobs."""
     lens = stops - starts
-    if not len(lens) or int(lens.sum()) == 0:
+    total = int(lens.sum())
+    if total == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+    keep = lens > 0
+    starts, lens = starts[keep], lens[keep]
+    steps = np.ones(total, dtype=np.int64)
+    steps[0] = starts[0]
+    ends = np.cumsum(lens)[:-1]
+    steps[ends] = starts[1:] - (starts[:-1] + lens[:-1] - 1)
+    return np.cumsum(steps)
 
 
 def _intern(table: list, ids: dict, value: Any) -> int:
@@ -145,8 +153,8 @@ def gather(chunks: Sequence[tuple[Any, Sequence[tuple[int, int, str]]]]) -> Reco
             recs = None
             accs.append(idx.acc)
         else:
-            recs = _ranges(a, b)
-            accs.append(idx.acc[_ranges(off[recs], off[recs + 1])])
+            recs = ranges(a, b)
+            accs.append(idx.acc[ranges(off[recs], off[recs + 1])])
 
         def pick(x: np.ndarray, recs: np.ndarray | None = recs) -> np.ndarray:
             return x if recs is None else x[recs]
@@ -492,7 +500,7 @@ def _leave_one_out(t: _Tables) -> tuple[np.ndarray, np.ndarray]:
     q_start = np.concatenate([[0], np.cumsum([len(q) for q in q_of_meta])]).astype(np.int64)
     q_flat = np.array(flat, dtype=np.int64).reshape(-1, 3)
     q_job = np.repeat(np.arange(len(job_meta), dtype=np.int64), n_q)
-    q_rows = _ranges(q_start[job_meta], q_start[job_meta + 1])
+    q_rows = ranges(q_start[job_meta], q_start[job_meta + 1])
     q_dom, q_env, q_sub = q_flat[q_rows, 0], q_flat[q_rows, 1], q_flat[q_rows, 2]
     # helpers: jobs of the same family whose training set is the query's, holding its domain out
     n_sets = len(sets)
@@ -503,14 +511,14 @@ def _leave_one_out(t: _Tables) -> tuple[np.ndarray, np.ndarray]:
     lo = np.searchsorted(h_sorted, q_key, side="left")
     hi = np.searchsorted(h_sorted, q_key, side="right")
     q_of = np.repeat(np.arange(len(q_job)), hi - lo)
-    helper = h_order[_ranges(lo, hi)]
+    helper = h_order[ranges(lo, hi)]
     ok = held_tab[held[helper], q_dom[q_of]]
     q_of, helper = q_of[ok], helper[ok]
     if not len(q_of):
         return empty
     # every record of each pair's helper that holds the held-out domain's 'in' row
     counts = rec.job_start[helper + 1] - rec.job_start[helper]
-    hrec = _ranges(rec.job_start[helper], rec.job_start[helper + 1])
+    hrec = ranges(rec.job_start[helper], rec.job_start[helper + 1])
     pj, pdom, pe, ph = (np.repeat(x, counts) for x in (q_job[q_of], q_dom[q_of], q_env[q_of], helper))
     col = t.in_col[rec.rec_layout[hrec], pdom]
     keep = col >= 0
