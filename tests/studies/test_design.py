@@ -109,10 +109,11 @@ def test_design_table_and_index_markdown(tmp_path):
     assert any(line.startswith("| C3 |") and "steps = 100 < 5,000" in line for line in lines)
 
 
-def test_dry_run_prints_each_design_and_minutes():
+def test_dry_run_prints_each_design_and_minutes(tmp_path):
     from dganalysis.studies.dryrun import dry_run, format_dry_run, notebook_minutes
 
-    result = dry_run("quick", ["03_dynamic_dg", "05_leaderboards"], root=ROOT)
+    # an empty output root: every job still to train, whatever the repository's outputs/ holds
+    result = dry_run("quick", ["03_dynamic_dg", "05_leaderboards"], root=ROOT, output_root=tmp_path)
     text = format_dry_run(result)
     assert "D+d2-named" in text and "CANNOT DECIDE" in text and "power 0." in text
     minutes = notebook_minutes(result)
