@@ -72,6 +72,8 @@ from dganalysis.validation import (
 if TYPE_CHECKING:  # numpy and pandas are imported where a frame is built: the registry and the CLI's choices need none
     import pandas as pd
 
+    from dganalysis.records.rules import Chosen, FrameRecords
+
 log = logging.getLogger(__name__)
 
 CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
@@ -236,7 +238,8 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
     return _selected_frame(df, frame, chosen, method, keys)
 
 
-def _selected_frame(df: pd.DataFrame, frame, chosen, method: str, keys: list[str]) -> pd.DataFrame:
+def _selected_frame(df: pd.DataFrame, frame: FrameRecords, chosen: Chosen, method: str,
+                    keys: list[str]) -> pd.DataFrame:
     """select()'s output frame: the config columns taken from each chosen job's first row of ``df`` and the domain
     and step from the chosen checkpoint's test-domain row, so every column keeps ``df``'s dtype; sorted by the
     config and the domain."""
