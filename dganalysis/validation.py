@@ -157,7 +157,7 @@ class LazyCheck(Check):
 
 # --------------------------------------------------------------------------- arrays, tensors, frames, paths
 # The scikit-learn habit (``check_array``, ``column_or_1d``, ``check_scalar``, ``check_random_state``): every public
-# function of ``dganalysis.shift``, ``dro``, ``selection``, ``results``, ``protocols`` and the planners checks its
+# function of ``dganalysis.shift``, ``dro``, ``records``, ``protocols`` and the planners checks its
 # arguments with these helpers before any work, and a bad argument gives a :class:`ConfigError` (a ``ValueError``)
 # that names the function and the argument, what arrived (type, shape, dtype) and what was expected.
 # Rules (docs/validation.md):
@@ -434,7 +434,7 @@ def check_choice(value: Any, choices: Any, name: str, *, func: str | None = None
 
 def check_frame(value: Any, required: Any, name: str, *, func: str | None = None, what: str = "") -> Any:
     """A pandas DataFrame holding the ``required`` columns; "did you mean" for a near miss.
-    ``what`` says where such a frame comes from (e.g. "the tidy frame of dganalysis.results.load")."""
+    ``what`` says where such a frame comes from (e.g. "the tidy frame of dganalysis.records.load")."""
     import pandas as pd
 
     where = param_where(func, name)

@@ -39,7 +39,7 @@
 # would decide them on a GPU (the paper profile). The defaults below are a one-minute RotatedDigits check of the
 # cells.
 # For DomainNet (Figs. 10, 12) set `dataset="ImageFolder"`, `dataset_kwargs={"root": ..., "image_size": 64}`,
-# `test_domain="sketch"` and a Domain+ chain. DomainBed's own runs work through `dganalysis.results.load(<dir>)`.
+# `test_domain="sketch"` and a Domain+ chain. DomainBed's own runs work through `dganalysis.records.load(<dir>)`.
 
 # %% tags=["parameters"]
 output_dir = "../outputs/default"

@@ -1,8 +1,8 @@
 """Dynamic DG criteria: the swap test (ST) and Domain+ (Zhang, Zhang & Liu, Sec. 4.2–4.3, Figs. 9–12).
 
-Both criteria read a *selected* frame of the team contract (``dganalysis.selection.select``): one row per
+Both criteria read a *selected* frame of the team contract (``dganalysis.records.select``): one row per
 (dataset, algorithm, train_domains, test_domains, trial_seed, domain) with the selected test accuracy ``acc`` on
-test domain ``domain``. DomainBed sweeps loaded through ``dganalysis.results.load`` give the same frame.
+test domain ``domain``. DomainBed sweeps loaded through ``dganalysis.records.load`` give the same frame.
 
 Statistics (the paper reads reversals and changes off mean curves; we decide them, and show the effect sizes):
 

@@ -305,8 +305,8 @@ def _jobs_cell(jobs: dict) -> str:
 
 
 def _store_summary(store: Path) -> str:
-    """One line counting every job folder of the profile's store by state (:func:`dganalysis.results.job_folders`
-    and :func:`~dganalysis.results.classify_job`, the rule ``collect`` counts by; tables use finished jobs only)."""
+    """One line counting every job folder of the profile's store by state (:func:`dganalysis.records.store.job_folders`
+    and :func:`~dganalysis.records.store.classify_job`, the rule ``collect`` counts by; tables use finished jobs only)."""
     from collections import Counter
 
     from dganalysis.records.store import classify_job, job_folders
