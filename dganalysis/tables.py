@@ -170,7 +170,7 @@ def selection_table(
     ddof: int = 1,
     digits: int = 1,
 ) -> str:
-    """DomainBed-style tables for the tidy results ``df`` (:func:`dganalysis.records.read.load`) under ``method``.
+    """DomainBed-style tables for the tidy results ``df`` (:func:`dganalysis.records.load`) under ``method``.
 
     ``fmt`` is "text", "csv", "latex" or "markdown"; see the module docstring for ``test_domains`` and ``ddof``.
     """

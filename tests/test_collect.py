@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from dganalysis.cli import main
+from dganalysis.records import load
 from dganalysis.records import read as results
+from dganalysis.records.store import classify_job, job_folders
 
 
 def _record(test_env: int, step: int, tseed: int, loss: float = 1.0, **over) -> dict:
@@ -85,7 +87,7 @@ def test_counts_under_every_table_in_every_format(store, capsys):
 
 def test_exploded_loss_is_flagged(store, capsys):
     _job(store, "boom", [json.dumps(_record(1, s, 9, loss=loss)) for s, loss in ((0, 1.4), (1, 3.0e4), (2, 2.0e5))])
-    df = results.load(store, progress=False)
+    df = load(store, progress=False)
     assert df.attrs["exploded"] == ["boom"] and df.attrs["jobs"]["read"] == 9
     assert main(["collect", str(store), "--selection", "oracle"]) == 0
     assert "1 run(s) whose loss exploded" in capsys.readouterr().out and "boom" in results.summary_line(df)
@@ -135,7 +137,7 @@ def test_jobs_without_records_are_counted_never_none_left_out(store, capsys):
     and failed. Both are job folders: counted in load's attrs, in the line under every table, in the index."""
     _early_crash(store, "db_crash", {"out.txt": "Environment:\n", "err.txt": "Traceback ...\nOSError: PACS\n"})
     _early_crash(store, "our_crash", {"spec.json": "{}", "failed": "Traceback ...\nFileNotFoundError: PACS\n"})
-    df = results.load(store, progress=False)
+    df = load(store, progress=False)
     c = df.attrs["jobs"]
     assert (c["folders"], c["read"], c["failed"], c["failed_no_records"], c["no_records"], c["unfinished"]) == \
         (12, 8, 2, 1, 1, 1)
@@ -151,19 +153,19 @@ def test_only_crashed_jobs_is_not_none_left_out(tmp_path, capsys):
     """The first-contact case: every job failed before its first record; collect must not say 'skipped 0'."""
     for i in range(4):
         _early_crash(tmp_path / "sweep", f"run{i}", {"out.txt": "", "err.txt": "FileNotFoundError"})
-    assert [p.name for p in results.job_folders(tmp_path / "sweep")] == [f"run{i}" for i in range(4)]
-    assert results.classify_job(tmp_path / "sweep" / "run0") == ("unfinished", False)
+    assert [p.name for p in job_folders(tmp_path / "sweep")] == [f"run{i}" for i in range(4)]
+    assert classify_job(tmp_path / "sweep" / "run0") == ("unfinished", False)
     assert main(["collect", str(tmp_path / "sweep")]) == 1
     err = capsys.readouterr().err
     assert "0 of 4 job folders read" in err and "4 without records" in err and "none left out" not in err
     # a single job folder given directly is itself the one job
-    assert results.job_folders(tmp_path / "sweep" / "run1") == [tmp_path / "sweep" / "run1"]
+    assert job_folders(tmp_path / "sweep" / "run1") == [tmp_path / "sweep" / "run1"]
 
 
 def test_none_left_out_only_when_true(tmp_path):
     for env in range(2):
         _job(tmp_path, f"ok{env}", [json.dumps(_record(env, 0, 0))])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert results.summary_line(df) == "jobs: 2 of 2 job folders read; none left out"
 
 
@@ -191,17 +193,25 @@ def test_a_job_whose_records_cannot_be_read_is_counted_unreadable(store, monkeyp
             raise PermissionError(13, "Permission denied")
         return real(self)
 
+    real_open = os.open
+
+    def os_open(path, *args, **kwargs):  # the index's reader opens the file itself
+        if os.fspath(path) == str(bad / "results.jsonl"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    df = results.load(store, progress=False, strict=False)
+    monkeypatch.setattr(os, "open", os_open)
+    df = load(store, progress=False, strict=False)
     assert df.attrs["jobs"]["unreadable"] == 1 and "cannot be read (Permission denied)" in df.attrs["problems"][0]
     assert "1 unreadable" in results.summary_line(df)
     with pytest.raises(ValueError, match="noperm/results.jsonl: cannot be read"):
-        results.load(store, progress=False)
+        load(store, progress=False)
 
 
 def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(store, capsys, monkeypatch):
     """collect reads through the index and the array selections: its tables are selection_table's on
-    results.load's frame; the same command on the unchanged store prints the kept output without reading or
+    records.load's frame; the same command on the unchanged store prints the kept output without reading or
     selecting; a changed job folder, or other options, make it read again."""
     from dganalysis import tables
     from dganalysis.records import indexed
@@ -212,7 +222,7 @@ def test_output_equals_the_frames_tables_and_is_kept_for_an_unchanged_sweep(stor
             os.utime(d, ns=(old, old))
     assert main(["collect", str(store)]) == 0
     first = capsys.readouterr()
-    df = results.load(store, progress=False)
+    df = load(store, progress=False)
     for method in ("training_domain", "leave_one_out", "oracle"):
         assert tables.selection_table(df, method) in first.out
     assert results.summary_line(df) in first.out

@@ -1,7 +1,7 @@
 """The hyperparameter-drawing rule and the job store: a rule change never reuses (or mixes in) old draws.
 
 ``DRAW_VERSION`` 1 kept the ids jobs had before the version existed; any other version (today 2) enters the hash. Records drawn under an older
-rule than today's (same spec, other hparams) are refused by ``results.load`` with a clear error.
+rule than today's (same spec, other hparams) are refused by ``records.load`` with a clear error.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis import hparams
 from dganalysis.job import Job
-from dganalysis.records import read as results
+from dganalysis.records import load
 from dganalysis.train import job_hparams, recorded_draw_problem, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -53,15 +53,15 @@ def test_records_drawn_under_another_rule_are_refused(tmp_path):
     job_dir = run_job(job, store / job.job_id, device="cpu", precision="fp32")
     recs = [json.loads(line) for line in (job_dir / "results.jsonl").read_text().splitlines()]
     assert recorded_draw_problem(job.to_dict(), recs[0]["hparams"]) is None
-    assert len(results.load(store, progress=False)) > 0  # today's draw: read as usual
+    assert len(load(store, progress=False)) > 0  # today's draw: read as usual
     # simulate a record written by an older drawing rule: same spec, another learning rate
     old = dict(recs[0]["hparams"], lr=recs[0]["hparams"]["lr"] * 3)
     (job_dir / "results.jsonl").write_text("".join(json.dumps(dict(r, hparams=old)) + "\n" for r in recs))
     assert "lr: recorded" in recorded_draw_problem(job.to_dict(), old)
     with pytest.raises(ValueError, match=r"results.jsonl:1: hparams differ from today's draw for this job spec "
                                          r"\(lr: recorded .*older hyperparameter-drawing rule.*delete"):
-        results.load(store, progress=False)
-    df = results.load(store, progress=False, strict=False)
+        load(store, progress=False)
+    df = load(store, progress=False, strict=False)
     assert df.empty and df.attrs["jobs"]["unreadable"] == 1 and "older hyperparameter-drawing rule" in \
         df.attrs["problems"][0]
 

@@ -45,7 +45,7 @@ class AuditInput:
     method, per_draw=True)}`` for :func:`main_selection`), ``path`` and ``index`` (its job keys as read,
     :class:`~dganalysis.records.memo.StoreKeys`: what the selections are of, the key under which
     :class:`~dganalysis.records.memo.SweepMemo` keeps the audit); ``records``, the tidy frame of
-    :func:`dganalysis.records.read.load`, is read from ``path`` on first use (the audit's own analyses need only the
+    :func:`dganalysis.records.load`, is read from ``path`` on first use (the audit's own analyses need only the
     selections, and the frame of a large sweep takes seconds and hundreds of MB)."""
 
     name: str

@@ -1,7 +1,7 @@
 """Analyses only a raw sweep allows (a published table cannot): how much model selection costs, whether it changes
 the ranking, whether the hyperparameter search had saturated, LODO vs LOGO, and the selected hyperparameters.
 
-Inputs are the tidy frame of :func:`dganalysis.records.read.load` (or :func:`dganalysis.records.index.load_indexed`) and,
+Inputs are the tidy frame of :func:`dganalysis.records.load` (or :func:`dganalysis.records.index.load_indexed`) and,
 where a function takes ``selections``, either method names or ``{method: dganalysis.records.selection.select(df, method)}``
 already computed. Selection is always :func:`dganalysis.records.selection.select` (DomainBed's methods, bit for bit).
 Accuracies are reported in points (percent). A dataset's *average* is DomainBed's "Avg" computed per trial: the mean

@@ -79,7 +79,7 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     if pretrained_names is not None:
         check_mapping(pretrained_names, "pretrained_names", func="annotate")
     if "hparams" not in df.columns:
-        raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.records.read.load returns")
+        raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.records.load returns")
     by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
     cache: dict[str, dict[str, Any]] = {}
 

@@ -10,7 +10,7 @@ at K is the average over all K-subsets S ∋ d of d's accuracy under the candida
 Two ways in, both giving the oracle selections for :func:`oracle_k_table`:
 
 * one run per training group that tests on all K' domains: :func:`oracle_k_select` makes the oracle-K selections
-  from the tidy frame (``dganalysis.records.read.load``);
+  from the tidy frame (``dganalysis.records.load``);
 * separate runs per test-domain subset S: ``dganalysis.records.selection.select(df, "oracle_pooled")``, which chooses one
   candidate per run by the mean over *its* test domains (the frame's ``test_domains`` is S). Not
   ``select(df, "oracle")``: DomainBed's oracle chooses separately for each test domain, so with it every K would be
@@ -154,7 +154,7 @@ def oracle_k_select(
             "domain", "split", "role", "acc", "job_id"}
     missing = need - set(tidy.columns)
     if missing:
-        raise ValueError(f"tidy frame: missing columns {sorted(missing)} (expected dganalysis.records.read.load output)")
+        raise ValueError(f"tidy frame: missing columns {sorted(missing)} (expected dganalysis.records.load output)")
     if POOLED in (select_split, report_split) and not (tidy["split"] == POOLED).any():
         if sizes is None:
             raise ValueError(f"oracle={oracle!r} selects/reports the whole test domain: pass sizes=split_sizes(...)")

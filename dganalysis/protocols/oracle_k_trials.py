@@ -32,7 +32,7 @@ def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows of each job's last recorded step only (the oracle's candidates)."""
     check_frame(tidy, ("job_id", "step"), "tidy", func="last_checkpoints")
     if not {"job_id", "step"} <= set(tidy.columns):
-        raise ValueError("tidy frame: expected columns job_id and step (dganalysis.records.read.load output)")
+        raise ValueError("tidy frame: expected columns job_id and step (dganalysis.records.load output)")
     return tidy[tidy["step"] == tidy.groupby("job_id")["step"].transform("max")]
 
 

@@ -5,10 +5,12 @@ Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/train.py``). The floors, from th
 
 * :mod:`~dganalysis.records.store` — the layout: which folders are jobs, their state (done, failed, unfinished),
   what our ``spec.json`` adds;
-* :mod:`~dganalysis.records.read` — a record → rows: :func:`load` gives the tidy frame (one row per job, step,
-  domain and split);
-* :mod:`~dganalysis.records.index_file` and :mod:`~dganalysis.records.index` — the columnar index kept beside a
-  store, updated incrementally: the same records as :func:`load` reads, parsed once (``msgspec``), as arrays;
+* :mod:`~dganalysis.records.read` — a record → rows: the conventions of the tidy frame (one row per job, step,
+  domain and split) and the rules every record and job folder is read by;
+* :mod:`~dganalysis.records.index_file` and :mod:`~dganalysis.records.index` — the one reader: a store's records
+  parsed (``msgspec``, the standard library's ``json`` where a record needs it) into a columnar index and assembled
+  into the tidy frame; :func:`load` keeps that index in memory, :func:`~dganalysis.records.index.load_indexed`
+  keeps it beside the store, updated incrementally;
 * :mod:`~dganalysis.records.rules` — DomainBed's selection rules (and ours) computed on record arrays: the one
   implementation, run on the index's arrays or on a tidy frame's;
 * :mod:`~dganalysis.records.selection` — :func:`select` on the tidy frame (a frame becomes the rules' arrays), the
@@ -21,7 +23,25 @@ Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/train.py``). The floors, from th
 and protocols call :func:`load` and :func:`select`.
 """
 
-from dganalysis.records.read import load, summary_line
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dganalysis.records.read import summary_line
 from dganalysis.records.selection import picks, select, summarize
 
-__all__ = ["load", "picks", "select", "summarize", "summary_line"]
+if TYPE_CHECKING:
+    from dganalysis.records.index import load, load_many
+
+__all__ = ["load", "load_many", "picks", "select", "summarize", "summary_line"]
+
+
+def __getattr__(name: str) -> Any:
+    """:func:`load` and :func:`load_many` (:mod:`dganalysis.records.index`), imported on first use: the index
+    module imports numpy, which a command repeated on an unchanged sweep does without
+    (:class:`dganalysis.records.memo.SweepMemo`)."""
+    if name in ("load", "load_many"):
+        from dganalysis.records import index
+
+        return getattr(index, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

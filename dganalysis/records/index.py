@@ -1,20 +1,23 @@
-"""A columnar index of a sweep's records, kept beside the store and updated incrementally.
+"""The one reader of a sweep's records: a columnar index, kept in memory or beside the store (updated incrementally).
 
-:func:`load_indexed` returns the tidy frame of :func:`dganalysis.records.load` (same columns, values, row order and
-``attrs``) but reads each job's ``results.jsonl`` once: the parsed numbers are kept in one file beside the store
-(where, its format and the job keys: :mod:`dganalysis.records.index_file`), and a later call re-reads only the job
-folders whose key changed. The index also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked
-against today's drawing rule when read); a mismatch rebuilds it.
+:func:`load` parses a store's records into an index in memory and assembles the tidy frame (one row per job, step,
+domain and split; the conventions: :mod:`dganalysis.records.read`); it writes nothing. :func:`load_indexed` returns
+the same frame (same columns, values, row order and ``attrs``) but reads each job's ``results.jsonl`` once: the parsed
+numbers are kept in one file beside the store (where, its format and the job keys:
+:mod:`dganalysis.records.index_file`), and a later call re-reads only the job folders whose key changed. The index
+also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
+a mismatch rebuilds it.
 
 Reading is fast because (i) ``msgspec`` decodes each line of a job into a struct of the first line's keys whose
 ``args``, ``hparams`` and domain fields stay undecoded text, compared byte for byte with the first line's, and whose
 step and accuracies are the numbers ``json.loads`` gives; (ii) a record's
 ``args``, ``hparams`` and domain names, repeated on every line of a job, are turned into the frame's metadata once per
-job (every line is compared with the first, and any difference, or anything unusual, sends the job through
-:func:`dganalysis.records.load`'s own per-record code, so the values and the error messages are the same); (iii) the
+job (every line is compared with the first, and any difference, or anything unusual, sends the job record by record
+through :func:`dganalysis.records.read.read_record_at`, with the standard library's ``json`` where msgspec refuses a
+line — ``NaN``, a torn line, invalid UTF-8 — so the values and the error messages are the same); (iii) the
 columns are built with numpy from integer codes; the string columns come back as sorted ``category`` columns
 (``categorical=True``, the default: the same values, ~10× less memory, and :func:`dganalysis.records.selection.select`
-is several times faster on them) or as ``str`` columns exactly as :func:`~dganalysis.records.load` gives them.
+is several times faster on them) or as ``str`` columns exactly as :func:`load` gives them.
 
 Concurrency: a reader never sees a half-written index — the file is written to a temporary name in the same folder
 and renamed over the old one (:mod:`dganalysis.io`), and a reader reads the arrays from the file whose job table it
@@ -47,6 +50,7 @@ from dganalysis.progress import bars, bars_shown
 from dganalysis.records import collector, index_file, read, store
 from dganalysis.records.index_file import DONE, FAILED, SPEC, IndexHead, index_location, job_path
 from dganalysis.records.rules import ranges
+from dganalysis.validation import ConfigError, describe
 
 if TYPE_CHECKING:  # imported where a frame is built: checking an unchanged sweep needs no pandas
     import pandas as pd
@@ -642,6 +646,92 @@ def _remove_old_formats(path: Path) -> None:
 # ---------------------------------------------------------------- the tidy frame
 
 
+def load(
+    path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True,
+    strict: bool = True,
+) -> pd.DataFrame:
+    """Tidy results of every finished job under ``path`` (one folder or a list of folders).
+
+    Works on our job stores and on DomainBed sweep output dirs (the conventions: :mod:`dganalysis.records.read`).
+    ``include_unfinished``: ``None`` (default) reads unfinished runs of DomainBed sweep dirs (as DomainBed does) and
+    skips those of our stores (:func:`~dganalysis.records.store.is_our_store` decides, per folder in ``path``);
+    ``True``/``False``: everywhere. Returns one row per (job, step, domain, split) with columns
+    :data:`~dganalysis.records.read.COLUMNS`, in job-folder, record and env order. ``strict=False``: a job with an
+    unreadable record is logged, counted and skipped instead of raising. Every folder is checked (it exists and is
+    a directory) before any is read. ``progress``: a bar over the job folders (from 50 of them).
+
+    Columns: ``job_id``; ``dataset``, ``algorithm``; ``train_domains``, ``test_domains``, ``val_domains`` (domain
+    names joined by commas); ``setting`` (JSON of everything else that makes runs different experiments);
+    ``hparams_seed``, ``trial_seed``; ``step`` (training step of the checkpoint); ``domain`` and ``split`` (``in``:
+    the domain's main part, ``out``: its holdout); ``role`` (``train``, ``test`` or ``val``); ``acc`` (accuracy, a
+    fraction in [0, 1]); ``hparams`` (JSON). ``df.attrs["jobs"]`` counts the jobs read and left out
+    (:data:`~dganalysis.records.read.JOB_COUNT_KEYS`), ``df.attrs["problems"]`` lists the skipped jobs' errors and
+    ``df.attrs["exploded"]`` the runs whose loss exploded.
+
+    The records are read by the index's reader (``msgspec``, the standard library's ``json`` where a record needs
+    it, :func:`dganalysis.records.read.read_record_at` for each distinct record layout) into an index kept in memory
+    only: ``load`` writes nothing beside a store, which may be someone else's sweep or read-only; a job folder left
+    out by the rules (failed, unfinished, a duplicate) is not read, and with ``strict`` nothing after the first
+    unreadable job is. :func:`load_indexed` is the same frame through an index kept beside the store, for a sweep
+    read again.
+    """
+    from tqdm.auto import tqdm
+
+    if isinstance(path, (str, os.PathLike)):
+        paths = [path]
+    elif isinstance(path, Iterable):
+        paths = list(path)
+    else:
+        raise ConfigError(f"load: parameter 'path': expected a results folder or a list of them, got {describe(path)}")
+    if not paths:
+        raise ConfigError("load: parameter 'path': expected at least one results directory, got an empty list")
+    paths = [store.results_dir(p, "load") for p in paths]
+    if include_unfinished not in (None, True, False):
+        raise ConfigError(f"load: parameter 'include_unfinished': expected None (by writer), True or False, got "
+                          f"{describe(include_unfinished)}")
+    if not isinstance(strict, bool):
+        raise ConfigError(f"load: parameter 'strict': expected True or False, got {describe(strict)}")
+    indexes = [(p, _unparsed(p)) for p in paths]
+    columns = {id(idx): _Columns() for _, idx in indexes}
+
+    def parse(root: Path, idx: Index, job: dict[str, Any]) -> None:
+        rel, size, _, flags = job["key"][:4]
+        job_id = root.name if rel == "." else rel.rpartition("/")[2]
+        p = _parse_job(idx, job_path(str(root), rel), job_id, flags, size)
+        job.update(problem=p.problem, exploded=p.exploded, count=p.count)
+        columns[id(idx)].add_parsed(p)
+
+    total = sum(len(idx.jobs) for _, idx in indexes)
+    bar = tqdm(total=total, desc="reading records", disable=not progress or total < 50, leave=False)
+    try:
+        with collector.paused():  # parsing makes many objects and no cycle
+            chosen = choose(indexes, include_unfinished, strict, parse=parse, bar=bar)
+    finally:
+        bar.close()
+    for _, idx in indexes:
+        idx.rec_meta, idx.rec_layout, idx.rec_step, idx.acc = columns[id(idx)].arrays()
+    counts = chosen[1]["jobs"]
+    log.info("read %d of %d job folders under %s; %s", counts["read"], counts["folders"], ", ".join(map(str, paths)),
+             read.left_out_words(counts) or "none left out")
+    return assemble(indexes, include_unfinished, strict, categorical=False, chosen=chosen)
+
+
+def _unparsed(root: Path) -> Index:
+    """An index in memory of the store ``root`` whose job table holds every job folder's key and state, and no
+    records yet (:func:`load` parses the jobs its rules keep)."""
+    idx = Index()
+    idx.jobs = [{"key": key, "status": _status(key[3]), "problem": None, "exploded": False, "count": 0}
+                for key in index_file.scan(root)]
+    return idx
+
+
+def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True) -> pd.DataFrame:
+    """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
+    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable):
+        raise ConfigError(f"load_many: parameter 'paths': expected a list of results folders, got {describe(paths)}")
+    return load(list(paths), include_unfinished=include_unfinished, progress=progress)
+
+
 def load_indexed(
     path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, strict: bool = True,
     categorical: bool = True, cache_dir: str | Path | None = None, progress: bool = False,
@@ -680,10 +770,17 @@ def assemble(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
     return df
 
 
-def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
-            strict: bool) -> tuple[list[tuple[Index, list[tuple[int, int, str]]]], dict[str, Any]]:
+def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, strict: bool,
+           parse: Callable[[Path, Index, dict[str, Any]], None] | None = None,
+           bar: Any = None) -> tuple[list[tuple[Index, list[tuple[int, int, str]]]], dict[str, Any]]:
     """load's job rules over up-to-date indexes: per store, (index, the jobs read as (first record, end record, job
-    id)), and the frame's ``attrs`` (job counts, problems, exploded jobs); the warnings load logs are logged."""
+    id)), and the frame's ``attrs`` (job counts, problems, exploded jobs); the warnings load logs are logged.
+
+    ``parse(root, index, job)``: for an index whose records are not parsed yet (:func:`load`'s, in memory), called
+    for each job the rules keep, in order, before its problem is looked at: it parses the job's records, appends them
+    to the index's record arrays and sets the job's ``problem``, ``exploded`` and ``count``. So a job left out is
+    never read, and with ``strict`` nothing after the first unreadable job is. ``bar``: a progress bar moved once per
+    job folder."""
     counts = dict.fromkeys(read.JOB_COUNT_KEYS, 0)
     problems: list[str] = []
     exploded: list[str] = []
@@ -701,8 +798,13 @@ def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
             status, rel, has_records = job["status"], job["key"][0], job["key"][1] >= 0
             job_dir = top if rel == "." else f"{top}/{rel}"
             job_id = root.name if rel == "." else rel.rpartition("/")[2]
+            if bar is not None:
+                bar.update()
             if read.left_out(job_dir, status, has_records, read_unfinished, seen, counts, problems):
                 continue
+            if parse is not None:  # an index in memory: the job's records are read now that the rules keep it
+                parse(root, idx, job)
+                start = a + job["count"]
             if job["problem"] is not None:
                 if strict:
                     raise ValueError(job["problem"])

@@ -33,6 +33,7 @@ import json
 import logging
 import operator
 import os
+import stat
 import struct
 import time
 from collections.abc import Iterable, Sequence
@@ -161,7 +162,7 @@ def _walk(top: str, rel: str, found: list, known: dict[str, list]) -> None:
     except OSError:
         return
     names, dirs = _files_and_folders(entries)
-    if is_job_folder(names):  # results.load's rule (job_folders); the root itself may be a job
+    if is_job_folder(names):  # store.job_folders's rule; the root itself may be a job
         found.append((rel or ".", _flags(names), mtime))
         return
     dirs.sort(key=operator.attrgetter("name"))
@@ -282,10 +283,13 @@ def _job_files(where: str, spec: bool, dir_fd: int | None = None) -> tuple[int, 
     """The stats a job key holds of the job folder ``where`` (a path ending in ``/``, or ``""`` for the current
     folder; relative to ``dir_fd`` when given): ``results.jsonl``'s size and mtime and, with ``spec``,
     ``spec.json``'s mtime; -1 for an absent file (a job without records: crashed before its first checkpoint, or
-    starting) or one not asked for. Other failures raise."""
+    starting; also anything but a regular file, as :func:`dganalysis.records.store.classify_job` has it) or one not
+    asked for. Other failures raise."""
     try:
         st = os.stat(where + "results.jsonl", dir_fd=dir_fd)
         size, mtime = st.st_size, st.st_mtime_ns
+        if not stat.S_ISREG(st.st_mode):  # e.g. a folder of that name: no records (store.classify_job's is_file)
+            size = mtime = -1
     except FileNotFoundError:
         size = mtime = -1
     spec_mtime = -1

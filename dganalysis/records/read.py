@@ -9,7 +9,7 @@ DomainBed's keys (``step``, ``env{i}_in_acc``, ``env{i}_out_acc``, ``hparams``, 
 datasets (:data:`DOMAINBED_ENVIRONMENTS`) and ``env0, env1, ...`` otherwise; every non-test environment is a
 training domain, except ``args['val_envs']`` (OoD-Bench's fork of DomainBed, Ye et al. 2022), which are validation.
 
-Output (:func:`load`): one row per (job, step, domain, split) with the columns of :data:`COLUMNS`; accuracies are
+Output (:func:`~dganalysis.records.load`): one row per (job, step, domain, split) with the columns of :data:`COLUMNS`; accuracies are
 fractions in [0, 1] as in the records. ``setting`` is the canonical JSON of everything else that makes two runs
 different experiments: the record's ``args`` minus :data:`SETTING_IGNORED_ARGS` (so ``steps``, ``checkpoint_freq``,
 ``holdout_fraction``, ``dataset_kwargs``, DomainBed's ``--hparams`` overrides, ``task``, ...) plus, for our jobs,
@@ -38,21 +38,12 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dganalysis.records.store import (
-    check_draw,
-    classify_job,
-    is_our_store,
-    job_folders,
-    read_spec,
-    results_dir,
-)
 from dganalysis.validation import ConfigError, check_frame, check_path, describe
 
-if TYPE_CHECKING:  # numpy, pandas and tqdm are imported where a frame is built: checking an index's job table needs none
+if TYPE_CHECKING:  # pandas only for type hints: checking an index's job table needs none
     import pandas as pd
 
 log = logging.getLogger(__name__)
@@ -137,106 +128,6 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def load(
-    path: str | Path | Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True,
-    strict: bool = True,
-) -> pd.DataFrame:
-    """Tidy results of every finished job under ``path`` (one folder or a list of folders).
-
-    Works on our job stores and on DomainBed sweep output dirs (see the module docstring for the conventions).
-    ``include_unfinished``: ``None`` (default) reads unfinished runs of DomainBed sweep dirs (as DomainBed does) and
-    skips those of our stores (:func:`is_our_store` decides, per folder in ``path``); ``True``/``False``: everywhere.
-    Returns one row per (job, step, domain, split) with columns :data:`COLUMNS`, in job-folder, record and env order.
-    ``strict=False``: a job with an unreadable record is logged, counted and skipped instead of raising.
-    Every folder is checked (it exists and is a directory) before any is read.
-
-    Columns: ``job_id``; ``dataset``, ``algorithm``; ``train_domains``, ``test_domains``, ``val_domains`` (domain
-    names joined by commas); ``setting`` (JSON of everything else that makes runs different experiments);
-    ``hparams_seed``, ``trial_seed``; ``step`` (training step of the checkpoint); ``domain`` and ``split`` (``in``:
-    the domain's main part, ``out``: its holdout); ``role`` (``train``, ``test`` or ``val``); ``acc`` (accuracy, a
-    fraction in [0, 1]); ``hparams`` (JSON). ``df.attrs["jobs"]`` counts the jobs read and left out.
-    """
-    import numpy as np
-    import pandas as pd
-    from tqdm.auto import tqdm
-
-    if isinstance(path, (str, os.PathLike)):
-        paths = [path]
-    elif isinstance(path, Iterable):
-        paths = list(path)
-    else:
-        raise ConfigError(f"load: parameter 'path': expected a results folder or a list of them, got {describe(path)}")
-    if not paths:
-        raise ConfigError("load: parameter 'path': expected at least one results directory, got an empty list")
-    paths = [results_dir(p, "load") for p in paths]
-    if include_unfinished not in (None, True, False):
-        raise ConfigError(f"load: parameter 'include_unfinished': expected None (by writer), True or False, got "
-                          f"{describe(include_unfinished)}")
-    if not isinstance(strict, bool):
-        raise ConfigError(f"load: parameter 'strict': expected True or False, got {describe(strict)}")
-    jobs: list[Path] = []
-    read_unfinished: dict[Path, bool] = {}
-    for p in paths:
-        found = job_folders(p)
-        jobs += found
-        rule = (not is_our_store(found)) if include_unfinished is None else include_unfinished
-        read_unfinished.update({j: rule for j in found})
-    counts = dict.fromkeys(JOB_COUNT_KEYS, 0)
-    counts["folders"] = len(jobs)
-    problems: list[str] = []
-    exploded: list[str] = []
-    meta: dict[str, list] = {c: [] for c in _META}  # one entry per record
-    rows: dict[str, list] = {c: [] for c in ("record", "domain", "split", "role", "acc")}  # one entry per row
-    seen: set[str] = set()
-    for job_dir in tqdm(jobs, desc="reading records", disable=not progress or len(jobs) < 50, leave=False):
-        status, has_records = classify_job(job_dir)
-        if left_out(job_dir, status, has_records, read_unfinished[job_dir], seen, counts, problems):
-            continue
-        job_id = job_dir.name
-        results = job_dir / "results.jsonl"
-        mark_meta, mark_rows = {k: len(v) for k, v in meta.items()}, {k: len(v) for k, v in rows.items()}
-        try:
-            spec = read_spec(job_dir)
-            records = read_records(results)
-            check_draw(job_dir, records)
-            for n, rec in enumerate(records, start=1):
-                where = f"{results}:{n}"
-                _append_rows(meta, rows, rec, job_id, where, spec)
-        except ValueError as err:
-            if strict:
-                raise
-            for k, v in meta.items():  # drop what this job added before the bad record
-                del v[mark_meta[k]:]
-            for k, v in rows.items():
-                del v[mark_rows[k]:]
-            counts["unreadable"] += 1
-            problems.append(str(err))
-            log.warning("skipped job %s: %s", job_dir, err)
-            continue
-        seen.add(job_id)
-        counts["unfinished_read"] += status == "unfinished"
-        if loss_exploded(records):
-            exploded.append(job_id)
-            log.warning("%s: the loss exploded while staying finite (a checkpoint above %g× the first)", results,
-                        LOSS_EXPLOSION_FACTOR)
-    counts["read"] = len(seen)
-    log.info("read %d of %d job folders under %s; %s", len(seen), len(jobs), ", ".join(map(str, paths)),
-             _left_out_words(counts) or "none left out")
-    job_counts = dict(counts)
-    record = np.asarray(rows.pop("record"), dtype=np.int64)
-    data = {c: np.asarray(v, dtype=object)[record] if v else [] for c, v in meta.items()}
-    df = pd.DataFrame({**data, **rows}, columns=COLUMNS)
-    df = df.astype({"hparams_seed": "int64", "trial_seed": "int64", "step": "int64", "acc": "float64"})
-    n = len(df)
-    # a job resumed after a crash may hold a checkpoint twice: keep the last record of each step
-    df = df.drop_duplicates(["job_id", "step", "domain", "split"], keep="last")
-    if len(df) < n:
-        log.warning("dropped %d rows of checkpoints recorded twice (kept the last record of each step)", n - len(df))
-    df = df.reset_index(drop=True)
-    df.attrs.update({"jobs": job_counts, "problems": problems, "exploded": exploded})
-    return df
-
-
 def loss_exploded(records: list[dict[str, Any]]) -> bool:
     """Whether a run's loss exploded, from its records (dicts with an optional ``loss``): :func:`losses_exploded`."""
     if type(records) is not list:
@@ -250,7 +141,7 @@ _FLOAT = frozenset({float})
 
 def losses_exploded(values: list[Any]) -> bool:
     """Whether a run's loss exploded, from its records' ``loss`` values in order (anything else than a finite number
-    is ignored): the one rule for :func:`load` and the columnar index, which reads the losses without building records.
+    is ignored): the one rule for :func:`~dganalysis.records.load` and the columnar index, which reads the losses without building records.
     """
     if type(values) is not list:
         raise ConfigError(f"losses_exploded: parameter 'values': expected a run's losses (a list), got "
@@ -271,10 +162,10 @@ _STATES = ("done", "failed", "unfinished")
 
 def left_out(job_dir: str | Path, status: str, has_records: bool, read_unfinished: bool, seen: set[str],
               counts: dict[str, int], problems: list[str]) -> bool:
-    """Whether :func:`load` leaves the job folder out before reading its records, counting it in ``counts`` (and
+    """Whether :func:`~dganalysis.records.load` leaves the job folder out before reading its records, counting it in ``counts`` (and
     ``problems``) when it does (``job_dir`` a Path or a str path, as messages show it): failed; unfinished without records (crashed before its first checkpoint — DomainBed:
     err.txt only — or starting); unfinished when unfinished jobs are not read; done without records; a job id
-    already in ``seen``. The one rule for :func:`load` and the columnar index (:mod:`dganalysis.records.index`)."""
+    already in ``seen``. The one rule for :func:`~dganalysis.records.load` and the columnar index (:mod:`dganalysis.records.index`)."""
     if status not in _STATES:
         raise ConfigError(f"left_out: parameter 'status': expected one of {list(_STATES)}, got {describe(status)}")
     if status == "failed":
@@ -300,8 +191,12 @@ def left_out(job_dir: str | Path, status: str, has_records: bool, read_unfinishe
     return False
 
 
-def _left_out_words(c: dict[str, int]) -> str:
-    """What :func:`load` did not read, in words ("" when it read every job folder)."""
+def left_out_words(c: dict[str, int]) -> str:
+    """What :func:`~dganalysis.records.load` did not read, in words ("" when it read every job folder), from the
+    job counts ``c`` (:data:`JOB_COUNT_KEYS`: ``df.attrs["jobs"]``)."""
+    if not isinstance(c, dict):
+        raise ConfigError(f"left_out_words: parameter 'c': expected job counts (a dict, df.attrs['jobs']), got "
+                          f"{describe(c)}")
     parts = []
     if c.get("failed"):
         n = c.get("failed_no_records", 0)
@@ -317,11 +212,11 @@ def _left_out_words(c: dict[str, int]) -> str:
 
 
 def summary_line(df: pd.DataFrame) -> str:
-    """One line on what a table of ``df`` (from :func:`load`) leaves out: every job folder that was not read —
+    """One line on what a table of ``df`` (from :func:`~dganalysis.records.load`) leaves out: every job folder that was not read —
     failed (with or without records), without records (crashed before the first checkpoint), unfinished,
     unreadable — and runs whose loss exploded, e.g. ``jobs: 12 of 16 job folders read; not in the table:
     2 failed (1 before their first record), 1 unfinished``. "none left out" only when every folder was read."""
-    check_frame(df, (), "df", func="summary_line", what="a dganalysis.records.read.load frame")
+    check_frame(df, (), "df", func="summary_line", what="a dganalysis.records.load frame")
     c = df.attrs.get("jobs")
     if not c:
         return ""
@@ -330,20 +225,13 @@ def summary_line(df: pd.DataFrame) -> str:
     if c.get("unfinished_read"):
         line += (f" ({c['unfinished_read']} of them unfinished, without 'done', and included"
                  f" as DomainBed's collect_results includes them)")
-    left = _left_out_words(c)
+    left = left_out_words(c)
     line += f"; not in the table: {left}" if left else "; none left out"
     exploded = df.attrs.get("exploded") or []
     if exploded:
         line += (f"; {len(exploded)} run(s) whose loss exploded (>{LOSS_EXPLOSION_FACTOR:g}× the first checkpoint's,"
                  f" still finite): {', '.join(exploded[:5])}{' …' if len(exploded) > 5 else ''}")
     return line
-
-
-def load_many(paths: Iterable[str | Path], include_unfinished: bool | None = None, progress: bool = True) -> pd.DataFrame:
-    """:func:`load` over several folders (e.g. several DomainBed sweep output dirs), concatenated."""
-    if isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable):
-        raise ConfigError(f"load_many: parameter 'paths': expected a list of results folders, got {describe(paths)}")
-    return load(list(paths), include_unfinished=include_unfinished, progress=progress)
 
 
 #: the args :func:`_default_arg` may leave out
@@ -370,26 +258,8 @@ def setting_key(args: dict[str, Any], spec: dict[str, Any] | None = None) -> str
     return _SETTING_JSON(kept)
 
 
-def _append_rows(
-    meta: dict[str, list], rows: dict[str, list], rec: dict[str, Any], job_id: str, where: str,
-    spec: dict[str, Any] | None = None,
-) -> None:
-    """Append one record's metadata to ``meta`` (one entry per column of :data:`_META`) and its rows to ``rows``."""
-    values, layout, accs = read_record_at(rec, where, spec)
-    index = len(meta["job_id"])
-    meta["job_id"].append(job_id)
-    for key, value in zip(_RECORD_META, values):
-        meta[key].append(value)
-    for (domain, split, role), acc in zip(layout, accs):
-        rows["record"].append(index)
-        rows["domain"].append(domain)
-        rows["split"].append(split)
-        rows["role"].append(role)
-        rows["acc"].append(acc)
-
-
 def read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None) -> tuple[list, tuple, list]:
-    """:func:`_read_record` with :func:`load`'s error messages: every problem a ``ValueError`` starting with
+    """:func:`_read_record` with :func:`~dganalysis.records.load`'s error messages: every problem a ``ValueError`` starting with
     ``where`` (``file:line``), a record of the wrong shape "malformed record (…)". The one reader of a record's
     metadata for ``load`` and the columnar index."""
     if type(rec) is not dict or type(where) is not str:
@@ -417,10 +287,10 @@ _HPARAMS_JSON = json.JSONEncoder(sort_keys=True, separators=(", ", ": "), defaul
 def _read_record(
     rec: dict[str, Any], where: str, spec: dict[str, Any] | None = None,
 ) -> tuple[tuple, tuple[tuple[str, str, str], ...], list[float]]:
-    """One record by :func:`load`'s rules: (its metadata, the values of :data:`_RECORD_META`; its rows' (domain,
+    """One record by :func:`~dganalysis.records.load`'s rules: (its metadata, the values of :data:`_RECORD_META`; its rows' (domain,
     split, role) in (env, split) order; their accuracies, NaN for null). ValueError naming ``where`` for a record
     that breaks them (TypeError, KeyError or AttributeError for some malformed ones: callers word those).
-    The one rule for :func:`load` and the columnar index, which calls it once per job whose records repeat the first."""
+    The one rule for :func:`~dganalysis.records.load` and the columnar index, which calls it once per job whose records repeat the first."""
     args = rec.get("args")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")

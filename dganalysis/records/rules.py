@@ -206,9 +206,9 @@ def _first_rows(codes: np.ndarray) -> np.ndarray:
 
 
 def from_frame(df: pd.DataFrame) -> FrameRecords:
-    """The records of a tidy frame (the columns of :func:`dganalysis.records.read.load`, ``hparams`` and
+    """The records of a tidy frame (the columns of :func:`dganalysis.records.load`, ``hparams`` and
     ``setting`` included): one record per (job_id, step), its rows in frame order; jobs in order of first
-    appearance. ValueError when a (job_id, step, domain, split) repeats (:func:`~dganalysis.records.read.load`
+    appearance. ValueError when a (job_id, step, domain, split) repeats (:func:`~dganalysis.records.load`
     keeps the last record of a step recorded twice; the rules need one row each)."""
     import pandas as pd
 

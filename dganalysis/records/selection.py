@@ -1,10 +1,10 @@
-"""Model selection over hyperparameters (and checkpoints) on the tidy results of :func:`dganalysis.records.read.load`.
+"""Model selection over hyperparameters (and checkpoints) on the tidy results of :func:`dganalysis.records.load`.
 
 Definitions follow DomainBed (Gulrajani & Lopez-Paz, *In Search of Lost Domain Generalization*, ICLR 2021, Sec. 3
 and ``domainbed/model_selection.py``), extended to runs with several test domains (Yu et al. 2024, *Rethinking the
 Evaluation Protocol of DG*, Sec. 2.2 and Table 4: leave-one-group-out, oracle over K test domains) and to a held-out
 validation domain (Ye et al. 2022, *OoD-Bench*, Sec. 5 "OoD validation"). A *config* is one (dataset, algorithm,
-train_domains, test_domains, val_domains, setting, trial_seed) — ``setting`` (see :func:`dganalysis.records.read.load`)
+train_domains, test_domains, val_domains, setting, trial_seed) — ``setting`` (see :func:`dganalysis.records.load`)
 holds everything else that makes two jobs differ (dataset_kwargs, hparams overrides, steps, holdout fraction, ...), so
 only runs that differ in ``hparams_seed`` alone compete. Within a config the candidates are its jobs (one per
 ``hparams_seed``) and, where the method allows early stopping, their checkpoints. The reported accuracy is always the
@@ -43,7 +43,7 @@ job id. ``tie_tol`` > 0 also treats scores within ``tie_tol`` of the best as tie
 bit-for-bit agreement with DomainBed, whose pick between two mathematically equal scores that round differently
 (e.g. mean(.1, .2, .3) vs mean(.3, .2, .1)) is decided by that rounding. NaN scores are never chosen.
 
-A frame with a (job_id, step, domain, split) twice is refused (:func:`~dganalysis.records.read.load` keeps the last
+A frame with a (job_id, step, domain, split) twice is refused (:func:`~dganalysis.records.load` keeps the last
 record of a step recorded twice). Deliberate departure (pinned by tests/records/test_selection.py): DomainBed groups runs by (trial_seed, dataset, algorithm,
 test_env) only, so two runs with the same hparams_seed but other settings (e.g. ``--steps``) written to one output
 folder are merged into one "run" and compete; here they are different configs and are selected separately.
@@ -167,7 +167,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
 
     Parameters
     ----------
-    df : the tidy frame of :func:`dganalysis.records.read.load` — one row per (job, step, domain, split) with columns
+    df : the tidy frame of :func:`dganalysis.records.load` — one row per (job, step, domain, split) with columns
         dataset, algorithm, train_domains, test_domains, val_domains, trial_seed, job_id, hparams_seed, step, domain,
         split ('in'/'out'), role ('train'/'test'/'val') and acc (a fraction in [0, 1]); ``setting`` and ``hparams``
         are optional (a frame without ``setting`` is one setting).

@@ -57,7 +57,7 @@ def is_job_folder(files: Iterable[str]) -> bool:
 def job_folders(path: str | Path) -> list[Path]:
     """Every job folder under ``path``, with records or not: ``path`` itself if it holds one of :data:`JOB_FILES`,
     else every folder below that does (a job folder's sub-folders are not searched), sorted. The one rule by which
-    :func:`~dganalysis.records.read.load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
+    :func:`~dganalysis.records.load`, ``collect`` and the index count jobs; :func:`classify_job` says what each one is."""
     path = results_dir(path, "job_folders")
     with os.scandir(path) as entries:
         if is_job_folder([e.name for e in entries if not e.is_dir()]):
@@ -93,7 +93,7 @@ OUR_JOB_FILES = ("spec.json", "failed")
 def is_our_store(jobs: Iterable[str | Path]) -> bool:
     """Whether job folders (those :func:`find_jobs` found under one directory) were written by our engine: any of
     them holds one of :data:`OUR_JOB_FILES`. Otherwise the directory is taken as a DomainBed sweep output dir, whose
-    unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`~dganalysis.records.read.load`, so a
+    unfinished runs DomainBed's ``collect_results`` reads. The rule is per directory given to :func:`~dganalysis.records.load`, so a
     DomainBed dir and one of our stores can be collected together, each by its own rule."""
     if isinstance(jobs, (str, os.PathLike)) or not isinstance(jobs, Iterable):
         raise ConfigError(f"is_our_store: parameter 'jobs': expected a list of job folders (find_jobs(path)), got "

@@ -3,7 +3,7 @@
 A drop-in for DomainBed's ``python -m domainbed.scripts.collect_results`` (Gulrajani & Lopez-Paz 2021,
 ``domainbed/scripts/collect_results.py``): the same flags, the same text or LaTeX on stdout, byte for byte, the same
 ``results.txt`` / ``results.tex`` written into ``--input_dir``. The selected accuracies come from our model selection
-(:func:`dganalysis.records.selection.select` on :func:`dganalysis.records.read.load`, proved equal to DomainBed's by
+(:func:`dganalysis.records.selection.select` on :func:`dganalysis.records.load`, proved equal to DomainBed's by
 ``tests/reference/test_domainbed_selection.py``); this module lays them out as DomainBed does (its cell and
 average arithmetic, its column widths, row and column order). One line after the tables, on stdout only, points to
 ``dganalysis audit D``, which says how far those numbers can be trusted.

@@ -29,7 +29,7 @@ def sweep_accuracy(tidy: pd.DataFrame, job_ids: Iterable[str], selection_method:
     """:func:`accuracy_by_dataset` of the jobs ``job_ids`` of a tidy results frame, selected by ``selection_method``."""
     from dganalysis.records.selection import METHODS, select
 
-    check_frame(tidy, ("job_id",), "tidy", func="sweep_accuracy", what="the tidy frame of dganalysis.records.read.load")
+    check_frame(tidy, ("job_id",), "tidy", func="sweep_accuracy", what="the tidy frame of dganalysis.records.load")
     check_choice(selection_method, list(METHODS), "selection_method", func="sweep_accuracy")
     ids = set(job_ids)
     return accuracy_by_dataset(select(tidy[tidy["job_id"].isin(ids)], selection_method))

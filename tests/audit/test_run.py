@@ -66,8 +66,7 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
     audited, the analyses get the oracle and training-domain validation they compare with."""
     import pandas as pd
 
-    from dganalysis.records import index, indexed
-    from dganalysis.records import read as results
+    from dganalysis.records import index, indexed, load
 
     root = write_sweep(tmp_path / "s", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, hparams=3, pairs=True)
     want = run_audit([root], selection=selection, reps=50, seed=1)
@@ -86,7 +85,7 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
     monkeypatch.undo()
     frame = got.audits[0].input.records
     pd.testing.assert_frame_equal(frame.astype({c: str for c in frame.columns if frame[c].dtype == "category"}),
-                                  results.load(root, progress=False).astype(
+                                  load(root, progress=False).astype(
                                       {c: str for c in frame.columns if frame[c].dtype == "category"}),
                                   check_dtype=False)
 

@@ -13,8 +13,7 @@ from scipy import stats
 
 from dganalysis.audit import coverage, sweep_analyses
 from dganalysis.audit.sweep_analyses import expected_max
-from dganalysis.records import read as results
-from dganalysis.records import selection
+from dganalysis.records import load, selection
 
 # simulated: per algorithm, the validation (training-domain 'out') and test accuracy of each hparams draw
 VAL = {"A": {0: 0.9, 1: 0.8, 2: 0.7}, "B": {0: 0.9, 1: 0.8, 2: 0.7}}
@@ -48,7 +47,7 @@ def write_planted(root: Path, pairs: bool = True, constant: bool = False) -> Pat
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    return results.load(write_planted(tmp_path_factory.mktemp("planted")), progress=False)
+    return load(write_planted(tmp_path_factory.mktemp("planted")), progress=False)
 
 
 def test_expected_max_formula():
@@ -148,7 +147,7 @@ def test_expected_max_curve_is_eq1_per_split_on_a_random_sweep(tmp_path):
                 lines.append(json.dumps(r))
             (root / f"{alg}_{te}_h{h}_t{t}").mkdir(parents=True)
             (root / f"{alg}_{te}_h{h}_t{t}" / "results.jsonl").write_text("\n".join(lines) + "\n")
-    df = results.load(root, progress=False)
+    df = load(root, progress=False)
     for method in ("training_domain", "oracle"):
         per = selection.select(df, method, per_draw=True)
         curve = sweep_analyses.expected_max_curve(df, method).set_index(["algorithm", "budget"])
@@ -233,7 +232,7 @@ def test_saturation_is_not_flagged_with_few_draws():
 
 
 def test_constant_search_is_saturated(tmp_path):
-    df = results.load(write_planted(tmp_path, pairs=False, constant=True), progress=False)
+    df = load(write_planted(tmp_path, pairs=False, constant=True), progress=False)
     curve = sweep_analyses.expected_max_curve(df, "training_domain")
     # every draw alike: the curve is flat; its interval is that of the trials' means, 50, 51, 52 (trial t adds t)
     half = stats.t.ppf(0.975, 2) / np.sqrt(3)
@@ -280,14 +279,14 @@ def test_selected_hparams_rerun_end_to_end(tmp_path):
                      search_overrides=None)
     jobs = [j for j in jobs if j.test_domains == ("d0",)]
     run_sweep(jobs, tmp_path / "store", progress=False)
-    df = results.load(tmp_path / "store", progress=False)
+    df = load(tmp_path / "store", progress=False)
     recs = sweep_analyses.selected_hparams(df, "training_domain")
     assert len(recs) == 1 and recs[0]["steps"] == 2 and recs[0]["checkpoint_freq"] == 1
     path = sweep_analyses.write_selected_hparams(recs, tmp_path / "picked.json")
     code = cli_main(["sweep", "--config", str(path), "--store", str(tmp_path / "rerun"), "--no-progress",
                      "--import", "tests/_tiny.py"])
     assert code == 0
-    again = results.load(tmp_path / "rerun", progress=False)
+    again = load(tmp_path / "rerun", progress=False)
     assert set(again["job_id"]) and json.loads(again["hparams"].iloc[0]) == recs[0]["hparams"]
     assert (again["trial_seed"].iloc[0], again["hparams_seed"].iloc[0]) == (recs[0]["trial_seed"],
                                                                             recs[0]["hparams_seed"])

@@ -24,7 +24,8 @@ MODULES = ("dganalysis.records.selection", "dganalysis.records.read", "dganalysi
            "dganalysis.studies.plans", "dganalysis.stats.ttests",
            "dganalysis.stats.rank_tests")
 #: public entry points of modules whose other functions are array kernels called by checked callers
-FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size")
+FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size",
+                  "dganalysis.records.index.load", "dganalysis.records.index.load_many")
 #: numerical kernels called in inner loops with arrays their public callers have checked (documented in
 #: docs/validation.md): the per-sample losses and inner solvers of the dual, and the batched KDE
 KERNELS = ("dganalysis.dro.inner", "dganalysis.dro.losses", "dganalysis.shift.kde")

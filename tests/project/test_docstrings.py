@@ -46,7 +46,7 @@ def test_every_cross_reference_resolves():
                                          "per_class_correlation", "dimensionless", "ShiftRegimeWarning"]),
     ("dganalysis.dro.worst_case_curve", ["[n, d]", "[n]", "logits [n, C]", "units of ``scale``", "worst_case_loss",
                                          "transport_distance", "primal_loss", "nominal", "gamma", '"std"']),
-    ("dganalysis.records.selection.select", ["dganalysis.records.read.load", "fraction", "val_acc", "hparams_seed",
+    ("dganalysis.records.selection.select", ["dganalysis.records.load", "fraction", "val_acc", "hparams_seed",
                                      "training_domain", "oracle", "tie_tol", "summarize"]),
 ])
 def test_help_is_enough(path, needles):

@@ -161,8 +161,7 @@ def test_select_per_setting_keeps_settings_apart():
 def test_lp_and_ft_jobs_never_compete_in_selection(tmp_path):
     """LP and FT jobs of one algorithm differ only in hparams overrides: the tidy frame's ``setting`` keeps them
     apart, so plain ``select`` and ``select_per_setting`` make the same picks (LP better on val, FT on test)."""
-    from dganalysis.records import read as results
-    from dganalysis.records import selection
+    from dganalysis.records import load, selection
 
     doms = ["a", "b", "c"]
     for mode, lp, val, test in (("LP", True, 0.9, 0.3), ("FT", False, 0.6, 0.8)):
@@ -177,7 +176,7 @@ def test_lp_and_ft_jobs_never_compete_in_selection(tmp_path):
             (d / "results.jsonl").write_text(json.dumps(rec) + "\n")
             (d / "spec.json").write_text(json.dumps({"hparams_overrides": {"pretrained": "sup.pt", "linear_probe": lp}}))
             (d / "done").write_text("")
-    df = annotate(results.load(tmp_path, progress=False), {"sup": "sup.pt"})
+    df = annotate(load(tmp_path, progress=False), {"sup": "sup.pt"})
     plain = selection.select(df, "training_domain")
     assert sorted(plain["acc"]) == pytest.approx([0.3, 0.8])  # one pick per mode, h0 in each
     per = select_per_setting(df, "training_domain_last")

@@ -1,5 +1,5 @@
-"""The columnar sweep index: load_indexed equals results.load, updates incrementally, survives concurrent writers
-and corrupt files."""
+"""The columnar sweep index: load_indexed equals the standard-library reader (oracle.load, the test oracle
+tests/records/_read_oracle.py), updates incrementally, survives concurrent writers and corrupt files."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dganalysis.records import collector, index, index_file, indexed
 from dganalysis.records import read as results
 from dganalysis.records.index import load_indexed, update_index
 from dganalysis.records.index_file import INDEX_NAME
+from tests.records import _read_oracle as oracle
 
 
 def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "",
@@ -43,7 +44,7 @@ def rec(dataset="PACS", test_envs=(0,), step=0, n_envs=4, hseed=0, tseed=0, algo
 
 
 def domainbed_dir(root: Path) -> Path:
-    """A DomainBed-style sweep dir with the cases results.load treats specially."""
+    """A DomainBed-style sweep dir with the cases oracle.load treats specially."""
     for h in range(3):
         for t in range(2):
             write_run(root, f"run_h{h}_t{t}", [rec(step=s, hseed=h, tseed=t) for s in (0, 10, 20)])
@@ -99,7 +100,7 @@ def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 def test_equal_to_results_load(tmp_path, include_unfinished, categorical):
     roots = [domainbed_dir(tmp_path / "db"), our_store(tmp_path / "ours")]
     for path in (roots[0], roots[1], roots):
-        want = results.load(path, include_unfinished=include_unfinished, progress=False)
+        want = oracle.load(path, include_unfinished=include_unfinished, progress=False)
         got = load_indexed(path, include_unfinished=include_unfinished, categorical=categorical)
         same(want, got)
         again = load_indexed(path, include_unfinished=include_unfinished, categorical=categorical)  # from the index
@@ -119,11 +120,11 @@ def test_unreadable_jobs_same_errors_and_problems(tmp_path):
     del bad["args"]["trial_seed"]
     write_run(root, "zbad", [rec(step=0, hseed=4), bad])
     with pytest.raises(ValueError) as want:
-        results.load(root, progress=False)
+        oracle.load(root, progress=False)
     with pytest.raises(ValueError) as got:
         load_indexed(root)
     assert str(got.value) == str(want.value) and "pair/results.jsonl:2: unreadable JSON" in str(got.value)
-    same(results.load(root, strict=False, progress=False), load_indexed(root, strict=False))
+    same(oracle.load(root, strict=False, progress=False), load_indexed(root, strict=False))
     assert len(load_indexed(root, strict=False).attrs["problems"]) == 3  # two bad jobs and one done without records
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_indexed(tmp_path / "nope")
@@ -138,27 +139,27 @@ def test_incremental_update_reads_only_changed_jobs(tmp_path, monkeypatch):
     real = index._parse_job
     monkeypatch.setattr(index, "_parse_job", lambda idx, folder, *a: parsed.append(os.path.basename(folder)) or real(idx, folder, *a))
     stamp = (root / INDEX_NAME).stat().st_mtime_ns
-    same(results.load(root, progress=False), load_indexed(root))
+    same(oracle.load(root, progress=False), load_indexed(root))
     assert parsed == [] and (root / INDEX_NAME).stat().st_mtime_ns == stamp  # unchanged: nothing read or written
     write_run(root, "added", [rec(step=0, hseed=20), rec(step=10, hseed=20)])  # a new job
-    same(results.load(root, progress=False), load_indexed(root))
+    same(oracle.load(root, progress=False), load_indexed(root))
     assert parsed == ["added"]
     with open(root / "run_h0_t0" / "results.jsonl", "a") as fh:  # a job grows
         fh.write(json.dumps(rec(step=30, hseed=0, tseed=0)) + "\n")
     df = load_indexed(root)
-    same(results.load(root, progress=False), df)
+    same(oracle.load(root, progress=False), df)
     assert parsed == ["added", "run_h0_t0"] and 30 in set(df.loc[df["job_id"] == "run_h0_t0", "step"])
     (root / "run_h1_t1" / "done").unlink()  # marked failed instead of done
     (root / "run_h1_t1" / "failed").write_text("")
     df = load_indexed(root)
-    same(results.load(root, progress=False), df)
+    same(oracle.load(root, progress=False), df)
     assert parsed[-1] == "run_h1_t1" and "run_h1_t1" not in set(df["job_id"])
     assert df.attrs["jobs"]["failed"] == 1
     for name in ("added", "pair"):  # jobs removed
         for f in (root / name).iterdir():
             f.unlink()
         (root / name).rmdir()
-    same(results.load(root, progress=False), load_indexed(root))
+    same(oracle.load(root, progress=False), load_indexed(root))
     assert parsed[-1] == "run_h1_t1"  # removing jobs parses nothing
 
 
@@ -180,7 +181,7 @@ def test_concurrent_writers(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert not [f for f in os.listdir(root) if f.endswith(".tmp")]  # no temporary file left behind
-    same(results.load(root, progress=False), load_indexed(root))
+    same(oracle.load(root, progress=False), load_indexed(root))
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "version"])
@@ -199,7 +200,7 @@ def test_corrupt_or_stale_index_rebuilt(tmp_path, caplog, damage):
     with caplog.at_level(logging.WARNING, logger="dganalysis.records.index"):
         df = load_indexed(root)
     assert "unreadable index" in caplog.text and "rebuilding" in caplog.text
-    same(results.load(root, progress=False), df)
+    same(oracle.load(root, progress=False), df)
     assert index.Index.read(path) is not None  # rewritten whole
 
 
@@ -207,7 +208,7 @@ def test_unwritable_store_indexed_in_cache(tmp_path, monkeypatch):
     root = domainbed_dir(tmp_path / "db")
     monkeypatch.setattr(index.os, "access", lambda p, mode: False)
     cache = tmp_path / "cache"
-    same(results.load(root, progress=False), load_indexed(root, cache_dir=cache))
+    same(oracle.load(root, progress=False), load_indexed(root, cache_dir=cache))
     assert not (root / INDEX_NAME).exists()
     assert index.index_location(root, cache).parent == cache and index.index_location(root, cache).is_file()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -216,7 +217,7 @@ def test_unwritable_store_indexed_in_cache(tmp_path, monkeypatch):
 
 def test_empty_and_single_job_folder(tmp_path):
     root = write_run(tmp_path / "one", "job", [rec(step=0), rec(step=1)])
-    same(results.load(root, progress=False), load_indexed(root))  # a job folder itself
+    same(oracle.load(root, progress=False), load_indexed(root))  # a job folder itself
     (tmp_path / "empty").mkdir()
     got = load_indexed(tmp_path / "empty")
     assert got.empty and list(got.columns) == results.COLUMNS and got.attrs["jobs"]["read"] == 0
@@ -234,13 +235,13 @@ def test_known_folders_not_listed_again(tmp_path, monkeypatch):
     monkeypatch.setattr(index.os, "scandir", lambda p: listed.append(os.path.basename(p)) or real(p))
     got = load_indexed(root)
     assert listed == ["db", "nested", "deeper"]  # the job folders were only stat'ed
-    same(results.load(root, progress=False), got)
+    same(oracle.load(root, progress=False), got)
     (root / "run_h0_t1" / "done").unlink()
     (root / "run_h0_t1" / "failed").write_text("")  # changes the folder's mtime: listed and re-read
     listed.clear()
     df = load_indexed(root)
     assert "run_h0_t1" in listed and "run_h0_t1" not in set(df["job_id"])
-    same(results.load(root, progress=False), df)
+    same(oracle.load(root, progress=False), df)
 
 
 def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
@@ -252,7 +253,7 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
             write_run(root, f"helper_h{h}_{d}", [rec(test_envs=(0, d), step=s, hseed=h) for s in (0, 10, 20)])
 
     def check(got):
-        want = results.load(root, progress=False)
+        want = oracle.load(root, progress=False)
         for method, sel in got.items():
             pd.testing.assert_frame_equal(select(want, method), sel, check_dtype=False)
             assert sel.attrs == want.attrs and len(sel)
@@ -284,7 +285,7 @@ def test_per_draw_selections_are_selects_and_cached_with_the_others(tmp_path, mo
     monkeypatch.setattr(index_file, "scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
     got = indexed.select_for_tables(root, ["oracle"], per_draw=["training_domain", "oracle"])
     assert len(scans) == 1 and set(got.selections) == {"oracle"} and set(got.draws) == {"training_domain", "oracle"}
-    want = results.load(root, progress=False)
+    want = oracle.load(root, progress=False)
     pd.testing.assert_frame_equal(select(want, "oracle"), got.selections["oracle"], check_dtype=False)
     for method in ("training_domain", "oracle"):
         assert got.draws[method]["hparams_seed"].nunique() > 1
@@ -324,7 +325,7 @@ def test_lazy_read_refuses_a_replaced_file(tmp_path):
 
 def test_lines_unlike_the_first_take_results_loads_path(tmp_path):
     """The bulk reading of a job (every line repeats the first line's args/hparams text) must give up on any line
-    that differs, and then read the job as results.load does: same frame, same errors."""
+    that differs, and then read the job as oracle.load does: same frame, same errors."""
     root = tmp_path / "db"
     reordered = rec(step=5, hseed=1)
     reordered["args"] = dict(reversed(list(reordered["args"].items())))  # equal dict, other text
@@ -343,12 +344,12 @@ def test_lines_unlike_the_first_take_results_loads_path(tmp_path):
     (root / "blank" / "results.jsonl").write_text("\n" + json.dumps(rec(step=0, hseed=6)) + "\n\n  \n"
                                                   + json.dumps(rec(step=4, hseed=6)) + "\n")
     (root / "blank" / "done").write_text("")
-    same(results.load(root, progress=False), load_indexed(root))
+    same(oracle.load(root, progress=False), load_indexed(root))
     text_acc = rec(step=5, hseed=7)
     text_acc["env1_in_acc"] = "0.5"
     write_run(root, "text_acc", [rec(step=0, hseed=7), text_acc])
     with pytest.raises(ValueError) as want:
-        results.load(root, progress=False)
+        oracle.load(root, progress=False)
     with pytest.raises(ValueError) as got:
         load_indexed(root)
     assert str(got.value) == str(want.value) and "text_acc/results.jsonl:2" in str(got.value)
@@ -362,7 +363,7 @@ def _raising(name):
 
 @pytest.mark.parametrize("path", ["bulk", "per_line", "json"])
 def test_each_reading_path_gives_results_loads_frame(tmp_path, monkeypatch, path):
-    """Every way the index reads a job gives results.load's frames: msgspec's per-line structs in bulk (the usual
+    """Every way the index reads a job gives oracle.load's frames: msgspec's per-line structs in bulk (the usual
     jobs), msgspec's dicts read record by record (bulk reading switched off here), and the standard library's
     ``json`` via results.read_records (both switched off: what a line msgspec refuses gets). The bulk path is taken
     for uniform jobs."""
@@ -372,7 +373,7 @@ def test_each_reading_path_gives_results_loads_frame(tmp_path, monkeypatch, path
         monkeypatch.setattr(index, "_fast_records", lambda data: None)
     roots = [domainbed_dir(tmp_path / "db"), our_store(tmp_path / "ours")]
     for path in (roots[0], roots[1]):
-        same(results.load(path, progress=False), load_indexed(path))
+        same(oracle.load(path, progress=False), load_indexed(path))
     uniform = tmp_path / "uniform"
     write_run(uniform, "job", [rec(step=s) for s in (0, 10, 20)])
     write_run(uniform, "ours", [rec(step=s, domains=["a", "b", "c", "d"], train_domains=["b", "a"],
@@ -381,13 +382,13 @@ def test_each_reading_path_gives_results_loads_frame(tmp_path, monkeypatch, path
         monkeypatch.setattr(index, "_add_records", _raising("_add_records"))
     got = load_indexed(uniform)
     monkeypatch.undo()
-    same(results.load(uniform, progress=False), got)
+    same(oracle.load(uniform, progress=False), got)
     assert set(got.loc[got["job_id"] == "ours", "role"]) == {"train", "test", "val"}
 
 
 def test_bulk_reader_refuses_what_results_load_reads_otherwise(tmp_path):
-    """Lines that msgspec's per-line structs would take but results.load reads differently (or refuses) go through
-    results.load's code: same frame, same errors."""
+    """Lines that msgspec's per-line structs would take but oracle.load reads differently (or refuses) go through
+    oracle.load's code: same frame, same errors."""
     root = tmp_path / "db"
     extra_key = rec(step=5, hseed=1, domains=["p", "q", "r", "s"])  # a key the first line lacks: other names
     write_run(root, "extra_key", [rec(step=0, hseed=1), extra_key])
@@ -405,7 +406,7 @@ def test_bulk_reader_refuses_what_results_load_reads_otherwise(tmp_path):
     named = {"domains": ["a", "b", "c", "d"], "test_domains": ["d"], "val_domains": []}
     write_run(root, "roles_change", [rec(step=0, hseed=9, train_domains=["a", "b", "c"], **named),
                                      rec(step=5, hseed=9, train_domains=["a", "b"], **named)])  # c unused later
-    want = results.load(root, progress=False)
+    want = oracle.load(root, progress=False)
     same(want, load_indexed(root))
     assert want.loc[want["job_id"] == "nulls", "acc"].isna().sum() == 2
     assert set(want.loc[want["job_id"] == "extra_key", "domain"]) == {"P", "A", "C", "S", "p", "q", "r", "s"}
@@ -423,9 +424,9 @@ def test_bulk_reader_refuses_what_results_load_reads_otherwise(tmp_path):
         bad = spoil(lines[1])
         assert bad != lines[1], name  # the case is really built
         write_run(tmp_path / name, "job", [])
-        text = "\n".join([lines[0], bad, lines[2]]) + "\n"  # not the last line, which results.load skips if torn
+        text = "\n".join([lines[0], bad, lines[2]]) + "\n"  # not the last line, which oracle.load skips if torn
         (tmp_path / name / "job" / "results.jsonl").write_bytes(text.encode("utf-8", "surrogateescape"))
-        want, got = _outcome(results.load, tmp_path / name, progress=False), _outcome(load_indexed, tmp_path / name)
+        want, got = _outcome(oracle.load, tmp_path / name, progress=False), _outcome(load_indexed, tmp_path / name)
         if isinstance(want, str):
             assert got == want, name
         else:
@@ -451,7 +452,7 @@ def test_cached_layouts_follow_each_records_envs(tmp_path):
     write_run(root, "b", [val])
     write_run(root, "c", [rec(step=0, hseed=3, test_envs=(1,))])
     df = load_indexed(root, categorical=False)
-    same(results.load(root, progress=False), df)
+    same(oracle.load(root, progress=False), df)
     roles = {j: dict(zip(g["domain"], g["role"])) for j, g in df.groupby("job_id")}
     assert roles["a"] == {"A": "test", "C": "train", "P": "train", "S": "train"}
     assert roles["b"] == {"A": "test", "C": "train", "P": "val", "S": "train"}
@@ -553,7 +554,7 @@ def test_a_step_beyond_int64_is_refused_naming_file_and_line(tmp_path, step, cap
     write_run(root, "good", [rec(step=s) for s in (0, 10)])
     bad = write_run(root, "big", [rec(step=0, hseed=1), rec(step=step, hseed=1), rec(step=20, hseed=1)])
     where = f"{bad / 'results.jsonl'}:2: step = {step}"
-    for read in (lambda **k: results.load(root, progress=False, **k), lambda **k: load_indexed(root, **k)):
+    for read in (lambda **k: oracle.load(root, progress=False, **k), lambda **k: load_indexed(root, **k)):
         with pytest.raises(ValueError, match=re.escape(where) + " does not fit a 64-bit integer"):
             read()
         df = read(strict=False)

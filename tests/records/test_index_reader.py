@@ -1,7 +1,7 @@
 """The index's bulk reader of a job's ``results.jsonl`` (msgspec's per-line structs, ``index._uniform_structs``) and
 its per-line reader (``index._fast_records``): whatever they accept, they read exactly as ``json.loads`` and
-results.load's rules do; the bulk reader accepts the usual records (DomainBed's and ours); every accuracy it reads is
-``float(json.loads(token))`` bit for bit."""
+the record rules (read.read_record_at) do; the bulk reader accepts the usual records (DomainBed's and ours);
+every accuracy it reads is ``float(json.loads(token))`` bit for bit."""
 
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ def json_records(data: bytes) -> list | None:
 
 
 def reference(data: bytes):
-    """What the bulk reader must return for ``data``, from json.loads and results.load's rules: (first record, steps,
-    accuracies in row order with NaN for null, losses); None where results.load's reading differs from "every line
+    """What the bulk reader must return for ``data``, from json.loads and the record rules (read.read_record_at):
+    (first record, steps, accuracies in row order with NaN for null, losses); None where the standard-library
+    reading (tests/records/_read_oracle.py) differs from "every line
     one object with the first line's keys, args, hparams and domain fields, an integer step in int64 and numeric or
     null accuracies" (the bulk reader must refuse those)."""
     recs = json_records(data)
@@ -142,8 +143,8 @@ def _damaged(rng: random.Random) -> bytes:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_whatever_it_accepts_is_what_json_reads(seed):
-    """Random damage to valid files: the bulk reader never accepts a file that results.load reads otherwise, and
-    reads what it accepts exactly; the per-line reader gives json.loads's records for every file it accepts."""
+    """Random damage to valid files: the bulk reader never accepts a file that the standard-library reader
+    (tests/records/_read_oracle.py) reads otherwise, and reads what it accepts exactly; the per-line reader gives json.loads's records for every file it accepts."""
     rng = random.Random(seed)
     accepted = refused = per_line = 0
     for _case in range(600):

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dganalysis.records import index, index_file
+from dganalysis.records import index, index_file, store
 from dganalysis.records import memo as memo_module
-from dganalysis.records import read as results
 from dganalysis.records.memo import SweepMemo, sweep_key
 from tests.audit._simulated_sweep import write_sweep
 
@@ -193,7 +192,7 @@ def test_scan_with_known_keys_finds_what_a_fresh_walk_finds(tmp_path):
     def both(known=None):
         got = index_file.scan(root, known)
         assert got == index_file.scan(root)
-        assert [k[0] for k in got] == [str(p.relative_to(root)) for p in results.job_folders(root)]
+        assert [k[0] for k in got] == [str(p.relative_to(root)) for p in store.job_folders(root)]
         return got
 
     keys = both()

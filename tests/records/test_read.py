@@ -1,4 +1,4 @@
-"""results.load on hand-written job stores and DomainBed sweep directories."""
+"""records.load on hand-written job stores and DomainBed sweep directories."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dganalysis.records import load, load_many, store
 from dganalysis.records import read as results
-from dganalysis.records import store
 
 
 def write_run(root: Path, name: str, records: list[dict], status: str | None = "done", tail: str = "") -> Path:
@@ -35,7 +35,7 @@ def db_record(dataset="PACS", test_envs=(0,), step=0, n_envs=4, hseed=0, tseed=0
 def test_domainbed_sweep_dir(tmp_path):
     write_run(tmp_path, "0a1b", [db_record(step=s) for s in (0, 300)])
     write_run(tmp_path, "9f8e", [db_record(test_envs=(1, 3), step=0, hseed=2, tseed=1)])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert list(df.columns) == results.COLUMNS
     assert len(df) == 3 * 4 * 2  # records x envs x splits
     one = df[df["job_id"] == "0a1b"]
@@ -59,7 +59,7 @@ def test_domainbed_sweep_dir(tmp_path):
 )
 def test_domain_names(tmp_path, dataset, n_envs, names):
     write_run(tmp_path, "r", [db_record(dataset=dataset, n_envs=n_envs)])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert list(df["domain"].unique()) == names
 
 
@@ -68,7 +68,7 @@ def test_ood_bench_val_envs(tmp_path):
     rec = json.loads((tmp_path / "r" / "results.jsonl").read_text())
     rec["args"]["val_envs"] = [2]
     (tmp_path / "r" / "results.jsonl").write_text(json.dumps(rec) + "\n")
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert df.drop_duplicates("domain").set_index("domain")["role"].to_dict() == {
         "env0": "train", "env1": "train", "env2": "val", "env3": "test"}
     assert set(df["val_domains"]) == {"env2"}
@@ -81,7 +81,7 @@ def test_our_store_with_names_and_unused_domains(tmp_path):
     rec2 = dict(rec, train_domains=["kai"], val_domains=[])
     write_run(tmp_path, "job1", [rec])
     write_run(tmp_path, "job2", [rec2])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     j1 = df[df["job_id"] == "job1"]
     assert set(j1["train_domains"]) == {"kai,song"}  # env order, not list order
     assert j1.drop_duplicates("domain").set_index("domain")["role"].to_dict() == {
@@ -96,11 +96,11 @@ def test_skips_failed_and_unfinished_with_logged_count(tmp_path, caplog):
     write_run(tmp_path, "failed1", [db_record()], status="failed")
     write_run(tmp_path, "running1", [db_record()], status=None)
     write_run(tmp_path, "running2", [db_record()], status=None)
-    with caplog.at_level(logging.INFO, logger="dganalysis.records.read"):
-        df = results.load(tmp_path, progress=False)
+    with caplog.at_level(logging.INFO, logger="dganalysis.records"):
+        df = load(tmp_path, progress=False)
     assert set(df["job_id"]) == {"done1"}
     assert "read 1 of 4 job folders" in caplog.text and "1 failed, 2 unfinished" in caplog.text
-    df = results.load(tmp_path, include_unfinished=True, progress=False)
+    df = load(tmp_path, include_unfinished=True, progress=False)
     assert set(df["job_id"]) == {"done1", "running1", "running2"}
     assert store.job_status(tmp_path / "failed1") == "failed"
 
@@ -108,14 +108,14 @@ def test_skips_failed_and_unfinished_with_logged_count(tmp_path, caplog):
 def test_torn_last_line_tolerated_and_bad_line_named(tmp_path, caplog):
     write_run(tmp_path, "torn", [db_record(step=0), db_record(step=1)], tail='{"args": {"dataset": "PA')
     with caplog.at_level(logging.WARNING):
-        df = results.load(tmp_path, progress=False)
+        df = load(tmp_path, progress=False)
     assert sorted(df["step"].unique()) == [0, 1] and "torn last record" in caplog.text
     bad = tmp_path / "bad"
     d = write_run(bad, "r", [db_record(step=0), db_record(step=1)])
     lines = (d / "results.jsonl").read_text().splitlines()
     (d / "results.jsonl").write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
     with pytest.raises(ValueError, match=r"r/results\.jsonl:2: unreadable JSON record"):
-        results.load(bad, progress=False)
+        load(bad, progress=False)
 
 
 def test_bad_records_name_file_and_line(tmp_path):
@@ -123,32 +123,32 @@ def test_bad_records_name_file_and_line(tmp_path):
     del rec["args"]["trial_seed"]
     write_run(tmp_path, "r", [db_record(), rec])
     with pytest.raises(ValueError, match=r"results\.jsonl:2: record lacks \['trial_seed'\]"):
-        results.load(tmp_path, progress=False)
+        load(tmp_path, progress=False)
     rec = db_record(test_envs=(7,))
     write_run(tmp_path / "b", "r", [rec])
     with pytest.raises(ValueError, match="out of range"):
-        results.load(tmp_path / "b", progress=False)
+        load(tmp_path / "b", progress=False)
     write_run(tmp_path / "c", "r", [{"step": 0, "args": db_record()["args"]}])
     with pytest.raises(ValueError, match="no env"):
-        results.load(tmp_path / "c", progress=False)
+        load(tmp_path / "c", progress=False)
     with pytest.raises(ValueError, match="path.*does not exist"):
-        results.load(tmp_path / "nope", progress=False)
+        load(tmp_path / "nope", progress=False)
 
 
 def test_many_dirs_nested_and_single_job(tmp_path):
     write_run(tmp_path / "sweepA" / "out", "r1", [db_record(algorithm="ERM")])
     write_run(tmp_path / "sweepB", "r2", [db_record(algorithm="CORAL")])
-    both = results.load_many([tmp_path / "sweepA", tmp_path / "sweepB"], progress=False)
+    both = load_many([tmp_path / "sweepA", tmp_path / "sweepB"], progress=False)
     assert set(both["algorithm"]) == {"ERM", "CORAL"}
-    assert set(results.load(tmp_path, progress=False)["job_id"]) == {"r1", "r2"}  # nested search
-    assert set(results.load(tmp_path / "sweepB" / "r2", progress=False)["job_id"]) == {"r2"}  # a job folder itself
+    assert set(load(tmp_path, progress=False)["job_id"]) == {"r1", "r2"}  # nested search
+    assert set(load(tmp_path / "sweepB" / "r2", progress=False)["job_id"]) == {"r2"}  # a job folder itself
 
 
 def test_repeated_checkpoint_keeps_last(tmp_path):
     first, again = db_record(step=5), db_record(step=5)
     again["env0_in_acc"] = 0.99
     write_run(tmp_path, "r", [db_record(step=0), first, again])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert len(df) == 2 * 4 * 2
     assert df[(df["step"] == 5) & (df["domain"] == "A") & (df["split"] == "in")]["acc"].item() == 0.99
 

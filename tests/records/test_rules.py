@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis.records import index, rules, selection
-from dganalysis.records import read as results
+from dganalysis.records import index, load, rules, selection
 from dganalysis.records.rules import gather, select_records
 from tests.records._frame_oracle import select_frame
 from tests.records.test_index import domainbed_dir, our_store, rec, write_run
@@ -29,7 +28,7 @@ def frame_of(got: dict[str, list]) -> pd.DataFrame:
 
 
 def check_equal(roots: list[Path], methods=rules.METHODS, tie_tols=(0.0,), include_unfinished=None):
-    df = results.load(roots, include_unfinished=include_unfinished, strict=False, progress=False)
+    df = load(roots, include_unfinished=include_unfinished, strict=False, progress=False)
     rec_ = records_of(*roots, include_unfinished=include_unfinished)
     assert rec_ is not None
     compared = 0
@@ -127,5 +126,5 @@ def test_domain_orders_are_the_frames(tmp_path):
     db = sweep(tmp_path / "s", seed=5, n_envs=3, pairs=False)
     ours = our_store(tmp_path / "ours")
     for roots in ([db], [ours], [db, ours]):
-        df = results.load(roots, progress=False)
+        df = load(roots, progress=False)
         assert rules.domain_orders(records_of(*roots)) == frame_orders(df)

@@ -17,8 +17,8 @@ import pytest
 
 from dganalysis import tables
 from dganalysis.collect import add_collect_arguments, main_collect
+from dganalysis.records import load, load_many, selection
 from dganalysis.records import read as results
-from dganalysis.records import selection
 from dganalysis.validation import ConfigError
 from tests.records._frame_oracle import SCORERS, select_frame, with_meta
 
@@ -119,7 +119,7 @@ def domainbed_reference(records: list[dict], method: str) -> dict[tuple, float]:
 @pytest.mark.parametrize("method", ["training_domain", "leave_one_out", "oracle"])
 def test_matches_domainbed_definitions_on_random_sweep(tmp_path, method):
     records = random_domainbed_sweep(tmp_path)
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     sel = selection.select(df, method)
     names = results.DOMAINBED_ENVIRONMENTS["ColoredMNIST"]
     ref = domainbed_reference(records, method)
@@ -133,7 +133,7 @@ def test_matches_domainbed_definitions_on_random_sweep(tmp_path, method):
 def test_domainbed_table_numbers_with_population_se(tmp_path):
     """ddof=0 reproduces collect_results.format_mean: 100*mean, 100*np.std(x/sqrt(n))."""
     records = random_domainbed_sweep(tmp_path, algorithms=("ERM",))
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     ref = domainbed_reference(records, "training_domain")
     text = tables.selection_table(df, "training_domain", fmt="csv", ddof=0, digits=3)
     cells = pd.read_csv(_io.StringIO(text))
@@ -171,7 +171,7 @@ def tiny_domainbed(tmp_path):
 
 
 def test_training_domain_uses_best_checkpoint(tiny_domainbed):
-    sel = selection.select(results.load(tiny_domainbed, progress=False), "training_domain")
+    sel = selection.select(load(tiny_domainbed, progress=False), "training_domain")
     assert len(sel) == 1
     row = sel.iloc[0]
     assert (row["domain"], row["hparams_seed"], row["step"]) == ("A", 0, 1)
@@ -180,14 +180,14 @@ def test_training_domain_uses_best_checkpoint(tiny_domainbed):
 
 
 def test_oracle_uses_last_checkpoint_only(tiny_domainbed):
-    sel = selection.select(results.load(tiny_domainbed, progress=False), "oracle")
+    sel = selection.select(load(tiny_domainbed, progress=False), "oracle")
     row = sel.iloc[0]
     assert (row["hparams_seed"], row["step"]) == (1, 2)
     assert row["acc"] == pytest.approx(0.55) and row["val_acc"] == pytest.approx(0.75)
 
 
 def test_leave_one_out_needs_pair_runs(tiny_domainbed):
-    df = results.load(tiny_domainbed, progress=False)
+    df = load(tiny_domainbed, progress=False)
     assert selection.select(df, "leave_one_out").empty  # no [test, val] runs: no answer (DomainBed prints X)
     # add helpers test_envs [0, v] for h0 only, v = C, P, S, with in-accs on v at steps 0..2
     held = {0: [.2, .3, .4], 1: [.9, .6, .6], 2: [.5, .6, .7]}  # step -> in-acc on C, P, S when held out
@@ -198,7 +198,7 @@ def test_leave_one_out_needs_pair_runs(tiny_domainbed):
             accs[v] = (held[s][v - 1], 0.0)
             recs.append(db_record("PACS", "ERM", [0, v], 0, 0, s, accs))
         write_run(tiny_domainbed, f"h0_pair{v}", recs)
-    sel = selection.select(results.load(tiny_domainbed, progress=False), "leave_one_out")
+    sel = selection.select(load(tiny_domainbed, progress=False), "leave_one_out")
     sel = sel[sel["test_domains"] == "A"]
     row = sel.iloc[0]  # scores: step0 0.2+0.3+0.4=.9/3, step1 (.9+.6+.6)/3=.7, step2 (.5+.6+.7)/3=.6 -> step 1
     assert (row["hparams_seed"], row["step"]) == (0, 1)
@@ -206,7 +206,7 @@ def test_leave_one_out_needs_pair_runs(tiny_domainbed):
     # one helper missing at step 1 -> that step is skipped, step 2 wins (0.6 > 0.3)
     lines = (tiny_domainbed / "h0_pair2" / "results.jsonl").read_text().splitlines()
     (tiny_domainbed / "h0_pair2" / "results.jsonl").write_text(lines[0] + "\n" + lines[2] + "\n")
-    row = selection.select(results.load(tiny_domainbed, progress=False), "leave_one_out").iloc[0]
+    row = selection.select(load(tiny_domainbed, progress=False), "leave_one_out").iloc[0]
     assert row["step"] == 2 and row["acc"] == pytest.approx(0.20)
 
 
@@ -241,7 +241,7 @@ def _by_domain(sel, trial=0):
 
 
 def test_multi_test_domain_methods(multi_test):
-    df = results.load(multi_test, progress=False)
+    df = load(multi_test, progress=False)
     assert set(df.loc[df["domain"] == "e", "role"]) == {"val"}
     td = selection.select(df, "training_domain")
     assert len(td) == 4  # 2 trials x 2 test domains, one choice per (config, trial)
@@ -274,7 +274,7 @@ def test_leave_one_out_with_our_helper_runs(multi_test):
                 test, val = (["c", "d"], [held]) if held == "a" else ([held, "c", "d"], [])
                 recs.append(our_record("Toy", "ERM", doms, [train], test, val, h, 0, s, accs))
             write_run(multi_test, f"h{h}_hold_{held}", recs)
-    sel = selection.select(results.load(multi_test, progress=False), "leave_one_out")
+    sel = selection.select(load(multi_test, progress=False), "leave_one_out")
     main = sel[(sel["train_domains"] == "a,b") & (sel["trial_seed"] == 0)]
     assert _by_domain(main) == {"c": (1, 10, 0.60), "d": (1, 10, 0.20)}
     assert main["val_acc"].tolist() == pytest.approx([0.8, 0.8])
@@ -286,7 +286,7 @@ def test_per_draw_equals_select_on_each_draw_alone(tmp_path, method):
     """select(df, m, per_draw=True) is select(df[hparams_seed == h], m) for every h, concatenated: each draw's own
     checkpoint choice (and, for leave-one-out, its own helpers), never another draw's."""
     random_domainbed_sweep(tmp_path)
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     if method == "ood_validation":  # DomainBed runs have no val domain: make the last training domain one
         df = df.copy()
         df["role"] = df["role"].astype(str).where(~((df["role"] == "train") & (df["domain"] == "+90%")), "val")
@@ -302,7 +302,7 @@ def test_per_draw_equals_select_on_each_draw_alone(tmp_path, method):
 
 
 def test_select_rejects_bad_input(multi_test):
-    df = results.load(multi_test, progress=False)
+    df = load(multi_test, progress=False)
     with pytest.raises(ValueError, match="unknown method 'best'"):
         selection.select(df, "best")
     with pytest.raises(ValueError, match="lacks columns"):
@@ -397,7 +397,7 @@ def test_table_formats(tiny_domainbed, multi_test):
                 if k.endswith("_acc"):
                     r[k] = round(r[k] + 0.1, 6)
         write_run(tiny_domainbed, f"pacs_h{h}t1", recs)
-    df = results.load([tiny_domainbed, multi_test], progress=False)
+    df = load([tiny_domainbed, multi_test], progress=False)
     text = tables.selection_table(df, "training_domain", fmt="text")
     # PACS, test A: trials 0.60 and 0.70 -> 65.0 ± 5.0 (sample std 0.0707/sqrt 2)
     assert "Dataset: PACS, model selection method: training-domain validation set" in text
@@ -421,7 +421,7 @@ def test_table_formats(tiny_domainbed, multi_test):
 
 def test_table_single_trial_and_latex_escape(tmp_path):
     write_run(tmp_path, "r0", [db_record("ColoredMNIST", "ERM", [2], 0, 0, 0, [(.9, .9), (.8, .8), (.1, .123)])])
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     text = tables.selection_table(df, "oracle", fmt="text")
     assert "10.0 ± —" in text  # one trial: no SE with ddof=1
     assert "+90%" not in text  # only test domains that were run make columns
@@ -434,7 +434,7 @@ def test_columns_disambiguated_for_several_splits(tmp_path):
     for train in (["p", "q"], ["p", "q", "r"]):
         recs = [our_record("Dyn", "ERM", doms, train, ["hw"], [], 0, 0, 5, [(.5, .5), (.5, .5), (.5, .5), (.3, .3)])]
         write_run(tmp_path, "j" + "".join(train), recs)
-    text = tables.selection_table(results.load(tmp_path, progress=False), "oracle", fmt="markdown")
+    text = tables.selection_table(load(tmp_path, progress=False), "oracle", fmt="markdown")
     assert "hw (train: p,q)" in text and "hw (train: p,q,r)" in text
 
 
@@ -480,7 +480,7 @@ def test_text_formats_print_the_wide_frames(tmp_path):
     from tabulate import tabulate
 
     random_domainbed_sweep(tmp_path, trials=(0, 1))
-    sel = selection.select(results.load(tmp_path, progress=False), "training_domain")
+    sel = selection.select(load(tmp_path, progress=False), "training_domain")
     sel.attrs["jobs"] = {"read": 1}
     before = repr(sel.attrs)
     built = tables.build_tables(sel, test_domains="all")
@@ -496,7 +496,7 @@ def test_test_domains_option(multi_test):
     doms = ["a", "b", "c", "d", "e"]
     write_run(multi_test, "single", [our_record("Toy", "ERM", doms, ["a", "b", "d"], ["c"], [], 0, 0, 10,
                                                 [(.9, .9)] * 2 + [(.77, .7), (.9, .9), (.5, .5)])])
-    df = results.load(multi_test, progress=False)
+    df = load(multi_test, progress=False)
     auto = tables.selection_table(df, "training_domain", fmt="csv")
     assert "77.0" in auto and "40.5" not in auto  # auto: fewest test domains per dataset
     two = tables.selection_table(df, "training_domain", fmt="csv", test_domains=2)
@@ -541,7 +541,7 @@ def test_ties_follow_domainbed(tmp_path):
         recs = [db_record("PACS", "ERM", [0], h, 0, s, [(0.1 * h + 0.01 * s, 0.5), (.8, .8), (.8, .8), (.8, .8)])
                 for s in (0, 1, 2)]
         write_run(tmp_path, f"h{h}", recs)
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     row = selection.select(df, "training_domain").iloc[0]
     assert (row["hparams_seed"], row["step"]) == (2, 0)
     assert row["acc"] == pytest.approx(0.2)
@@ -556,7 +556,7 @@ def test_float_noise_ties_only_with_tie_tol(tmp_path):
     recs = [db_record("PACS", "ERM", [3], 0, 0, s, [(.5, o[0]), (.5, o[1]), (.5, o[2]), (t, .5)])
             for s, o, t in ((0, (.3, .2, .1), .25), (1, (.1, .2, .3), .75))]
     write_run(tmp_path, "r", recs)
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     assert selection.select(df, "training_domain")["acc"].item() == 0.75
     assert selection.select(df, "training_domain", tie_tol=1e-12)["acc"].item() == 0.25
     with pytest.raises(ValueError, match="tie_tol"):
@@ -564,7 +564,7 @@ def test_float_noise_ties_only_with_tie_tol(tmp_path):
 
 
 def test_training_domain_last_compares_like_with_oracle(tiny_domainbed):
-    df = results.load(tiny_domainbed, progress=False)
+    df = load(tiny_domainbed, progress=False)
     early = selection.select(df, "training_domain").iloc[0]
     last = selection.select(df, "training_domain_last").iloc[0]
     assert early["step"] == 1 and last["step"] == 2  # early stopping vs last checkpoint
@@ -587,7 +587,7 @@ def test_runs_with_different_settings_never_compete(tmp_path):
         rec = our_record("Toy", "MMD", doms, ["a", "b"], ["c"], [], 0, 0, 10, [(.9, .9), (.9, .9), (acc_c, .5)])
         d = write_run(tmp_path / "store", f"mmd{lr}", [rec])
         (d / "spec.json").write_text(json.dumps({"hparams_overrides": {"lr": lr}, "search_overrides": {}}))
-    df = results.load(tmp_path / "store", progress=False)
+    df = load(tmp_path / "store", progress=False)
     assert df.groupby("algorithm")["setting"].nunique().to_dict() == {"ERM": 2, "MMD": 2}
     sel = selection.select(df, "training_domain")
     erm = sel[sel["algorithm"] == "ERM"].sort_values("acc")
@@ -609,7 +609,7 @@ def test_runs_with_different_settings_never_compete(tmp_path):
     rec = db_record("PACS", "ERM", [0], 1, 0, 0, [(.5, .5)] * 4)
     rec["args"].update(hparams=None, output_dir=str(db / "r9"), seed=9)
     write_run(db, "r9", [rec])
-    dbf = results.load(db, progress=False)
+    dbf = load(db, progress=False)
     assert dbf["setting"].nunique() == 2
     assert len(selection.select(dbf, "oracle")) == 2
 
@@ -637,7 +637,7 @@ def every_role(tmp_path_factory):
     """Our multi-test-domain store (train, test, val roles) beside a DomainBed sweep with pair runs (helpers)."""
     tmp = tmp_path_factory.mktemp("every_role")
     random_domainbed_sweep(tmp / "db", algorithms=("ERM",), n_hparams=2, trials=(0, 1), steps=(0, 100))
-    return results.load_many([write_multi_test(tmp / "store"), tmp / "db"], progress=False)
+    return load_many([write_multi_test(tmp / "store"), tmp / "db"], progress=False)
 
 
 @pytest.mark.parametrize("method", selection.methods())

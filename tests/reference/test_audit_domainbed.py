@@ -1,4 +1,4 @@
-"""load_indexed on DomainBed's own sweeps: the frame of results.load, and DomainBed's selections exactly.
+"""load_indexed on DomainBed's own sweeps: the frame of records.load, and DomainBed's selections exactly.
 
 ``misc/test_sweep_data`` (real VLCS runs) is indexed into a temporary cache folder (``cache_dir``), never beside the
 reference checkout; the tie-heavy sweeps of :mod:`tests.reference.test_domainbed_selection` check that selection on
@@ -10,8 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dganalysis.records import read as results
-from dganalysis.records import selection
+from dganalysis.records import load, selection
 from dganalysis.records.index import load_indexed
 from dganalysis.records.index_file import INDEX_NAME
 from tests.reference.test_domainbed_selection import METHODS, domainbed_selected, write_sweep
@@ -32,7 +31,7 @@ def _selected(df: pd.DataFrame, method: str) -> dict[tuple, float]:
 @pytest.mark.parametrize("categorical", [False, True])
 def test_test_sweep_data_frame_and_selections(domainbed, tmp_path, categorical):
     path = domainbed.root / "domainbed" / "misc" / "test_sweep_data"
-    want = results.load(path, progress=False)
+    want = load(path, progress=False)
     for _ in range(2):  # first read, then through the index
         got = load_indexed(path, categorical=categorical, cache_dir=tmp_path)
         pd.testing.assert_frame_equal(want, _as_str(got))
@@ -49,7 +48,7 @@ def test_test_sweep_data_frame_and_selections(domainbed, tmp_path, categorical):
 def test_tie_heavy_sweeps_select_exactly(domainbed, tmp_path, seed):
     write_sweep(tmp_path / "sweep", seed, n_hparams=3, trials=(0, 1))
     got = load_indexed(tmp_path / "sweep")
-    pd.testing.assert_frame_equal(results.load(tmp_path / "sweep", progress=False), _as_str(got))
+    pd.testing.assert_frame_equal(load(tmp_path / "sweep", progress=False), _as_str(got))
     for method in METHODS:
         theirs = domainbed_selected(domainbed, tmp_path / "sweep", method)
         assert theirs and _selected(got, method) == theirs

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from dganalysis.collect import add_collect_arguments, main_collect
+from dganalysis.records import load, selection, store
 from dganalysis.records import read as results
-from dganalysis.records import selection, store
 
 # every registered method that names its DomainBed class is compared with that class
 METHODS = {m: selection.get_method(m).domainbed for m in selection.methods() if selection.get_method(m).domainbed}
@@ -65,7 +65,7 @@ def domainbed_selected(domainbed, path: Path, method: str) -> dict[tuple, float]
 
 
 def ours_selected(path: Path, method: str, **kw) -> dict[tuple, float]:
-    df = results.load(path, progress=False)
+    df = load(path, progress=False)
     sel = selection.select(df, method, **kw)
     sel = sel[~sel["test_domains"].str.contains(",")]  # DomainBed reports the single-test-env configs
     envs = {ds: list(doms) for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items()}
@@ -94,7 +94,7 @@ def test_tie_heavy_sweeps_exact(domainbed, tmp_path, method, seed):
 def test_tie_breaking_is_exercised(tmp_path):
     """The sweeps above really hold ties: among checkpoints of a run and among hparams of a config."""
     write_sweep(tmp_path, 0)
-    df = results.load(tmp_path, progress=False)
+    df = load(tmp_path, progress=False)
     single = df[~df["test_domains"].str.contains(",")]
     train_out = single[(single["role"] == "train") & (single["split"] == "out")]
     score = train_out.groupby(["job_id", "step"])["acc"].mean().round(12)
@@ -241,13 +241,13 @@ def test_our_store_keeps_skipping_unfinished(tmp_path):
     (tmp_path / "ours" / "ERM_0_h0_t0" / "done").unlink()
     (tmp_path / "domainbed" / "ERM_0_h0_t0" / "done").unlink()
     (tmp_path / "ours" / "ERM_1_h0_t0" / "spec.json").write_text("{}")
-    assert results.is_our_store(store.find_jobs(tmp_path / "ours"))
-    assert not results.is_our_store(store.find_jobs(tmp_path / "domainbed"))
-    ours = results.load(tmp_path / "ours", progress=False)
+    assert store.is_our_store(store.find_jobs(tmp_path / "ours"))
+    assert not store.is_our_store(store.find_jobs(tmp_path / "domainbed"))
+    ours = load(tmp_path / "ours", progress=False)
     assert ours.attrs["jobs"]["unfinished"] == 1 and not ours.attrs["jobs"]["unfinished_read"]
     assert results.summary_line(ours) == "jobs: 5 of 6 job folders read; not in the table: 1 unfinished"
-    theirs = results.load(tmp_path / "domainbed", progress=False)
+    theirs = load(tmp_path / "domainbed", progress=False)
     assert theirs.attrs["jobs"]["unfinished_read"] == 1 and not theirs.attrs["jobs"]["unfinished"]
     assert "jobs: 6 of 6 job folders read (1 of them unfinished" in results.summary_line(theirs)
-    assert results.load(tmp_path / "ours", include_unfinished=True, progress=False).attrs["jobs"]["unfinished_read"] == 1
-    assert results.load(tmp_path / "domainbed", include_unfinished=False, progress=False).attrs["jobs"]["unfinished"] == 1
+    assert load(tmp_path / "ours", include_unfinished=True, progress=False).attrs["jobs"]["unfinished_read"] == 1
+    assert load(tmp_path / "domainbed", include_unfinished=False, progress=False).attrs["jobs"]["unfinished"] == 1

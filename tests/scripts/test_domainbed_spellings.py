@@ -129,15 +129,14 @@ def test_collect_results_missing_folder(tmp_path, capsys):
 
 def test_list_top_hparams_ranks_the_selected_draw_first(sweep_dir, capsys):
     """The first draw listed under a method is the one collect_results' table selects (same sweep_acc)."""
-    from dganalysis.records import read as results
-    from dganalysis.records import selection
+    from dganalysis.records import load, selection
 
     assert list_top_hparams.main(["--input_dir", str(sweep_dir), "--dataset", "VLCS", "--algorithm", "ERM",
                                   "--test_env", "1"]) == 0
     out = capsys.readouterr().out
     first = out.split("Model selection: training-domain validation set\ntrial_seed: ")[1].splitlines()
     trial, acc = int(first[0]), first[1]
-    sel = selection.select(results.load(sweep_dir, progress=False), "training_domain")
+    sel = selection.select(load(sweep_dir, progress=False), "training_domain")
     row = sel[(sel["algorithm"] == "ERM") & (sel["test_domains"] == "L") & (sel["trial_seed"] == trial)]
     assert len(row) == 1 and f"'test_acc': {float(row['acc'].iloc[0])!r}" in acc
 
