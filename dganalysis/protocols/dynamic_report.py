@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dganalysis.protocols.dynamic import (
     COPES,
@@ -21,6 +20,7 @@ from dganalysis.protocols.dynamic import (
     SwapTestResult,
     _split,
 )
+from dganalysis.stats.intervals import t_half_width
 from dganalysis.validation import ConfigError, check_choices_list, check_frame, check_scalar, describe
 
 
@@ -47,7 +47,7 @@ def heldout_table(selected: pd.DataFrame, choices: Sequence[str | Sequence[str]]
                 x = g[g["algorithm"] == m].groupby("trial_seed")["acc"].mean().to_numpy()
                 n = len(x)
                 mean, sd = (float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan) if n else (np.nan, np.nan)
-                half = float(stats.t.ppf(1 - (1 - confidence) / 2, n - 1) * sd / np.sqrt(n)) if n > 1 else np.nan
+                half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
                 rows.append(dict(train=",".join(sorted(train)), domain=dom, method=m, mean=mean, sd=sd, n=n,
                                  ci_low=mean - half, ci_high=mean + half))
     return pd.DataFrame(rows)
