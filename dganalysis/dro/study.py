@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 
 from dganalysis.data.checks import check_domain_dataset
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
-from dganalysis.studies.findings import Verdict, format_p, spearman_test, spearman_too_small
+from dganalysis.stats.rank_tests import spearman_test
+from dganalysis.studies.findings import Verdict, format_p, spearman_too_small
 from dganalysis.validation import (
     ConfigError,
     check_domains,
@@ -101,8 +102,8 @@ def curves_for_models(models: Mapping[str, object], x: torch.Tensor, y: torch.Te
 
 def rank_correlation(table: pd.DataFrame, x: str, y: str) -> tuple[float, float]:
     """Spearman rank correlation and its two-sided p-value between columns ``x`` and ``y`` (NaN with < 3 rows):
-    the exact permutation p-value up to 8 rows (:func:`dganalysis.studies.findings.spearman_test`; with 4 rows it is at
-    least 1/12), scipy's t approximation above."""
+    the exact permutation p-value up to 8 rows (:func:`dganalysis.stats.rank_tests.spearman_test`; with 4 rows it is
+    at least 1/12), scipy's t approximation above."""
     check_frame(table, [x, y], "table", func="rank_correlation")
     return spearman_test(table[x], table[y])
 

@@ -11,7 +11,7 @@
 * :mod:`~dganalysis.stats.planning` — trials per arm needed to decide an effect of ±rope, or to show equivalence,
   and the t-tests' trials for a standardised effect;
 * :mod:`~dganalysis.stats.rank_tests` — Friedman / Nemenyi over blocks (critical differences, bootstrap rank
-  intervals) and the Wilcoxon signed-rank test;
+  intervals), the Wilcoxon signed-rank test, and Spearman's ρ with its exact permutation p-value for a few items;
 * :mod:`~dganalysis.stats.improvement` — probability of improvement, the IQM of the differences to a baseline and
   their intervals, and the Bayesian signed-rank posterior;
 * :mod:`~dganalysis.stats.intervals` — exact binomial with ties, trimmed-mean t, Student t over replicates, and the

@@ -9,10 +9,10 @@ Verdicts are a :class:`Verdict` (a ``str`` enum: ``"reproduced"``, ``"partly"``,
 decided"``), optionally followed by a reason in parentheses, e.g. ``"not decided (too small: n = 4 models …)"``.
 Two rules say when a run is too small to decide, applied where verdicts are made:
 
-- **too few units for the test** — :func:`spearman_test` returns the exact permutation p-value for small n and
-  :func:`spearman_too_small` says when no outcome can reach p < α: a two-sided Spearman test over n items has
-  smallest p = 2/n! (both perfect orders), 1/12 ≈ 0.083 at n = 4, so it needs n ≥ 5 for α = 0.05. p-values are
-  printed with :func:`format_p`, never as ``p=0``.
+- **too few units for the test** — :func:`~dganalysis.stats.rank_tests.spearman_test` returns the exact
+  permutation p-value for small n and :func:`spearman_too_small` says when no outcome can reach p < α: a two-sided
+  Spearman test over n items has smallest p = 2/n! (both perfect orders), 1/12 ≈ 0.083 at n = 4, so it needs
+  n ≥ 5 for α = 0.05. p-values are printed with :func:`format_p`, never as ``p=0``.
 - **too short a run to refute** — :func:`decide` (called by :func:`record_finding` / :func:`replace_findings` with
   the run's ``steps``) turns "not reproduced" and "partly" from a run shorter than :data:`PAPER_STEPS` (DomainBed's
   5,000 steps, Gulrajani & Lopez-Paz 2021, the training length of the claims tested here) into
@@ -23,7 +23,6 @@ Two rules say when a run is too small to decide, applied where verdicts are made
 from __future__ import annotations
 
 import json
-import math
 import re
 from enum import Enum
 from pathlib import Path
@@ -76,45 +75,16 @@ def decide(verdict: str | Verdict, *, steps: int | None = None, min_steps: int =
     return str(verdict.value if isinstance(verdict, Verdict) else verdict)
 
 
-def spearman_min_p(n: int) -> float:
-    """Smallest two-sided p-value an exact Spearman permutation test can give with ``n`` items (no ties): 2/n!."""
-    return min(1.0, 2.0 / math.factorial(n)) if n >= 2 else 1.0
-
-
 def spearman_too_small(n: int, alpha: float = 0.05, what: str = "models") -> str | None:
-    """``not decided (too small: n = …)`` when no ranking of ``n`` items can reach p < ``alpha``, else None."""
+    """``not decided (too small: n = …)`` when no ranking of ``n`` items can reach p < ``alpha``, else None (the
+    smallest p-value is :func:`~dganalysis.stats.rank_tests.spearman_min_p`'s)."""
+    from dganalysis.stats.rank_tests import spearman_min_p  # deferred: reading findings needs no numpy/scipy
+
     if spearman_min_p(n) < alpha:
         return None
     need = next(k for k in range(2, 20) if spearman_min_p(k) < alpha)
     return too_small(f"n = {n} {what}; a two-sided Spearman test needs n ≥ {need} to reach p < {alpha:g} "
                      f"(smallest exact p with n = {n}: 2/{n}! = {spearman_min_p(n):.3g})")
-
-
-#: up to this many items the Spearman p-value is the exact permutation one (n! orderings)
-EXACT_SPEARMAN_MAX_N = 8
-
-
-def spearman_test(x, y) -> tuple[float, float]:
-    """Spearman ρ and its two-sided p-value: exact over all n! pairings for n ≤ :data:`EXACT_SPEARMAN_MAX_N`
-    (``scipy.stats.permutation_test``), scipy's t approximation above (which gives p = 0 for ``|ρ| = 1`` at any n).
-    NaN for fewer than 3 pairs or a constant input."""
-    import numpy as np
-    from scipy import stats
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[ok], y[ok]
-    n = len(x)
-    if n < 3 or np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan"), float("nan")
-    rho = float(stats.spearmanr(x, y).statistic)
-    if n > EXACT_SPEARMAN_MAX_N:
-        return rho, float(stats.spearmanr(x, y).pvalue)
-    # Pearson's r of the ranks over all n! pairings: scipy's own permutation method, whose statistic is vectorised
-    # (a permutation_test calling pearsonr once per pairing took ~7 s at n = 8; this, ~0.1 s; the same p-values)
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
-    res = stats.pearsonr(rx, ry, method=stats.PermutationMethod(n_resamples=math.inf))
-    return rho, float(min(1.0, res.pvalue))
 
 
 def format_p(p: float, digits: int = 2) -> str:

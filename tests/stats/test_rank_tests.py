@@ -1,9 +1,12 @@
 """Rank tests (dganalysis.stats.rank_tests): Friedman / Nemenyi / bootstrap rank CIs over (dataset, test domain)
-blocks (arranged by dganalysis.protocols.leaderboard.block_scores), and the Wilcoxon signed-rank p-values, scipy's."""
+blocks (arranged by dganalysis.protocols.leaderboard.block_scores), the Wilcoxon signed-rank p-values, scipy's, and
+Spearman's ρ with its exact permutation p-value for a few items."""
 
 import matplotlib
 
 matplotlib.use("Agg")
+
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -12,7 +15,8 @@ from scipy import stats
 
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.stats import rank_tests
-from dganalysis.stats.rank_tests import wilcoxon_p
+from dganalysis.stats.rank_tests import EXACT_SPEARMAN_MAX_N, spearman_min_p, spearman_test, wilcoxon_p
+from dganalysis.validation import ConfigError
 
 
 def selected_frame(acc, n_trials=2):
@@ -149,3 +153,44 @@ def test_wilcoxon_ps_rows_are_scipys_calls(n):
     assert got.tolist() == want
     with pytest.raises(ValueError, match="same shape"):
         rank_tests.wilcoxon_ps(x, y[:, :-1])
+
+
+def brute_spearman_p(x, y) -> float:
+    """Two-sided exact p by enumerating every pairing (the definition)."""
+    obs = abs(stats.spearmanr(x, y).statistic)
+    rhos = [abs(stats.spearmanr(x, np.asarray(y)[list(p)]).statistic) for p in itertools.permutations(range(len(y)))]
+    return float(np.mean(np.asarray(rhos) >= obs - 1e-12))
+
+
+@pytest.mark.parametrize("x,y", [([1, 2, 3, 4], [1, 2, 3, 4]), ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]),
+                                 ([3, 1, 2, 5, 4, 6], [1, 2, 3, 4, 6, 5])])
+def test_spearman_exact_p_matches_enumeration(x, y):
+    rho, p = spearman_test(x, y)
+    assert rho == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert p == pytest.approx(brute_spearman_p(x, y))
+
+
+def test_spearman_smallest_p_is_two_over_n_factorial():
+    assert spearman_min_p(4) == pytest.approx(1 / 12)
+    assert spearman_min_p(5) == pytest.approx(1 / 60)
+    assert spearman_min_p(1) == 1.0
+    assert spearman_test([1, 2, 3, 4], [1, 2, 3, 4])[1] == pytest.approx(1 / 12)  # scipy's t approximation says 0
+
+
+def test_spearman_drops_nan_pairs_and_is_nan_when_undefined():
+    rho, p = spearman_test([1, 2, np.nan, 3, 4, 5], [2, 1, 7, 4, 3, 5])
+    assert (rho, p) == spearman_test([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
+    assert all(np.isnan(spearman_test([1, 2], [2, 1])))
+    assert all(np.isnan(spearman_test([1, 1, 1, 1], [1, 2, 3, 4])))
+
+
+def test_spearman_above_the_exact_limit_is_scipys():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=EXACT_SPEARMAN_MAX_N + 4), rng.normal(size=EXACT_SPEARMAN_MAX_N + 4)
+    ref = stats.spearmanr(x, y)
+    assert spearman_test(x, y) == (float(ref.statistic), float(ref.pvalue))
+
+
+def test_spearman_names_mismatched_inputs():
+    with pytest.raises(ConfigError, match="spearman_test: parameters 'x' and 'y'"):
+        spearman_test([1, 2, 3], [1, 2])
