@@ -15,6 +15,13 @@ The protocols plan the other way, from a standardised effect (Cohen's d, or d_z 
 ordinary t-tests: :func:`trials_for_effect_size` (statsmodels' power solvers) — the "observed power" figure of a
 paper's next run, a guide rather than evidence.
 
+The studies state their design before a run from a paired t-test's standardised effect d_z (Cohen 1988, Ch. 2):
+:func:`paired_power` (the power :func:`paired_trials` implies at n pairs, by inverting it), :func:`trials_for_power`
+(pairs for a power), and the effect behind a pilot's numbers — :func:`effect_from_ci` (a reported mean and
+t-interval), :func:`effect_from_trials` (a power table's "n trials would decide it") and
+:func:`holm_bound_effect` (the least effect a contrast Holm decided can have). Planning from a stated effect, not
+the observed one: Hoenig & Heisey (2001).
+
 Both take the trial SDs as known. They are estimates from n − 1 degrees of freedom, so each number comes with an
 interval: the same computation at the ends of the chi-square confidence interval for the variance of Δ on Welch's
 df (80% by default; variances scaled together), which at n = 3 (2–4 df) spans a factor of 7–20 in n — planning from
@@ -25,13 +32,14 @@ noncentral t on the Satterthwaite df at the calibrated level, which agrees with 
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 from scipy import special, stats
 
 from dganalysis.stats import behrens_fisher as bf
-from dganalysis.validation import check_number
+from dganalysis.validation import check_number, check_scalar
 
 POWER = 0.8
 
@@ -241,3 +249,71 @@ def trials_for_effect_size(effect: float, alpha: float, power: float = 0.8, pair
                 return np.inf
             return float(np.ceil(n_real)) if n_real <= max_n else np.inf
     return np.inf
+
+
+def paired_power(effect: float, n: int, level: float) -> float:
+    """Power of the two-sided paired t-test at ``level`` with ``n`` pairs if the true standardised effect (d_z) were
+    ``effect``: the largest power for which :func:`paired_trials` asks no more than ``n`` trials (bisection to 1e-4),
+    so a design's power and its trials for a target power come from one computation. 0 for fewer than 2 pairs."""
+    f = "paired_power"
+    check_number(effect, "effect", func=f)
+    if not effect > 0:
+        raise ValueError(f"{f}: parameter 'effect': expected a standardised effect d_z > 0, got {effect}")
+    check_scalar(n, "n", func=f, kind="int", low=0)
+    check_scalar(level, "level", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    if n < 2:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-4:
+        mid = (lo + hi) / 2
+        need = paired_trials(1.0, n, effect, level, power=mid)[0][0]
+        lo, hi = (mid, hi) if need <= n else (lo, mid)
+    return lo
+
+
+def trials_for_power(effect: float, level: float, power: float = POWER, pilot_n: int = 6) -> float:
+    """Pairs for the two-sided paired t-test at ``level`` to reach ``power`` if the true d_z were ``effect``
+    (:func:`paired_trials` at the point estimate, SD 1; ``pilot_n`` only sets its unused interval's df); inf above
+    2,000."""
+    check_scalar(pilot_n, "pilot_n", func="trials_for_power", kind="int", low=2)
+    check_scalar(power, "power", func="trials_for_power", low=0.0, high=1.0, low_open=True, high_open=True)
+    return float(paired_trials(1.0, pilot_n, effect, level, power=power)[0][0])
+
+
+def effect_from_trials(trials: float, level: float, power: float = POWER) -> float:
+    """The d_z for which :func:`paired_trials` asks ``trials`` pairs at ``level`` and ``power`` (bisection on a log
+    scale over [0.001, 50], 60 steps; the upper end): turns a pilot's power table ("n trials would decide it") back
+    into an effect."""
+    check_scalar(trials, "trials", func="effect_from_trials", low=2.0)
+    lo, hi = 1e-3, 50.0
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if paired_trials(1.0, 6, mid, level, power=power)[0][0] <= trials else (mid, hi)
+    return hi
+
+
+def effect_from_ci(mean: float, ci_low: float, ci_high: float, n: int, confidence: float = 0.95) -> float:
+    """|d_z| of a paired mean reported as ``mean [ci_low, ci_high]``, a Student-t interval over ``n`` pairs at
+    ``confidence`` (Student 1908): the SD of the differences is the half-width over t_{(1 + confidence)/2, n − 1}
+    times √n (the inverse of :func:`dganalysis.stats.intervals.t_half_width`)."""
+    f = "effect_from_ci"
+    for name, v in (("mean", mean), ("ci_low", ci_low), ("ci_high", ci_high)):
+        check_number(v, name, func=f)
+    if not ci_low < ci_high:
+        raise ValueError(f"{f}: parameters 'ci_low', 'ci_high': expected ci_low < ci_high, got [{ci_low}, {ci_high}]")
+    check_scalar(n, "n", func=f, kind="int", low=2)
+    check_scalar(confidence, "confidence", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    half = (ci_high - ci_low) / 2
+    sd = half / stats.t.ppf(0.5 + confidence / 2, n - 1) * math.sqrt(n)
+    return abs(mean) / sd
+
+
+def holm_bound_effect(n: int, m: int, alpha: float) -> float:
+    """The smallest |d_z| a two-sided paired t-test over ``n`` pairs can show and still be decided by Holm's (1979)
+    first step in a family of ``m`` (p < α/m): t_{1 − α/(2m), n − 1} / √n, a lower bound on the effect of a contrast
+    a pilot decided."""
+    f = "holm_bound_effect"
+    check_scalar(n, "n", func=f, kind="int", low=2)
+    check_scalar(m, "m", func=f, kind="int", low=1)
+    check_scalar(alpha, "alpha", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    return float(stats.t.isf(alpha / m / 2, n - 1) / math.sqrt(n))

@@ -6,8 +6,9 @@ study's parameter object by the function registered for it in :data:`DESIGNS` (:
 * the **effect it expects** and where that comes from (the paper, with section or table, or a named pilot run), as a
   standardised effect (Cohen's d_z of the paired differences) when its test is a paired t-test;
 * the **power** the profile's trials give that effect at the claim's level, computed with
-  :func:`dganalysis.stats.planning.paired_trials` (never typed in: :func:`paired_power` inverts it), and the trials
-  that would give 80%;
+  :func:`dganalysis.stats.planning.paired_trials` (never typed in:
+  :func:`~dganalysis.stats.planning.paired_power` inverts it), and the trials that would give 80%
+  (:func:`~dganalysis.stats.planning.trials_for_power`);
 * what it **cannot decide** here, and why: power below :data:`MIN_POWER`; a run shorter than the papers' training
   length (:data:`~dganalysis.studies.findings.PAPER_STEPS`) when only a negative verdict is in reach (a short run
   cannot refute a claim, :func:`~dganalysis.studies.findings.decide`); too few items for a rank test
@@ -19,7 +20,8 @@ records :func:`not_run_findings` for the claims it skips; ``dganalysis run --dry
 (:func:`design_lines`), and the runner puts it in the profile's ``index.md`` (:func:`read_design_markdown`).
 
 Power planning from a stated effect rather than the observed one: Hoenig & Heisey (2001); paired t power:
-Cohen (1988), Ch. 2.
+Cohen (1988), Ch. 2. The computations, including the effects read back from a pilot's interval, power table or Holm
+decision, are :mod:`dganalysis.stats.planning`'s; this module holds the claims.
 """
 
 from __future__ import annotations
@@ -31,11 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from scipy import stats
 
 from dganalysis import io
 from dganalysis.registry import Registry
 from dganalysis.stats import planning
+from dganalysis.stats.planning import (
+    effect_from_ci,
+    effect_from_trials,
+    holm_bound_effect,
+    paired_power,
+    trials_for_power,
+)
 from dganalysis.studies.findings import PAPER_STEPS, Verdict, spearman_too_small
 from dganalysis.validation import ConfigError
 
@@ -46,52 +54,6 @@ TARGET_POWER = planning.POWER
 #: test kinds: a paired t-test (two-sided, or one-sided at ``level``), an exact Spearman test over ``n`` items, or
 #: a measurement read against the paper's number (no test, nothing to power)
 KINDS = ("paired", "one-sided paired", "spearman", "measurement")
-
-
-def paired_power(effect: float, n: int, level: float) -> float:
-    """Power of the two-sided paired t-test at ``level`` with ``n`` pairs if the true standardised effect (d_z) were
-    ``effect``: the largest power for which :func:`dganalysis.stats.planning.paired_trials` asks no more than ``n``
-    trials (bisection to 1e-4). 0 for fewer than 2 pairs."""
-    if not effect > 0:
-        raise ValueError(f"effect={effect}: expected a standardised effect d_z > 0")
-    if n < 2:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    while hi - lo > 1e-4:
-        mid = (lo + hi) / 2
-        need = planning.paired_trials(1.0, n, effect, level, power=mid)[0][0]
-        lo, hi = (mid, hi) if need <= n else (lo, mid)
-    return lo
-
-
-def trials_for_power(effect: float, level: float, power: float = TARGET_POWER, pilot_n: int = 6) -> float:
-    """Paired trials for ``power`` at d_z = ``effect`` (:func:`dganalysis.stats.planning.paired_trials`; inf above
-    2,000)."""
-    return float(planning.paired_trials(1.0, pilot_n, effect, level, power=power)[0][0])
-
-
-def effect_from_trials(trials: float, level: float, power: float = TARGET_POWER) -> float:
-    """The d_z for which :func:`dganalysis.stats.planning.paired_trials` asks ``trials`` trials at ``level`` and
-    ``power`` (bisection): turns a pilot's power table ("n trials would decide it") back into an effect."""
-    lo, hi = 1e-3, 50.0
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if planning.paired_trials(1.0, 6, mid, level, power=power)[0][0] <= trials else (mid, hi)
-    return hi
-
-
-def effect_from_ci(mean: float, ci_low: float, ci_high: float, n: int, confidence: float = 0.95) -> float:
-    """|d_z| of a paired mean reported as ``mean [ci_low, ci_high]`` (t-interval over ``n`` pairs): the SD of the
-    differences is the interval's half-width over t(n−1) times √n."""
-    half = (ci_high - ci_low) / 2
-    sd = half / stats.t.ppf(0.5 + confidence / 2, n - 1) * math.sqrt(n)
-    return abs(mean) / sd
-
-
-def holm_bound_effect(n: int, m: int, alpha: float) -> float:
-    """The smallest |d_z| a paired contrast over ``n`` pairs can show and still be decided by Holm's first step in a
-    family of ``m`` (two-sided p < α/m): a lower bound on the effect of a contrast a pilot decided."""
-    return float(stats.t.isf(alpha / m / 2, n - 1) / math.sqrt(n))
 
 
 @dataclass(frozen=True)
@@ -128,7 +90,8 @@ class ClaimDesign:
     @property
     def power(self) -> float | None:
         """Power at the expected effect with ``n`` pairs at ``level`` (all ``n_methods`` contrasts together, taken
-        independent), from :func:`paired_power`; None for a measurement, a rank test or no expected effect."""
+        independent), from :func:`~dganalysis.stats.planning.paired_power`; None for a measurement, a rank test or
+        no expected effect."""
         if self.kind not in ("paired", "one-sided paired") or self.effect is None:
             return None
         return paired_power(self.effect, self.n, self.level) ** self.n_methods

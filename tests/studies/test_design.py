@@ -1,5 +1,6 @@
-"""The studies' designs (:mod:`dganalysis.studies.design`): power from stats.planning, undecidable claims flagged,
-skipped claims recorded as "not run", and the design shown by the dry run."""
+"""The studies' designs (:mod:`dganalysis.studies.design`): each claim's power from stats.planning (its planning
+functions are tested in tests/stats/test_planning.py), undecidable claims flagged, skipped claims recorded as
+"not run", and the design shown by the dry run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dganalysis.stats import planning
 from dganalysis.studies import design as d
 from dganalysis.studies.findings import Verdict, read_findings, replace_findings
 from dganalysis.studies.params import build_params
@@ -26,18 +26,6 @@ def _nct_power(effect: float, n: int, level: float) -> float:
     return float(stats.nct.sf(c, df, nc) + stats.nct.cdf(-c, df, nc))
 
 
-@pytest.mark.parametrize("effect, n, level", [(2.07, 6, 0.025), (0.8, 6, 0.05), (1.2, 15, 0.0025), (1.0, 4, 0.1)])
-def test_power_is_the_one_planning_gives(effect, n, level):
-    """paired_power inverts planning.paired_trials: planning asks ≤ n trials just below it and > n just above, and
-    it agrees with the noncentral-t power computed here."""
-    p = d.paired_power(effect, n, level)
-    assert p == pytest.approx(_nct_power(effect, n, level), abs=2e-3)
-    if p > 0.01:
-        assert planning.paired_trials(1.0, n, effect, level, power=p - 0.005)[0][0] <= n
-    if p < 0.99:
-        assert planning.paired_trials(1.0, n, effect, level, power=p + 0.005)[0][0] > n
-
-
 def test_a_claims_power_is_recomputed_not_typed():
     """The quick 03 design's Domain+ claim: its power is the product over its methods of planning's power."""
     p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
@@ -45,16 +33,6 @@ def test_a_claims_power_is_recomputed_not_typed():
     single = _nct_power(claim.effect, claim.n, claim.level)
     assert claim.power == pytest.approx(single ** claim.n_methods, abs=3e-3)
     assert claim.n == p.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
-
-
-def test_effects_are_computed_from_the_pilots_numbers():
-    # d_z of a mean and 95% t-interval over 6 pairs: |mean| / (half-width / t(5) * sqrt(6))
-    assert d.effect_from_ci(4.09, 1.86, 6.32, 6) == pytest.approx(4.09 / (2.23 / stats.t.ppf(0.975, 5) * 6 ** 0.5))
-    # the smallest d_z a Holm-decided 6-trial contrast can have, and a power table's trials turned back into d_z
-    b = d.holm_bound_effect(6, 13, 0.05)
-    assert 2 * stats.t.sf(b * 6 ** 0.5, 5) == pytest.approx(0.05 / 13)  # a mean of b SDs over 6 pairs: p = α/13
-    e = d.effect_from_trials(15, 0.0025)
-    assert planning.paired_trials(1.0, 6, e, 0.0025)[0][0] <= 15 < planning.paired_trials(1.0, 6, e * 0.97, 0.0025)[0][0]
 
 
 def test_undecidable_claims_are_flagged_with_the_reason():
