@@ -275,8 +275,11 @@ def trials_for_power(effect: float, level: float, power: float = POWER, pilot_n:
     """Pairs for the two-sided paired t-test at ``level`` to reach ``power`` if the true d_z were ``effect``
     (:func:`paired_trials` at the point estimate, SD 1; ``pilot_n`` only sets its unused interval's df); inf above
     2,000."""
-    check_scalar(pilot_n, "pilot_n", func="trials_for_power", kind="int", low=2)
-    check_scalar(power, "power", func="trials_for_power", low=0.0, high=1.0, low_open=True, high_open=True)
+    f = "trials_for_power"
+    check_number(effect, "effect", func=f)
+    check_scalar(level, "level", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(pilot_n, "pilot_n", func=f, kind="int", low=2)
     return float(paired_trials(1.0, pilot_n, effect, level, power=power)[0][0])
 
 
@@ -284,7 +287,10 @@ def effect_from_trials(trials: float, level: float, power: float = POWER) -> flo
     """The d_z for which :func:`paired_trials` asks ``trials`` pairs at ``level`` and ``power`` (bisection on a log
     scale over [0.001, 50], 60 steps; the upper end): turns a pilot's power table ("n trials would decide it") back
     into an effect."""
-    check_scalar(trials, "trials", func="effect_from_trials", low=2.0)
+    f = "effect_from_trials"
+    check_scalar(trials, "trials", func=f, low=2.0)
+    check_scalar(level, "level", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_scalar(power, "power", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
     lo, hi = 1e-3, 50.0
     for _ in range(60):
         mid = math.sqrt(lo * hi)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dganalysis.validation import ConfigError, check_frame, check_scalar, describe
+from dganalysis.validation import ConfigError, check_frame, check_numeric, check_scalar, describe
 
 
 def block_ranks(scores: pd.DataFrame) -> pd.DataFrame:
@@ -210,6 +210,7 @@ EXACT_SPEARMAN_MAX_N = 8
 def spearman_min_p(n: int) -> float:
     """Smallest two-sided p-value an exact Spearman permutation test can give with ``n`` items (no ties): 2/n!
     (the two perfect orders), 1 below 2 items."""
+    check_scalar(n, "n", func="spearman_min_p", kind="int", low=0)
     return min(1.0, 2.0 / math.factorial(n)) if n >= 2 else 1.0
 
 
@@ -219,6 +220,8 @@ def spearman_test(x, y) -> tuple[float, float]:
     ``PermutationMethod(n_resamples=inf)``, i.e. ``scipy.stats.permutation_test``'s exact distribution), scipy's t
     approximation above (``scipy.stats.spearmanr``, which gives p = 0 for ``|ρ| = 1`` at any n). NaN for fewer than 3
     pairs or a constant input."""
+    check_numeric(x, "x", func="spearman_test")
+    check_numeric(y, "y", func="spearman_test")
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ConfigError(f"spearman_test: parameters 'x' and 'y': expected two 1-d sequences of one length, got "

@@ -25,6 +25,9 @@ MODULES = ("dganalysis.records.selection", "dganalysis.records.read", "dganalysi
            "dganalysis.stats.rank_tests")
 #: public entry points of modules whose other functions are array kernels called by checked callers
 FUNCTIONS_ALSO = ("dganalysis.stats.multiplicity.adjust_pvalues", "dganalysis.stats.planning.trials_for_effect_size",
+                  "dganalysis.stats.planning.paired_power", "dganalysis.stats.planning.trials_for_power",
+                  "dganalysis.stats.planning.effect_from_trials", "dganalysis.stats.planning.effect_from_ci",
+                  "dganalysis.stats.planning.holm_bound_effect",
                   "dganalysis.records.index.load", "dganalysis.records.index.load_many")
 #: numerical kernels called in inner loops with arrays their public callers have checked (documented in
 #: docs/validation.md): the per-sample losses and inner solvers of the dual, and the batched KDE
