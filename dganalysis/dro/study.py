@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from dganalysis.data.checks import check_domain_dataset
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
+from dganalysis.stats.intervals import paired_percentile_bootstrap
 from dganalysis.stats.rank_tests import spearman_test
 from dganalysis.studies.findings import Verdict, format_p, spearman_too_small
 from dganalysis.validation import (
@@ -207,13 +208,12 @@ def loss_agreement(curves: pd.DataFrame, rho: float, losses: Sequence[str] = ("c
 def spearman_difference(pred: pd.DataFrame, a: str = "wc_ce", b: str = "nominal_ce", acc_col: str = "test_acc",
                         confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> dict:
     """Is measure ``a`` a better predictor of unseen accuracy than ``b``? Spearman ρ of each with ``acc_col`` and a
-    paired percentile-bootstrap CI over models (``scipy.stats.bootstrap``, ``paired=True``) of ρ_a − ρ_b.
+    paired percentile-bootstrap CI over models (:func:`dganalysis.stats.intervals.paired_percentile_bootstrap`) of
+    ρ_a − ρ_b.
 
     Both correlations are expected negative (a higher loss, a lower accuracy), so ``a`` predicts better when the
     difference is negative; ``decided`` says whether the CI excludes 0.
     """
-    from scipy.stats import bootstrap
-
     f = "spearman_difference"
     check_frame(pred, [a, b, acc_col], "pred", func=f, what="predictive_table")
     check_scalar(confidence, "confidence", func=f, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -225,9 +225,8 @@ def spearman_difference(pred: pd.DataFrame, a: str = "wc_ce", b: str = "nominal_
     def stat(xa, xb, acc):
         return spearmanr(xa, acc).statistic - spearmanr(xb, acc).statistic
 
-    res = bootstrap((t[a].to_numpy(), t[b].to_numpy(), t[acc_col].to_numpy()), stat, paired=True, vectorized=False,
-                    confidence_level=confidence, n_resamples=n_resamples, method="percentile", random_state=seed)
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    lo, hi = paired_percentile_bootstrap((t[a].to_numpy(), t[b].to_numpy(), t[acc_col].to_numpy()), stat,
+                                         confidence=confidence, n_resamples=n_resamples, seed=seed)
     ra, rb = spearmanr(t[a], t[acc_col]).statistic, spearmanr(t[b], t[acc_col]).statistic
     return {"measure": a, "baseline": b, "spearman_measure": float(ra), "spearman_baseline": float(rb),
             "difference": float(ra - rb), "ci_low": lo, "ci_high": hi, "n_models": len(t),

@@ -9,13 +9,15 @@
 * :mod:`~dganalysis.stats.multiplicity` — Holm's step-down, the joint step-down over each claim's difference and
   equivalence hypotheses, and the protocols' named corrections;
 * :mod:`~dganalysis.stats.planning` — trials per arm needed to decide an effect of ±rope, or to show equivalence,
-  and the t-tests' trials for a standardised effect;
+  the t-tests' trials for a standardised effect, a paired t-test's power at a stated d_z, and the d_z behind a
+  pilot's interval, power table or Holm decision;
 * :mod:`~dganalysis.stats.rank_tests` — Friedman / Nemenyi over blocks (critical differences, bootstrap rank
   intervals), the Wilcoxon signed-rank test, and Spearman's ρ with its exact permutation p-value for a few items;
 * :mod:`~dganalysis.stats.improvement` — probability of improvement, the IQM of the differences to a baseline and
   their intervals, and the Bayesian signed-rank posterior;
-* :mod:`~dganalysis.stats.intervals` — exact binomial with ties, trimmed-mean t, Student t over replicates, and the
-  expected-max curve of a search (Dodge et al.'s eq. 1 and the unbiased estimator) with its intervals.
+* :mod:`~dganalysis.stats.intervals` — exact binomial with ties, trimmed-mean t, Student t over replicates, the
+  paired percentile bootstrap, and the expected-max curve of a search (Dodge et al.'s eq. 1 and the unbiased
+  estimator) with its intervals.
 
 Each computation exists once, here: the audit (:mod:`dganalysis.audit`) and the protocols (:mod:`dganalysis.protocols`)
 call these; what is about claims, inputs and reports stays with them.
