@@ -18,12 +18,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats as st
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
 from dganalysis.stats.intervals import paired_percentile_bootstrap, t_half_width
 from dganalysis.stats.planning import trials_for_effect_size
-from dganalysis.stats.ttests import compare
+from dganalysis.stats.ttests import compare, one_sample_p
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
 
@@ -99,7 +98,7 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
             half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
             row = dict(zip(by, key), k=int(k), leakage=m, ci_low=m - half, ci_high=m + half, n_trials=n)
             if k == 1:
-                row["p_positive"] = float(st.ttest_1samp(x, 0.0, alternative="greater").pvalue) if n > 1 else np.nan
+                row["p_positive"] = one_sample_p(x, 0.0, alternative="greater")
                 eff = m / sd if n > 1 and sd > 0 else np.nan
                 row["trials_needed"] = trials_for_effect_size(eff, alpha, power) if eff > 0 else np.inf
             elif base is not None:

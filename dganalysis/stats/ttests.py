@@ -1,4 +1,5 @@
-"""Two-sample comparisons over trials: Welch's t-test and the paired t-test on shared trial seeds.
+"""Comparisons over trials: Welch's t-test, the paired t-test on shared trial seeds, and the one-sample t-test of a
+mean against a fixed value (:func:`one_sample_p`).
 
 Welch's t-test (Welch 1947) compares two means without assuming equal variances; the degrees of freedom come
 from the Welch–Satterthwaite equation (:func:`dganalysis.stats.behrens_fisher.welch_df`, the formula the audit's
@@ -79,6 +80,21 @@ def welch(a, b, confidence: float = 0.95, tol: float = TOL) -> WelchResult:
     p = float(2 * stats.t.sf(abs(t), df))
     q = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
     return WelchResult(diff, se, float(t), df, p, diff - q * se, diff + q * se, n_a, n_b)
+
+
+def one_sample_p(x, mu: float = 0.0, alternative: str = "greater") -> float:
+    """p-value of Student's (1908) one-sample t-test of mean(x) against ``mu`` over independent replicates (e.g. the
+    trials of one method; ``scipy.stats.ttest_1samp``): ``alternative`` "greater" (H1: mean > mu), "less" or
+    "two-sided". NaN with fewer than 2 values (no variance estimate)."""
+    f = "one_sample_p"
+    check_numeric(x, "x", func=f)
+    check_number(mu, "mu", func=f)
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"{f}: parameter 'alternative': expected 'greater', 'less' or 'two-sided', got "
+                         f"{alternative!r}")
+    if len(np.atleast_1d(np.asarray(x))) < 2:
+        return float("nan")
+    return float(stats.ttest_1samp(x, mu, alternative=alternative).pvalue)
 
 
 def tost_p(d_abs, se, df, rope: float) -> np.ndarray:

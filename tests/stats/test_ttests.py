@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from dganalysis.stats import behrens_fisher as bf
+from dganalysis.stats import ttests
 from dganalysis.stats.ttests import PAIRED, TOO_FEW, WELCH, compare, tost_p, welch
 
 
@@ -83,3 +84,15 @@ def test_tost_p_is_the_larger_of_scipys_two_one_sided_tests():
     # zero SE: equivalent exactly when inside the rope; arrays broadcast
     assert tost_p(np.array([0.5, 1.0, 2.0]), 0.0, 3, 1.0).tolist() == [0.0, 1.0, 1.0]
     assert tost_p(np.zeros((2, 3)), np.ones(3), 4, 1.0).shape == (2, 3)
+
+
+def test_one_sample_p_is_scipys_one_sample_t():
+    x = [0.4, 1.3, -0.2, 0.9, 0.7]
+    for alt in ("greater", "less", "two-sided"):
+        assert ttests.one_sample_p(x, 0.1, alt) == float(stats.ttest_1samp(x, 0.1, alternative=alt).pvalue)
+    # by hand: t = mean / (sd / √n) on n − 1 df, upper tail
+    t = np.mean(x) / (np.std(x, ddof=1) / np.sqrt(5))
+    assert ttests.one_sample_p(x) == pytest.approx(stats.t.sf(t, 4))
+    assert np.isnan(ttests.one_sample_p([1.0]))
+    with pytest.raises(ValueError, match="one_sample_p: parameter 'alternative'"):
+        ttests.one_sample_p(x, alternative="larger")
