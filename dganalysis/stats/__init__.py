@@ -4,8 +4,8 @@
   ratio (Welch's statistic with its p-value calibrated to the worst case over the unknown ratio, two- and
   one-sided), Welch–Satterthwaite's degrees of freedom, its simultaneous intervals, and the exact size and power
   integrals it rests on;
-* :mod:`~dganalysis.stats.ttests` — Welch's and the paired t-test over trials, as the protocols' papers use them, and
-  the TOST's p-value of equivalence within a rope;
+* :mod:`~dganalysis.stats.ttests` — Welch's, the paired and the one-sample t-test over trials, as the protocols'
+  papers use them, and the TOST's p-value of equivalence within a rope;
 * :mod:`~dganalysis.stats.multiplicity` — Holm's step-down, the joint step-down over each claim's difference and
   equivalence hypotheses, and the protocols' named corrections;
 * :mod:`~dganalysis.stats.planning` — trials per arm needed to decide an effect of ±rope, or to show equivalence,
