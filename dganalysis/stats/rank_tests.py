@@ -16,7 +16,7 @@ the pool (Benavoli, Corani & Mangili 2016).
 
 Spearman's rank correlation between two measures over a few items (:func:`spearman_test`) carries its exact
 permutation p-value for small n (all n! pairings; Spearman 1904, the permutation distribution as in Hollander,
-Wolfe & Chicken 2014, Sec. 8.5); :func:`spearman_min_p` is the smallest p-value such a test can give, 2/n! —
+Wolfe & Chicken 2014, Ch. 8); :func:`spearman_min_p` is the smallest p-value such a test can give, 2/n! —
 1/12 ≈ 0.083 with 4 items, so no ranking of 4 items reaches p < 0.05.
 """
 
