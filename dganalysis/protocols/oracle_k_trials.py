@@ -49,8 +49,8 @@ def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95
                   n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """Table 4's "leakage" reduction in percent, ``100 · (mean leak_K − mean leak_1) / mean leak_1``, with a paired
     percentile bootstrap CI over trials (trials resampled with their K=1 and K values together;
-    :func:`dganalysis.stats.intervals.paired_percentile_bootstrap`, seeded). A ratio of means rather than a mean of per-trial ratios: a trial with a leakage
-    near 0 at K=1 would dominate the latter. NaN where fewer than 3 paired trials or the mean K=1 leakage is 0.
+    :func:`dganalysis.stats.intervals.paired_percentile_bootstrap`, seeded). A ratio of means rather than a mean of
+    per-trial ratios: a trial with a leakage near 0 at K=1 would dominate the latter. NaN where fewer than 3 paired trials or the mean K=1 leakage is 0.
     With a handful of trials a percentile bootstrap is narrow (anti-conservative): it describes the size, while the
     verdicts rest on the paired t of the absolute fall (:func:`leakage_vs_k`)."""
     leak_k = check_series(leak_k, "leak_k", func="relative_fall")

@@ -299,9 +299,9 @@ def effect_from_trials(trials: float, level: float, power: float = POWER) -> flo
 
 
 def effect_from_ci(mean: float, ci_low: float, ci_high: float, n: int, confidence: float = 0.95) -> float:
-    """The absolute d_z of a paired mean reported as ``mean [ci_low, ci_high]``, a Student-t interval over ``n`` pairs at
-    ``confidence`` (Student 1908): the SD of the differences is the half-width over t_{(1 + confidence)/2, n − 1}
-    times √n (the inverse of :func:`dganalysis.stats.intervals.t_half_width`)."""
+    """The absolute d_z of a paired mean reported as ``mean [ci_low, ci_high]``, a Student-t interval over ``n``
+    pairs at ``confidence`` (Student 1908): the SD of the differences is the half-width over
+    t_{(1 + confidence)/2, n − 1} times √n (the inverse of :func:`dganalysis.stats.intervals.t_half_width`)."""
     f = "effect_from_ci"
     for name, v in (("mean", mean), ("ci_low", ci_low), ("ci_high", ci_high)):
         check_number(v, name, func=f)
@@ -315,9 +315,9 @@ def effect_from_ci(mean: float, ci_low: float, ci_high: float, n: int, confidenc
 
 
 def holm_bound_effect(n: int, m: int, alpha: float) -> float:
-    """The smallest absolute d_z a two-sided paired t-test over ``n`` pairs can show and still be decided by Holm's (1979)
-    first step in a family of ``m`` (p < α/m): t_{1 − α/(2m), n − 1} / √n, a lower bound on the effect of a contrast
-    a pilot decided."""
+    """The smallest absolute d_z a two-sided paired t-test over ``n`` pairs can show and still be decided by Holm's
+    (1979) first step in a family of ``m`` (p < α/m): t_{1 − α/(2m), n − 1} / √n, a lower bound on the effect of a
+    contrast a pilot decided."""
     f = "holm_bound_effect"
     check_scalar(n, "n", func=f, kind="int", low=2)
     check_scalar(m, "m", func=f, kind="int", low=1)

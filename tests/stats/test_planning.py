@@ -96,7 +96,8 @@ def test_effects_are_computed_from_the_pilots_numbers():
     b = planning.holm_bound_effect(6, 13, 0.05)
     assert 2 * stats.t.sf(b * 6 ** 0.5, 5) == pytest.approx(0.05 / 13)  # a mean of b SDs over 6 pairs: p = α/13
     e = planning.effect_from_trials(15, 0.0025)
-    assert planning.paired_trials(1.0, 6, e, 0.0025)[0][0] <= 15 < planning.paired_trials(1.0, 6, e * 0.97, 0.0025)[0][0]
+    trials = lambda dz: planning.paired_trials(1.0, 6, dz, 0.0025)[0][0]  # noqa: E731
+    assert trials(e) <= 15 < trials(e * 0.97)
 
 
 def test_effect_from_ci_inverts_the_t_interval():
