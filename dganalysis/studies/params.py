@@ -12,11 +12,12 @@ with what papermill's ``inspect_notebook`` reads from the cell). Every value mus
 (:func:`dganalysis.validation.like`: an integer stays an integer, a boolean a boolean; a ``None`` default takes
 anything), as the runner has always checked; the class's ``check`` adds the consistency checks of its study.
 
-A notebook that runs a second sweep besides its own (04's oracle sweep, 06's ranking sweep) takes that sweep's
-settings as one nested mapping parameter (``oracle = {"dataset": ..., "n_hparams": 2, "steps": 10, ...}``); the
-class turns it into a :class:`SweepSettings` (keys the mapping leaves out take the parameters cell's values; an
-unknown key fails with "did you mean"). The sweep-shape checks (``n_hparams``, ``steps``, splits, ...) live once,
-in :data:`SWEEP_RULES`, for the nested settings and for the flat fields of a notebook's own sweep alike.
+A notebook that runs a second sweep besides its own (the leakage study's oracle sweep, the shift study's ranking
+sweep) takes that sweep's settings as one nested mapping parameter (``oracle = {"dataset": ..., "n_hparams": 2,
+"steps": 10, ...}``); the class turns it into a :class:`SweepSettings` (keys the mapping leaves out take the
+parameters cell's values; an unknown key fails with "did you mean"). The sweep-shape checks (``n_hparams``,
+``steps``, splits, ...) live once, in :data:`SWEEP_RULES`, for the nested settings and for the flat fields of a
+notebook's own sweep alike.
 
 The objects are frozen (no attribute can be reassigned); the lists and mappings they hold are the values given, not
 copies, so the jobs planned from an object are the jobs planned from the same values passed one by one.
@@ -217,9 +218,9 @@ def _mapping_rule(value: Any, name: str) -> None:
         raise _fail(name, "a mapping", value)
 
 
-#: The sweep-shape checks, once: ``key -> rule(value, parameter name)``, applied to the keys of every :class:`SweepSettings`
-#: and (through :data:`SHARED_RULES`) to the flat fields of the same names of a notebook's own sweep. A value of
-#: ``None`` is not checked (a nullable key).
+#: The sweep-shape checks, once: ``key -> rule(value, parameter name)``, applied to the keys of every
+#: :class:`SweepSettings` and (through :data:`SHARED_RULES`) to the flat fields of the same names of a notebook's own
+#: sweep. A value of ``None`` is not checked (a nullable key).
 SWEEP_RULES: dict[str, Callable[[Any, str], None]] = {
     "n_hparams": _count_rule(1),
     "n_trials": _count_rule(1),
@@ -267,9 +268,9 @@ class SweepSettings:
     entries, one split each. ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the
     search space (YAML distribution specs, :func:`dganalysis.hparams.parse_distribution`; ``None``: DomainBed's).
 
-    A notebook's nested sweep parameter (e.g. 04's ``oracle``) uses only the keys its parameters cell names
-    (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`; the checks
-    of every key are :data:`SWEEP_RULES`."""
+    A notebook's nested sweep parameter (e.g. ``LeakageOracleParams.oracle``) uses only the keys its parameters
+    cell names (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`;
+    the checks of every key are :data:`SWEEP_RULES`."""
 
     dataset: str | None = None
     dataset_kwargs: dict = field(default_factory=dict)

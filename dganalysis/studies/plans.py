@@ -188,8 +188,9 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.studies.params.SweepSettings`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
-    checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial. ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution
-    specs, :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
+    checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
+    ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
+    :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     check_params(p, LeakageOracleParams, "leakage_oracle_plan")
     from dganalysis.protocols.leakage import make_leakage_jobs

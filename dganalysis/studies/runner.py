@@ -15,9 +15,10 @@ them (:mod:`dganalysis.provenance`), each notebook with its status, run time, fi
 
 **Variants.** A YAML may hold the reserved top-level key ``variants:``, a mapping ``<variant name> -> {parameter:
 value, ...}`` (names: a letter, then letters, digits, ``_`` or ``-``). Each variant is the base parameters with its
-overrides applied (top-level keys replaced, except a nested sweep-settings parameter such as 04's ``oracle``,
-whose keys the variant replaces one by one: :func:`dganalysis.studies.params.merge_overrides`), validated like the base (its errors name the YAML file and
-the variant) before anything runs. The runner executes the base run, then one run per variant, labelled
+overrides applied (top-level keys replaced, except a nested sweep-settings parameter such as
+``04_leakage_oracle``'s ``oracle``, whose keys the variant replaces one by one:
+:func:`dganalysis.studies.params.merge_overrides`), validated like the base (its errors name the YAML file and the
+variant) before anything runs. The runner executes the base run, then one run per variant, labelled
 ``<notebook>@<variant>`` (:func:`run_label`): executed into ``notebooks/<notebook>@<variant>.ipynb`` with
 ``output_dir = outputs/<profile>/variants/<variant>`` (its own figures, tables and findings) and the profile's shared
 ``store_dir`` and ``data_dir`` (a job that a variant shares with the base run is trained once). ``index.md``, the

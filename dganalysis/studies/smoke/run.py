@@ -136,9 +136,9 @@ def _smoke_sweep(sweep: Mapping[str, Any], at_least: Mapping[str, int], named: s
 
 
 def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; a nested sweep (04's
-    ``oracle``, 06's ``ranking``) is completed with the notebook's defaults for the keys it leaves out and shrunk
-    like the notebook's own sweep (:func:`_smoke_sweep`)."""
+    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; a nested sweep
+    (``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the notebook's
+    defaults for the keys it leaves out and shrunk like the notebook's own sweep (:func:`_smoke_sweep`)."""
     from dganalysis.studies.params import NOTEBOOK_PARAMS, params_class
 
     nested = params_class(name).sweep_names() if name.split("@", 1)[0] in NOTEBOOK_PARAMS else []
