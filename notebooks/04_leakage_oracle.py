@@ -58,13 +58,15 @@ batch_size = 32
 lr = 3e-3
 n_trials = 1
 frozen_stages = []               # Fig. 1: extra FT runs with the first k stages frozen; FT and LP always run
-oracle_dataset = "RotatedDigits"      # Table 4 may use another dataset than the pretraining part
-oracle_dataset_kwargs = {"image_size": 16}
-oracle_splits = [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}]  # Table 4: train on one group, test on the other
-oracle_n_hparams = 2             # Table 4: random-search size per training group
-oracle_search_overrides = {"augment": {"choice": [True, False]}}  # search-space changes (YAML specs)
-oracle_steps = 10
-oracle_n_trials = 2              # Table 4: trials (each gives one leakage per K; the CI is over them)
+# Table 4's oracle sweep (dganalysis.studies.params.SweepSettings; a YAML may give some keys only): its dataset may
+# differ from the pretraining part's; each split trains on one group and tests on the other; n_hparams draws per
+# training group; search_overrides change the search space (YAML specs; None: DomainBed's); n_trials trials (each
+# gives one leakage per K; the CI is over them); checkpoints every steps // 2
+oracle = {
+    "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+    "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,
+    "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2,
+}
 inception_weights = None         # pytorch-fid's pt_inception-2015-12-05-*.pth (or a torchvision inception_v3 state dict) → FID; None → substitute
 published_weights = {}           # Yu et al. Tables 1-3: label -> {"path": published file, "featurizer": arch}
 lp_ft_splits = []                # LP/FT splits, e.g. each domain held out; [] → train_domains → test_domains
@@ -182,7 +184,7 @@ display(gap_vs_dist.round(3))
 # ## Oracle leakage vs the number K of test domains (Table 4)
 #
 # Train on one group, test on the other group's three domains, with a random hyperparameter search (from scratch,
-# `oracle_n_hparams` draws, `oracle_n_trials` trials; the search includes `oracle_search_overrides`). IID =
+# `oracle.n_hparams` draws, `oracle.n_trials` trials; the search includes `oracle.search_overrides`). IID =
 # training-domain validation; oracle = the best test accuracy over the K-subset of test domains; each domain's accuracy
 # is averaged over all K-subsets that contain it. Leakage = oracle Avg − IID Avg. Both selections choose among the
 # **last checkpoints** of the draws (the oracle's candidates, as in Yu et al. and DomainBed). Two oracles from the same
@@ -211,7 +213,7 @@ display(gap_vs_dist.round(3))
 run_sweep(ojobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 otidy = records.load(store_dir)
 otidy = otidy[otidy["job_id"].isin({j.job_id for j in ojobs})]
-ods = load_dataset(oracle_dataset, data_dir=data_dir, **oracle_dataset_kwargs)
+ods = load_dataset(P.oracle.dataset, data_dir=data_dir, **P.oracle.dataset_kwargs)
 sizes = oracle_k.split_sizes({d.name: len(d.labels) for d in ods.domains}, ojobs[0].holdout_fraction)
 by_oracle = {name: okt.oracle_leakage(otidy, sizes, name) for name in oracle_k.ORACLES}
 table4 = pd.concat([r.table for r in by_oracle.values()], ignore_index=True)
@@ -232,11 +234,11 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
 # %%
 lp_test = sorted({d for s in lp_ft_splits for d in s["test"]}) or test_domains
 rows = [dict(r, data=data_label(ds, lp_test)) for r in lp_ft_findings(gap, sup_label, ssl_label)]
-otest = [d for d in ods.domain_names if any(d in s["test"] for s in oracle_splits)]
+otest = [d for d in ods.domain_names if any(d in s["test"] for s in P.oracle.splits)]
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 rows += [dict(r, data=data_label(ods, otest, note=onote.get(name, name))) for name in oracle_k.ORACLES
          for r in oracle_findings(leak_k[leak_k["oracle"] == name], oracle=name)]
-replace_findings(output_dir, "04", rows, steps=min(steps, oracle_steps))
+replace_findings(output_dir, "04", rows, steps=min(steps, P.oracle.steps))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]

@@ -63,18 +63,18 @@ folder_root = None  # a DomainBed-layout folder root/<domain>/<class>/<image> to
 folder_train = None  # its training domain names (None: the first domain)
 folder_test = None  # its test domain names (None: the last domain)
 folder_image_size = 32
-# Tables 1-2: a small sweep per dataset, ranking score vs ERM within each dominant-shift group
-ranking_datasets = [
-    {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
-    {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
-]
+# Tables 1-2: a small sweep per dataset, ranking score vs ERM within each dominant-shift group (the sweep's settings:
+# dganalysis.studies.params.SweepSettings; a YAML may give some keys only; an entry's "hparams" go on top of
+# hparams_overrides for that dataset)
+ranking = {
+    "datasets": [
+        {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
+        {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
+    ],
+    "algorithms": ["ERM", "VREx"], "n_hparams": 1, "n_trials": 2, "steps": 10, "checkpoint_freq": 5,
+    "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32},
+}
 ranking_dominant = {}  # dataset -> "diversity" | "correlation"; default: from the map above
-ranking_algorithms = ["ERM", "VREx"]
-ranking_n_hparams = 1
-ranking_n_trials = 2
-ranking_steps = 10
-ranking_checkpoint_freq = 5
-ranking_hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "oracle"
 n_workers = 2
 

@@ -294,7 +294,7 @@ PILOT_04 = "pilot: quick run of 2026-11-24 (RotatedFashionMNIST 16 px, 12 draws 
 def leakage_oracle_design(p) -> list[ClaimDesign]:
     """The Table 4 claims C1-C4 (params/quick/04_leakage_oracle.yaml), one-sided paired t over the oracle trials at
     ``p``'s α (a one-sided test at α powers as a two-sided one at 2α)."""
-    n, a2, steps = p.oracle_n_trials, 2 * 0.05, p.oracle_steps
+    n, a2, steps = p.oracle.n_trials, 2 * 0.05, p.oracle.steps
     c1 = effect_from_ci(4.09, 1.86, 6.32, 6)
     c2 = effect_from_ci(-1.52, -2.25, -0.78, 6)
     c4 = effect_from_ci(-0.28, -0.57, -0.00, 6)

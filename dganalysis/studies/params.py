@@ -12,6 +12,13 @@ with what papermill's ``inspect_notebook`` reads from the cell). Every value mus
 (:func:`dganalysis.validation.like`: an integer stays an integer, a boolean a boolean; a ``None`` default takes
 anything), as the runner has always checked; the class's ``check`` adds the consistency checks of its study.
 
+A notebook that runs a second sweep besides its own (the leakage study's oracle sweep, the shift study's ranking
+sweep) takes that sweep's settings as one nested mapping parameter (``oracle = {"dataset": ..., "n_hparams": 2,
+"steps": 10, ...}``); the class turns it into a :class:`SweepSettings` (keys the mapping leaves out take the
+parameters cell's values; an unknown key fails with "did you mean"). The sweep-shape checks (``n_hparams``,
+``steps``, splits, ...) live once, in :data:`SWEEP_RULES`, for the nested settings and for the flat fields of a
+notebook's own sweep alike.
+
 The objects are frozen (no attribute can be reassigned); the lists and mappings they hold are the values given, not
 copies, so the jobs planned from an object are the jobs planned from the same values passed one by one.
 """
@@ -19,7 +26,8 @@ copies, so the jobs planned from an object are the jobs planned from the same va
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -51,6 +59,11 @@ def _own_check(value: Any) -> Any:
     return field(default_factory=lambda: copy.deepcopy(value), metadata={"nullable": True, "own_check": True})
 
 
+def _sweep(value: dict[str, Any]) -> Any:
+    """A nested sweep-settings parameter (:class:`SweepSettings`) whose keys and defaults are ``value``'s."""
+    return field(default_factory=lambda: copy.deepcopy(value), metadata={"sweep": True})
+
+
 @dataclass(frozen=True)
 class NotebookParams:
     """What every study notebook has: the folders ``dganalysis run`` injects per profile."""
@@ -65,6 +78,10 @@ class NotebookParams:
         for f in fields(self):
             default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
             value = getattr(self, f.name)
+            if f.metadata.get("sweep"):
+                if not isinstance(value, SweepSettings):
+                    object.__setattr__(self, f.name, SweepSettings.from_mapping(value, f.name, default))
+                continue
             if (value is None and f.metadata.get("nullable")) or f.metadata.get("own_check"):
                 continue
             like(default)(value, f"parameter {f.name!r} (the notebook's default is {default!r})")
@@ -110,9 +127,15 @@ class NotebookParams:
         return cls.from_mapping({n: namespace[n] for n in cls.names() if n in namespace},
                                 f"notebook {cls.notebook}")
 
+    @classmethod
+    def sweep_names(cls) -> list[str]:
+        """The parameters that are nested sweep settings (:class:`SweepSettings`; a variant merges into them key by
+        key, :func:`merge_overrides`)."""
+        return [f.name for f in fields(cls) if f.metadata.get("sweep")]
+
     def as_dict(self) -> dict[str, Any]:
-        """Parameter name -> value (the values themselves, not copies)."""
-        return {n: getattr(self, n) for n in self.names()}
+        """Parameter name -> value (the values themselves, not copies; a nested sweep as its mapping)."""
+        return {n: v.as_dict() if isinstance(v := getattr(self, n), SweepSettings) else v for n in self.names()}
 
 
 # --------------------------------------------------------------------------- helpers for the checks
@@ -163,27 +186,153 @@ def _positive(obj: NotebookParams, name: str) -> None:
     Check("float", low=0.0, low_open=True)(getattr(obj, name), f"parameter {name!r}")
 
 
-def _count(low: int) -> Any:
-    return lambda obj, name: _at_least(obj, low, name)
+def _count_rule(low: int) -> Callable[[Any, str], None]:
+    return lambda value, name: Check("int", low=low)(value, f"parameter {name!r}")
 
 
-def _algorithms(obj: NotebookParams, name: str) -> None:
-    _names(name, getattr(obj, name), "a non-empty list of algorithm names")
+def _algorithms_rule(value: Any, name: str) -> None:
+    _names(name, value, "a non-empty list of algorithm names")
+
+
+def _splits_rule(value: Any, name: str) -> None:
+    for i, s in enumerate(_names(name, value, "a non-empty list of splits")):
+        _split(f"{name}[{i}]", s)
+
+
+_SPEC_KEYS = {"name", "kwargs", "train", "test", "hparams"}
+
+
+def _dataset_specs_rule(value: Any, name: str) -> None:
+    """A list of ``{name, train, test}`` datasets (optional ``kwargs``, and ``hparams`` on top of the sweep's
+    ``hparams_overrides`` for that dataset), each with a split."""
+    required = {"name", "train", "test"}
+    for i, spec in enumerate(_names(name, value, "a non-empty list of datasets")):
+        if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= _SPEC_KEYS:
+            raise _fail(f"{name}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
+                        f"{sorted(_SPEC_KEYS - required)})", spec)
+        _split(f"{name}[{i}]", {"train": spec["train"], "test": spec["test"]})
+
+
+def _mapping_rule(value: Any, name: str) -> None:
+    if not isinstance(value, Mapping):
+        raise _fail(name, "a mapping", value)
+
+
+#: The sweep-shape checks, once: ``key -> rule(value, parameter name)``, applied to the keys of every
+#: :class:`SweepSettings` and (through :data:`SHARED_RULES`) to the flat fields of the same names of a notebook's own
+#: sweep. A value of ``None`` is not checked (a nullable key).
+SWEEP_RULES: dict[str, Callable[[Any, str], None]] = {
+    "n_hparams": _count_rule(1),
+    "n_trials": _count_rule(1),
+    "steps": _count_rule(1),
+    "checkpoint_freq": _count_rule(1),
+    "algorithms": _algorithms_rule,
+    "splits": _splits_rule,
+    "datasets": _dataset_specs_rule,
+    "dataset_kwargs": _mapping_rule,
+    "hparams_overrides": _mapping_rule,
+    "search_overrides": _mapping_rule,
+}
+
+
+def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str], None]:
+    return lambda obj, name: rule(getattr(obj, name), name)
 
 
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
 #: kind is checked, before the class's own :meth:`NotebookParams.check`): "steps" means the same in every notebook.
-#: The other shared names are checked by kind alone (``dataset``, ``dataset_kwargs``, ``hparams_overrides``, …) or by
-#: a rule across parameters in the class's check (``train_domains``/``test_domains``: a split).
+#: The sweep-shape names take their rule from :data:`SWEEP_RULES`. The other shared names are checked by kind alone
+#: (``dataset``, ``dataset_kwargs``, ``hparams_overrides``, …) or by a rule across parameters in the class's check
+#: (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
-    **dict.fromkeys(("n_hparams", "n_trials", "steps", "checkpoint_freq", "n_workers", "workers", "batch_size",
-                     "image_size"), _count(1)),
-    "seed": _count(0),
+    **{n: _shared(SWEEP_RULES[n]) for n in ("n_hparams", "n_trials", "steps", "checkpoint_freq", "algorithms")},
+    **dict.fromkeys(("n_workers", "workers", "batch_size", "image_size"), _shared(_count_rule(1))),
+    "seed": _shared(_count_rule(0)),
     "lr": _positive,
     "alpha": lambda obj, name: _unit(obj, name),
-    "algorithms": _algorithms,
     "selection_method": lambda obj, name: _selection(obj, name),
 }
+
+
+#: the keys a nested sweep may take (each notebook's parameters cell names the ones its sweep has)
+SWEEP_KEYS = ("dataset", "dataset_kwargs", "splits", "datasets", "algorithms", "n_hparams", "n_trials", "steps",
+              "checkpoint_freq", "hparams_overrides", "search_overrides")
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """The shape of one sweep: DomainBed's random search of ``n_hparams`` hyperparameter draws, repeated over
+    ``n_trials`` trials, each job trained ``steps`` steps and evaluated every ``checkpoint_freq`` steps
+    (Gulrajani & Lopez-Paz 2021, Sec. 4; ``dganalysis.sweep``), of ``algorithms`` on ``dataset`` (built with
+    ``dataset_kwargs``) over ``splits`` — or over ``datasets``, a list of ``{name, kwargs, train, test, hparams}``
+    entries, one split each. ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the
+    search space (YAML distribution specs, :func:`dganalysis.hparams.parse_distribution`; ``None``: DomainBed's).
+
+    A notebook's nested sweep parameter (e.g. ``LeakageOracleParams.oracle``) uses only the keys its parameters
+    cell names (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`;
+    the checks of every key are :data:`SWEEP_RULES`."""
+
+    dataset: str | None = None
+    dataset_kwargs: dict = field(default_factory=dict)
+    splits: list = field(default_factory=list)
+    datasets: list = field(default_factory=list)
+    algorithms: list = field(default_factory=list)
+    n_hparams: int = 1
+    n_trials: int = 1
+    steps: int = 1
+    checkpoint_freq: int | None = None
+    hparams_overrides: dict = field(default_factory=dict)
+    search_overrides: dict | None = None
+    #: the parameter holding these settings (``oracle``), for the errors
+    name: str = field(default="sweep", compare=False)
+    #: the keys this sweep takes (its parameters cell's), in order; empty: every key of :data:`SWEEP_KEYS`
+    keys: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        for key in self.keys or SWEEP_KEYS:
+            value = getattr(self, key)
+            if value is not None and key in SWEEP_RULES:
+                SWEEP_RULES[key](value, f"{self.name}.{key}")
+
+    @classmethod
+    def from_mapping(cls, value: Any, name: str, defaults: Mapping[str, Any]) -> SweepSettings:
+        """The settings of the nested parameter ``name`` from ``value`` (key -> value); ``defaults`` (the parameters
+        cell's mapping) names the keys the sweep takes and fills those ``value`` leaves out. Each value must be of
+        the kind of its default (``search_overrides`` may also be ``None``). Raises :class:`ConfigError` naming the
+        parameter and the key, with "did you mean" for an unknown key."""
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"parameter {name!r}: expected a mapping of sweep settings (keys {list(defaults)}), "
+                              f"got {value!r}")
+        for key in value:
+            if key not in defaults:
+                close = difflib.get_close_matches(str(key), list(defaults), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"parameter {name!r}: unknown key {key!r}{hint} (the keys of {name!r} are "
+                                  f"{list(defaults)})")
+        merged = {**defaults, **value}
+        for key, v in merged.items():
+            if v is None and (key == "search_overrides" or defaults[key] is None):
+                continue
+            like(defaults[key])(v, f"parameter '{name}.{key}' (the notebook's default is {defaults[key]!r})")
+        return cls(**merged, name=name, keys=tuple(defaults))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Key -> value of the keys this sweep takes (the values themselves, not copies)."""
+        return {k: getattr(self, k) for k in self.keys or SWEEP_KEYS}
+
+
+def merge_overrides(notebook: str, base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` parameters with a variant's ``overrides`` on top. A parameter is replaced whole, except a nested
+    sweep (:meth:`NotebookParams.sweep_names`) given as a mapping on both sides: there the variant's keys replace
+    those keys only (``oracle: {steps: 15000}`` keeps the base's ``oracle.dataset``, ``oracle.splits``, ...); each
+    key's value (a list, ``dataset_kwargs``) is still replaced whole, so no setting of the base's dataset leaks
+    into a variant's other dataset."""
+    nested = set(params_class(notebook).sweep_names()) if notebook.split("@", 1)[0] in NOTEBOOK_PARAMS else set()
+    out = {**base, **overrides}
+    for name in nested & set(base) & set(overrides):
+        if isinstance(base[name], Mapping) and isinstance(overrides[name], Mapping):
+            out[name] = {**base[name], **overrides[name]}
+    return out
 
 
 # --------------------------------------------------------------------------- one class per notebook
@@ -330,13 +479,11 @@ class LeakageOracleParams(NotebookParams):
     lr: float = 3e-3
     n_trials: int = 1
     frozen_stages: list = _default([])
-    oracle_dataset: str = "RotatedDigits"
-    oracle_dataset_kwargs: dict = _default({"image_size": 16})
-    oracle_splits: list = _default([{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}])
-    oracle_n_hparams: int = 2
-    oracle_search_overrides: dict = _default({"augment": {"choice": [True, False]}}, nullable=True)  # None: DomainBed's
-    oracle_steps: int = 10
-    oracle_n_trials: int = 2
+    #: Table 4's oracle sweep (search_overrides None: DomainBed's search space; checkpoints every steps // 2)
+    oracle: SweepSettings = _sweep({
+        "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+        "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,
+        "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2})
     inception_weights: Any = None
     published_weights: dict = _default({})
     lp_ft_splits: list = _default([])
@@ -345,8 +492,7 @@ class LeakageOracleParams(NotebookParams):
     n_workers: int = 1
 
     def check(self) -> None:
-        _at_least(self, 1, "source_copies", "pretrain_batch_size", "oracle_n_hparams", "oracle_steps",
-                  "oracle_n_trials")
+        _at_least(self, 1, "source_copies", "pretrain_batch_size")
         _at_least(self, 2, "fid_n_samples")
         _at_least(self, 0, "pretrain_steps")
         _positive(self, "pretrain_lr")
@@ -355,8 +501,6 @@ class LeakageOracleParams(NotebookParams):
             raise _fail("test_like_angles", "[low, high] rotation range", self.test_like_angles)
         for i, k in enumerate(self.frozen_stages):
             Check("int", low=0)(k, f"parameter 'frozen_stages[{i}]'")
-        for i, s in enumerate(_names("oracle_splits", self.oracle_splits, "a non-empty list of splits")):
-            _split(f"oracle_splits[{i}]", s)
         for i, s in enumerate(self.lp_ft_splits):
             _split(f"lp_ft_splits[{i}]", s)
         for label, spec in self.published_weights.items():
@@ -429,7 +573,6 @@ class LeaderboardsParams(NotebookParams):
 
 
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
-_RANKING_KEYS = {"name", "kwargs", "train", "test", "hparams"}
 
 
 @NOTEBOOK_PARAMS.register("06_shift_estimation")
@@ -465,24 +608,21 @@ class ShiftEstimationParams(NotebookParams):
     folder_train: Any = None
     folder_test: Any = None
     folder_image_size: int = 32
-    ranking_datasets: list = _default([
-        {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
-        {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
-    ])
+    #: Tables 1-2's ranking sweep: one split per dataset (an entry's ``hparams`` go on top of ``hparams_overrides``)
+    ranking: SweepSettings = _sweep({
+        "datasets": [
+            {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
+            {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
+        ],
+        "algorithms": ["ERM", "VREx"], "n_hparams": 1, "n_trials": 2, "steps": 10, "checkpoint_freq": 5,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     ranking_dominant: dict = _default({})
-    ranking_algorithms: list = _default(["ERM", "VREx"])
-    ranking_n_hparams: int = 1
-    ranking_n_trials: int = 2
-    ranking_steps: int = 10
-    ranking_checkpoint_freq: int = 5
-    ranking_hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
     selection_method: str = "oracle"
     n_workers: int = 2
 
     def check(self) -> None:
         _at_least(self, 1, "z_dim", "n_samples", "fig4_trials", "table3_trials", "baseline_max_points", "map_trials",
-                  "map_max_per_env", "folder_image_size", "ranking_n_hparams", "ranking_n_trials", "ranking_steps",
-                  "ranking_checkpoint_freq")
+                  "map_max_per_env", "folder_image_size")
         if self.env_steps is not None:
             _at_least(self, 1, "env_steps")
         Check(choices=("scott", "shared"))(self.bandwidth, "parameter 'bandwidth'")
@@ -492,15 +632,12 @@ class ShiftEstimationParams(NotebookParams):
             for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of probabilities")):
                 Check("float", low=0.0, high=1.0)(r, f"parameter '{n}[{i}]'")
         _names("fig4_mu", self.fig4_mu, "a non-empty list of means")
-        for n, specs, keys, required in (("map_datasets", self.map_datasets, _MAP_KEYS, _MAP_KEYS - {"kwargs"}),
-                                         ("ranking_datasets", self.ranking_datasets, _RANKING_KEYS,
-                                          {"name", "train", "test"})):
-            for i, spec in enumerate(specs):
-                if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= keys:
-                    raise _fail(f"{n}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
-                                f"{sorted(keys - required)})", spec)
-                _split(f"{n}[{i}]", {"train": spec["train"], "test": spec["test"]})
-        _names("ranking_algorithms", self.ranking_algorithms, "a non-empty list of algorithm names")
+        required = _MAP_KEYS - {"kwargs"}
+        for i, spec in enumerate(self.map_datasets):
+            if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= _MAP_KEYS:
+                raise _fail(f"map_datasets[{i}]", f"a mapping with keys {sorted(required)} (optional: "
+                            f"{sorted(_MAP_KEYS - required)})", spec)
+            _split(f"map_datasets[{i}]", {"train": spec["train"], "test": spec["test"]})
         for name, shift in self.ranking_dominant.items():
             Check(choices=("diversity", "correlation"))(shift, f"parameter 'ranking_dominant[{name!r}]'")
 

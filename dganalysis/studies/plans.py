@@ -185,10 +185,12 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
 
     Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
     featurizer. ``p.lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3
-    hold out each domain in turn. The oracle sweep trains from scratch on ``p.oracle_dataset`` (which may differ from
-    the pretraining part's) with a random search of ``oracle_n_hparams`` draws and ``oracle_n_trials`` trials: the
-    leakage is computed per trial. ``p.oracle_search_overrides`` widens or narrows that search (YAML distribution
-    specs, :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
+    hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.studies.params.SweepSettings`)
+    trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
+    ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
+    checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
+    ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
+    :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     check_params(p, LeakageOracleParams, "leakage_oracle_plan")
     from dganalysis.protocols.leakage import make_leakage_jobs
@@ -202,12 +204,12 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
         modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in p.frozen_stages] if path else [])
         jobs += make_leakage_jobs(p.dataset, p.dataset_kwargs, split, {label: path}, modes, hparams_overrides=hp,
                                   **common)
-    oracle = make_leakage_jobs(p.oracle_dataset, p.oracle_dataset_kwargs, p.oracle_splits, {"none": None}, ["FT"],
-                               algorithms=[p.algorithm], n_hparams=p.oracle_n_hparams, n_trials=p.oracle_n_trials,
-                               steps=p.oracle_steps,
-                               checkpoint_freq=max(1, p.oracle_steps // 2),
+    o = p.oracle
+    oracle = make_leakage_jobs(o.dataset, o.dataset_kwargs, o.splits, {"none": None}, ["FT"],
+                               algorithms=[p.algorithm], n_hparams=o.n_hparams, n_trials=o.n_trials, steps=o.steps,
+                               checkpoint_freq=max(1, o.steps // 2),
                                hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size},
-                               search_overrides=p.oracle_search_overrides or None)
+                               search_overrides=o.search_overrides or None)
     files = {"inception_weights": p.inception_weights} if p.inception_weights else {}
     if p.fid_reference:
         files["fid_reference"] = p.fid_reference
@@ -215,7 +217,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     other = [f"2 pretraining runs of {p.featurizer} ({p.pretrain_steps} steps × batch {p.pretrain_batch_size}; "
              f"supervised and SimCLR) into {Path(produced[0]).parent} — not counted in the budget"] if produced else []
     datasets = list({json.dumps([d, kw], sort_keys=True): (d, kw) for d, kw in
-                     [(p.dataset, p.dataset_kwargs), (p.oracle_dataset, p.oracle_dataset_kwargs)]}.values())
+                     [(p.dataset, p.dataset_kwargs), (o.dataset, o.dataset_kwargs)]}.values())
     return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
@@ -283,19 +285,21 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
 @PLANS.register("06_shift_estimation")
 def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     """The Tables 1–2 ranking sweep of Ye et al. 2022 (one split per dataset); the shift estimates themselves
-    train small environment classifiers, counted in ``other``. A ranking spec's optional ``hparams`` go on top of
-    ``ranking_hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
+    train small environment classifiers, counted in ``other``. The sweep is ``p.ranking`` (a
+    :class:`~dganalysis.studies.params.SweepSettings`); an entry of ``ranking.datasets`` may add ``hparams`` on top
+    of ``ranking.hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
     MNIST CNN on Colored MNIST)."""
     check_params(p, ShiftEstimationParams, "shift_estimation_plan")
     jobs: list[Job] = []
-    for spec in p.ranking_datasets:
+    r = p.ranking
+    for spec in r.datasets:
         kwargs = spec.get("kwargs", {})
-        over = {**p.ranking_hparams_overrides, **spec.get("hparams", {})}
-        jobs += make_jobs(spec["name"], kwargs, p.ranking_algorithms, [{"train": spec["train"], "test": spec["test"]}],
-                          n_hparams=p.ranking_n_hparams, n_trials=p.ranking_n_trials, steps=p.ranking_steps,
-                          checkpoint_freq=p.ranking_checkpoint_freq, hparams_overrides=over,
+        over = {**r.hparams_overrides, **spec.get("hparams", {})}
+        jobs += make_jobs(spec["name"], kwargs, r.algorithms, [{"train": spec["train"], "test": spec["test"]}],
+                          n_hparams=r.n_hparams, n_trials=r.n_trials, steps=r.steps,
+                          checkpoint_freq=r.checkpoint_freq, hparams_overrides=over,
                           domains=domain_names(spec["name"], kwargs, p.data_dir))
-    datasets = [(s["name"], s.get("kwargs", {})) for s in [*p.map_datasets, *p.ranking_datasets]]
+    datasets = [(s["name"], s.get("kwargs", {})) for s in [*p.map_datasets, *r.datasets]]
     if p.folder_root is not None:
         datasets.append(("ImageFolder", {"root": p.folder_root, "image_size": p.folder_image_size}))
     n_env = (len(p.fig4_rho) ** 2 + 2 * len(p.fig4_mu) ** 2) * p.fig4_trials \

@@ -15,8 +15,10 @@ them (:mod:`dganalysis.provenance`), each notebook with its status, run time, fi
 
 **Variants.** A YAML may hold the reserved top-level key ``variants:``, a mapping ``<variant name> -> {parameter:
 value, ...}`` (names: a letter, then letters, digits, ``_`` or ``-``). Each variant is the base parameters with its
-overrides applied (top-level keys replaced, not merged), validated like the base (its errors name the YAML file and
-the variant) before anything runs. The runner executes the base run, then one run per variant, labelled
+overrides applied (top-level keys replaced, except a nested sweep-settings parameter such as
+``04_leakage_oracle``'s ``oracle``, whose keys the variant replaces one by one:
+:func:`dganalysis.studies.params.merge_overrides`), validated like the base (its errors name the YAML file and the
+variant) before anything runs. The runner executes the base run, then one run per variant, labelled
 ``<notebook>@<variant>`` (:func:`run_label`): executed into ``notebooks/<notebook>@<variant>.ipynb`` with
 ``output_dir = outputs/<profile>/variants/<variant>`` (its own figures, tables and findings) and the profile's shared
 ``store_dir`` and ``data_dir`` (a job that a variant shares with the base run is trained once). ``index.md``, the
@@ -135,6 +137,8 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
     its parameters cell; a YAML without ``variants:`` has no variants (see the module docstring)."""
     import papermill as pm
 
+    from dganalysis.studies.params import merge_overrides
+
     root = root or repo_root()
     ypath = root / "params" / profile / f"{name}.yaml"
     if not ypath.is_file():
@@ -156,7 +160,7 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
             raise ValueError(f"{label}: expected a mapping of parameter overrides, got {type(overrides).__name__}")
         if VARIANTS_KEY in overrides:
             raise ValueError(f"{label}: variants cannot be nested")
-        out[vname] = _check({**raw, **overrides}, label, inspected, profile, root, name)
+        out[vname] = _check(merge_overrides(name, raw, overrides), label, inspected, profile, root, name)
     return base, out
 
 

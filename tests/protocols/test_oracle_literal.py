@@ -154,7 +154,7 @@ def test_fall_prev_columns_and_literal_findings():
 
 
 def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
-    """Notebook 04's oracle sweep takes ``oracle_search_overrides`` (the quick profile's augment choice); the LP/FT
+    """Notebook 04's oracle sweep takes ``oracle.search_overrides`` (the quick profile's augment choice); the LP/FT
     sweep and, with None, the oracle sweep keep DomainBed's space (so earlier jobs keep their hashes)."""
     from pathlib import Path
 
@@ -162,11 +162,11 @@ def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
     from dganalysis.studies.plans import plan_for
 
     nb = Path(__file__).resolve().parents[2] / "notebooks" / "04_leakage_oracle.ipynb"
-    p = {**notebook_defaults(nb), "output_dir": str(tmp_path), "oracle_n_hparams": 3, "oracle_n_trials": 1,
-         "oracle_search_overrides": {"augment": {"choice": [True, False]}}}
+    p = {**notebook_defaults(nb), "output_dir": str(tmp_path),
+         "oracle": {"n_hparams": 3, "n_trials": 1, "search_overrides": {"augment": {"choice": [True, False]}}}}
     plan = plan_for("04_leakage_oracle", p)
     assert all(j.search_overrides == {"augment": {"choice": [True, False]}} for j in plan.sweeps["oracle-K"])
     assert not any(j.search_overrides for j in plan.sweeps["LP/FT"])
-    plain = plan_for("04_leakage_oracle", {**p, "oracle_search_overrides": None}).sweeps["oracle-K"]
+    plain = plan_for("04_leakage_oracle", {**p, "oracle": {**p["oracle"], "search_overrides": None}}).sweeps["oracle-K"]
     assert not any(j.search_overrides for j in plain)
     assert {j.job_id for j in plain}.isdisjoint({j.job_id for j in plan.sweeps["oracle-K"]})

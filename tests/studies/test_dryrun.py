@@ -208,9 +208,9 @@ def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
     """Notebook 04's Table 4 sweep (Yu et al. 2024) may use another dataset and trial count than its LP/FT part."""
     from dganalysis.studies.dryrun import notebook_defaults
 
-    p = {**notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"), "output_dir": str(tmp_path), "oracle_dataset": "ColoredDigits",
-         "oracle_dataset_kwargs": {"image_size": 8}, "oracle_n_trials": 3, "oracle_n_hparams": 2,
-         "oracle_splits": [{"train": ["+90%"], "test": ["+80%", "-90%"]}]}
+    p = {**notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"), "output_dir": str(tmp_path),
+         "oracle": {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 8}, "n_trials": 3, "n_hparams": 2,
+                    "splits": [{"train": ["+90%"], "test": ["+80%", "-90%"]}]}}
     plan = plan_for("04_leakage_oracle", p)
     oracle, lpft = plan.sweeps["oracle-K"], plan.sweeps["LP/FT"]
     assert {j.dataset for j in oracle} == {"ColoredDigits"} and {j.dataset for j in lpft} == {"RotatedDigits"}

@@ -20,7 +20,14 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from dganalysis.studies import runner
-from dganalysis.studies.params import NOTEBOOK_PARAMS, SHARED_RULES, build_params, params_class
+from dganalysis.studies.params import (
+    NOTEBOOK_PARAMS,
+    SHARED_RULES,
+    SWEEP_RULES,
+    SweepSettings,
+    build_params,
+    params_class,
+)
 from dganalysis.studies.plans import PLANS
 from dganalysis.studies.runner import INJECTED, list_notebooks, load_params
 from dganalysis.validation import ConfigError
@@ -97,19 +104,22 @@ def test_notebook_builds_its_object_and_its_planner_takes_it(name):
 NEW_VALUES = {
     "baseline": "CORAL", "selections": "all", "reference": "shipped:domainbed",
     "bandwidth": "shared", "evaluate_on": "test_domain", "correction": "bonferroni", "selection_method": "oracle",
-    "featurizer": "cnn", "algorithm": "CORAL", "dataset": "ColoredDigits", "oracle_dataset": "ColoredDigits",
+    "featurizer": "cnn", "algorithm": "CORAL", "dataset": "ColoredDigits",
     "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
     "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3], "angles": [0, 30, 60, 90],
     "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
     "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
     "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
     "algorithms": ["ERM", "WM", "G2DM"], "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
-    "dataset_kwargs": {"image_size": 12}, "oracle_dataset_kwargs": {"image_size": 12},
-    "hparams_overrides": {"featurizer": "cnn"}, "ranking_hparams_overrides": {"featurizer": "cnn"},
+    "dataset_kwargs": {"image_size": 12}, "hparams_overrides": {"featurizer": "cnn"},
+    # nested sweeps: some keys only (the others keep the cell's values)
+    "oracle": {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 12}, "search_overrides": None,
+               "splits": [{"train": ["+90%"], "test": ["-90%"]}], "steps": 15},
+    "ranking": {"algorithms": ["ERM"], "n_trials": 1, "hparams_overrides": {"featurizer": "cnn"}},
     "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
     "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
     "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
-    "oracle_search_overrides": {}, "search_protocol": "yu2024", "family": "table",
+    "search_protocol": "yu2024", "family": "table",
 }
 
 
@@ -135,6 +145,15 @@ def _new_value(name: str, default):
 CASES = [(n, p) for n in NOTEBOOKS for p in params_class(n).names()]
 
 
+def _got(obj, param: str, value):
+    """``obj``'s ``param``; a nested sweep (:class:`SweepSettings`) as the keys ``value`` sets."""
+    got = getattr(obj, param)
+    if isinstance(got, SweepSettings):
+        assert list(got.as_dict()) == list(type(obj).defaults()[param])  # the cell's keys, in order
+        return {k: got.as_dict()[k] for k in value}
+    return got
+
+
 @pytest.mark.parametrize("name, param", CASES, ids=[f"{n[:2]}-{p}" for n, p in CASES])
 def test_every_parameter_is_settable_by_papermill_yaml_and_object(name, param, tmp_path):
     """Each parameter of each notebook, set alone to a new value: (1) through papermill's injection (what ``papermill
@@ -148,7 +167,7 @@ def test_every_parameter_is_settable_by_papermill_yaml_and_object(name, param, t
     assert value != default, f"{name}.{param}: pick a value other than the default"
     # (3) the object
     p = cls(**{param: value})
-    assert getattr(p, param) == value
+    assert _got(p, param, value) == value
     # (1) papermill: -p resolves scalars from the command line's text; -y and the runner pass them as they are
     if isinstance(value, (bool, int, float)) or value is None:
         assert papermill.cli._resolve_type(str(value)) == value
@@ -159,7 +178,7 @@ def test_every_parameter_is_settable_by_papermill_yaml_and_object(name, param, t
     for src in cells:
         exec(src, namespace)  # noqa: S102 - the notebook's own literal assignments and papermill's injection
     assert namespace[param] == value
-    assert getattr(cls.from_namespace(namespace), param) == value
+    assert _got(cls.from_namespace(namespace), param, value) == value
     # (2) a params YAML, through the runner's validation
     for sub in ("notebooks",):
         (tmp_path / sub).mkdir()
@@ -236,3 +255,85 @@ def test_shared_parameter_names_have_one_rule(notebook):
         if name in cls.names():
             with pytest.raises(ConfigError, match=f"parameter '{name}'"):
                 cls.from_mapping({name: bad})
+
+
+# --------------------------------------------------------------------------- nested sweep settings
+
+
+def test_sweep_settings_fill_missing_keys_and_feed_the_planner():
+    """04's ``oracle`` and 06's ``ranking`` become :class:`SweepSettings`; keys left out take the cell's values."""
+    from dganalysis.studies.params import LeakageOracleParams, ShiftEstimationParams
+
+    p = LeakageOracleParams(oracle={"steps": 7})
+    assert isinstance(p.oracle, SweepSettings) and p.oracle.steps == 7
+    assert p.oracle.dataset == "RotatedDigits" and p.oracle.n_hparams == 2 and p.oracle.n_trials == 2
+    assert p.as_dict()["oracle"] == {**LeakageOracleParams.defaults()["oracle"], "steps": 7}  # a plain mapping
+    assert {j.steps for j in PLANS.get("04_leakage_oracle")(p).sweeps["oracle-K"]} == {7}
+    assert LeakageOracleParams.sweep_names() == ["oracle"] and ShiftEstimationParams.sweep_names() == ["ranking"]
+    r = ShiftEstimationParams(ranking={"algorithms": ["ERM", "IRM", "CORAL"]}).ranking
+    assert r.algorithms == ["ERM", "IRM", "CORAL"] and r.checkpoint_freq == 5
+
+
+@pytest.mark.parametrize("key, bad", [(k, v) for k, v in _SHARED_BAD.items() if k in SWEEP_RULES] +
+                         [("splits", [{"train": ["0"], "test": ["0"]}]), ("datasets", [{"name": "X"}]),
+                          ("dataset_kwargs", [1])])
+def test_nested_sweep_keys_follow_the_shared_rules(key, bad):
+    """A nested key is refused by the same rule as the flat parameter of that name (SWEEP_RULES), naming
+    ``parameter.key``."""
+    for name, param in (("04_leakage_oracle", "oracle"), ("06_shift_estimation", "ranking")):
+        if key not in params_class(name).defaults()[param]:
+            continue
+        with pytest.raises(ConfigError, match=rf"x\.yaml: parameter '{param}\.{key}"):
+            build_params(name, {param: {key: bad}}, "x.yaml")
+
+
+def test_nested_sweep_errors_name_the_file_parameter_and_key():
+    with pytest.raises(ConfigError, match=r"x\.yaml: parameter 'oracle': unknown key 'stesp'; did you mean 'steps'\?"):
+        build_params("04_leakage_oracle", {"oracle": {"stesp": 10}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"x\.yaml: parameter 'ranking': unknown key 'bogus' \(the keys"):
+        build_params("06_shift_estimation", {"ranking": {"bogus": 1}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"parameter 'oracle': expected a mapping of sweep settings"):
+        build_params("04_leakage_oracle", {"oracle": 10}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"parameter 'oracle\.steps' \(the notebook's default is 10\): expected an "
+                                          r"integer"):
+        build_params("04_leakage_oracle", {"oracle": {"steps": 2.5}}, "x.yaml")
+
+
+def test_variant_merges_a_nested_sweep_key_by_key(tmp_path):
+    """A variant's ``oracle: {steps: ...}`` replaces that key of the base's ``oracle`` only; any other parameter,
+    and each key's value (``splits``, ``dataset_kwargs``), is replaced whole; an unknown nested key in a variant
+    names the file, the variant, the parameter and the key."""
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "04_leakage_oracle.ipynb", tmp_path / "notebooks")
+    (tmp_path / "params" / "t").mkdir(parents=True)
+    yml = tmp_path / "params" / "t" / "04_leakage_oracle.yaml"
+    base = {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 12, "n_per_domain": 50}, "n_hparams": 3,
+            "splits": [{"train": ["+90%"], "test": ["-90%"]}, {"train": ["-90%"], "test": ["+90%"]}], "steps": 40}
+    yml.write_text(yaml.safe_dump({"oracle": base, "test_like_angles": [30, 90], "variants": {
+        "long": {"oracle": {"steps": 400, "dataset_kwargs": {"image_size": 8},
+                            "splits": [{"train": ["+80%"], "test": ["-90%"]}]},
+                 "test_like_angles": [60, 90]}}}))
+    got_base, variants = runner.load_all_params("t", "04_leakage_oracle", tmp_path)
+    assert got_base["oracle"] == base
+    assert variants["long"] == {"oracle": {**base, "steps": 400, "dataset_kwargs": {"image_size": 8},
+                                           "splits": [{"train": ["+80%"], "test": ["-90%"]}]},
+                                "test_like_angles": [60, 90]}
+    p = build_params("04_leakage_oracle", variants["long"])
+    assert (p.oracle.dataset, p.oracle.n_hparams, p.oracle.steps) == ("ColoredDigits", 3, 400)
+    yml.write_text(yaml.safe_dump({"oracle": base, "variants": {"long": {"oracle": {"n_hparam": 4}}}}))
+    with pytest.raises(ConfigError, match=r"04_leakage_oracle\.yaml \(variant 'long'\): parameter 'oracle': unknown "
+                                          r"key 'n_hparam'; did you mean 'n_hparams'\?"):
+        runner.load_all_params("t", "04_leakage_oracle", tmp_path)
+
+
+def test_paper_variant_overrides_only_the_oracle_keys_it_names():
+    """The paper profile's 04 variant ``domainnet`` trains Table 4 on DomainNet at 15,000 steps and keeps the base's
+    draws, trials and dataset arguments."""
+    base, variants = runner.load_all_params("paper", "04_leakage_oracle", ROOT)
+    merged = [v["oracle"] for v in variants.values() if v["oracle"] != base["oracle"]]
+    assert merged, "a paper variant changes the oracle sweep"
+    for o in merged:
+        assert set(o) == set(base["oracle"])
+        assert (o["n_hparams"], o["n_trials"], o["dataset_kwargs"]) == (base["oracle"]["n_hparams"],
+                                                                       base["oracle"]["n_trials"],
+                                                                       base["oracle"]["dataset_kwargs"])

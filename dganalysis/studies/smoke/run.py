@@ -59,7 +59,7 @@ _SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_cla
                     r"max_per_env|max_points|n_bootstrap)$")
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
-_AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle_n_trials": 2, "oracle_n_hparams": 2}}
+_AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle.n_trials": 2, "oracle.n_hparams": 2}}
 MAX_IMAGE = 16
 #: PaHCC's image size (``02_binarization_study``, ``03_dynamic_dg``): their ResNet-18 has a 3×3 stem (``conv1_3x3``)
 #: that keeps the full resolution, so its cost grows with the pixels (a one-step job: 1.3 s at 8 px, 3.2 s at 16 px)
@@ -111,8 +111,37 @@ def _one_per_kind(specs: Any) -> Any:
     return list(seen_l.values())
 
 
+def _smoke_sweep(sweep: Mapping[str, Any], at_least: Mapping[str, int], named: set[str],
+                 prefix: str = "") -> dict[str, Any]:
+    """A sweep's shape shrunk: one-step jobs, one draw and one trial (``at_least``: ``prefix + key`` -> the least a
+    cell needs), the first two algorithms (plus those in ``named``), one dataset per loader kind, the first split,
+    batch size :data:`BATCH`. ``sweep`` is the notebook's parameters (its own sweep's flat fields) or one nested
+    sweep mapping (:class:`dganalysis.studies.params.SweepSettings`'s keys)."""
+    out = dict(sweep)
+    for k in ("steps", "checkpoint_freq"):
+        if isinstance(out.get(k), int) and not isinstance(out[k], bool):
+            out[k] = min(out[k], SWEEP_STEPS)
+    for k in ("n_hparams", "n_trials"):
+        if k in out:
+            out[k] = at_least.get(prefix + k, 1)
+    if isinstance(out.get("algorithms"), list):
+        out["algorithms"] = list(dict.fromkeys(out["algorithms"][:2] + [a for a in out["algorithms"] if a in named]))
+    if out.get("datasets"):
+        out["datasets"] = _one_per_kind(out["datasets"])
+    if prefix and out.get("splits"):  # one split, as the notebooks' own defaults
+        out["splits"] = out["splits"][:1]
+    if isinstance(out.get("hparams_overrides"), dict):
+        out["hparams_overrides"] = {**out["hparams_overrides"], "batch_size": BATCH}
+    return out
+
+
 def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says."""
+    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; a nested sweep
+    (``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the notebook's
+    defaults for the keys it leaves out and shrunk like the notebook's own sweep (:func:`_smoke_sweep`)."""
+    from dganalysis.studies.params import NOTEBOOK_PARAMS, params_class
+
+    nested = params_class(name).sweep_names() if name.split("@", 1)[0] in NOTEBOOK_PARAMS else []
     out = dict(params)
     for k, v in params.items():
         d = defaults.get(k)
@@ -120,21 +149,18 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
             out[k] = d
         elif _SCALE.search(k) and isinstance(v, int) and not isinstance(v, bool) and isinstance(d, int):
             out[k] = min(v, d)
-    for k in ("steps", "ranking_steps", "oracle_steps", "pretrain_steps", "checkpoint_freq", "ranking_checkpoint_freq"):
-        if k in out:
-            out[k] = min(out[k], SWEEP_STEPS)
+    if "pretrain_steps" in out:
+        out["pretrain_steps"] = min(out["pretrain_steps"], SWEEP_STEPS)
     if isinstance(out.get("dataset_steps"), dict):  # 05: per-dataset steps (DomainNet 15,000, NICO++ 10,000)
         out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
-    for k in ("n_hparams", "n_trials", "ranking_n_hparams", "ranking_n_trials", "oracle_n_hparams", "oracle_n_trials"):
-        if k in out:
-            out[k] = _AT_LEAST.get(name, {}).get(k, 1)
     named = {a for k in ("loss_models", "compare_models") for a in out.get(k, [])}
-    for k in ("algorithms", "ranking_algorithms"):
-        if k in out:
-            out[k] = list(dict.fromkeys(out[k][:2] + [a for a in out[k] if a in named]))
-    for k in ("datasets", "map_datasets", "ranking_datasets"):
-        if out.get(k):
-            out[k] = _one_per_kind(out[k])
+    at_least = _AT_LEAST.get(name.split("@", 1)[0], {})
+    out = _smoke_sweep(out, at_least, named)
+    for k in nested:
+        if isinstance(out.get(k, {}), Mapping) and isinstance(defaults.get(k), Mapping):
+            out[k] = _smoke_sweep({**defaults[k], **out.get(k, {})}, at_least, named, f"{k}.")
+    if out.get("map_datasets"):
+        out["map_datasets"] = _one_per_kind(out["map_datasets"])
     if out.get("map_datasets"):  # the shift map fits a KDE per class: more images than the fake folder trees hold
         out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) in _MAP_KINDS]
     if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
@@ -147,16 +173,12 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         # 05: LODO holds out the first domain of each kept group (NICO++: 2 splits, not 6)
         out["lodo_domains"] = {n: list(dict.fromkeys(grp[0] for grp in g)) for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
-    for k in ("lp_ft_splits", "oracle_splits"):  # 04: one split each, as the notebook's own default
-        if out.get(k):
-            out[k] = out[k][:1]
+    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its oracle sweep: _smoke_sweep)
+        out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
     if "batch_size" in out:
         out["batch_size"] = min(out["batch_size"], BATCH)
-    for k in ("hparams_overrides", "ranking_hparams_overrides"):
-        if isinstance(out.get(k), dict):
-            out[k] = {**out[k], "batch_size": BATCH}
     if "pretrain_batch_size" in out:
         out["pretrain_batch_size"] = min(out["pretrain_batch_size"], BATCH)
     for k in ("workers", "n_workers", "n_threads"):

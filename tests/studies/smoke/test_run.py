@@ -20,7 +20,7 @@ def test_smoke_params_keep_the_paper_path():
     p04 = load_params("paper", "04_leakage_oracle", ROOT)
     s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
     assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
-    assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle_n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == MAX_IMAGE
+    assert s04["steps"] == SWEEP_STEPS == 1 and s04["oracle"]["n_trials"] == 2 and s04["dataset_kwargs"]["image_size"] == MAX_IMAGE
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
     assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == FID_SAMPLES == 2  # the FID's images: the least it accepts
     p05 = load_params("paper", "05_leaderboards", ROOT)
@@ -34,6 +34,11 @@ def test_smoke_params_keep_the_paper_path():
     # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
     assert [m["name"] for m in s06["map_datasets"]] == ["ColoredMNIST", "WILDSCamelyon", "CelebA_Blond"]
     assert all(m["kwargs"]["image_size"] <= MAX_IMAGE for m in s06["map_datasets"])
+    rank, paper_rank = s06["ranking"], p06["ranking"]  # the nested ranking sweep, shrunk like a flat one
+    assert rank["steps"] == rank["checkpoint_freq"] == SWEEP_STEPS and rank["n_hparams"] == rank["n_trials"] == 1
+    assert rank["algorithms"] == paper_rank["algorithms"][:2] and rank["hparams_overrides"] == {"batch_size": 8}
+    assert [d["name"] for d in rank["datasets"]] == ["ColoredMNIST", "PACS", "NICO++", "WILDSCamelyon", "CelebA_Blond"]
+    assert all(d["kwargs"]["image_size"] <= MAX_IMAGE for d in rank["datasets"])
     p02 = load_params("paper", "02_binarization_study", ROOT)
     s02 = smoke_params("02_binarization_study", p02, notebook_defaults(ROOT / "notebooks" / "02_binarization_study.ipynb"))
     assert s02["dataset_kwargs"] == {**p02["dataset_kwargs"], "size": 10, "writers": 4, "image_size": PAHCC_IMAGE}
@@ -50,7 +55,9 @@ def test_smoke_shrinks_every_variant_and_runs_one():
     variants = load_variants("paper", "04_leakage_oracle", ROOT)
     for v, p in variants.items():
         s = smoke_params("04_leakage_oracle", p, defaults)
-        assert s["steps"] == s["oracle_steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
+        assert s["steps"] == s["oracle"]["steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
+        assert s["oracle"]["n_hparams"] == s["oracle"]["n_trials"] == 2 and len(s["oracle"]["splits"]) == 1, v
+        assert s["oracle"]["dataset"] == p["oracle"]["dataset"], v  # the variant's own oracle dataset (DomainNet)
         assert s["dataset"] == p["dataset"] and s["dataset_kwargs"]["image_size"] == MAX_IMAGE, v
     labels = list_notebooks(ROOT) + [f"04_leakage_oracle@{v}" for v in variants]
     assert SMOKE_VARIANT == ("04_leakage_oracle", "pacs")
