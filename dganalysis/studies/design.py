@@ -211,7 +211,7 @@ def design_for(notebook: str, params: Any) -> list[ClaimDesign]:
 
 
 # ---- 03: dynamic DG (Zhang, Zhang & Liu, Sec. 4.2-4.3) ----------------------------------------------------------
-#: the pilot behind 03's expected effects: the quick profile's earlier design, run in full
+#: the pilot behind the dynamic-DG study's expected effects: the quick profile's earlier design, run in full
 PILOT_03 = ("pilot: quick run of 2026-11-22 (PaHCC 32 px, 300 steps, ERM/CORAL/IB_ERM/SagNet/IB_IRM, all 4 training "
             "sets, 6 trials)")
 PILOT_03_N = 6
