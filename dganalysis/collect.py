@@ -132,18 +132,9 @@ def main_collect(args: argparse.Namespace) -> int:
     return int(printed["status"])
 
 
-def provenance_differences(indexes: list) -> list[str]:
-    """One line per way in which the runs of the stores (``indexes``: (store, index) as read) were made differently:
-    other package, library or Python versions, commits, CPUs, GPUs or devices, or, among one algorithm's runs, other
-    precisions (:func:`dganalysis.provenance.differences` of the records' stamps; runs without one are left out)."""
-    from dganalysis.provenance import differences
-    from dganalysis.records.index import provenance_runs
-
-    return differences(provenance_runs(indexes))
-
-
 def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
     """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
+    from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
     from dganalysis.records.read import summary_line
     from dganalysis.tables import selected_table

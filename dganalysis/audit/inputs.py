@@ -113,7 +113,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     (:func:`~dganalysis.records.indexed.select_for_tables`, the selections cached beside it): ``selections``,
     the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
     of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
-    from dganalysis.collect import provenance_differences
+    from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
     from dganalysis.records.memo import StoreKeys
     from dganalysis.records.read import summary_line

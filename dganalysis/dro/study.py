@@ -20,7 +20,6 @@ from dganalysis.data.checks import check_domain_dataset
 from dganalysis.dro.worst_case import DualConfig, check_config, check_scale, worst_case_curve
 from dganalysis.stats.intervals import paired_percentile_bootstrap
 from dganalysis.stats.rank_tests import spearman_test
-from dganalysis.studies.findings import Verdict, format_p, spearman_too_small
 from dganalysis.validation import (
     ConfigError,
     check_domains,
@@ -32,6 +31,7 @@ from dganalysis.validation import (
     check_strings,
     describe,
 )
+from dganalysis.verdicts import Verdict, format_p, spearman_too_small
 
 
 def source_sample(dataset, domains: Sequence[str], n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
+from dganalysis.verdicts import Verdict
 
 
 def task_label(train_domains: str, domain: str) -> str:

@@ -32,8 +32,8 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis.latex import latex_escape
-from dganalysis.studies.findings import Verdict
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
+from dganalysis.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

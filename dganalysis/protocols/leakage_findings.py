@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_scalar, check_str
+from dganalysis.verdicts import Verdict
 
 PAPER = "Yu et al. 2024"
 

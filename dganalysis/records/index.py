@@ -932,3 +932,12 @@ def provenance_runs(indexes: Iterable[tuple[Path, Any]]) -> Iterator[tuple[str, 
             i = job.get("prov")
             if i is not None and job.get("status") != "failed" and job.get("count") and 0 <= i < len(table):
                 yield str(root), str(job["key"][0]), table[i].get("algorithm"), table[i].get("provenance")
+
+
+def provenance_differences(indexes: list) -> list[str]:
+    """One line per way in which the runs of the stores (``indexes``: (store, index) as read) were made differently:
+    other package, library or Python versions, commits, CPUs, GPUs or devices, or, among one algorithm's runs, other
+    precisions (:func:`dganalysis.provenance.differences` of the records' stamps; runs without one are left out)."""
+    from dganalysis.provenance import differences
+
+    return differences(provenance_runs(indexes))

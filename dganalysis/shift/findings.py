@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.studies.findings import Verdict
 from dganalysis.validation import check_frame, check_scalar
+from dganalysis.verdicts import Verdict
 
 PAPER = "Ye et al. 2022 (OoD-Bench)"
 

@@ -10,9 +10,9 @@ study's parameter object by the function registered for it in :data:`DESIGNS` (:
   :func:`~dganalysis.stats.planning.paired_power` inverts it), and the trials that would give 80%
   (:func:`~dganalysis.stats.planning.trials_for_power`);
 * what it **cannot decide** here, and why: power below :data:`MIN_POWER`; a run shorter than the papers' training
-  length (:data:`~dganalysis.studies.findings.PAPER_STEPS`) when only a negative verdict is in reach (a short run
-  cannot refute a claim, :func:`~dganalysis.studies.findings.decide`); too few items for a rank test
-  (:func:`~dganalysis.studies.findings.spearman_too_small`); no expected effect to plan from.
+  length (:data:`~dganalysis.verdicts.PAPER_STEPS`) when only a negative verdict is in reach (a short run
+  cannot refute a claim, :func:`~dganalysis.verdicts.decide`); too few items for a rank test
+  (:func:`~dganalysis.verdicts.spearman_too_small`); no expected effect to plan from.
 
 A claim the design says cannot be decided is not trained for (``runs=False``) unless its runs are shared with claims
 that can (``shared=True``: it costs no job of its own). The notebook displays :func:`design_frame` near its top and
@@ -44,8 +44,8 @@ from dganalysis.stats.planning import (
     paired_power,
     trials_for_power,
 )
-from dganalysis.studies.findings import PAPER_STEPS, Verdict, spearman_too_small
 from dganalysis.validation import ConfigError
+from dganalysis.verdicts import PAPER_STEPS, Verdict, spearman_too_small
 
 #: a claim whose power is below this at its expected effect is not decided by the profile
 MIN_POWER = 0.5

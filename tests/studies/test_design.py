@@ -12,9 +12,10 @@ import pytest
 from scipy import stats
 
 from dganalysis.studies import design as d
-from dganalysis.studies.findings import Verdict, read_findings, replace_findings
+from dganalysis.studies.findings import read_findings, replace_findings
 from dganalysis.studies.params import build_params
 from dganalysis.studies.runner import load_params
+from dganalysis.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 

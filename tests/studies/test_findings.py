@@ -9,18 +9,14 @@ from pathlib import Path
 import pytest
 
 from dganalysis.studies.findings import (
-    PAPER_STEPS,
-    Verdict,
-    decide,
     findings_markdown,
     findings_prose,
-    format_p,
     read_findings,
     record_finding,
     replace_findings,
-    spearman_too_small,
 )
 from dganalysis.studies.runner import NotebookRun, write_index
+from dganalysis.verdicts import PAPER_STEPS, Verdict, decide, format_p, spearman_too_small
 
 
 def test_record_read_and_index_summary(tmp_path):
