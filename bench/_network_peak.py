@@ -17,8 +17,9 @@ boost clock and other processes included). The CPU's nominal peak is
 an estimate from ``lscpu`` (printed with its parts): cores × clock × fp32 FLOPs per cycle per core, 32 for two
 256-bit FMA pipes (AVX2 on AMD Zen; Zen 4's AVX-512 runs on the same 256-bit pipes), 64 for two 512-bit FMA pipes
 (Intel server cores with AVX-512, AMD Zen 5); AMX-bf16 tiles add 1,024 bf16 FLOPs per cycle per core (Intel's
-figure for Sapphire Rapids). On CUDA the peak is looked up by the device's name (dense, without sparsity) when
-known.
+figure for Sapphire Rapids); without AMX, AVX-512 BF16's dot product (``vdpbf16ps``, flag ``avx512_bf16``: Zen 4,
+Cooper Lake) does two bf16 products per fp32 lane, twice the fp32 rate on the same pipes. On CUDA the peak is
+looked up by the device's name (dense, without sparsity) when known.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _lscpu() -> dict[str, str]:
 
 
 def cpu_peak(info: dict[str, str] | None = None) -> Peak:
-    """fp32 (and AMX-bf16) peak of this CPU from ``lscpu`` (or ``info``, its fields by name): cores × GHz ×
+    """fp32 (and bf16: AMX or AVX-512 BF16) peak of this CPU from ``lscpu`` (or ``info``, its fields by name): cores × GHz ×
     FLOPs/cycle/core (module doc)."""
     info = _lscpu() if info is None else info
     flags = set(info.get("Flags", "").split())
@@ -106,11 +107,13 @@ def cpu_peak(info: dict[str, str] | None = None) -> Peak:
     else:
         per, why = 8, "no FMA: one 128-bit multiply and add per cycle assumed"
     fp32 = cores * ghz * 1e9 * per
-    bf16 = cores * ghz * 1e9 * 1024 if "amx_bf16" in flags else None
+    bf16_per, bf16_why = ((1024, "AMX-bf16") if "amx_bf16" in flags else
+                          (2 * per, "AVX-512 BF16 dot products") if "avx512_bf16" in flags else (0, ""))
+    bf16 = cores * ghz * 1e9 * bf16_per if bf16_per else None
     how = (f"{info.get('Model name', '?')}: {cores} cores × {ghz:.2f} GHz (from {src}) × {per} fp32 FLOPs/cycle "
            f"({why}) = {fp32 / 1e9:.0f} GFLOP/s fp32")
     if bf16:
-        how += f"; AMX-bf16: {cores} × {ghz:.2f} GHz × 1,024 = {bf16 / 1e12:.1f} TFLOP/s bf16"
+        how += f"; {bf16_why}: {cores} × {ghz:.2f} GHz × {bf16_per:,} = {bf16 / 1e9:,.0f} GFLOP/s bf16"
     return Peak(fp32, bf16, how, cores)
 
 

@@ -19,7 +19,9 @@ ZEN4 = {"Model name": "AMD EPYC", "Vendor ID": "AuthenticAMD", "CPU family": "25
 
 def test_cpu_peak_from_lscpu_fields():
     zen4 = npk.cpu_peak(ZEN4)
-    assert zen4.fp32 == pytest.approx(2 * 2.6e9 * 32) and zen4.bf16 is None and zen4.cores == 2
+    assert zen4.fp32 == pytest.approx(2 * 2.6e9 * 32) and zen4.cores == 2
+    assert zen4.bf16 == pytest.approx(2 * 2.6e9 * 64) and "AVX-512 BF16" in zen4.how  # vdpbf16ps: 2x fp32's rate
+    assert npk.cpu_peak({**ZEN4, "Flags": "fma avx2 avx512f"}).bf16 is None
     assert "32 fp32 FLOPs/cycle" in zen4.how and "2 cores" in zen4.how
     assert zen4.share(1).fp32 == pytest.approx(2.6e9 * 32)
     xeon = npk.cpu_peak({**ZEN4, "Vendor ID": "GenuineIntel", "CPU family": "6", "Model name": "Xeon @ 2.10GHz",
