@@ -201,15 +201,17 @@ class _SizeRows:
         return inside + (left[rows[:, 0], start] + right[rows[:, 0], start + length]) + self.beyond
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)
 def _grid_rows(n_a: int, n_b: int) -> _SizeRows:
     """The rows of the shift grid :data:`_S_GRID`; with n_a = n_b only its shifts ≥ 0: the size at −s is the size at
-    s then (swapping the arms maps B to 1 − B, and Beta(a, a) and Welch's df are symmetric in it)."""
+    s then (swapping the arms maps B to 1 − B, and Beta(a, a) and Welch's df are symmetric in it). 1–8 MB each."""
     return _SizeRows(n_a, n_b, _S_GRID[_S_GRID >= 0] if n_a == n_b else _S_GRID)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=1024)
 def _pair_rows(n_a: int, n_b: int, lower: float, upper: float) -> _SizeRows:
+    """The two neighbours of one refinement step (the same steps recur across a root search's levels; one audit
+    visits about 400 pairs, 40–150 kB each)."""
     return _SizeRows(n_a, n_b, np.array([lower, upper]))
 
 
