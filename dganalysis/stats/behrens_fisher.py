@@ -106,9 +106,8 @@ def rejection_probability(crit, n_a: int, n_b: int, log_shift, delta=0.0) -> np.
     xc = np.broadcast_to(x_crit, (*lead, grid.size)).reshape(-1, grid.size)
     wt = np.broadcast_to(w, (*lead, grid.size)).reshape(-1, grid.size)
     nc = np.broadcast_to(delta, lead).reshape(-1, 1)
-    # per row, only the cells inside its Beta window: the rest hold < _POWER_TOL of the weight (not counted)
-    start, length = _windows(_cumulative_masses(wt), _POWER_TOL)
-    rows, cols = np.arange(wt.shape[0])[:, None], start[:, None] + np.arange(length)
+    # per row, only the cells inside its Beta window: the rest hold < POWER_TOL of the weight (not counted)
+    rows, cols = window_cells(wt, POWER_TOL)
     pr = _noncentral_two_sided(xc[rows, cols], m, nc)
     return (pr * wt[rows, cols]).sum(axis=-1).reshape(lead) + beyond
 
@@ -147,7 +146,7 @@ def _chi_roots(m: int) -> np.ndarray:
     return root
 
 
-_POWER_TOL = 1e-13  # Beta weight a power computation may leave out per item (its value moves by less than this)
+POWER_TOL = 1e-13  #: Beta weight a power computation may leave out per item (its value moves by less than this)
 _SIZE_TOL = 1e-12  # weight a size may move to ``beyond``, relative to the level (so h moves by < 1e-12 relative)
 
 
@@ -171,6 +170,14 @@ def _windows(masses: tuple[np.ndarray, np.ndarray], tol) -> tuple[np.ndarray, in
     hi = n_cells + 1 - (right <= half).sum(axis=1)  # likewise from the right: the window is [lo, hi)
     length = int(max(1, (hi - lo).max()))
     return np.minimum(lo, n_cells - length), length
+
+
+def window_cells(w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Index arrays ``(rows, cols)`` selecting, in each row of the quadrature weights ``w`` (rows, grid), the window
+    of cells outside which each tail holds at most ``tol``/2 of the row's weight (one window length for all rows):
+    ``w[rows, cols]`` is what a power's quadrature needs to evaluate to within ``tol``."""
+    start, length = _windows(_cumulative_masses(w), tol)
+    return np.arange(w.shape[0])[:, None], start[:, None] + np.arange(length)
 
 
 class _SizeRows:

@@ -68,8 +68,7 @@ def power_equivalence(n: int, sd_a, sd_b, rope: float, level: float) -> np.ndarr
     tau = np.sqrt((sd_a**2 + sd_b**2) / n).reshape(-1, 1)
     wts = bf.logit_beta_density(grid - shift, (n - 1) / 2, (n - 1) / 2) * (grid[1] - grid[0])
     # per item, only the cells inside its Beta window: the rest hold < 1e-13 of the weight (the power moves less)
-    start, length = bf._windows(bf._cumulative_masses(wts), bf._POWER_TOL)
-    rows, cols = np.arange(wts.shape[0])[:, None], start[:, None] + np.arange(length)
+    rows, cols = bf.window_cells(wts, bf.POWER_TOL)
     x, wts = grid[cols] - shift, wts[rows, cols]
     bb, es = special.expit(x), np.exp(shift)
     g_over_tau2 = (es * bb + 1.0 - bb) / (es * (n - 1) + (n - 1))  # estimated Var(Δ) per unit S, over Var(Δ)
