@@ -230,9 +230,10 @@ PAGE_DPI = 110  #: resolution of the page's embedded figures
 
 def _png(fig, saved: Path | None = None) -> str:
     """The figure as a base64 PNG at :data:`PAGE_DPI`: drawn anew, or — with ``saved``, the figure's PNG as
-    :func:`dganalysis.plots.save_figure` wrote it — that render scaled down (box filter), a third of the time of a fresh draw
-    (a file of lower resolution than the page's is drawn anew instead). A scaled image keeps the saved file's crop, so its size may differ by a few pixels from a fresh draw's (the
-    tight box of hinted text depends on the resolution)."""
+    :func:`dganalysis.plots.save_figure` wrote it — that render scaled down (box filter), in a third of the time of
+    a fresh draw (a file of lower resolution than the page's is drawn anew instead). A scaled image keeps the saved
+    file's crop, which can differ from a fresh 110-dpi draw's by tens of pixels where long labels stick out: the
+    tight box of hinted text depends on the resolution."""
     buf = _io.BytesIO()
     if saved is not None:
         from PIL import Image
