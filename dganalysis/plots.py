@@ -18,6 +18,8 @@ from dganalysis import io
 from dganalysis.latex import latex_escape
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: Chinese fonts :func:`setup_style` looks for, in order of preference; the first installed one is the fallback
+CJK_FONTS = ("Noto Sans CJK SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback", "AR PL UMing CN")
 
 
 def setup_style() -> None:
@@ -27,12 +29,13 @@ def setup_style() -> None:
 
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.1)
     mpl.rcParams.update({"figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight", "pdf.fonttype": 42})
-    # CJK fallback so Chinese class names (PaHCC) render; matplotlib falls back along the family list
+    # CJK fallback so Chinese class names (PaHCC: GB2312 level 1, which each of these fonts covers) render.
+    # Matplotlib resolves every entry of the family list for every text it measures or draws, so the list holds
+    # one fallback font, not all installed ones (five cost ~7% of the time to save the audit's figures).
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
-    cjk = [n for n in ("Noto Sans CJK SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback",
-                       "AR PL UMing CN") if n in installed]
+    cjk = [n for n in CJK_FONTS if n in installed][:1]
     if not cjk:
         cjk = _register_cjk_font(font_manager)
     if cjk:

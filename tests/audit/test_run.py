@@ -301,10 +301,27 @@ def test_sweep_analyses_are_called_and_reported(tmp_path):
     assert {row["selection"] for row in data["selection_regret"]} == {"training_domain"}
     assert {row["budget"] for row in data["expected_max"]} == {1, 2}  # two hparams draws
     assert len(data["selected_hparams"]) == 2 * (4 + 6) * 3  # algorithms × test-environment sets × trials
-    written = write_outputs(r, html_path=tmp_path / "r.html", output_dir=tmp_path)
+    import matplotlib
+
+    with matplotlib.rc_context({"savefig.dpi": 200}):  # the notebooks' style (dganalysis.plots.setup_style)
+        written = write_outputs(r, html_path=tmp_path / "r.html", output_dir=tmp_path)
     names = {p.name for p in written}
     assert "08_audit0_expected_max.png" in names and "08_audit0_selection_regret.png" in names
     assert "r.planted.selected_hparams.json" in names
+    # the page embeds each figure at 110 dpi with the saved 200-dpi file's crop: 110/200 of its pixels (±1)
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    saved = sorted(p for p in written if p.suffix == ".png")
+    page = [Image.open(io.BytesIO(base64.b64decode(b))) for b in
+            re.findall(r"base64,([^']+)", (tmp_path / "r.html").read_text())]
+    assert len(page) == len(saved) >= 3
+    page_sizes = sorted(im.size for im in page)
+    want = sorted((round(w * 110 / 200), round(h * 110 / 200)) for w, h in (Image.open(p).size for p in saved))
+    assert all(abs(a - b) <= 1 for got, exp in zip(page_sizes, want) for a, b in zip(got, exp)), (page_sizes, want)
     single = write_sweep(tmp_path / "one_draw", {"ERM": 0.0, "Good": 0.1}, datasets={"PACS": 4}, hparams=1)
     a = run_audit([single], selection="training_domain", reps=50).audits[0]
     assert "lodo_vs_logo" not in a.sweep  # no runs with two test environments: nothing to compare, no note needed
