@@ -13,6 +13,7 @@ import base64
 import html
 import io as _io
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,32 @@ def _label(a: InputAudit, board: str, sel: str) -> str:
     return f"{Path(a.input.name).name} · {sel}{' · ' + board if board else ''}"
 
 
+def panel_title(label: str, width: int = 44) -> str:
+    """A panel's title that fits its panel: ``label`` as is up to ``width`` characters, on two lines up to twice that,
+    and beyond, its first and last ``width`` characters around an ellipsis — a store's dataset label carries the
+    sweep's overrides (paths included), whose two ends tell its settings apart."""
+    if len(label) <= width:
+        return label
+    if len(label) <= 2 * width:
+        return textwrap.fill(label, width, break_long_words=True, break_on_hyphens=False)
+    return f"{label[:width]}\n…{label[-(width - 1):]}"
+
+
+def panel_titles(labels: list[str], width: int = 44) -> dict[str, str]:
+    """:func:`panel_title` of each label, numbered ``[1]``, ``[2]``, … where two cut titles would read the same (the
+    claims table keeps the whole labels)."""
+    cut = {lab: panel_title(str(lab), width) for lab in labels}
+    counts = Counter(cut.values())
+    seen: Counter = Counter()
+    out = {}
+    for lab, t in cut.items():
+        if counts[t] > 1:
+            seen[t] += 1
+            t = f"{t} [{seen[t]}]"
+        out[lab] = t
+    return out
+
+
 def forest_plot(fam: pd.DataFrame, title: str):
     """Δ (points) with its CI per algorithm, one panel per dataset, coloured by verdict. Each panel's range is set by
     the per-claim CIs (with a margin): the simultaneous intervals, at n = 3 often far wider, run off the panel's
@@ -45,6 +72,7 @@ def forest_plot(fam: pd.DataFrame, title: str):
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(fam["dataset"]))
+    titles = panel_titles(datasets)
     ncols = min(4, len(datasets))
     nrows = int(np.ceil(len(datasets) / ncols))
     algs = sorted(fam["algorithm"].unique())
@@ -68,7 +96,7 @@ def forest_plot(fam: pd.DataFrame, title: str):
             lo, hi = min(ends.min(), 0.0), max(ends.max(), 0.0)
             pad = 0.15 * (hi - lo) or 1.0
             ax.set_xlim(lo - pad, hi + pad)
-        ax.set_title(ds, fontsize="small")
+        ax.set_title(titles[ds], fontsize="small")
         ax.set_yticks(y, algs, fontsize="x-small")
         ax.invert_yaxis() if ds == datasets[0] else None
         ax.set_xlabel("Δ vs baseline (points)", fontsize="x-small")
@@ -138,6 +166,7 @@ def sweep_plots(a: InputAudit, prefix: str) -> dict:
     curve = a.sweep.get("expected_max")
     if isinstance(curve, pd.DataFrame) and not curve.empty:
         datasets = list(dict.fromkeys(curve["dataset"]))
+        titles = panel_titles(datasets, 50)
         fig, axes = plt.subplots(1, len(datasets), figsize=(3.5 * len(datasets), 3), squeeze=False)
         for ax, ds in zip(axes[0], datasets):
             for alg, part in curve[curve["dataset"] == ds].groupby("algorithm"):
@@ -145,7 +174,7 @@ def sweep_plots(a: InputAudit, prefix: str) -> dict:
                 if "expected_max_unbiased" in part:  # the interval is centred on the unbiased estimate
                     ax.plot(part["budget"], part["expected_max_unbiased"], ls="--", lw=0.8, color=line.get_color())
                 ax.fill_between(part["budget"], part["ci_low"], part["ci_high"], alpha=0.2, color=line.get_color())
-            ax.set_title(ds, fontsize="small")
+            ax.set_title(titles[ds], fontsize="small")
             ax.set_xlabel("hparam draws (budget)")
             ax.set_ylabel("expected best accuracy")
         axes[0][0].legend(fontsize="x-small")
@@ -155,7 +184,8 @@ def sweep_plots(a: InputAudit, prefix: str) -> dict:
     regret = a.sweep.get("selection_regret")
     if isinstance(regret, pd.DataFrame) and not regret.empty:
         fig, ax = plt.subplots(figsize=(6, 0.25 * len(regret) + 1.2))
-        lab = regret["dataset"].astype(str) + " · " + regret["algorithm"].astype(str) + " · " + regret["selection"]
+        lab = [f"{panel_title(str(d), 40).replace(chr(10), ' ')} · {a} · {s}"
+               for d, a, s in zip(regret["dataset"], regret["algorithm"], regret["selection"])]
         y = np.arange(len(regret))
         ax.errorbar(regret["regret"], y, xerr=[regret["regret"] - regret["ci_low"], regret["ci_high"] - regret["regret"]],
                     fmt="o", ms=3, capsize=2)

@@ -354,3 +354,25 @@ def test_sweep_claims_are_paired_where_both_arms_ran_the_same_trial_seeds(sweeps
         shutil.rmtree(d)
     cl = run_audit([uneven], selection="training_domain", sweep_analyses=False, reps=50).audits[0].claims
     assert not cl["paired"].any()
+
+
+def test_panel_titles_fit_their_panel_and_keep_both_ends():
+    """A store's dataset label carries its sweep's overrides (paths included): the forest plot's panel title keeps a
+    short label whole, wraps a longer one on two lines and cuts a very long one in the middle, so two settings that
+    differ only at the end (e.g. the weights file) keep different titles."""
+    from dganalysis.audit.outputs import panel_title
+
+    assert panel_title("PACS") == "PACS"
+    two = panel_title("NICO++ (hparams_overrides={\"batch_size\": 8, \"featurizer\": \"resnet50\"})")
+    assert two.count("\n") == 1 and all(len(line) <= 44 for line in two.splitlines())
+    stem = 'NICO++ (hparams_overrides={"pretrained": "/tmp/a/very/long/path/to/the/weights/of/'
+    a, b = panel_title(stem + 'moco_v2_800ep.pth.tar"})'), panel_title(stem + 'resnet50-0676ba61.pth"})')
+    assert a != b and a.startswith("NICO++ (") and a.endswith('moco_v2_800ep.pth.tar"})')
+    assert all(len(line) <= 45 for t in (a, b) for line in t.splitlines()) and a.count("\n") == 1
+    from dganalysis.audit.outputs import panel_titles
+
+    tail = "/" + "c" * 50 + '.pth"})'  # two labels that differ only in the middle, which the cut drops
+    same_ends = [stem + "x" * 30 + tail, stem + "y" * 30 + tail, "PACS"]
+    titles = panel_titles(same_ends)
+    assert len(set(titles.values())) == 3 and titles["PACS"] == "PACS"
+    assert titles[same_ends[0]].endswith("[1]") and titles[same_ends[1]].endswith("[2]")
