@@ -13,7 +13,8 @@ Usage::
     python bench/audit_planning_speed.py --ref /path/to/other # also another checkout (PYTHONPATH), ratio, equality
 
 ``--ref`` runs the same cells with another checkout's ``dganalysis`` first on the import path (read only) and
-prints both times, their ratio and whether every planning number agrees exactly.
+prints both times, their ratio and whether every planning number agrees exactly. ``--load N`` repeats the timing
+with N busy processes started by the script (default: one per core), so the ratio is taken idle and loaded.
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def measure() -> dict:
     return {"seconds": time.perf_counter() - t0, "numbers": numbers, "module": dganalysis.__file__}
 
 
+def _busy_default() -> int:
+    sys.path.insert(0, str(ROOT))
+    from bench import _busy
+
+    return _busy.default_load()
+
+
 def _run_child(pythonpath: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
@@ -70,26 +78,39 @@ def _run_child(pythonpath: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", type=Path, help="another checkout to time on the same cells (its root folder)")
+    ap.add_argument("--load", type=int, default=None, help="busy processes of the loaded round (default: one per "
+                    "core; 0: idle only)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(measure()))
         return 0
+    if args.load is None:
+        args.load = _busy_default()
     if args.ref is not None and not (args.ref / "dganalysis" / "__init__.py").is_file():
         raise SystemExit(f"--ref {args.ref}: no dganalysis package there (expected {args.ref}/dganalysis/__init__.py)")
     print("SIMULATED cells: 4 levels (0.05/k, k = " + ", ".join(map(str, KS)) + ") × 8 pairs of arms, n 3–10")
-    this = _run_child(ROOT)
-    print(f"this checkout ({this['module']}): {this['seconds']:.2f} s")
-    for k, arrs in this["numbers"].items():
-        names = ("decide", "decide_low", "decide_high", "equiv", "equiv_low", "equiv_high")
-        print(f"  k={k:>3}: " + "; ".join(f"{nm} {arr}" for nm, arr in zip(names, arrs, strict=True)))
-    if args.ref is not None:
-        ref = _run_child(args.ref)
-        same = ref["numbers"] == this["numbers"]
-        print(f"reference ({ref['module']}): {ref['seconds']:.2f} s")
-        print(f"ratio reference / this: {ref['seconds'] / this['seconds']:.2f}×; planning numbers identical: {same}")
-        return 0 if same else 1
-    return 0
+    sys.path.insert(0, str(ROOT))
+    from bench import _busy
+
+    same = True
+    for phase, n_busy in [("idle", 0)] + ([("loaded", args.load)] if args.load > 0 else []):
+        with _busy.busy_load(n_busy):
+            time.sleep(1.0 if n_busy else 0.0)
+            print(f"== {phase}: {n_busy} busy processes started by this script; {_busy.load_line()}")
+            this = _run_child(ROOT)
+            print(f"this checkout ({this['module']}): {this['seconds']:.2f} s")
+            if phase == "idle":
+                for k, arrs in this["numbers"].items():
+                    names = ("decide", "decide_low", "decide_high", "equiv", "equiv_low", "equiv_high")
+                    print(f"  k={k:>3}: " + "; ".join(f"{nm} {arr}" for nm, arr in zip(names, arrs, strict=True)))
+            if args.ref is not None:
+                ref = _run_child(args.ref)
+                same = same and ref["numbers"] == this["numbers"]
+                print(f"reference ({ref['module']}): {ref['seconds']:.2f} s")
+                print(f"ratio reference / this: {ref['seconds'] / this['seconds']:.2f}×; planning numbers identical: "
+                      f"{ref['numbers'] == this['numbers']}")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ def logit_grid(n_a: int, n_b: int) -> np.ndarray:
 def _noncentral_two_sided(x: np.ndarray, m: int, nc: float) -> np.ndarray:
     """P(``|t_{m, nc}|`` > x), the noncentral t with m df, by quadrature over S ~ χ²(m) (stable far in the tail;
     normal tail terms below Φ(−11.5) ≈ 6·10⁻³¹ count as 0, so the result is exact to 10⁻³⁰ absolute)."""
-    xs = np.asarray(x)[..., None] * _chi_roots(m)
+    xs = np.asarray(x)[..., None] * np.sqrt(chi_square_nodes(m, 64) / m)  # √(S/m)
     nc = np.asarray(nc, dtype=float)[..., None]
     return (_ndtr_above(nc - xs) + _ndtr_above(-xs - nc)).mean(axis=-1)
 
@@ -137,13 +137,14 @@ def _ndtr_above(z: np.ndarray, floor: float = -11.5) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=64)
-def _chi_roots(m: int) -> np.ndarray:
-    """√(S/m) at the 64 midpoint quantiles of S ~ χ²(m): the nodes of :func:`_noncentral_two_sided` (read-only)."""
-    q = (np.arange(64) + 0.5) / 64
-    root = np.sqrt(special.chdtri(m, 1 - q) / m)
-    root.flags.writeable = False
-    return root
+@lru_cache(maxsize=128)
+def chi_square_nodes(m: int, k: int) -> np.ndarray:
+    """S ~ χ²(m) at its k midpoint quantiles, (j + ½)/k for j < k, largest first (read-only): the nodes of a
+    quadrature over S — √(S/m) in :func:`_noncentral_two_sided` (64), √S in the TOST's power
+    (:func:`dganalysis.stats.planning.power_equivalence`, 100)."""
+    nodes = special.chdtri(m, 1 - (np.arange(k) + 0.5) / k)
+    nodes.flags.writeable = False
+    return nodes
 
 
 POWER_TOL = 1e-13  #: Beta weight a power computation may leave out per item (its value moves by less than this)

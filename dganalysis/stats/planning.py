@@ -72,20 +72,12 @@ def power_equivalence(n: int, sd_a, sd_b, rope: float, level: float) -> np.ndarr
     x, wts = grid[cols] - shift, wts[rows, cols]
     bb, es = special.expit(x), np.exp(shift)
     g_over_tau2 = (es * bb + 1.0 - bb) / (es * (n - 1) + (n - 1))  # estimated Var(Δ) per unit S, over Var(Δ)
-    half = (rope / tau)[..., None] - (c1[cols] * np.sqrt(g_over_tau2))[..., None] * _chi_roots(2 * n - 2)  # in τ
+    half = (rope / tau)[..., None] - (c1[cols] * np.sqrt(g_over_tau2))[..., None] * np.sqrt(bf.chi_square_nodes(2 * n - 2, 100))  # in τ
     inside = half > 0
     covered = np.zeros(half.shape)
     covered[inside] = 2 * special.ndtr(half[inside]) - 1  # P(|Δ̂| < half-width given S), 0 where it is negative
     pr = covered.mean(axis=-1)
     return (pr * wts).sum(axis=-1).reshape(shape)
-
-
-@lru_cache(maxsize=64)
-def _chi_roots(m: int) -> np.ndarray:
-    """√S at the 100 midpoint quantiles of S ~ χ²(m): the nodes of :func:`power_equivalence`'s quadrature over S."""
-    root = np.sqrt(special.chdtri(m, 1 - (np.arange(100) + 0.5) / 100))
-    root.flags.writeable = False
-    return root
 
 
 _N_KNOTS = np.array([2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100])
