@@ -107,6 +107,19 @@ def cpu_has_amx_bf16(cpuinfo: str | None = None) -> bool:
     return re.search(r"\bamx_bf16\b", text) is not None
 
 
+def cpu_kind(cpuinfo: str | None = None) -> str:
+    """The CPU's kind in one line, for timings and skip reasons: its model name, family and model numbers and the
+    widest vector and matrix instruction sets it has (AVX2, AVX-512F, AVX-512 BF16, AMX-bf16), e.g.
+    ``AMD EPYC 7R13 Processor (family 25 model 1; avx2)``."""
+    text = _cpuinfo() if cpuinfo is None else cpuinfo
+    flags_m = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
+    flags = set(flags_m.group(1).split()) if flags_m else set()
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    fam, mod = (re.search(rf"^{k}\s*:\s*(\S+)$", text, re.M) for k in ("cpu family", "model"))
+    where = f"family {fam.group(1)} model {mod.group(1)}; " if fam and mod else ""
+    return f"{cpu_model(text)} ({where}{', '.join(isa) or 'no AVX2'})"
+
+
 def git_state(package_dir: Path | None = None) -> tuple[str | None, bool | None]:
     """(commit, whether tracked files are modified) of the git checkout the package is imported from; (None, None)
     when it is not imported from a checkout's top folder (an installed wheel, even inside another repository), or
