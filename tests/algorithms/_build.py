@@ -48,3 +48,37 @@ def registered(tag: str | None = None) -> list[str]:
     register (their names start with an underscore), so that a parametrization over it does not depend on which
     test modules were imported first."""
     return [n for n in A.names(tag) if not n.startswith("_")]
+
+
+#: one registered algorithm per shape of ``update()``, for checks too slow to run over the whole registry on every
+#: CPU (bf16 autocast is emulated, about 5× slower, on CPUs without AVX-512 BF16 or AMX)
+UPDATE_SHAPES = {
+    "ERM": "one gradient step on the pooled risk",
+    "IRM": "a penalty on per-domain risks, switched on by an anneal step",
+    "CORAL": "feature statistics matched across domains",
+    "DANN": "a two-player game (discriminator and featurizer steps)",
+    "Fish": "an inner loop on a copy, then a meta step",
+    "ANDMask": "per-domain gradients masked by sign agreement",
+    "SelfReg": "contrastive pairs within the batch",
+}
+
+#: set to 1 to run the bf16 checks over the whole registry on any CPU
+ALL_BF16_ENV = "DGA_BF16_ALL_ALGORITHMS"
+
+
+def bf16_registry_param(name: str, *marks):
+    """``name`` as a pytest param that runs where bf16 training is this machine's default (an AMX-bf16 CPU:
+    ``precision="auto"`` picks bf16 there, so every algorithm's ``BF16_AUTOCAST`` flag is earned there), for the
+    :data:`UPDATE_SHAPES` representatives everywhere, and elsewhere skips, naming the CPU and how to run it."""
+    import os
+
+    import pytest
+
+    from dganalysis.provenance import cpu_has_amx_bf16, cpu_kind
+
+    here = cpu_has_amx_bf16() or name in UPDATE_SHAPES or os.environ.get(ALL_BF16_ENV) == "1"
+    skip = () if here else (pytest.mark.skip(
+        reason=f"{cpu_kind()} has no AMX-bf16, so precision='auto' trains in fp32 here: the bf16 check runs over the "
+               f"whole registry on AMX CPUs and for one algorithm per update shape elsewhere "
+               f"({', '.join(UPDATE_SHAPES)}); {ALL_BF16_ENV}=1 runs it here"),)
+    return pytest.param(name, marks=(*marks, *skip))
