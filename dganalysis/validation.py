@@ -26,6 +26,11 @@ class ConfigError(ValueError):
     """Bad user input (a config file, a parameter, a command-line flag), found before any work starts."""
 
 
+class MissingInputError(ConfigError, FileNotFoundError):
+    """A file or folder the user named is not there (a :class:`ConfigError`, and a ``FileNotFoundError`` for callers
+    that catch that)."""
+
+
 _KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
           "list": "a list", "dict": "a mapping", "any": "a value"}
 
