@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dganalysis.scripts.train import build_parser as train_parser
 
     t = sub.add_parser("train", parents=[train_parser()], add_help=False,
-                       help="train one run with DomainBed's train.py flags (domainbed_exact mode by default)",
+                       help="train one run with DomainBed's train.py flags (--mode auto: domainbed_exact where it can)",
                        description="One run, as `python -m domainbed.scripts.train` with the same flags: "
                                    "out.txt, err.txt, results.jsonl, model.pkl and done in --output_dir "
                                    "(dganalysis.scripts.train). A flag DomainBed has and dganalysis cannot honour is "

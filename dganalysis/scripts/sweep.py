@@ -7,12 +7,18 @@ b93c22a): the same flags and defaults, the same job list — the same argument d
 ``steps`` / ``hparams`` when given) and the same output folder, ``<output_dir>/<md5 of the sorted-key JSON of the
 dict>`` (``tests/reference/test_domainbed_scripts_sweep.py`` compares both with DomainBed's ``make_args_list`` and
 ``Job``). Each run's command is DomainBed's with ``domainbed`` replaced by ``dganalysis``:
-``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``domainbed_exact`` mode), so the records
-equal those of DomainBed's sweep. A run is Done when its folder holds ``done``, Incomplete when the folder exists
-without it, Not launched otherwise; ``launch`` checks first what the runs to launch need (our preflight: the data
-and pretrained weight files, :func:`preflight`; not for the ``dummy`` launcher; ``--no_preflight`` skips it) and starts the Not launched ones, ``delete_incomplete`` deletes the
-Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``train`` still
-holds its claim (a run still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
+``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``--mode auto``: ``domainbed_exact`` where
+it replays DomainBed's draws, so the records equal those of DomainBed's sweep; our engine elsewhere). A run is Done
+when its folder holds ``done``, Incomplete when the folder exists without it, Not launched otherwise. ``launch``
+checks first every run to launch with the train script's own checks (:func:`preflight`: its flags, by
+:func:`dganalysis.scripts.train.check_flags`; its data, MNIST's raw files, the benchmark folders and the pretrained
+weight files, by :func:`dganalysis.scripts.train.data_problems_of` — not for the ``dummy`` launcher, and
+``--no_preflight`` skips the data) and launches nothing, listing the problems, if any fails; then it starts the Not
+launched ones. Every launcher returns each run's exit status: it is written into the run's folder
+(``exit_status``), and a launch with failed runs lists them (folder, status, the first line of the reason from the
+run's ``err.txt``: :func:`failure_reason`) and exits 1. ``delete_incomplete`` deletes the Incomplete ones (after
+asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``train`` still holds its claim (a run
+still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
 
 Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
 command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run); and ``slurm``

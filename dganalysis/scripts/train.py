@@ -6,16 +6,24 @@ b93c22a): the same flags, defaults and meanings, and the same files in ``--outpu
 DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (DomainBed's dict: ``args``,
 ``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``), and ``done``.
 
-It runs our ``domainbed_exact`` mode by default (:mod:`dganalysis.exact`): DomainBed's random draws in DomainBed's
-order, so for the same flags the records equal DomainBed's (on a CPU, fp32; ``tests/reference/
-test_domainbed_scripts_train.py`` runs both). ``--mode default`` runs our default engine instead (other draws, the
-same experiment; faster, bf16 where it pays). What we add is said in ``out.txt`` (mode, ``threads``, ``precision``)
-and in each record (``threads``, ``precision``, ``provenance``, the domain names, ``spec.json`` beside them).
+With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, the default): our
+``domainbed_exact`` mode (:mod:`dganalysis.exact`) where it replays DomainBed's random draws in DomainBed's order
+(its MNIST datasets and the Debug ones), so for the same flags the records equal DomainBed's (on a CPU, fp32;
+``tests/reference/test_domainbed_scripts_train.py`` runs both); our default engine elsewhere (DomainBed's image
+benchmarks, ``class_balanced`` / ``augment``: other draws, the same experiment; faster, bf16 where it pays).
+``--mode domainbed_exact`` / ``--mode default`` pick one (the first refused by name where it cannot replay the run).
+What we add is said in ``out.txt`` (the mode used and why, ``threads``, ``precision``, the cuDNN/TF32 settings) and
+in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` — :func:`cuda_backends`, not
+applicable on a CPU —, ``threads``, ``provenance``, the domain names, ``spec.json`` beside them).
+
+Failures are said: the run's data (:func:`data_problems`) is checked once ``out.txt`` and ``err.txt`` are open, so
+a missing folder or weight file is one line in ``err.txt`` (exit status 2); any other failure leaves its traceback in
+``err.txt`` (exit status 1).
 
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
 no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
-one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
-``--mode default`` for those. Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
+one of DomainBed's, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBed's image benchmarks,
+``class_balanced``, ``augment``). Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
 (DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
@@ -386,8 +394,8 @@ def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag or a run exact mode cannot
-    replay)."""
+    """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag, missing data or a run exact mode
+    cannot replay; 1 for a run that failed, its traceback in ``err.txt``)."""
     return main_args(build_parser().parse_args(argv))
 
 
