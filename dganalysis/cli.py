@@ -16,11 +16,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 
 from dganalysis import progress
+from dganalysis.validation import ConfigError
 
 #: the parameter profiles `dganalysis run` accepts (folders of params/)
 PROFILES = ("quick", "paper")
+#: how to report a bug (the project has no public issue tracker address yet: see pyproject.toml's [project.urls])
+REPORT_BUG = ("please report it to the dganalysis maintainers (the project's issue tracker) with the traceback above "
+              "and the output of `dganalysis env`")
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
@@ -43,7 +48,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _cmd_dry_run(args)
     if args.smoke:
         if args.profile != "paper":
-            raise ValueError("--smoke runs the paper profile on FAKE inputs; use it with --profile paper")
+            raise ConfigError("--smoke runs the paper profile on FAKE inputs; use it with --profile paper")
         from dganalysis.studies.smoke.run import run_smoke
 
         out, runs = run_smoke(args.smoke_dir, args.notebooks or None, progress=not args.no_progress)
@@ -70,13 +75,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not args.outputs and args.profile not in PROFILES:  # `run` refuses it too: suggest a profile it accepts
         from dganalysis.registry import unknown_name
 
-        raise ValueError(f"--profile: {unknown_name('profile', args.profile, PROFILES)}")
+        raise ConfigError(f"--profile: {unknown_name('profile', args.profile, PROFILES)}")
     out = Path(args.outputs) if args.outputs else outputs_root(repo_root()) / args.profile
     if not out.is_dir():
         hint = (f"run `dganalysis run --profile {args.profile}` first" if args.profile in PROFILES else
                 f"--outputs names a folder of `dganalysis run` outputs (outputs/<profile> for profiles "
                 f"{', '.join(PROFILES)})")
-        raise FileNotFoundError(f"{out}: no outputs for profile {args.profile!r}; {hint}")
+        raise ConfigError(f"{out}: no outputs for profile {args.profile!r}; {hint}")
     if args.docs:
         from dganalysis.studies.docs_pages import publish
 
@@ -162,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dganalysis.scripts.train import build_parser as train_parser
 
     t = sub.add_parser("train", parents=[train_parser()], add_help=False,
-                       help="train one run with DomainBed's train.py flags (domainbed_exact mode by default)",
+                       help="train one run with DomainBed's train.py flags (--mode auto: domainbed_exact where it can)",
                        description="One run, as `python -m domainbed.scripts.train` with the same flags: "
                                    "out.txt, err.txt, results.jsonl, model.pkl and done in --output_dir "
                                    "(dganalysis.scripts.train). A flag DomainBed has and dganalysis cannot honour is "
@@ -199,12 +204,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with progress.bars(sys.stderr.isatty()):
             return int(args.func(args) or 0)
-    except (ValueError, KeyError, OSError) as e:  # bad input (and unusable paths): one clear line, no traceback
+    except ConfigError as e:  # bad input (and unusable paths), said by our checks: one clear line, no traceback
         if args.verbose:
             raise
-        text = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"dganalysis {args.verb}: error: {text}", file=sys.stderr)
+        print(f"dganalysis {args.verb}: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # anything else is ours to fix: the traceback, then where to report it
+        traceback.print_exc()
+        print(bug_line(f"dganalysis {args.verb}", e), file=sys.stderr)
+        return 1
+
+
+def bug_line(where: str, exc: BaseException) -> str:
+    """The line under the traceback of an unexpected exception: a bug of dganalysis, and how to report it."""
+    return (f"{where}: internal error ({type(exc).__name__}): this is a bug in dganalysis, not a problem with your "
+            f"input; {REPORT_BUG}")
 
 
 if __name__ == "__main__":

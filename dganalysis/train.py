@@ -262,6 +262,7 @@ def run_job(
     eval_batch_size: int | None = None,
     heartbeat: Callable[[], None] | None = None,
     threads: int | None = None,
+    extra_fields: Mapping[str, Any] | None = None,
 ) -> Path:
     """Train ``job`` and write its records into ``job_dir``; returns ``job_dir``.
 
@@ -278,7 +279,8 @@ def run_job(
     ``compile``: ``torch.compile`` the featurizer
     and classifier. ``progress``: a tqdm bar over steps. ``heartbeat``: called before every write into
     ``job_dir`` after the first; it raises to stop the job (a sweep passes its claim's check, see
-    :mod:`dganalysis.sweep.store`).
+    :mod:`dganalysis.sweep.store`). ``extra_fields``: added to every record (the DomainBed drop-in's ``mode`` and
+    CUDA backend settings).
 
     The steps, in order: :func:`start_job_dir` (spec.json), :func:`make_runtime` (device, precision),
     :func:`build_data` (dataset, hparams, splits), :func:`build_algorithm` (seeded model),
@@ -287,24 +289,31 @@ def run_job(
     """
     job = job if isinstance(job, Job) else Job.from_dict(job)
     t_start = time.time()
-    from dganalysis.algorithms.registry import get_algorithm
-
-    if precision == "auto" and not get_algorithm(job.algorithm).BF16_AUTOCAST:
-        precision = "fp32"  # bf16 measured not to track fp32 for this algorithm (Algorithm.BF16_AUTOCAST)
-    runtime = make_runtime(device, precision, eval_batch_size, threads)
+    runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads)
     job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):
-            run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads)
+            run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads,
+                          extra_fields=extra_fields)
         return job_dir
     with job_threads(runtime):  # data, model, training and evaluation on one fixed count
         data = build_data(job, data_dir, runtime)
         algorithm = build_algorithm(job, data, runtime, compile)
-        static = record_fields(job, data, runtime, job_dir, data_dir)
+        static = {**record_fields(job, data, runtime, job_dir, data_dir), **(extra_fields or {})}
         log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
         train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
         finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
     return job_dir
+
+
+def algorithm_precision(algorithm: str, precision: str) -> str:
+    """The precision a job of ``algorithm`` asks :func:`make_runtime` for: ``auto`` is ``fp32`` for an algorithm
+    whose bf16 was measured not to track fp32 (``Algorithm.BF16_AUTOCAST`` false), else ``precision`` as given."""
+    from dganalysis.algorithms.registry import get_algorithm
+
+    if precision == "auto" and not get_algorithm(algorithm).BF16_AUTOCAST:
+        return "fp32"
+    return precision
 
 
 def job_threads(runtime: Runtime):
@@ -314,10 +323,11 @@ def job_threads(runtime: Runtime):
 
 def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: torch.device, t_start: float,
                   heartbeat: Callable[[], None] | None = None, num_workers: int | None = None,
-                  n_threads: int | None = None) -> None:
+                  n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None) -> None:
     """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.exact`) and append its records to
     ``job_dir/results.jsonl``. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
-    seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded)."""
+    seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
+    every record."""
     from dganalysis.algorithms import create
     from dganalysis.algorithms.base import domainbed_outputs
     from dganalysis.data.domainbed_mnist import replay_draws
@@ -369,6 +379,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, _Mode(), [])
     static = record_fields(job, data, runtime, job_dir, data_dir)
     static["device"] = _device_name(device)
+    static.update(extra_fields or {})
     steps_per_epoch = min(len(s[0][1]) / bs for s in splits)
     window: dict[str, list[float]] = defaultdict(list)
     results_path = job_dir / "results.jsonl"

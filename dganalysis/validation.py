@@ -26,6 +26,18 @@ class ConfigError(ValueError):
     """Bad user input (a config file, a parameter, a command-line flag), found before any work starts."""
 
 
+class UnknownKeyError(ConfigError, KeyError):
+    """An unknown name in the user's input (a :class:`ConfigError`, and a ``KeyError`` for callers that catch that);
+    its message reads as given, unquoted."""
+
+    __str__ = ValueError.__str__
+
+
+class MissingInputError(ConfigError, FileNotFoundError):
+    """A file or folder the user named is not there (a :class:`ConfigError`, and a ``FileNotFoundError`` for callers
+    that catch that)."""
+
+
 _KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
           "list": "a list", "dict": "a mapping", "any": "a value"}
 

@@ -56,3 +56,29 @@ def test_run_checks_parameter_kinds_before_executing(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err.strip()
     assert "00_quickstart.yaml: parameter 'steps'" in err and "expected an integer" in err and "\n" not in err
     assert not (tmp_path / "outputs").exists()  # nothing executed
+
+
+def test_config_error_is_one_line_and_other_exceptions_show_their_traceback(monkeypatch, capsys):
+    """A :class:`ConfigError` (bad input, said by our checks) is one line, exit status 2; any other exception is a
+    bug: its traceback, then a line saying so and how to report it, exit status 1."""
+    from dganalysis import cli
+    from dganalysis.validation import ConfigError
+
+    def bad_input(args):
+        raise ConfigError("--thing 3: expected 1 or 2")
+
+    monkeypatch.setattr(cli, "_cmd_env", bad_input)
+    assert cli.main(["env"]) == 2
+    err = capsys.readouterr().err
+    assert err == "dganalysis env: error: --thing 3: expected 1 or 2\n"
+
+    def bug(args):
+        return {}["missing key"]
+
+    monkeypatch.setattr(cli, "_cmd_env", bug)
+    assert cli.main(["env"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and "KeyError: 'missing key'" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("dganalysis env: internal error (KeyError): this is a bug in dganalysis")
+    assert "`dganalysis env`" in last

@@ -63,6 +63,7 @@ from dganalysis.stats import behrens_fisher as bf
 from dganalysis.stats import planning
 from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.ttests import tost_p
+from dganalysis.validation import ConfigError
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
 KEY = ["board", "selection", "dataset", "algorithm"]
@@ -158,9 +159,9 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     on its paired differences instead (exact t on n − 1 df; no rounding). See the module docstring.
     """
     if not 0 < alpha < 1 or not 0 < confidence < 1:
-        raise ValueError(f"alpha={alpha}, confidence={confidence}: expected values in (0, 1)")
+        raise ConfigError(f"alpha={alpha}, confidence={confidence}: expected values in (0, 1)")
     if not rope >= 0:
-        raise ValueError(f"rope={rope}: expected a width ≥ 0 in accuracy points")
+        raise ConfigError(f"rope={rope}: expected a width ≥ 0 in accuracy points")
     arrs = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (
         a.mean, a.se, a.n, b.mean, b.se, b.n, a.ddof, b.ddof, a.mean_res, b.mean_res, a.se_res, b.se_res)))
     ma, sa, na, mb, sb, nb, da, db, mra, mrb, sra, srb = arrs
@@ -261,7 +262,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
     claims. Families of equal size are decided together (one vectorised call). See the module docstring."""
     if family not in FAMILIES:
-        raise ValueError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
+        raise ConfigError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
     _check_cells(cells, baseline)
     avg = cells[cells["env"].fillna("") == ""] if "env" in cells else cells
     base = avg[avg["algorithm"] == baseline].set_index(["board", "selection", "dataset"])
@@ -439,7 +440,7 @@ def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
 
         close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"baseline {baseline!r} is not among the algorithms {algs}{hint}")
+        raise ConfigError(f"baseline {baseline!r} is not among the algorithms {algs}{hint}")
 
 
 def summary_counts(claims_df: pd.DataFrame, column: str = "verdict") -> dict[str, int]:

@@ -31,6 +31,7 @@ import pandas as pd
 
 from dganalysis.audit import published
 from dganalysis.records.selection import METHODS, select
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 DOMAINBED_SELECTIONS = ("training_domain", "leave_one_out", "oracle")
@@ -73,7 +74,7 @@ def main_selection(selections: Sequence[str]) -> str:
     """The selection of the analyses that take one (expected-max curves, selected hparams): training-domain
     validation where audited (DomainBed's default), else the first audited method."""
     if isinstance(selections, str) or not isinstance(selections, Sequence) or not selections:
-        raise ValueError(f"main_selection: parameter 'selections': expected a non-empty list of method names, got "
+        raise ConfigError(f"main_selection: parameter 'selections': expected a non-empty list of method names, got "
                          f"{selections!r}")
     return "training_domain" if "training_domain" in selections else selections[0]
 
@@ -84,24 +85,24 @@ def parse_selections(selection: str | Sequence[str]) -> list[str]:
         [selection] if isinstance(selection, str) else list(selection))
     bad = [s for s in names if s not in METHODS]
     if bad or not names:
-        raise ValueError(f"selection {bad or names!r}: expected 'all' or some of {list(METHODS)}")
+        raise ConfigError(f"selection {bad or names!r}: expected 'all' or some of {list(METHODS)}")
     return names
 
 
 def check_inputs(paths: Sequence[str | Path]) -> None:
     """Every input exists and is a table file or a folder; raise naming the first that is not."""
     if not paths:
-        raise ValueError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
+        raise ConfigError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
     for p in paths:
         if str(p).startswith("shipped:"):
             published.resolve(p)  # raises on an unknown name
             continue
         path = Path(p)
         if not path.exists():
-            raise FileNotFoundError(f"INPUT {p}: no such file or folder (expected a sweep directory or a .tex/.csv "
+            raise MissingInputError(f"INPUT {p}: no such file or folder (expected a sweep directory or a .tex/.csv "
                                     "table)")
         if path.is_file() and path.suffix.lower() not in published.TABLE_SUFFIXES:
-            raise ValueError(f"INPUT {p}: a {path.suffix or 'suffix-less'} file; expected a sweep directory or a "
+            raise ConfigError(f"INPUT {p}: a {path.suffix or 'suffix-less'} file; expected a sweep directory or a "
                              ".tex/.csv table")
 
 
@@ -124,18 +125,18 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
         cells = published.read_table(path, trials=trials)
         return AuditInput(name, "table", cells)
     if trials is not None:
-        raise ValueError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
+        raise ConfigError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
     methods = list(dict.fromkeys([*selections, "oracle", "training_domain"]))
     picks = select_for_tables(path, methods, per_draw=[main_selection(selections)])
     if not picks.rows:
-        raise ValueError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
+        raise ConfigError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
     tr = sweep_trials(None, selections, picks.selections)
     # a verdict is about the runs that were read: the folders read and left out, as collect prints them
     read = summary_line(picks.selections[selections[0]])
     notes = [*([read] if read else []), *(f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items())]
     notes += provenance_differences(picks.indexes)  # runs made under other versions, devices, precisions
     if tr.empty:
-        raise ValueError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
+        raise ConfigError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
                          "without its helper runs)")
     return AuditInput(name, "sweep", cells_from_trials(tr), tr, notes, picks.selections, picks.draws, Path(path),
                       StoreKeys(list(picks.indexes[0][1].keys)))
@@ -213,4 +214,4 @@ def check_baseline(cells: pd.DataFrame, baseline: str, where: str) -> None:
     if baseline not in algs:
         close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"{where}: baseline {baseline!r} is not among its algorithms {algs}{hint}")
+        raise ConfigError(f"{where}: baseline {baseline!r} is not among its algorithms {algs}{hint}")

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.records.selection import METHODS
+from dganalysis.validation import ConfigError, MissingInputError
 
 CELL_COLUMNS = ["board", "selection", "dataset", "env", "algorithm", "mean", "se", "n", "se_ddof", "mean_res",
                 "se_res", "source"]
@@ -60,7 +61,7 @@ def shipped(name: str) -> Path:
     """Path of a table shipped with the package: ``"domainbed"`` (DomainBed's published results.tex) or
     ``"yu2024_table5"`` (Yu et al. 2024, Table 5)."""
     if name not in SHIPPED:
-        raise ValueError(f"shipped table {name!r}: expected one of {sorted(SHIPPED)}")
+        raise ConfigError(f"shipped table {name!r}: expected one of {sorted(SHIPPED)}")
     return SHIPPED[name]
 
 
@@ -82,23 +83,23 @@ def read_table(path: str | Path, trials: int | None = None) -> pd.DataFrame:
     overrides n for every cell. See the module docstring for the conventions."""
     p = resolve(path)
     if trials is not None and (not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 2):
-        raise ValueError(f"trials={trials!r}: expected an integer ≥ 2 (the number of runs behind each cell)")
+        raise ConfigError(f"trials={trials!r}: expected an integer ≥ 2 (the number of runs behind each cell)")
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such table file (expected a .tex from DomainBed's collect_results --latex "
+        raise MissingInputError(f"{p}: no such table file (expected a .tex from DomainBed's collect_results --latex "
                                 "or a .csv with selection, dataset, algorithm, mean, se, n)")
     suffix = p.suffix.lower()
     try:
         text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (spreadsheet exports) is not part of the table
     except UnicodeDecodeError as err:
-        raise ValueError(f"{p}: not UTF-8 text (byte {err.start}); expected a .tex or .csv table") from None
+        raise ConfigError(f"{p}: not UTF-8 text (byte {err.start}); expected a .tex or .csv table") from None
     if suffix == ".tex":
         cells = read_latex(text, str(p), trials=trials or 3)
     elif suffix == ".csv":
         cells = read_csv(text, str(p), trials=trials)
     else:
-        raise ValueError(f"{p}: unknown table format {suffix!r}; expected .tex or .csv")
+        raise ConfigError(f"{p}: unknown table format {suffix!r}; expected .tex or .csv")
     if cells.empty:
-        raise ValueError(f"{p}: no result cells found (expected DomainBed's 'Averages' tables or CSV rows)")
+        raise ConfigError(f"{p}: no result cells found (expected DomainBed's 'Averages' tables or CSV rows)")
     return cells
 
 
@@ -117,7 +118,7 @@ def read_latex(text: str, source: str = "<latex>", trials: int = 3) -> pd.DataFr
         if m:
             name = m.group(1).strip()
             if name not in _DOMAINBED_NAMES:
-                raise ValueError(f"{where}: unknown model selection method {name!r}; expected one of "
+                raise ConfigError(f"{where}: unknown model selection method {name!r}; expected one of "
                                  f"{sorted(_DOMAINBED_NAMES)}")
             selection, dataset, header = _DOMAINBED_NAMES[name], None, None
             continue
@@ -131,17 +132,17 @@ def read_latex(text: str, source: str = "<latex>", trials: int = 3) -> pd.DataFr
         if header is None:
             header = [_TEXTBF.sub(r"\1", c).replace("\\%", "%").strip() for c in parts]
             if header[0] != "Algorithm":
-                raise ValueError(f"{where}: expected a header row starting with 'Algorithm', got {parts[0]!r}")
+                raise ConfigError(f"{where}: expected a header row starting with 'Algorithm', got {parts[0]!r}")
             continue
         if len(parts) != len(header):
-            raise ValueError(f"{where}: {len(parts)} cells, the header has {len(header)}")
+            raise ConfigError(f"{where}: {len(parts)} cells, the header has {len(header)}")
         algorithm = parts[0]
         for col, cell in zip(header[1:], parts[1:]):
             if col == "Avg" or cell == "X":  # Avg: the mean of the row's means, no SE (derived, not a result)
                 continue
             m = _CELL.match(cell)
             if not m:
-                raise ValueError(f"{where}: cell {cell!r} in column {col!r}: expected 'mean $\\pm$ SE' or X")
+                raise ConfigError(f"{where}: cell {cell!r} in column {col!r}: expected 'mean $\\pm$ SE' or X")
             is_avg = dataset == "Averages"
             rows.append(dict(board="", selection=selection, dataset=col if is_avg else dataset,
                              env="" if is_avg else col, algorithm=algorithm, mean=float(m.group(1)),
@@ -155,41 +156,41 @@ def read_csv(text: str, source: str = "<csv>", trials: int | None = None) -> pd.
     lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip() and
              not line.lstrip().startswith("#")]
     if not lines:
-        raise ValueError(f"{source}: empty CSV; expected a header selection, dataset, algorithm, mean, se, n")
+        raise ConfigError(f"{source}: empty CSV; expected a header selection, dataset, algorithm, mean, se, n")
     reader = csv.reader(_io.StringIO("\n".join(line for _, line in lines)))
     header = [h.strip() for h in next(reader)]
     need = ["selection", "dataset", "algorithm", "mean", "se"] + ([] if trials else ["n"])
     missing = [c for c in need if c not in header]
     if missing:
-        raise ValueError(f"{source}:{lines[0][0]}: missing column(s) {missing}; got {header}, expected "
+        raise ConfigError(f"{source}:{lines[0][0]}: missing column(s) {missing}; got {header}, expected "
                          "selection, dataset, algorithm, mean, se, n (optional env, se_ddof, board)")
     unknown = sorted(set(header) - {*need, "n", "env", "se_ddof", "board"})
     if unknown:
-        raise ValueError(f"{source}:{lines[0][0]}: unknown column(s) {unknown}; expected selection, dataset, "
+        raise ConfigError(f"{source}:{lines[0][0]}: unknown column(s) {unknown}; expected selection, dataset, "
                          "algorithm, mean, se, n, env, se_ddof, board")
     rows = []
     for (lineno, _), values in zip(lines[1:], reader):
         where = f"{source}:{lineno}"
         if len(values) != len(header):
-            raise ValueError(f"{where}: {len(values)} fields, the header has {len(header)}")
+            raise ConfigError(f"{where}: {len(values)} fields, the header has {len(header)}")
         r = dict(zip(header, (v.strip() for v in values)))
         if r["selection"] not in METHODS:
-            raise ValueError(f"{where}: selection {r['selection']!r}: expected one of {list(METHODS)}")
+            raise ConfigError(f"{where}: selection {r['selection']!r}: expected one of {list(METHODS)}")
         for key in ("dataset", "algorithm"):
             if not r[key]:
-                raise ValueError(f"{where}: empty {key}")
+                raise ConfigError(f"{where}: empty {key}")
         mean, mean_res = _number(r["mean"], "mean", where)
         if math.isnan(mean):
-            raise ValueError(f"{where}: empty mean")
+            raise ConfigError(f"{where}: empty mean")
         se, se_res = _number(r["se"], "se", where)
         if se < 0:
-            raise ValueError(f"{where}: se={se}: expected ≥ 0")
+            raise ConfigError(f"{where}: se={se}: expected ≥ 0")
         n = trials if trials else _integer(r.get("n", ""), "n", where)
         if n < 2:
-            raise ValueError(f"{where}: n={n}: a standard error needs ≥ 2 runs")
+            raise ConfigError(f"{where}: n={n}: a standard error needs ≥ 2 runs")
         ddof = _integer(r["se_ddof"], "se_ddof", where) if r.get("se_ddof") else 0
         if ddof not in (0, 1):
-            raise ValueError(f"{where}: se_ddof={ddof}: expected 0 (population std) or 1 (sample std)")
+            raise ConfigError(f"{where}: se_ddof={ddof}: expected 0 (population std) or 1 (sample std)")
         rows.append(dict(board=r.get("board", ""), selection=r["selection"], dataset=r["dataset"],
                          env=r.get("env", ""), algorithm=r["algorithm"], mean=mean, se=se, n=n, se_ddof=ddof,
                          mean_res=mean_res, se_res=se_res, source=where))
@@ -201,7 +202,7 @@ def _number(text: str, name: str, where: str) -> tuple[float, float]:
     if text == "":
         return float("nan"), 0.0
     if not _NUMBER.match(text):
-        raise ValueError(f"{where}: {name}={text!r}: expected a number")
+        raise ConfigError(f"{where}: {name}={text!r}: expected a number")
     digits = text.split(".")[1] if "." in text else ""
     return float(text), _decimals_res(digits)
 
@@ -210,7 +211,7 @@ def _integer(text: str, name: str, where: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"{where}: {name}={text!r}: expected an integer") from None
+        raise ConfigError(f"{where}: {name}={text!r}: expected an integer") from None
 
 
 def _finish(cells: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -218,11 +219,11 @@ def _finish(cells: pd.DataFrame, source: str) -> pd.DataFrame:
     dup = cells.duplicated(key, keep=False)
     if dup.any():
         first = cells[dup].iloc[0]
-        raise ValueError(f"{first['source']}: cell ({', '.join(str(first[k]) for k in key)}) appears twice in "
+        raise ConfigError(f"{first['source']}: cell ({', '.join(str(first[k]) for k in key)}) appears twice in "
                          f"{source}")
     means = cells["mean"].astype(float)
     if means.notna().any() and means.abs().max() <= 1:  # no accuracy table is below 1% throughout
-        raise ValueError(f"{source}: every mean is within [-1, 1]: accuracies as fractions? Expected accuracy in "
+        raise ConfigError(f"{source}: every mean is within [-1, 1]: accuracies as fractions? Expected accuracy in "
                          "points (0–100), as DomainBed prints them — the ROPE, the rounding and Δ are in points; "
                          "multiply mean and se by 100")
     return cells.astype({"mean": float, "se": float, "n": int, "se_ddof": int, "mean_res": float,

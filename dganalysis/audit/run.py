@@ -32,6 +32,7 @@ from dganalysis.audit.inputs import (
     parse_selections,
 )
 from dganalysis.audit.published import is_table, read_table
+from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
 CONTRACT_CLAIM = ["selection", "dataset", "algorithm", "baseline", "delta", "ci_low", "ci_high", "p_adj", "verdict",
@@ -177,7 +178,7 @@ def _table_selections(cells: pd.DataFrame, selections: list[str], where: str, ex
     have = list(dict.fromkeys(cells["selection"]))
     keep = cells[cells["selection"].isin(selections)]
     if keep.empty or (explicit and set(selections) - set(have)):
-        raise ValueError(f"{where}: no cells for selection {sorted(set(selections) - set(have))}; the table has "
+        raise ConfigError(f"{where}: no cells for selection {sorted(set(selections) - set(have))}; the table has "
                          f"{have}")
     return keep
 
@@ -282,19 +283,19 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
     opts = StatOptions(**options)
     family, paired, confidence, reps, seed = opts.family, opts.paired, opts.confidence, opts.reps, opts.seed
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha={alpha}: expected a level in (0, 1)")
+        raise ConfigError(f"alpha={alpha}: expected a level in (0, 1)")
     if family not in claims.FAMILIES:
-        raise ValueError(f"family={family!r}: expected one of {sorted(claims.FAMILIES)}")
+        raise ConfigError(f"family={family!r}: expected one of {sorted(claims.FAMILIES)}")
     if not (isinstance(rope, (int, float)) and math.isfinite(rope) and rope >= 0):
-        raise ValueError(f"rope={rope!r}: expected a width ≥ 0 in accuracy points")
+        raise ConfigError(f"rope={rope!r}: expected a width ≥ 0 in accuracy points")
     selections = parse_selections(selection)
     explicit = selection != "all"
     check_inputs(list(inputs) + ([reference_table] if reference_table else []))
     if trials is not None and not any(is_table(p) for p in inputs):
-        raise ValueError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
+        raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
                          "directory, whose trials are counted")
     if reference_table is not None and not is_table(reference_table):
-        raise ValueError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
+        raise ConfigError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
     ref_cells = read_table(reference_table) if reference_table else None
     loaded, skipped = [], []
     optional = {str(p) for p in optional}

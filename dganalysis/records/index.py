@@ -807,7 +807,7 @@ def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, s
                 start = a + job["count"]
             if job["problem"] is not None:
                 if strict:
-                    raise ValueError(job["problem"])
+                    raise ConfigError(job["problem"])
                 counts["unreadable"] += 1
                 problems.append(job["problem"])
                 log.warning("skipped job %s: %s", job_dir, job["problem"])

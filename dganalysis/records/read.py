@@ -102,12 +102,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     try:
         data = path.read_bytes()
     except OSError as err:  # e.g. no read permission: an unreadable job, counted as such by load
-        raise ValueError(f"{path}: cannot be read ({err.strerror or err}); expected JSON records") from None
+        raise ConfigError(f"{path}: cannot be read ({err.strerror or err}); expected JSON records") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not valid UTF-8 (byte {err.start}); expected JSON records in UTF-8") from None
+        raise ConfigError(f"{path}:{line}: not valid UTF-8 (byte {err.start}); expected JSON records in UTF-8") from None
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
@@ -121,9 +121,9 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             if n == len(lines):
                 log.warning("%s:%d: torn last record skipped (%s)", path, n, err.msg)
                 break
-            raise ValueError(f"{path}:{n}: unreadable JSON record ({err.msg}); expected one JSON object per line") from err
+            raise ConfigError(f"{path}:{n}: unreadable JSON record ({err.msg}); expected one JSON object per line") from err
         if not isinstance(rec, dict):
-            raise ValueError(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
+            raise ConfigError(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
         records.append(rec)
     return records
 
@@ -270,9 +270,9 @@ def read_record_at(rec: dict[str, Any], where: str, spec: dict[str, Any] | None 
     except ValueError as err:
         if str(err).startswith(where):
             raise
-        raise ValueError(f"{where}: {err}") from err
+        raise ConfigError(f"{where}: {err}") from err
     except (TypeError, KeyError, AttributeError) as err:
-        raise ValueError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
+        raise ConfigError(f"{where}: malformed record ({type(err).__name__}: {err})") from err
 
 
 #: the metadata :func:`_read_record` returns, in order: the columns of :data:`_META` after ``job_id``
@@ -293,10 +293,10 @@ def _read_record(
     The one rule for :func:`~dganalysis.records.load` and the columnar index, which calls it once per job whose records repeat the first."""
     args = rec.get("args")
     if not isinstance(args, dict):
-        raise ValueError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
+        raise ConfigError(f"{where}: record has no 'args' dict (expected DomainBed-style records)")
     if not (args.keys() >= _REQUIRED_ARG_SET and "step" in rec):
         missing = [k for k in _REQUIRED_ARGS if k not in args]
-        raise ValueError(f"{where}: record lacks {missing + ([] if 'step' in rec else ['step'])}")
+        raise ConfigError(f"{where}: record lacks {missing + ([] if 'step' in rec else ['step'])}")
     plan = _acc_keys(tuple(rec))
     accs = _plain_accs(rec, plan[1]) if plan is not None else None
     if accs is not None:
@@ -307,16 +307,16 @@ def _read_record(
             pair = env_pair(key)
             if pair is not None:
                 if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                    raise ValueError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
+                    raise ConfigError(f"{where}: {key} = {value!r}; expected an accuracy (a number) or null")
                 by_pair[pair] = float("nan") if value is None else float(value)
         pairs = tuple(sorted(by_pair))
         accs = [by_pair[p] for p in pairs]
     if not pairs:
-        raise ValueError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
+        raise ConfigError(f"{where}: record has no env{{i}}_in_acc / env{{i}}_out_acc keys")
     (train, test, val), layout = _layout(rec, args, pairs, where)
     step = int(rec["step"])
     if not -(2**63) <= step < 2**63:
-        raise ValueError(f"{where}: step = {rec['step']!r} does not fit a 64-bit integer; expected the training "
+        raise ConfigError(f"{where}: step = {rec['step']!r} does not fit a 64-bit integer; expected the training "
                          "step of the checkpoint")
     values = (str(args["dataset"]), str(args["algorithm"]), train, test, val, setting_key(args, spec),
               int(args["hparams_seed"]), int(args["trial_seed"]), step,
@@ -376,7 +376,7 @@ def _layout(rec: dict[str, Any], args: dict[str, Any], pairs: tuple[tuple[int, s
     try:
         return _layout_cached(key)
     except _LayoutError as err:  # recomputed with the record itself: its own message
-        raise ValueError(f"{where}: {err}") from None
+        raise ConfigError(f"{where}: {err}") from None
 
 
 _UNCACHED = object()
@@ -424,7 +424,7 @@ def _domain_names(rec: dict[str, Any], args: dict[str, Any], n_envs: int, where:
     names = rec.get("domains")
     if names is not None:
         if len(names) < n_envs:
-            raise ValueError(f"{where}: 'domains' names {len(names)} domains but the record has {n_envs} envs")
+            raise ConfigError(f"{where}: 'domains' names {len(names)} domains but the record has {n_envs} envs")
         return [str(n) for n in names]
     known = DOMAINBED_ENVIRONMENTS.get(str(args["dataset"]))
     if known is not None and len(known) == n_envs:
@@ -438,12 +438,12 @@ def _roles(rec: dict[str, Any], args: dict[str, Any], names: list[str], where: s
         for role in ("train", "test", "val"):
             for d in rec.get(f"{role}_domains") or []:
                 if d not in roles:
-                    raise ValueError(f"{where}: {role}_domains names {d!r}, not one of the domains {names}")
+                    raise ConfigError(f"{where}: {role}_domains names {d!r}, not one of the domains {names}")
                 roles[d] = role
         return roles
     test = set(args["test_envs"])
     val = set(args.get("val_envs") or [])
     bad = [i for i in test | val if not 0 <= int(i) < len(names)]
     if bad:
-        raise ValueError(f"{where}: test_envs/val_envs {sorted(bad)} out of range for {len(names)} envs")
+        raise ConfigError(f"{where}: test_envs/val_envs {sorted(bad)} out of range for {len(names)} envs")
     return {n: "test" if i in test else "val" if i in val else "train" for i, n in enumerate(names)}

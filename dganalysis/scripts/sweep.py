@@ -7,12 +7,18 @@ b93c22a): the same flags and defaults, the same job list — the same argument d
 ``steps`` / ``hparams`` when given) and the same output folder, ``<output_dir>/<md5 of the sorted-key JSON of the
 dict>`` (``tests/reference/test_domainbed_scripts_sweep.py`` compares both with DomainBed's ``make_args_list`` and
 ``Job``). Each run's command is DomainBed's with ``domainbed`` replaced by ``dganalysis``:
-``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``domainbed_exact`` mode), so the records
-equal those of DomainBed's sweep. A run is Done when its folder holds ``done``, Incomplete when the folder exists
-without it, Not launched otherwise; ``launch`` checks first what the runs to launch need (our preflight: the data
-and pretrained weight files, :func:`preflight`; not for the ``dummy`` launcher; ``--no_preflight`` skips it) and starts the Not launched ones, ``delete_incomplete`` deletes the
-Incomplete ones (after asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``train`` still
-holds its claim (a run still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
+``python -m dganalysis.scripts.train ...`` (:mod:`dganalysis.scripts.train`, ``--mode auto``: ``domainbed_exact`` where
+it replays DomainBed's draws, so the records equal those of DomainBed's sweep; our engine elsewhere). A run is Done
+when its folder holds ``done``, Incomplete when the folder exists without it, Not launched otherwise. ``launch``
+checks first every run to launch with the train script's own checks (:func:`preflight`: its flags, by
+:func:`dganalysis.scripts.train.check_flags`; its data, MNIST's raw files, the benchmark folders and the pretrained
+weight files, by :func:`dganalysis.scripts.train.data_problems_of` — not for the ``dummy`` launcher, and
+``--no_preflight`` skips the data) and launches nothing, listing the problems, if any fails; then it starts the Not
+launched ones. Every launcher returns each run's exit status: it is written into the run's folder
+(``exit_status``), and a launch with failed runs lists them (folder, status, the first line of the reason from the
+run's ``err.txt``: :func:`failure_reason`) and exits 1. ``delete_incomplete`` deletes the Incomplete ones (after
+asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``train`` still holds its claim (a run
+still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
 
 Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
 command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run); and ``slurm``
@@ -36,6 +42,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import subprocess
@@ -53,6 +60,8 @@ from dganalysis.validation import ConfigError
 DEFAULT_DATASETS = [d for d in DOMAINBED_DATASETS if "Debug" not in d]
 #: the command each run executes (DomainBed's, ``domainbed`` replaced)
 TRAIN_MODULE = "dganalysis.scripts.train"
+#: the file in a run's folder holding the exit status of its command, when the launcher knows it
+EXIT_STATUS_FILE = "exit_status"
 
 
 class Job:
@@ -133,20 +142,25 @@ def make_args_list(n_trials: int, dataset_names: Sequence[str], algorithms: Sequ
 
 
 # ------------------------------------------------------------------------------------------------ launchers
-def local_launcher(commands: list[str]) -> None:
-    """DomainBed's ``local``: the commands one after the other, in this machine's shell."""
-    for cmd in commands:
-        subprocess.call(cmd, shell=True)
+#: a launcher runs the commands and returns each one's exit status, in order (None: not run, or not known yet)
+Statuses = list[int | None]
 
 
-def dummy_launcher(commands: list[str]) -> None:
-    """DomainBed's ``dummy``: print each command, run nothing."""
+def local_launcher(commands: list[str]) -> Statuses:
+    """DomainBed's ``local``: the commands one after the other, in this machine's shell; their exit statuses."""
+    return [subprocess.call(cmd, shell=True) for cmd in commands]
+
+
+def dummy_launcher(commands: list[str]) -> Statuses:
+    """DomainBed's ``dummy``: print each command, run nothing (no exit statuses)."""
     for cmd in commands:
         print(f"Dummy launcher: {cmd}")
+    return [None] * len(commands)
 
 
-def multi_gpu_launcher(commands: list[str]) -> None:
-    """DomainBed's ``multi_gpu``: one command per GPU at a time (``$CUDA_VISIBLE_DEVICES``' GPUs, else all)."""
+def multi_gpu_launcher(commands: list[str]) -> Statuses:
+    """DomainBed's ``multi_gpu``: one command per GPU at a time (``$CUDA_VISIBLE_DEVICES``' GPUs, else all); their
+    exit statuses."""
     print("WARNING: using experimental multi_gpu_launcher.")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -158,18 +172,23 @@ def multi_gpu_launcher(commands: list[str]) -> None:
     if not gpus:
         raise ConfigError("sweep: --command_launcher multi_gpu: no GPU visible (CUDA_VISIBLE_DEVICES is empty or "
                           "torch sees no CUDA device); use --command_launcher local")
-    commands = list(commands)
-    procs: list[subprocess.Popen | None] = [None] * len(gpus)
-    while commands:
+    statuses: Statuses = [None] * len(commands)
+    pending = list(enumerate(commands))
+    procs: list[tuple[int, subprocess.Popen] | None] = [None] * len(gpus)
+    while pending:
         for idx, gpu in enumerate(gpus):
-            proc = procs[idx]
-            if proc is None or proc.poll() is not None:
-                procs[idx] = subprocess.Popen(f"CUDA_VISIBLE_DEVICES={gpu} {commands.pop(0)}", shell=True)
+            slot = procs[idx]
+            if slot is None or slot[1].poll() is not None:
+                if slot is not None:
+                    statuses[slot[0]] = slot[1].returncode
+                k, cmd = pending.pop(0)
+                procs[idx] = (k, subprocess.Popen(f"CUDA_VISIBLE_DEVICES={gpu} {cmd}", shell=True))
                 break
         time.sleep(1)
-    for proc in procs:
-        if proc is not None:
-            proc.wait()
+    for slot in procs:
+        if slot is not None:
+            statuses[slot[0]] = slot[1].wait()
+    return statuses
 
 
 def _shell(cmd: str) -> int:
@@ -180,8 +199,10 @@ def _shell(cmd: str) -> int:
     return code
 
 
-def slurm_launcher(commands: list[str], log_dir: str | None = None) -> None:
-    """Ours: the commands as one Slurm job array through submitit (parameters from ``$DGANALYSIS_SLURM``)."""
+def slurm_launcher(commands: list[str], log_dir: str | None = None) -> Statuses:
+    """Ours: the commands as one Slurm job array through submitit (parameters from ``$DGANALYSIS_SLURM``). With
+    submitit's ``local`` or ``debug`` executor it waits and returns the exit statuses; on Slurm the tasks run later
+    (None: not known yet; submitit's logs and each run folder's ``done`` tell)."""
     import submitit
 
     try:
@@ -197,12 +218,19 @@ def slurm_launcher(commands: list[str], log_dir: str | None = None) -> None:
         executor.update_parameters(**params)
     jobs = executor.map_array(_shell, commands)
     print(f"Submitted {len(jobs)} tasks through submitit ({executor.cluster}); logs in {folder}")
-    if executor.cluster in ("local", "debug"):
-        for job in jobs:
-            job.result()
+    if executor.cluster not in ("local", "debug"):
+        return [None] * len(commands)
+    statuses: Statuses = []
+    for job in jobs:
+        try:
+            statuses.append(int(job.result()))
+        except Exception as err:  # the task failed: _shell's "exit status N", or submitit's own failure
+            found = re.search(r"exit status (-?\d+)", str(err))
+            statuses.append(int(found.group(1)) if found else 1)
+    return statuses
 
 
-REGISTRY: dict[str, Callable[[list[str]], None]] = {
+REGISTRY: dict[str, Callable[[list[str]], Statuses]] = {
     "local": local_launcher,
     "dummy": dummy_launcher,
     "multi_gpu": multi_gpu_launcher,
@@ -244,40 +272,50 @@ def make_jobs(args: argparse.Namespace) -> list[Job]:
     return [Job(a, args.output_dir) for a in args_list]
 
 
-def _mnist_problem(data_dir: str) -> str | None:
-    """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
-    from pathlib import Path
-
-    root = Path(data_dir)
-    for folder in (root / "MNIST" / "raw", root / "raw", root):
-        if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
-               for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                         "t10k-labels-idx1-ubyte")):
-            return None
-    return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
-            "DomainBed's python -m domainbed.scripts.download fetches them")
-
-
-def preflight(jobs: Sequence[Job]) -> list[str]:
-    """What the runs need and lack, checked before anything is launched (our sweep's preflight,
-    :func:`dganalysis.preflight.job_problems`: data folders and pretrained weight files; MNIST's raw files)."""
-    from dganalysis.preflight import job_problems
+def preflight(jobs: Sequence[Job], data: bool = True) -> list[str]:
+    """What the runs would refuse or lack, checked before anything is launched, with the train script's own checks
+    on each run's flags: :func:`dganalysis.scripts.train.check_flags` (a refusal: one line per message, naming a run
+    folder and how many runs share it) and, with ``data``, :func:`dganalysis.scripts.train.data_problems_of` (MNIST's
+    raw files; data folders and pretrained weight files through :func:`dganalysis.preflight.job_problems`)."""
     from dganalysis.scripts import train
 
     parser = train.build_parser()
-    ours, problems = [], []
+    parsed, refused = [], {}
     for job in jobs:
         argv = []
         for k, v in job.train_args.items():
             argv += [f"--{k}", *([str(x) for x in v] if isinstance(v, list) else [str(v)])]
         a = parser.parse_args(argv)
-        if a.dataset in train.MNIST_DATASETS:
-            p = _mnist_problem(a.data_dir)
-            if p and p not in problems:
-                problems.append(p)
+        try:
+            train.check_flags(a)
+        except train.Refused as err:
+            refused.setdefault(str(err), []).append(job.output_dir)
             continue
-        ours.append(train.job_from_args(a))
-    return problems + job_problems(ours)
+        parsed.append(a)
+    problems = [f"{dirs[0]}{f' and {len(dirs) - 1} more run(s)' if len(dirs) > 1 else ''}: train refuses: {msg}"
+                for msg, dirs in refused.items()]
+    return problems + (train.data_problems_of(parsed) if data else [])
+
+
+def failure_reason(output_dir: str, status: int) -> str:
+    """The first line of why a run exited with ``status``, from its ``err.txt``: the last traceback's exception
+    line, else the train script's refusal line, else err.txt's first line; else the status alone."""
+    from pathlib import Path
+
+    path = Path(output_dir, "err.txt")
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    marker = "Traceback (most recent call last):"
+    if marker in text:
+        for line in text.rsplit(marker, 1)[1].splitlines()[1:]:
+            if line.strip() and not line.startswith((" ", "\t")):
+                return line.strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("dganalysis.scripts.train:"):
+            return line
+    if lines:
+        return lines[0]
+    return f"exit status {status}, nothing in err.txt" if path.is_file() else f"exit status {status}, no err.txt"
 
 
 def _confirm() -> bool:
@@ -317,8 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "launch":
         to_launch = [j for j in jobs if j.state == Job.NOT_LAUNCHED]
         print(f"About to launch {len(to_launch)} jobs.")
-        check = to_launch and not args.no_preflight and args.command_launcher != "dummy"  # dummy runs nothing
-        problems = preflight(to_launch) if check else []
+        data = not args.no_preflight and args.command_launcher != "dummy"  # dummy runs nothing
+        problems = preflight(to_launch, data) if to_launch else []
         if problems:
             from dganalysis.preflight import format_problems
 
@@ -333,10 +371,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.makedirs(job.output_dir, exist_ok=True)
         commands = [job.command_str for job in to_launch]
         if args.command_launcher == "slurm":
-            slurm_launcher(commands, os.path.join(args.output_dir, ".submitit"))
+            statuses = slurm_launcher(commands, os.path.join(args.output_dir, ".submitit"))
         else:
-            REGISTRY[args.command_launcher](commands)
+            statuses = REGISTRY[args.command_launcher](commands)
+        statuses = list(statuses or [None] * len(commands))
         print(f"Launched {len(to_launch)} jobs!")
+        failed = []
+        for job, status in zip(to_launch, statuses):
+            if status is None:
+                continue
+            if os.path.isdir(job.output_dir):  # each run's exit status, beside its files
+                with open(os.path.join(job.output_dir, EXIT_STATUS_FILE), "w", encoding="utf-8") as f:
+                    f.write(f"{status}\n")
+            if status != 0:
+                failed.append((job, status))
+        if failed:
+            sys.stderr.write(f"sweep: {len(failed)} of {len(to_launch)} runs failed (left Incomplete; their err.txt "
+                             "says why):\n" + "".join(f"  {job.output_dir}: exit status {status}: "
+                                                      f"{failure_reason(job.output_dir, status)}\n"
+                                                      for job, status in failed))
+            return 1
     else:
         from dganalysis.sweep.store import live_claim
 

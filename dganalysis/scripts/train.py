@@ -6,16 +6,24 @@ b93c22a): the same flags, defaults and meanings, and the same files in ``--outpu
 DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (DomainBed's dict: ``args``,
 ``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``), and ``done``.
 
-It runs our ``domainbed_exact`` mode by default (:mod:`dganalysis.exact`): DomainBed's random draws in DomainBed's
-order, so for the same flags the records equal DomainBed's (on a CPU, fp32; ``tests/reference/
-test_domainbed_scripts_train.py`` runs both). ``--mode default`` runs our default engine instead (other draws, the
-same experiment; faster, bf16 where it pays). What we add is said in ``out.txt`` (mode, ``threads``, ``precision``)
-and in each record (``threads``, ``precision``, ``provenance``, the domain names, ``spec.json`` beside them).
+With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, the default): our
+``domainbed_exact`` mode (:mod:`dganalysis.exact`) where it replays DomainBed's random draws in DomainBed's order
+(its MNIST datasets and the Debug ones), so for the same flags the records equal DomainBed's (on a CPU, fp32;
+``tests/reference/test_domainbed_scripts_train.py`` runs both); our default engine elsewhere (DomainBed's image
+benchmarks, ``class_balanced`` / ``augment``: other draws, the same experiment; faster, bf16 where it pays).
+``--mode domainbed_exact`` / ``--mode default`` pick one (the first refused by name where it cannot replay the run).
+What we add is said in ``out.txt`` (the mode used and why, ``threads``, ``precision``, the cuDNN/TF32 settings) and
+in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` — :func:`cuda_backends`, not
+applicable on a CPU —, ``threads``, ``provenance``, the domain names, ``spec.json`` beside them).
+
+Failures are said: the run's data (:func:`data_problems`) is checked once ``out.txt`` and ``err.txt`` are open, so
+a missing folder or weight file is one line in ``err.txt`` (exit status 2); any other failure leaves its traceback in
+``err.txt`` (exit status 1).
 
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
 no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
-one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
-``--mode default`` for those. Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
+one of DomainBed's, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBed's image benchmarks,
+``class_balanced``, ``augment``). Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
 (DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
@@ -28,11 +36,13 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+from dganalysis.validation import ConfigError
 
 #: DomainBed's ``MultipleDomainDataset.N_STEPS`` (no dataset overrides it)
 DOMAINBED_N_STEPS = 5001
@@ -47,8 +57,34 @@ DOMAINBED_FLAGS = ("data_dir", "dataset", "algorithm", "task", "hparams", "hpara
                    "skip_model_save", "save_model_every_checkpoint")
 
 
-class Refused(Exception):
-    """A DomainBed flag (or value) this drop-in cannot honour; the message names it."""
+#: ``--mode`` values: ``auto`` resolves to one of the other two (:func:`resolved_mode`)
+MODES = ("auto", "domainbed_exact", "default")
+
+
+class Refused(ConfigError):
+    """A DomainBed flag (or value) this drop-in cannot honour; the message names it (a
+    :class:`~dganalysis.validation.ConfigError`)."""
+
+
+def exact_problem(args: argparse.Namespace) -> str | None:
+    """Why ``domainbed_exact`` cannot replay DomainBed's run of these (checked) flags, or None when it can: its
+    MNIST datasets and the Debug ones, without ``class_balanced`` / ``augment`` hparams (:mod:`dganalysis.exact`)."""
+    if args.dataset not in MNIST_DATASETS and not args.dataset.startswith("Debug"):
+        return (f"--dataset {args.dataset} goes through DomainBed's torchvision image transforms, which "
+                "domainbed_exact does not replay")
+    over = json.loads(args.hparams) if args.hparams else {}
+    for key in ("class_balanced", "augment"):
+        if over.get(key):
+            return f"--hparams sets {key}, which domainbed_exact does not replay"
+    return None
+
+
+def resolved_mode(args: argparse.Namespace) -> str:
+    """The mode the run uses: ``--mode`` when explicit; for ``auto``, ``domainbed_exact`` where it replays
+    DomainBed's draws (:func:`exact_problem`), else ``default`` (our engine)."""
+    if args.mode != "auto":
+        return args.mode
+    return "domainbed_exact" if exact_problem(args) is None else "default"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,9 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save_model_every_checkpoint", action="store_true",
                    help="refused: only the final model is saved")
     ours = p.add_argument_group("dganalysis (not DomainBed's)")
-    ours.add_argument("--mode", choices=["domainbed_exact", "default"], default="domainbed_exact",
-                      help="domainbed_exact (default): DomainBed's random draws, records equal to its train.py's; "
-                           "default: our engine (other draws, the same experiment)")
+    ours.add_argument("--mode", choices=list(MODES), default="auto",
+                      help="auto (default): domainbed_exact where it replays the run, else default (out.txt and "
+                           "every record say which); domainbed_exact: DomainBed's random draws, records equal to its "
+                           "train.py's (refused where it cannot replay the run); default: our engine (other draws, "
+                           "the same experiment)")
     ours.add_argument("--threads", type=int, default=None,
                       help="CPU threads for torch (default: $DGANALYSIS_THREADS, else torch's count)")
     ours.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
@@ -105,9 +143,6 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.dataset not in DOMAINBED_ENVIRONMENTS:
         raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
                       "(dganalysis's own datasets run through `dganalysis sweep`)")
-    if args.mode == "domainbed_exact" and args.dataset not in MNIST_DATASETS and not args.dataset.startswith("Debug"):
-        raise Refused(f"--dataset {args.dataset}: domainbed_exact mode cannot replay DomainBed's torchvision image "
-                      "transforms; add --mode default (our engine: the same experiment, other random draws)")
     n = len(DOMAINBED_ENVIRONMENTS[args.dataset])
     bad = [e for e in args.test_envs if not 0 <= e < n]
     if bad or len(set(args.test_envs)) != len(args.test_envs):
@@ -120,6 +155,56 @@ def check_flags(args: argparse.Namespace) -> None:
             raise Refused(f"--hparams {args.hparams!r}: not JSON ({err})") from None
         if not isinstance(over, dict):
             raise Refused(f"--hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+    if args.mode == "domainbed_exact":
+        why = exact_problem(args)
+        if why:
+            raise Refused(f"--mode domainbed_exact: {why}; use --mode auto (the default: domainbed_exact where it "
+                          "can, else our engine) or --mode default (our engine: the same experiment, other random "
+                          "draws)")
+
+
+def mnist_problem(data_dir: str | None) -> str | None:
+    """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
+    if not data_dir:
+        return ("--data_dir: not given; DomainBed's MNIST datasets read MNIST's raw files from <data_dir>/MNIST/raw "
+                "(DomainBed's python -m domainbed.scripts.download fetches them)")
+    root = Path(data_dir)
+    for folder in (root / "MNIST" / "raw", root / "raw", root):
+        if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
+               for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                         "t10k-labels-idx1-ubyte")):
+            return None
+    return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
+            "DomainBed's python -m domainbed.scripts.download fetches them")
+
+
+def data_problems(args: argparse.Namespace) -> list[str]:
+    """What the run of these (checked) flags needs and lacks, one line each ([] when nothing): MNIST's raw files,
+    or our preflight (:func:`dganalysis.preflight.job_problems`: the benchmark's folders, the pretrained weight
+    files)."""
+    return data_problems_of([args])
+
+
+def data_problems_of(runs: Sequence[argparse.Namespace]) -> list[str]:
+    """:func:`data_problems` of several runs' (checked) flags, each problem once; each dataset folder and network
+    setting is looked at once (the sweep drop-in checks every run with it before launching any)."""
+    from dganalysis.preflight import job_problems
+
+    problems: list[str] = []
+    ours = []
+    for args in runs:
+        if args.dataset.startswith("Debug"):
+            continue
+        if args.dataset in MNIST_DATASETS:
+            p = mnist_problem(args.data_dir)
+        elif not args.data_dir:
+            p = f"--data_dir: not given; --dataset {args.dataset} reads its files from <data_dir>"
+        else:
+            ours.append(job_from_args(args))
+            continue
+        if p and p not in problems:
+            problems.append(p)
+    return problems + [p for p in job_problems(ours) if p not in problems]
 
 
 def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
@@ -144,7 +229,7 @@ def job_from_args(args: argparse.Namespace):
         checkpoint_freq=args.checkpoint_freq or DOMAINBED_CHECKPOINT_FREQ.get(args.dataset, 100),
         holdout_fraction=args.holdout_fraction, dataset_kwargs=kwargs,
         hparams_overrides=json.loads(args.hparams) if args.hparams else {},
-        save_model=not args.skip_model_save, seed=args.seed, domainbed_exact=args.mode == "domainbed_exact",
+        save_model=not args.skip_model_save, seed=args.seed, domainbed_exact=resolved_mode(args) == "domainbed_exact",
     )
 
 
@@ -218,6 +303,32 @@ def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
         print_row([rec[k] for k in keys])
 
 
+#: what a record's ``cuda_backends`` holds on a CPU
+NOT_CUDA = "not applicable (CPU run: cuDNN and TF32 are CUDA settings)"
+
+
+def cuda_backends(device: Any) -> dict[str, Any] | str:
+    """The cuDNN and TF32 settings in force for a run on ``device`` (read from torch after the runtime is set up):
+    ``cudnn_enabled``, ``cudnn_benchmark``, ``cudnn_deterministic``, ``cudnn_allow_tf32``, ``matmul_allow_tf32``,
+    ``float32_matmul_precision``; on a CPU, :data:`NOT_CUDA` (they do not apply)."""
+    import torch
+
+    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
+        return NOT_CUDA
+    b = torch.backends
+    return {"cudnn_enabled": bool(b.cudnn.enabled), "cudnn_benchmark": bool(b.cudnn.benchmark),
+            "cudnn_deterministic": bool(b.cudnn.deterministic), "cudnn_allow_tf32": bool(b.cudnn.allow_tf32),
+            "matmul_allow_tf32": bool(b.cuda.matmul.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def describe_backends(backends: dict[str, Any] | str) -> str:
+    """:func:`cuda_backends` in words, for ``out.txt``."""
+    if isinstance(backends, str):
+        return backends
+    return " ".join(f"{k}={v}" for k, v in backends.items())
+
+
 def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     """Train as DomainBed's ``train.py`` would for ``args`` and leave its files in ``args.output_dir``."""
     import torch
@@ -231,12 +342,21 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     for k, v in sorted(hparams.items()):
         print(f"\t{k}: {v}")
     exact = job.domainbed_exact
-    precision = "fp32" if exact else args.precision
-    runtime = train.make_runtime(args.device, precision, None, args.threads)
+    mode = "domainbed_exact" if exact else "default"
+    precision = "fp32" if exact else train.algorithm_precision(job.algorithm, args.precision)
+    runtime = train.make_runtime(args.device, precision, None, args.threads)  # what run_job sets up again
+    backends = cuda_backends(runtime.device)
+    precision = "fp32" if exact else runtime.precision
     workers = 8 if args.n_workers is None else args.n_workers
-    print(f"dganalysis: mode {args.mode}, device {runtime.device}, precision {'fp32' if exact else runtime.precision}, "
-          f"threads {runtime.threads}" + (f", DomainBed's N_WORKERS modelled: {workers}" if exact else ""))
+    why = ""
+    if args.mode == "auto":
+        problem = exact_problem(args)
+        why = (" (--mode auto: DomainBed's random draws replayed)" if exact else
+               f" (--mode auto: {problem}; our engine runs the same experiment with other random draws)")
+    print(f"dganalysis: mode {mode}{why}, device {runtime.device}, precision {precision}, threads {runtime.threads}, "
+          f"cuDNN/TF32: {describe_backends(backends)}" + (f", DomainBed's N_WORKERS modelled: {workers}" if exact else ""))
     sys.stdout.flush()
+    extra = {"mode": mode, "mode_requested": args.mode, "cuda_backends": backends}
     if exact:
         import time
 
@@ -244,10 +364,10 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
         job_dir = train.start_job_dir(job, out, train.runtime_stamp(runtime, True))
         with train.job_threads(runtime):
             train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, heartbeat=heartbeat,
-                                num_workers=args.n_workers, n_threads=runtime.threads)
+                                num_workers=args.n_workers, n_threads=runtime.threads, extra_fields=extra)
     else:
         train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads,
-                      heartbeat=heartbeat)
+                      heartbeat=heartbeat, extra_fields=extra)
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
     records = _domainbed_args(out / "results.jsonl", db_args)
     losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)
@@ -274,8 +394,8 @@ def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag or a run exact mode cannot
-    replay)."""
+    """Parse DomainBed's flags and run; returns the exit status (2 for a refused flag, missing data or a run exact mode
+    cannot replay; 1 for a run that failed, its traceback in ``err.txt``)."""
     return main_args(build_parser().parse_args(argv))
 
 
@@ -313,15 +433,28 @@ def _run_claimed(args: argparse.Namespace, out_dir: Path, claim: Any) -> int:
         for k, v in sorted(vars(args).items()):
             print(f"\t{k}: {v}")
         try:
+            problems = data_problems(args)
+            if problems:  # said in err.txt too (the sweep drop-in checks them before launching)
+                sys.stderr.write(f"dganalysis.scripts.train: nothing trained: {problems[0]}\n"
+                                 + "".join(f"  and: {p}\n" for p in problems[1:]))
+                return 2
             run(args, heartbeat=claim.check)
         except ValueError as err:
-            if "domainbed_exact" not in str(err):
+            if "domainbed_exact" not in str(err) or isinstance(err, ConfigError):
                 raise
             sys.stderr.write(f"dganalysis.scripts.train: {err}\n(--mode default runs it with our own draws)\n")
             return 2
         io_done = out_dir / "done"
         io_done.write_text("done")
         return 0
+    except ConfigError as err:  # bad input found late: one line, in err.txt too
+        sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
+        return 2
+    except Exception as err:  # printed while err.txt is still written, so the run's folder keeps the traceback
+        traceback.print_exc()
+        sys.stderr.write(f"dganalysis.scripts.train: the run failed ({type(err).__name__}); the traceback above is "
+                         f"in {out_dir / 'err.txt'}\n")
+        return 1
     finally:
         for tee in (sys.stdout, sys.stderr):
             if isinstance(tee, _Tee):

@@ -49,6 +49,7 @@ from dganalysis.studies.param_checks import check_notebook_params
 from dganalysis.studies.paths import expand, profile_paths
 from dganalysis.studies.report import write_report
 from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, record_run, run_folder, run_label, split_label
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 INJECTED = ("output_dir", "store_dir", "data_dir")
@@ -85,13 +86,13 @@ def repo_root() -> Path:
     env = os.environ.get(PROJECT_ENV)
     if env:
         if not _is_project(Path(env)):
-            raise FileNotFoundError(f"${PROJECT_ENV}={env}: expected a folder holding notebooks/ and params/ "
+            raise MissingInputError(f"${PROJECT_ENV}={env}: expected a folder holding notebooks/ and params/ "
                                     "(a checkout of the dganalysis repository)")
         return Path(env)
     for cand in (Path.cwd(), Path(__file__).resolve().parents[2], *installed_projects()):
         if _is_project(cand):
             return cand
-    raise FileNotFoundError(f"cannot find the notebooks/ and params/ folders: run from a checkout of the dganalysis "
+    raise MissingInputError(f"cannot find the notebooks/ and params/ folders: run from a checkout of the dganalysis "
                             f"repository or set ${PROJECT_ENV} to one (an installed wheel ships them in "
                             f"{installed_projects()[0]}, missing here)")
 
@@ -121,10 +122,10 @@ def _check(params: dict, label: str, inspected: dict, profile: str, root: Path, 
     known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ValueError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
+        raise ConfigError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
     clash = sorted(set(params) & set(INJECTED))
     if clash:
-        raise ValueError(f"{label}: {clash} are set by the runner per profile; remove them")
+        raise ConfigError(f"{label}: {clash} are set by the runner per profile; remove them")
     if name.split("@", 1)[0] in NOTEBOOK_PARAMS:
         build_params(name, params, label)
     else:
@@ -142,12 +143,12 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
     root = root or repo_root()
     ypath = root / "params" / profile / f"{name}.yaml"
     if not ypath.is_file():
-        raise FileNotFoundError(f"{ypath}: no parameters for notebook {name!r} in profile {profile!r}")
+        raise MissingInputError(f"{ypath}: no parameters for notebook {name!r} in profile {profile!r}")
     raw = io.read_yaml_mapping(ypath, "a mapping of parameter names to values")
     has_variants = VARIANTS_KEY in raw
     variants = raw.pop(VARIANTS_KEY, None)
     if has_variants and not isinstance(variants, dict):
-        raise ValueError(f"{ypath}: {VARIANTS_KEY!r} must map variant names to parameter overrides, "
+        raise ConfigError(f"{ypath}: {VARIANTS_KEY!r} must map variant names to parameter overrides, "
                          f"got {type(variants).__name__}")
     inspected = pm.inspect_notebook(str(root / "notebooks" / f"{name}.ipynb"))
     base = _check(raw, str(ypath), inspected, profile, root, name)
@@ -155,11 +156,11 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
     for vname, overrides in (variants or {}).items():
         label = f"{ypath} (variant {vname!r})"
         if not isinstance(vname, str) or not VARIANT_NAME.fullmatch(vname):
-            raise ValueError(f"{label}: a variant name is a letter, then letters, digits, '_' or '-' (at most 64)")
+            raise ConfigError(f"{label}: a variant name is a letter, then letters, digits, '_' or '-' (at most 64)")
         if not isinstance(overrides, dict):
-            raise ValueError(f"{label}: expected a mapping of parameter overrides, got {type(overrides).__name__}")
+            raise ConfigError(f"{label}: expected a mapping of parameter overrides, got {type(overrides).__name__}")
         if VARIANTS_KEY in overrides:
-            raise ValueError(f"{label}: variants cannot be nested")
+            raise ConfigError(f"{label}: variants cannot be nested")
         out[vname] = _check(merge_overrides(name, raw, overrides), label, inspected, profile, root, name)
     return base, out
 
@@ -210,7 +211,7 @@ def run_targets(profile: str, names: Sequence[str], root: Path,
         picked = list(declared) if variants is None else list(variants.get(n, ()))
         undeclared = [v for v in picked if v not in declared]
         if undeclared:
-            raise ValueError(f"params/{profile}/{n}.yaml: no variant(s) {undeclared}; declared: {list(declared)}")
+            raise ConfigError(f"params/{profile}/{n}.yaml: no variant(s) {undeclared}; declared: {list(declared)}")
         targets.append(RunTarget(n, None, base))
         targets += [RunTarget(n, v, declared[v]) for v in picked]
     return targets
@@ -241,7 +242,7 @@ def run_notebooks(
     names = [n[:-6] if n.endswith(".ipynb") else n for n in names]
     missing = [n for n in names if n not in all_names]
     if missing:
-        raise ValueError(f"unknown notebook(s) {missing}; available: {all_names}")
+        raise ConfigError(f"unknown notebook(s) {missing}; available: {all_names}")
     out = (output_root or outputs_root(root)) / profile
     targets = run_targets(profile, names, root, variants)  # validate everything before running anything
     if transform is not None:

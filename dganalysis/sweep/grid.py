@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis.job import Job
+from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 Split = dict[str, list[str]]
 
@@ -66,7 +67,7 @@ def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
     if isinstance(splits, str):
         splits = {splits: 1} if splits == "leave_one_out" else splits
         if isinstance(splits, str):
-            raise ValueError(
+            raise ConfigError(
                 f"splits: unknown protocol {splits!r}; expected 'leave_one_out', {{'leave_one_group_out': k}} "
                 "or a list of {train, test, val} dicts"
             )
@@ -78,11 +79,11 @@ def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
 
             k = Check("int", low=1)(splits["leave_one_group_out"], "splits.leave_one_group_out")
         else:
-            raise ValueError(f"splits: expected {{'leave_one_group_out': k}}, got {dict(splits)}")
+            raise ConfigError(f"splits: expected {{'leave_one_group_out': k}}, got {dict(splits)}")
         if domains is None:
-            raise ValueError("splits: leave-one-(group-)out needs the dataset's domain names")
+            raise ConfigError("splits: leave-one-(group-)out needs the dataset's domain names")
         if not 1 <= k < len(domains):
-            raise ValueError(f"splits: leave_one_group_out k must be in [1, {len(domains) - 1}], got {k}")
+            raise ConfigError(f"splits: leave_one_group_out k must be in [1, {len(domains) - 1}], got {k}")
         out = []
         for test in itertools.combinations(domains, k):
             out.append({"train": [d for d in domains if d not in test], "test": list(test), "val": []})
@@ -91,16 +92,16 @@ def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
         out = []
         for i, s in enumerate(splits):
             if not isinstance(s, Mapping) or "train" not in s:
-                raise ValueError(f"splits[{i}]: expected a dict with keys train, test (and optional val), got {s!r}")
+                raise ConfigError(f"splits[{i}]: expected a dict with keys train, test (and optional val), got {s!r}")
             extra = set(s) - {"train", "test", "val"}
             if extra:
-                raise ValueError(f"splits[{i}]: unknown keys {sorted(extra)}; expected train, test, val")
+                raise ConfigError(f"splits[{i}]: unknown keys {sorted(extra)}; expected train, test, val")
             split = {k: [str(d) for d in _as_list(s.get(k, []), f"splits[{i}].{k}")] for k in ("train", "test", "val")}
             if domains is not None:
                 for k, names in split.items():
                     bad = [d for d in names if d not in domains]
                     if bad:
-                        raise ValueError(f"splits[{i}].{k}: unknown domains {bad}; the dataset has {list(domains)}")
+                        raise ConfigError(f"splits[{i}].{k}: unknown domains {bad}; the dataset has {list(domains)}")
             out.append(split)
         return out
     raise TypeError(f"splits: unsupported type {type(splits).__name__}")
@@ -142,7 +143,7 @@ def overrides_for(algorithm: str, overrides: Mapping[str, Any] | None, what: str
             raise TypeError(f"{what}.{algorithm}: expected a dict of hparams, got {per_alg!r}")
         unknown = set(per_alg) - set(specs)
         if unknown:
-            raise KeyError(f"{what}.{algorithm}: unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
+            raise UnknownKeyError(f"{what}.{algorithm}: unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
         out.update(per_alg)
     return out
 
@@ -154,7 +155,7 @@ def _check_flat_overrides(algorithms: Sequence[str], overrides: Mapping[str, Any
     known = set().union(*(hparam_specs(a) for a in algorithms)) if algorithms else set()
     bad = [k for k in (overrides or {}) if k not in names and k not in known]
     if bad:
-        raise KeyError(f"{what}: hyperparameters {bad} belong to none of the algorithms {list(algorithms)}")
+        raise UnknownKeyError(f"{what}: hyperparameters {bad} belong to none of the algorithms {list(algorithms)}")
 
 
 def make_jobs(
@@ -385,7 +386,7 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: sweep file not found")
+        raise MissingInputError(f"{path}: sweep file not found")
     from dganalysis.validation import ConfigError
 
     if path.suffix.lower() == ".json":  # JSON's numbers (5e-05) are not all YAML 1.1 floats: read JSON as JSON

@@ -49,7 +49,9 @@ def test_train_records_equal_domainbeds(domainbed, data_root, tmp_path):  # noqa
         for k in NUMBERS:
             assert o[k] == pytest.approx(t[k], abs=1e-6), (t["step"], k, o[k], t[k])
     out = (tmp_path / "ours" / "out.txt").read_text()
-    assert "dganalysis: mode domainbed_exact" in out and "precision fp32" in out and "threads 1" in out
+    assert "dganalysis: mode domainbed_exact (--mode auto" in out and "precision fp32" in out and "threads 1" in out
+    assert all(r["mode"] == "domainbed_exact" and r["mode_requested"] == "auto" and r["precision"] == "fp32"
+               and r["cuda_backends"] == drop_in.NOT_CUDA for r in ours)  # DomainBed's flags only: exact mode
     assert "\tseed: " + str(seed) in out and "HParams:" in out and "env0_in_acc" in out
     assert (tmp_path / "ours" / "done").read_text() == (tmp_path / "db" / "done").read_text()
 
@@ -76,7 +78,9 @@ def test_train_saves_domainbeds_model_file(data_root, tmp_path, mode):  # noqa: 
     (["--dataset", "NotADataset"], "--dataset NotADataset"),
     (["--test_envs", "9"], "--test_envs 9"),
     (["--hparams", "{bad"], "--hparams"),
-    (["--dataset", "VLCS"], "--mode default"),
+    (["--dataset", "VLCS", "--mode", "domainbed_exact"], "--mode domainbed_exact"),
+    (["--dataset", "ColoredMNIST", "--mode", "domainbed_exact", "--hparams", '{"class_balanced": true}'],
+     "--mode domainbed_exact"),
 ])
 def test_unhonoured_flags_are_refused_by_name(tmp_path, capsys, argv, named):
     assert drop_in.main(["--output_dir", str(tmp_path / "o"), *argv]) == 2
