@@ -4,7 +4,8 @@ A drop-in for ``python -m domainbed.scripts.train`` (Gulrajani & Lopez-Paz 2021,
 b93c22a): the same flags, defaults and meanings, and the same files in ``--output_dir``: ``out.txt`` and ``err.txt``
 (everything printed, as DomainBed tees them), ``results.jsonl`` (one record per checkpoint, ``args`` holding
 DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (DomainBed's dict: ``args``,
-``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``), and ``done``.
+``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``; with
+``--save_model_every_checkpoint`` also ``model_step{step}.pkl`` at every checkpoint, as DomainBed's), and ``done``.
 
 It runs our ``domainbed_exact`` mode by default (:mod:`dganalysis.exact`): DomainBed's random draws in DomainBed's
 order, so for the same flags the records equal DomainBed's (on a CPU, fp32; ``tests/reference/
@@ -13,7 +14,7 @@ same experiment; faster, bf16 where it pays). What we add is said in ``out.txt``
 and in each record (``threads``, ``precision``, ``provenance``, the domain names, ``spec.json`` beside them).
 
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
-no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
+no unlabelled test split), a dataset that is not
 one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
 ``--mode default`` for those. Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="For domain adaptation, %% of test to use unlabeled for training (refused unless 0).")
     p.add_argument("--skip_model_save", action="store_true")
     p.add_argument("--save_model_every_checkpoint", action="store_true",
-                   help="refused: only the final model is saved")
+                   help="also save model_step{step}.pkl at every checkpoint (DomainBed's; none with --skip_model_save)")
     ours = p.add_argument_group("dganalysis (not DomainBed's)")
     ours.add_argument("--mode", choices=["domainbed_exact", "default"], default="domainbed_exact",
                       help="domainbed_exact (default): DomainBed's random draws, records equal to its train.py's; "
@@ -99,9 +100,6 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.uda_holdout_fraction != 0:
         raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: not supported (no domain adaptation); "
                       "expected 0")
-    if args.save_model_every_checkpoint:
-        raise Refused("--save_model_every_checkpoint: not supported (dganalysis saves the final model only, "
-                      "model.pkl and model.pt); drop the flag")
     if args.dataset not in DOMAINBED_ENVIRONMENTS:
         raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
                       "(dganalysis's own datasets run through `dganalysis sweep`)")
@@ -244,10 +242,11 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
         job_dir = train.start_job_dir(job, out, train.runtime_stamp(runtime, True))
         with train.job_threads(runtime):
             train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, heartbeat=heartbeat,
-                                num_workers=args.n_workers, n_threads=runtime.threads)
+                                num_workers=args.n_workers, n_threads=runtime.threads,
+                                on_checkpoint=checkpoint_saver(args, out, hparams))
     else:
         train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads,
-                      heartbeat=heartbeat)
+                      heartbeat=heartbeat, on_checkpoint=checkpoint_saver(args, out, hparams))
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
     records = _domainbed_args(out / "results.jsonl", db_args)
     losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)
@@ -259,6 +258,25 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
                     "model_num_classes": payload["n_classes"], "model_num_domains": payload["n_domains"],
                     "model_hparams": payload["hparams"], "model_dict": payload["state_dict"]}, out / "model.pkl")
     return out
+
+
+def checkpoint_saver(args: argparse.Namespace, out: Path, hparams: dict[str, Any]) -> Any:
+    """``--save_model_every_checkpoint``: a callback writing ``model_step{step}.pkl`` (DomainBed's ``save_checkpoint``
+    dict) after each checkpoint's record; None without the flag or with ``--skip_model_save`` (DomainBed saves
+    nothing then)."""
+    if not args.save_model_every_checkpoint or args.skip_model_save:
+        return None
+    import torch
+
+    db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
+
+    def save(step: int, algorithm: Any) -> None:
+        state = {k: v.detach().cpu() for k, v in algorithm.state_dict().items()}
+        torch.save({"args": db_args, "model_input_shape": tuple(algorithm.input_shape),
+                    "model_num_classes": algorithm.n_classes, "model_num_domains": algorithm.n_domains,
+                    "model_hparams": dict(hparams), "model_dict": state}, out / f"model_step{step}.pkl")
+
+    return save
 
 
 def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]:
@@ -305,6 +323,8 @@ def _run_claimed(args: argparse.Namespace, out_dir: Path, claim: Any) -> int:
     """The run under its claim (renewed by a heartbeat; checked before every write)."""
     for name in ("out.txt", "err.txt"):
         (out_dir / name).unlink(missing_ok=True)
+    for old in out_dir.glob("model_step*.pkl"):  # an earlier run's --save_model_every_checkpoint files
+        old.unlink()
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(out_dir / "out.txt", stdout), _Tee(out_dir / "err.txt", stderr)
     try:
