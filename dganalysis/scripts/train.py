@@ -14,8 +14,9 @@ same experiment; faster, bf16 where it pays). What we add is said in ``out.txt``
 and in each record (``threads``, ``precision``, ``provenance``, the domain names, ``spec.json`` beside them).
 
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
-no unlabelled test split), a dataset that is not
-one of DomainBed's, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
+no unlabelled test split), a dataset or algorithm that is neither DomainBed's nor registered (ours, or a user
+module's from ``--import`` / ``$DGANALYSIS_IMPORT``: :mod:`dganalysis.plugins`), an ``--hparams`` key the algorithm
+does not have, a run ``domainbed_exact`` cannot replay (DomainBed's image benchmarks, ``class_balanced``): use
 ``--mode default`` for those. Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
@@ -89,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--n_workers", type=int, default=None,
                       help="domainbed_exact: DomainBed's dataset N_WORKERS whose loader prefetching decides when "
                            "its seeds are drawn (default 8, DomainBed's; 0 equals a DomainBed run patched to 0)")
+    ours.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="module or .py file registering your own algorithms/datasets (repeatable; also "
+                           "$DGANALYSIS_IMPORT, comma-separated; docs/extending.md)")
     return p
 
 
@@ -100,17 +104,17 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.uda_holdout_fraction != 0:
         raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: not supported (no domain adaptation); "
                       "expected 0")
-    if args.dataset not in DOMAINBED_ENVIRONMENTS:
-        raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
-                      "(dganalysis's own datasets run through `dganalysis sweep`)")
-    if args.mode == "domainbed_exact" and args.dataset not in MNIST_DATASETS and not args.dataset.startswith("Debug"):
+    _check_names(args)
+    if (args.mode == "domainbed_exact" and args.dataset in DOMAINBED_ENVIRONMENTS and args.dataset not in MNIST_DATASETS
+            and not args.dataset.startswith("Debug")):
         raise Refused(f"--dataset {args.dataset}: domainbed_exact mode cannot replay DomainBed's torchvision image "
                       "transforms; add --mode default (our engine: the same experiment, other random draws)")
-    n = len(DOMAINBED_ENVIRONMENTS[args.dataset])
+    names = environments(args.dataset, args.data_dir)
+    n = len(names)
     bad = [e for e in args.test_envs if not 0 <= e < n]
     if bad or len(set(args.test_envs)) != len(args.test_envs):
         raise Refused(f"--test_envs {' '.join(map(str, args.test_envs))}: expected distinct environment indices "
-                      f"in 0..{n - 1} of {args.dataset} ({DOMAINBED_ENVIRONMENTS[args.dataset]})")
+                      f"in 0..{n - 1} of {args.dataset} ({names})")
     if args.hparams is not None:
         try:
             over = json.loads(args.hparams)
@@ -118,21 +122,53 @@ def check_flags(args: argparse.Namespace) -> None:
             raise Refused(f"--hparams {args.hparams!r}: not JSON ({err})") from None
         if not isinstance(over, dict):
             raise Refused(f"--hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+        from dganalysis.algorithms.registry import unknown_hparams
+
+        bad = unknown_hparams(args.algorithm, over)
+        if bad:
+            raise Refused(f"--hparams: {bad}")
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    """``--dataset`` and ``--algorithm`` are registered names: DomainBed's, ours, or a user module's (``--import``,
+    ``$DGANALYSIS_IMPORT``: :mod:`dganalysis.plugins`)."""
+    from dganalysis.algorithms import available as algorithms
+    from dganalysis.data.registry import available as datasets
+    from dganalysis.registry import unknown_name
+
+    known = datasets()
+    if args.dataset not in DOMAINBED_ENVIRONMENTS and args.dataset not in known:
+        raise Refused(f"--dataset {args.dataset}: {unknown_name('dataset', args.dataset, {*DOMAINBED_ENVIRONMENTS, *known})}"
+                      " (your own datasets: --import MODULE or $DGANALYSIS_IMPORT)")
+    if args.algorithm not in algorithms():
+        raise Refused(f"--algorithm {args.algorithm}: {unknown_name('algorithm', args.algorithm, algorithms())} "
+                      "(your own algorithms: --import MODULE or $DGANALYSIS_IMPORT)")
+
+
+def environments(dataset: str, data_dir: str | None = None) -> list[str]:
+    """The environment names ``--test_envs`` indexes: DomainBed's for its datasets, otherwise the registered
+    dataset's domain names (built from ``--data_dir`` when it reads one)."""
+    if dataset in DOMAINBED_ENVIRONMENTS:
+        return list(DOMAINBED_ENVIRONMENTS[dataset])
+    from dganalysis.data.domains import domain_names
+
+    return list(domain_names(dataset, data_kwargs(dataset, data_dir), None))
 
 
 def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
     """Where our dataset builder finds DomainBed's ``--data_dir``: ``mnist_dir`` for its MNIST datasets (the folder
-    holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious; nothing for the Debug ones."""
-    if not data_dir or dataset.startswith("Debug"):
-        return {}
-    return {"mnist_dir": data_dir} if dataset in MNIST_DATASETS else {"root": data_dir}
+    holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious (and a user's dataset with a
+    ``root`` parameter); nothing for the Debug ones (:func:`dganalysis.data.registry.root_kwargs`)."""
+    from dganalysis.data.registry import root_kwargs
+
+    return root_kwargs(dataset, data_dir)
 
 
 def job_from_args(args: argparse.Namespace):
     """The :class:`dganalysis.job.Job` DomainBed's ``train.py`` runs for these flags."""
     from dganalysis.job import Job
 
-    names = DOMAINBED_ENVIRONMENTS[args.dataset]
+    names = environments(args.dataset, args.data_dir)
     test = [names[i] for i in args.test_envs]
     kwargs = data_kwargs(args.dataset, args.data_dir)
     return Job(
@@ -299,7 +335,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def main_args(args: argparse.Namespace) -> int:
     """:func:`main` on flags already parsed (by :func:`build_parser`'s arguments; ``dganalysis train`` uses it)."""
+    from dganalysis import plugins
+    from dganalysis.validation import ConfigError
+
     try:
+        try:
+            plugins.import_requested(getattr(args, "imports", ()))
+        except ConfigError as err:
+            raise Refused(str(err)) from None
         check_flags(args)
     except Refused as err:
         sys.stderr.write(f"dganalysis.scripts.train: {err}\n")

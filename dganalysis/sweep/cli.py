@@ -51,7 +51,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="auto = bf16 autocast on CUDA, fp32 on CPU")
     r.add_argument("--no-retry-failed", action="store_true", help="leave jobs marked failed alone")
     r.add_argument("--import", dest="imports", action="append", default=[],
-                   help="module or .py file registering extra datasets/algorithms (repeatable)")
+                   help="module or .py file registering your own datasets/algorithms (repeatable; also "
+                        "$DGANALYSIS_IMPORT, comma-separated), imported by every worker too (docs/extending.md)")
     r.add_argument("--dry-run", action="store_true", help="list the jobs and their state, and check the data and weight files; train "
                                                            "nothing (exit 2 when a real run would refuse to start)")
     r.add_argument("--no-wait", action="store_true",
@@ -173,12 +174,10 @@ def jobs_from_args(args: argparse.Namespace):
 def main_sweep(args: argparse.Namespace) -> int:
     """Run the ``sweep`` verb; exit status 1 when any job failed, 2 when a dry run found problems (missing data
     or weight files, see :mod:`dganalysis.preflight`) that a real run refuses before writing any job folder."""
+    from dganalysis import plugins
     from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 
-    for imp in args.imports:  # registrations must exist before the grid is built
-        from dganalysis.sweep.launcher import import_plugins
-
-        import_plugins([imp])
+    imports = plugins.import_requested(args.imports)  # registrations must exist before the grid is built
     jobs = jobs_from_args(args)
     slurm = {
         k: v
@@ -203,7 +202,7 @@ def main_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
-                                   imports=args.imports, mixed_threads=args.mixed_threads),
+                                   imports=imports, mixed_threads=args.mixed_threads),
         claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
     )
