@@ -29,6 +29,8 @@ MNIST_READERS = ("RotatedMNIST", "ColoredMNIST", "RotatedMNIST_Fixed", "ColoredM
 #: where a data root comes from when no ``--data_dir`` is given (also the default cache folder, see
 #: :func:`default_data_dir`: the profiles' ``paths.yaml`` read their ``${data}`` from it)
 DATA_ENV = "DGANALYSIS_DATA"
+#: how a command line gives a builder its data root, for the builders' "needs root=" errors
+ROOT_HINT = f"on the command line: --data_dir DIR (DomainBed's data root), or ${DATA_ENV}"
 
 
 def root_kwargs(name: str, data_root: str | Path | None) -> dict[str, Any]:

@@ -158,10 +158,12 @@ def environments(dataset: str, data_dir: str | None = None) -> list[str]:
 def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
     """Where our dataset builder finds DomainBed's ``--data_dir``: ``mnist_dir`` for its MNIST datasets (the folder
     holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious (and a user's dataset with a
-    ``root`` parameter); nothing for the Debug ones (:func:`dganalysis.data.registry.root_kwargs`)."""
-    from dganalysis.data.registry import root_kwargs
+    ``root`` parameter); nothing for the Debug ones (:func:`dganalysis.data.registry.root_kwargs`). Without
+    ``--data_dir``, ``$DGANALYSIS_DATA`` is the root (as for ``dganalysis sweep``); the records keep DomainBed's
+    ``data_dir`` as given."""
+    from dganalysis.data.registry import DATA_ENV, root_kwargs
 
-    return root_kwargs(dataset, data_dir)
+    return root_kwargs(dataset, data_dir or os.environ.get(DATA_ENV))
 
 
 def job_from_args(args: argparse.Namespace):
