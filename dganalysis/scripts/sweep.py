@@ -21,6 +21,10 @@ dict of submitit parameters, e.g. ``{"slurm_partition": "gpu", "gpus_per_node": 
 ``cluster`` key picks submitit's ``local`` or ``debug`` executor to try it without Slurm) and
 ``$DGANALYSIS_SLURM_LOGS`` (the log folder, default ``<output_dir>/.submitit``).
 
+Users' own algorithms and datasets (:mod:`dganalysis.plugins`): ``--import MODULE`` (ours, repeatable) or
+``$DGANALYSIS_IMPORT`` registers them before the job list is made; the runs' ``train`` commands, DomainBed's as
+they are, import them through ``$DGANALYSIS_IMPORT``, which the sweep sets for the processes it starts.
+
 Where we differ, on purpose: ``--seed`` (unused by DomainBed) seeds the order in which runs are launched, so a
 launch is repeatable; ``--task domain_adaptation`` is refused before anything is launched (``train`` refuses it too);
 an unknown dataset is an error naming it (DomainBed: ``NotImplementedError``). For claims that let several machines
