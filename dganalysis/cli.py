@@ -93,9 +93,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from dganalysis import algorithms, data
+    from dganalysis import algorithms, data, plugins
     from dganalysis.studies.runner import list_notebooks
 
+    plugins.import_requested()  # a user's algorithms and datasets from $DGANALYSIS_IMPORT are listed too
     try:
         notebooks = ", ".join(list_notebooks())
     except FileNotFoundError as e:  # datasets and algorithms need no notebooks

@@ -263,6 +263,7 @@ def run_job(
     heartbeat: Callable[[], None] | None = None,
     threads: int | None = None,
     extra_fields: Mapping[str, Any] | None = None,
+    on_checkpoint: Callable[[int, Any], None] | None = None,
 ) -> Path:
     """Train ``job`` and write its records into ``job_dir``; returns ``job_dir``.
 
@@ -280,7 +281,9 @@ def run_job(
     and classifier. ``progress``: a tqdm bar over steps. ``heartbeat``: called before every write into
     ``job_dir`` after the first; it raises to stop the job (a sweep passes its claim's check, see
     :mod:`dganalysis.sweep.store`). ``extra_fields``: added to every record (the DomainBed drop-in's ``mode`` and
-    CUDA backend settings).
+    CUDA backend settings). ``on_checkpoint``: called as ``on_checkpoint(step, algorithm)``
+    after each checkpoint's record is written (the drop-in ``train``'s ``--save_model_every_checkpoint`` saves the
+    model there).
 
     The steps, in order: :func:`start_job_dir` (spec.json), :func:`make_runtime` (device, precision),
     :func:`build_data` (dataset, hparams, splits), :func:`build_algorithm` (seeded model),
@@ -294,14 +297,15 @@ def run_job(
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):
             run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads,
-                          extra_fields=extra_fields)
+                          extra_fields=extra_fields, on_checkpoint=on_checkpoint)
         return job_dir
     with job_threads(runtime):  # data, model, training and evaluation on one fixed count
         data = build_data(job, data_dir, runtime)
         algorithm = build_algorithm(job, data, runtime, compile)
         static = {**record_fields(job, data, runtime, job_dir, data_dir), **(extra_fields or {})}
         log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
-        train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat)
+        train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat,
+                   on_checkpoint)
         finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
     return job_dir
 
@@ -323,11 +327,12 @@ def job_threads(runtime: Runtime):
 
 def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: torch.device, t_start: float,
                   heartbeat: Callable[[], None] | None = None, num_workers: int | None = None,
-                  n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None) -> None:
+                  n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None,
+                  on_checkpoint: Callable[[int, Any], None] | None = None) -> None:
     """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.exact`) and append its records to
     ``job_dir/results.jsonl``. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
     seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
-    every record."""
+    every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
     from dganalysis.algorithms.base import domainbed_outputs
     from dganalysis.data.domainbed_mnist import replay_draws
@@ -408,6 +413,8 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
                 heartbeat()
             io.append_jsonl(results_path, record)
             window.clear()
+            if on_checkpoint is not None:
+                on_checkpoint(step, algorithm)
     finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
 
 
@@ -557,10 +564,11 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
 def train_loop(
     job: Job, algorithm, data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path,
     t_start: float, progress: bool = False, heartbeat: Callable[[], None] | None = None,
+    on_checkpoint: Callable[[int, Any], None] | None = None,
 ) -> None:
     """``job.steps`` updates, each on one minibatch per training domain drawn from a generator seeded with the job
-    seed; a checkpoint (:func:`write_checkpoint`) after step ``s`` when ``s % checkpoint_freq == 0`` or at the last
-    step. A non-finite ``update()`` output raises ``FloatingPointError``. Closes the splits at the end."""
+    seed; a checkpoint (:func:`write_checkpoint`, then ``on_checkpoint(step, algorithm)`` when given) after step
+    ``s`` when ``s % checkpoint_freq == 0`` or at the last step. A non-finite ``update()`` output raises ``FloatingPointError``. Closes the splits at the end."""
     gen = torch.Generator(device=runtime.device)
     gen.manual_seed(data.seed)
     batch_size = int(data.hparams["batch_size"])
@@ -593,6 +601,8 @@ def train_loop(
                                  static, results_path, t_start, heartbeat)
                 window.clear()
                 step_times.clear()
+                if on_checkpoint is not None:
+                    on_checkpoint(step, algorithm)
     finally:
         data.splits.close()
         if bar is not None:

@@ -12,11 +12,12 @@ Tags name families, so callers ask the registry instead of parsing names:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from dganalysis.algorithms.base import Algorithm
 from dganalysis.hparams import BASE_HPARAMS, HParam, resolve
-from dganalysis.registry import Registry
+from dganalysis.registry import Registry, suggest
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
 register_algorithm = ALGORITHMS.register
@@ -49,12 +50,29 @@ def hparam_specs(name: str) -> dict[str, HParam]:
     return {**BASE_HPARAMS, **get_algorithm(name).HPARAMS}
 
 
+def unknown_hparams(name: str, keys: Iterable[str]) -> str | None:
+    """None when the algorithm ``name`` has every hyperparameter of ``keys`` (the base ones or its declared
+    ``HPARAMS``); else one line naming the algorithm, the unknown keys (with the closest known) and its keys."""
+    specs = hparam_specs(name)
+    bad = sorted({str(k) for k in keys} - set(specs))
+    if not bad:
+        return None
+    close = [c for k in bad for c in suggest(k, specs)]
+    hint = f" (did you mean {' or '.join(repr(c) for c in dict.fromkeys(close))}?)" if close else ""
+    return (f"algorithm {name!r} has no hyperparameter {' or '.join(repr(k) for k in bad)}{hint}; its keys: "
+            f"{', '.join(sorted(specs))} (an algorithm declares its own in its HPARAMS)")
+
+
 def default_hparams(name: str, hparams_seed: int = 0, **kw: Any) -> dict[str, Any]:
     """Concrete hparams for ``name`` (defaults for seed 0, DomainBed's random-search draw otherwise).
 
     Keywords go to :func:`dganalysis.hparams.resolve`: ``overrides``, ``search_overrides``, ``trial_seed`` and
-    ``dataset`` (which picks DomainBed's small- or large-image regime; None = small-image).
+    ``dataset`` (which picks DomainBed's small- or large-image regime; None = small-image). An override of a
+    hyperparameter the algorithm does not have is a ``KeyError`` naming the algorithm and its keys.
     """
+    bad = unknown_hparams(name, [*(kw.get("overrides") or {}), *(kw.get("search_overrides") or {})])
+    if bad:
+        raise KeyError(bad)
     return resolve(hparam_specs(name), hparams_seed, **kw)
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from dganalysis.data import benchmark_classes as cls_lists
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset, pack_files
-from dganalysis.data.registry import register_dataset, resolve_data_dir
+from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class Benchmark:
         environment folders); a missing one raises naming the folder and how to get the data."""
         if root is None:
             raise ValueError(f"dataset {self.name!r} needs root= the data folder DomainBed's download script filled "
-                             f"(holding {self.folder}/); {self.howto}")
+                             f"(holding {self.folder}/; {ROOT_HINT}); {self.howto}")
         root = Path(root).expanduser()
         for cand in (root / self.folder, root):
             if cand.is_dir() and any((cand / f).is_dir() for f in self.env_folders):

@@ -35,7 +35,7 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import Domain, DomainDataset
-from dganalysis.data.registry import register_dataset
+from dganalysis.data.registry import ROOT_HINT, register_dataset
 
 ENVIRONMENTS: tuple[str, ...] = ("tr_env1", "tr_env2", "te_env")  #: OoD-Bench's CelebA_Blond.ENVIRONMENTS
 BLOND_HAIR = 9  #: index of ``Blond_Hair`` among CelebA's 40 attributes (the label)
@@ -53,7 +53,7 @@ def celeba_paths(root: str | Path | None) -> tuple[Path, Path]:
     """``(root/celeba/img_align_celeba, root/celeba/blond_split)``; missing ones raise naming them and how to get them."""
     if root is None:
         raise ValueError("dataset 'CelebA_Blond' needs root= the data folder holding celeba/img_align_celeba/ and "
-                         "celeba/blond_split/ (OoD-Bench's layout)")
+                         f"celeba/blond_split/ (OoD-Bench's layout; {ROOT_HINT})")
     base = Path(root).expanduser() / "celeba"
     images, splits = base / "img_align_celeba", base / "blond_split"
     problems = []

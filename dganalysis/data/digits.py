@@ -31,7 +31,7 @@ from PIL import Image
 
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.idx import find_mnist
-from dganalysis.data.registry import register_dataset
+from dganalysis.data.registry import ROOT_HINT, register_dataset
 
 ROTATIONS = (0, 15, 30, 45, 60, 75)
 COLOR_FLIP = {"+90%": 0.1, "+80%": 0.2, "-90%": 0.9}
@@ -150,7 +150,7 @@ def _colored_digits(**kw) -> DomainDataset:
 def _rotated_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
     """MNIST under our fixed partition (module doc); DomainBed's per-run partition is ``RotatedMNIST``."""
     if not mnist_dir:
-        raise ValueError("RotatedMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files")
+        raise ValueError(f"RotatedMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
     return rotated_digits(mnist_dir=mnist_dir, **kw)
 
 
@@ -158,5 +158,5 @@ def _rotated_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
 def _colored_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
     """MNIST under our fixed partition and label rule (module doc); DomainBed's is ``ColoredMNIST``."""
     if not mnist_dir:
-        raise ValueError("ColoredMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files")
+        raise ValueError(f"ColoredMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
     return colored_digits(mnist_dir=mnist_dir, **kw)

@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 
 from dganalysis.data.dataset import Domain, DomainDataset
-from dganalysis.data.registry import register_dataset
+from dganalysis.data.registry import ROOT_HINT, register_dataset
 
 ROTATIONS = (0, 15, 30, 45, 60, 75)
 #: DomainBed's ColoredMNIST environments and their colour-flip probabilities, in environment order
@@ -95,7 +95,7 @@ def _mnist(mnist_dir: str, image_size: int) -> tuple[np.ndarray, np.ndarray, str
 def _load(mnist_dir, image_size: int, name: str):
     if not mnist_dir:
         raise ValueError(f"{name} needs mnist_dir= a folder with MNIST's raw IDX files (itself, its raw/ or its "
-                         "MNIST/raw/: DomainBed's --data_dir works as it is)")
+                         f"MNIST/raw/: DomainBed's --data_dir works as it is; {ROOT_HINT})")
     if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) or image_size < 1:
         raise ValueError(f"{name}: image_size={image_size!r}, expected a positive int")
     return _mnist(str(Path(mnist_dir).expanduser()), int(image_size))

@@ -25,7 +25,7 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import Domain, DomainDataset
-from dganalysis.data.registry import register_dataset, resolve_data_dir
+from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
 
 log = logging.getLogger(__name__)
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
@@ -162,7 +162,8 @@ def import_csv(
 @register_dataset("ImageFolder")
 def _image_folder(root: str | Path | None = None, **kw) -> DomainDataset:
     if root is None:
-        raise ValueError("dataset 'ImageFolder' needs root= a folder in DomainBed layout root/<domain>/<class>/<image>")
+        raise ValueError("dataset 'ImageFolder' needs root= a folder in DomainBed layout root/<domain>/<class>/<image> "
+                         f"({ROOT_HINT})")
     return import_folder(root, **kw)
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from dganalysis.data.benchmarks import DOWNLOAD, build_image_dataset, check_build_args
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset
-from dganalysis.data.registry import register_dataset
+from dganalysis.data.registry import ROOT_HINT, register_dataset
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class SpawriousDataset:
         ``root/spawrious224`` (where the download leaves it); missing, an error naming both and how to get it."""
         if root is None:
             raise ValueError(f"dataset {self.name!r} needs root= the folder DomainBed's download_spawrious filled "
-                             f"(holding {ARCHIVE_FOLDER}/); {self.howto}")
+                             f"(holding {ARCHIVE_FOLDER}/; {ROOT_HINT}); {self.howto}")
         root = Path(root).expanduser()
         for cand in (root, root / ARCHIVE_FOLDER):
             if (cand / "0").is_dir():

@@ -23,7 +23,7 @@ import numpy as np
 
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset, pack_files
-from dganalysis.data.registry import register_dataset, resolve_data_dir
+from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
 
 HOWTO = ("get the data with `python -c \"import wilds; wilds.get_dataset('{ds}', root_dir='<root>', download=True)\"` "
          "on a machine with internet (needs `pip install wilds==2.0.0`)")
@@ -46,7 +46,8 @@ class WildsBenchmark:
         """``root/<wilds_name>_v<version>``; a missing one raises naming the folder and how to get the data."""
         howto = HOWTO.format(ds=self.wilds_name)
         if root is None:
-            raise ValueError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/); {howto}")
+            raise ValueError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/; "
+                             f"{ROOT_HINT}); {howto}")
         folder = Path(root).expanduser() / self.folder
         if not folder.is_dir():
             raise FileNotFoundError(f"dataset {self.name!r}: folder {folder} not found; {howto}")

@@ -27,6 +27,10 @@ dict of submitit parameters, e.g. ``{"slurm_partition": "gpu", "gpus_per_node": 
 ``cluster`` key picks submitit's ``local`` or ``debug`` executor to try it without Slurm) and
 ``$DGANALYSIS_SLURM_LOGS`` (the log folder, default ``<output_dir>/.submitit``).
 
+Users' own algorithms and datasets (:mod:`dganalysis.plugins`): ``--import MODULE`` (ours, repeatable) or
+``$DGANALYSIS_IMPORT`` registers them before the job list is made; the runs' ``train`` commands, DomainBed's as
+they are, import them through ``$DGANALYSIS_IMPORT``, which the sweep sets for the processes it starts.
+
 Where we differ, on purpose: ``--seed`` (unused by DomainBed) seeds the order in which runs are launched, so a
 launch is repeatable; ``--task domain_adaptation`` is refused before anything is launched (``train`` refuses it too);
 an unknown dataset is an error naming it (DomainBed: ``NotImplementedError``). For claims that let several machines
@@ -107,11 +111,21 @@ def all_test_env_combinations(n: int) -> Iterator[list[int]]:
             yield [i, j]
 
 
-def num_environments(dataset: str) -> int:
-    """How many environments DomainBed's dataset has (an unknown name is an error naming it)."""
-    if dataset not in DOMAINBED_ENVIRONMENTS:
-        raise ConfigError(f"sweep: --datasets {dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)}")
-    return len(DOMAINBED_ENVIRONMENTS[dataset])
+def num_environments(dataset: str, data_dir: str | None = None) -> int:
+    """How many environments DomainBed's dataset has, or a registered one's (a user's: ``--import``,
+    ``$DGANALYSIS_IMPORT``); an unknown name is an error naming it."""
+    if dataset in DOMAINBED_ENVIRONMENTS:
+        return len(DOMAINBED_ENVIRONMENTS[dataset])
+    from dganalysis.data.registry import available
+    from dganalysis.registry import unknown_name
+
+    if dataset not in available():
+        raise ConfigError(f"sweep: --datasets {dataset}: not one of DomainBed's datasets nor a registered one: "
+                          f"{unknown_name('dataset', dataset, {*DOMAINBED_ENVIRONMENTS, *available()})} (your own "
+                          "datasets: --import MODULE or $DGANALYSIS_IMPORT)")
+    from dganalysis.scripts.train import environments
+
+    return len(environments(dataset, data_dir))
 
 
 def make_args_list(n_trials: int, dataset_names: Sequence[str], algorithms: Sequence[str], n_hparams_from: int,
@@ -122,7 +136,7 @@ def make_args_list(n_trials: int, dataset_names: Sequence[str], algorithms: Sequ
     args_list = []
     for trial_seed in range(n_trials):
         for dataset in dataset_names:
-            n = num_environments(dataset)
+            n = num_environments(dataset, data_dir)
             for algorithm in algorithms:
                 envs = [[i] for i in range(n)] if single_test_envs else all_test_env_combinations(n)
                 for test_envs in envs:
@@ -259,7 +273,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip_confirmation", action="store_true")
     p.add_argument("--no_preflight", action="store_true",
                    help="ours: launch without first checking that the data and weight files are there")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="ours: module or .py file registering your own algorithms/datasets (repeatable; also "
+                        "$DGANALYSIS_IMPORT); each run's train imports them too (through $DGANALYSIS_IMPORT)")
     return p
+
+
+def _check_algorithms(algorithms: Sequence[str], hparams: str | None) -> None:
+    """Before anything is launched: every algorithm is registered (DomainBed's, ours or a user module's) and has
+    every key of ``--hparams`` (each run's ``train`` would refuse it)."""
+    from dganalysis.algorithms import available
+    from dganalysis.algorithms.registry import unknown_hparams
+    from dganalysis.registry import unknown_name
+
+    known = available()
+    keys = list(json.loads(hparams)) if hparams else []
+    for name in algorithms:
+        if name not in known:
+            raise ConfigError(f"sweep: --algorithms {name}: {unknown_name('algorithm', name, known)} (your own "
+                              "algorithms: --import MODULE or $DGANALYSIS_IMPORT)")
+        bad = unknown_hparams(name, keys)
+        if bad:
+            raise ConfigError(f"sweep: --hparams: {bad}")
 
 
 def make_jobs(args: argparse.Namespace) -> list[Job]:
@@ -343,6 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ok = False
             if not ok:
                 raise ConfigError(f"sweep: --hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+        from dganalysis import plugins
+
+        plugins.export(plugins.import_requested(args.imports))  # the runs' train commands import them too
+        _check_algorithms(args.algorithms, args.hparams)
         jobs = make_jobs(args)
     except ConfigError as err:
         sys.stderr.write(f"{err}\n")

@@ -4,7 +4,8 @@ A drop-in for ``python -m domainbed.scripts.train`` (Gulrajani & Lopez-Paz 2021,
 b93c22a): the same flags, defaults and meanings, and the same files in ``--output_dir``: ``out.txt`` and ``err.txt``
 (everything printed, as DomainBed tees them), ``results.jsonl`` (one record per checkpoint, ``args`` holding
 DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (DomainBed's dict: ``args``,
-``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``), and ``done``.
+``model_input_shape``, ``model_num_classes``, ``model_num_domains``, ``model_hparams``, ``model_dict``; with
+``--save_model_every_checkpoint`` also ``model_step{step}.pkl`` at every checkpoint, as DomainBed's), and ``done``.
 
 With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, the default): our
 ``domainbed_exact`` mode (:mod:`dganalysis.exact`) where it replays DomainBed's random draws in DomainBed's order
@@ -21,8 +22,9 @@ a missing folder or weight file is one line in ``err.txt`` (exit status 2); any 
 ``err.txt`` (exit status 1).
 
 Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
-no unlabelled test split), ``--save_model_every_checkpoint`` (we save the final model only), a dataset that is not
-one of DomainBed's, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBed's image benchmarks,
+no unlabelled test split), a dataset or algorithm that is neither DomainBed's nor registered (ours, or a user
+module's from ``--import`` / ``$DGANALYSIS_IMPORT``: :mod:`dganalysis.plugins`), an ``--hparams`` key the algorithm
+does not have, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBed's image benchmarks,
 ``class_balanced``, ``augment``). Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
@@ -111,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="For domain adaptation, %% of test to use unlabeled for training (refused unless 0).")
     p.add_argument("--skip_model_save", action="store_true")
     p.add_argument("--save_model_every_checkpoint", action="store_true",
-                   help="refused: only the final model is saved")
+                   help="also save model_step{step}.pkl at every checkpoint (DomainBed's; none with --skip_model_save)")
     ours = p.add_argument_group("dganalysis (not DomainBed's)")
     ours.add_argument("--mode", choices=list(MODES), default="auto",
                       help="auto (default): domainbed_exact where it replays the run, else default (out.txt and "
@@ -126,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     ours.add_argument("--n_workers", type=int, default=None,
                       help="domainbed_exact: DomainBed's dataset N_WORKERS whose loader prefetching decides when "
                            "its seeds are drawn (default 8, DomainBed's; 0 equals a DomainBed run patched to 0)")
+    ours.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                      help="module or .py file registering your own algorithms/datasets (repeatable; also "
+                           "$DGANALYSIS_IMPORT, comma-separated; docs/extending.md)")
     return p
 
 
@@ -137,17 +142,13 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.uda_holdout_fraction != 0:
         raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: not supported (no domain adaptation); "
                       "expected 0")
-    if args.save_model_every_checkpoint:
-        raise Refused("--save_model_every_checkpoint: not supported (dganalysis saves the final model only, "
-                      "model.pkl and model.pt); drop the flag")
-    if args.dataset not in DOMAINBED_ENVIRONMENTS:
-        raise Refused(f"--dataset {args.dataset}: not one of DomainBed's datasets {list(DOMAINBED_ENVIRONMENTS)} "
-                      "(dganalysis's own datasets run through `dganalysis sweep`)")
-    n = len(DOMAINBED_ENVIRONMENTS[args.dataset])
+    _check_names(args)
+    names = environments(args.dataset, args.data_dir)
+    n = len(names)
     bad = [e for e in args.test_envs if not 0 <= e < n]
     if bad or len(set(args.test_envs)) != len(args.test_envs):
         raise Refused(f"--test_envs {' '.join(map(str, args.test_envs))}: expected distinct environment indices "
-                      f"in 0..{n - 1} of {args.dataset} ({DOMAINBED_ENVIRONMENTS[args.dataset]})")
+                      f"in 0..{n - 1} of {args.dataset} ({names})")
     if args.hparams is not None:
         try:
             over = json.loads(args.hparams)
@@ -155,12 +156,43 @@ def check_flags(args: argparse.Namespace) -> None:
             raise Refused(f"--hparams {args.hparams!r}: not JSON ({err})") from None
         if not isinstance(over, dict):
             raise Refused(f"--hparams {args.hparams!r}: expected a JSON object of hyperparameters")
+        from dganalysis.algorithms.registry import unknown_hparams
+
+        bad = unknown_hparams(args.algorithm, over)
+        if bad:
+            raise Refused(f"--hparams: {bad}")
     if args.mode == "domainbed_exact":
         why = exact_problem(args)
         if why:
             raise Refused(f"--mode domainbed_exact: {why}; use --mode auto (the default: domainbed_exact where it "
                           "can, else our engine) or --mode default (our engine: the same experiment, other random "
                           "draws)")
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    """``--dataset`` and ``--algorithm`` are registered names: DomainBed's, ours, or a user module's (``--import``,
+    ``$DGANALYSIS_IMPORT``: :mod:`dganalysis.plugins`)."""
+    from dganalysis.algorithms import available as algorithms
+    from dganalysis.data.registry import available as datasets
+    from dganalysis.registry import unknown_name
+
+    known = datasets()
+    if args.dataset not in DOMAINBED_ENVIRONMENTS and args.dataset not in known:
+        raise Refused(f"--dataset {args.dataset}: {unknown_name('dataset', args.dataset, {*DOMAINBED_ENVIRONMENTS, *known})}"
+                      " (your own datasets: --import MODULE or $DGANALYSIS_IMPORT)")
+    if args.algorithm not in algorithms():
+        raise Refused(f"--algorithm {args.algorithm}: {unknown_name('algorithm', args.algorithm, algorithms())} "
+                      "(your own algorithms: --import MODULE or $DGANALYSIS_IMPORT)")
+
+
+def environments(dataset: str, data_dir: str | None = None) -> list[str]:
+    """The environment names ``--test_envs`` indexes: DomainBed's for its datasets, otherwise the registered
+    dataset's domain names (built from ``--data_dir`` when it reads one)."""
+    if dataset in DOMAINBED_ENVIRONMENTS:
+        return list(DOMAINBED_ENVIRONMENTS[dataset])
+    from dganalysis.data.domains import domain_names
+
+    return list(domain_names(dataset, data_kwargs(dataset, data_dir), None))
 
 
 def mnist_problem(data_dir: str | None) -> str | None:
@@ -195,6 +227,9 @@ def data_problems_of(runs: Sequence[argparse.Namespace]) -> list[str]:
     for args in runs:
         if args.dataset.startswith("Debug"):
             continue
+        if args.dataset not in DOMAINBED_ENVIRONMENTS:  # a registered dataset of ours or a user module's
+            ours.append(job_from_args(args))
+            continue
         if args.dataset in MNIST_DATASETS:
             p = mnist_problem(args.data_dir)
         elif not args.data_dir:
@@ -209,17 +244,20 @@ def data_problems_of(runs: Sequence[argparse.Namespace]) -> list[str]:
 
 def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
     """Where our dataset builder finds DomainBed's ``--data_dir``: ``mnist_dir`` for its MNIST datasets (the folder
-    holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious; nothing for the Debug ones."""
-    if not data_dir or dataset.startswith("Debug"):
-        return {}
-    return {"mnist_dir": data_dir} if dataset in MNIST_DATASETS else {"root": data_dir}
+    holding ``MNIST/raw``), ``root`` for its image benchmarks, WILDS and Spawrious (and a user's dataset with a
+    ``root`` parameter); nothing for the Debug ones (:func:`dganalysis.data.registry.root_kwargs`). Without
+    ``--data_dir``, ``$DGANALYSIS_DATA`` is the root (as for ``dganalysis sweep``); the records keep DomainBed's
+    ``data_dir`` as given."""
+    from dganalysis.data.registry import DATA_ENV, root_kwargs
+
+    return root_kwargs(dataset, data_dir or os.environ.get(DATA_ENV))
 
 
 def job_from_args(args: argparse.Namespace):
     """The :class:`dganalysis.job.Job` DomainBed's ``train.py`` runs for these flags."""
     from dganalysis.job import Job
 
-    names = DOMAINBED_ENVIRONMENTS[args.dataset]
+    names = environments(args.dataset, args.data_dir)
     test = [names[i] for i in args.test_envs]
     kwargs = data_kwargs(args.dataset, args.data_dir)
     return Job(
@@ -364,10 +402,11 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
         job_dir = train.start_job_dir(job, out, train.runtime_stamp(runtime, True))
         with train.job_threads(runtime):
             train.run_job_exact(job, job_dir, args.data_dir, runtime.device, t0, heartbeat=heartbeat,
-                                num_workers=args.n_workers, n_threads=runtime.threads, extra_fields=extra)
+                                num_workers=args.n_workers, n_threads=runtime.threads, extra_fields=extra,
+                                on_checkpoint=checkpoint_saver(args, out, hparams))
     else:
         train.run_job(job, out, device=args.device, precision=args.precision, threads=args.threads,
-                      heartbeat=heartbeat, extra_fields=extra)
+                      heartbeat=heartbeat, extra_fields=extra, on_checkpoint=checkpoint_saver(args, out, hparams))
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
     records = _domainbed_args(out / "results.jsonl", db_args)
     losses = {k for k in records[0] if k not in _DOMAINBED_RECORD and isinstance(records[0][k], float)
@@ -379,6 +418,25 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
                     "model_num_classes": payload["n_classes"], "model_num_domains": payload["n_domains"],
                     "model_hparams": payload["hparams"], "model_dict": payload["state_dict"]}, out / "model.pkl")
     return out
+
+
+def checkpoint_saver(args: argparse.Namespace, out: Path, hparams: dict[str, Any]) -> Any:
+    """``--save_model_every_checkpoint``: a callback writing ``model_step{step}.pkl`` (DomainBed's ``save_checkpoint``
+    dict) after each checkpoint's record; None without the flag or with ``--skip_model_save`` (DomainBed saves
+    nothing then)."""
+    if not args.save_model_every_checkpoint or args.skip_model_save:
+        return None
+    import torch
+
+    db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
+
+    def save(step: int, algorithm: Any) -> None:
+        state = {k: v.detach().cpu() for k, v in algorithm.state_dict().items()}
+        torch.save({"args": db_args, "model_input_shape": tuple(algorithm.input_shape),
+                    "model_num_classes": algorithm.n_classes, "model_num_domains": algorithm.n_domains,
+                    "model_hparams": dict(hparams), "model_dict": state}, out / f"model_step{step}.pkl")
+
+    return save
 
 
 def _domainbed_args(path: Path, db_args: dict[str, Any]) -> list[dict[str, Any]]:
@@ -401,7 +459,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def main_args(args: argparse.Namespace) -> int:
     """:func:`main` on flags already parsed (by :func:`build_parser`'s arguments; ``dganalysis train`` uses it)."""
+    from dganalysis import plugins
+    from dganalysis.validation import ConfigError
+
     try:
+        try:
+            plugins.import_requested(getattr(args, "imports", ()))
+        except ConfigError as err:
+            raise Refused(str(err)) from None
         check_flags(args)
     except Refused as err:
         sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
@@ -425,6 +490,8 @@ def _run_claimed(args: argparse.Namespace, out_dir: Path, claim: Any) -> int:
     """The run under its claim (renewed by a heartbeat; checked before every write)."""
     for name in ("out.txt", "err.txt"):
         (out_dir / name).unlink(missing_ok=True)
+    for old in out_dir.glob("model_step*.pkl"):  # an earlier run's --save_model_every_checkpoint files
+        old.unlink()
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(out_dir / "out.txt", stdout), _Tee(out_dir / "err.txt", stderr)
     try:

@@ -42,7 +42,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
     r = parser.add_argument_group("where and how")
     r.add_argument("--store", "--output_dir", required=True, help="job store folder (one sub-folder per job)")
-    r.add_argument("--data-dir", "--data_dir", help="dataset cache folder (default $DGANALYSIS_DATA or ~/.cache/dganalysis)")
+    r.add_argument("--data-dir", "--data_dir",
+                   help="DomainBed's data root, the folder its download script filled (PACS/, MNIST/, ...; default "
+                        "$DGANALYSIS_DATA): the dataset's root= (mnist_dir= for the MNIST datasets) unless "
+                        "--dataset-kwargs or the YAML sets it; unused by datasets that read no files")
+    r.add_argument("--cache-dir", "--cache_dir",
+                   help="where packed copies of image datasets are cached (default $DGANALYSIS_DATA or "
+                        "~/.cache/dganalysis); --data_dir meant this before")
     r.add_argument("--launcher", "--command_launcher", choices=["local", "slurm"], default="local", help="local processes or Slurm via submitit")
     r.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in this process)")
     r.add_argument("--device", help="torch device (default: CUDA when available, else CPU)")
@@ -51,7 +57,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                    help="auto = bf16 autocast on CUDA, fp32 on CPU")
     r.add_argument("--no-retry-failed", action="store_true", help="leave jobs marked failed alone")
     r.add_argument("--import", dest="imports", action="append", default=[],
-                   help="module or .py file registering extra datasets/algorithms (repeatable)")
+                   help="module or .py file registering your own datasets/algorithms (repeatable; also "
+                        "$DGANALYSIS_IMPORT, comma-separated), imported by every worker too (docs/extending.md)")
     r.add_argument("--dry-run", action="store_true", help="list the jobs and their state, and check the data and weight files; train "
                                                            "nothing (exit 2 when a real run would refuse to start)")
     r.add_argument("--no-wait", action="store_true",
@@ -147,13 +154,13 @@ def jobs_from_args(args: argparse.Namespace):
         flags["holdout_fraction"] = args.holdout_fraction
     _check_names(flags)  # an unknown name is the first thing to hear about, before any missing flag
     if args.config:
-        return load_sweep_yaml(args.config, data_dir=args.data_dir, **flags)
+        return with_data_root(load_sweep_yaml(args.config, data_dir=args.cache_dir, **flags), args.data_dir)
     missing = [f"--{k.replace('_', '-')}" for k in ("dataset", "algorithms", "steps", "checkpoint_freq") if flags[k] is None]
     if missing:
         from dganalysis.validation import ConfigError
 
         raise ConfigError(f"give --config or the flags {', '.join(missing)}")
-    return make_jobs(
+    return with_data_root(make_jobs(
         dataset=flags["dataset"],
         dataset_kwargs=flags["dataset_kwargs"] or {},
         algorithms=flags["algorithms"],
@@ -165,20 +172,79 @@ def jobs_from_args(args: argparse.Namespace):
         hparams_overrides=flags["hparams_overrides"],
         search_overrides=flags["search_overrides"],
         options=JobOptions(save_model=bool(flags["save_model"]), holdout_fraction=flags.get("holdout_fraction", 0.2)),
-        domains=None if args.data_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
-                                                                args.data_dir),
-    )
+        domains=None if args.cache_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
+                                                                 args.cache_dir),
+    ), args.data_dir)
+
+
+def with_data_root(jobs: list, data_dir: str | None) -> list:
+    """The jobs with ``--data_dir`` (else ``$DGANALYSIS_DATA``) as the builder keyword that takes DomainBed's data
+    root (:func:`dganalysis.data.registry.root_kwargs`), where their ``dataset_kwargs`` do not set it already; a
+    location keyword, so no job id changes (:func:`dganalysis.job.is_location_kwarg`). A ``--data_dir`` that
+    looks like our cache folder and holds no data for the dataset is an error naming ``--cache_dir``."""
+    import dataclasses
+    import os
+
+    from dganalysis.data.registry import DATA_ENV, root_kwargs
+
+    root = data_dir or os.environ.get(DATA_ENV) or None
+    out = []
+    for job in jobs:
+        extra = {k: v for k, v in root_kwargs(job.dataset, root).items() if k not in job.dataset_kwargs}
+        if data_dir:
+            check_not_a_cache(job.dataset, data_dir, root_kwargs(job.dataset, data_dir))
+        out.append(dataclasses.replace(job, dataset_kwargs={**job.dataset_kwargs, **extra}) if extra else job)
+    return out
+
+
+#: what our dataset cache holds (packed image datasets, PaHCC's renders, its npm packages), DomainBed's roots do not
+CACHE_MARKERS = ("imported", "pahcc", "npm")
+
+
+def check_not_a_cache(dataset: str, data_dir: str, kwargs: dict) -> None:
+    """Refuse a ``--data_dir`` that looks like a cache folder (it holds ``imported/``, ``pahcc/`` or ``npm/``) and
+    not the dataset's data (or the dataset reads no files, so the folder would go unused): before the rename
+    ``--data_dir`` meant the cache, now ``--cache_dir`` does."""
+    from pathlib import Path
+
+    from dganalysis.validation import ConfigError
+
+    folder = Path(data_dir).expanduser()
+    marks = [m for m in CACHE_MARKERS if (folder / m).is_dir()]
+    if not marks:
+        return
+    if kwargs:  # the dataset reads a root: is its data there too (a shared $DGANALYSIS_DATA holds both)?
+        from dganalysis.preflight import data_problem
+        from dganalysis.scripts.sweep import _mnist_problem
+
+        key, value = next(iter(kwargs.items()))
+        if key == "mnist_dir" or dataset_checked(dataset):
+            found = _mnist_problem(value) is None if key == "mnist_dir" else data_problem(dataset, kwargs) is None
+        else:  # files we do not check (Spawrious, a user's dataset): anything beside the cache's folders
+            found = any(p.name not in CACHE_MARKERS and not p.name.startswith(".") for p in folder.iterdir())
+        if found:
+            return
+    raise ConfigError(f"--data_dir {data_dir}: looks like a dganalysis cache folder (it holds {', '.join(m + '/' for m in marks)}) "
+                      f"and not the data of {dataset}; --data_dir is DomainBed's data root (the folder holding "
+                      f"PACS/, MNIST/, ...): pass the cache as --cache_dir {data_dir}")
+
+
+def dataset_checked(dataset: str) -> bool:
+    """Whether :func:`dganalysis.preflight.data_problem` checks ``dataset``'s files (else it cannot tell data from a
+    cache, and a cache-looking ``--data_dir`` is refused)."""
+    from dganalysis.data.benchmarks import BENCHMARKS
+    from dganalysis.data.wilds_data import WILDS_BENCHMARKS
+
+    return dataset in BENCHMARKS or dataset in WILDS_BENCHMARKS or dataset == "CelebA_Blond"
 
 
 def main_sweep(args: argparse.Namespace) -> int:
     """Run the ``sweep`` verb; exit status 1 when any job failed, 2 when a dry run found problems (missing data
     or weight files, see :mod:`dganalysis.preflight`) that a real run refuses before writing any job folder."""
+    from dganalysis import plugins
     from dganalysis.sweep.launcher import ClaimPolicy, ExecutionOptions, run_sweep
 
-    for imp in args.imports:  # registrations must exist before the grid is built
-        from dganalysis.sweep.launcher import import_plugins
-
-        import_plugins([imp])
+    imports = plugins.import_requested(args.imports)  # registrations must exist before the grid is built
     jobs = jobs_from_args(args)
     slurm = {
         k: v
@@ -196,14 +262,14 @@ def main_sweep(args: argparse.Namespace) -> int:
     status = run_sweep(
         jobs,
         args.store,
-        data_dir=args.data_dir,
+        data_dir=args.cache_dir,
         launcher=args.launcher,
         n_workers=args.workers,
         progress=not args.no_progress,
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
-                                   imports=args.imports, mixed_threads=args.mixed_threads),
+                                   imports=imports, mixed_threads=args.mixed_threads),
         claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
     )

@@ -30,11 +30,8 @@ are reused.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib
-import importlib.util
 import logging
 import multiprocessing as mp
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +42,7 @@ import pandas as pd
 
 from dganalysis import threads
 from dganalysis.job import Job
+from dganalysis.plugins import import_plugins  # noqa: F401 - its home was here; callers import it from here
 from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision, stored_threads
 
 log = logging.getLogger(__name__)
@@ -75,24 +73,6 @@ def _row(job: Job, store_dir: Path, status: str, elapsed: float | None = None, e
 
 
 # --------------------------------------------------------------------------- what a worker runs
-def import_plugins(imports: Sequence[str]) -> None:
-    """Import modules (``pkg.mod``) or files (``path/to/mod.py``) that register datasets/algorithms."""
-    for item in imports:
-        if item.endswith(".py"):
-            path = Path(item)
-            name = path.stem
-            if name in sys.modules:
-                continue
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"imports: cannot import {item!r}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(item)
-
-
 def execute_job(
     job_spec: Mapping[str, Any],
     job_dir: str,

@@ -74,7 +74,6 @@ def test_train_saves_domainbeds_model_file(data_root, tmp_path, mode):  # noqa: 
 @pytest.mark.parametrize("argv,named", [
     (["--task", "domain_adaptation"], "--task domain_adaptation"),
     (["--uda_holdout_fraction", "0.1"], "--uda_holdout_fraction"),
-    (["--save_model_every_checkpoint"], "--save_model_every_checkpoint"),
     (["--dataset", "NotADataset"], "--dataset NotADataset"),
     (["--test_envs", "9"], "--test_envs 9"),
     (["--hparams", "{bad"], "--hparams"),
