@@ -6,8 +6,12 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
 
 1. ``random.seed``, ``np.random.seed``, ``torch.manual_seed`` with the run's DomainBed seed
    (:meth:`dganalysis.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
-2. The dataset's own draws (DomainBed builds RotatedMNIST/ColoredMNIST after seeding:
-   :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats them on the global generator).
+2. The dataset's own draws, on the global generator (:func:`domainbed_tensors`): DomainBed builds its dataset
+   after seeding. RotatedMNIST/ColoredMNIST: :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats the
+   shuffle and colouring draws (the images are ours, equal to DomainBed's, read as uint8 / 255). Debug28/Debug224:
+   the data *are* the draws (``torch.randn`` images, ``torch.randint`` labels, environment after environment), made
+   here on the global generator as DomainBed makes them, and trained on as those floats (not the uint8 copy our
+   :mod:`dganalysis.data.debug` stores for the default mode, which is drawn from seed 0 on its own generator).
 3. The in/out splits (``split_dataset``, numpy's ``RandomState(seed_hash(trial_seed, i))``; a test environment's
    ``in`` split is shuffled once more by the same seed, DomainBed's empty ``uda`` split).
 4. One ``InfiniteDataLoader`` per training environment, in environment order, then one ``FastDataLoader`` (batch 64)
@@ -23,6 +27,10 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
    contiguous), ``update``; a checkpoint when ``step % checkpoint_freq == 0`` or at the last step: ``env{i}_in``
    for every i, then ``env{i}_out``, each over its loader's next pass in batches of 64 (``misc.accuracy``),
    ``epoch = step / min over all in splits of (len / batch_size)``, ``mem_gb``.
+
+Datasets: of DomainBed's, this mode replays :data:`EXACT_DATASETS` and refuses the others by name (its image
+benchmarks, WILDS and Spawrious go through torchvision transforms it does not replay); our own datasets of uint8
+arrays read as x/255 run with DomainBed's draws on our data.
 
 Departures kept: no DataLoader, no worker processes (the draws are modelled, not made by torch's machinery); the
 runtime is fixed to fp32 without channels_last or autocast, on the job's device (records equal DomainBed's only on
@@ -52,6 +60,9 @@ PREFETCH_FACTOR = 2
 #: DomainBed's ``MultipleDomainDataset.N_WORKERS`` (its MNIST datasets keep it)
 DOMAINBED_WORKERS = 8
 EVAL_BATCH_SIZE = 64
+#: DomainBed's datasets this mode replays draw for draw (checked against its ``train.py`` by
+#: ``tests/reference/test_domainbed_exact_datasets.py``); its other datasets are refused by name
+EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 
 
 def _global_seed() -> int:
@@ -67,7 +78,7 @@ class PassStream:
     def __init__(self, n: int, batch_size: int, replacement: bool, drop_last: bool) -> None:
         if n < 1 or (drop_last and n < batch_size):
             raise ValueError(f"a split of {n} examples has no full batch of {batch_size} (DomainBed's loader would "
-                             "never yield one)")
+                             "never yield one: its train.py hangs; domainbed_exact cannot replay that)")
         self.n, self.batch_size, self.replacement, self.drop_last = n, batch_size, replacement, drop_last
         self._batches: collections.deque[torch.Tensor] = collections.deque()
 
@@ -128,8 +139,29 @@ def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, tes
     return np.asarray(in_idx, dtype=np.int64), np.asarray(out_idx, dtype=np.int64)
 
 
+def domainbed_tensors(dataset) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each environment's ``(x float32, y int64)`` as DomainBed's dataset of the same name holds them, with the
+    dataset's random draws made on torch's global generator (which the caller seeded as DomainBed's ``train.py``
+    does), so the global stream is left where DomainBed's stands once its dataset is built."""
+    from dganalysis.data.debug import DEBUG
+    from dganalysis.data.domainbed_mnist import replay_draws
+
+    info = dict(getattr(dataset, "info", {}) or {})
+    if dataset.name in DEBUG and info.get("simulated"):
+        return DEBUG[dataset.name].draws(None)
+    replay_draws(info)
+    return [(torch.from_numpy(np.ascontiguousarray(dom.images)).float().div(255),
+             torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))) for dom in dataset.domains]
+
+
 def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict) -> list[int]:
     """The test-environment indices of ``job``, after refusing what this mode cannot run as DomainBed does."""
+    from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+
+    if job.dataset in DOMAINBED_ENVIRONMENTS and job.dataset not in EXACT_DATASETS:
+        raise ValueError(f"job {job.job_id}: dataset {job.dataset!r}: domainbed_exact does not replay it (it replays "
+                         f"DomainBed's {', '.join(EXACT_DATASETS)}; DomainBed's other datasets go through "
+                         "torchvision transforms this mode does not repeat)")
     if job.val_domains or len(job.train_domains) + len(job.test_domains) != len(names):
         raise ValueError(f"job {job.job_id}: domainbed_exact trains on every non-test domain as DomainBed does; got "
                          f"train={list(job.train_domains)}, test={list(job.test_domains)}, "

@@ -320,7 +320,6 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded)."""
     from dganalysis.algorithms import create
     from dganalysis.algorithms.base import domainbed_outputs
-    from dganalysis.data.domainbed_mnist import replay_draws
     from dganalysis.exact import (
         DOMAINBED_WORKERS,
         EVAL_BATCH_SIZE,
@@ -329,6 +328,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         PassStream,
         accuracy,
         check_exact,
+        domainbed_tensors,
         exact_splits,
     )
 
@@ -341,14 +341,10 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    replay_draws(dict(getattr(dataset, "info", {}) or {}))
-
     splits = []
-    for i, dom in enumerate(dataset.domains):
-        in_idx, out_idx = exact_splits(len(dom), job.holdout_fraction, job.trial_seed, i, i in test_envs)
-        x = torch.from_numpy(np.ascontiguousarray(dom.images))
-        y = torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))
-        splits.append([(x[idx].to(device).float().div(255), y[idx].to(device)) for idx in (in_idx, out_idx)])
+    for i, (x, y) in enumerate(domainbed_tensors(dataset)):  # DomainBed's tensors, its draws on the global generator
+        in_idx, out_idx = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs)
+        splits.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in (in_idx, out_idx)])
     bs = int(hparams["batch_size"])
     ahead = PREFETCH_FACTOR * workers
     train_envs = [i for i in range(len(names)) if i not in test_envs]
