@@ -191,3 +191,39 @@ def accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> flo
             total += len(idx)
     algorithm.train()
     return correct / total
+
+
+#: DomainBed's algorithms that count their updates in a ``update_count`` buffer (``torch.tensor([n])``, in their
+#: ``state_dict``); ours take the step from ``update()``'s argument, so ``model.pkl`` gets the count written in
+UPDATE_COUNT_ALGORITHMS = frozenset({"IRM", "VREx", "SANDMask", "Fishr", "IB_ERM", "IB_IRM", "RDM"})
+
+
+def domainbed_model_dict(algorithm, algorithm_name: str, updates: int) -> dict[str, torch.Tensor]:
+    """``algorithm``'s state dict under DomainBed's parameter names, for ``model.pkl``'s ``model_dict``: the
+    MNIST-CNN's layers (ours ``body.0/3/6/9`` and ``body.2/5/8/11``, a ``Sequential``) as DomainBed's ``conv1..4``
+    and ``bn0..3``, under every path that reaches them (``featurizer.`` and ``network.0.``), and DomainBed's
+    ``update_count`` (``updates``) for :data:`UPDATE_COUNT_ALGORITHMS`. Every other name is already DomainBed's
+    where our modules are laid out as DomainBed's (featurizer, classifier, ``network = Sequential(featurizer,
+    classifier)``; its ResNet's ``network.*``): for ERM and its kin (ERM, ERMPlusPlus, IRM, VREx, Mixup, MLDG,
+    CORAL, MMD, RSC, SD, ANDMask, SANDMask, IGA, SelfReg, Fishr, IB_ERM, IB_IRM, CausIRL_CORAL, CausIRL_MMD, RDM,
+    URM) DomainBed's class of the same name loads the dict with ``strict=True``. Algorithms with other modules
+    (DANN's discriminator, Fish's, SagNet's, ARM's, MTL's, CAD's, ADRMX's ...) keep our names for those."""
+    from dganalysis.nets.archs import MNISTCNN
+
+    renames: dict[str, str] = {}
+    for prefix, module in algorithm.named_modules(remove_duplicate=False):
+        if isinstance(module, MNISTCNN):
+            base = f"{prefix}." if prefix else ""
+            for i in range(4):
+                renames[f"{base}body.{3 * i}."] = f"{base}conv{i + 1}."
+                renames[f"{base}body.{3 * i + 2}."] = f"{base}bn{i}."
+    out: dict[str, torch.Tensor] = {}
+    for key, value in algorithm.state_dict().items():
+        for old, new in renames.items():
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        out[key] = value.detach().cpu().contiguous()
+    if algorithm_name in UPDATE_COUNT_ALGORITHMS:
+        out["update_count"] = torch.tensor([int(updates)])
+    return out
