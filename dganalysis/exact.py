@@ -154,6 +154,24 @@ def domainbed_tensors(dataset) -> list[tuple[torch.Tensor, torch.Tensor]]:
              torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))) for dom in dataset.domains]
 
 
+def featurizer_draws(input_shape: tuple[int, ...], hparams: dict[str, Any]) -> None:
+    """The global-generator draws DomainBed's ``networks.ResNet`` makes and our featurizer does not: with
+    ``resnet50_augmix`` DomainBed first builds torchvision's ResNet-18 or -50 (``pretrained=True``: constructed,
+    initialised, then loaded) and only then replaces it by timm's ``resnet50.ram_in1k``; ours builds timm's alone.
+    Called just before the algorithm is built, this builds (and drops) that torchvision network so the draws after
+    it (timm's initialisation, the classifier's) are DomainBed's. Nothing for any other featurizer."""
+    from dganalysis.hparams import HParams
+    from dganalysis.nets.domainbed import domainbed_arch
+
+    hp = HParams.of(hparams)
+    if (str(hp["featurizer"]) != "domainbed" or tuple(input_shape[1:3]) != (224, 224)
+            or domainbed_arch(input_shape, hp) != "resnet50" or not hp["resnet50_augmix"]):
+        return
+    from dganalysis.compat import torchvision
+
+    getattr(torchvision().models, "resnet18" if hp["resnet18"] else "resnet50")(weights=None)
+
+
 def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict) -> list[int]:
     """The test-environment indices of ``job``, after refusing what this mode cannot run as DomainBed does."""
     from dganalysis.records.read import DOMAINBED_ENVIRONMENTS

@@ -330,6 +330,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         check_exact,
         domainbed_tensors,
         exact_splits,
+        featurizer_draws,
     )
 
     workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
@@ -353,6 +354,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
                     for name, xy in evals]
 
+    featurizer_draws(dataset.input_shape, hparams)  # DomainBed's throwaway torchvision ResNet before timm's
     algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
     algorithm.to(device)
     algorithm.train()
