@@ -131,3 +131,63 @@ def test_exact_mode_refuses_domainbeds_other_datasets_in_a_job():
     job = Job("VLCS", "ERM", names[1:], names[:1], domainbed_exact=True)
     with pytest.raises(ValueError, match="'VLCS': domainbed_exact does not replay it"):
         check_exact(job, names, {}, {})
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory, torch_home) -> Path:
+    """A ``$HF_HOME`` whose hub cache holds a random (seed 0) timm ``resnet50.ram_in1k`` as its ``model.safetensors``
+    (DomainBed's default ``resnet50_augmix`` network), beside a random torchvision ResNet-50 in ``torch_home``
+    (DomainBed builds it with ``pretrained=True`` first)."""
+    timm = pytest.importorskip("timm")
+    from safetensors.torch import save_file
+
+    from dganalysis.compat import torchvision
+
+    home = tmp_path_factory.mktemp("hf_home")
+    snap = home / "hub" / "models--timm--resnet50.ram_in1k" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap.parents[1] / "refs").mkdir()
+    (snap.parents[1] / "refs" / "main").write_text("0" * 40)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        save_file({k: v.contiguous() for k, v in timm.create_model("resnet50.ram_in1k").state_dict().items()},
+                  str(snap / "model.safetensors"))
+        rn50 = torch_home / "hub" / "checkpoints" / "resnet50-0676ba61.pth"
+        torch.save(torchvision().models.resnet50().state_dict(), rn50)
+    return home
+
+
+#: in DomainBed's process: timm's hub download answered by the file in $HF_HOME (the installed timm does not import
+#: the installed huggingface_hub, and nothing is downloaded here)
+_TIMM_CACHE = ("import glob, timm.models._hub as _h\n"
+               "_h._has_hf_hub = True\n"
+               "_h.hf_hub_download = lambda *a, **k: glob.glob(os.environ['HF_HOME'] + "
+               "'/hub/models--timm--resnet50.ram_in1k/snapshots/*/model.safetensors')[0]\n")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_exact_records_equal_domainbeds_resnet50_augmix(domainbed, tmp_path, monkeypatch, torch_home, hf_home):
+    """Debug224 with DomainBed's default network (``resnet50_augmix``: timm's ResNet-50, built after a torchvision
+    ResNet-50 DomainBed drops; :func:`dganalysis.exact.featurizer_draws`), 2 steps of batch 8 (~100 s for both here)."""
+    argv = ["--dataset", "Debug224", *COMMON, "--steps", "2", "--checkpoint_freq", "1", "--skip_model_save",
+            "--hparams", json.dumps({"batch_size": 8})]
+    env = {"TORCH_HOME": str(torch_home), "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
+    runner = tmp_path / "runner_db.py"
+    runner.write_text(RUNNER.replace("sys.argv = ", "import os\n" + _TIMM_CACHE
+                                     + "import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = 0\n"
+                                     + "sys.argv = "))
+    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(tmp_path / "db")],
+                          env={**os.environ, **env, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}",
+                               "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = _records(tmp_path / "db" / "results.jsonl")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert drop_in.main([*argv, "--output_dir", str(tmp_path / "ours"), "--threads", "1", "--n_workers", "0"]) == 0
+    ours = _records(tmp_path / "ours" / "results.jsonl")
+    assert theirs[0]["hparams"]["resnet50_augmix"] is True and len(ours) == len(theirs) == 2
+    for t, o in zip(theirs, ours):
+        for k in [k for k in t if k == "loss" or k.endswith("_acc")]:
+            assert o[k] == pytest.approx(t[k], abs=1e-6), (t["step"], k, o[k], t[k])
