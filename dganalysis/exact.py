@@ -6,8 +6,12 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
 
 1. ``random.seed``, ``np.random.seed``, ``torch.manual_seed`` with the run's DomainBed seed
    (:meth:`dganalysis.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
-2. The dataset's own draws (DomainBed builds RotatedMNIST/ColoredMNIST after seeding:
-   :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats them on the global generator).
+2. The dataset's own draws, on the global generator (:func:`domainbed_tensors`): DomainBed builds its dataset
+   after seeding. RotatedMNIST/ColoredMNIST: :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats the
+   shuffle and colouring draws (the images are ours, equal to DomainBed's, read as uint8 / 255). Debug28/Debug224:
+   the data *are* the draws (``torch.randn`` images, ``torch.randint`` labels, environment after environment), made
+   here on the global generator as DomainBed makes them, and trained on as those floats (not the uint8 copy our
+   :mod:`dganalysis.data.debug` stores for the default mode, which is drawn from seed 0 on its own generator).
 3. The in/out splits (``split_dataset``, numpy's ``RandomState(seed_hash(trial_seed, i))``; a test environment's
    ``in`` split is shuffled once more by the same seed, DomainBed's empty ``uda`` split).
 4. One ``InfiniteDataLoader`` per training environment, in environment order, then one ``FastDataLoader`` (batch 64)
@@ -23,6 +27,10 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
    contiguous), ``update``; a checkpoint when ``step % checkpoint_freq == 0`` or at the last step: ``env{i}_in``
    for every i, then ``env{i}_out``, each over its loader's next pass in batches of 64 (``misc.accuracy``),
    ``epoch = step / min over all in splits of (len / batch_size)``, ``mem_gb``.
+
+Datasets: of DomainBed's, this mode replays :data:`EXACT_DATASETS` and refuses the others by name (its image
+benchmarks, WILDS and Spawrious go through torchvision transforms it does not replay); our own datasets of uint8
+arrays read as x/255 run with DomainBed's draws on our data.
 
 Departures kept: no DataLoader, no worker processes (the draws are modelled, not made by torch's machinery); the
 runtime is fixed to fp32 without channels_last or autocast, on the job's device (records equal DomainBed's only on
@@ -52,6 +60,9 @@ PREFETCH_FACTOR = 2
 #: DomainBed's ``MultipleDomainDataset.N_WORKERS`` (its MNIST datasets keep it)
 DOMAINBED_WORKERS = 8
 EVAL_BATCH_SIZE = 64
+#: DomainBed's datasets this mode replays draw for draw (checked against its ``train.py`` by
+#: ``tests/reference/test_domainbed_exact_datasets.py``); its other datasets are refused by name
+EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 
 
 def _global_seed() -> int:
@@ -67,7 +78,7 @@ class PassStream:
     def __init__(self, n: int, batch_size: int, replacement: bool, drop_last: bool) -> None:
         if n < 1 or (drop_last and n < batch_size):
             raise ValueError(f"a split of {n} examples has no full batch of {batch_size} (DomainBed's loader would "
-                             "never yield one)")
+                             "never yield one: its train.py hangs; domainbed_exact cannot replay that)")
         self.n, self.batch_size, self.replacement, self.drop_last = n, batch_size, replacement, drop_last
         self._batches: collections.deque[torch.Tensor] = collections.deque()
 
@@ -128,8 +139,47 @@ def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, tes
     return np.asarray(in_idx, dtype=np.int64), np.asarray(out_idx, dtype=np.int64)
 
 
+def domainbed_tensors(dataset) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each environment's ``(x float32, y int64)`` as DomainBed's dataset of the same name holds them, with the
+    dataset's random draws made on torch's global generator (which the caller seeded as DomainBed's ``train.py``
+    does), so the global stream is left where DomainBed's stands once its dataset is built."""
+    from dganalysis.data.debug import DEBUG
+    from dganalysis.data.domainbed_mnist import replay_draws
+
+    info = dict(getattr(dataset, "info", {}) or {})
+    if dataset.name in DEBUG and info.get("simulated"):
+        return DEBUG[dataset.name].draws(None)
+    replay_draws(info)
+    return [(torch.from_numpy(np.ascontiguousarray(dom.images)).float().div(255),
+             torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))) for dom in dataset.domains]
+
+
+def featurizer_draws(input_shape: tuple[int, ...], hparams: dict[str, Any]) -> None:
+    """The global-generator draws DomainBed's ``networks.ResNet`` makes and our featurizer does not: with
+    ``resnet50_augmix`` DomainBed first builds torchvision's ResNet-18 or -50 (``pretrained=True``: constructed,
+    initialised, then loaded) and only then replaces it by timm's ``resnet50.ram_in1k``; ours builds timm's alone.
+    Called just before the algorithm is built, this builds (and drops) that torchvision network so the draws after
+    it (timm's initialisation, the classifier's) are DomainBed's. Nothing for any other featurizer."""
+    from dganalysis.hparams import HParams
+    from dganalysis.nets.domainbed import domainbed_arch
+
+    hp = HParams.of(hparams)
+    if (str(hp["featurizer"]) != "domainbed" or tuple(input_shape[1:3]) != (224, 224)
+            or domainbed_arch(input_shape, hp) != "resnet50" or not hp["resnet50_augmix"]):
+        return
+    from dganalysis.compat import torchvision
+
+    getattr(torchvision().models, "resnet18" if hp["resnet18"] else "resnet50")(weights=None)
+
+
 def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict) -> list[int]:
     """The test-environment indices of ``job``, after refusing what this mode cannot run as DomainBed does."""
+    from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+
+    if job.dataset in DOMAINBED_ENVIRONMENTS and job.dataset not in EXACT_DATASETS:
+        raise ValueError(f"job {job.job_id}: dataset {job.dataset!r}: domainbed_exact does not replay it (it replays "
+                         f"DomainBed's {', '.join(EXACT_DATASETS)}; DomainBed's other datasets go through "
+                         "torchvision transforms this mode does not repeat)")
     if job.val_domains or len(job.train_domains) + len(job.test_domains) != len(names):
         raise ValueError(f"job {job.job_id}: domainbed_exact trains on every non-test domain as DomainBed does; got "
                          f"train={list(job.train_domains)}, test={list(job.test_domains)}, "
@@ -159,3 +209,39 @@ def accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> flo
             total += len(idx)
     algorithm.train()
     return correct / total
+
+
+#: DomainBed's algorithms that count their updates in a ``update_count`` buffer (``torch.tensor([n])``, in their
+#: ``state_dict``); ours take the step from ``update()``'s argument, so ``model.pkl`` gets the count written in
+UPDATE_COUNT_ALGORITHMS = frozenset({"IRM", "VREx", "SANDMask", "Fishr", "IB_ERM", "IB_IRM", "RDM"})
+
+
+def domainbed_model_dict(algorithm, algorithm_name: str, updates: int) -> dict[str, torch.Tensor]:
+    """``algorithm``'s state dict under DomainBed's parameter names, for ``model.pkl``'s ``model_dict``: the
+    MNIST-CNN's layers (ours ``body.0/3/6/9`` and ``body.2/5/8/11``, a ``Sequential``) as DomainBed's ``conv1..4``
+    and ``bn0..3``, under every path that reaches them (``featurizer.`` and ``network.0.``), and DomainBed's
+    ``update_count`` (``updates``) for :data:`UPDATE_COUNT_ALGORITHMS`. Every other name is already DomainBed's
+    where our modules are laid out as DomainBed's (featurizer, classifier, ``network = Sequential(featurizer,
+    classifier)``; its ResNet's ``network.*``): for ERM and its kin (ERM, ERMPlusPlus, IRM, VREx, Mixup, MLDG,
+    CORAL, MMD, RSC, SD, ANDMask, SANDMask, IGA, SelfReg, Fishr, IB_ERM, IB_IRM, CausIRL_CORAL, CausIRL_MMD, RDM,
+    URM) DomainBed's class of the same name loads the dict with ``strict=True``. Algorithms with other modules
+    (DANN's discriminator, Fish's, SagNet's, ARM's, MTL's, CAD's, ADRMX's ...) keep our names for those."""
+    from dganalysis.nets.archs import MNISTCNN
+
+    renames: dict[str, str] = {}
+    for prefix, module in algorithm.named_modules(remove_duplicate=False):
+        if isinstance(module, MNISTCNN):
+            base = f"{prefix}." if prefix else ""
+            for i in range(4):
+                renames[f"{base}body.{3 * i}."] = f"{base}conv{i + 1}."
+                renames[f"{base}body.{3 * i + 2}."] = f"{base}bn{i}."
+    out: dict[str, torch.Tensor] = {}
+    for key, value in algorithm.state_dict().items():
+        for old, new in renames.items():
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        out[key] = value.detach().cpu().contiguous()
+    if algorithm_name in UPDATE_COUNT_ALGORITHMS:
+        out["update_count"] = torch.tensor([int(updates)])
+    return out

@@ -335,7 +335,6 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
     from dganalysis.algorithms.base import domainbed_outputs
-    from dganalysis.data.domainbed_mnist import replay_draws
     from dganalysis.exact import (
         DOMAINBED_WORKERS,
         EVAL_BATCH_SIZE,
@@ -344,7 +343,9 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         PassStream,
         accuracy,
         check_exact,
+        domainbed_tensors,
         exact_splits,
+        featurizer_draws,
     )
 
     workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
@@ -356,14 +357,10 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    replay_draws(dict(getattr(dataset, "info", {}) or {}))
-
     splits = []
-    for i, dom in enumerate(dataset.domains):
-        in_idx, out_idx = exact_splits(len(dom), job.holdout_fraction, job.trial_seed, i, i in test_envs)
-        x = torch.from_numpy(np.ascontiguousarray(dom.images))
-        y = torch.from_numpy(np.ascontiguousarray(dom.labels, dtype=np.int64))
-        splits.append([(x[idx].to(device).float().div(255), y[idx].to(device)) for idx in (in_idx, out_idx)])
+    for i, (x, y) in enumerate(domainbed_tensors(dataset)):  # DomainBed's tensors, its draws on the global generator
+        in_idx, out_idx = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs)
+        splits.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in (in_idx, out_idx)])
     bs = int(hparams["batch_size"])
     ahead = PREFETCH_FACTOR * workers
     train_envs = [i for i in range(len(names)) if i not in test_envs]
@@ -372,6 +369,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
                     for name, xy in evals]
 
+    featurizer_draws(dataset.input_shape, hparams)  # DomainBed's throwaway torchvision ResNet before timm's
     algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
     algorithm.to(device)
     algorithm.train()

@@ -9,7 +9,9 @@ Ours draws the very same sequence from a ``torch.Generator`` seeded with ``seed`
 ``torch.manual_seed(seed)``), so the labels are DomainBed's exactly. Images are stored as uint8, as every
 :class:`~dganalysis.data.dataset.DomainDataset`: the standard normal values z become ``clip(round(128 + 32 z), 0,
 255)`` (±4 standard deviations), and training reads them as value / 255 (our plain pipeline, no augmentation), so
-the inputs are DomainBed's values up to this affine map and the rounding, not the floats themselves. Classes are
+the inputs are DomainBed's values up to this affine map and the rounding, not the floats themselves (the
+``domainbed_exact`` mode, :mod:`dganalysis.exact`, trains on DomainBed's floats themselves, drawn on the global
+generator after DomainBed's seeding: :meth:`DebugDataset.draws` with ``seed=None``). Classes are
 named ``'0'`` and ``'1'``. ``Debug28`` draws in DomainBed's small-image regime (its ``SMALL_IMAGES``), ``Debug224``
 in the large-image one; both have DomainBed's default ``CHECKPOINT_FREQ`` of 100.
 """
@@ -45,9 +47,11 @@ class DebugDataset:
     small_images: bool  # read by dganalysis.hparams.is_small_images
     checkpoint_freq = 100
 
-    def draws(self, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """DomainBed's (x float[16, *shape], y int64[16]) per environment, as drawn after ``torch.manual_seed(seed)``."""
-        gen = torch.Generator().manual_seed(int(seed))
+    def draws(self, seed: int | None = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """DomainBed's (x float[16, *shape], y int64[16]) per environment, as drawn after ``torch.manual_seed(seed)``;
+        ``seed`` None: drawn on torch's global generator, where the caller left it (``domainbed_exact`` mode, which
+        seeds it as DomainBed's ``train.py`` does and needs the global stream moved past these draws)."""
+        gen = None if seed is None else torch.Generator().manual_seed(int(seed))
         return [(torch.randn(N_PER_ENV, *self.input_shape, generator=gen),
                  torch.randint(0, N_CLASSES, (N_PER_ENV,), generator=gen)) for _ in ENVIRONMENTS]
 

@@ -28,7 +28,8 @@ does not have, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBe
 ``class_balanced``, ``augment``). Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
-(DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds our modules' parameter names; ``model.pt``
+(DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds DomainBed's parameter names
+(:func:`dganalysis.exact.domainbed_model_dict`: DomainBed's class loads it for ERM and its kin); ``model.pt``
 (ours, what :func:`dganalysis.train.load_model` reads) and ``spec.json`` are written too.
 """
 
@@ -413,10 +414,13 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
               and not k.endswith("_acc") and k not in ("elapsed",)} if records else set()
     _rows(records, losses)
     if not args.skip_model_save:
+        from dganalysis.exact import domainbed_model_dict
+
         payload = torch.load(out / "model.pt", map_location="cpu", weights_only=False)
+        model_dict = domainbed_model_dict(train.load_model(out), payload["algorithm"], job.steps)  # DomainBed's names
         torch.save({"args": db_args, "model_input_shape": tuple(payload["input_shape"]),
                     "model_num_classes": payload["n_classes"], "model_num_domains": payload["n_domains"],
-                    "model_hparams": payload["hparams"], "model_dict": payload["state_dict"]}, out / "model.pkl")
+                    "model_hparams": payload["hparams"], "model_dict": model_dict}, out / "model.pkl")
     return out
 
 
