@@ -434,8 +434,10 @@ def checkpoint_saver(args: argparse.Namespace, out: Path, hparams: dict[str, Any
 
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
 
-    def save(step: int, algorithm: Any) -> None:
-        state = {k: v.detach().cpu() for k, v in algorithm.state_dict().items()}
+    from dganalysis.exact import domainbed_model_dict
+
+    def save(step: int, algorithm: Any) -> None:  # DomainBed's names, as model.pkl's
+        state = {k: v.detach().cpu() for k, v in domainbed_model_dict(algorithm, args.algorithm, step + 1).items()}
         torch.save({"args": db_args, "model_input_shape": tuple(algorithm.input_shape),
                     "model_num_classes": algorithm.n_classes, "model_num_domains": algorithm.n_domains,
                     "model_hparams": dict(hparams), "model_dict": state}, out / f"model_step{step}.pkl")
