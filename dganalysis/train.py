@@ -57,6 +57,7 @@ from torch.profiler import record_function
 from dganalysis import io, provenance, threads
 from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
+from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ def domain_indices(names: Sequence[str], all_names: Sequence[str], role: str) ->
     """Indices of ``names`` in the dataset's domain order (unknown names are an error)."""
     missing = [n for n in names if n not in all_names]
     if missing:
-        raise KeyError(f"job {role}_domains: unknown domains {missing}; the dataset has {list(all_names)}")
+        raise UnknownKeyError(f"job {role}_domains: unknown domains {missing}; the dataset has {list(all_names)}")
     return [list(all_names).index(n) for n in names]
 
 
@@ -446,15 +447,15 @@ def make_runtime(device: str | torch.device | None, precision: str, eval_batch_s
     else:
         keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
     if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
+        raise ConfigError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     try:
         count = None if cuda else threads.fixed_count(n_threads)
     except ValueError as e:
-        raise ValueError(f"run_job threads: {e}") from None
+        raise ConfigError(f"run_job threads: {e}") from None
     if precision == "auto":
         precision = "bf16" if cuda else os.environ.get("DGANALYSIS_CPU_PRECISION", _cpu_default_precision())
         if precision not in ("fp32", "bf16"):
-            raise ValueError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
+            raise ConfigError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
     return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512),
                    count)
 
@@ -478,7 +479,7 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     for i, s in zip(train_idx, train_splits):
         if len(s) == 0:
             splits.close()
-            raise ValueError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
+            raise ConfigError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
     if hparams.get("class_balanced", False):  # DomainBed's class-balanced training minibatches (data.balanced)
         from dganalysis.data import balanced
 
@@ -656,7 +657,7 @@ def dataset_kwargs(job: Job) -> dict[str, Any]:
     _import_builtin()
     if job.dataset in DATASETS and getattr(DATASETS.get(job.dataset), "per_run_seed", False):
         if "run_seed" in kw:
-            raise ValueError(f"job {job.job_id}: dataset_kwargs run_seed={kw['run_seed']!r}: the run seed of "
+            raise ConfigError(f"job {job.job_id}: dataset_kwargs run_seed={kw['run_seed']!r}: the run seed of "
                              f"{job.dataset} is the job's DomainBed seed; set Job.seed instead")
         kw["run_seed"] = job.domainbed_seed(domain_names(job.dataset, job.dataset_kwargs, None))
     return kw
@@ -711,7 +712,7 @@ def load_model(job_dir: str | Path, device: str | torch.device = "cpu"):
 
     path = Path(job_dir) / "model.pt"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no saved model (train the job with save_model=True)")
+        raise MissingInputError(f"{path}: no saved model (train the job with save_model=True)")
     payload = torch.load(path, map_location=device, weights_only=False)
     algorithm = create(
         payload["algorithm"], tuple(payload["input_shape"]), payload["n_classes"], payload["n_domains"], payload["hparams"]
