@@ -57,6 +57,7 @@ from torch.profiler import record_function
 from dganalysis import io, provenance, threads
 from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
+from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)
@@ -211,10 +212,16 @@ def clear_job_dir(job_dir: str | Path) -> None:
             p.unlink()
 
 
-def _cuda_setup(device: torch.device) -> None:
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cudnn.benchmark = True
+def _cuda_setup(device: torch.device, flags: Mapping[str, bool]) -> None:
+    """Apply :func:`~dganalysis.provenance.cuda_flags`'s ``flags`` to torch; make ``device`` the current CUDA device."""
+    backends = torch.backends
+    targets = {"matmul_allow_tf32": (backends.cuda.matmul, "allow_tf32"),
+               "cudnn_allow_tf32": (backends.cudnn, "allow_tf32"),
+               "cudnn_benchmark": (backends.cudnn, "benchmark"),
+               "cudnn_deterministic": (backends.cudnn, "deterministic")}
+    for key, value in flags.items():
+        obj, attr = targets[key]
+        setattr(obj, attr, bool(value))
     if device.index is not None:
         torch.cuda.set_device(device)
 
@@ -224,7 +231,8 @@ def _cuda_setup(device: torch.device) -> None:
 class Runtime:
     """How a job runs on its machine (none of it is part of the job hash): the device, whether it is CUDA, the
     precision (``fp32`` or ``bf16``; bf16 means autocast), channels_last, the evaluation batch size and, on CPU, the
-    torch thread count (None on CUDA)."""
+    torch thread count (None on CUDA) and the cuDNN/TF32 settings in force (:func:`dganalysis.provenance.cuda_backends`,
+    read after :func:`make_runtime` set them)."""
 
     device: torch.device
     cuda: bool
@@ -233,6 +241,7 @@ class Runtime:
     channels_last: bool
     eval_batch_size: int
     threads: int | None = None
+    backends: Mapping[str, Any] | str = provenance.NOT_CUDA
 
 
 @dataclass
@@ -290,7 +299,8 @@ def run_job(
     """
     job = job if isinstance(job, Job) else Job.from_dict(job)
     t_start = time.time()
-    runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads)
+    runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads,
+                           exact=job.domainbed_exact)
     job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):
@@ -352,6 +362,8 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+    if device.type == "cuda":  # DomainBed's cuDNN settings next to its seeds (also without make_runtime(exact=True))
+        _cuda_setup(device, cuda_flags("domainbed_exact", device.type))
     replay_draws(dict(getattr(dataset, "info", {}) or {}))
 
     splits = []
@@ -372,7 +384,8 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     algorithm.to(device)
     algorithm.train()
 
-    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE, n_threads)
+    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE, n_threads,
+                      provenance.cuda_backends(device))
 
     class _Mode:
         mode = "domainbed_exact"
@@ -429,21 +442,24 @@ def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None
 def runtime_stamp(runtime: Runtime, exact: bool = False) -> dict[str, Any]:
     """The provenance of a job computed under ``runtime`` (:func:`dganalysis.provenance.stamp`); ``exact``: in
     ``domainbed_exact`` mode, which computes in fp32 whatever ``runtime.precision`` says."""
-    return provenance.stamp(runtime.device, "fp32" if exact else runtime.precision, runtime.threads)
+    return provenance.stamp(runtime.device, "fp32" if exact else runtime.precision, runtime.threads, runtime.backends)
 
 
 def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None,
-                 n_threads: int | None = None) -> Runtime:
-    """Resolve the device and set it up (TF32 and cuDNN autotuning on CUDA; :func:`dganalysis.speed.keep_freed_memory`
-    on CPU), then the precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here,
-    same accuracy within noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU
-    the thread count: :func:`dganalysis.threads.fixed_count` of ``n_threads``."""
+                 n_threads: int | None = None, exact: bool = False) -> Runtime:
+    """Resolve the device and set it up (on CUDA the cuDNN/TF32 settings of
+    :func:`~dganalysis.provenance.cuda_flags` for the mode: ``exact``, DomainBed's deterministic cuDNN without TF32
+    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.speed.keep_freed_memory` on CPU), then the
+    precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here, same accuracy within
+    noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU the thread count:
+    :func:`dganalysis.threads.fixed_count` of ``n_threads``. The settings in force end up in the runtime's
+    ``backends`` (:func:`dganalysis.provenance.cuda_backends`), which the provenance stamp carries."""
     from dganalysis.speed import keep_freed_memory
 
     device = resolve_device(device)
     cuda = device.type == "cuda"
     if cuda:
-        _cuda_setup(device)
+        _cuda_setup(device, cuda_flags("domainbed_exact" if exact else "default", device.type))
     else:
         keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
     if precision not in ("auto", "fp32", "bf16"):
@@ -457,7 +473,7 @@ def make_runtime(device: str | torch.device | None, precision: str, eval_batch_s
         if precision not in ("fp32", "bf16"):
             raise ConfigError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
     return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512),
-                   count)
+                   count, provenance.cuda_backends(device))
 
 
 def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobData:
@@ -551,7 +567,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
-        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads),
+        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
     }
 
 
