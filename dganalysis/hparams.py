@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dganalysis.validation import Check, LazyCheck, like
+from dganalysis.validation import Check, ConfigError, LazyCheck, UnknownKeyError, like
 
 Sampler = Callable[[np.random.RandomState], Any]
 
@@ -147,7 +147,7 @@ def choice(options: list[Any]) -> Sampler:
     """One of ``options`` uniformly — DomainBed's ``r.choice(options)``, returned as a Python scalar."""
     opts = list(options)
     if not opts:
-        raise ValueError("choice: expected at least one option")
+        raise ConfigError("choice: expected at least one option")
     return lambda r: _py(r.choice(opts))
 
 
@@ -182,15 +182,15 @@ def parse_distribution(spec: Any, name: str = "?") -> Sampler:
     if not isinstance(spec, Mapping):
         return fixed(spec)
     if len(spec) != 1:
-        raise ValueError(f"hparam {name!r}: a distribution spec has exactly one key, got {dict(spec)}")
+        raise ConfigError(f"hparam {name!r}: a distribution spec has exactly one key, got {dict(spec)}")
     (kind, args), = spec.items()
     if kind not in _DISTS:
-        raise ValueError(f"hparam {name!r}: unknown distribution {kind!r}; known: {sorted(_DISTS)}")
+        raise ConfigError(f"hparam {name!r}: unknown distribution {kind!r}; known: {sorted(_DISTS)}")
     args = list(args) if isinstance(args, (list, tuple)) else [args]
     try:
         return _DISTS[kind](*args)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"hparam {name!r}: bad arguments {args} for {kind!r} ({err})") from None
+        raise ConfigError(f"hparam {name!r}: bad arguments {args} for {kind!r} ({err})") from None
 
 
 # ---------------------------------------------------------------- which regime a dataset uses
@@ -381,12 +381,12 @@ def resolve(
     overrides = dict(overrides or {})
     unknown = (set(search_overrides) | set(overrides)) - set(specs)
     if unknown:
-        raise KeyError(f"unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
+        raise UnknownKeyError(f"unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
     if int(hparams_seed) < 0 or int(trial_seed) < 0:
-        raise ValueError(f"resolve: hparams_seed and trial_seed must be ≥ 0, got {hparams_seed}, {trial_seed}")
+        raise ConfigError(f"resolve: hparams_seed and trial_seed must be ≥ 0, got {hparams_seed}, {trial_seed}")
     regime = overrides.get("image_regime", "auto")
     if regime not in IMAGE_REGIMES:
-        raise ValueError(f"hparam 'image_regime': expected one of {IMAGE_REGIMES}, got {regime!r}")
+        raise ConfigError(f"hparam 'image_regime': expected one of {IMAGE_REGIMES}, got {regime!r}")
     small = is_small_images(dataset) if regime == "auto" else regime == "small"
     random_seed = draw_seed(hparams_seed, trial_seed)
     out: dict[str, Any] = {}

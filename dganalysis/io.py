@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dganalysis.validation import ConfigError
+
 if TYPE_CHECKING:  # numpy is imported where an array is written: the commands' fast paths need none
     import numpy as np
 
@@ -96,9 +98,9 @@ def read_yaml_mapping(path: str | Path, expected: str) -> dict:
     try:
         cfg = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML ({e})") from e
+        raise ConfigError(f"{path}: not valid YAML ({e})") from e
     if not isinstance(cfg, dict):
-        raise ValueError(f"{path}: expected {expected}, got {type(cfg).__name__}")
+        raise ConfigError(f"{path}: expected {expected}, got {type(cfg).__name__}")
     return cfg
 
 

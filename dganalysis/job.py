@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import Any
 
+from dganalysis.validation import ConfigError, UnknownKeyError
+
 #: fields that do not change a job's results and so are not hashed
 UNHASHED_FIELDS = ("save_model",)
 #: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
@@ -130,12 +132,12 @@ class Job:
         for name in ("dataset_kwargs", "hparams_overrides", "search_overrides"):
             object.__setattr__(self, name, _canonical(dict(getattr(self, name) or {})))
         if "data_dir" in self.dataset_kwargs:
-            raise ValueError("Job.dataset_kwargs: 'data_dir' is not part of a job; pass data_dir to run_sweep/run_job")
+            raise ConfigError("Job.dataset_kwargs: 'data_dir' is not part of a job; pass data_dir to run_sweep/run_job")
         if not self.train_domains:
-            raise ValueError("Job.train_domains: at least one training domain is needed")
+            raise ConfigError("Job.train_domains: at least one training domain is needed")
         roles = [*self.train_domains, *self.test_domains, *self.val_domains]
         if len(set(roles)) != len(roles):
-            raise ValueError(
+            raise ConfigError(
                 f"Job: a domain has two roles (train={list(self.train_domains)}, test={list(self.test_domains)}, "
                 f"val={list(self.val_domains)})"
             )
@@ -189,7 +191,7 @@ class Job:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known - {"job_id", "provenance"}
         if unknown:
-            raise KeyError(f"Job spec: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+            raise UnknownKeyError(f"Job spec: unknown keys {sorted(unknown)}; known: {sorted(known)}")
         return cls(**{k: v for k, v in d.items() if k in known})
 
     @property

@@ -18,7 +18,12 @@ gives one flat mapping:
     the GPU's name when the result was computed on one (else None);
 ``device``, ``precision``, ``threads``
     where and how the computation ran (``cpu`` or ``cuda:<name>``; ``fp32`` or ``bf16``; the torch thread count,
-    None on CUDA), when the caller knows them.
+    None on CUDA), when the caller knows them;
+``cuda_backends``
+    on CUDA, the cuDNN and TF32 settings the computation ran under (:func:`cuda_backends`: ``cudnn_enabled``,
+    ``cudnn_benchmark``, ``cudnn_deterministic``, ``cudnn_allow_tf32``, ``matmul_allow_tf32``,
+    ``float32_matmul_precision``; as :func:`dganalysis.train.make_runtime` set them for the job's mode); on CPU
+    :data:`NOT_CUDA`; None when the device is not known.
 
 The machine-wide part is computed once per process (:func:`environment`; the git call is the costly part) and
 without importing torch or numpy (versions from the installed distributions' metadata), so the audit and ``collect``
@@ -44,7 +49,9 @@ from typing import Any
 KEY = "provenance"
 #: the stamp's fields in order (see the module docstring)
 FIELDS = ("dganalysis", "commit", "dirty", "python", "torch", "numpy", "cuda", "cpu", "cpu_bf16", "gpu", "device",
-          "precision", "threads")
+          "precision", "threads", "cuda_backends")
+#: a stamp's ``cuda_backends`` (and a drop-in record's) for a computation on a CPU
+NOT_CUDA = "not applicable (CPU run: cuDNN and TF32 are CUDA settings)"
 #: fields compared across the runs of one table or audit (:func:`differences`), with their plural wording;
 #: ``precision`` is compared among the runs of one algorithm (``precision="auto"`` trains some algorithms in fp32
 #: on purpose, :attr:`dganalysis.algorithms.base.Algorithm.BF16_AUTOCAST`); thread counts are not compared (a
@@ -165,11 +172,52 @@ def device_name(device: Any) -> str:
     return f"cuda:{torch.cuda.get_device_name(torch.device(text))}"
 
 
-def stamp(device: Any = None, precision: str | None = None, threads: int | None = None) -> dict[str, Any]:
+#: the modes :func:`cuda_flags` knows: our engine's and DomainBed's ``train.py`` replayed (:mod:`dganalysis.exact`)
+MODES = ("default", "domainbed_exact")
+
+
+def cuda_flags(mode: str, device_type: str) -> dict[str, bool]:
+    """The cuDNN and TF32 settings a job of ``mode`` (:data:`MODES`) sets on a device of type ``device_type``
+    (``cuda``, ``cpu``, ...); ``{}`` off CUDA, where they do not apply.
+
+    ``domainbed_exact`` sets what DomainBed's ``scripts/train.py`` runs under: ``cudnn.deterministic = True`` and
+    ``cudnn.benchmark = False`` (its two lines), TF32 left at torch's defaults, which are off for matrix products
+    (``torch.backends.cuda.matmul.allow_tf32``, False since torch 1.12) and on for cuDNN convolutions
+    (``torch.backends.cudnn.allow_tf32``, True). ``default`` is our engine's speed setting: TF32 on for both and
+    cuDNN autotuning (``benchmark``), not deterministic. Every flag is set either way, so a process that runs jobs of
+    both modes one after the other leaves none of one mode's settings to the next."""
+    if mode not in MODES:
+        raise ValueError(f"cuda_flags: mode {mode!r}, expected one of {MODES}")
+    if device_type != "cuda":
+        return {}
+    exact = mode == "domainbed_exact"
+    return {"matmul_allow_tf32": not exact, "cudnn_allow_tf32": True, "cudnn_benchmark": not exact,
+            "cudnn_deterministic": exact}
+
+
+def cuda_backends(device: Any) -> dict[str, Any] | str:
+    """The cuDNN and TF32 settings in force for a computation on ``device``, read from torch (after
+    :func:`dganalysis.train.make_runtime` set them): ``cudnn_enabled``, ``cudnn_benchmark``, ``cudnn_deterministic``,
+    ``cudnn_allow_tf32``, ``matmul_allow_tf32``, ``float32_matmul_precision``; on a CPU, :data:`NOT_CUDA` (they do
+    not apply)."""
+    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
+        return NOT_CUDA
+    import torch
+
+    b = torch.backends
+    return {"cudnn_enabled": bool(b.cudnn.enabled), "cudnn_benchmark": bool(b.cudnn.benchmark),
+            "cudnn_deterministic": bool(b.cudnn.deterministic), "cudnn_allow_tf32": bool(b.cudnn.allow_tf32),
+            "matmul_allow_tf32": bool(b.cuda.matmul.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def stamp(device: Any = None, precision: str | None = None, threads: int | None = None,
+          backends: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
     """The provenance of a computation on ``device`` (a ``torch.device``, ``cpu``/``cuda[:i]``, or an already worded
-    ``cuda:<name>``; None: not known) in ``precision`` on ``threads`` torch threads: :func:`environment` plus
-    ``gpu``, ``device``, ``precision``, ``threads`` (see the module docstring). A CUDA device is named through torch
-    (the caller computes on it, so CUDA is already initialised)."""
+    ``cuda:<name>``; None: not known) in ``precision`` on ``threads`` torch threads under the cuDNN/TF32 settings
+    ``backends`` (:func:`cuda_backends`; None: :data:`NOT_CUDA` on a CPU, else not known): :func:`environment` plus
+    ``gpu``, ``device``, ``precision``, ``threads``, ``cuda_backends`` (see the module docstring). A CUDA device is
+    named through torch (the caller computes on it, so CUDA is already initialised)."""
     out = dict(environment())
     dev = None
     if device is not None:
@@ -178,6 +226,9 @@ def stamp(device: Any = None, precision: str | None = None, threads: int | None 
     out["gpu"] = dev[5:] if dev is not None and dev.startswith("cuda:") else None
     out["device"], out["precision"] = dev, precision
     out["threads"] = None if threads is None else int(threads)
+    if backends is None and dev is not None and not dev.startswith("cuda"):
+        backends = NOT_CUDA
+    out["cuda_backends"] = dict(backends) if isinstance(backends, Mapping) else backends
     return out
 
 
@@ -188,8 +239,8 @@ def local_stamp() -> dict[str, Any]:
     torch."""
     import torch
 
-    if torch.cuda.is_available():
-        return stamp("cuda:0", "bf16", None)
+    if torch.cuda.is_available():  # the cuDNN/TF32 settings a job of the default mode sets (dganalysis.train)
+        return stamp("cuda:0", "bf16", None, cuda_flags("default", "cuda"))
     from dganalysis import threads
 
     auto = "bf16" if environment()["cpu_bf16"] else "fp32"
@@ -231,6 +282,8 @@ def _shown(prov: Mapping[str, Any], key: str) -> str:
     value = prov.get(key)
     if key == "commit" and value:
         return f"{str(value)[:12]}{' (modified)' if prov.get('dirty') else ''}"
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}={v}" for k, v in value.items())
     return "—" if value is None else str(value)
 
 

@@ -10,6 +10,8 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
+from dganalysis.validation import UnknownKeyError
+
 T = TypeVar("T")
 
 
@@ -34,7 +36,8 @@ def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
 
 
 class Registry(Generic[T]):
-    """Maps names to objects (and each name to its tags); unknown names fail with the list of known ones."""
+    """Maps names to objects (and each name to its tags); unknown names fail with the list of known ones (an
+    :class:`~dganalysis.validation.UnknownKeyError`: a ``KeyError`` and a ``ConfigError``)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -60,7 +63,7 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except (KeyError, TypeError):
-            raise KeyError(unknown_name(self.kind, name, self._items)) from None
+            raise UnknownKeyError(unknown_name(self.kind, name, self._items)) from None
 
     def names(self, tag: str | None = None) -> list[str]:
         """Registered names, sorted; with ``tag``, only those carrying it."""

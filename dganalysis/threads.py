@@ -40,6 +40,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from dganalysis.validation import ConfigError
+
 ENV = "DGANALYSIS_THREADS"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _lock = threading.Lock()
@@ -55,7 +57,7 @@ def env_override(environ: dict | None = None) -> int | None:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"${ENV}: expected a positive integer or 'auto', got {value!r}")
+        raise ConfigError(f"${ENV}: expected a positive integer or 'auto', got {value!r}")
     return n
 
 
@@ -166,7 +168,7 @@ def fixed_count(n: int | None = None) -> int:
     except TypeError:
         count = 0
     if isinstance(n, bool) or count < 1:
-        raise ValueError(f"thread count: expected a positive integer, got {n!r}")
+        raise ConfigError(f"thread count: expected a positive integer, got {n!r}")
     return count
 
 
@@ -175,7 +177,7 @@ def launcher_share(n_workers: int, usable: int | None = None) -> int:
     ``usable // n_workers`` (``usable``: :func:`usable_cores`, the affinity mask capped by the cgroup quota), at
     least 1. A function of the configuration (workers, cores, environment), not of the load."""
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"launcher_share: n_workers must be an integer >= 1, got {n_workers!r}")
+        raise ConfigError(f"launcher_share: n_workers must be an integer >= 1, got {n_workers!r}")
     override = env_override()
     if override is not None:
         return override

@@ -57,6 +57,8 @@ from torch.profiler import record_function
 from dganalysis import io, provenance, threads
 from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
+from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
+from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +197,7 @@ def domain_indices(names: Sequence[str], all_names: Sequence[str], role: str) ->
     """Indices of ``names`` in the dataset's domain order (unknown names are an error)."""
     missing = [n for n in names if n not in all_names]
     if missing:
-        raise KeyError(f"job {role}_domains: unknown domains {missing}; the dataset has {list(all_names)}")
+        raise UnknownKeyError(f"job {role}_domains: unknown domains {missing}; the dataset has {list(all_names)}")
     return [list(all_names).index(n) for n in names]
 
 
@@ -210,10 +212,16 @@ def clear_job_dir(job_dir: str | Path) -> None:
             p.unlink()
 
 
-def _cuda_setup(device: torch.device) -> None:
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cudnn.benchmark = True
+def _cuda_setup(device: torch.device, flags: Mapping[str, bool]) -> None:
+    """Apply :func:`~dganalysis.provenance.cuda_flags`'s ``flags`` to torch; make ``device`` the current CUDA device."""
+    backends = torch.backends
+    targets = {"matmul_allow_tf32": (backends.cuda.matmul, "allow_tf32"),
+               "cudnn_allow_tf32": (backends.cudnn, "allow_tf32"),
+               "cudnn_benchmark": (backends.cudnn, "benchmark"),
+               "cudnn_deterministic": (backends.cudnn, "deterministic")}
+    for key, value in flags.items():
+        obj, attr = targets[key]
+        setattr(obj, attr, bool(value))
     if device.index is not None:
         torch.cuda.set_device(device)
 
@@ -223,7 +231,8 @@ def _cuda_setup(device: torch.device) -> None:
 class Runtime:
     """How a job runs on its machine (none of it is part of the job hash): the device, whether it is CUDA, the
     precision (``fp32`` or ``bf16``; bf16 means autocast), channels_last, the evaluation batch size and, on CPU, the
-    torch thread count (None on CUDA)."""
+    torch thread count (None on CUDA) and the cuDNN/TF32 settings in force (:func:`dganalysis.provenance.cuda_backends`,
+    read after :func:`make_runtime` set them)."""
 
     device: torch.device
     cuda: bool
@@ -232,6 +241,7 @@ class Runtime:
     channels_last: bool
     eval_batch_size: int
     threads: int | None = None
+    backends: Mapping[str, Any] | str = provenance.NOT_CUDA
 
 
 @dataclass
@@ -292,7 +302,8 @@ def run_job(
     """
     job = job if isinstance(job, Job) else Job.from_dict(job)
     t_start = time.time()
-    runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads)
+    runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads,
+                           exact=job.domainbed_exact)
     job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
     if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
         with job_threads(runtime):
@@ -357,6 +368,8 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+    if device.type == "cuda":  # DomainBed's cuDNN settings next to its seeds (also without make_runtime(exact=True))
+        _cuda_setup(device, cuda_flags("domainbed_exact", device.type))
     splits = []
     for i, (x, y) in enumerate(domainbed_tensors(dataset)):  # DomainBed's tensors, its draws on the global generator
         in_idx, out_idx = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs)
@@ -374,7 +387,8 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     algorithm.to(device)
     algorithm.train()
 
-    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE, n_threads)
+    runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE, n_threads,
+                      provenance.cuda_backends(device))
 
     class _Mode:
         mode = "domainbed_exact"
@@ -433,35 +447,38 @@ def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None
 def runtime_stamp(runtime: Runtime, exact: bool = False) -> dict[str, Any]:
     """The provenance of a job computed under ``runtime`` (:func:`dganalysis.provenance.stamp`); ``exact``: in
     ``domainbed_exact`` mode, which computes in fp32 whatever ``runtime.precision`` says."""
-    return provenance.stamp(runtime.device, "fp32" if exact else runtime.precision, runtime.threads)
+    return provenance.stamp(runtime.device, "fp32" if exact else runtime.precision, runtime.threads, runtime.backends)
 
 
 def make_runtime(device: str | torch.device | None, precision: str, eval_batch_size: int | None,
-                 n_threads: int | None = None) -> Runtime:
-    """Resolve the device and set it up (TF32 and cuDNN autotuning on CUDA; :func:`dganalysis.speed.keep_freed_memory`
-    on CPU), then the precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here,
-    same accuracy within noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU
-    the thread count: :func:`dganalysis.threads.fixed_count` of ``n_threads``."""
+                 n_threads: int | None = None, exact: bool = False) -> Runtime:
+    """Resolve the device and set it up (on CUDA the cuDNN/TF32 settings of
+    :func:`~dganalysis.provenance.cuda_flags` for the mode: ``exact``, DomainBed's deterministic cuDNN without TF32
+    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.speed.keep_freed_memory` on CPU), then the
+    precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here, same accuracy within
+    noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU the thread count:
+    :func:`dganalysis.threads.fixed_count` of ``n_threads``. The settings in force end up in the runtime's
+    ``backends`` (:func:`dganalysis.provenance.cuda_backends`), which the provenance stamp carries."""
     from dganalysis.speed import keep_freed_memory
 
     device = resolve_device(device)
     cuda = device.type == "cuda"
     if cuda:
-        _cuda_setup(device)
+        _cuda_setup(device, cuda_flags("domainbed_exact" if exact else "default", device.type))
     else:
         keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
     if precision not in ("auto", "fp32", "bf16"):
-        raise ValueError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
+        raise ConfigError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     try:
         count = None if cuda else threads.fixed_count(n_threads)
     except ValueError as e:
-        raise ValueError(f"run_job threads: {e}") from None
+        raise ConfigError(f"run_job threads: {e}") from None
     if precision == "auto":
         precision = "bf16" if cuda else os.environ.get("DGANALYSIS_CPU_PRECISION", _cpu_default_precision())
         if precision not in ("fp32", "bf16"):
-            raise ValueError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
+            raise ConfigError(f"$DGANALYSIS_CPU_PRECISION: expected fp32 or bf16, got {precision!r}")
     return Runtime(device, cuda, precision, precision == "bf16", True, eval_batch_size or (4096 if cuda else 512),
-                   count)
+                   count, provenance.cuda_backends(device))
 
 
 def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobData:
@@ -483,7 +500,7 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     for i, s in zip(train_idx, train_splits):
         if len(s) == 0:
             splits.close()
-            raise ValueError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
+            raise ConfigError(f"job {job.job_id}: training domain {names[i]!r} has an empty 'in' split")
     if hparams.get("class_balanced", False):  # DomainBed's class-balanced training minibatches (data.balanced)
         from dganalysis.data import balanced
 
@@ -555,7 +572,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
-        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads),
+        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
     }
 
 
@@ -664,7 +681,7 @@ def dataset_kwargs(job: Job) -> dict[str, Any]:
     _import_builtin()
     if job.dataset in DATASETS and getattr(DATASETS.get(job.dataset), "per_run_seed", False):
         if "run_seed" in kw:
-            raise ValueError(f"job {job.job_id}: dataset_kwargs run_seed={kw['run_seed']!r}: the run seed of "
+            raise ConfigError(f"job {job.job_id}: dataset_kwargs run_seed={kw['run_seed']!r}: the run seed of "
                              f"{job.dataset} is the job's DomainBed seed; set Job.seed instead")
         kw["run_seed"] = job.domainbed_seed(domain_names(job.dataset, job.dataset_kwargs, None))
     return kw
@@ -719,7 +736,7 @@ def load_model(job_dir: str | Path, device: str | torch.device = "cpu"):
 
     path = Path(job_dir) / "model.pt"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no saved model (train the job with save_model=True)")
+        raise MissingInputError(f"{path}: no saved model (train the job with save_model=True)")
     payload = torch.load(path, map_location=device, weights_only=False)
     algorithm = create(
         payload["algorithm"], tuple(payload["input_shape"]), payload["n_classes"], payload["n_domains"], payload["hparams"]

@@ -108,7 +108,8 @@ def test_job_spec_and_records_carry_the_stamp_and_keep_their_id(tmp_path):
     before = job.job_id
     d = run_job(job, tmp_path / "job", device="cpu", precision="fp32", threads=1)
     spec = json.loads((d / "spec.json").read_text())
-    want = {**provenance.environment(), "gpu": None, "device": "cpu", "precision": "fp32", "threads": 1}
+    want = {**provenance.environment(), "gpu": None, "device": "cpu", "precision": "fp32", "threads": 1,
+            "cuda_backends": provenance.NOT_CUDA}
     assert spec["provenance"] == want and spec["job_id"] == before == job.job_id
     assert Job.from_dict(spec) == job and Job.from_dict(spec).job_id == before  # the stamp is no part of the job
     records = [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]

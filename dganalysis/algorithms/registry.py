@@ -18,6 +18,7 @@ from typing import Any
 from dganalysis.algorithms.base import Algorithm
 from dganalysis.hparams import BASE_HPARAMS, HParam, resolve
 from dganalysis.registry import Registry, suggest
+from dganalysis.validation import ConfigError
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
 register_algorithm = ALGORITHMS.register
@@ -31,7 +32,7 @@ def available() -> list[str]:
 def names(tag: str | None = None) -> list[str]:
     """Registered algorithm names, sorted; with ``tag`` (e.g. ``"wc"``, ``"variant"``), the family carrying it."""
     if tag is not None and tag not in ALGORITHMS.all_tags():
-        raise ValueError(f"names: unknown algorithm tag {tag!r}; expected one of {ALGORITHMS.all_tags()}")
+        raise ConfigError(f"names: unknown algorithm tag {tag!r}; expected one of {ALGORITHMS.all_tags()}")
     return ALGORITHMS.names(tag)
 
 

@@ -55,6 +55,7 @@ from dganalysis.stats.improvement import (
 )
 from dganalysis.stats.multiplicity import holm
 from dganalysis.stats.rank_tests import friedman, wilcoxon_ps
+from dganalysis.validation import ConfigError
 
 AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "ci_method",
                "ci_coverage", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "iqm_delta_ci_method",
@@ -169,7 +170,7 @@ def wilcoxon_summary(wil: pd.DataFrame, alpha: float) -> str:
     below 2/2^n (the exact test's smallest; the normal approximation's is larger), so when that exceeds Holm's first
     threshold α/m over m pairs the test cannot decide any pair, whatever the data."""
     if not 0 < alpha < 1:
-        raise ValueError(f"wilcoxon_summary: parameter 'alpha': expected a level in (0, 1), got {alpha!r}")
+        raise ConfigError(f"wilcoxon_summary: parameter 'alpha': expected a level in (0, 1), got {alpha!r}")
     if wil.empty:
         return "Wilcoxon signed-rank: no pair tested"
     m, n = len(wil), int(wil["n_datasets"].iloc[0])

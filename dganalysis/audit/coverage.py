@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from dganalysis.stats.intervals import clopper_pearson_ties, dodge_eq1_weights, search_intervals, trimmed_mean_t
+from dganalysis.validation import ConfigError
 
 #: the level the shipped coverage table was measured at
 NOMINAL = 0.95
@@ -63,7 +64,7 @@ def coverage(method: str, confidence: float = NOMINAL, **size: float) -> float:
     (:data:`NOMINAL`), the method was not measured, or a given size lies outside the simulated range by more than a
     factor :data:`RANGE_FACTOR` (a coverage measured elsewhere says little there)."""
     if method not in METHODS:
-        raise ValueError(f"coverage: unknown interval method {method!r}; expected one of {list(METHODS)}")
+        raise ConfigError(f"coverage: unknown interval method {method!r}; expected one of {list(METHODS)}")
     if not math.isclose(confidence, NOMINAL):
         return float("nan")
     try:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dganalysis.audit.claims import VERDICTS, Summaries, decide, trial_sds
 from dganalysis.stats import planning
+from dganalysis.validation import ConfigError
 
 REFERENCE_VERDICTS = {"better": "higher", "worse": "lower", "equivalent": "consistent", "undecided": "undecided"}
 REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "reference_mean", "delta", "ci_low",
@@ -31,7 +32,7 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
     key = ["selection", "dataset", "algorithm"]
     joined = a.merge(b, on=key, suffixes=("", "_r"))
     if joined.empty:
-        raise ValueError(f"reference: no (selection, dataset, algorithm) in common; ours has datasets "
+        raise ConfigError(f"reference: no (selection, dataset, algorithm) in common; ours has datasets "
                          f"{sorted(a['dataset'].unique())}, algorithms {sorted(a['algorithm'].unique())}; the "
                          f"reference has {sorted(b['dataset'].unique())}, {sorted(b['algorithm'].unique())}")
     out = []

@@ -29,6 +29,7 @@ from dganalysis import io
 from dganalysis.audit import coverage
 from dganalysis.records.selection import CONFIG, METHODS, select
 from dganalysis.stats import intervals
+from dganalysis.validation import ConfigError
 
 #: the selection methods whose regret against ``oracle`` is reported
 REGRET_METHODS = ("training_domain", "leave_one_out")
@@ -52,14 +53,14 @@ def _selections(df: pd.DataFrame, selections: Mapping[str, pd.DataFrame] | Itera
     if selections is None:
         selections = {}
     if isinstance(selections, str):
-        raise ValueError(f"selections: expected method names or {{method: selected frame}}, got the string "
+        raise ConfigError(f"selections: expected method names or {{method: selected frame}}, got the string "
                          f"{selections!r}; write [{selections!r}]")
     out = dict(selections) if isinstance(selections, Mapping) else dict.fromkeys(selections)
     for m in need:
         out.setdefault(m, None)
     bad = [m for m in out if m not in METHODS]
     if bad:
-        raise ValueError(f"selections: unknown methods {bad}; expected some of {list(METHODS)}")
+        raise ConfigError(f"selections: unknown methods {bad}; expected some of {list(METHODS)}")
     return {m: _str(select(df, m) if s is None else s) for m, s in out.items()}
 
 
@@ -116,7 +117,7 @@ def selection_regret(
     methods); ``setting`` too when a (dataset, algorithm) has several settings.
     """
     if not 0 < confidence < 1:
-        raise ValueError(f"selection_regret: confidence must be in (0, 1), got {confidence!r}")
+        raise ConfigError(f"selection_regret: confidence must be in (0, 1), got {confidence!r}")
     sels = _selections(df, selections, need=("oracle",))
     oracle = trial_averages(sels["oracle"])
     rows = []
@@ -184,7 +185,7 @@ def expected_max(values: np.ndarray, n: int, order: np.ndarray | None = None) ->
     values = np.asarray(values, dtype=float)
     big_n = len(values)
     if big_n == 0 or n < 1:
-        raise ValueError(f"expected_max: need at least one value and n ≥ 1, got {big_n} values and n={n}")
+        raise ConfigError(f"expected_max: need at least one value and n ≥ 1, got {big_n} values and n={n}")
     idx = np.argsort(values, kind="stable") if order is None else np.lexsort((values, np.asarray(order, float)))
     i = np.arange(1, big_n + 1)
     weights = (i / big_n) ** n - ((i - 1) / big_n) ** n
@@ -196,13 +197,13 @@ def _per_draw(df: pd.DataFrame | None, selection: str, draws: pd.DataFrame | Non
     checkpoint choice under ``selection`` (``select(df, selection, per_draw=True)``, or ``draws`` when given)."""
     if draws is None:
         if df is None:
-            raise ValueError("expected_max_curve: give the tidy frame df or its per-draw selection draws")
+            raise ConfigError("expected_max_curve: give the tidy frame df or its per-draw selection draws")
         draws = select(df, selection, per_draw=True)
     elif not isinstance(draws, pd.DataFrame) or not {"selection", "hparams_seed", "acc", "val_acc"} <= set(draws):
-        raise ValueError(f"expected_max_curve: parameter 'draws': expected the frame of select(df, {selection!r}, "
+        raise ConfigError(f"expected_max_curve: parameter 'draws': expected the frame of select(df, {selection!r}, "
                          f"per_draw=True), got {type(draws).__name__}")
     elif set(draws["selection"].unique()) - {selection}:
-        raise ValueError(f"expected_max_curve: draws holds the selection {sorted(set(draws['selection']))}, not "
+        raise ConfigError(f"expected_max_curve: draws holds the selection {sorted(set(draws['selection']))}, not "
                          f"{selection!r}; expected select(df, {selection!r}, per_draw=True)")
     return _columns(_str(draws)) if len(draws) else draws
 
@@ -239,11 +240,11 @@ def expected_max_curve(
     Returns columns :data:`CURVE_COLUMNS`.
     """
     if selection not in METHODS:
-        raise ValueError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
+        raise ConfigError(f"expected_max_curve: unknown selection {selection!r}; expected one of {list(METHODS)}")
     if not 0 < confidence < 1:
-        raise ValueError(f"expected_max_curve: parameter 'confidence': expected a level in (0, 1), got {confidence}")
+        raise ConfigError(f"expected_max_curve: parameter 'confidence': expected a level in (0, 1), got {confidence}")
     if budgets is not None and (isinstance(budgets, (str, int)) or any(int(b) < 1 for b in budgets)):
-        raise ValueError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
+        raise ConfigError(f"expected_max_curve: budgets must be a list of draw counts ≥ 1, got {budgets!r}")
     draws = _per_draw(df, selection, draws)
     rows = []
     # one matrix of draws: a row per (dataset, algorithm, setting, trial, split, test domain), a column per hparams
@@ -299,10 +300,10 @@ def saturation(curve: pd.DataFrame, threshold: float = SATURATION_GAIN) -> pd.Da
     """
     need = {"dataset", "algorithm", "budget", "expected_max"}
     if not need <= set(curve.columns):
-        raise ValueError(f"saturation: curve lacks columns {sorted(need - set(curve.columns))}; expected "
+        raise ConfigError(f"saturation: curve lacks columns {sorted(need - set(curve.columns))}; expected "
                          "expected_max_curve's output")
     if not threshold >= 0:
-        raise ValueError(f"saturation: parameter 'threshold': expected a gain ≥ 0 points, got {threshold!r}")
+        raise ConfigError(f"saturation: parameter 'threshold': expected a gain ≥ 0 points, got {threshold!r}")
     rows = []
     nan = float("nan")
     for (ds, alg), part in curve.groupby(["dataset", "algorithm"], sort=True):
@@ -413,12 +414,12 @@ def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Pat
     through ``hparams_overrides``, and ``selected`` keeping the records themselves (step, job_id, selection).
     A re-run with the same code reproduces the selected run; ``--steps`` shortens every job."""
     if isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records):
-        raise ValueError("write_selected_hparams: expected a list of records from selected_hparams()")
+        raise ConfigError("write_selected_hparams: expected a list of records from selected_hparams()")
     jobs = []
     for i, r in enumerate(records):
         missing = [k for k in ("dataset", "algorithm", "train_domains", "test_domains", "hparams") if k not in r]
         if missing:
-            raise ValueError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
+            raise ConfigError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
         job = {k: r[k] for k in _JOB_FIELDS if k in r}
         hparams = dict(r["hparams"])
         if "steps" in hparams:  # our engine records the job's steps among the hparams; it is a job field

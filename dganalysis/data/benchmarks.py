@@ -45,6 +45,7 @@ from dganalysis.data import benchmark_classes as cls_lists
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset, pack_files
 from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +92,13 @@ class Benchmark:
         """The dataset folder under ``root`` (``root/<folder>``, or ``root`` itself when it holds the
         environment folders); a missing one raises naming the folder and how to get the data."""
         if root is None:
-            raise ValueError(f"dataset {self.name!r} needs root= the data folder DomainBed's download script filled "
+            raise ConfigError(f"dataset {self.name!r} needs root= the data folder DomainBed's download script filled "
                              f"(holding {self.folder}/; {ROOT_HINT}); {self.howto}")
         root = Path(root).expanduser()
         for cand in (root / self.folder, root):
             if cand.is_dir() and any((cand / f).is_dir() for f in self.env_folders):
                 return cand
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"dataset {self.name!r}: folder {root / self.folder} not found (expected {root / self.folder}/"
             f"{{{','.join(self.env_folders)}}}/<class>/<image>; source: {self.source}); {self.howto}")
 
@@ -109,11 +110,11 @@ class Benchmark:
         found = sorted(e.name for e in os.scandir(base) if e.is_dir() and not e.name.startswith("."))
         missing = [f for f in self.env_folders if f not in found]
         if missing:
-            raise FileNotFoundError(f"dataset {self.name!r}: environment folder(s) {[str(base / f) for f in missing]} "
+            raise MissingInputError(f"dataset {self.name!r}: environment folder(s) {[str(base / f) for f in missing]} "
                                     f"not found (expected {list(self.env_folders)}); {self.howto}")
         extra = [f for f in found if f not in self.env_folders]
         if extra:
-            raise ValueError(f"dataset {self.name!r}: unexpected folder(s) {[str(base / f) for f in extra]} in {base} "
+            raise ConfigError(f"dataset {self.name!r}: unexpected folder(s) {[str(base / f) for f in extra]} in {base} "
                              f"(DomainBed counts every sub-folder as an environment; expected only {list(self.env_folders)})")
         classes: list[str] | None = None
         for folder in self.env_folders:
@@ -123,10 +124,10 @@ class Benchmark:
                 classes = cls
                 self._check_classes(eroot, cls)
             elif cls != classes:
-                raise ValueError(f"dataset {self.name!r}: {eroot} has classes {_diff(cls, classes)} compared with "
+                raise ConfigError(f"dataset {self.name!r}: {eroot} has classes {_diff(cls, classes)} compared with "
                                  f"{base / self.env_folders[0]} (every environment must have the same class folders)")
             if not any(_has_image(eroot / c) for c in cls):
-                raise ValueError(f"dataset {self.name!r}: {eroot} has no images (extensions {TORCHVISION_EXTENSIONS})")
+                raise ConfigError(f"dataset {self.name!r}: {eroot} has no images (extensions {TORCHVISION_EXTENSIONS})")
         return base, list(classes or [])
 
     def listing(self, root: str | Path | None) -> tuple[Path, list[str], dict[str, list[tuple[Path, int]]]]:
@@ -141,13 +142,13 @@ class Benchmark:
     def _check_classes(self, eroot: Path, cls: list[str]) -> None:
         if self.classes is not None and cls != list(self.classes):
             if self.class_check == "strict":
-                raise ValueError(f"dataset {self.name!r}: {eroot} class folders differ from DomainBed's "
+                raise ConfigError(f"dataset {self.name!r}: {eroot} class folders differ from DomainBed's "
                                  f"({_diff(cls, self.classes)}; see dganalysis/data/benchmark_classes.py)")
             log.warning("dataset %r: %s class folders differ from the expected ones (%s); the expected list is not "
                         "verified for DomainBed's archive, so the folders are used as found, sorted",
                         self.name, eroot, _diff(cls, self.classes))
         if len(cls) != self.n_classes:
-            raise ValueError(f"dataset {self.name!r}: {eroot} has {len(cls)} class folders, DomainBed's has {self.n_classes}")
+            raise ConfigError(f"dataset {self.name!r}: {eroot} has {len(cls)} class folders, DomainBed's has {self.n_classes}")
 
     def __call__(self, root: str | Path | None = None, image_size: int = 224, storage: str = "encoded",
                  data_dir: str | Path | None = None, workers: int = 4) -> EncodedDataset | DomainDataset:
@@ -162,9 +163,9 @@ class Benchmark:
 def check_build_args(name: str, image_size: int, storage: str) -> None:
     """Refuse a bad ``storage`` or ``image_size`` before any folder is read."""
     if storage not in ("encoded", "arrays"):
-        raise ValueError(f"dataset {name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
+        raise ConfigError(f"dataset {name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
     if int(image_size) < 1:
-        raise ValueError(f"dataset {name!r}: image_size={image_size}, expected a positive int")
+        raise ConfigError(f"dataset {name!r}: image_size={image_size}, expected a positive int")
 
 
 def build_image_dataset(

@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.registry import ROOT_HINT, register_dataset
+from dganalysis.validation import ConfigError, MissingInputError
 
 ENVIRONMENTS: tuple[str, ...] = ("tr_env1", "tr_env2", "te_env")  #: OoD-Bench's CelebA_Blond.ENVIRONMENTS
 BLOND_HAIR = 9  #: index of ``Blond_Hair`` among CelebA's 40 attributes (the label)
@@ -52,7 +53,7 @@ IMAGES_HOWTO = ("download img_align_celeba.zip (the 'Align&Cropped Images') from
 def celeba_paths(root: str | Path | None) -> tuple[Path, Path]:
     """``(root/celeba/img_align_celeba, root/celeba/blond_split)``; missing ones raise naming them and how to get them."""
     if root is None:
-        raise ValueError("dataset 'CelebA_Blond' needs root= the data folder holding celeba/img_align_celeba/ and "
+        raise ConfigError("dataset 'CelebA_Blond' needs root= the data folder holding celeba/img_align_celeba/ and "
                          f"celeba/blond_split/ (OoD-Bench's layout; {ROOT_HINT})")
     base = Path(root).expanduser() / "celeba"
     images, splits = base / "img_align_celeba", base / "blond_split"
@@ -63,7 +64,7 @@ def celeba_paths(root: str | Path | None) -> tuple[Path, Path]:
     if not images.is_dir():
         problems.append(f"image folder {images} not found; " + IMAGES_HOWTO.format(dir=base))
     if problems:
-        raise FileNotFoundError("dataset 'CelebA_Blond': " + "; and ".join(problems))
+        raise MissingInputError("dataset 'CelebA_Blond': " + "; and ".join(problems))
     return images, splits
 
 
@@ -73,16 +74,16 @@ def read_split(path: str | Path) -> tuple[list[str], np.ndarray]:
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows or len(rows[0]) != N_ATTRIBUTES + 1:
-        raise ValueError(f"{path}: expected a header of {N_ATTRIBUTES + 1} fields (file name, attributes 0-39), "
+        raise ConfigError(f"{path}: expected a header of {N_ATTRIBUTES + 1} fields (file name, attributes 0-39), "
                          f"got {rows[0] if rows else 'an empty file'}")
     files, attrs = [], np.zeros((len(rows) - 1, N_ATTRIBUTES), np.int8)
     for i, row in enumerate(rows[1:]):
         if len(row) != N_ATTRIBUTES + 1 or any(v not in ("0", "1") for v in row[1:]):
-            raise ValueError(f"{path}, row {i + 2}: expected a file name and {N_ATTRIBUTES} attributes in {{0, 1}}")
+            raise ConfigError(f"{path}, row {i + 2}: expected a file name and {N_ATTRIBUTES} attributes in {{0, 1}}")
         files.append(row[0])
         attrs[i] = [int(v) for v in row[1:]]
     if not files:
-        raise ValueError(f"{path}: no images listed")
+        raise ConfigError(f"{path}: no images listed")
     return files, attrs
 
 
@@ -98,7 +99,7 @@ def load_center_square(path: Path, image_size: int) -> np.ndarray:
             im = im.crop((left, top, left + s, top + s)).resize((image_size, image_size), Image.BILINEAR)
             arr = np.asarray(im, dtype=np.uint8)
     except (UnidentifiedImageError, OSError) as e:
-        raise ValueError(f"{path}: unreadable image ({e})") from e
+        raise ConfigError(f"{path}: unreadable image ({e})") from e
     return arr.transpose(2, 0, 1)
 
 
@@ -114,10 +115,10 @@ def celeba_blond(root: str | Path | None = None, image_size: int = 224, max_per_
     from dganalysis.data.wilds_data import cap_index
 
     if max_per_env is not None and int(max_per_env) < 1:
-        raise ValueError(f"dataset 'CelebA_Blond': max_per_env={max_per_env}, expected >= 1 or None (all images)")
+        raise ConfigError(f"dataset 'CelebA_Blond': max_per_env={max_per_env}, expected >= 1 or None (all images)")
     unknown = [e for e in environments if e not in ENVIRONMENTS]
     if unknown:
-        raise ValueError(f"dataset 'CelebA_Blond': unknown environment(s) {unknown}; OoD-Bench's are {list(ENVIRONMENTS)}")
+        raise ConfigError(f"dataset 'CelebA_Blond': unknown environment(s) {unknown}; OoD-Bench's are {list(ENVIRONMENTS)}")
     images, splits = celeba_paths(root)
     listing: dict[str, tuple[list[Path], np.ndarray]] = {}
     for k, env in enumerate(environments):
@@ -128,7 +129,7 @@ def celeba_blond(root: str | Path | None = None, image_size: int = 224, max_per_
         files = [images / names[i] for i in idx.tolist()]
         absent = [f for f in files if not f.is_file()]
         if absent:
-            raise FileNotFoundError(f"dataset 'CelebA_Blond': {len(absent)} image(s) of {splits / f'{env}.csv'} not "
+            raise MissingInputError(f"dataset 'CelebA_Blond': {len(absent)} image(s) of {splits / f'{env}.csv'} not "
                                     f"found, e.g. {absent[0]}; " + IMAGES_HOWTO.format(dir=images.parent))
         listing[env] = (files, attrs[idx])
 

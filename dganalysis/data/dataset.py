@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dganalysis import io
+from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 FORMAT_VERSION = 1
 
@@ -83,7 +84,7 @@ class DomainLookup:
         for d in self.domains:
             if d.name == key:
                 return d
-        raise KeyError(f"dataset {self.name!r} has no domain {key!r}; domains: {self.domain_names}")
+        raise UnknownKeyError(f"dataset {self.name!r} has no domain {key!r}; domains: {self.domain_names}")
 
     def __iter__(self):
         return iter(self.domains)
@@ -182,13 +183,13 @@ class DomainDataset(DomainLookup):
         root = Path(root)
         mpath = root / "manifest.json"
         if not mpath.is_file():
-            raise FileNotFoundError(f"{mpath}: no dataset manifest (expected a folder written by DomainDataset.save)")
+            raise MissingInputError(f"{mpath}: no dataset manifest (expected a folder written by DomainDataset.save)")
         try:
             manifest = json.loads(mpath.read_text())
         except json.JSONDecodeError as e:
-            raise ValueError(f"{mpath}: not valid JSON ({e})") from e
+            raise ConfigError(f"{mpath}: not valid JSON ({e})") from e
         if manifest.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{mpath}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+            raise ConfigError(f"{mpath}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
         mode = "r" if mmap else None
         doms = []
         for spec in manifest["domains"]:
@@ -197,7 +198,7 @@ class DomainDataset(DomainLookup):
             def arr(suffix: str, name=name) -> np.ndarray:
                 p = root / f"{name}.{suffix}.npy"
                 if not p.is_file():
-                    raise FileNotFoundError(f"{p}: missing array listed in {mpath}")
+                    raise MissingInputError(f"{p}: missing array listed in {mpath}")
                 return np.load(p, mmap_mode=mode, allow_pickle=False)
 
             meta = {k: arr(f"meta.{k}") for k in spec.get("meta", [])}

@@ -26,6 +26,7 @@ import torch
 
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.registry import register_dataset
+from dganalysis.validation import ConfigError
 
 ENVIRONMENTS = ("0", "1", "2")  #: DomainBed's ``Debug28.ENVIRONMENTS`` / ``Debug224.ENVIRONMENTS``
 N_PER_ENV = 16  #: DomainBed's samples per environment
@@ -58,7 +59,7 @@ class DebugDataset:
     def __call__(self, seed: int = 0, data_dir: str | Path | None = None) -> DomainDataset:
         """The dataset (built in memory, nothing cached: 48 samples); ``data_dir`` is accepted and unused."""
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"dataset {self.name!r}: seed={seed!r}, expected an int")
+            raise ConfigError(f"dataset {self.name!r}: seed={seed!r}, expected an int")
         domains = [Domain(env, to_uint8(x), y.numpy()) for env, (x, y) in zip(ENVIRONMENTS, self.draws(seed))]
         info = {"source": f"simulated: DomainBed's {self.name} (torch.randn / torch.randint, seed {int(seed)}), "
                           f"values stored as clip(round(128 + {SCALE:g} z))", "simulated": True,

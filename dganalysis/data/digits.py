@@ -32,6 +32,7 @@ from PIL import Image
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.idx import find_mnist
 from dganalysis.data.registry import ROOT_HINT, register_dataset
+from dganalysis.validation import ConfigError
 
 ROTATIONS = (0, 15, 30, 45, 60, 75)
 COLOR_FLIP = {"+90%": 0.1, "+80%": 0.2, "-90%": 0.9}
@@ -70,7 +71,7 @@ def _parts(n: int, n_parts: int, seed: int, n_per_domain: int | None) -> list[np
     """DomainBed's split: a seeded shuffle cut into ``n_parts`` disjoint parts; ``n_per_domain`` keeps each part's
     first images (our subsampling for small budgets; None keeps all, DomainBed's behaviour)."""
     if n_per_domain is not None and n_per_domain < 1:
-        raise ValueError(f"n_per_domain={n_per_domain}: expected a positive number of images or None (all)")
+        raise ConfigError(f"n_per_domain={n_per_domain}: expected a positive number of images or None (all)")
     parts = np.array_split(np.random.RandomState(seed).permutation(n), n_parts)
     return [p[:n_per_domain] for p in parts] if n_per_domain is not None else parts
 
@@ -135,14 +136,14 @@ def colored_digits(
 @register_dataset("RotatedDigits")
 def _rotated_digits(**kw) -> DomainDataset:
     if kw.get("mnist_dir"):
-        raise ValueError("RotatedDigits uses scikit-learn's digits; use dataset 'RotatedMNIST' or 'RotatedMNIST_Fixed' with mnist_dir")
+        raise ConfigError("RotatedDigits uses scikit-learn's digits; use dataset 'RotatedMNIST' or 'RotatedMNIST_Fixed' with mnist_dir")
     return rotated_digits(**kw)
 
 
 @register_dataset("ColoredDigits")
 def _colored_digits(**kw) -> DomainDataset:
     if kw.get("mnist_dir"):
-        raise ValueError("ColoredDigits uses scikit-learn's digits; use dataset 'ColoredMNIST' or 'ColoredMNIST_Fixed' with mnist_dir")
+        raise ConfigError("ColoredDigits uses scikit-learn's digits; use dataset 'ColoredMNIST' or 'ColoredMNIST_Fixed' with mnist_dir")
     return colored_digits(**kw)
 
 
@@ -150,7 +151,7 @@ def _colored_digits(**kw) -> DomainDataset:
 def _rotated_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
     """MNIST under our fixed partition (module doc); DomainBed's per-run partition is ``RotatedMNIST``."""
     if not mnist_dir:
-        raise ValueError(f"RotatedMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
+        raise ConfigError(f"RotatedMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
     return rotated_digits(mnist_dir=mnist_dir, **kw)
 
 
@@ -158,5 +159,5 @@ def _rotated_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
 def _colored_mnist(mnist_dir: str | Path | None = None, **kw) -> DomainDataset:
     """MNIST under our fixed partition and label rule (module doc); DomainBed's is ``ColoredMNIST``."""
     if not mnist_dir:
-        raise ValueError(f"ColoredMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
+        raise ConfigError(f"ColoredMNIST_Fixed needs mnist_dir= a folder with MNIST's raw IDX files ({ROOT_HINT})")
     return colored_digits(mnist_dir=mnist_dir, **kw)

@@ -35,6 +35,7 @@ from PIL import Image
 
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.registry import ROOT_HINT, register_dataset
+from dganalysis.validation import ConfigError
 
 ROTATIONS = (0, 15, 30, 45, 60, 75)
 #: DomainBed's ColoredMNIST environments and their colour-flip probabilities, in environment order
@@ -46,7 +47,7 @@ PARTITION = "DomainBed per-run: torch.randperm after manual_seed(run_seed), envi
 def check_run_seed(run_seed) -> int:
     """``run_seed`` as an int in DomainBed's seed range, else a ValueError naming it."""
     if isinstance(run_seed, bool) or not isinstance(run_seed, (int, np.integer)) or not 0 <= int(run_seed) < 2**63:
-        raise ValueError(f"run_seed={run_seed!r}: expected a non-negative int (the run's DomainBed --seed)")
+        raise ConfigError(f"run_seed={run_seed!r}: expected a non-negative int (the run's DomainBed --seed)")
     return int(run_seed)
 
 
@@ -94,10 +95,10 @@ def _mnist(mnist_dir: str, image_size: int) -> tuple[np.ndarray, np.ndarray, str
 
 def _load(mnist_dir, image_size: int, name: str):
     if not mnist_dir:
-        raise ValueError(f"{name} needs mnist_dir= a folder with MNIST's raw IDX files (itself, its raw/ or its "
+        raise ConfigError(f"{name} needs mnist_dir= a folder with MNIST's raw IDX files (itself, its raw/ or its "
                          f"MNIST/raw/: DomainBed's --data_dir works as it is; {ROOT_HINT})")
     if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) or image_size < 1:
-        raise ValueError(f"{name}: image_size={image_size!r}, expected a positive int")
+        raise ConfigError(f"{name}: image_size={image_size!r}, expected a positive int")
     return _mnist(str(Path(mnist_dir).expanduser()), int(image_size))
 
 

@@ -28,6 +28,7 @@ from PIL import Image, UnidentifiedImageError
 
 from dganalysis import io
 from dganalysis.data.dataset import Domain, DomainDataset, DomainLookup
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 FORMAT = "encoded-v1"
@@ -39,7 +40,7 @@ def decode_image(data: bytes | memoryview | np.ndarray, size: int, where: str = 
         with Image.open(_pyio.BytesIO(bytes(data))) as im:
             arr = np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR), dtype=np.uint8)
     except (UnidentifiedImageError, OSError) as e:
-        raise ValueError(f"{where}: unreadable image ({e})") from e
+        raise ConfigError(f"{where}: unreadable image ({e})") from e
     return arr.transpose(2, 0, 1)
 
 
@@ -123,10 +124,10 @@ class EncodedDataset(DomainLookup):
         root = Path(root)
         mpath = root / "manifest.json"
         if not mpath.is_file():
-            raise FileNotFoundError(f"{mpath}: no manifest (expected a folder written by dganalysis.data.encoded.pack_files)")
+            raise MissingInputError(f"{mpath}: no manifest (expected a folder written by dganalysis.data.encoded.pack_files)")
         m = json.loads(mpath.read_text())
         if m.get("format") != FORMAT:
-            raise ValueError(f"{mpath}: format {m.get('format')!r}, expected {FORMAT!r}")
+            raise ConfigError(f"{mpath}: format {m.get('format')!r}, expected {FORMAT!r}")
         doms = []
         for spec in m["domains"]:
             n = spec["name"]
@@ -144,7 +145,7 @@ def _probe(path: Path) -> tuple[int, int, str]:
         with Image.open(path) as im:
             return im.size[0], im.size[1], str(im.format)
     except (UnidentifiedImageError, OSError) as e:
-        raise ValueError(f"{path}: unreadable image ({e})") from e
+        raise ConfigError(f"{path}: unreadable image ({e})") from e
 
 
 def pack_files(

@@ -30,6 +30,7 @@ from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.digits import COLOR_FLIP, ROTATIONS, color_recipe, resize, rotate_recipe
 from dganalysis.data.idx import IDX_SETS, find_idx_set
 from dganalysis.data.registry import register_dataset
+from dganalysis.validation import ConfigError, MissingInputError
 
 DEBIAN_DIR = Path("/usr/share/datasets/fashion-mnist")
 DEBIAN_PACKAGE = "dataset-fashion-mnist"
@@ -43,10 +44,10 @@ def load_fashion_mnist(fashion_dir: str | Path | None = None, image_size: int = 
     """Fashion-MNIST's 70,000 images (train then test, uint8[N, S, S]), labels and a source line naming the files."""
     root = Path(fashion_dir).expanduser() if fashion_dir else DEBIAN_DIR
     if not root.is_dir():
-        raise FileNotFoundError(f"{root}: Fashion-MNIST folder not found{_HINT}")
+        raise MissingInputError(f"{root}: Fashion-MNIST folder not found{_HINT}")
     x, y, files = find_idx_set(root, "Fashion-MNIST", hint=_HINT)
     if y.min() < 0 or y.max() >= len(CLASSES):
-        raise ValueError(f"{root}: Fashion-MNIST labels span {y.min()}..{y.max()}, expected 0..9")
+        raise ConfigError(f"{root}: Fashion-MNIST labels span {y.min()}..{y.max()}, expected 0..9")
     origin = f"Debian package {DEBIAN_PACKAGE}" if root == DEBIAN_DIR else "user-given folder"
     source = f"{IDX_SETS['Fashion-MNIST']}: {len(x):,} real images, IDX files in {root} ({origin})"
     return resize(x, image_size), y, source

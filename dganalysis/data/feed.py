@@ -30,6 +30,7 @@ import torch
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset
 from dganalysis.data.stream import HostSource, StreamSplit
+from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "device", "stream")
@@ -116,7 +117,7 @@ def choose_mode(dataset: DomainDataset | EncodedDataset, device: torch.device, m
     """``device`` or ``stream`` (see the module doc); an explicit ``mode`` or ``$DGANALYSIS_FEED`` wins."""
     mode = mode or os.environ.get("DGANALYSIS_FEED", "auto")
     if mode not in MODES:
-        raise ValueError(f"feed mode {mode!r} ($DGANALYSIS_FEED or mode=): expected one of {MODES}")
+        raise ConfigError(f"feed mode {mode!r} ($DGANALYSIS_FEED or mode=): expected one of {MODES}")
     if mode != "auto":
         return mode
     if (device.type == "cpu" and isinstance(dataset, EncodedDataset) and getattr(pipeline, "augment", False)

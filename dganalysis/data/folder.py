@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from dganalysis.data.dataset import Domain, DomainDataset
 from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
@@ -38,7 +39,7 @@ def load_image(path: Path, image_size: int, channels: int) -> np.ndarray:
             im = im.convert("L" if channels == 1 else "RGB").resize((image_size, image_size), Image.BILINEAR)
             arr = np.asarray(im, dtype=np.uint8)
     except (UnidentifiedImageError, OSError) as e:
-        raise ValueError(f"{path}: unreadable image ({e})") from e
+        raise ConfigError(f"{path}: unreadable image ({e})") from e
     return arr[None] if channels == 1 else arr.transpose(2, 0, 1)
 
 
@@ -78,21 +79,21 @@ def import_folder(
     """
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"{root}: not a folder (expected root/<domain>/<class>/<image>)")
+        raise MissingInputError(f"{root}: not a folder (expected root/<domain>/<class>/<image>)")
     names = list(domains) if domains is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
     if not names:
-        raise ValueError(f"{root}: no domain folders (expected root/<domain>/<class>/<image>)")
+        raise ConfigError(f"{root}: no domain folders (expected root/<domain>/<class>/<image>)")
     classes: list[str] | None = None
     listing: dict[str, list[tuple[Path, int]]] = {}
     for d in names:
         droot = root / d
         if not droot.is_dir():
-            raise FileNotFoundError(f"{droot}: domain folder not found")
+            raise MissingInputError(f"{droot}: domain folder not found")
         cls = sorted(p.name for p in droot.iterdir() if p.is_dir())
         if classes is None:
             classes = cls
         elif cls != classes:
-            raise ValueError(
+            raise ConfigError(
                 f"{droot}: class folders {cls} differ from those of {root / names[0]}: {classes} "
                 "(every domain must have the same classes)"
             )
@@ -101,7 +102,7 @@ def import_folder(
             if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS
         ]
         if not items:
-            raise ValueError(f"{droot}: domain has no images (extensions {sorted(IMAGE_EXTENSIONS)})")
+            raise ConfigError(f"{droot}: domain has no images (extensions {sorted(IMAGE_EXTENSIONS)})")
         listing[d] = items
     dname = name or root.name
     files = [f for d in names for f, _ in listing[d]]
@@ -127,23 +128,23 @@ def import_csv(
     (default: the CSV's folder). Labels may be names or integers; environments are kept in file order."""
     csv_path = Path(csv_path)
     if not csv_path.is_file():
-        raise FileNotFoundError(f"{csv_path}: CSV manifest not found")
+        raise MissingInputError(f"{csv_path}: CSV manifest not found")
     base = Path(image_root) if image_root is not None else csv_path.parent
     with open(csv_path, newline="") as fh:
         reader = csv.DictReader(fh)
         missing = {path_col, label_col, env_col} - set(reader.fieldnames or [])
         if missing:
-            raise ValueError(f"{csv_path}: missing columns {sorted(missing)} (has {reader.fieldnames})")
+            raise ConfigError(f"{csv_path}: missing columns {sorted(missing)} (has {reader.fieldnames})")
         rows = list(reader)
     if not rows:
-        raise ValueError(f"{csv_path}: no rows")
+        raise ConfigError(f"{csv_path}: no rows")
     labels = sorted({r[label_col] for r in rows}, key=lambda s: (not s.lstrip("-").isdigit(), int(s) if s.lstrip("-").isdigit() else 0, s))
     envs = list(dict.fromkeys(r[env_col] for r in rows))
     files = []
     for i, r in enumerate(rows):
         f = base / r[path_col]
         if not f.is_file():
-            raise FileNotFoundError(f"{csv_path}, row {i + 2}: image {f} not found")
+            raise MissingInputError(f"{csv_path}, row {i + 2}: image {f} not found")
         files.append(f)
     dname = name or csv_path.stem
 
@@ -162,7 +163,7 @@ def import_csv(
 @register_dataset("ImageFolder")
 def _image_folder(root: str | Path | None = None, **kw) -> DomainDataset:
     if root is None:
-        raise ValueError("dataset 'ImageFolder' needs root= a folder in DomainBed layout root/<domain>/<class>/<image> "
+        raise ConfigError("dataset 'ImageFolder' needs root= a folder in DomainBed layout root/<domain>/<class>/<image> "
                          f"({ROOT_HINT})")
     return import_folder(root, **kw)
 
@@ -170,5 +171,5 @@ def _image_folder(root: str | Path | None = None, **kw) -> DomainDataset:
 @register_dataset("CSVImages")
 def _csv_images(csv_path: str | Path | None = None, **kw) -> DomainDataset:
     if csv_path is None:
-        raise ValueError("dataset 'CSVImages' needs csv_path= a CSV with path, label and env columns")
+        raise ConfigError("dataset 'CSVImages' needs csv_path= a CSV with path, label and env columns")
     return import_csv(csv_path, **kw)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dganalysis.validation import ConfigError, MissingInputError
+
 _TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
@@ -20,23 +22,23 @@ def read_idx(path: str | Path) -> np.ndarray:
     """Read one IDX file (optionally gzipped) into a numpy array."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: IDX file not found")
+        raise MissingInputError(f"{path}: IDX file not found")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         data = fh.read()
     if len(data) < 4:
-        raise ValueError(f"{path}: {len(data)} bytes, too short for an IDX header (4 bytes)")
+        raise ConfigError(f"{path}: {len(data)} bytes, too short for an IDX header (4 bytes)")
     zero, dtype_code, ndim = struct.unpack(">HBB", data[:4])
     if zero != 0 or dtype_code not in _TYPES:
-        raise ValueError(f"{path}: bad IDX magic at byte 0 (got {data[:4].hex()}, expected 0000 08.. for uint8)")
+        raise ConfigError(f"{path}: bad IDX magic at byte 0 (got {data[:4].hex()}, expected 0000 08.. for uint8)")
     head = 4 + 4 * ndim
     if len(data) < head:
-        raise ValueError(f"{path}: truncated header, expected {head} bytes, file has {len(data)}")
+        raise ConfigError(f"{path}: truncated header, expected {head} bytes, file has {len(data)}")
     shape = struct.unpack(f">{ndim}I", data[4:head])
     dtype = np.dtype(_TYPES[dtype_code])
     expected = int(np.prod(shape)) * dtype.itemsize
     if len(data) - head != expected:
-        raise ValueError(
+        raise ConfigError(
             f"{path}: data section has {len(data) - head} bytes at offset {head}, expected {expected} for shape {shape}"
         )
     return np.frombuffer(data, dtype=dtype, offset=head).reshape(shape).astype(dtype.newbyteorder("="))
@@ -57,7 +59,7 @@ def find_idx_set(root: str | Path, name: str = "MNIST", hint: str = "") -> tuple
     ``root/raw/...``; a missing file is an error naming ``root``, the file and ``hint`` (how to get the set).
     """
     if name not in IDX_SETS:
-        raise ValueError(f"name={name!r}: expected one of {sorted(IDX_SETS)}")
+        raise ConfigError(f"name={name!r}: expected one of {sorted(IDX_SETS)}")
     root = Path(root)
     parts, files = [], []
     for split in ("train", "t10k"):
@@ -67,11 +69,11 @@ def find_idx_set(root: str | Path, name: str = "MNIST", hint: str = "") -> tuple
                      root / "raw" / f"{split}-{kind}.gz"]
             hit = next((c for c in cands if c.is_file()), None)
             if hit is None:
-                raise FileNotFoundError(f"{root}: no {split}-{kind}[.gz] (expected the {name} raw IDX files){hint}")
+                raise MissingInputError(f"{root}: no {split}-{kind}[.gz] (expected the {name} raw IDX files){hint}")
             found.append(read_idx(hit))
             files.append(hit)
         if len(found[0]) != len(found[1]):
-            raise ValueError(f"{root}: {split} has {len(found[0])} images but {len(found[1])} labels ({name})")
+            raise ConfigError(f"{root}: {split} has {len(found[0])} images but {len(found[1])} labels ({name})")
         parts.append(found)
     images = np.concatenate([p[0] for p in parts])
     labels = np.concatenate([p[1] for p in parts]).astype(np.int64)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from dganalysis.data.dataset import DomainDataset
+from dganalysis.validation import ConfigError
 
 
 def is_simulated(ds: DomainDataset) -> bool:
@@ -35,7 +36,7 @@ def data_label(ds: DomainDataset, test_domains: Sequence[str], note: str = "") -
     names = ds.domain_names
     unknown = [d for d in test_domains if d not in names]
     if unknown:
-        raise ValueError(f"test_domains {unknown} not in {ds.name}'s domains {names}")
+        raise ConfigError(f"test_domains {unknown} not in {ds.name}'s domains {names}")
     kind = "SIMULATED" if is_simulated(ds) else "real"
     extra = f", {ds.info['n_per_domain']:,} a domain, subsampled" if ds.info.get("n_per_domain") else ""
     size = "×".join(str(s) for s in ds.input_shape[1:])

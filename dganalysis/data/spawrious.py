@@ -46,6 +46,7 @@ from dganalysis.data.benchmarks import DOWNLOAD, build_image_dataset, check_buil
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset
 from dganalysis.data.registry import ROOT_HINT, register_dataset
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +115,13 @@ class SpawriousDataset:
         """The folder holding ``0/`` (and ``1/``): ``root`` itself (DomainBed's ``--data_dir``) or
         ``root/spawrious224`` (where the download leaves it); missing, an error naming both and how to get it."""
         if root is None:
-            raise ValueError(f"dataset {self.name!r} needs root= the folder DomainBed's download_spawrious filled "
+            raise ConfigError(f"dataset {self.name!r} needs root= the folder DomainBed's download_spawrious filled "
                              f"(holding {ARCHIVE_FOLDER}/; {ROOT_HINT}); {self.howto}")
         root = Path(root).expanduser()
         for cand in (root, root / ARCHIVE_FOLDER):
             if (cand / "0").is_dir():
                 return cand
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"dataset {self.name!r}: folder {root / ARCHIVE_FOLDER} not found (expected {root / ARCHIVE_FOLDER}/"
             f"{{0,1}}/<background>/<breed>/<image>, or root= that folder itself; source: Lynch et al. 2023, "
             f"https://github.com/aengusl/spawrious); {self.howto}")
@@ -132,7 +133,7 @@ class SpawriousDataset:
         envs = self.environments()
         missing = sorted({str(p.folder(base)) for parts in envs.values() for p in parts if not p.folder(base).is_dir()})
         if missing:
-            raise FileNotFoundError(f"dataset {self.name!r}: {len(missing)} folder(s) not found under {base}: "
+            raise MissingInputError(f"dataset {self.name!r}: {len(missing)} folder(s) not found under {base}: "
                                     f"{missing[:6]}{' …' if len(missing) > 6 else ''}; {self.howto}")
         out: dict[str, list[tuple[Path, int]]] = {}
         for env, parts in envs.items():
@@ -147,7 +148,7 @@ class SpawriousDataset:
                     files = files[: part.limit]
                 items += [(f, CLASSES.index(part.breed)) for f in files]
             if not items:
-                raise ValueError(f"dataset {self.name!r}: environment {env!r} has no images under {base} "
+                raise ConfigError(f"dataset {self.name!r}: environment {env!r} has no images under {base} "
                                  f"(extensions {EXTENSIONS})")
             out[env] = items
         return base, list(CLASSES), out

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from dganalysis.data.dataset import Domain
 from dganalysis.data.encoded import EncodedDomain
 from dganalysis.data.pipeline import to_float
+from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def _augment_one(domain: EncodedDomain, i: int, frame: tuple[int, int], pipeline
         with Image.open(_pyio.BytesIO(bytes(domain.raw(i)))) as im:
             im = im.convert("RGB")
     except (UnidentifiedImageError, OSError) as e:
-        raise ValueError(f"domain {domain.name!r} sample {i}: unreadable image ({e})") from e
+        raise ConfigError(f"domain {domain.name!r} sample {i}: unreadable image ({e})") from e
     if im.size != frame:  # the crop frame is the resized image (DomainBed's WILDS transforms)
         im = im.resize(frame, Image.BILINEAR)
     return pipeline.augment_pil(im, params, j)

@@ -13,6 +13,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dganalysis.validation import ConfigError
+
 # --------------------------------------------------------------------------- binarization
 # (binarize_otsu / binarize_fixed: owned by the PaHCC engineer, added below this line)
 
@@ -55,7 +57,7 @@ def binarize_fixed(images: np.ndarray, threshold: int = 128) -> np.ndarray:
     """Binarize uint8[N, C, H, W] at a fixed ``threshold``: values > threshold → 255, else 0 (polarity kept)."""
     images = _check_uint8_nchw(images)
     if not 0 <= int(threshold) <= 255:
-        raise ValueError(f"threshold={threshold}: expected an int in [0, 255]")
+        raise ConfigError(f"threshold={threshold}: expected an int in [0, 255]")
     return np.where(images > int(threshold), np.uint8(255), np.uint8(0))
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.data.encoded import EncodedDataset, pack_files
 from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 HOWTO = ("get the data with `python -c \"import wilds; wilds.get_dataset('{ds}', root_dir='<root>', download=True)\"` "
          "on a machine with internet (needs `pip install wilds==2.0.0`)")
@@ -46,11 +47,11 @@ class WildsBenchmark:
         """``root/<wilds_name>_v<version>``; a missing one raises naming the folder and how to get the data."""
         howto = HOWTO.format(ds=self.wilds_name)
         if root is None:
-            raise ValueError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/; "
+            raise ConfigError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/; "
                              f"{ROOT_HINT}); {howto}")
         folder = Path(root).expanduser() / self.folder
         if not folder.is_dir():
-            raise FileNotFoundError(f"dataset {self.name!r}: folder {folder} not found; {howto}")
+            raise MissingInputError(f"dataset {self.name!r}: folder {folder} not found; {howto}")
         return folder
 
     def open(self, root):
@@ -76,16 +77,16 @@ class WildsBenchmark:
                  workers: int = 4, max_per_env: int | None = None,
                  subsample_seed: int = 0) -> EncodedDataset | DomainDataset:
         if storage not in ("encoded", "arrays"):
-            raise ValueError(f"dataset {self.name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
+            raise ConfigError(f"dataset {self.name!r}: storage={storage!r}, expected 'encoded' or 'arrays'")
         if max_per_env is not None and int(max_per_env) < 1:
-            raise ValueError(f"dataset {self.name!r}: max_per_env={max_per_env}, expected >= 1 or None (all samples)")
+            raise ConfigError(f"dataset {self.name!r}: max_per_env={max_per_env}, expected >= 1 or None (all samples)")
         ds = self.open(root)
         col = ds.metadata_fields.index(self.metadata)
         values = ds.metadata_array[:, col]
         envs = sorted(set(values.tolist()))
         names = [f"{self.metadata}_{v}" for v in envs]
         if tuple(names) != self.environments:
-            raise ValueError(f"dataset {self.name!r}: environments {names} in {root}, DomainBed's are {list(self.environments)}")
+            raise ConfigError(f"dataset {self.name!r}: environments {names} in {root}, DomainBed's are {list(self.environments)}")
         files, labels = self.files(ds), ds.y_array.tolist()
         index = {n: (values == v).nonzero()[:, 0].numpy() for n, v in zip(names, envs)}
         if max_per_env is not None:

@@ -12,7 +12,7 @@ from typing import Any
 from torch import nn
 
 from dganalysis.registry import Registry
-from dganalysis.validation import Check
+from dganalysis.validation import Check, ConfigError
 
 FeaturizerBuilder = Callable[[tuple[int, ...], Mapping[str, Any]], nn.Module]
 
@@ -32,7 +32,7 @@ def featurizer_names() -> list[str]:
 def get_featurizer_builder(name: str) -> FeaturizerBuilder:
     """The builder registered as ``name``; unknown names raise ``ValueError`` naming the hparam and the known ones."""
     if name not in FEATURIZERS:
-        raise ValueError(f"hparam 'featurizer': unknown {name!r}; expected one of {', '.join(FEATURIZERS.names())}")
+        raise ConfigError(f"hparam 'featurizer': unknown {name!r}; expected one of {', '.join(FEATURIZERS.names())}")
     return FEATURIZERS.get(name)
 
 

@@ -745,9 +745,9 @@ def load_indexed(
     """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
-        raise ValueError("load_indexed: expected at least one results directory, got an empty list")
+        raise ConfigError("load_indexed: expected at least one results directory, got an empty list")
     if include_unfinished not in (None, True, False):
-        raise ValueError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
+        raise ConfigError(f"load_indexed: include_unfinished={include_unfinished!r}, expected None (by writer), "
                          "True or False")
     with bars(progress or bars_shown()):
         indexes = [(Path(p), update_index(p, cache_dir)) for p in paths]

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import msgspec
 
 from dganalysis.records.store import is_job_folder
+from dganalysis.validation import ConfigError, MissingInputError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,9 +125,9 @@ def scan(root: Path, known: dict[str, list] | None = None) -> list[tuple[str, in
     its ``results.jsonl`` (and ``spec.json``) are stat'ed.
     """
     if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
+        raise ConfigError(f"{root}: a file, not a folder (expected a job store or sweep output dir)")
     if not root.is_dir():
-        raise FileNotFoundError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
+        raise MissingInputError(f"results directory {root} does not exist (expected a job store or sweep output dir)")
     top = str(root)
     known = known or {}
     found: list[tuple] = []  # (relative folder, flags, mtime[, its stats]), in find_jobs's (Path) order

@@ -26,6 +26,7 @@ from dganalysis import io
 from dganalysis.records import collector, index_file, selection
 from dganalysis.records.index import Index, assemble, choose, update_index
 from dganalysis.records.memo import cache_folder, read_payload, sweep_key
+from dganalysis.validation import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,10 +116,10 @@ def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
     methods = list(methods)
     bad = [m for m in methods if m not in METHODS]
     if bad:
-        raise ValueError(f"{func}: unknown methods {bad}; expected some of {list(METHODS)}")
+        raise ConfigError(f"{func}: unknown methods {bad}; expected some of {list(METHODS)}")
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
-        raise ValueError(f"{func}: expected at least one results directory, got an empty list")
+        raise ConfigError(f"{func}: expected at least one results directory, got an empty list")
     return methods, paths
 
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dganalysis.validation import ConfigError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -585,7 +587,7 @@ def choose(rec: Records, method: str, tie_tol: float = 0.0, per_draw: bool = Fal
     """The rows ``method`` (one of :data:`METHODS`) selects: per config (``per_draw``: per config and hparams seed)
     the winning checkpoint's test domains, or for the oracle the winner of each (config, test domain)."""
     if method not in METHODS:
-        raise ValueError(f"choose: unknown method {method!r}; expected one of {list(METHODS)}")
+        raise ConfigError(f"choose: unknown method {method!r}; expected one of {list(METHODS)}")
     t = rec.tables()
     cfg = t.job_draw if per_draw else t.job_cfg
     if method == "oracle":

@@ -132,7 +132,7 @@ def check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
     spec = json.loads(path.read_text(encoding="utf-8"))
     problem = recorded_draw_problem(spec, records[0]["hparams"]) if isinstance(spec, dict) else None
     if problem:
-        raise ValueError(f"{job_dir / 'results.jsonl'}:1: {problem}; the job was trained under an older "
+        raise ConfigError(f"{job_dir / 'results.jsonl'}:1: {problem}; the job was trained under an older "
                          f"hyperparameter-drawing rule and is not mixed with today's: delete {job_dir} to retrain it")
 
 
@@ -146,7 +146,7 @@ def read_spec(job_dir: Path) -> dict[str, Any]:
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start}); expected the JSON written by dganalysis") from err
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {err.start}); expected the JSON written by dganalysis") from err
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: unreadable job spec ({err.msg}); expected the JSON written by dganalysis") from err
+        raise ConfigError(f"{path}: unreadable job spec ({err.msg}); expected the JSON written by dganalysis") from err
     return {k: spec[k] for k in SETTING_SPEC_FIELDS if isinstance(spec, dict) and spec.get(k)}

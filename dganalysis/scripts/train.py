@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dganalysis import provenance
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.validation import ConfigError
 
@@ -342,23 +343,11 @@ def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
         print_row([rec[k] for k in keys])
 
 
-#: what a record's ``cuda_backends`` holds on a CPU
-NOT_CUDA = "not applicable (CPU run: cuDNN and TF32 are CUDA settings)"
-
-
-def cuda_backends(device: Any) -> dict[str, Any] | str:
-    """The cuDNN and TF32 settings in force for a run on ``device`` (read from torch after the runtime is set up):
-    ``cudnn_enabled``, ``cudnn_benchmark``, ``cudnn_deterministic``, ``cudnn_allow_tf32``, ``matmul_allow_tf32``,
-    ``float32_matmul_precision``; on a CPU, :data:`NOT_CUDA` (they do not apply)."""
-    import torch
-
-    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
-        return NOT_CUDA
-    b = torch.backends
-    return {"cudnn_enabled": bool(b.cudnn.enabled), "cudnn_benchmark": bool(b.cudnn.benchmark),
-            "cudnn_deterministic": bool(b.cudnn.deterministic), "cudnn_allow_tf32": bool(b.cudnn.allow_tf32),
-            "matmul_allow_tf32": bool(b.cuda.matmul.allow_tf32),
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+#: what a record's ``cuda_backends`` holds on a CPU (:data:`dganalysis.provenance.NOT_CUDA`)
+NOT_CUDA = provenance.NOT_CUDA
+#: the cuDNN and TF32 settings in force (:func:`dganalysis.provenance.cuda_backends`, the one reader of them: the
+#: records' ``cuda_backends`` and their provenance stamp's say the same)
+cuda_backends = provenance.cuda_backends
 
 
 def describe_backends(backends: dict[str, Any] | str) -> str:
@@ -383,8 +372,8 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     exact = job.domainbed_exact
     mode = "domainbed_exact" if exact else "default"
     precision = "fp32" if exact else train.algorithm_precision(job.algorithm, args.precision)
-    runtime = train.make_runtime(args.device, precision, None, args.threads)  # what run_job sets up again
-    backends = cuda_backends(runtime.device)
+    runtime = train.make_runtime(args.device, precision, None, args.threads, exact=exact)  # as run_job sets it up
+    backends = runtime.backends
     precision = "fp32" if exact else runtime.precision
     workers = 8 if args.n_workers is None else args.n_workers
     why = ""

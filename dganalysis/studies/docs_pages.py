@@ -19,6 +19,7 @@ from pathlib import Path
 from dganalysis import io
 from dganalysis.studies.report import LINK_LINE, index_summary
 from dganalysis.studies.run_history import read_history, run_folder
+from dganalysis.validation import MissingInputError
 
 INDEX = "index.md"
 
@@ -53,12 +54,12 @@ def publish(out: str | Path, docs_dir: str | Path, profile: str = "quick") -> li
     runs = [r for r in read_history(out) if not run_folder(r.name)]
     index = out / "index.md"
     if not runs or not index.is_file():
-        raise FileNotFoundError(f"{out}: no run recorded (runs.json and index.md expected); "
+        raise MissingInputError(f"{out}: no run recorded (runs.json and index.md expected); "
                                 f"run `dganalysis run --profile {profile}` first")
     sources = {r.name: out / "notebooks" / f"{r.name}.ipynb" for r in runs}
     missing = [str(p) for p in sources.values() if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"{out}: executed notebook(s) missing: {', '.join(missing)}")
+        raise MissingInputError(f"{out}: executed notebook(s) missing: {', '.join(missing)}")
     docs_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, src in sources.items():

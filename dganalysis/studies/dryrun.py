@@ -42,6 +42,7 @@ import yaml
 
 from dganalysis.studies.plans import PLANS, Plan, plan_for
 from dganalysis.studies.runner import injected_params, list_notebooks, load_all_params, repo_root, run_label
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
@@ -95,7 +96,8 @@ def load_throughput(path: str | Path | None = None) -> Throughput:
     try:
         cfg = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
-        raise ValueError(f"{path}: cannot read the throughput table ({e})") from e
+        error = MissingInputError if isinstance(e, FileNotFoundError) else ConfigError
+        raise error(f"{path}: cannot read the throughput table ({e})") from e
 
     def entries(section: str) -> dict[tuple[str, int], float]:
         out = {}
@@ -103,15 +105,15 @@ def load_throughput(path: str | Path | None = None) -> Throughput:
             try:
                 out[(str(e["featurizer"]), int(e["image_size"]))] = float(e["images_per_s"])
             except (KeyError, TypeError, ValueError) as err:
-                raise ValueError(f"{path}: {section}.entries[{i}]: expected featurizer, image_size, images_per_s; "
+                raise ConfigError(f"{path}: {section}.entries[{i}]: expected featurizer, image_size, images_per_s; "
                                  f"got {e!r}") from err
         return out
 
     if not isinstance(cfg, Mapping) or "cpu" not in cfg:
-        raise ValueError(f"{path}: expected a mapping with a 'cpu' section (and optionally 'gpu')")
+        raise ConfigError(f"{path}: expected a mapping with a 'cpu' section (and optionally 'gpu')")
     gpu = cfg.get("gpu") or {}
     if "speedup_over_cpu" in gpu:
-        raise ValueError(f"{path}: gpu.speedup_over_cpu: an assumed CPU-to-GPU factor is no longer accepted; list "
+        raise ConfigError(f"{path}: gpu.speedup_over_cpu: an assumed CPU-to-GPU factor is no longer accepted; list "
                          "published or measured GPU figures under gpu.entries, each with its source")
     refs = gpu.get("references") or {}
     notes: dict[tuple[str, int], str] = {}
@@ -119,19 +121,19 @@ def load_throughput(path: str | Path | None = None) -> Throughput:
         where = f"{path}: gpu.entries[{i}]"
         basis, ref = e.get("basis"), e.get("ref")
         if ref not in refs:
-            raise ValueError(f"{where}: ref {ref!r} is not one of gpu.references {sorted(refs)}")
+            raise ConfigError(f"{where}: ref {ref!r} is not one of gpu.references {sorted(refs)}")
         if basis == "published":
             missing = [k for k in ("model", "gpu", "precision", "batch") if e.get(k) in (None, "")]
             if missing:
-                raise ValueError(f"{where}: a published figure needs {missing} (model, gpu, precision, batch)")
+                raise ConfigError(f"{where}: a published figure needs {missing} (model, gpu, precision, batch)")
             notes[(str(e["featurizer"]), int(e["image_size"]))] = (
                 f"published: {e['model']}, {e['gpu']}, {e['precision']}, batch {e['batch']} [{ref}]")
         elif basis == "derived":
             if not e.get("how"):
-                raise ValueError(f"{where}: a derived figure needs 'how' (from which published figure, and how)")
+                raise ConfigError(f"{where}: a derived figure needs 'how' (from which published figure, and how)")
             notes[(str(e["featurizer"]), int(e["image_size"]))] = f"derived: {e['how']} [{ref}]"
         else:
-            raise ValueError(f"{where}: basis {basis!r}; expected 'published' or 'derived'")
+            raise ConfigError(f"{where}: basis {basis!r}; expected 'published' or 'derived'")
     sources = " ".join(str(gpu.get("source", "")).split())
     if refs:
         sources += " References: " + "; ".join(f"[{k}] {' '.join(str(v).split())}" for k, v in refs.items())
@@ -148,7 +150,7 @@ def notebook_defaults(notebook: Path) -> dict[str, Any]:
         try:
             out[name] = ast.literal_eval(info["default"])
         except (ValueError, SyntaxError) as e:
-            raise ValueError(f"{notebook.name}: parameter {name} = {info['default']} is not a Python literal") from e
+            raise ConfigError(f"{notebook.name}: parameter {name} = {info['default']} is not a Python literal") from e
     return out
 
 
@@ -405,7 +407,7 @@ def dry_run(profile: str = "paper", names: list[str] | None = None, root: Path |
     names = [n[:-6] if n.endswith(".ipynb") else n for n in (names or all_names)]
     unknown = [n for n in names if n not in all_names]
     if unknown:
-        raise ValueError(f"unknown notebook(s) {unknown}; available: {all_names}")
+        raise ConfigError(f"unknown notebook(s) {unknown}; available: {all_names}")
     table = load_throughput(throughput)
     store = Path(injected_params(profile, root, output_root)["store_dir"])
     notebooks = [nb for n in names for nb in plan_runs(profile, n, root, output_root)]

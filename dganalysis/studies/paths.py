@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis.io import read_yaml_mapping
+from dganalysis.validation import ConfigError
 
 PATHS_FILE = "paths.yaml"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -29,7 +30,7 @@ _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 def _substitute(text: str, names: Mapping[str, str], where: str) -> str:
     def one(m: re.Match) -> str:
         if m.group(1) not in names:
-            raise ValueError(f"{where}: ${{{m.group(1)}}} is not defined; known names: {sorted(names)} "
+            raise ConfigError(f"{where}: ${{{m.group(1)}}} is not defined; known names: {sorted(names)} "
                              f"(defined in params/<profile>/{PATHS_FILE})")
         return names[m.group(1)]
 
@@ -46,7 +47,7 @@ def profile_paths(profile: str, root: Path, environ: Mapping[str, str] | None = 
     out: dict[str, str] = {}
     for name, spec in cfg.items():
         if not isinstance(spec, Mapping) or "default" not in spec or set(spec) - {"env", "default"}:
-            raise ValueError(f"{path}: entry {name!r}: expected {{env: VAR, default: path}}, got {spec!r}")
+            raise ConfigError(f"{path}: entry {name!r}: expected {{env: VAR, default: path}}, got {spec!r}")
         value = environ.get(str(spec.get("env") or "")) or _substitute(str(spec["default"]), out, f"{path}: {name}")
         out[str(name)] = str(Path(value).expanduser())
     return out

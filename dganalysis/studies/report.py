@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dganalysis import io, provenance
 from dganalysis.studies.run_history import NotebookRun, read_history, run_folder
+from dganalysis.validation import MissingInputError
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
@@ -126,7 +127,7 @@ def render_report(out: Path, profile: str) -> str:
     runs = read_history(out)
     index = out / "index.md"
     if not runs and not index.is_file():
-        raise FileNotFoundError(f"{out}: no run recorded (no runs.json or index.md); "
+        raise MissingInputError(f"{out}: no run recorded (no runs.json or index.md); "
                                 f"run `dganalysis run --profile {profile}` first")
     figures, tables = out / "figures", out / "tables"
     summary = index_summary(index.read_text(encoding="utf-8"), [r.name for r in runs]) if index.is_file() else ""

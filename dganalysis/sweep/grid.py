@@ -104,7 +104,7 @@ def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
                         raise ConfigError(f"splits[{i}].{k}: unknown domains {bad}; the dataset has {list(domains)}")
             out.append(split)
         return out
-    raise TypeError(f"splits: unsupported type {type(splits).__name__}")
+    raise ConfigError(f"splits: unsupported type {type(splits).__name__}")
 
 
 def _as_list(value: Any, name: str) -> list[Any]:
@@ -112,7 +112,7 @@ def _as_list(value: Any, name: str) -> list[Any]:
         return [value]
     if isinstance(value, Sequence):
         return list(value)
-    raise TypeError(f"{name}: expected a list of domain names, got {value!r}")
+    raise ConfigError(f"{name}: expected a list of domain names, got {value!r}")
 
 
 def _needs_domains(splits: Any) -> bool:
@@ -140,7 +140,7 @@ def overrides_for(algorithm: str, overrides: Mapping[str, Any] | None, what: str
     per_alg = (overrides or {}).get(algorithm)
     if per_alg is not None:
         if not isinstance(per_alg, Mapping):
-            raise TypeError(f"{what}.{algorithm}: expected a dict of hparams, got {per_alg!r}")
+            raise ConfigError(f"{what}.{algorithm}: expected a dict of hparams, got {per_alg!r}")
         unknown = set(per_alg) - set(specs)
         if unknown:
             raise UnknownKeyError(f"{what}.{algorithm}: unknown hyperparameters {sorted(unknown)}; known: {sorted(specs)}")
@@ -253,9 +253,7 @@ def _job(i: int, split: Split, **kw: Any) -> Job:
 
     try:
         return Job(**kw)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError) as e:  # Job's own checks (ConfigError) too: the split they are about
         raise ConfigError(f"splits[{i}] {split}: {e}") from None
 
 

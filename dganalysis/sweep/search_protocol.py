@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from dganalysis.job import Job
+from dganalysis.validation import ConfigError
 
 SEARCH_PROTOCOLS = ("domainbed", "yu2024")
 
@@ -34,7 +35,7 @@ SEARCH_PROTOCOLS = ("domainbed", "yu2024")
 def check_protocol(protocol: str) -> str:
     """``protocol`` when it is one of :data:`SEARCH_PROTOCOLS`, else a ValueError naming it."""
     if protocol not in SEARCH_PROTOCOLS:
-        raise ValueError(f"search_protocol={protocol!r}: expected one of {list(SEARCH_PROTOCOLS)}")
+        raise ConfigError(f"search_protocol={protocol!r}: expected one of {list(SEARCH_PROTOCOLS)}")
     return protocol
 
 

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dganalysis.validation import ConfigError
+
 log = logging.getLogger(__name__)
 
 #: default lease of a claim, in seconds (a dead node's job is taken over this long after its last renewal)
@@ -63,9 +65,9 @@ def lease_seconds(lease_s: float | None = None) -> float:
         try:
             lease_s = float(text) if text else DEFAULT_LEASE_S
         except ValueError:
-            raise ValueError(f"$DGANALYSIS_LEASE_S: expected a number of seconds, got {text!r}") from None
+            raise ConfigError(f"$DGANALYSIS_LEASE_S: expected a number of seconds, got {text!r}") from None
     if not lease_s > 0:
-        raise ValueError(f"lease_s: expected a positive number of seconds, got {lease_s!r}")
+        raise ConfigError(f"lease_s: expected a positive number of seconds, got {lease_s!r}")
     return float(lease_s)
 
 
@@ -345,6 +347,6 @@ def stored_threads(job_dir: str | Path) -> int | None:
     except OSError:
         return None
     if len(counts) > 1:
-        raise ValueError(f"{job_dir}/results.jsonl: records computed on different thread counts {sorted(counts)}; "
+        raise ConfigError(f"{job_dir}/results.jsonl: records computed on different thread counts {sorted(counts)}; "
                          "train the job again (remove its folder)")
     return counts.pop() if counts else None

@@ -36,6 +36,7 @@ from dganalysis.data.pahcc.fonts import (
 from dganalysis.data.pahcc.handwriting import WriterStyle, hanzi_writer_dir, simulate_writer
 from dganalysis.data.pahcc.render import Distortion, render_distorted, render_face
 from dganalysis.data.registry import register_dataset, resolve_data_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = 2  # bump when rendering/simulation code changes the images
@@ -80,7 +81,7 @@ def _printed_domain(name: str, jobs: list[tuple[str, Any]], chars: list[str], im
             missing[fname] = len(chars) - len(idx)
         bar.update(len(chars))
     if not imgs:
-        raise ValueError(f"PaHCC domain {name}: no fonts assigned; install Chinese fonts "
+        raise MissingInputError(f"PaHCC domain {name}: no fonts assigned; install Chinese fonts "
                          "(bash dganalysis/data/pahcc/install_fonts.sh) or pass fonts=[folders]")
     dom = Domain(name, np.concatenate(imgs), np.concatenate(labels), {"font": np.concatenate(ids)})
     return dom, names, missing
@@ -160,11 +161,11 @@ def build_pahcc(
     elif binarize == "otsu" or (isinstance(binarize, int) and 0 <= binarize <= 255):
         mode = binarize
     else:
-        raise ValueError(f"binarize={binarize!r}: expected False, True, 'otsu' or an int threshold in [0, 255]")
+        raise ConfigError(f"binarize={binarize!r}: expected False, True, 'otsu' or an int threshold in [0, 255]")
     if not isinstance(image_size, int) or image_size < 8:
-        raise ValueError(f"image_size={image_size!r}: expected an int >= 8")
+        raise ConfigError(f"image_size={image_size!r}: expected an int >= 8")
     if gnt_dir is not None and handwritten_dir is not None:
-        raise ValueError("give at most one of gnt_dir= and handwritten_dir=")
+        raise ConfigError("give at most one of gnt_dir= and handwritten_dir=")
     chars = pahcc_classes(size)
     cfg_path = Path(font_config) if font_config is not None else FONTS_YAML
     cfg = load_font_config(cfg_path)

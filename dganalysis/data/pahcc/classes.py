@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis.data.pahcc.npm import npm_package_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 SIZES = {"mini": 100, "full": 1000}
 N_CLASSES = 1000
@@ -57,10 +58,10 @@ def parse_junda(text: str, where: str = "<text>") -> list[tuple[int, str, int]]:
         try:
             rows.append((int(parts[0]), parts[1], int(parts[2])))
         except (IndexError, ValueError) as e:
-            raise ValueError(f"{where}:{i}: expected 'rank<TAB>character<TAB>count<TAB>...', got {line[:60]!r}") from e
+            raise ConfigError(f"{where}:{i}: expected 'rank<TAB>character<TAB>count<TAB>...', got {line[:60]!r}") from e
     ranks = [r for r, _, _ in rows]
     if ranks != sorted(ranks):
-        raise ValueError(f"{where}: expected rows in increasing rank order")
+        raise ConfigError(f"{where}: expected rows in increasing rank order")
     return rows
 
 
@@ -74,13 +75,13 @@ def top_level1(rows: list[tuple[int, str, int]], n: int = N_CLASSES, where: str 
             seen.add(c)
             if len(out) == n:
                 return tuple(out)
-    raise ValueError(f"{where}: expected at least {n} GB2312 level-1 characters, found {len(out)}")
+    raise ConfigError(f"{where}: expected at least {n} GB2312 level-1 characters, found {len(out)}")
 
 
 def _frequency_file() -> Path:
     path = frequency_package_dir() / FREQUENCY_FILE
     if not path.is_file():
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"{path}: Jun Da's frequency list (npm {FREQUENCY_PACKAGE}@{FREQUENCY_VERSION}) is not installed; "
             "run dganalysis/data/pahcc/install_fonts.sh (or set DGANALYSIS_NPM_DIR to its npm prefix)")
     return path
@@ -121,12 +122,12 @@ def pahcc_classes(size: str | int = "mini") -> list[str]:
     """The class list for ``size``: ``"mini"`` (100), ``"full"`` (1,000) or an int ``n`` (the ``n`` most frequent)."""
     if isinstance(size, str):
         if size not in SIZES:
-            raise ValueError(f"size={size!r}: expected 'mini', 'full' or an int number of classes")
+            raise ConfigError(f"size={size!r}: expected 'mini', 'full' or an int number of classes")
         n = SIZES[size]
     elif isinstance(size, int) and not isinstance(size, bool):
         n = size
     else:
-        raise ValueError(f"size={size!r}: expected 'mini', 'full' or an int number of classes")
+        raise ConfigError(f"size={size!r}: expected 'mini', 'full' or an int number of classes")
     if not 1 <= n <= N_CLASSES:
-        raise ValueError(f"size={n}: number of classes must be in [1, {N_CLASSES}]")
+        raise ConfigError(f"size={n}: number of classes must be in [1, {N_CLASSES}]")
     return list(all_classes()[:n])

@@ -31,6 +31,7 @@ import yaml
 
 from dganalysis.data.pahcc.classes import all_classes, class_set
 from dganalysis.data.pahcc.npm import npm_dir
+from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def _read_cmap(path: str, index: int) -> frozenset[int]:
             font = TTFont(path, lazy=True, fontNumber=index if index else -1)
         cmap = font["cmap"].getBestCmap() or {}
     except Exception as e:  # fontTools raises many types for broken files
-        raise ValueError(f"{path}: cannot read the font's cmap with fontTools ({e})") from e
+        raise ConfigError(f"{path}: cannot read the font's cmap with fontTools ({e})") from e
     return frozenset(cmap)
 
 
@@ -177,7 +178,7 @@ def _names_from_file(path: str) -> list[tuple[int, str]]:
 def _folder_faces(folder: str | Path) -> list[FontFace]:
     folder = Path(folder)
     if not folder.is_dir():
-        raise FileNotFoundError(f"fonts folder {folder}: not a folder (expected font files *{'|'.join(FONT_EXTENSIONS)})")
+        raise MissingInputError(f"fonts folder {folder}: not a folder (expected font files *{'|'.join(FONT_EXTENSIONS)})")
     faces = []
     for p in sorted(folder.rglob("*")):
         if p.suffix.lower() in FONT_EXTENSIONS and p.is_file() and "@fontsource" not in p.parts:
@@ -230,10 +231,10 @@ def load_font_config(path: str | Path | None = None) -> dict[str, Any]:
     try:
         cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
-        raise ValueError(f"{path}: cannot read the PaHCC font configuration ({e})") from e
+        raise ConfigError(f"{path}: cannot read the PaHCC font configuration ({e})") from e
     for key in ("order", "d0", "d1", "d2"):
         if key not in cfg:
-            raise ValueError(f"{path}: missing key {key!r} (expected order, d0, d1, d2)")
+            raise ConfigError(f"{path}: missing key {key!r} (expected order, d0, d1, d2)")
     return cfg
 
 

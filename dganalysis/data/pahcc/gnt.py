@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from dganalysis.validation import ConfigError, MissingInputError
+
 HEADER = struct.Struct("<I2sHH")
 
 
@@ -33,14 +35,14 @@ def iter_gnt(path: str | Path) -> Iterator[tuple[str, np.ndarray, int]]:
     off = 0
     while off < len(data):
         if off + HEADER.size > len(data):
-            raise ValueError(f"{path}: truncated sample header at byte offset {off} ({len(data) - off} bytes left, "
+            raise ConfigError(f"{path}: truncated sample header at byte offset {off} ({len(data) - off} bytes left, "
                              f"expected {HEADER.size})")
         size, code, w, h = HEADER.unpack_from(data, off)
         if size != HEADER.size + w * h:
-            raise ValueError(f"{path}: corrupt sample at byte offset {off}: total size {size} != 10 + width {w} × "
+            raise ConfigError(f"{path}: corrupt sample at byte offset {off}: total size {size} != 10 + width {w} × "
                              f"height {h}")
         if off + size > len(data):
-            raise ValueError(f"{path}: truncated bitmap at byte offset {off}: sample needs {size} bytes, "
+            raise ConfigError(f"{path}: truncated bitmap at byte offset {off}: sample needs {size} bytes, "
                              f"{len(data) - off} left")
         try:
             tag = code.decode("gb2312")
@@ -93,7 +95,7 @@ def read_gnt_dir(gnt_dir: str | Path, classes: list[str], image_size: int, fill:
 
     files = sorted(Path(gnt_dir).rglob("*.gnt"))
     if not files:
-        raise FileNotFoundError(f"gnt_dir={gnt_dir}: no *.gnt files found (expected CASIA-HWDB .gnt files)")
+        raise MissingInputError(f"gnt_dir={gnt_dir}: no *.gnt files found (expected CASIA-HWDB .gnt files)")
     index = {c: k for k, c in enumerate(classes)}
     bitmaps, labels, writers, skipped = [], [], [], 0
     for wid, f in enumerate(tqdm(files, desc="read .gnt", disable=not progress)):

@@ -29,6 +29,7 @@ from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
 from dganalysis.data.pahcc.npm import npm_package_dir
 from dganalysis.data.pahcc.render import OVERSAMPLE
+from dganalysis.validation import ConfigError, MissingInputError
 
 EM = 1024.0
 
@@ -44,14 +45,14 @@ def load_medians(char: str, root: str | None = None) -> tuple[np.ndarray, ...]:
     folder = Path(root) if root is not None else hanzi_writer_dir()
     path = folder / f"{char}.json"
     if not path.is_file():
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"{path}: no hanzi-writer-data stroke file for {char!r} (install with dganalysis/data/pahcc/install_fonts.sh "
             "or set DGANALYSIS_NPM_DIR)"
         )
     try:
         medians = json.loads(path.read_text(encoding="utf-8"))["medians"]
     except (OSError, json.JSONDecodeError, KeyError) as e:
-        raise ValueError(f"{path}: expected hanzi-writer-data JSON with a 'medians' list ({e})") from e
+        raise ConfigError(f"{path}: expected hanzi-writer-data JSON with a 'medians' list ({e})") from e
     out = []
     for m in medians:
         a = np.asarray(m, np.float64).reshape(-1, 2)

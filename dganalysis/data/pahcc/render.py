@@ -26,6 +26,7 @@ from PIL import Image, ImageDraw, ImageFont
 from scipy import ndimage
 
 from dganalysis.data.pahcc.fonts import CoverageCache, FontFace
+from dganalysis.validation import ConfigError
 
 INK_FILL = 0.86  # longer side of the ink box, as a fraction of the canvas side
 OVERSAMPLE = 2  # render at this multiple of image_size, then area-downsample
@@ -36,7 +37,7 @@ def _pil_font(path: str, index: int, size: int) -> ImageFont.FreeTypeFont:
     try:
         return ImageFont.truetype(path, size=size, index=index)
     except OSError as e:
-        raise ValueError(f"{path}: Pillow cannot open this font (index {index}) ({e}); woff2 needs FreeType with brotli") from e
+        raise ConfigError(f"{path}: Pillow cannot open this font (index {index}) ({e}); woff2 needs FreeType with brotli") from e
 
 
 def render_ink(face: FontFace, char: str, px: int, cache: CoverageCache | None = None) -> Image.Image | None:
