@@ -25,7 +25,13 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 
 : > "$SUMMARY"
 lscpu > "$OUT/lscpu.txt"
-say "machine: $(grep -m1 'Model name' "$OUT/lscpu.txt" | sed 's/.*: *//'), $(nproc) CPUs; AMX-bf16: $(grep -qw amx_bf16 /proc/cpuinfo && echo yes || echo no); commit $(git -C "$REPO" rev-parse --short HEAD); $(date -u +%FT%TZ)"
+kind() {  # model name (family F model M; instruction sets), as dganalysis.provenance.cpu_kind words it
+  local fam mod isa f
+  fam=$(grep -m1 '^cpu family' /proc/cpuinfo | sed 's/.*: *//'); mod=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | sed 's/.*: *//')
+  isa=""; for f in avx2 avx512f avx512_bf16 amx_bf16; do grep -qw "$f" /proc/cpuinfo && isa="${isa:+$isa, }$f"; done
+  echo "$(grep -m1 'Model name' "$OUT/lscpu.txt" | sed 's/.*: *//') (family $fam model $mod; ${isa:-no AVX2})"
+}
+say "machine: $(kind), $(nproc) CPUs; AMX-bf16: $(grep -qw amx_bf16 /proc/cpuinfo && echo yes || echo no); commit $(git -C "$REPO" rev-parse --short HEAD); $(date -u +%FT%TZ)"
 
 git clone -q "$REPO" "$WORK/main" && git clone -q "$REPO" "$WORK/ci" || { say "git clone failed"; exit 1; }
 
@@ -35,6 +41,7 @@ start=$(date +%s)
 rc=$?
 say "quickstart.sh: rc=$rc, $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s wall (load after: $(load))"
 say "precision of the quick profile's jobs: $(grep -rhom1 '"precision": *"[a-z0-9]*"' "$WORK/main/outputs/quick/store" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
+say "minutes per notebook: $("$WORK/main/.venv/bin/python" -c "import json, sys; r = json.load(open(sys.argv[1])); print(' '.join(f'{k[:2]} {v.get(\"seconds\", 0) / 60:.1f}' for k, v in r.items()))" "$WORK/main/outputs/quick/runs.json" 2>&1)"
 say "findings: $("$WORK/main/.venv/bin/python" -c "import json, pathlib, sys; v = [json.loads(p.read_text()).get('verdict') for p in pathlib.Path(sys.argv[1]).glob('*.json')]; print(v.count('reproduced'), 'of', len(v), 'reproduced')" "$WORK/main/outputs/quick/findings" 2>&1)"
 
 say "== 2. bench/train_throughput.py --networks (one thread; load before: $(load))"
@@ -49,4 +56,6 @@ start=$(date +%s)
 rc=$?
 say ".ci/run: rc=$rc, $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s wall (load after: $(load))"
 grep -E "passed|failed" "$OUT/ci.log" | tail -1 | tee -a "$SUMMARY"
+say "slowest tests (pytest --durations, from ci.log):"
+grep -E "^[0-9.]+s (call|setup|teardown) " "$OUT/ci.log" | head -25 | tee -a "$SUMMARY"
 echo "results: $OUT (the clones in $WORK can be removed)"
