@@ -540,6 +540,8 @@ def plan(data_dir: Path, names: Sequence[str], sources: Sequence[Source]) -> lis
     for d in names:
         folder = data_dir / FOLDERS[d]
         present = folder.exists()
+        if present and d in {w[0] for w in WILDS}:  # wilds writes its RELEASE file last, and redoes an unfinished one
+            present = problem(d, data_dir) is None
         out.append(Plan(d, folder, [s for s in sources if s.dataset == d], present,
                         problem(d, data_dir) if present else None))
     return out
@@ -648,6 +650,11 @@ def download(data_dir: str | Path, datasets: Iterable[str] | None = None, *, mir
             err(f"download: {e}")
             continue
         log(f"{p.dataset}: done, {p.folder}")
+    for folder in (*(data_dir / WORK / p.dataset for p in plans), data_dir / WORK):  # empty work folders
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
     if failures:
         err(f"download: {len(failures)} of {len(plans)} dataset(s) failed: "
             + ", ".join(f.split(":", 1)[0] for f in failures) + " (see the lines above); run again to resume")

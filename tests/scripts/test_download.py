@@ -396,6 +396,7 @@ def test_an_unreachable_source_is_one_line_and_the_others_go_on(tmp_path, mirror
     assert len(lines) == 1 and url in lines[0] and "refused" in lines[0].lower()
     assert "1 of 3 dataset(s) failed: PACS" in err
     assert D.problem("VLCS", tmp_path) is None and D.problem("SVIRO", tmp_path) is None
+    assert sorted(os.listdir(tmp_path)) == ["VLCS", "sviro"]  # no work folder left behind: nothing was fetched
 
 
 def test_google_drives_quota_page_is_a_clear_line(tmp_path, mirror):
@@ -442,6 +443,25 @@ def test_wilds_without_the_package_says_how_to_install_it(tmp_path, monkeypatch,
     failures = run(tmp_path, mirror, "PACS", "camelyon17", "WILDSFMoW")
     assert len(failures) == 2 and all("pip install" in f and "wilds" in f for f in failures)
     assert D.problem("PACS", tmp_path) is None
+
+
+def test_wilds_goes_through_the_package_and_an_unfinished_folder_is_redone(tmp_path, monkeypatch):
+    calls = []
+
+    def get_dataset(dataset, root_dir, download):
+        calls.append((dataset, root_dir, download))
+        folder = Path(root_dir) / ("camelyon17_v1.0" if dataset == "camelyon17" else "fmow_v1.1")
+        folder.mkdir(exist_ok=True)
+        (folder / f"RELEASE_v{folder.name.split('_v')[1]}.txt").write_text("")
+
+    monkeypatch.setitem(sys.modules, "wilds", type(sys)("wilds"))
+    monkeypatch.setattr(sys.modules["wilds"], "get_dataset", get_dataset, raising=False)
+    (tmp_path / "fmow_v1.1").mkdir()  # an interrupted download: no RELEASE file
+    assert D.download(tmp_path, ["WILDSCamelyon", "WILDSFMoW"], log=lambda x: None, progress=False) == []
+    assert calls == [("camelyon17", str(tmp_path), True), ("fmow", str(tmp_path), True)]
+    assert D.problem("WILDSCamelyon", tmp_path) is None and D.problem("WILDSFMoW", tmp_path) is None
+    assert D.download(tmp_path, ["WILDSCamelyon", "WILDSFMoW"], log=lambda x: None, progress=False) == []
+    assert len(calls) == 2  # finished: skipped
 
 
 def test_the_cli_verb_and_names(tmp_path, mirror, capsys, monkeypatch):
