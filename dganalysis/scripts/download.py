@@ -339,7 +339,7 @@ def _transfer(src: Source, url: str, dest: Path, timeout: float, progress: bool,
         have = 0
         resp = opener.open(urllib.request.Request(url, headers=headers), timeout=timeout)
     for _hop in range(3):  # Google Drive: its virus-scan page leads to the file
-        if not resp.headers.get_content_type() == "text/html":
+        if resp.headers.get_content_type() != "text/html":
             break
         page = resp.read(2_000_000).decode("utf-8", "replace")
         resp.close()
@@ -349,6 +349,11 @@ def _transfer(src: Source, url: str, dest: Path, timeout: float, progress: bool,
                    "try again later)" if src.google_drive else "the server answered with a web page, not the file")
             raise DownloadError(f"{src.dataset}: cannot download {url}: {why}; or fetch it by hand into {dest}")
         resp = opener.open(urllib.request.Request(nxt, headers=headers), timeout=timeout)
+    else:
+        if resp.headers.get_content_type() == "text/html":
+            resp.close()
+            raise DownloadError(f"{src.dataset}: cannot download {url}: still a web page after 3 confirmation pages; "
+                                f"fetch it by hand into {dest}")
     with resp:
         if resp.status == 206 and have:
             m = re.match(r"bytes (\d+)-\d+/(\d+|\*)", resp.headers.get("Content-Range", ""))
