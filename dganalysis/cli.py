@@ -7,6 +7,7 @@ Verbs:
   train    train one run with DomainBed's train.py flags (as python -m dganalysis.scripts.train)
   collect  print the model-selection table of a sweep directory (ours or DomainBed's)
   audit    calibrated verdicts (better/worse/equivalent/undecided) on a sweep or a published table
+  download fetch DomainBed's datasets into a data root (as python -m dganalysis.scripts.download), resumably
   list     list notebooks, datasets and algorithms
   env      print versions, commit and machine (what results made here carry), for bug reports
 """
@@ -114,6 +115,12 @@ def _cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_download(args: argparse.Namespace) -> int:
+    from dganalysis.scripts.download import main_args
+
+    return main_args(args)
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from dganalysis.scripts.train import main_args
 
@@ -174,6 +181,19 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(dganalysis.scripts.train). A flag DomainBed has and dganalysis cannot honour is "
                                    "refused by name.")
     t.set_defaults(func=_cmd_train)
+
+    from dganalysis.scripts.download import DATASETS
+    from dganalysis.scripts.download import add_arguments as add_download_arguments
+
+    dl = sub.add_parser("download", help="fetch DomainBed's datasets into a data root (resumable; --dry-run lists)",
+                        description="Fetch what DomainBed's download.py fetches, from the same sources, into the "
+                                    "folders DomainBed's loaders and ours read (dganalysis.scripts.download): "
+                                    "resumable, checksums checked where published, one line per failure and exit "
+                                    "status 1 when any dataset failed.")
+    add_download_arguments(dl)
+    dl.add_argument("names", nargs="*", metavar="DATASET",
+                    help=f"datasets to fetch, as --datasets (default: all): {', '.join(DATASETS)}")
+    dl.set_defaults(func=_cmd_download)
 
     c = sub.add_parser("collect", help="print the model-selection table for a sweep directory")
     add_collect_arguments(c)

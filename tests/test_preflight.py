@@ -51,7 +51,7 @@ def test_missing_root_fails_the_dry_run_and_writes_nothing(tmp_path, capsys):
     kwargs = {"root": str(tmp_path / "nowhere")}
     assert main(_argv(store, kwargs, "--hparams-overrides", json.dumps(NO_WEIGHTS), "--dry-run")) == 2
     out, err = capsys.readouterr()
-    assert "4 pending" in out and "1 problem(s)" in err and "nowhere/PACS not found" in err and "download_pacs" in err
+    assert "4 pending" in out and "1 problem(s)" in err and "nowhere/PACS not found" in err and "--datasets PACS" in err
     assert main(_argv(store, kwargs, "--hparams-overrides", json.dumps(NO_WEIGHTS), "--device", "cpu")) == 2
     assert "nowhere/PACS not found" in capsys.readouterr().err
     assert not store.exists()  # no job folder, not even the store

@@ -51,11 +51,10 @@ log = logging.getLogger(__name__)
 
 #: torchvision's ``IMG_EXTENSIONS`` (what DomainBed's ``ImageFolder`` accepts)
 TORCHVISION_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-#: how to get one dataset: DomainBed's ``scripts/download.py`` has one function per dataset, and its ``__main__``
-#: runs only the calls not commented out (at commit b93c22a only TerraIncognita's), so each is named explicitly; run
-#: it from the root of a DomainBed checkout (DomainNet's reads ``domainbed/misc/domain_net_duplicates.txt``)
-DOWNLOAD = ("`python -c \"from domainbed.scripts.download import {fn}; {fn}('<root>')\"` run in a DomainBed checkout "
-            "(https://github.com/facebookresearch/DomainBed; Gulrajani & Lopez-Paz 2021)")
+#: how to get one dataset: our drop-in for DomainBed's ``scripts/download.py`` (:mod:`dganalysis.scripts.download`:
+#: the same sources, the same folders; DomainBed's own ``__main__`` fetches only TerraIncognita at b93c22a)
+DOWNLOAD = ("`python -m dganalysis.scripts.download --data_dir <root> --datasets {name}` (the files DomainBed's "
+            "download.py fetches, from its sources, into its folder layout)")
 
 @dataclass(frozen=True)
 class Benchmark:
@@ -72,13 +71,13 @@ class Benchmark:
     class_check: str = "strict"
     checkpoint_freq: int = 300  #: DomainBed's CHECKPOINT_FREQ
     source: str = ""
-    download_fn: str = ""  #: the function of DomainBed's ``scripts/download.py`` that fetches it
+    download_fn: str = ""  #: the function of DomainBed's ``scripts/download.py`` that fetches it (ours: DOWNLOAD)
     get: str = ""  #: how to get a dataset DomainBed cannot download
 
     @property
     def howto(self) -> str:
         """How to get the data, for error messages and the dry run."""
-        return self.get or "get it with " + DOWNLOAD.format(fn=self.download_fn)
+        return self.get or "get it with " + DOWNLOAD.format(name=self.name)
 
     small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
 

@@ -93,7 +93,7 @@ class SpawriousDataset:
 
     @property
     def howto(self) -> str:
-        return "get it with " + DOWNLOAD.format(fn="download_spawrious")
+        return "get it with " + DOWNLOAD.format(name="Spawrious")
 
     def environments(self) -> dict[str, list[Part]]:
         """Environment name → its parts, in DomainBed's environment and concatenation order."""

@@ -26,7 +26,8 @@ from dganalysis.data.encoded import EncodedDataset, pack_files
 from dganalysis.data.registry import ROOT_HINT, register_dataset, resolve_data_dir
 from dganalysis.validation import ConfigError, MissingInputError
 
-HOWTO = ("get the data with `python -c \"import wilds; wilds.get_dataset('{ds}', root_dir='<root>', download=True)\"` "
+HOWTO = ("get the data with `python -m dganalysis.scripts.download --data_dir <root> --datasets {name}`, which calls "
+         "`wilds.get_dataset('{ds}', root_dir='<root>', download=True)` "
          "on a machine with internet (needs `pip install wilds==2.0.0`)")
 
 
@@ -45,7 +46,7 @@ class WildsBenchmark:
 
     def locate(self, root) -> Path:
         """``root/<wilds_name>_v<version>``; a missing one raises naming the folder and how to get the data."""
-        howto = HOWTO.format(ds=self.wilds_name)
+        howto = HOWTO.format(ds=self.wilds_name, name=self.name)
         if root is None:
             raise ConfigError(f"dataset {self.name!r} needs root= the WILDS data folder (holding {self.folder}/; "
                              f"{ROOT_HINT}); {howto}")

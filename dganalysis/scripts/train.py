@@ -201,7 +201,7 @@ def mnist_problem(data_dir: str | None) -> str | None:
     """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
     if not data_dir:
         return ("--data_dir: not given; DomainBed's MNIST datasets read MNIST's raw files from <data_dir>/MNIST/raw "
-                "(DomainBed's python -m domainbed.scripts.download fetches them)")
+                "(python -m dganalysis.scripts.download --data_dir <data_dir> --datasets MNIST fetches them)")
     root = Path(data_dir)
     for folder in (root / "MNIST" / "raw", root / "raw", root):
         if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
@@ -209,7 +209,7 @@ def mnist_problem(data_dir: str | None) -> str | None:
                          "t10k-labels-idx1-ubyte")):
             return None
     return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
-            "DomainBed's python -m domainbed.scripts.download fetches them")
+            f"python -m dganalysis.scripts.download --data_dir {data_dir} --datasets MNIST fetches them")
 
 
 def data_problems(args: argparse.Namespace) -> list[str]:

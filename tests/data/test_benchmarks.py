@@ -130,7 +130,7 @@ def test_order_labels_and_splits_match_torchvision_imagefolder(tmp_path):
 
 
 def test_layout_errors_name_the_folder(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"PACS.*not found.*download_pacs\(.<root>.\)"):
+    with pytest.raises(FileNotFoundError, match=r"PACS.*not found.*dganalysis.scripts.download --data_dir <root> --datasets PACS"):
         load_dataset("PACS", root=tmp_path / "nothing")
     with pytest.raises(ValueError, match="needs root="):
         load_dataset("VLCS")

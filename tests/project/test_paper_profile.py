@@ -82,7 +82,7 @@ def test_dry_run_without_the_data_names_every_file_and_how_to_get_it(tmp_path, m
         assert f"{tmp_path / 'weights' / w.file}" in text and w.get.split()[0] in text, name
     for bench in ("PACS", "VLCS", "office_home", "terra_incognita", "domain_net", "NICO_DG", "MNIST/raw"):
         assert f"{tmp_path / 'data'}/{bench}" in text, bench
-    assert "xxgege/NICO-plus" in text and "download_pacs" in text and "not found" in text
+    assert "xxgege/NICO-plus" in text and "--datasets PACS" in text and "not found" in text
     assert "published, not measured here" in text and not res.ok
     by = {n.name: n for n in res.notebooks}
     n04 = res.jobs[res.jobs["notebook"] == "04_leakage_oracle"]

@@ -4,8 +4,8 @@ Commands are read from the page: every line of its ``bash`` blocks (continuation
 inline code span that starts with ``dganalysis``, ``python -m dganalysis.`` or ``python -m domainbed.``; an optional
 ``[...]`` part gives two commands, without and with it. Each runs in this process, in a folder holding a fake
 DomainBed data root (``PACS`` with DomainBed's class folders, one image each), ``runs`` and ``dga_runs`` (a made
-DomainBed sweep), and the page's ``pacs.yaml``: ``dganalysis sweep`` with ``--dry-run``, the drop-in sweep with the
-``dummy`` launcher; the data paths shown (``/data``, ``/data/db``, ``./data``) become the fake root, other absolute
+DomainBed sweep), and the page's ``pacs.yaml``: ``dganalysis sweep`` and the downloads with ``--dry-run`` (nothing
+here reaches the internet), the drop-in sweep with the ``dummy`` launcher; the data paths shown (``/data``, ``/data/db``, ``./data``) become the fake root, other absolute
 paths folders of the test's. A dry run may only report missing pretrained weight files (none are installed here),
 never data. The commands that cannot run are listed in :data:`SKIPPED` (or match :func:`skip_reason`) with why.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from dganalysis import cli
-from dganalysis.scripts import collect_results, list_top_hparams
+from dganalysis.scripts import collect_results, download, list_top_hparams
 from dganalysis.scripts import sweep as drop_in_sweep
 from dganalysis.scripts import train as drop_in_train
 from tests.reference.test_domainbed_selection import write_sweep
@@ -39,7 +39,7 @@ SKIPPED = {
 DATA_PATHS = ("/data", "/data/db", "./data")
 DRIVERS = {"dganalysis.scripts.sweep": drop_in_sweep.main, "dganalysis.scripts.train": drop_in_train.main,
            "dganalysis.scripts.collect_results": collect_results.main,
-           "dganalysis.scripts.list_top_hparams": list_top_hparams.main}
+           "dganalysis.scripts.list_top_hparams": list_top_hparams.main, "dganalysis.scripts.download": download.main}
 
 
 def skip_reason(cmd: str) -> str | None:
@@ -106,6 +106,8 @@ def run(cmd: str, work: Path, root: Path, capsys) -> tuple[int, str, str]:
         args = argv[1:]
         if args[0] == "sweep":
             args += ["--dry-run", "--no-progress"]
+        if args[0] == "download":  # nothing here may reach the internet
+            args += [] if "--dry-run" in args else ["--dry-run"]
         status = cli.main(args)
     else:
         assert argv[:2] == ["python", "-m"], cmd
@@ -113,6 +115,8 @@ def run(cmd: str, work: Path, root: Path, capsys) -> tuple[int, str, str]:
         if argv[2] == "dganalysis.scripts.sweep" and "--command_launcher" in args:
             args[args.index("--command_launcher") + 1] = "dummy"
             args += [] if "--skip_confirmation" in args else ["--skip_confirmation"]
+        if argv[2] == "dganalysis.scripts.download":  # nothing here may reach the internet
+            args += [] if "--dry-run" in args else ["--dry-run"]
         status = DRIVERS[argv[2]](args)
     got = capsys.readouterr()
     return status, got.out, got.err

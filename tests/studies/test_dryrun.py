@@ -260,13 +260,13 @@ def test_missing_benchmarks_are_named_with_how_to_get_them(tmp_path):
     from dganalysis.studies.dryrun import check_dataset
 
     ok, what = check_dataset("PACS", {"root": str(tmp_path / "data")})
-    assert not ok and "PACS" in what and "download_pacs('<root>')" in what and "DomainBed checkout" in what
+    assert not ok and "PACS" in what and "dganalysis.scripts.download --data_dir <root> --datasets PACS" in what
     ok, what = check_dataset("OfficeHome", {})
-    assert not ok and "needs root=" in what and "download_office_home" in what
+    assert not ok and "needs root=" in what and "--datasets OfficeHome" in what
     for env in ("Art", "Clipart", "Product"):  # 'Real World' missing
         (tmp_path / "data" / "office_home" / env).mkdir(parents=True)
     ok, what = check_dataset("OfficeHome", {"root": str(tmp_path / "data")})
-    assert not ok and "['Real World']" in what and "download_office_home" in what
+    assert not ok and "['Real World']" in what and "--datasets OfficeHome" in what
     (tmp_path / "data" / "office_home" / "Real World").mkdir()
     assert check_dataset("OfficeHome", {"root": str(tmp_path / "data")})[0]
     ok, what = check_dataset("WILDSFMoW", {"root": str(tmp_path / "data")})
