@@ -31,7 +31,9 @@ from typing import Any
 #: fields that do not change a job's results and so are not hashed
 UNHASHED_FIELDS = ("save_model",)
 #: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
-OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False}
+OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0}
+#: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
+TASKS = ("domain_generalization", "domain_adaptation")
 #: DomainBed's datasets that DomainBed partitions per run from the run's seed (:mod:`dganalysis.data.domainbed_mnist`);
 #: their jobs hash ``partition`` too (a job of the former fixed partition, now ``*_Fixed``, is not reused)
 PER_RUN_PARTITION_DATASETS = ("RotatedMNIST", "ColoredMNIST")
@@ -102,6 +104,13 @@ class Job:
     :meth:`domainbed_seed`; 0 reproduces a bare ``train.py`` call). It partitions DomainBed's per-run datasets
     (RotatedMNIST, ColoredMNIST) and seeds everything in ``domainbed_exact`` mode. ``domainbed_exact``: train as
     DomainBed's ``train.py`` does, draw for draw (:mod:`dganalysis.exact`); off by default (slower).
+
+    ``uda_holdout_fraction`` and ``task``: DomainBed's ``train.py`` flags of those names. Each test domain's ``in``
+    split loses ``int(len(in) * uda_holdout_fraction)`` examples to an unlabelled ``uda`` split (chosen by the
+    domain's split seed, :func:`dganalysis.train.uda_split`), evaluated as ``env{k}_uda_acc`` (``k`` counts the
+    test domains that have one, as DomainBed numbers them); with ``task="domain_adaptation"`` every step also
+    draws one batch from each ``uda`` split, which an algorithm whose ``update`` takes ``unlabeled`` receives
+    (DomainBed's own algorithms all ignore it). Both left out of the spec at their defaults (DG, 0).
     """
 
     dataset: str
@@ -120,6 +129,8 @@ class Job:
     save_model: bool = False
     seed: int | None = None
     domainbed_exact: bool = False
+    task: str = "domain_generalization"
+    uda_holdout_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("train_domains", "test_domains", "val_domains"):
@@ -151,11 +162,14 @@ class Job:
             ("holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
             ("save_model", Check("bool")),
             ("domainbed_exact", Check("bool")),
+            ("task", Check(choices=TASKS)),
+            ("uda_holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
         ):
             check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "holdout_fraction", float(self.holdout_fraction))
+        object.__setattr__(self, "uda_holdout_fraction", float(self.uda_holdout_fraction))
         if self.seed is not None:
             Check("int", low=0)(self.seed, "Job.seed")
             object.__setattr__(self, "seed", int(self.seed))
