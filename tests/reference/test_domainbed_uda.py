@@ -33,7 +33,6 @@ import torch
 import torch.nn.functional as F
 
 from dganalysis.algorithms.erm import ERM
-from dganalysis.job import Job
 from dganalysis.scripts import train as drop_in
 from tests.reference.test_domainbed_exact_datasets import ROOT, _records, _theirs
 from tests.reference.test_domainbed_train_e2e import RUNNER, data_root  # noqa: F401
@@ -181,12 +180,17 @@ def test_domain_adaptation_without_unlabelled_examples_is_refused(tmp_path, caps
     assert not (tmp_path / "o" / "results.jsonl").exists()
 
 
-def test_job_fields_keep_old_ids():
-    """``task`` and ``uda_holdout_fraction`` at their defaults stay out of the spec (earlier jobs keep their ids)."""
-    base = Job("Debug28", "ERM", ["1", "2"], ["0"])
-    same = Job("Debug28", "ERM", ["1", "2"], ["0"], task="domain_generalization", uda_holdout_fraction=0)
-    assert base.job_id == same.job_id and "task" not in base.to_dict()
-    da = Job("Debug28", "ERM", ["1", "2"], ["0"], task="domain_adaptation", uda_holdout_fraction=0.5)
-    assert da.job_id != base.job_id and Job.from_dict(da.to_dict()) == da
-    with pytest.raises(ValueError, match="Job.task"):
-        Job("Debug28", "ERM", ["1", "2"], ["0"], task="adaptation")
+@pytest.mark.usefixtures("one_thread")
+def test_default_mode_runs_the_same_experiment(tmp_path):
+    """``--mode default`` (our engine, our draws) on the same flags: the records of ``domainbed_exact`` mode's keys,
+    ``uda`` accuracies included, and DomainBed's ``args``."""
+    argv = ["--dataset", "Debug28", *CASES["Debug28-ERM-da-two-test-envs"][1], *STEPS, "--skip_model_save",
+            "--threads", "1"]
+    runs = {}
+    for mode in ("default", "domainbed_exact"):
+        assert drop_in.main([*argv, "--mode", mode, "--output_dir", str(tmp_path / mode), "--n_workers", "0"]) == 0
+        runs[mode] = _records(tmp_path / mode / "results.jsonl")
+    keys = [{k for k in r if k.endswith("_acc")} for r in runs["default"]]
+    assert keys == [{k for k in r if k.endswith("_acc")} for r in runs["domainbed_exact"]]
+    assert {"env0_uda_acc", "env1_uda_acc"} <= keys[0] and runs["default"][0]["mode"] == "default"
+    assert runs["default"][0]["args"]["task"] == "domain_adaptation"
