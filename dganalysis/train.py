@@ -539,7 +539,7 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     if hparams.get("class_balanced", False):  # DomainBed's class-balanced training minibatches (data.balanced)
         from dganalysis.data import balanced
 
-        balanced.use_class_balanced(train_splits)
+        balanced.use_class_balanced([*train_splits, *uda_splits(splits)])  # DomainBed weighs its uda loaders too
     return JobData(dataset, names, train_idx, test_idx, val_idx, seed, hparams, splits, train_splits)
 
 

@@ -126,3 +126,17 @@ def test_an_algorithm_without_unlabeled_trains_as_in_domain_generalization(tmp_p
 def test_domain_adaptation_without_a_uda_split_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="not enough unlabeled samples"):
         run_job(_job(task="domain_adaptation", uda_holdout_fraction=0.01), tmp_path / "j", device="cpu")
+
+
+def test_class_balanced_draws_the_uda_batches_balanced_too(tmp_path):
+    """DomainBed gives its uda loaders class-balanced weights too (``make_weights_for_balanced_classes(uda)``)."""
+    from dganalysis.train import build_data, make_runtime
+
+    job = _job(task="domain_adaptation", uda_holdout_fraction=0.5,
+               hparams_overrides={**FAST_HPARAMS, "class_balanced": True})
+    data = build_data(job, None, make_runtime("cpu", "fp32", None, 1))
+    try:
+        (uda,) = uda_splits(data.splits)
+        assert uda.sample_weights is not None and all(s.sample_weights is not None for s in data.train_splits)
+    finally:
+        data.splits.close()
