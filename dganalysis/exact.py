@@ -12,10 +12,14 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
    the data *are* the draws (``torch.randn`` images, ``torch.randint`` labels, environment after environment), made
    here on the global generator as DomainBed makes them, and trained on as those floats (not the uint8 copy our
    :mod:`dganalysis.data.debug` stores for the default mode, which is drawn from seed 0 on its own generator).
-3. The in/out splits (``split_dataset``, numpy's ``RandomState(seed_hash(trial_seed, i))``; a test environment's
-   ``in`` split is shuffled once more by the same seed, DomainBed's empty ``uda`` split).
-4. One ``InfiniteDataLoader`` per training environment, in environment order, then one ``FastDataLoader`` (batch 64)
-   per ``in`` split and per ``out`` split: :class:`Loader` models each without data: the iterator's base seed
+3. The in/out splits (``split_dataset``, numpy's ``RandomState(seed_hash(trial_seed, i))``); a test environment's
+   ``in`` split is split once more by the same seed into its ``uda`` split (the first
+   ``int(len(in) * uda_holdout_fraction)`` keys; empty at DomainBed's default 0) and the new ``in`` split (the rest,
+   so reshuffled even at 0). DomainBed keeps the non-empty ``uda`` splits in environment order.
+4. One ``InfiniteDataLoader`` per training environment, in environment order, then one per ``uda`` split (made
+   whatever ``--task``: a domain_generalization run with a ``uda_holdout_fraction`` builds them and never reads
+   them), then one ``FastDataLoader`` (batch 64) per ``in`` split, per ``out`` split and per ``uda`` split:
+   :class:`Loader` models each without data: the iterator's base seed
    drawn from the global generator when it is created; the sampler (``RandomSampler``, ``replacement=True`` for
    training, a permutation for evaluation) draws a fresh seed from the global generator at the start of every pass
    over its split, then its indices from its own generator (32 at a time with replacement, as torch does);
@@ -24,9 +28,13 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
    taken), so pass seeds are drawn that much earlier; with 0 workers, when the batch is taken.
 5. The algorithm, built after all that (its initial weights come from the global generator at that point).
 6. Each step: one batch per training loader (zip order), images as DomainBed's tensors (uint8 ``.div(255)``, fp32,
-   contiguous), ``update``; a checkpoint when ``step % checkpoint_freq == 0`` or at the last step: ``env{i}_in``
-   for every i, then ``env{i}_out``, each over its loader's next pass in batches of 64 (``misc.accuracy``),
-   ``epoch = step / min over all in splits of (len / batch_size)``, ``mem_gb``.
+   contiguous); with ``--task domain_adaptation`` then one batch per ``uda`` loader (zip order; its images are
+   ``update``'s ``unlabeled``, which only an algorithm whose ``update`` takes that keyword receives: DomainBed's
+   all ignore it); ``update``; a checkpoint when ``step % checkpoint_freq == 0`` or at the last step: ``env{i}_in``
+   for every i, then ``env{i}_out``, then ``env{k}_uda`` for the k-th ``uda`` split (DomainBed numbers them from 0
+   in their own list, not by environment), each over its loader's next pass in batches of 64 (``misc.accuracy``),
+   ``epoch = step / min over all in splits of (len / batch_size)`` (the test ``in`` splits after the ``uda`` split
+   left them), ``mem_gb``.
 
 Datasets: of DomainBed's, this mode replays :data:`EXACT_DATASETS` and refuses the others by name (its image
 benchmarks, WILDS and Spawrious go through torchvision transforms it does not replay); our own datasets of uint8
@@ -76,13 +84,15 @@ class PassStream:
     first batch is requested."""
 
     def __init__(self, n: int, batch_size: int, replacement: bool, drop_last: bool) -> None:
-        if n < 1 or (drop_last and n < batch_size):
-            raise ValueError(f"a split of {n} examples has no full batch of {batch_size} (DomainBed's loader would "
-                             "never yield one: its train.py hangs; domainbed_exact cannot replay that)")
         self.n, self.batch_size, self.replacement, self.drop_last = n, batch_size, replacement, drop_last
         self._batches: collections.deque[torch.Tensor] = collections.deque()
 
     def _new_pass(self) -> None:
+        # checked when a batch is first asked for, as DomainBed's loader fails then: a loader never read (a
+        # ``uda`` loader of a domain_generalization run without workers) may hold fewer than a batch
+        if self.n < 1 or (self.drop_last and self.n < self.batch_size):
+            raise ValueError(f"a split of {self.n} examples has no full batch of {self.batch_size} (DomainBed's "
+                             "loader would never yield one: its train.py hangs; domainbed_exact cannot replay that)")
         g = torch.Generator()
         g.manual_seed(_global_seed())
         n = self.n
@@ -125,18 +135,23 @@ class Loader:
         return math.ceil(self.stream.n / self.stream.batch_size)
 
 
-def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, test: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(in, out)`` indices of environment ``env`` as DomainBed's ``train.py`` orders them (``split_dataset``; a
-    test environment's ``in`` split reshuffled by the empty ``uda`` split)."""
+def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, test: bool,
+                 uda_holdout_fraction: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(in, out, uda)`` indices of environment ``env`` as DomainBed's ``train.py`` orders them: ``split_dataset``
+    with ``RandomState(seed_hash(trial_seed, env))`` gives ``out`` (the first ``int(n * holdout_fraction)`` keys)
+    and ``in``; a test environment's ``in`` split is split once more with the same seed, its first
+    ``int(len(in) * uda_holdout_fraction)`` keys the ``uda`` split and the rest, in that order, the ``in`` split
+    (empty ``uda``, reshuffled ``in`` at fraction 0). ``uda`` is empty for a training environment."""
     keys = list(range(n))
     np.random.RandomState(seed_hash(trial_seed, env)).shuffle(keys)
     n_out = int(n * holdout_fraction)
     out_idx, in_idx = keys[:n_out], keys[n_out:]
+    in_arr, uda_arr = np.asarray(in_idx, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if test:
-        sub = list(range(len(in_idx)))
-        np.random.RandomState(seed_hash(trial_seed, env)).shuffle(sub)
-        in_idx = [in_idx[k] for k in sub]
-    return np.asarray(in_idx, dtype=np.int64), np.asarray(out_idx, dtype=np.int64)
+        from dganalysis.train import uda_split
+
+        in_arr, uda_arr = uda_split(in_arr, uda_holdout_fraction, seed_hash(trial_seed, env))
+    return in_arr, np.asarray(out_idx, dtype=np.int64), uda_arr
 
 
 def domainbed_tensors(dataset) -> list[tuple[torch.Tensor, torch.Tensor]]:

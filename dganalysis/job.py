@@ -33,7 +33,11 @@ from dganalysis.validation import ConfigError, UnknownKeyError
 #: fields that do not change a job's results and so are not hashed
 UNHASHED_FIELDS = ("save_model",)
 #: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
-OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False}
+OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0}
+#: fields left out of the torch seed (:attr:`Job.seed_key`), as DomainBed's sweep leaves them out of its run seed
+SEED_FREE_FIELDS = ("task", "uda_holdout_fraction")
+#: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
+TASKS = ("domain_generalization", "domain_adaptation")
 #: DomainBed's datasets that DomainBed partitions per run from the run's seed (:mod:`dganalysis.data.domainbed_mnist`);
 #: their jobs hash ``partition`` too (a job of the former fixed partition, now ``*_Fixed``, is not reused)
 PER_RUN_PARTITION_DATASETS = ("RotatedMNIST", "ColoredMNIST")
@@ -59,11 +63,16 @@ def identity_spec(spec: Mapping[str, Any], *, for_seed: bool = False) -> dict[st
     For the id (``for_seed=False``) every location keeps only its last path component — a folder's or file's name:
     ``root="/home/a/data"`` and ``root="/scratch/b/data"`` hash the same, while two image folders or checkpoints of other names
     stay apart in a store. For the seed (``for_seed=True``) a dataset's locations are left out altogether, since the
-    folder's name says nothing about the experiment; the checkpoint keeps its file name (which weights a job starts
+    folder's name says nothing about the experiment, and so are :data:`SEED_FREE_FIELDS` (``task``,
+    ``uda_holdout_fraction``: a job with an unlabelled split draws what its twin without one draws); the checkpoint
+    keeps its file name (which weights a job starts
     from changes the experiment, and the leakage study names its own checkpoints by their digest).
     Caveat: two different files of the same name (one store, same spec otherwise) share an id; name them apart.
     """
     out = dict(spec)
+    if for_seed:  # as DomainBed's sweep seeds a run: a domain-adaptation job and its DG twin share their draws
+        for name in SEED_FREE_FIELDS:
+            out.pop(name, None)
     kwargs = dict(out.get("dataset_kwargs") or {})
     for name in [k for k in kwargs if is_location_kwarg(k)]:
         if for_seed:
@@ -104,6 +113,14 @@ class Job:
     :meth:`domainbed_seed`; 0 reproduces a bare ``train.py`` call). It partitions DomainBed's per-run datasets
     (RotatedMNIST, ColoredMNIST) and seeds everything in ``domainbed_exact`` mode. ``domainbed_exact``: train as
     DomainBed's ``train.py`` does, draw for draw (:mod:`dganalysis.exact`); off by default (slower).
+
+    ``uda_holdout_fraction`` and ``task``: DomainBed's ``train.py`` flags of those names. Each test domain's ``in``
+    split loses ``int(len(in) * uda_holdout_fraction)`` examples to an unlabelled ``uda`` split (chosen by the
+    domain's split seed, :func:`dganalysis.train.uda_split`), evaluated as ``env{k}_uda_acc`` (``k`` counts the
+    test domains that have one, as DomainBed numbers them); with ``task="domain_adaptation"`` every step also
+    draws one batch from each ``uda`` split, which an algorithm whose ``update`` takes ``unlabeled`` receives
+    (DomainBed's own algorithms all ignore it). Both left out of the spec at their defaults (DG, 0), and out of
+    the torch seed always (:data:`SEED_FREE_FIELDS`).
     """
 
     dataset: str
@@ -122,6 +139,8 @@ class Job:
     save_model: bool = False
     seed: int | None = None
     domainbed_exact: bool = False
+    task: str = "domain_generalization"
+    uda_holdout_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("train_domains", "test_domains", "val_domains"):
@@ -153,11 +172,14 @@ class Job:
             ("holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
             ("save_model", Check("bool")),
             ("domainbed_exact", Check("bool")),
+            ("task", Check(choices=TASKS)),
+            ("uda_holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
         ):
             check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
             object.__setattr__(self, name, int(getattr(self, name)))
         object.__setattr__(self, "holdout_fraction", float(self.holdout_fraction))
+        object.__setattr__(self, "uda_holdout_fraction", float(self.uda_holdout_fraction))
         if self.seed is not None:
             Check("int", low=0)(self.seed, "Job.seed")
             object.__setattr__(self, "seed", int(self.seed))

@@ -97,6 +97,18 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
     return np.asarray(keys[n_out:], dtype=np.int64), np.asarray(keys[:n_out], dtype=np.int64)
 
 
+def uda_split(in_idx: np.ndarray, uda_holdout_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(in_idx, uda_idx)`` of a test domain's ``in`` split, as DomainBed's ``train.py`` splits it for domain
+    adaptation (``split_dataset(in, int(len(in) * uda_holdout_fraction), seed)``, ``seed`` the domain's split seed
+    ``seed_hash(trial_seed, i)`` again): the first ``int(len * fraction)`` keys of a permutation shuffled by
+    ``np.random.RandomState(seed)`` are the unlabelled ``uda`` split, the rest (in permuted order) the new ``in``."""
+    in_idx = np.asarray(in_idx, dtype=np.int64)
+    keys = list(range(len(in_idx)))
+    np.random.RandomState(seed).shuffle(keys)
+    n_uda = int(len(in_idx) * uda_holdout_fraction)
+    return in_idx[np.asarray(keys[n_uda:], dtype=np.int64)], in_idx[np.asarray(keys[:n_uda], dtype=np.int64)]
+
+
 def job_seed(job: Job) -> int:
     """The torch seed of a job: a hash of its spec (which includes the trial seed), without the hyperparameter draw
     version (:attr:`dganalysis.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
@@ -113,15 +125,31 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 # --------------------------------------------------------------------------- data (on the device or streamed)
 def make_splits(
     dataset, holdout_fraction: float, trial_seed: int, device: torch.device, channels_last: bool,
-    pipeline=None, seed: int = 0, mode: str | None = None,
+    pipeline=None, seed: int = 0, mode: str | None = None, uda_domains: Sequence[int] = (),
+    uda_holdout_fraction: float = 0.0,
 ):
     """``(in, out)`` splits of every domain of ``dataset``, in domain order: a :class:`dganalysis.data.feed.Feed`
-    (on the device, or streamed from the host when the data do not fit; ``mode`` / ``$DGANALYSIS_FEED``)."""
+    (on the device, or streamed from the host when the data do not fit; ``mode`` / ``$DGANALYSIS_FEED``). With a
+    ``uda_holdout_fraction`` above 0, each domain of ``uda_domains`` (the test domains) whose ``in`` split yields a
+    non-empty unlabelled split (:func:`uda_split`) holds ``(in, out, uda)`` instead (:func:`uda_splits`)."""
     from dganalysis.data.feed import make_feed
     from dganalysis.data.pipeline import PlainPipeline
 
-    index = [split_indices(len(dom), holdout_fraction, seed_hash(trial_seed, i)) for i, dom in enumerate(dataset.domains)]
+    index = []
+    for i, dom in enumerate(dataset.domains):
+        in_idx, out_idx = split_indices(len(dom), holdout_fraction, seed_hash(trial_seed, i))
+        if i in uda_domains and uda_holdout_fraction > 0:
+            in_idx, uda_idx = uda_split(in_idx, uda_holdout_fraction, seed_hash(trial_seed, i))
+            if len(uda_idx):
+                index.append((in_idx, out_idx, uda_idx))
+                continue
+        index.append((in_idx, out_idx))
     return make_feed(dataset, index, device, channels_last, pipeline or PlainPipeline(), seed=seed, mode=mode)
+
+
+def uda_splits(splits) -> list[Any]:
+    """The unlabelled ``uda`` splits of :func:`make_splits`' splits, in domain order (DomainBed's ``uda_splits``)."""
+    return [entry[2] for entry in splits if len(entry) > 2]
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -140,16 +168,20 @@ def accuracy(algorithm, split, batch_size: int = 1024, autocast: bool = False) -
 
 
 def evaluate(algorithm, splits, batch_size: int, autocast: bool) -> dict[str, float]:
-    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, in eval mode. An algorithm whose predictions
-    depend on the batch (e.g. ARM's support sets) fixes its own evaluation batch size (``EVAL_BATCH_SIZE``)."""
+    """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, then ``env{k}_uda_acc`` for the k-th unlabelled
+    split (:func:`uda_splits`; numbered in their own list, as DomainBed's ``train.py`` names them), in eval mode. An
+    algorithm whose predictions depend on the batch (e.g. ARM's support sets) fixes its own evaluation batch size
+    (``EVAL_BATCH_SIZE``)."""
     batch_size = getattr(algorithm, "EVAL_BATCH_SIZE", None) or batch_size
     was_training = algorithm.training
     algorithm.eval()
     try:
         res = {}
-        for i, (in_split, out_split) in enumerate(splits):
+        for i, (in_split, out_split, *_) in enumerate(splits):
             res[f"env{i}_in_acc"] = accuracy(algorithm, in_split, batch_size, autocast)
             res[f"env{i}_out_acc"] = accuracy(algorithm, out_split, batch_size, autocast)
+        for k, uda in enumerate(uda_splits(splits)):
+            res[f"env{k}_uda_acc"] = accuracy(algorithm, uda, batch_size, autocast)
         return res
     finally:
         algorithm.train(was_training)
@@ -345,7 +377,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
     every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
-    from dganalysis.algorithms.base import domainbed_outputs
+    from dganalysis.algorithms.base import domainbed_outputs, takes_unlabeled
     from dganalysis.exact import (
         DOMAINBED_WORKERS,
         EVAL_BATCH_SIZE,
@@ -358,6 +390,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         exact_splits,
         featurizer_draws,
     )
+    from dganalysis.validation import ConfigError
 
     workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
     hparams = job_hparams(job)
@@ -370,15 +403,25 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     torch.manual_seed(seed)
     if device.type == "cuda":  # DomainBed's cuDNN settings next to its seeds (also without make_runtime(exact=True))
         _cuda_setup(device, cuda_flags("domainbed_exact", device.type))
-    splits = []
+    splits, udas = [], []
     for i, (x, y) in enumerate(domainbed_tensors(dataset)):  # DomainBed's tensors, its draws on the global generator
-        in_idx, out_idx = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs)
-        splits.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in (in_idx, out_idx)])
+        idx3 = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs, job.uda_holdout_fraction)
+        splits.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in idx3[:2]])
+        if len(idx3[2]):  # DomainBed keeps the non-empty uda splits only
+            udas.append((x[idx3[2]].contiguous().to(device), y[idx3[2]].to(device)))
+    adapt = job.task == "domain_adaptation"
+    if adapt and not udas:
+        raise ConfigError(f"job {job.job_id}: task domain_adaptation: not enough unlabeled samples for domain "
+                          f"adaptation (uda_holdout_fraction {job.uda_holdout_fraction} leaves no test environment "
+                          "an unlabelled split; DomainBed's train.py raises the same)")
     bs = int(hparams["batch_size"])
     ahead = PREFETCH_FACTOR * workers
     train_envs = [i for i in range(len(names)) if i not in test_envs]
     train_loaders = [(i, Loader(PassStream(len(splits[i][0][1]), bs, True, True), ahead)) for i in train_envs]
+    # made whatever the task, after the training loaders and before the evaluation ones, as DomainBed makes them
+    uda_loaders = [(xy, Loader(PassStream(len(xy[1]), bs, True, True), ahead)) for xy in udas]
     evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits[i][k]) for k in (0, 1) for i in range(len(names))]
+    evals += [(f"env{k}_uda", xy) for k, xy in enumerate(udas)]  # DomainBed numbers them in their own list
     eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
                     for name, xy in evals]
 
@@ -406,7 +449,9 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         for i, loader in train_loaders:
             idx = loader.next()
             minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
-        out = domainbed_outputs(algorithm.update(minibatches, step), type(algorithm).DOMAINBED_KEYS)
+        unlabeled = [xy[0][loader.next()] for xy, loader in uda_loaders] if adapt else None
+        kw = {"unlabeled": unlabeled} if unlabeled is not None and takes_unlabeled(algorithm) else {}
+        out = domainbed_outputs(algorithm.update(minibatches, step, **kw), type(algorithm).DOMAINBED_KEYS)
         window["step_time"].append(time.time() - t0)
         for k, v in out.items():
             v = float(v)
@@ -495,7 +540,14 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     hparams = job_hparams(job)
     pipeline = make_pipeline(dict(getattr(dataset, "info", {})), hparams, dataset.input_shape)
     splits = make_splits(dataset, job.holdout_fraction, job.trial_seed, runtime.device, runtime.channels_last,
-                         pipeline, seed)
+                         pipeline, seed, uda_domains=test_idx, uda_holdout_fraction=job.uda_holdout_fraction)
+    if job.task == "domain_adaptation" and not uda_splits(splits):
+        splits.close()
+        from dganalysis.validation import ConfigError
+
+        raise ConfigError(f"job {job.job_id}: task domain_adaptation: not enough unlabeled samples for domain "
+                          f"adaptation (uda_holdout_fraction {job.uda_holdout_fraction} leaves no test domain an "
+                          "unlabelled split; DomainBed's train.py raises the same)")
     train_splits = [splits[i][0] for i in train_idx]
     for i, s in zip(train_idx, train_splits):
         if len(s) == 0:
@@ -504,7 +556,7 @@ def build_data(job: Job, data_dir: str | Path | None, runtime: Runtime) -> JobDa
     if hparams.get("class_balanced", False):  # DomainBed's class-balanced training minibatches (data.balanced)
         from dganalysis.data import balanced
 
-        balanced.use_class_balanced(train_splits)
+        balanced.use_class_balanced([*train_splits, *uda_splits(splits)])  # DomainBed weighs its uda loaders too
     return JobData(dataset, names, train_idx, test_idx, val_idx, seed, hparams, splits, train_splits)
 
 
@@ -552,9 +604,9 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "checkpoint_freq": job.checkpoint_freq,
         "job_id": job.job_id,
         # DomainBed's remaining train.py arguments, as its run of this job would hold them
-        "task": "domain_generalization",
+        "task": job.task,
         "hparams": json.dumps(dict(job.hparams_overrides), sort_keys=True) if job.hparams_overrides else None,
-        "uda_holdout_fraction": 0,
+        "uda_holdout_fraction": job.uda_holdout_fraction or 0,
         "skip_model_save": not job.save_model,
         "save_model_every_checkpoint": False,
         "data_dir": str(data_dir) if data_dir is not None else None,
@@ -582,11 +634,19 @@ def train_loop(
     on_checkpoint: Callable[[int, Any], None] | None = None,
 ) -> None:
     """``job.steps`` updates, each on one minibatch per training domain drawn from a generator seeded with the job
-    seed; a checkpoint (:func:`write_checkpoint`, then ``on_checkpoint(step, algorithm)`` when given) after step
+    seed (with ``task="domain_adaptation"``, an algorithm whose ``update`` takes ``unlabeled`` also gets one batch of
+    images per ``uda`` split, :func:`uda_splits`, drawn with replacement from a generator of their own); a checkpoint (:func:`write_checkpoint`, then ``on_checkpoint(step, algorithm)`` when given) after step
     ``s`` when ``s % checkpoint_freq == 0`` or at the last step. A non-finite ``update()`` output raises ``FloatingPointError``. Closes the splits at the end."""
+    from dganalysis.algorithms.base import takes_unlabeled
+
     gen = torch.Generator(device=runtime.device)
     gen.manual_seed(data.seed)
     batch_size = int(data.hparams["batch_size"])
+    # domain adaptation: one unlabelled batch per uda split, for an algorithm that takes them, from a generator of
+    # its own (the labelled minibatches stay those of the same job without them)
+    udas = uda_splits(data.splits) if job.task == "domain_adaptation" and takes_unlabeled(algorithm) else []
+    uda_gen = torch.Generator(device=runtime.device)
+    uda_gen.manual_seed(seed_hash(data.seed, "uda"))
     steps_per_epoch = min(len(s) for s in data.train_splits) / batch_size
     window: dict[str, list[float]] = defaultdict(list)
     step_times: list[float] = []
@@ -600,9 +660,10 @@ def train_loop(
             t0 = time.perf_counter()
             with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
                 minibatches = [s.sample(batch_size, gen) for s in data.train_splits]
+                kw = {"unlabeled": [s.sample(batch_size, uda_gen)[0] for s in udas]} if udas else {}
             with record_function("dganalysis.update"), torch.autocast(runtime.device.type, dtype=torch.bfloat16,
                                                                       enabled=runtime.autocast):
-                out = algorithm.update(minibatches, step)
+                out = algorithm.update(minibatches, step, **kw)
             for k, v in out.items():
                 v = float(v)
                 if not math.isfinite(v):

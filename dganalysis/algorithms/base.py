@@ -6,6 +6,11 @@ reach the representation, ``update(minibatches, step) -> dict[str, float]`` doin
 optimisation step on one minibatch per training domain (list of ``(x, y)`` with x float
 in [0, 1], shape [B, C, H, W]), and ``predict(x) -> logits``.
 
+Domain adaptation (DomainBed's ``--task domain_adaptation``): an algorithm whose ``update`` declares a keyword
+parameter ``unlabeled`` is called as ``update(minibatches, step, unlabeled=[x, ...])`` with one batch of images
+(no labels) per test domain's ``uda`` split (:func:`takes_unlabeled`); every other algorithm is called as before.
+None of ours declares it, as none of DomainBed's reads its ``unlabeled`` argument (all accept and ignore it).
+
 ``hparams`` holds the base hyperparameters (:data:`dganalysis.hparams.BASE_HPARAMS`),
 the algorithm's own (its ``HPARAMS``), and ``steps`` (the job length, set by the
 trainer, used by schedules and warm-ups).
@@ -35,6 +40,16 @@ def fresh_casts() -> None:
     (measured: Fish's loss curve under bf16 was 2–4× higher than fp32's before this). A no-op outside autocast.
     """
     torch.clear_autocast_cache()
+
+
+def takes_unlabeled(algorithm: Any) -> bool:
+    """Whether ``algorithm.update`` takes the test domains' unlabelled batches (a parameter named ``unlabeled``)."""
+    import inspect
+
+    try:
+        return "unlabeled" in inspect.signature(algorithm.update).parameters
+    except (TypeError, ValueError):  # no signature to read
+        return False
 
 
 def domainbed_outputs(out: Mapping[str, float], keys: Mapping[str, str]) -> dict[str, float]:

@@ -19,6 +19,7 @@ batches on the device.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -135,7 +136,9 @@ def make_feed(
     channels_last: bool, pipeline, seed: int = 0, mode: str | None = None, workers: int | None = None,
     prefetch: int = 2, gpu_decode: bool | None = None, host_augment: bool | None = None,
 ) -> Feed:
-    """The (in, out) splits of every domain at ``index`` (per domain: in indices, out indices).
+    """The (in, out) splits of every domain at ``index`` (per domain: in indices, out indices); a domain whose entry
+    holds a third index array (a test domain's unlabelled ``uda`` split, :func:`dganalysis.train.make_splits`) gets a
+    third split, fed without augmentation (DomainBed augments no test environment).
 
     ``workers``: decoding threads (default: the CPU count, at most 16). ``gpu_decode`` (default: on CUDA with
     JPEG files) decodes streamed batches with torchvision's CUDA decoder. ``host_augment`` (default: on CPU
@@ -144,7 +147,16 @@ def make_feed(
     device = torch.device(device)
     if len(index) != len(dataset.domains):
         raise ValueError(f"make_feed: {len(index)} index pairs for {len(dataset.domains)} domains")
+    if any(len(idx) not in (2, 3) for idx in index):
+        raise ValueError("make_feed: expected per domain (in, out) or (in, out, uda) index arrays")
     mode = choose_mode(dataset, device, mode, pipeline)
+    unaugmented = pipeline
+    if any(len(idx) == 3 for idx in index) and getattr(pipeline, "augment", False):
+        if not dataclasses.is_dataclass(pipeline):
+            raise ValueError(f"make_feed: a uda split needs {type(pipeline).__name__} without augmentation "
+                             "(a dataclass with an 'augment' field)")
+        unaugmented = dataclasses.replace(pipeline, augment=False)
+    pipes = (pipeline, pipeline, unaugmented)
     workers = workers or min(16, os.cpu_count() or 1)
     encoded = isinstance(dataset, EncodedDataset)
     pool = ThreadPoolExecutor(workers) if encoded else None
@@ -152,10 +164,10 @@ def make_feed(
         if encoded:
             dataset = dataset.to_arrays(workers)
         pairs = []
-        for dom, (in_idx, out_idx) in zip(dataset.domains, index):
+        for dom, idx in zip(dataset.domains, index):
             images, orig = np.asarray(dom.images), dom.meta.get("orig_size")
-            pairs.append(tuple(DeviceSplit(images[i], dom.labels[i], device, channels_last, pipeline,
-                                           np.asarray(orig)[i] if orig is not None else None) for i in (in_idx, out_idx)))
+            pairs.append(tuple(DeviceSplit(images[i], dom.labels[i], device, channels_last, pipes[k],
+                                           np.asarray(orig)[i] if orig is not None else None) for k, i in enumerate(idx)))
         if pool is not None:
             pool.shutdown()
         return Feed(pairs, "device")
@@ -163,9 +175,9 @@ def make_feed(
     host_aug = device.type == "cpu" if host_augment is None else bool(host_augment)
     size = dataset.input_shape[-1]
     pairs = []
-    for d, (dom, (in_idx, out_idx)) in enumerate(zip(dataset.domains, index)):
+    for d, (dom, idx) in enumerate(zip(dataset.domains, index)):
         src = HostSource(dom, size, pool, gpu_decode=gpu)
-        pairs.append(tuple(StreamSplit(src, i, pipeline, device, channels_last, seed=(seed, d, k),
+        pairs.append(tuple(StreamSplit(src, i, pipes[k], device, channels_last, seed=(seed, d, k),
                                        prefetch=prefetch, host_augment=host_aug and k == 0)
-                           for k, i in enumerate((in_idx, out_idx))))
+                           for k, i in enumerate(idx)))
     return Feed(pairs, "stream", pool)

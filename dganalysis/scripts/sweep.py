@@ -32,7 +32,8 @@ Users' own algorithms and datasets (:mod:`dganalysis.plugins`): ``--import MODUL
 they are, import them through ``$DGANALYSIS_IMPORT``, which the sweep sets for the processes it starts.
 
 Where we differ, on purpose: ``--seed`` (unused by DomainBed) seeds the order in which runs are launched, so a
-launch is repeatable; ``--task domain_adaptation`` is refused before anything is launched (``train`` refuses it too);
+launch is repeatable; ``--task domain_adaptation`` is refused before anything is launched (DomainBed's sweep passes
+no ``--uda_holdout_fraction``, so each of its runs fails with "Not enough unlabeled samples"; ``train`` refuses it too);
 an unknown dataset is an error naming it (DomainBed: ``NotImplementedError``). For claims that let several machines
 share one store, failed-run records and preflight checks, use ``dganalysis sweep`` (it accepts these underscore
 flags too, see ``docs/domainbed.md``).
@@ -369,8 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"sweep: --command_launcher {args.command_launcher}: unknown; expected one of "
                               f"{sorted(REGISTRY)}")
         if args.task != "domain_generalization":
-            raise ConfigError(f"sweep: --task {args.task}: not supported (dganalysis trains no unlabelled test "
-                              "split); only domain_generalization")
+            raise ConfigError(f"sweep: --task {args.task}: DomainBed's sweep passes its runs no "
+                              "--uda_holdout_fraction, so every run would fail (not enough unlabeled samples for "
+                              "domain adaptation); only domain_generalization (train takes --task domain_adaptation "
+                              "--uda_holdout_fraction F)")
         if args.hparams is not None:
             try:
                 ok = isinstance(json.loads(args.hparams), dict)

@@ -21,8 +21,15 @@ Failures are said: the run's data (:func:`data_problems`) is checked once ``out.
 a missing folder or weight file is one line in ``err.txt`` (exit status 2); any other failure leaves its traceback in
 ``err.txt`` (exit status 1).
 
-Refused by name, never ignored: ``--task domain_adaptation`` and ``--uda_holdout_fraction`` other than 0 (we train
-no unlabelled test split), a dataset or algorithm that is neither DomainBed's nor registered (ours, or a user
+``--task domain_adaptation`` and ``--uda_holdout_fraction`` are DomainBed's: each test environment's ``in`` split
+gives ``int(len * uda_holdout_fraction)`` examples (chosen by its split seed) to an unlabelled ``uda`` split,
+evaluated as ``env{k}_uda_acc``; with ``domain_adaptation`` every step also draws one batch of its images, which an
+algorithm whose ``update`` takes ``unlabeled`` receives (DomainBed's all ignore it; :mod:`dganalysis.exact` replays
+the loaders of those splits draw for draw).
+
+Refused by name, never ignored: ``--task domain_adaptation`` without unlabelled examples (``--uda_holdout_fraction``
+0: DomainBed's ``train.py`` raises "Not enough unlabeled samples"), a ``--uda_holdout_fraction`` outside [0, 1), a
+dataset or algorithm that is neither DomainBed's nor registered (ours, or a user
 module's from ``--import`` / ``$DGANALYSIS_IMPORT``: :mod:`dganalysis.plugins`), an ``--hparams`` key the algorithm
 does not have, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBed's image benchmarks,
 ``class_balanced``, ``augment``). Departures: the run holds a claim on ``--output_dir`` while it trains (our sweep
@@ -112,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output_dir", type=str, default="train_output")
     p.add_argument("--holdout_fraction", type=float, default=0.2)
     p.add_argument("--uda_holdout_fraction", type=float, default=0,
-                   help="For domain adaptation, %% of test to use unlabeled for training (refused unless 0).")
+                   help="For domain adaptation, %% of test to use unlabeled for training.")
     p.add_argument("--skip_model_save", action="store_true")
     p.add_argument("--save_model_every_checkpoint", action="store_true",
                    help="also save model_step{step}.pkl at every checkpoint (DomainBed's; none with --skip_model_save)")
@@ -138,12 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_flags(args: argparse.Namespace) -> None:
     """Refuse, by name, what DomainBed accepts and this drop-in cannot do."""
-    if args.task != "domain_generalization":
-        raise Refused(f"--task {args.task}: not supported (dganalysis trains no unlabelled test split); "
-                      "only --task domain_generalization")
-    if args.uda_holdout_fraction != 0:
-        raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: not supported (no domain adaptation); "
-                      "expected 0")
+    if not 0 <= args.uda_holdout_fraction < 1:
+        raise Refused(f"--uda_holdout_fraction {args.uda_holdout_fraction}: expected a fraction in [0, 1)")
+    if args.task == "domain_adaptation" and args.uda_holdout_fraction == 0:
+        raise Refused("--task domain_adaptation: not enough unlabeled samples for domain adaptation "
+                      "(--uda_holdout_fraction 0 leaves none; DomainBed's train.py raises the same)")
     _check_names(args)
     names = environments(args.dataset, args.data_dir)
     n = len(names)
@@ -270,6 +276,7 @@ def job_from_args(args: argparse.Namespace):
         holdout_fraction=args.holdout_fraction, dataset_kwargs=kwargs,
         hparams_overrides=json.loads(args.hparams) if args.hparams else {},
         save_model=not args.skip_model_save, seed=args.seed, domainbed_exact=resolved_mode(args) == "domainbed_exact",
+        task=args.task, uda_holdout_fraction=args.uda_holdout_fraction,
     )
 
 

@@ -72,8 +72,8 @@ def test_train_saves_domainbeds_model_file(data_root, tmp_path, mode):  # noqa: 
 
 
 @pytest.mark.parametrize("argv,named", [
-    (["--task", "domain_adaptation"], "--task domain_adaptation"),
-    (["--uda_holdout_fraction", "0.1"], "--uda_holdout_fraction"),
+    (["--task", "domain_adaptation"], "--task domain_adaptation"),  # without --uda_holdout_fraction: no uda split
+    (["--uda_holdout_fraction", "1"], "--uda_holdout_fraction 1.0"),
     (["--dataset", "NotADataset"], "--dataset NotADataset"),
     (["--test_envs", "9"], "--test_envs 9"),
     (["--hparams", "{bad"], "--hparams"),

@@ -87,8 +87,8 @@ def test_train_verb_takes_the_drop_ins_flags(tmp_path, capsys):
     parsed = cli.build_parser().parse_args(["train", "--dataset", "VLCS", "--test_envs", "1", "2", "--steps", "7"])
     ref = drop_in_train.build_parser().parse_args(["--dataset", "VLCS", "--test_envs", "1", "2", "--steps", "7"])
     assert {k: getattr(parsed, k) for k in vars(ref)} == vars(ref)
-    status, _, err = _run(capsys, ["train", "--output_dir", str(tmp_path / "o"), "--uda_holdout_fraction", "0.1"])
-    assert status == 2 and "--uda_holdout_fraction" in err
+    status, _, err = _run(capsys, ["train", "--output_dir", str(tmp_path / "o"), "--uda_holdout_fraction", "1.5"])
+    assert status == 2 and "--uda_holdout_fraction 1.5" in err
 
 
 def test_collect_results_writes_what_it_prints_then_points_to_the_audit(sweep_dir, tmp_path, capsys):
