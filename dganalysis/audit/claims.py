@@ -22,7 +22,11 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
   also carries ``verdict_table`` (the strict all-claims family's verdict), the unadjusted ``p`` and ``p_equiv`` and
   the simultaneous intervals, so a reader can re-adjust for another family.
 * **verdict** — ``equivalent`` when the TOST passes, else ``better`` / ``worse`` when the difference is rejected (by
-  the sign of Δ), else ``undecided``. A cell without an SE or with n < 2 is ``undecided`` and out of the family.
+  the sign of Δ), else ``undecided``. A cell without an SE or with n < 2 is ``undecided`` and out of the family; so
+  is a claim resting on *zero variance* — an arm whose trials are identical, or identical paired differences (trial
+  SD ≤ 10⁻⁹ points, the records' float resolution; :func:`dganalysis.stats.ttests.zero_variance` says why no SD floor
+  is used instead): its ``test`` reads ``none (zero variance)`` and ``why`` gives the largest SD of that arm at which
+  the claim, alone, would be decided. A printed "± 0.0" is not zero variance (see *Published rounding*).
 * **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ, inverted from the calibrated
   test (valid for every variance ratio); ``sim_low``/``sim_high``: simultaneous over the family (Bonferroni, level
   1 − (1 − confidence)/m), the interval to read beside the verdicts.
@@ -62,7 +66,7 @@ from scipy import special
 from dganalysis.stats import behrens_fisher as bf
 from dganalysis.stats import planning
 from dganalysis.stats.multiplicity import joint_step_down
-from dganalysis.stats.ttests import tost_p
+from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
@@ -105,6 +109,7 @@ class Decision:
     p_nominal: np.ndarray
     verdict_nominal: np.ndarray
     paired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    zero_variance: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # untested: an SD of 0
 
 
 def _ddof1_factor(ddof, n):
@@ -169,6 +174,10 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     delta = ma - mb
     r = (mra + mrb) / 2  # Δ's rounding half-width
     ok = np.isfinite(sa) & np.isfinite(sb) & (na >= 2) & (nb >= 2)
+    # zero variance (dganalysis.stats.ttests.zero_variance): an arm whose trial SD, at the upper edge of its SE's
+    # rounding box, is 0 to the records' resolution has no variance estimate — no test, like n < 2
+    zero = ok & (zero_variance((sa + sra / 2) * ca * np.sqrt(na)) | zero_variance((sb + srb / 2) * cb * np.sqrt(nb)))
+    ok = ok & ~zero
     na_ok, nb_ok = np.where(ok, na, np.nan), np.where(ok, nb, np.nan)
     # nominal: the printed numbers at face value, the same calibrated test
     se_n, df_n = np.sqrt((sa * ca) ** 2 + (sb * cb) ** 2), bf.welch_df((sa * ca) ** 2, (sb * cb) ** 2, na, nb)
@@ -210,7 +219,9 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     if paired is not None:
         pm, ps, pn = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (paired.mean, paired.se, paired.n)))
         is_paired = np.isfinite(pm) & np.isfinite(ps) & (pn >= 2)
-        ok = ok | is_paired
+        zero_p = is_paired & zero_variance(ps * np.sqrt(np.where(is_paired, pn, 1.0)))
+        zero = np.where(is_paired, zero_p, zero)
+        ok = np.where(is_paired, ~zero_p, ok)
         dfp = np.where(is_paired, pn - 1, 1.0)
         pp = bf.welch_p(pm, ps, dfp)  # the two-sided t p on n − 1 df (exact for paired differences)
         ppe = tost_p(np.abs(pm), ps, dfp, rope) if rope > 0 else np.full(delta.shape, np.nan)
@@ -225,12 +236,14 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
         se_out, df_out = np.where(is_paired, ps, se_out), np.where(is_paired, dfp, df_out)
         lo_ci, hi_ci = np.where(is_paired, pm - hp, lo_ci), np.where(is_paired, pm + hp, hi_ci)
         lo_sim, hi_sim = np.where(is_paired, pm - hsp, lo_sim), np.where(is_paired, pm + hsp, hi_sim)
+    p_welch, p, p_nom, pe, pe_nom = (np.where(ok, x, np.nan) for x in (p_welch, p, p_nom, pe, pe_nom))
+    lo_ci, hi_ci, lo_sim, hi_sim = (np.where(ok, x, np.nan) for x in (lo_ci, hi_ci, lo_sim, hi_sim))
     p_adj, pe_adj = joint_step_down(p, pe)
     pn_adj, pen_adj = joint_step_down(p_nom, pe_nom)
     verdict = np.where(ok, _verdicts(delta, p_adj, pe_adj, alpha), 3).astype(np.int8)
     verdict_nom = np.where(ok, _verdicts(delta, pn_adj, pen_adj, alpha), 3).astype(np.int8)
     return Decision(delta, se_out, df_out, lo_ci, hi_ci, lo_sim, hi_sim, p_welch, p, p_adj, pe, pe_adj, verdict,
-                    p_nom, verdict_nom, is_paired)
+                    p_nom, verdict_nom, is_paired, zero)
 
 
 def _paired_frame(trials: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -287,6 +300,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     verdict = np.asarray(VERDICTS)[d["verdict"]]
     tested = np.isfinite(d["p"])
     test = np.where(d["paired"], TEST_PAIRED, np.where(tested, TEST, "none (no SE or n < 2)")).astype(object)
+    test = np.where(d["zero_variance"], "none (zero variance)", test).astype(object)
     if rope > 0:
         test = np.where(tested, test + f" + {TOST}, rope ±{rope:g}", test)
     words = FAMILY_WORDS[family].format(b=baseline)
@@ -307,7 +321,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
 
 
 _DECISION_FIELDS = ("delta", "se", "df", "ci_low", "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj",
-                    "p_equiv", "p_equiv_adj", "verdict", "p_nominal", "verdict_nominal", "paired")
+                    "p_equiv", "p_equiv_adj", "verdict", "p_nominal", "verdict_nominal", "paired", "zero_variance")
 
 
 def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: float, confidence: float,
@@ -315,7 +329,7 @@ def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: 
     """:func:`decide` over every family (``fam_id`` per row), families of equal size stacked into one batch; the
     Decision's fields as arrays in row order."""
     cols = ["mean", "se", "n", "se_ddof", "mean_res", "se_res"]
-    out = {f: np.empty(len(rows), dtype=bool if f == "paired" else np.int8 if f.startswith("verdict") else float)
+    out = {f: np.empty(len(rows), dtype=bool if f in ("paired", "zero_variance") else np.int8 if f.startswith("verdict") else float)
            for f in _DECISION_FIELDS}
     size = np.bincount(fam_id)[fam_id]
     for m in np.unique(size):
@@ -396,7 +410,8 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             out.append("")
             continue
         if not np.isfinite(r["p"]):
-            out.append("no test: the cell has no standard error or fewer than 2 trials")
+            out.append(_why_zero_variance(r, rows.iloc[i], alpha, rope) if r["test"] == "none (zero variance)"
+                       else "no test: the cell has no standard error or fewer than 2 trials")
             continue
         reasons = []
         best = min(r["p"], r["p_equiv"]) if np.isfinite(r["p_equiv"]) else r["p"]
@@ -423,6 +438,50 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
                            f"{r['ci_high']:+.1f}])")
         out.append("; ".join(reasons))
     return out
+
+
+ZERO_SD_GRID = np.geomspace(1e-4, 1e3, 281)  #: trial SDs (points) searched for the one that would decide
+
+
+def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) -> str:
+    """The ``why`` of a claim left untested for zero variance (:func:`dganalysis.stats.ttests.zero_variance`): which
+    arm (or the paired differences), and the number that would change it — the largest trial SD of the zero-variance
+    arm(s) (the SD of the differences when paired) at which the claim, alone (a family of 1), would be decided by the
+    audit's own test, the other arm as observed; searched over :data:`ZERO_SD_GRID`."""
+    g = ZERO_SD_GRID[:, None]
+    if r["paired"]:
+        n = float(row["n_pair"])
+        dec = decide(Summaries(np.nan, np.nan, 2), Summaries(np.nan, np.nan, 2), alpha=alpha, rope=rope,
+                     paired=Paired(row["d_mean"], g / np.sqrt(n), n))
+        what = (f"the {int(n)} paired differences over shared trial seeds are identical ({row['d_mean']:+.2f} points "
+                f"each; SD ≤ {ZERO_SD:g} points, the records' resolution)")
+        whose = "their SD"
+    else:
+        arms = []
+        sides = []
+        for sfx, name in (("", r["algorithm"]), ("_b", r["baseline"])):
+            n = float(row["n" + sfx])
+            sd = (row["se" + sfx] + row["se_res" + sfx] / 2) * float(_ddof1_factor(row["se_ddof" + sfx], n)) * np.sqrt(n)
+            zero = bool(zero_variance(sd))
+            if zero:
+                arms.append(f"{name}'s {int(n)} trials")
+            se = g / np.sqrt(n) if zero else row["se" + sfx]
+            sides.append(Summaries(row["mean" + sfx], se, n, 1 if zero else row["se_ddof" + sfx],
+                                   row["mean_res" + sfx], 0.0 if zero else row["se_res" + sfx]))
+        dec = decide(*sides, alpha=alpha, rope=rope)
+        what = (f"{' and '.join(arms)} are identical (trial SD ≤ {ZERO_SD:g} points, the records' resolution), so "
+                f"{'its' if len(arms) == 1 else 'their'} variance is not estimated and a test would take "
+                f"{'that mean' if len(arms) == 1 else 'those means'} as exact")
+        whose = "that trial SD" if len(arms) == 1 else "those trial SDs"
+    v = np.asarray(dec.verdict)[:, 0]
+    hit = np.flatnonzero(v != VERDICTS.index("undecided"))
+    if hit.size == 0:
+        tail = f"no spread of {ZERO_SD_GRID[0]:g} points or more would decide it alone (Δ = {r['delta']:+.2f} points)"
+    else:
+        k = hit.max()
+        tail = (f"alone it would be {VERDICTS[v[k]]} if {whose} were at most {ZERO_SD_GRID[k]:.2g} points (at "
+                f"{ZERO_SD_GRID[min(k + 1, len(ZERO_SD_GRID) - 1)]:.2g} it would not)")
+    return f"no test: zero variance — {what}; {tail}"
 
 
 def _n(x: float) -> str:

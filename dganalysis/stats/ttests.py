@@ -33,6 +33,35 @@ from dganalysis.stats.behrens_fisher import welch_df
 from dganalysis.validation import check_number, check_numeric, check_scalar
 
 TOL = 1e-12
+#: a sample SD (in accuracy points) at or below this is *zero variance* (:func:`zero_variance`): ~10⁵ × the float64
+#: resolution of an accuracy ≤ 100 points averaged over a few trials (~10⁻¹⁴), ~10⁴ × below one example of a
+#: 10⁵-example test set (10⁻³ points)
+ZERO_SD = 1e-9
+
+
+def zero_variance(sd, tol: float = ZERO_SD) -> np.ndarray:
+    """Where a sample SD (points; arrays broadcast; NaN: False) is *zero variance*: at or below ``tol``, the records'
+    float resolution (:data:`ZERO_SD`).
+
+    The audit's rule (:mod:`dganalysis.audit.claims`): a zero-variance arm — or zero-variance paired differences —
+    gives **no test** (undecided, out of the family), like an arm with fewer than 2 trials. Why this rule and not a
+    floor on the SD:
+
+    * Under the normal model every test here assumes, a sample SD of exactly 0 has probability 0, so no error rate
+      speaks about a decision taken on it; what it signals in practice is discreteness (an accuracy is a multiple of
+      100/n_eval points, so trials can tie), duplicated records, or runs that do not vary — the arm's variance is
+      then *not estimated*, and Welch's statistic would treat its mean as exact (p ≈ 0 when both arms are constant).
+    * A floor at the float resolution would still decide (SE ~10⁻¹⁴, p ≈ 0). A floor at the accuracy's granularity
+      100/n_eval (or Sheppard's q/√12 for values rounded to q) needs n_eval, which neither a table nor the audit's
+      per-trial frame carries, and n ties within one bin are consistent with a true SD of the order of the bin, not
+      below it — any single floor would be a guess presented as a measurement.
+
+    The claim's ``why`` states instead the largest SD of the zero-variance arm under which the claim, alone, would be
+    decided (:func:`dganalysis.audit.claims.why_undecided`): the number a reader can set against what they know of
+    the runs. :func:`compare` (the protocols') keeps its own, older convention for deterministic protocol runs
+    (identical paired differences are exact from :data:`MIN_EXACT` pairs on)."""
+    sd = np.asarray(sd, dtype=float)
+    return np.isfinite(sd) & (sd <= tol)
 
 
 @dataclass(frozen=True)
