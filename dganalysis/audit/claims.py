@@ -8,9 +8,12 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 * **the test** — Welch's statistic from the two cells' summaries (mean, SD, n), its p-value *calibrated to the
   worst case over the unknown variance ratio* (:mod:`dganalysis.stats.behrens_fisher`): Welch's own p-value is not
   valid at n = 3 when the variances differ (its size reaches 4.6× the level at Holm's first step over 91 claims), the
-  calibrated one is, for every ratio, and keeps most of Welch's power. On a sweep, where both arms ran the same
-  trial seeds (DomainBed's ``trial_seed`` fixes the data split), the claim is tested *paired* instead: a t-test on
-  the per-seed differences, exact for any variances and correlation (df n − 1). Column ``test`` says which ran.
+  calibrated one is, for every ratio, and keeps most of Welch's power. On a sweep, where both arms ran at least 2
+  of the same trial seeds (DomainBed's ``trial_seed`` fixes the data split), the claim is tested *paired* instead,
+  on the shared seeds only: a t-test on the per-seed differences, exact for any variances and correlation (df
+  n_paired − 1); the rule is :func:`dganalysis.stats.pairing.use_pairs`, the protocols' too, and ``n_paired``,
+  ``dropped``, ``baseline_dropped`` count the pairs and the trials without a partner. Column ``test`` says which
+  ran.
 * **equivalence** — two one-sided tests (TOST; Schuirmann 1987) of |Δ| < rope from the same statistic, each one-sided
   p-value calibrated the same way (h(2p)/2).
 * **the family and its correction** — a verdict is a claim about error rates over a *family*; the reader chooses it
@@ -64,7 +67,7 @@ import pandas as pd
 from scipy import special
 
 from dganalysis.stats import behrens_fisher as bf
-from dganalysis.stats import planning
+from dganalysis.stats import pairing, planning
 from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
@@ -81,7 +84,7 @@ CLAIM_COLUMNS = [
     "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal",
     "rounding_changed", "verdict_table", "family", "m", "trials_needed", "trials_needed_low", "trials_needed_high",
     "trials_equivalence", "trials_equivalence_low", "trials_equivalence_high", "n", "baseline_n", "paired", "test",
-    "correction", "why",
+    "correction", "why", "n_paired", "dropped", "baseline_dropped",
 ]
 GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
 TEST = "Welch t calibrated over the variance ratio"
@@ -247,22 +250,11 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
 
 
 def _paired_frame(trials: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Per (board, selection, dataset, algorithm ≠ baseline) whose trial seeds equal the baseline's (≥ 2 of them):
-    the mean, SE and n of the per-seed differences."""
-    key = ["board", "selection", "dataset"]
-    t = trials[["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]]
-    base = t[t["algorithm"] == baseline].drop(columns="algorithm")
-    other = t[t["algorithm"] != baseline]
-    j = other.merge(base, on=[*key, "trial_seed"], suffixes=("", "_b"), how="left")
-    j["d"] = j["acc"] - j["acc_b"]
-    g = j.groupby([*key, "algorithm"], sort=False)
-    per = g.agg(d_mean=("d", "mean"), d_sd=("d", lambda x: x.std(ddof=1)), n_pair=("d", "count"),
-                n_a=("acc", "size")).reset_index()
-    nb = base.groupby(key, sort=False).size().rename("n_b").reset_index()
-    per = per.merge(nb, on=key, how="left")
-    full = (per["n_pair"] == per["n_a"]) & (per["n_pair"] == per["n_b"]) & (per["n_pair"] >= 2)
-    per = per[full]
-    return per.assign(d_se=per["d_sd"] / np.sqrt(per["n_pair"]))[[*key, "algorithm", "d_mean", "d_se", "n_pair"]]
+    """Per (board, selection, dataset, algorithm ≠ baseline): the pairing with the baseline by the one rule of
+    :func:`dganalysis.stats.pairing.use_pairs` (≥ 2 shared trial seeds; the shared ones only) — the mean, SE and
+    number of the per-seed differences, and the trials each arm had outside the shared seeds (dropped)."""
+    per = pairing.paired_differences(trials, ["board", "selection", "dataset"], "algorithm", baseline)
+    return per[["board", "selection", "dataset", "algorithm", "d_mean", "d_se", "n_pair", "dropped_a", "dropped_b"]]
 
 
 def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope: float = 1.0,
@@ -271,8 +263,9 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     """One row per (board, selection, dataset, algorithm ≠ ``baseline``) of the dataset-average cells (``env ==
     ""``) of a cells frame (:mod:`dganalysis.audit.published` or :func:`dganalysis.audit.inputs.cells_from_trials`),
     columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
-    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share every trial seed are tested
-    paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
+    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share ≥ 2 trial seeds are tested
+    paired on the shared ones (:func:`dganalysis.stats.pairing.use_pairs`; ``n_paired``, ``dropped``,
+    ``baseline_dropped`` count them). ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
     claims. Families of equal size are decided together (one vectorised call). See the module docstring."""
     if family not in FAMILIES:
         raise ConfigError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
@@ -288,7 +281,8 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
         rows = rows.merge(_paired_frame(trials, baseline), on=["board", "selection", "dataset", "algorithm"],
                           how="left")
     else:
-        rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan)
+        rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan, dropped_a=0, dropped_b=0)
+    rows[["n_pair", "dropped_a", "dropped_b"]] = rows[["n_pair", "dropped_a", "dropped_b"]].fillna(0)
     keys = FAMILIES[family]
     fam_id = rows.groupby(keys, sort=False).ngroup().to_numpy()
     d = _decide_grouped(rows, fam_id, alpha, rope, confidence)
@@ -316,6 +310,9 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     })
     result["rounding_changed"] = result["verdict"] != result["verdict_nominal"]
     _add_plans(result, rows, d, alpha, rope, plan)
+    result["n_paired"] = np.where(d["paired"], rows["n_pair"], 0).astype(int)
+    result["dropped"] = np.where(d["paired"], rows["dropped_a"], 0).astype(int)
+    result["baseline_dropped"] = np.where(d["paired"], rows["dropped_b"], 0).astype(int)
     result["why"] = why_undecided(result, rows, alpha, rope, confidence)
     return result[CLAIM_COLUMNS]
 
@@ -410,8 +407,11 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             out.append("")
             continue
         if not np.isfinite(r["p"]):
-            out.append(_why_zero_variance(r, rows.iloc[i], alpha, rope) if r["test"] == "none (zero variance)"
-                       else "no test: the cell has no standard error or fewer than 2 trials")
+            text = (_why_zero_variance(r, rows.iloc[i], alpha, rope) if r["test"] == "none (zero variance)"
+                    else "no test: the cell has no standard error or fewer than 2 trials")
+            if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
+                text += "; " + _pairing_words(r)
+            out.append(text)
             continue
         reasons = []
         best = min(r["p"], r["p_equiv"]) if np.isfinite(r["p_equiv"]) else r["p"]
@@ -436,6 +436,8 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
         elif not reasons:
             reasons.append(f"too few trials for this noise (p = {r['p']:.2g}, CI [{r['ci_low']:+.1f}, "
                            f"{r['ci_high']:+.1f}])")
+        if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
+            reasons.append(_pairing_words(r))
         out.append("; ".join(reasons))
     return out
 
@@ -484,6 +486,12 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
     return f"no test: zero variance — {what}; {tail}"
 
 
+def _pairing_words(r: pd.Series) -> str:
+    """How a paired claim was paired: the shared trial seeds used and the trials of each arm dropped."""
+    return (f"paired on the {int(r['n_paired'])} trial seeds both arms ran, dropping {int(r['dropped'])} trial(s) of "
+            f"{r['algorithm']} and {int(r['baseline_dropped'])} of {r['baseline']} without a partner")
+
+
 def _n(x: float) -> str:
     return "more than 2000" if not np.isfinite(x) else f"{int(x)}"
 
@@ -521,6 +529,8 @@ def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
     extra = (f" (the printed numbers taken at face value would say {row['verdict_nominal']}: the difference rests on "
              "rounding)") if row.get("rounding_changed") else ""
     why = f" Why undecided: {row['why']}." if row.get("why") else ""
+    if row.get("paired") and not row.get("why") and row.get("dropped", 0) + row.get("baseline_dropped", 0) > 0:
+        extra += f" ({_pairing_words(row)})"
     sel = f"{row['selection']}{', ' + row['board'] if row['board'] else ''}"
     return (f"{row['algorithm']} is {what} {row['baseline']} on {row['dataset']} ({sel}): Δ = {row['delta']:+.2f} "
             f"points, {ci}, n = {int(row['n'])} vs {int(row['baseline_n'])} trials, {row['test']}, {p} "
