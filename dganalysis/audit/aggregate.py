@@ -18,7 +18,9 @@ This module arranges the audit's cells into those families; the statistics are :
   (:func:`dganalysis.stats.intervals.clopper_pearson_ties`, Clopper & Pearson 1934): the lower bound counts ties as
   losses, the upper as wins (conservative where means tie); 0 wins of 7 gives [0, 0.41]. No runs are simulated
   from the means.
-* **IQM** (rliable's ``metrics.aggregate_iqm``, the 25%-trimmed mean, computed here and tested equal) of the difference to the baseline's mean on
+* **IQM** (Agarwal et al. 2021: the mean of the middle 50%, fractional weights at the quartiles when 4 does not divide
+  the number of values, :func:`dganalysis.stats.improvement.iqm`; rliable's ``metrics.aggregate_iqm`` cuts ⌊n/4⌋
+  whole values and agrees only when 4 divides n) of the difference to the baseline's mean on
   each dataset (a baseline-normalised score, in points): runs of different datasets are commensurable only as such
   differences — the IQM of raw accuracy pooled over datasets would trim whole datasets, and is not reported. Sweep:
   over runs × datasets, the same stratified bootstrap; table: over datasets, the Tukey–McLaughlin trimmed-mean t

@@ -8,9 +8,15 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 * **the test** — Welch's statistic from the two cells' summaries (mean, SD, n), its p-value *calibrated to the
   worst case over the unknown variance ratio* (:mod:`dganalysis.stats.behrens_fisher`): Welch's own p-value is not
   valid at n = 3 when the variances differ (its size reaches 4.6× the level at Holm's first step over 91 claims), the
-  calibrated one is, for every ratio, and keeps most of Welch's power. On a sweep, where both arms ran the same
-  trial seeds (DomainBed's ``trial_seed`` fixes the data split), the claim is tested *paired* instead: a t-test on
-  the per-seed differences, exact for any variances and correlation (df n − 1). Column ``test`` says which ran.
+  calibrated one is, for every ratio, at a cost in power that is small from n = 10 and large at n = 3 in a big family
+  (measured on simulated claims at equal variances, docs/audit.md: n = 3, family of 5, Δ = 6 trial SDs, 0.88 against
+  Welch's 0.98; n = 3, family of 91, Δ = 8 SDs, 0.035 against 0.377; n = 10, family of 5, Δ = 1.5 SDs, 0.806 against
+  0.812). On a sweep, where both arms ran at least 2
+  of the same trial seeds (DomainBed's ``trial_seed`` fixes the data split), the claim is tested *paired* instead,
+  on the shared seeds only: a t-test on the per-seed differences, exact for any variances and correlation (df
+  n_paired − 1); the rule is :func:`dganalysis.stats.pairing.use_pairs`, the protocols' too, and ``n_paired``,
+  ``dropped``, ``baseline_dropped`` count the pairs and the trials without a partner. Column ``test`` says which
+  ran.
 * **equivalence** — two one-sided tests (TOST; Schuirmann 1987) of |Δ| < rope from the same statistic, each one-sided
   p-value calibrated the same way (h(2p)/2).
 * **the family and its correction** — a verdict is a claim about error rates over a *family*; the reader chooses it
@@ -18,11 +24,17 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
   datasets of one selection method and board), ``"dataset"`` (every algorithm against the baseline on one dataset)
   or ``"table"`` (every claim of one selection method and board: 91 for DomainBed's table). Within a family, the
   difference and the equivalence hypotheses of all claims go through one step-down
-  (:func:`dganalysis.stats.multiplicity.joint_step_down`): P(any false better, worse or equivalent) ≤ α. Every row
+  (:func:`dganalysis.stats.multiplicity.joint_step_down`): P(any true hypothesis rejected — better or worse where
+  Δ = 0, equivalent where ``|Δ|`` ≥ rope) ≤ α. A wrong *sign* (better where Δ < 0: a directional error) is outside
+  that guarantee (see :mod:`dganalysis.stats.multiplicity`). Every row
   also carries ``verdict_table`` (the strict all-claims family's verdict), the unadjusted ``p`` and ``p_equiv`` and
   the simultaneous intervals, so a reader can re-adjust for another family.
 * **verdict** — ``equivalent`` when the TOST passes, else ``better`` / ``worse`` when the difference is rejected (by
-  the sign of Δ), else ``undecided``. A cell without an SE or with n < 2 is ``undecided`` and out of the family.
+  the sign of Δ), else ``undecided``. A cell without an SE or with n < 2 is ``undecided`` and out of the family; so
+  is a claim resting on *zero variance* — an arm whose trials are identical, or identical paired differences (trial
+  SD ≤ 10⁻⁹ points, the records' float resolution; :func:`dganalysis.stats.ttests.zero_variance` says why no SD floor
+  is used instead): its ``test`` reads ``none (zero variance)`` and ``why`` gives the largest SD of that arm at which
+  the claim, alone, would be decided. A printed "± 0.0" is not zero variance (see *Published rounding*).
 * **intervals** — ``ci_low``/``ci_high``: the per-claim ``confidence`` interval of Δ, inverted from the calibrated
   test (valid for every variance ratio); ``sim_low``/``sim_high``: simultaneous over the family (Bonferroni, level
   1 − (1 − confidence)/m), the interval to read beside the verdicts.
@@ -60,9 +72,9 @@ import pandas as pd
 from scipy import special
 
 from dganalysis.stats import behrens_fisher as bf
-from dganalysis.stats import planning
+from dganalysis.stats import pairing, planning
 from dganalysis.stats.multiplicity import joint_step_down
-from dganalysis.stats.ttests import tost_p
+from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
@@ -77,7 +89,7 @@ CLAIM_COLUMNS = [
     "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj", "p_equiv", "p_equiv_adj", "verdict", "verdict_nominal",
     "rounding_changed", "verdict_table", "family", "m", "trials_needed", "trials_needed_low", "trials_needed_high",
     "trials_equivalence", "trials_equivalence_low", "trials_equivalence_high", "n", "baseline_n", "paired", "test",
-    "correction", "why",
+    "correction", "why", "n_paired", "dropped", "baseline_dropped",
 ]
 GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
 TEST = "Welch t calibrated over the variance ratio"
@@ -105,6 +117,7 @@ class Decision:
     p_nominal: np.ndarray
     verdict_nominal: np.ndarray
     paired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    zero_variance: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # untested: an SD of 0
 
 
 def _ddof1_factor(ddof, n):
@@ -169,6 +182,10 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     delta = ma - mb
     r = (mra + mrb) / 2  # Δ's rounding half-width
     ok = np.isfinite(sa) & np.isfinite(sb) & (na >= 2) & (nb >= 2)
+    # zero variance (dganalysis.stats.ttests.zero_variance): an arm whose trial SD, at the upper edge of its SE's
+    # rounding box, is 0 to the records' resolution has no variance estimate — no test, like n < 2
+    zero = ok & (zero_variance((sa + sra / 2) * ca * np.sqrt(na)) | zero_variance((sb + srb / 2) * cb * np.sqrt(nb)))
+    ok = ok & ~zero
     na_ok, nb_ok = np.where(ok, na, np.nan), np.where(ok, nb, np.nan)
     # nominal: the printed numbers at face value, the same calibrated test
     se_n, df_n = np.sqrt((sa * ca) ** 2 + (sb * cb) ** 2), bf.welch_df((sa * ca) ** 2, (sb * cb) ** 2, na, nb)
@@ -210,7 +227,9 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     if paired is not None:
         pm, ps, pn = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (paired.mean, paired.se, paired.n)))
         is_paired = np.isfinite(pm) & np.isfinite(ps) & (pn >= 2)
-        ok = ok | is_paired
+        zero_p = is_paired & zero_variance(ps * np.sqrt(np.where(is_paired, pn, 1.0)))
+        zero = np.where(is_paired, zero_p, zero)
+        ok = np.where(is_paired, ~zero_p, ok)
         dfp = np.where(is_paired, pn - 1, 1.0)
         pp = bf.welch_p(pm, ps, dfp)  # the two-sided t p on n − 1 df (exact for paired differences)
         ppe = tost_p(np.abs(pm), ps, dfp, rope) if rope > 0 else np.full(delta.shape, np.nan)
@@ -225,31 +244,22 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
         se_out, df_out = np.where(is_paired, ps, se_out), np.where(is_paired, dfp, df_out)
         lo_ci, hi_ci = np.where(is_paired, pm - hp, lo_ci), np.where(is_paired, pm + hp, hi_ci)
         lo_sim, hi_sim = np.where(is_paired, pm - hsp, lo_sim), np.where(is_paired, pm + hsp, hi_sim)
+    p_welch, p, p_nom, pe, pe_nom = (np.where(ok, x, np.nan) for x in (p_welch, p, p_nom, pe, pe_nom))
+    lo_ci, hi_ci, lo_sim, hi_sim = (np.where(ok, x, np.nan) for x in (lo_ci, hi_ci, lo_sim, hi_sim))
     p_adj, pe_adj = joint_step_down(p, pe)
     pn_adj, pen_adj = joint_step_down(p_nom, pe_nom)
     verdict = np.where(ok, _verdicts(delta, p_adj, pe_adj, alpha), 3).astype(np.int8)
     verdict_nom = np.where(ok, _verdicts(delta, pn_adj, pen_adj, alpha), 3).astype(np.int8)
     return Decision(delta, se_out, df_out, lo_ci, hi_ci, lo_sim, hi_sim, p_welch, p, p_adj, pe, pe_adj, verdict,
-                    p_nom, verdict_nom, is_paired)
+                    p_nom, verdict_nom, is_paired, zero)
 
 
 def _paired_frame(trials: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Per (board, selection, dataset, algorithm ≠ baseline) whose trial seeds equal the baseline's (≥ 2 of them):
-    the mean, SE and n of the per-seed differences."""
-    key = ["board", "selection", "dataset"]
-    t = trials[["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]]
-    base = t[t["algorithm"] == baseline].drop(columns="algorithm")
-    other = t[t["algorithm"] != baseline]
-    j = other.merge(base, on=[*key, "trial_seed"], suffixes=("", "_b"), how="left")
-    j["d"] = j["acc"] - j["acc_b"]
-    g = j.groupby([*key, "algorithm"], sort=False)
-    per = g.agg(d_mean=("d", "mean"), d_sd=("d", lambda x: x.std(ddof=1)), n_pair=("d", "count"),
-                n_a=("acc", "size")).reset_index()
-    nb = base.groupby(key, sort=False).size().rename("n_b").reset_index()
-    per = per.merge(nb, on=key, how="left")
-    full = (per["n_pair"] == per["n_a"]) & (per["n_pair"] == per["n_b"]) & (per["n_pair"] >= 2)
-    per = per[full]
-    return per.assign(d_se=per["d_sd"] / np.sqrt(per["n_pair"]))[[*key, "algorithm", "d_mean", "d_se", "n_pair"]]
+    """Per (board, selection, dataset, algorithm ≠ baseline): the pairing with the baseline by the one rule of
+    :func:`dganalysis.stats.pairing.use_pairs` (≥ 2 shared trial seeds; the shared ones only) — the mean, SE and
+    number of the per-seed differences, and the trials each arm had outside the shared seeds (dropped)."""
+    per = pairing.paired_differences(trials, ["board", "selection", "dataset"], "algorithm", baseline)
+    return per[["board", "selection", "dataset", "algorithm", "d_mean", "d_se", "n_pair", "dropped_a", "dropped_b"]]
 
 
 def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope: float = 1.0,
@@ -258,8 +268,9 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     """One row per (board, selection, dataset, algorithm ≠ ``baseline``) of the dataset-average cells (``env ==
     ""``) of a cells frame (:mod:`dganalysis.audit.published` or :func:`dganalysis.audit.inputs.cells_from_trials`),
     columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
-    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share every trial seed are tested
-    paired. ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
+    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share ≥ 2 trial seeds are tested
+    paired on the shared ones (:func:`dganalysis.stats.pairing.use_pairs`; ``n_paired``, ``dropped``,
+    ``baseline_dropped`` count them). ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
     claims. Families of equal size are decided together (one vectorised call). See the module docstring."""
     if family not in FAMILIES:
         raise ConfigError(f"family={family!r}: expected one of {sorted(FAMILIES)}")
@@ -275,7 +286,8 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
         rows = rows.merge(_paired_frame(trials, baseline), on=["board", "selection", "dataset", "algorithm"],
                           how="left")
     else:
-        rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan)
+        rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan, dropped_a=0, dropped_b=0)
+    rows[["n_pair", "dropped_a", "dropped_b"]] = rows[["n_pair", "dropped_a", "dropped_b"]].fillna(0)
     keys = FAMILIES[family]
     fam_id = rows.groupby(keys, sort=False).ngroup().to_numpy()
     d = _decide_grouped(rows, fam_id, alpha, rope, confidence)
@@ -287,6 +299,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     verdict = np.asarray(VERDICTS)[d["verdict"]]
     tested = np.isfinite(d["p"])
     test = np.where(d["paired"], TEST_PAIRED, np.where(tested, TEST, "none (no SE or n < 2)")).astype(object)
+    test = np.where(d["zero_variance"], "none (zero variance)", test).astype(object)
     if rope > 0:
         test = np.where(tested, test + f" + {TOST}, rope ±{rope:g}", test)
     words = FAMILY_WORDS[family].format(b=baseline)
@@ -302,12 +315,15 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     })
     result["rounding_changed"] = result["verdict"] != result["verdict_nominal"]
     _add_plans(result, rows, d, alpha, rope, plan)
+    result["n_paired"] = np.where(d["paired"], rows["n_pair"], 0).astype(int)
+    result["dropped"] = np.where(d["paired"], rows["dropped_a"], 0).astype(int)
+    result["baseline_dropped"] = np.where(d["paired"], rows["dropped_b"], 0).astype(int)
     result["why"] = why_undecided(result, rows, alpha, rope, confidence)
     return result[CLAIM_COLUMNS]
 
 
 _DECISION_FIELDS = ("delta", "se", "df", "ci_low", "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj",
-                    "p_equiv", "p_equiv_adj", "verdict", "p_nominal", "verdict_nominal", "paired")
+                    "p_equiv", "p_equiv_adj", "verdict", "p_nominal", "verdict_nominal", "paired", "zero_variance")
 
 
 def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: float, confidence: float,
@@ -315,7 +331,7 @@ def _decide_grouped(rows: pd.DataFrame, fam_id: np.ndarray, alpha: float, rope: 
     """:func:`decide` over every family (``fam_id`` per row), families of equal size stacked into one batch; the
     Decision's fields as arrays in row order."""
     cols = ["mean", "se", "n", "se_ddof", "mean_res", "se_res"]
-    out = {f: np.empty(len(rows), dtype=bool if f == "paired" else np.int8 if f.startswith("verdict") else float)
+    out = {f: np.empty(len(rows), dtype=bool if f in ("paired", "zero_variance") else np.int8 if f.startswith("verdict") else float)
            for f in _DECISION_FIELDS}
     size = np.bincount(fam_id)[fam_id]
     for m in np.unique(size):
@@ -396,7 +412,11 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             out.append("")
             continue
         if not np.isfinite(r["p"]):
-            out.append("no test: the cell has no standard error or fewer than 2 trials")
+            text = (_why_zero_variance(r, rows.iloc[i], alpha, rope) if r["test"] == "none (zero variance)"
+                    else "no test: the cell has no standard error or fewer than 2 trials")
+            if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
+                text += "; " + _pairing_words(r)
+            out.append(text)
             continue
         reasons = []
         best = min(r["p"], r["p_equiv"]) if np.isfinite(r["p_equiv"]) else r["p"]
@@ -421,8 +441,60 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
         elif not reasons:
             reasons.append(f"too few trials for this noise (p = {r['p']:.2g}, CI [{r['ci_low']:+.1f}, "
                            f"{r['ci_high']:+.1f}])")
+        if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
+            reasons.append(_pairing_words(r))
         out.append("; ".join(reasons))
     return out
+
+
+ZERO_SD_GRID = np.geomspace(1e-4, 1e3, 281)  #: trial SDs (points) searched for the one that would decide
+
+
+def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) -> str:
+    """The ``why`` of a claim left untested for zero variance (:func:`dganalysis.stats.ttests.zero_variance`): which
+    arm (or the paired differences), and the number that would change it — the largest trial SD of the zero-variance
+    arm(s) (the SD of the differences when paired) at which the claim, alone (a family of 1), would be decided by the
+    audit's own test, the other arm as observed; searched over :data:`ZERO_SD_GRID`."""
+    g = ZERO_SD_GRID[:, None]
+    if r["paired"]:
+        n = float(row["n_pair"])
+        dec = decide(Summaries(np.nan, np.nan, 2), Summaries(np.nan, np.nan, 2), alpha=alpha, rope=rope,
+                     paired=Paired(row["d_mean"], g / np.sqrt(n), n))
+        what = (f"the {int(n)} paired differences over shared trial seeds are identical ({row['d_mean']:+.2f} points "
+                f"each; SD ≤ {ZERO_SD:g} points, the records' resolution)")
+        whose = "their SD"
+    else:
+        arms = []
+        sides = []
+        for sfx, name in (("", r["algorithm"]), ("_b", r["baseline"])):
+            n = float(row["n" + sfx])
+            sd = (row["se" + sfx] + row["se_res" + sfx] / 2) * float(_ddof1_factor(row["se_ddof" + sfx], n)) * np.sqrt(n)
+            zero = bool(zero_variance(sd))
+            if zero:
+                arms.append(f"{name}'s {int(n)} trials")
+            se = g / np.sqrt(n) if zero else row["se" + sfx]
+            sides.append(Summaries(row["mean" + sfx], se, n, 1 if zero else row["se_ddof" + sfx],
+                                   row["mean_res" + sfx], 0.0 if zero else row["se_res" + sfx]))
+        dec = decide(*sides, alpha=alpha, rope=rope)
+        what = (f"{' and '.join(arms)} are identical (trial SD ≤ {ZERO_SD:g} points, the records' resolution), so "
+                f"{'its' if len(arms) == 1 else 'their'} variance is not estimated and a test would take "
+                f"{'that mean' if len(arms) == 1 else 'those means'} as exact")
+        whose = "that trial SD" if len(arms) == 1 else "those trial SDs"
+    v = np.asarray(dec.verdict)[:, 0]
+    hit = np.flatnonzero(v != VERDICTS.index("undecided"))
+    if hit.size == 0:
+        tail = f"no spread of {ZERO_SD_GRID[0]:g} points or more would decide it alone (Δ = {r['delta']:+.2f} points)"
+    else:
+        k = hit.max()
+        tail = (f"alone it would be {VERDICTS[v[k]]} if {whose} were at most {ZERO_SD_GRID[k]:.2g} points (at "
+                f"{ZERO_SD_GRID[min(k + 1, len(ZERO_SD_GRID) - 1)]:.2g} it would not)")
+    return f"no test: zero variance — {what}; {tail}"
+
+
+def _pairing_words(r: pd.Series) -> str:
+    """How a paired claim was paired: the shared trial seeds used and the trials of each arm dropped."""
+    return (f"paired on the {int(r['n_paired'])} trial seeds both arms ran, dropping {int(r['dropped'])} trial(s) of "
+            f"{r['algorithm']} and {int(r['baseline_dropped'])} of {r['baseline']} without a partner")
 
 
 def _n(x: float) -> str:
@@ -462,6 +534,8 @@ def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
     extra = (f" (the printed numbers taken at face value would say {row['verdict_nominal']}: the difference rests on "
              "rounding)") if row.get("rounding_changed") else ""
     why = f" Why undecided: {row['why']}." if row.get("why") else ""
+    if row.get("paired") and not row.get("why") and row.get("dropped", 0) + row.get("baseline_dropped", 0) > 0:
+        extra += f" ({_pairing_words(row)})"
     sel = f"{row['selection']}{', ' + row['board'] if row['board'] else ''}"
     return (f"{row['algorithm']} is {what} {row['baseline']} on {row['dataset']} ({sel}): Δ = {row['delta']:+.2f} "
             f"points, {ci}, n = {int(row['n'])} vs {int(row['baseline_n'])} trials, {row['test']}, {p} "

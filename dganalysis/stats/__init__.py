@@ -6,6 +6,8 @@
   integrals it rests on;
 * :mod:`~dganalysis.stats.ttests` — Welch's, the paired and the one-sample t-test over trials, as the protocols'
   papers use them, and the TOST's p-value of equivalence within a rope;
+* :mod:`~dganalysis.stats.pairing` — the one rule deciding paired vs unpaired (≥ 2 shared trial seeds, paired on
+  those only) for the audit and the protocols;
 * :mod:`~dganalysis.stats.multiplicity` — Holm's step-down, the joint step-down over each claim's difference and
   equivalence hypotheses, and the protocols' named corrections;
 * :mod:`~dganalysis.stats.planning` — trials per arm needed to decide an effect of ±rope, or to show equivalence,

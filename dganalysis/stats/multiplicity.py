@@ -18,7 +18,16 @@ step-down with "at most one true hypothesis per claim". Validity: let I be the c
 (``|I|`` ≤ m) and E the event that every true hypothesis has p > α/``|I|``; P(E) ≥ 1 − α. Before the first false
 rejection each claim of I still holds its true hypothesis, so t_k ≥ ``|I|`` and the threshold is ≤ α/``|I|``: on E
 no true hypothesis is rejected.
-Hence P(any false better/worse/equivalent verdict) ≤ α for every configuration of the Δ_j. With no equivalence test
+Hence P(any true hypothesis rejected: better/worse where Δ_j = 0, equivalent where ``|Δ_j|`` ≥ rope) ≤ α for every
+configuration of the Δ_j.
+
+**Directional (type III) errors are outside this proof**: a ``better`` where Δ_j < 0 rejects a *false* null, in the
+wrong direction. Results that extend step-down procedures to directional decisions — Shaffer (1980, Ann. Statist.
+8:1342) for Holm's procedure with independent test statistics, Guo & Romano (2015, J. Statist. Plann. Inference 163)
+for step-downs under independence and some dependence — assume independence (or a specific dependence); the audit's
+claims of one family share the baseline's arm and use calibrated supremum p-values, and no result is shown here to
+cover them. Per claim, at a fixed level, a wrong sign is no more likely than the one-sided half of the size at
+Δ_j = 0 (the statistic is stochastically increasing in Δ_j given the SEs). With no equivalence test
 (rope 0) it is exactly Holm. Its price against two separate Holm runs: a claim decided different still counts while
 its equivalence hypothesis stands, so later steps divide by a little more.
 """

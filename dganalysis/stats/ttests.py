@@ -23,16 +23,46 @@ Choices where textbooks are silent (documented here once and referred to by the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 from scipy import special, stats
 
 from dganalysis.stats.behrens_fisher import welch_df
+from dganalysis.stats.pairing import MIN_PAIRS, pair_seeds
 from dganalysis.validation import check_number, check_numeric, check_scalar
 
 TOL = 1e-12
+#: a sample SD (in accuracy points) at or below this is *zero variance* (:func:`zero_variance`): ~10⁵ × the float64
+#: resolution of an accuracy ≤ 100 points averaged over a few trials (~10⁻¹⁴), ~10⁴ × below one example of a
+#: 10⁵-example test set (10⁻³ points)
+ZERO_SD = 1e-9
+
+
+def zero_variance(sd, tol: float = ZERO_SD) -> np.ndarray:
+    """Where a sample SD (points; arrays broadcast; NaN: False) is *zero variance*: at or below ``tol``, the records'
+    float resolution (:data:`ZERO_SD`).
+
+    The audit's rule (:mod:`dganalysis.audit.claims`): a zero-variance arm — or zero-variance paired differences —
+    gives **no test** (undecided, out of the family), like an arm with fewer than 2 trials. Why this rule and not a
+    floor on the SD:
+
+    * Under the normal model every test here assumes, a sample SD of exactly 0 has probability 0, so no error rate
+      speaks about a decision taken on it; what it signals in practice is discreteness (an accuracy is a multiple of
+      100/n_eval points, so trials can tie), duplicated records, or runs that do not vary — the arm's variance is
+      then *not estimated*, and Welch's statistic would treat its mean as exact (p ≈ 0 when both arms are constant).
+    * A floor at the float resolution would still decide (SE ~10⁻¹⁴, p ≈ 0). A floor at the accuracy's granularity
+      100/n_eval (or Sheppard's q/√12 for values rounded to q) needs n_eval, which neither a table nor the audit's
+      per-trial frame carries, and n ties within one bin are consistent with a true SD of the order of the bin, not
+      below it — any single floor would be a guess presented as a measurement.
+
+    The claim's ``why`` states instead the largest SD of the zero-variance arm under which the claim, alone, would be
+    decided (:func:`dganalysis.audit.claims.why_undecided`): the number a reader can set against what they know of
+    the runs. :func:`compare` (the protocols') keeps its own, older convention for deterministic protocol runs
+    (identical paired differences are exact from :data:`MIN_EXACT` pairs on)."""
+    sd = np.asarray(sd, dtype=float)
+    return np.isfinite(sd) & (sd <= tol)
 
 
 @dataclass(frozen=True)
@@ -135,7 +165,8 @@ class Contrast:
     ``p`` is two-sided; ``p_greater`` / ``p_less`` are the one-sided p-values of ``diff > 0`` / ``diff < 0``.
     ``effect`` is the standardised effect (paired: Cohen's d_z = mean / sd of the differences; Welch: Cohen's d
     with the average of the two variances); ``sd`` the matching standard deviation. ``n_pairs`` counts the paired
-    trials (0 for Welch). ``test`` names the test used.
+    trials (0 for Welch), ``dropped_a`` / ``dropped_b`` the trials of each group a paired contrast left out (their
+    seed not in the other group). ``test`` names the test used.
     """
 
     diff: float
@@ -153,6 +184,8 @@ class Contrast:
     n_b: int
     n_pairs: int
     test: str
+    dropped_a: int = 0  #: trials of ``a`` left out of a paired contrast (their seed not in ``b``)
+    dropped_b: int = 0
 
 
 def _clean(x) -> pd.Series:
@@ -167,8 +200,10 @@ def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: flo
     with the same trial seed share their data splits (``dganalysis.train``: each domain's in/out split is seeded by
     ``(trial_seed, domain index)`` only), so split-to-split variation cancels in the per-trial difference. They do
     *not* share initialisation or minibatch order (the torch seed is a hash of the whole job spec), so pairing
-    removes only the split part of the variance. ``paired=None`` pairs when at least 2 trial seeds are shared
-    (and then uses only the shared ones); ``False`` forces Welch (:func:`welch`); ``True`` requires pairing.
+    removes only the split part of the variance. ``paired=None`` applies the one pairing rule of the package
+    (:func:`dganalysis.stats.pairing.use_pairs`, the audit's too): paired when at least 2 trial seeds are shared, on
+    the shared ones only (the others dropped and counted); ``False`` forces Welch (:func:`welch`); ``True`` requires
+    pairing.
     A paired t-test on the per-trial differences d: ``se = sd(d)/√n``, ``df = n−1``, CI = mean(d) ± t·se.
     Identical differences in every pair (zero variance) are an exact difference (p = 0) from :data:`MIN_EXACT`
     pairs on (deterministic runs); with 2 pairs they are undecided (``test = "n<2"``): accuracies are discrete,
@@ -178,24 +213,26 @@ def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: flo
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     sa, sb = _clean(a), _clean(b)
     indexed = isinstance(a, pd.Series) and isinstance(b, pd.Series)
-    common = sa.index.intersection(sb.index) if indexed else pd.Index([])
     if indexed and (sa.index.has_duplicates or sb.index.has_duplicates):
         raise ValueError("compare: trial seeds must be unique within each group (average repeated runs first)")
-    use_pairs = len(common) >= 2 if paired is None else paired
-    if paired and len(common) < 2:
-        raise ValueError(f"compare(paired=True): need >= 2 shared trial seeds, got {list(common)}")
-    if use_pairs:
+    rule = pair_seeds(sa.index if indexed else [], sb.index if indexed else [])
+    common = rule.seeds
+    use = rule.paired if paired is None else paired
+    if paired and not rule.paired:
+        raise ValueError(f"compare(paired=True): need >= {MIN_PAIRS} shared trial seeds, got {list(common)}")
+    if use:
+        drop = {"dropped_a": rule.dropped_a, "dropped_b": rule.dropped_b}
         d = (sa[common] - sb[common]).to_numpy()
         n = len(d)
         diff, sd = float(d.mean()), float(d.std(ddof=1))
         if sd <= tol:
             if n < MIN_EXACT:  # two equal differences of discrete accuracies happen by chance: no evidence
                 return Contrast(diff, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0.0,
-                                n, n, n, TOO_FEW)
-            return _exact(diff, n, n, n, tol)
+                                n, n, n, TOO_FEW, **drop)
+            return replace(_exact(diff, n, n, n, tol), **drop)
         se = sd / np.sqrt(n)
         t, df = diff / se, float(n - 1)
-        return _from_t(diff, se, t, df, confidence, diff / sd, sd, n, n, n, PAIRED)
+        return replace(_from_t(diff, se, t, df, confidence, diff / sd, sd, n, n, n, PAIRED), **drop)
     w = welch(sa.to_numpy(), sb.to_numpy(), confidence=confidence, tol=tol)
     if np.isnan(w.p):
         return Contrast(w.diff, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan,

@@ -339,8 +339,9 @@ def test_optional_input_without_baseline_is_noted_not_fatal(tmp_path):
 
 
 def test_sweep_claims_are_paired_where_both_arms_ran_the_same_trial_seeds(sweeps, tmp_path):
-    """DomainBed's trial_seed fixes the data split: where both arms ran the same seeds the claim is tested paired
-    (exact for any variances), else unpaired, and the claim says which ran."""
+    """DomainBed's trial_seed fixes the data split: where both arms ran at least 2 of the same seeds the claim is
+    tested paired on those (exact for any variances), else unpaired, and the claim says which ran and what it
+    dropped. (Before the one pairing rule, dganalysis.stats.pairing, an arm lacking one seed fell back to unpaired.)"""
     planted, _ = sweeps
     cl = run_audit([planted], selection="training_domain", sweep_analyses=False, reps=50).audits[0].claims
     assert cl["paired"].all() and cl["test"].str.startswith("paired t").all() and (cl["df"] == 2).all()
@@ -350,10 +351,13 @@ def test_sweep_claims_are_paired_where_both_arms_ran_the_same_trial_seeds(sweeps
     uneven = write_sweep(tmp_path / "uneven", {"ERM": 0.0, "A": 0.0}, trials=3)
     import shutil
 
-    for d in uneven.glob("*_A_*_*_2"):  # A lacks trial seed 2: its claims cannot be paired
+    for d in uneven.glob("*_A_*_*_2"):  # A lacks trial seed 2: paired on seeds 0 and 1, ERM's seed 2 dropped
         shutil.rmtree(d)
     cl = run_audit([uneven], selection="training_domain", sweep_analyses=False, reps=50).audits[0].claims
-    assert not cl["paired"].any()
+    assert cl["paired"].all() and (cl["n_paired"] == 2).all() and (cl["df"] == 1).all()
+    assert (cl["dropped"] == 0).all() and (cl["baseline_dropped"] == 1).all()
+    und = cl[cl["verdict"] == "undecided"]
+    assert und["why"].str.contains("dropping 0 trial(s) of A and 1 of ERM", regex=False).all()
 
 
 def test_panel_titles_fit_their_panel_and_keep_both_ends():

@@ -23,16 +23,20 @@ def test_clopper_pearson_ties_is_scipys_exact_binomial_at_both_ends():
 
 
 def test_trimmed_mean_t_is_tukey_mclaughlin():
-    """g = ⌊n/4⌋ cut from each end (scipy's trim_mean, rliable's IQM); SE from the Winsorized variance,
-    √((n − 1) s_w² / (h (h − 1))), t on h − 1 df — written out by hand for one sample."""
+    """The centre is the IQM with fractional weights (n = 7: ¼ on the 2nd and 6th smallest; it was scipy's
+    trim_mean, 1 of 7 cut, before the IQM followed Agarwal et al.'s definition); SE from the Winsorized variance at
+    g = ⌊n/4⌋, √((n − 1) s_w² / (h (h − 1))), t on h − 1 df — written out by hand for one sample."""
     x = np.array([3.0, -1.0, 0.5, 7.0, 2.0, 1.0, -4.0])  # n = 7, g = 1, h = 5
     w = np.array([3.0, -1.0, 0.5, 3.0, 2.0, 1.0, -1.0])  # Winsorized
     se = np.sqrt(6 * np.var(w, ddof=1) / 20)
     est, lo, hi = intervals.trimmed_mean_t(x)
-    assert est == pytest.approx(np.mean([3.0, -1.0, 0.5, 2.0, 1.0]))
+    assert est == pytest.approx((0.25 * -1.0 + 0.5 + 1.0 + 2.0 + 0.25 * 3.0) / 3.5)
     assert (lo, hi) == pytest.approx((est - stats.t.ppf(0.975, 4) * se, est + stats.t.ppf(0.975, 4) * se))
-    three = np.array([1.0, 2.0, 4.0])  # g = 0: the Student t interval
-    assert intervals.trimmed_mean_t(three)[1] == pytest.approx(stats.ttest_1samp(three, 0).confidence_interval().low)
+    three = np.array([1.0, 2.0, 4.0])  # g = 0: the Student t half-width, around the IQM (¼·1 + 2 + ¼·4)/1.5
+    est3, lo3, hi3 = intervals.trimmed_mean_t(three)
+    ci = stats.ttest_1samp(three, 0).confidence_interval()
+    assert est3 == pytest.approx(3.25 / 1.5) and hi3 - lo3 == pytest.approx(ci.high - ci.low)
+    assert (lo3 + hi3) / 2 == pytest.approx(est3)
     assert np.isnan(intervals.trimmed_mean_t(np.array([1.0]))[1])  # one value: no interval
 
 
