@@ -3,7 +3,9 @@
 For each of :data:`dganalysis.exact.EXACT_DATASETS` both programs run with the same flags (ERM, ``--test_envs 1``,
 ``--seed 5``, a few steps) on a CPU with one thread, DomainBed's ``N_WORKERS`` left at its default (8: worker
 processes for every loader, ``slow``) or patched to 0, ours with ``--n_workers`` saying the same. Checked: the same
-steps and epochs, and losses and accuracies equal to 1e-6.
+steps and epochs, and losses and accuracies equal to 1e-6. Two cases take minutes on a 2-core CPU and run only with
+``DGA_SLOW_REFERENCE=1`` (skipped, saying so, otherwise): Debug224 at 8 workers (the loader code the other three
+datasets' 8-worker cases run) and Debug224 with DomainBed's default ``resnet50_augmix`` network.
 
 - Debug28: the flags of the issue that found the Debug datasets trained on other data (``--hparams_seed 1
   --trial_seed 2``, batch 10); DomainBed's data are ``torch.randn`` floats drawn after its seeding.
@@ -27,7 +29,7 @@ import torch
 
 from dganalysis.exact import EXACT_DATASETS
 from dganalysis.scripts import train as drop_in
-from tests.reference.test_domainbed_train_e2e import RUNNER, data_root  # noqa: F401
+from tests.reference.test_domainbed_train_e2e import RUNNER, SLOW_REFERENCE, data_root  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = ["--algorithm", "ERM", "--test_envs", "1", "--seed", "5", "--trial_seed", "2"]
@@ -94,9 +96,20 @@ def test_every_exact_dataset_is_tested():
     assert set(FLAGS) == set(EXACT_DATASETS)
 
 
+def _cases():
+    """Every dataset with 0 loader workers and DomainBed's 8; Debug224 at 8 workers (about a minute of ResNet
+    passes through 8 worker processes per loader on a 2-core CPU, the same loader code as the other three) only with
+    DGA_SLOW_REFERENCE=1."""
+    for dataset in EXACT_DATASETS:
+        for workers, wid in ((None, "workers8"), (0, "workers0")):
+            marks = [pytest.mark.slow] if workers is None else []
+            if dataset == "Debug224" and workers is None:
+                marks.append(SLOW_REFERENCE)
+            yield pytest.param(dataset, workers, marks=marks, id=f"{dataset}-{wid}")
+
+
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("workers", [pytest.param(None, marks=pytest.mark.slow), 0], ids=["workers8", "workers0"])
-@pytest.mark.parametrize("dataset", EXACT_DATASETS)
+@pytest.mark.parametrize("dataset,workers", list(_cases()))
 def test_exact_records_equal_domainbeds(request, domainbed, tmp_path, monkeypatch, dataset, workers):
     argv, env = _argv(request, dataset)
     theirs = _theirs(domainbed, argv, tmp_path / "db", workers, env)
@@ -166,6 +179,7 @@ _TIMM_CACHE = ("import glob, timm.models._hub as _h\n"
 
 
 @pytest.mark.slow
+@SLOW_REFERENCE
 @pytest.mark.usefixtures("one_thread")
 def test_exact_records_equal_domainbeds_resnet50_augmix(domainbed, tmp_path, monkeypatch, torch_home, hf_home):
     """Debug224 with DomainBed's default network (``resnet50_augmix``: timm's ResNet-50, built after a torchvision
