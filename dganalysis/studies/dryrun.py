@@ -523,8 +523,13 @@ def format_dry_run(result: DryRun) -> str:
     todo = df[df["state"] != "done"].drop_duplicates("job_id")
     minutes = notebook_minutes(result)
     if len(minutes):
+        from dganalysis.provenance import cpu_kind
+
         lines += ["", "== estimated minutes per notebook (jobs still to train, each counted at the first notebook "
-                      "that needs it; CPU-hours over the notebook's parallel workers, at most 2 cores)"]
+                      "that needs it; CPU-hours over the notebook's parallel workers, at most 2 cores; for the CPU "
+                      "the figures were measured on, named under 'CPU figures' below — this machine is "
+                      f"{cpu_kind()}, and the same jobs run ~1.5x as long on an AMD Zen 3 as on a Zen 4, "
+                      "README.md lists the times measured per CPU kind)"]
         lines += [f"   {name:28s} {m:6.1f} min" for name, m in minutes.items()]
         lines.append(f"   {'total':28s} {minutes.sum():6.1f} min")
     t = result.throughput
