@@ -135,6 +135,18 @@ class Loader:
         return math.ceil(self.stream.n / self.stream.batch_size)
 
 
+def uda_split(in_idx: np.ndarray, uda_holdout_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(in_idx, uda_idx)`` of a test domain's ``in`` split, as DomainBed's ``train.py`` splits it for domain
+    adaptation (``split_dataset(in, int(len(in) * uda_holdout_fraction), seed)``, ``seed`` the domain's split seed
+    ``seed_hash(trial_seed, i)`` again): the first ``int(len * fraction)`` keys of a permutation shuffled by
+    ``np.random.RandomState(seed)`` are the unlabelled ``uda`` split, the rest (in permuted order) the new ``in``."""
+    in_idx = np.asarray(in_idx, dtype=np.int64)
+    keys = list(range(len(in_idx)))
+    np.random.RandomState(seed).shuffle(keys)
+    n_uda = int(len(in_idx) * uda_holdout_fraction)
+    return in_idx[np.asarray(keys[n_uda:], dtype=np.int64)], in_idx[np.asarray(keys[:n_uda], dtype=np.int64)]
+
+
 def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, test: bool,
                  uda_holdout_fraction: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(in, out, uda)`` indices of environment ``env`` as DomainBed's ``train.py`` orders them: ``split_dataset``
@@ -148,8 +160,6 @@ def exact_splits(n: int, holdout_fraction: float, trial_seed: int, env: int, tes
     out_idx, in_idx = keys[:n_out], keys[n_out:]
     in_arr, uda_arr = np.asarray(in_idx, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if test:
-        from dganalysis.train import uda_split
-
         in_arr, uda_arr = uda_split(in_arr, uda_holdout_fraction, seed_hash(trial_seed, env))
     return in_arr, np.asarray(out_idx, dtype=np.int64), uda_arr
 

@@ -55,6 +55,7 @@ import torch
 from torch.profiler import record_function
 
 from dganalysis import io, provenance, threads
+from dganalysis.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
 from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.job import Job
 from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
@@ -95,18 +96,6 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
     np.random.RandomState(seed).shuffle(keys)
     n_out = holdout_size(n, holdout_fraction)
     return np.asarray(keys[n_out:], dtype=np.int64), np.asarray(keys[:n_out], dtype=np.int64)
-
-
-def uda_split(in_idx: np.ndarray, uda_holdout_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(in_idx, uda_idx)`` of a test domain's ``in`` split, as DomainBed's ``train.py`` splits it for domain
-    adaptation (``split_dataset(in, int(len(in) * uda_holdout_fraction), seed)``, ``seed`` the domain's split seed
-    ``seed_hash(trial_seed, i)`` again): the first ``int(len * fraction)`` keys of a permutation shuffled by
-    ``np.random.RandomState(seed)`` are the unlabelled ``uda`` split, the rest (in permuted order) the new ``in``."""
-    in_idx = np.asarray(in_idx, dtype=np.int64)
-    keys = list(range(len(in_idx)))
-    np.random.RandomState(seed).shuffle(keys)
-    n_uda = int(len(in_idx) * uda_holdout_fraction)
-    return in_idx[np.asarray(keys[n_uda:], dtype=np.int64)], in_idx[np.asarray(keys[:n_uda], dtype=np.int64)]
 
 
 def job_seed(job: Job) -> int:

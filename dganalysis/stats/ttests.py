@@ -61,6 +61,8 @@ def zero_variance(sd, tol: float = ZERO_SD) -> np.ndarray:
     decided (:func:`dganalysis.audit.claims.why_undecided`): the number a reader can set against what they know of
     the runs. :func:`compare` (the protocols') keeps its own, older convention for deterministic protocol runs
     (identical paired differences are exact from :data:`MIN_EXACT` pairs on)."""
+    check_numeric(sd, "sd", func="zero_variance")
+    check_scalar(tol, "tol", func="zero_variance", low=0)
     sd = np.asarray(sd, dtype=float)
     return np.isfinite(sd) & (sd <= tol)
 

@@ -120,7 +120,7 @@ def test_spawrious_build_and_split_are_domainbeds(datasets_mod, domainbed, tmp_p
 
 
 def test_spawrious_download_function_is_domainbeds(domainbed):
-    """The function our error messages name exists in DomainBed's download script and fetches spawrious224."""
+    """DomainBed's download script fetches spawrious224 (what our download drop-in fetches for it)."""
     text = (Path(domainbed.root) / "domainbed" / "scripts" / "download.py").read_text()
     body = text.split("def download_spawrious(data_dir", 1)[1].split("\ndef ", 1)[0]
     assert f"{spawrious.ARCHIVE_FOLDER}.tar.gz" in body
@@ -128,7 +128,7 @@ def test_spawrious_download_function_is_domainbeds(domainbed):
 
 def test_spawrious_missing_folders_are_named(tmp_path):
     ds = spawrious.SPAWRIOUS["SpawriousM2M_easy"]
-    with pytest.raises(FileNotFoundError, match=r"spawrious224 not found.*download_spawrious"):
+    with pytest.raises(FileNotFoundError, match=r"spawrious224 not found.*scripts.download --data_dir <root> --datasets Spawrious"):
         ds.listing(tmp_path)
     with pytest.raises(ValueError, match="needs root="):
         ds.listing(None)
@@ -136,7 +136,7 @@ def test_spawrious_missing_folders_are_named(tmp_path):
     import shutil
 
     shutil.rmtree(root / "0" / "jungle" / "corgi")
-    with pytest.raises(FileNotFoundError, match=r"1 folder\(s\) not found.*0/jungle/corgi.*download_spawrious"):
+    with pytest.raises(FileNotFoundError, match=r"1 folder\(s\) not found.*0/jungle/corgi.*--datasets Spawrious"):
         ds.listing(tmp_path)
     with pytest.raises(ValueError, match="storage='png'"):
         ds(tmp_path, storage="png")
@@ -196,7 +196,7 @@ def test_dry_run_checks_spawrious_folders(tmp_path):
     from dganalysis.studies.dryrun import check_dataset
 
     ok, msg = check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})
-    assert not ok and "download_spawrious" in msg
+    assert not ok and "--datasets Spawrious" in msg
     make_tree(tmp_path / "spawrious224", valid_images=False, big=False)
     assert check_dataset("SpawriousO2O_hard", {"root": str(tmp_path)})[0]
     assert check_dataset("Debug224", {})[0]
