@@ -38,7 +38,7 @@ Sampler = Callable[[np.random.RandomState], Any]
 #: version 2 on it enters every job's hash (:attr:`dganalysis.job.Job.job_id`), so a store's jobs drawn under the
 #: old rule are not reused (they stay on disk; the new ones get new folders). Version 1 (the rule since DomainBed's
 #: per-name, per-(hparams_seed, trial_seed) draws) is left out of the hash so that existing stores keep their ids;
-#: records drawn under an even older rule are caught instead by :func:`dganalysis.train.recorded_draw_problem`.
+#: records drawn under an even older rule are caught instead by :func:`dganalysis.job_draw.recorded_draw_problem`.
 #: Version 2: DomainBed's remaining base names (resnet18, resnet50_augmix, dinov2, vit, vit_attn_tune, vit_dropout,
 #: lars, linear_steps, class_balanced) joined every job's hparams, and DomainBed's datasets default to
 #: ``featurizer: domainbed`` with ``pretrained: domainbed`` (DomainBed's network and ImageNet weights).

@@ -73,6 +73,7 @@ from scipy import special
 
 from dganalysis.stats import behrens_fisher as bf
 from dganalysis.stats import pairing, planning
+from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
@@ -459,7 +460,7 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
     if r["paired"]:
         n = float(row["n_pair"])
         dec = decide(Summaries(np.nan, np.nan, 2), Summaries(np.nan, np.nan, 2), alpha=alpha, rope=rope,
-                     paired=Paired(row["d_mean"], g / np.sqrt(n), n))
+                     paired=Paired(row["d_mean"], standard_error_from_sd(g, n), n))
         what = (f"the {int(n)} paired differences over shared trial seeds are identical ({row['d_mean']:+.2f} points "
                 f"each; SD ≤ {ZERO_SD:g} points, the records' resolution)")
         whose = "their SD"
@@ -472,7 +473,7 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
             zero = bool(zero_variance(sd))
             if zero:
                 arms.append(f"{name}'s {int(n)} trials")
-            se = g / np.sqrt(n) if zero else row["se" + sfx]
+            se = standard_error_from_sd(g, n) if zero else row["se" + sfx]
             sides.append(Summaries(row["mean" + sfx], se, n, 1 if zero else row["se_ddof" + sfx],
                                    row["mean_res" + sfx], 0.0 if zero else row["se_res" + sfx]))
         dec = decide(*sides, alpha=alpha, rope=rope)

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dganalysis.audit import published
 from dganalysis.records.selection import METHODS, select
+from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,7 @@ def cells_from_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """Cells (mean, SE with the sample SD, n) of per-trial dataset averages; unrounded (resolution 0)."""
     g = trials.groupby(["board", "selection", "dataset", "algorithm"], sort=False)["acc"]
     cells = g.agg(mean="mean", sd=lambda a: a.std(ddof=1), n="count").reset_index()
-    cells["se"] = np.where(cells["n"] >= 2, cells["sd"] / np.sqrt(cells["n"]), np.nan)
+    cells["se"] = standard_error_from_sd(cells["sd"], cells["n"])
     cells = cells.assign(env="", se_ddof=1, mean_res=0.0, se_res=0.0, source="sweep")
     return cells[published.CELL_COLUMNS].reset_index(drop=True)
 

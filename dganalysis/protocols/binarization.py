@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
 from dganalysis.verdicts import Verdict
 
@@ -30,7 +31,7 @@ def _summary(selected: pd.DataFrame, method_col: str, acc_col: str, scale: float
         raise ValueError(f"selected frame: missing columns {sorted(missing)} (expected the selection contract)")
     t = selected.groupby([method_col, "train_domains", "domain", "trial_seed"], sort=False)[acc_col].mean() * scale
     g = t.groupby(level=[0, 1, 2], sort=False)
-    s = pd.DataFrame({"mean": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()})
+    s = pd.DataFrame({"mean": g.mean(), "se": standard_error_from_sd(g.std(ddof=1), g.count()), "n": g.count()})
     s.index.names = ["algorithm", "train_domains", "domain"]
     return s
 

@@ -40,6 +40,7 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
+from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.stats.multiplicity import adjust_pvalues
 from dganalysis.stats.planning import trials_for_effect_size
 from dganalysis.stats.ttests import compare, direction
@@ -437,7 +438,7 @@ def dynamic_summary(
 def _trial_summary(trials: pd.DataFrame) -> pd.DataFrame:
     g = trials.groupby(["train", "method"], sort=False)["acc"]
     s = g.agg(["mean", "count"]).join(g.std(ddof=1).rename("sd"))
-    s["se"] = s["sd"] / np.sqrt(s["count"])
+    s["se"] = standard_error_from_sd(s["sd"], s["count"])
     return s.reset_index()
 
 

@@ -20,7 +20,7 @@ from dganalysis.protocols.dynamic import (
     SwapTestResult,
     _split,
 )
-from dganalysis.stats.intervals import t_half_width
+from dganalysis.stats.intervals import t_interval
 from dganalysis.validation import ConfigError, check_choices_list, check_frame, check_scalar, describe
 
 
@@ -47,9 +47,9 @@ def heldout_table(selected: pd.DataFrame, choices: Sequence[str | Sequence[str]]
                 x = g[g["algorithm"] == m].groupby("trial_seed")["acc"].mean().to_numpy()
                 n = len(x)
                 mean, sd = (float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan) if n else (np.nan, np.nan)
-                half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
+                low, high = t_interval(mean, sd, n, confidence)
                 rows.append(dict(train=",".join(sorted(train)), domain=dom, method=m, mean=mean, sd=sd, n=n,
-                                 ci_low=mean - half, ci_high=mean + half))
+                                 ci_low=low, ci_high=high))
     return pd.DataFrame(rows)
 
 

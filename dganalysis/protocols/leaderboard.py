@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis.latex import latex_escape
+from dganalysis.stats.moments import standard_error
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 from dganalysis.verdicts import Verdict
 
@@ -191,7 +192,7 @@ def from_selected(
                 continue
             acc = complete["acc"].to_numpy() * scale
             n = len(acc)
-            se = float(acc.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+            se = standard_error(acc)
             rows.append(dict(leaderboard=leaderboard, algorithm=alg, dataset=dataset_label or ds, acc=float(acc.mean()),
                              se=se, n=n))
     return pd.DataFrame(rows, columns=LONG_COLUMNS)

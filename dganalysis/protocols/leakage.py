@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dganalysis.stats.moments import standard_error
 from dganalysis.validation import (
     ConfigError,
     check_callable,
@@ -122,7 +123,7 @@ def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str
 # -- LP vs FT tables -----------------------------------------------------------------------------
 def _mean_se(values: pd.Series) -> pd.Series:
     v = values.to_numpy(dtype=float)
-    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
+    se = standard_error(v)
     return pd.Series({"mean": v.mean(), "se": se, "n": len(v)})
 
 

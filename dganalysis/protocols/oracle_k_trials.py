@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
-from dganalysis.stats.intervals import paired_percentile_bootstrap, t_half_width
+from dganalysis.stats.intervals import paired_percentile_bootstrap, t_interval
 from dganalysis.stats.planning import trials_for_effect_size
 from dganalysis.stats.ttests import compare, one_sample_p
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
@@ -95,8 +95,8 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
         for k, x in by_k.items():
             n = len(x)
             m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
-            half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
-            row = dict(zip(by, key), k=int(k), leakage=m, ci_low=m - half, ci_high=m + half, n_trials=n)
+            low, high = t_interval(m, sd, n, confidence)
+            row = dict(zip(by, key), k=int(k), leakage=m, ci_low=low, ci_high=high, n_trials=n)
             if k == 1:
                 row["p_positive"] = one_sample_p(x, 0.0, alternative="greater")
                 eff = m / sd if n > 1 and sd > 0 else np.nan

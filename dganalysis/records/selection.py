@@ -52,7 +52,6 @@ folder are merged into one "run" and compete; here they are different configs an
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -287,6 +286,8 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     import numpy as np
     import pandas as pd
 
+    from dganalysis.stats.moments import standard_error_from_sd
+
     f = "summarize"
     check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.records.selection.select frame")
     if by is None:
@@ -305,7 +306,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
         g = frame.groupby(by, sort=True, dropna=False)["acc"]
         out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
-        out["se"] = [s / math.sqrt(n) if n > ddof else np.nan for s, n in zip(out["std"], out["n"])]
+        out["se"] = standard_error_from_sd(out["std"], out["n"], ddof)
         return out[[*by, "mean", "se", "n"]]
     # the general path's numbers without one Python call per group: the mean is pandas' group mean called as above,
     # n the non-NaN values per group, the standard deviation pandas' arithmetic redone on arrays (:func:`_group_std`).
@@ -316,9 +317,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     gid = g.ngroup().to_numpy()
     n = np.bincount(gid, weights=~np.isnan(values), minlength=len(mean)).astype(np.int64)
     std = _group_std(values, gid, len(mean), ddof)
-    se = np.full(len(mean), np.nan)
-    ok = n > ddof
-    se[ok] = std[ok] / np.sqrt(n[ok])
+    se = standard_error_from_sd(std, n, ddof)
     return pd.DataFrame({"mean": mean.to_numpy(), "se": se, "n": n}, index=mean.index).reset_index()
 
 

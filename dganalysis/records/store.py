@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dganalysis.job_draw import recorded_draw_problem
 from dganalysis.validation import ConfigError, describe
 
 #: Fields of our ``spec.json`` that records' ``args`` lack and that change the experiment.
@@ -127,8 +128,6 @@ def check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
     path = job_dir / "spec.json"
     if not records or not path.is_file() or not isinstance(records[0].get("hparams"), dict):
         return  # DomainBed's runs: drawn by DomainBed
-    from dganalysis.train import recorded_draw_problem
-
     spec = json.loads(path.read_text(encoding="utf-8"))
     problem = recorded_draw_problem(spec, records[0]["hparams"]) if isinstance(spec, dict) else None
     if problem:

@@ -68,6 +68,7 @@ from sklearn.preprocessing import StandardScaler
 from dganalysis import threads
 from dganalysis.shift.kde import covariance, grouped_kde_logpdf, kde_resample, pack_groups, scott_factor
 from dganalysis.shift.regime import check_regime
+from dganalysis.stats.moments import standard_error
 from dganalysis.validation import (
     ConfigError,
     check_choice,
@@ -158,16 +159,13 @@ class ShiftDensities:
                              f"call fit_densities(..., thresholds=None) to estimate at other thresholds")
         t = shift_terms(self, eps_div, eps_cor, formula)
         m = len(self.w)
-        cor = t["cor_class"].sum(1)
-
-        def se(a: np.ndarray) -> float:
-            return float(a.std(ddof=1) / np.sqrt(m)) if m > 1 else float("nan")
+        cor = t["cor_class"].sum(1)  # div and cor: one term per point (m of them), their SE over the points
 
         return ShiftEstimate(
             diversity=float(t["div"].mean()),
             correlation=float(cor.mean()),
-            diversity_se=se(t["div"]),
-            correlation_se=se(cor),
+            diversity_se=standard_error(t["div"]),
+            correlation_se=standard_error(cor),
             share_div=float(t["in_div"].mean()),
             share_cor=float(t["in_cor"].mean()),
             per_class_correlation=t["cor_class"].mean(0),

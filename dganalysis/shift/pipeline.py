@@ -32,6 +32,7 @@ from dganalysis.shift.env_classifier import (
 )
 from dganalysis.shift.estimator import EPS_COR, EPS_DIV, N_SAMPLES, fit_densities
 from dganalysis.shift.regime import MAX_DIM, check_regime
+from dganalysis.stats.moments import standard_error
 from dganalysis.threads import torch_threads
 from dganalysis.validation import (
     ConfigError,
@@ -217,6 +218,6 @@ def summarize(trials: pd.DataFrame, cols: Sequence[str] = ("diversity", "correla
     for c in cols:
         v = trials[c].to_numpy(dtype=float)
         out[c] = float(v.mean())
-        out[f"{c}_se"] = float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+        out[f"{c}_se"] = standard_error(v)
     out["n_trials"] = n
     return out

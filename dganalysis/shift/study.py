@@ -20,6 +20,7 @@ from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.env_classifier import EnvClassifierConfig
 from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
 from dganalysis.shift.sanity import colored_digits_shift
+from dganalysis.stats.moments import standard_error
 from dganalysis.validation import (
     ConfigError,
     check_choice,
@@ -106,7 +107,7 @@ def table3(
         row: dict[str, Any] = {"rho_te": rho_te, "blue": extra is not None}
         for name, v in vals.items():
             row[name] = float(np.mean(v))
-            row[f"{name}_se"] = float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+            row[f"{name}_se"] = standard_error(v)
         s = summarize(tr)
         row.update({"diversity": s["diversity"], "diversity_se": s["diversity_se"],
                     "correlation": s["correlation"], "correlation_se": s["correlation_se"], "n_trials": n_trials})

@@ -17,6 +17,7 @@
   intervals), the Wilcoxon signed-rank test, and Spearman's ρ with its exact permutation p-value for a few items;
 * :mod:`~dganalysis.stats.improvement` — probability of improvement, the IQM of the differences to a baseline and
   their intervals, and the Bayesian signed-rank posterior;
+* :mod:`~dganalysis.stats.moments` — the standard error of a mean (SD / √n), from the values or from an SD and n;
 * :mod:`~dganalysis.stats.intervals` — exact binomial with ties, trimmed-mean t, Student t over replicates, the
   paired percentile bootstrap, and the expected-max curve of a search (Dodge et al.'s eq. 1 and the unbiased
   estimator) with its intervals.

@@ -11,8 +11,9 @@
   freedom; Yuen 1974, Wilcox 2012 Sec. 4.4).
 * :func:`unbiased_expected_max_weights` — the without-replacement (U-statistic) estimator of the expected best of k
   draws (Tang et al. 2020 show that Dodge et al.'s with-replacement eq. 1 is biased low).
-* :func:`t_interval_over` — the Student-t interval of a mean over independent replicates (e.g. trials), and
-  :func:`t_half_width`, its half-width from an SD.
+* :func:`t_interval_over` — the Student-t interval of a mean over independent replicates (e.g. trials),
+  :func:`t_interval`, the same from a mean, an SD and n already computed, and :func:`t_half_width`, its
+  half-width from an SD (the standard error itself: :mod:`dganalysis.stats.moments`).
 * :func:`dodge_eq1_weights` — the weights of Dodge et al.'s (2019) eq. 1, the expected best of k draws with
   replacement.
 * :func:`paired_percentile_bootstrap` — a percentile bootstrap interval (Efron & Tibshirani 1993, Ch. 13) of a
@@ -127,6 +128,18 @@ def t_half_width(sd, n, confidence: float = 0.95):
     return stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
 
 
+def t_interval(mean, sd, n, confidence: float = 0.95):
+    """The Student-t interval ``(low, high)`` = ``mean`` ∓ :func:`t_half_width` of a mean over ``n`` independent
+    replicates with sample SD ``sd`` (ddof 1), NaN where ``n < 2``. Arrays broadcast (float arrays back); scalars
+    give floats. The mean and SD are the caller's (numpy's or pandas' arithmetic, NaN skipped or not)."""
+    mean, sd, n = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float), np.asarray(n)
+    ok = n > 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = np.where(ok, t_half_width(sd, np.where(ok, n, 2), confidence), np.nan)
+    low, high = mean - half, mean + half
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
+
+
 def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and Student-t interval over axis 0 (independent replicates, e.g. trials); NaN with fewer than 2."""
     v = np.asarray(values, dtype=float)
@@ -135,8 +148,8 @@ def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.nd
     if n < 2:
         nan = np.full(mean.shape, np.nan)
         return mean, nan, nan
-    half = t_half_width(v.std(axis=0, ddof=1), n, confidence)
-    return mean, mean - half, mean + half
+    low, high = t_interval(mean, v.std(axis=0, ddof=1), n, confidence)
+    return mean, low, high
 
 
 def paired_percentile_bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., float | np.ndarray], *,

@@ -82,10 +82,13 @@ def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
     √(k(k+1)/(6N)) and p_ij = P(Q > q_ij √2), Q the studentized range of k means with infinite degrees of freedom
     (``scipy.stats.studentized_range``); 1 on the diagonal.
 
-    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this (``tests/stats/test_rank_tests.py`` holds
-    the two equal, ties included). It is not called because importing scikit-posthocs imports matplotlib and
-    seaborn, about 0.5 CPU-s: most of what an audit's statistics cost when it draws no figure. Its critical-difference
-    diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
+    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this, the same numpy and scipy calls in the same
+    order (``tests/stats/test_rank_tests.py`` holds the two equal bit for bit on random and labelled tables, ties,
+    two methods and one block included). The definitions do not differ; it is not called because importing
+    scikit-posthocs imports matplotlib and seaborn (0.26–0.5 CPU-s by machine): most of what an audit's statistics
+    cost when it draws no figure, and an audit without a page imports no plotting stack
+    (``tests/audit/test_run.py``). scikit-posthocs has no critical difference to offer (:func:`friedman` computes
+    Demšar's); its critical-difference diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
     check_frame(scores, (), "scores", func="nemenyi_friedman")
     values = scores.to_numpy(dtype=float)
     n, k = values.shape

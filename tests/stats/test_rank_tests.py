@@ -194,3 +194,46 @@ def test_spearman_above_the_exact_limit_is_scipys():
 def test_spearman_names_mismatched_inputs():
     with pytest.raises(ConfigError, match="spearman_test: parameters 'x' and 'y'"):
         spearman_test([1, 2, 3], [1, 2])
+
+
+def _labelled_tables() -> dict[str, pd.DataFrame]:
+    """Simulated blocks × methods score tables, each named for the case it covers."""
+    rng = np.random.default_rng(11)
+    cols = list("ABCDEF")
+    clear = pd.DataFrame(np.sort(rng.uniform(0, 1, (8, 4)), axis=1)[:, ::-1], columns=cols[:4])  # A best everywhere
+    tied = pd.DataFrame(np.ones((5, 3)) * 0.7, columns=cols[:3])  # one rank for all: every p is 1
+    rounded = pd.DataFrame(np.round(rng.normal(0.6, 0.02, (10, 5)), 2), columns=cols[:5])  # ties within blocks
+    pair = pd.DataFrame(rng.normal(0.6, 0.05, (6, 2)) + [0.03, 0.0], columns=cols[:2])  # k = 2
+    noise = pd.DataFrame(rng.normal(0.6, 0.05, (12, 6)), columns=cols)  # no difference at all
+    one_block = pd.DataFrame(rng.normal(0.6, 0.05, (1, 3)), columns=cols[:3])  # N = 1
+    return {"clear winner": clear, "all tied": tied, "ties within blocks": rounded, "two methods": pair,
+            "noise": noise, "one block": one_block}
+
+
+@pytest.mark.parametrize("name", list(_labelled_tables()))
+def test_nemenyi_on_labelled_tables_is_scikit_posthocs(name):
+    """On each labelled table our p-values are scikit-posthocs' bit for bit, and the critical difference (which
+    scikit-posthocs does not compute) separates exactly the pairs its p-values reject at α."""
+    import scikit_posthocs as sp
+
+    scores = _labelled_tables()[name]
+    got = rank_tests.nemenyi_friedman(scores)
+    pd.testing.assert_frame_equal(got, sp.posthoc_nemenyi_friedman(scores), check_exact=True)
+    if name == "all tied":
+        assert (got.to_numpy() == 1).all()
+    n, k = scores.shape
+    if k >= 3 and n >= 2 and name != "all tied":  # all tied: scipy's Friedman statistic is 0/0 (NaN, a warning)
+        for alpha in (0.05, 0.1):
+            res = rank_tests.friedman(scores, alpha=alpha)
+            gap = np.abs(res.avg_rank.to_numpy()[:, None] - res.avg_rank.to_numpy()[None, :])
+            p = got.loc[res.avg_rank.index, res.avg_rank.index].to_numpy()
+            assert ((gap > res.critical_difference) == (p < alpha)).all()
+
+
+def test_critical_difference_is_demsar_table_5():
+    """q_0.05 of Demšar (2006), Table 5(a), k = 2 … 10: CD = q √(k(k+1)/(6N)) reproduces it to its 3 decimals (the table truncates: 2.3437 is printed 2.343)."""
+    q05 = [1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164]
+    rng = np.random.default_rng(2)
+    for k, q in zip(range(3, 11), q05[1:], strict=True):
+        res = rank_tests.friedman(pd.DataFrame(rng.normal(size=(7, k))))
+        assert res.critical_difference / np.sqrt(k * (k + 1) / (6 * 7)) == pytest.approx(q, abs=1e-3)

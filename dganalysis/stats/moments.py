@@ -1,0 +1,48 @@
+"""The standard error of a mean, written once: SE = SD / √n over n independent replicates (e.g. trials).
+
+numpy only (no scipy), so :mod:`dganalysis.records` can use it without the import cost of the tests' modules.
+
+* :func:`standard_error` — from the values: ``std(values, ddof) / √n``, NaN when at most ``ddof`` values remain
+  (n < 2 with the default sample SD, ``ddof=1``); ``ddof=0`` is DomainBed's population SD
+  (``collect_results.format_mean``).
+* :func:`standard_error_from_sd` — from an SD already computed (a group's ``std``) and its count, elementwise:
+  ``sd / √n`` where ``n > ddof``, NaN elsewhere.
+
+The Student-t interval of a mean built on it is :func:`dganalysis.stats.intervals.t_interval`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dganalysis.validation import ConfigError, describe
+
+
+def _check_ddof(ddof: int, func: str) -> int:
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or int(ddof) not in (0, 1):
+        raise ConfigError(f"{func}: parameter 'ddof': expected 0 (population SD) or 1 (sample SD), got "
+                          f"{describe(ddof)}")
+    return int(ddof)
+
+
+def standard_error(values, ddof: int = 1) -> float:
+    """``std(values, ddof) / √n`` of the ``n`` values (a 1-D sequence or array, taken as it is: NaN propagates), as a
+    float; NaN when ``n <= ddof`` (fewer than 2 values with the sample SD)."""
+    ddof = _check_ddof(ddof, "standard_error")
+    v = np.asarray(values)
+    if v.ndim != 1:
+        raise ConfigError(f"standard_error: parameter 'values': expected a 1-D sequence of numbers, got "
+                          f"{describe(values)}")
+    n = len(v)
+    return float(v.std(ddof=ddof) / np.sqrt(n)) if n > ddof else float("nan")
+
+
+def standard_error_from_sd(sd, n, ddof: int = 1) -> np.ndarray:
+    """``sd / √n`` elementwise (arrays or Series broadcast; the result is a float array), NaN where ``n <= ddof``:
+    the standard error of a mean from the SD of its ``n`` values computed with ``ddof``."""
+    ddof = _check_ddof(ddof, "standard_error_from_sd")
+    sd, n = np.asarray(sd, dtype=float), np.asarray(n)
+    ok = n > ddof
+    out = np.full(np.broadcast_shapes(sd.shape, n.shape), np.nan)
+    np.divide(sd, np.sqrt(np.where(ok, n, 1)), out=out, where=ok)
+    return out
