@@ -14,6 +14,11 @@ Launchers:
   ``ProcessPoolExecutor`` with the *spawn* start method, their OpenMP waiting policy set before torch starts
   (:func:`dganalysis.threads.worker_environment`); with GPUs, workers are spread round-robin over
   them (several workers per GPU pack small jobs on one device).
+  ``ExecutionOptions.runs_per_gpu`` sets the workers per CUDA device instead (an integer, or ``auto``: sized by
+  memory after a probe run), under a CUDA MPS daemon of the sweep's own when more than one shares a device
+  (:mod:`dganalysis.sweep.packing`); ``ExecutionOptions.batch_runs`` trains up to that many ERM jobs whose shapes
+  agree as one vmapped model in one worker (:mod:`dganalysis.sweep.batched`). Every record says how its run was
+  packed (``packing``).
 - ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
   ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
   whose job is held by another runner waits for it inside the task.
@@ -367,14 +372,18 @@ def _auto_runs_per_device(todo, store, data_dir, options, policy, bar, devices: 
     if peak is None:
         log.warning("runs per GPU auto: no peak memory known (the probe failed); one run per device")
         return 1, todo, results
-    ctx = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        frees = [pool.submit(_free_bytes_in_worker, d).result() for d in devices]
-    free = min(frees)
+    free = min(_measure_free(devices))
     n = packing.runs_per_device(free, peak, packing.default_cap(n_devices=len(devices)))
     log.info("runs per GPU auto: peak %.2f GB per run, %.1f GB free per device → %d runs per device",
              peak / 2**30, free / 2**30, n)
     return n, todo, results
+
+
+def _measure_free(devices: Sequence[str]) -> list[int]:
+    """Each device's free bytes, measured in a fresh worker process (this one keeps no CUDA context)."""
+    ctx = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return [pool.submit(_free_bytes_in_worker, d).result() for d in devices]
 
 
 def _flat(units) -> list[Job]:
