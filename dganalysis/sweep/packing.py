@@ -56,6 +56,9 @@ MAX_RUNS_PER_DEVICE = 8
 MPS_CONTROL = "nvidia-cuda-mps-control"
 #: the record field
 KEY = "packing"
+#: the environment variable through which a launcher of shell commands (the DomainBed drop-in's ``multi_gpu``) tells
+#: each run's ``train`` how it was packed (a JSON :func:`packing_field`)
+ENV = "DGANALYSIS_PACKING"
 
 
 def run_footprint(peak_allocated_bytes: float) -> int:
@@ -130,6 +133,28 @@ def stored_peak_bytes(job_dirs: Iterable[str | Path]) -> float | None:
 def packing_field(runs_per_device: int, mps: bool, batched: int = 1) -> dict[str, Any]:
     """The ``packing`` record field."""
     return {"runs_per_device": int(runs_per_device), "mps": bool(mps), "batched": int(batched)}
+
+
+def packing_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{"packing": ...}`` from ``$DGANALYSIS_PACKING`` (a JSON :func:`packing_field`), or ``{}`` when unset."""
+    import json
+
+    text = (os.environ if environ is None else environ).get(ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"${ENV}: not JSON: {text!r}") from None
+    if not isinstance(value, dict) or set(value) != {"runs_per_device", "mps", "batched"}:
+        raise ConfigError(f"${ENV}: expected {{runs_per_device, mps, batched}}, got {text!r}")
+    return {KEY: packing_field(value["runs_per_device"], value["mps"], value["batched"])}
+
+
+def gpu_slots(gpus: list[str], runs_per_gpu: int) -> list[str]:
+    """The device of each worker slot: every GPU ``runs_per_gpu`` times, interleaved (``[0, 1, 0, 1]``), so the first
+    commands spread over the GPUs before any doubles up."""
+    return [g for _ in range(max(1, int(runs_per_gpu))) for g in gpus]
 
 
 # --------------------------------------------------------------------------- CUDA MPS
