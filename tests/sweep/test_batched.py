@@ -102,3 +102,17 @@ def test_sweep_batch_runs(tmp_path):
     assert packs == [2, 2, 1]
     again = run_sweep(jobs, store, progress=False, execution=opts)
     assert list(again["status"]) == ["skipped"] * 3
+
+
+def test_groupnorm_convnet_batches(tmp_path):
+    """A GroupNorm CNN (as DomainBed's MNIST CNN) under vmap: the stacked weights are contiguous (vmap cannot ask
+    GroupNorm's channels_last question); the first record's loss is the job's own (later ones drift by Adam's sign
+    sensitivity, see the module doc)."""
+    jobs = [_job(hp={"featurizer": "smallcnn"}, steps=2, checkpoint_freq=5),
+            _job(hp={"featurizer": "smallcnn", "lr": 2e-3}, trial_seed=1, steps=2, checkpoint_freq=5)]
+    assert run_batched(jobs, [tmp_path / "b0", tmp_path / "b1"], precision="fp32", threads=1) == {
+        j.job_id: None for j in jobs}
+    run_job(jobs[1], tmp_path / "a1", precision="fp32", threads=1)
+    alone, batched = _records(tmp_path / "a1"), _records(tmp_path / "b1")
+    assert [r["step"] for r in batched] == [0, 1]
+    assert batched[0]["loss"] == pytest.approx(alone[0]["loss"], rel=REL)
