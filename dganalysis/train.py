@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 #: files a job writes into its folder (removed before a rerun)
 JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 #: record fields that depend on the clock, the machine or where the job folder lives, not on the computation
-RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb", "provenance")
+RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb", "provenance", "packing")
 #: ``args`` entries that say where the run read and wrote (DomainBed's ``data_dir``, ``output_dir``)
 RUN_ARGS = ("data_dir", "output_dir")
 

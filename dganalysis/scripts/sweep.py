@@ -21,7 +21,8 @@ asking, unless ``--skip_confirmation``), as DomainBed's — but not one whose ``
 still training, :mod:`dganalysis.sweep.store`), which DomainBed would delete.
 
 Launchers, by DomainBed's names: ``local`` (one after the other in this machine's shell), ``dummy`` (print each
-command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run); and ``slurm``
+command), ``multi_gpu`` (one run per visible GPU at a time, ``CUDA_VISIBLE_DEVICES`` set per run; ours:
+``--runs_per_gpu N|auto`` packs several per GPU, under CUDA MPS where the machine has it); and ``slurm``
 (ours): every command as one task of a Slurm job array through submitit, configured by ``$DGANALYSIS_SLURM`` (a JSON
 dict of submitit parameters, e.g. ``{"slurm_partition": "gpu", "gpus_per_node": 1, "timeout_min": 600}``; the
 ``cluster`` key picks submitit's ``local`` or ``debug`` executor to try it without Slurm) and
@@ -173,9 +174,19 @@ def dummy_launcher(commands: list[str]) -> Statuses:
     return [None] * len(commands)
 
 
-def multi_gpu_launcher(commands: list[str]) -> Statuses:
-    """DomainBed's ``multi_gpu``: one command per GPU at a time (``$CUDA_VISIBLE_DEVICES``' GPUs, else all); their
-    exit statuses."""
+#: seconds between looks at the running commands of ``multi_gpu``
+POLL_S = 1.0
+
+
+def multi_gpu_launcher(commands: list[str], runs_per_gpu: int | str | None = None) -> Statuses:
+    """DomainBed's ``multi_gpu``: ``runs_per_gpu`` commands per GPU at a time (``$CUDA_VISIBLE_DEVICES``' GPUs, else
+    all; DomainBed's: one; ours: ``--runs_per_gpu N|auto`` or ``$DGANALYSIS_RUNS_PER_GPU``, ``auto`` sized by memory
+    after the first command ran alone, :mod:`dganalysis.sweep.packing`); their exit statuses. With more than one per
+    GPU the commands run under a CUDA MPS daemon of the launcher's own when the machine has one
+    (:func:`dganalysis.sweep.packing.mps_daemon`), and each run's records say how it was packed (``packing``, passed as
+    ``$DGANALYSIS_PACKING``)."""
+    from dganalysis.sweep import packing
+
     print("WARNING: using experimental multi_gpu_launcher.")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -187,23 +198,78 @@ def multi_gpu_launcher(commands: list[str]) -> Statuses:
     if not gpus:
         raise ConfigError("sweep: --command_launcher multi_gpu: no GPU visible (CUDA_VISIBLE_DEVICES is empty or "
                           "torch sees no CUDA device); use --command_launcher local")
+    if runs_per_gpu is None:
+        runs_per_gpu = os.environ.get("DGANALYSIS_RUNS_PER_GPU") or 1
+    n = packing.parse_runs_per_gpu(runs_per_gpu)
     statuses: Statuses = [None] * len(commands)
     pending = list(enumerate(commands))
-    procs: list[tuple[int, subprocess.Popen] | None] = [None] * len(gpus)
-    while pending:
-        for idx, gpu in enumerate(gpus):
-            slot = procs[idx]
-            if slot is None or slot[1].poll() is not None:
-                if slot is not None:
-                    statuses[slot[0]] = slot[1].returncode
-                k, cmd = pending.pop(0)
-                procs[idx] = (k, subprocess.Popen(f"CUDA_VISIBLE_DEVICES={gpu} {cmd}", shell=True))
-                break
-        time.sleep(1)
-    for slot in procs:
-        if slot is not None:
-            statuses[slot[0]] = slot[1].wait()
+    if n == "auto":
+        n, pending = _probe_runs_per_gpu(pending, gpus, statuses)
+    with packing.mps_daemon(enabled=n > 1) as mps_on:
+        field = json.dumps(packing.packing_field(n, mps_on, 1))
+        slots = packing.gpu_slots(gpus, n)
+        procs: list[tuple[int, subprocess.Popen] | None] = [None] * len(slots)
+        while pending:
+            for idx, gpu in enumerate(slots):
+                slot = procs[idx]
+                if pending and (slot is None or slot[1].poll() is not None):
+                    if slot is not None:
+                        statuses[slot[0]] = slot[1].returncode
+                    k, cmd = pending.pop(0)
+                    procs[idx] = (k, _start(cmd, gpu, field))
+            time.sleep(POLL_S)
+        for slot in procs:
+            if slot is not None:
+                statuses[slot[0]] = slot[1].wait()
     return statuses
+
+
+def _start(cmd: str, gpu: str, packing_json: str) -> subprocess.Popen:
+    return subprocess.Popen(f"CUDA_VISIBLE_DEVICES={gpu} DGANALYSIS_PACKING={shlex.quote(packing_json)} {cmd}",
+                            shell=True)
+
+
+def _probe_runs_per_gpu(pending, gpus: list[str], statuses: Statuses) -> tuple[int, list]:
+    """``--runs_per_gpu auto``: the first command alone on the first GPU, then the rule of
+    :func:`dganalysis.sweep.packing.runs_per_device` on its records' peak ``mem_gb`` and the smallest free memory of
+    the GPUs (one run per GPU when either is unknown)."""
+    from dganalysis.sweep import packing
+
+    (k, cmd), rest = pending[0], pending[1:]
+    print(f"runs per GPU auto: probing with the first command alone on GPU {gpus[0]}")
+    statuses[k] = _start(cmd, gpus[0], json.dumps(packing.packing_field(1, False, 1))).wait()
+    out = _flag_value(cmd, "--output_dir")
+    peak = packing.stored_peak_bytes([out]) if out else None
+    free = _free_bytes(gpus)
+    if peak is None or free is None:
+        print("runs per GPU auto: peak or free memory unknown; one run per GPU")
+        return 1, rest
+    n = packing.runs_per_device(free, peak, packing.default_cap(n_devices=len(gpus)))
+    print(f"runs per GPU auto: peak {peak / 2**30:.2f} GB per run, {free / 2**30:.1f} GB free → {n} per GPU")
+    return n, rest
+
+
+def _flag_value(cmd: str, flag: str) -> str | None:
+    """The value after ``flag`` in the shell command ``cmd`` (None when absent)."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    return words[words.index(flag) + 1] if flag in words and words.index(flag) + 1 < len(words) else None
+
+
+def _free_bytes(gpus: list[str]) -> int | None:
+    """The smallest free memory of ``gpus``, each measured by a fresh Python process seeing that GPU alone."""
+    code = "import torch; print(torch.cuda.mem_get_info(0)[0])"
+    frees = []
+    for gpu in gpus:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu}, timeout=300)
+        try:
+            frees.append(int(r.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            return None
+    return min(frees) if frees else None
 
 
 def _shell(cmd: str) -> int:
@@ -272,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--holdout_fraction", type=float, default=0.2)
     p.add_argument("--single_test_envs", action="store_true")
     p.add_argument("--skip_confirmation", action="store_true")
+    p.add_argument("--runs_per_gpu", default=None,
+                   help="ours: multi_gpu runs this many commands per GPU at once (an integer, or auto: sized by memory "
+                        "after the first ran alone; default $DGANALYSIS_RUNS_PER_GPU or 1, DomainBed's)")
     p.add_argument("--no_preflight", action="store_true",
                    help="ours: launch without first checking that the data and weight files are there")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
@@ -414,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands = [job.command_str for job in to_launch]
         if args.command_launcher == "slurm":
             statuses = slurm_launcher(commands, os.path.join(args.output_dir, ".submitit"))
+        elif args.command_launcher == "multi_gpu":
+            statuses = multi_gpu_launcher(commands, args.runs_per_gpu)
         else:
             statuses = REGISTRY[args.command_launcher](commands)
         statuses = list(statuses or [None] * len(commands))

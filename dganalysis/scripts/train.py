@@ -391,7 +391,9 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     print(f"dganalysis: mode {mode}{why}, device {runtime.device}, precision {precision}, threads {runtime.threads}, "
           f"cuDNN/TF32: {describe_backends(backends)}" + (f", DomainBed's N_WORKERS modelled: {workers}" if exact else ""))
     sys.stdout.flush()
-    extra = {"mode": mode, "mode_requested": args.mode, "cuda_backends": backends}
+    from dganalysis.sweep.packing import packing_from_env
+
+    extra = {"mode": mode, "mode_requested": args.mode, "cuda_backends": backends, **packing_from_env()}
     if exact:
         import time
 

@@ -6,6 +6,7 @@ Examples::
     dganalysis sweep --dataset RotatedDigits --algorithms ERM CORAL --splits leave_one_out \\
         --steps 1000 --checkpoint-freq 200 --store store --dry-run
     dganalysis sweep --config big.yaml --store /scratch/store --launcher slurm --slurm-partition gpu --gpus-per-node 1
+    dganalysis sweep --config rotated.yaml --store store --runs-per-gpu auto --batch-runs 8
 """
 
 from __future__ import annotations
@@ -51,6 +52,15 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                         "~/.cache/dganalysis); --data_dir meant this before")
     r.add_argument("--launcher", "--command_launcher", choices=["local", "slurm"], default="local", help="local processes or Slurm via submitit")
     r.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in this process)")
+    r.add_argument("--runs-per-gpu", "--runs_per_gpu", default=None,
+                   help="worker processes per CUDA device: an integer, or auto (sized by memory from a probe run's "
+                        "peak; dganalysis.sweep.packing); replaces --workers on CUDA machines")
+    r.add_argument("--no-mps", action="store_true",
+                   help="do not start a CUDA MPS daemon for packed runs (default: started when more than one run "
+                        "shares a device and nvidia-cuda-mps-control exists)")
+    r.add_argument("--batch-runs", "--batch_runs", type=int, default=1,
+                   help="train up to M ERM jobs whose shapes agree as one vmapped model (dganalysis.sweep.batched; "
+                        "default 1: every job alone)")
     r.add_argument("--device", help="torch device (default: CUDA when available, else CPU)")
     r.add_argument("--compile", action="store_true", help="torch.compile the networks")
     r.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
@@ -269,7 +279,8 @@ def main_sweep(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         retry_failed=not args.no_retry_failed,
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
-                                   imports=imports, mixed_threads=args.mixed_threads),
+                                   imports=imports, mixed_threads=args.mixed_threads,
+                                   runs_per_gpu=args.runs_per_gpu, mps=not args.no_mps, batch_runs=args.batch_runs),
         claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
         slurm=slurm,
     )

@@ -14,6 +14,11 @@ Launchers:
   ``ProcessPoolExecutor`` with the *spawn* start method, their OpenMP waiting policy set before torch starts
   (:func:`dganalysis.threads.worker_environment`); with GPUs, workers are spread round-robin over
   them (several workers per GPU pack small jobs on one device).
+  ``ExecutionOptions.runs_per_gpu`` sets the workers per CUDA device instead (an integer, or ``auto``: sized by
+  memory after a probe run), under a CUDA MPS daemon of the sweep's own when more than one shares a device
+  (:mod:`dganalysis.sweep.packing`); ``ExecutionOptions.batch_runs`` trains up to that many ERM jobs whose shapes
+  agree as one vmapped model in one worker (:mod:`dganalysis.sweep.batched`). Every record says how its run was
+  packed (``packing``).
 - ``slurm``: one Slurm array job per sweep through ``submitit.AutoExecutor``; pass
   ``slurm={"cluster": "local"}`` or ``"debug"`` to run through submitit without Slurm. An array task
   whose job is held by another runner waits for it inside the task.
@@ -180,11 +185,40 @@ def _init_worker(n_threads: int, n_gpus: int, counter, imports: Sequence[str]) -
     import_plugins(imports)
 
 
-def _execute_in_worker(job_spec, job_dir, data_dir, options, policy) -> dict[str, Any]:
+def _worker_options(options: Mapping[str, Any]) -> dict[str, Any]:
     options = dict(options)
     if options.get("device") is None and "device" in _WORKER_OPTIONS:
         options["device"] = _WORKER_OPTIONS["device"]
-    return execute_job(job_spec, job_dir, data_dir, options, policy)
+    return options
+
+
+def _execute_in_worker(job_spec, job_dir, data_dir, options, policy) -> dict[str, Any]:
+    return execute_job(job_spec, job_dir, data_dir, _worker_options(options), policy)
+
+
+def _probe_in_worker(job_spec, job_dir, data_dir, options, policy) -> dict[str, Any]:
+    """``--runs-per-gpu auto``'s probe: the device's free bytes before the job, then the job alone, then its peak
+    ``max_memory_allocated`` (:mod:`dganalysis.sweep.packing`)."""
+    import torch
+
+    options = _worker_options(options)
+    device = torch.device(options.get("device") or "cuda")
+    free = int(torch.cuda.mem_get_info(device)[0])
+    torch.cuda.reset_peak_memory_stats(device)
+    res = execute_job(job_spec, job_dir, data_dir, options, policy)
+    return {**res, "free_bytes": free, "peak_bytes": int(torch.cuda.max_memory_allocated(device))}
+
+
+def _free_bytes_in_worker(device: str) -> int:
+    import torch
+
+    return int(torch.cuda.mem_get_info(torch.device(device))[0])
+
+
+def _execute_batch_in_worker(job_specs, job_dirs, data_dir, options, policies) -> dict[str, dict[str, Any]]:
+    from dganalysis.sweep.batched import execute_batch
+
+    return execute_batch(job_specs, job_dirs, data_dir, _worker_options(options), policies)
 
 
 # --------------------------------------------------------------------------- launchers
@@ -201,42 +235,56 @@ class _InlineExecutor(cf.Executor):
 
 
 def _drive(todo, store, submit, policy, bar) -> dict[str, dict[str, Any]]:
-    """Submit every job; a ``busy`` job (held by another live runner) is submitted again ``poll_s`` later.
-
-    With ``policy["wait"]`` false a busy job ends as ``busy``. Returns one result per job id.
+    """Submit every unit of ``todo`` (a job, or a list of jobs trained together as one batch,
+    :mod:`dganalysis.sweep.batched`); a ``busy`` job (held by another live runner) is submitted again, alone,
+    ``poll_s`` later. ``submit(unit)`` returns a future of the job's result, or for a list of jobs of a dict of results
+    by job id. With ``policy["wait"]`` false a busy job ends as ``busy``. Returns one result per job id.
     """
     poll = float(policy.get("poll_s", 1.0))
     results: dict[str, dict[str, Any]] = {}
-    running: dict[cf.Future, Job] = {}
-    later: list[tuple[float, Job]] = [(0.0, job) for job in todo]
+    running: dict[cf.Future, Any] = {}
+    later: list[tuple[float, Any]] = [(0.0, unit) for unit in todo]
+
+    def _jobs_of(unit) -> list[Job]:
+        return list(unit) if isinstance(unit, (list, tuple)) else [unit]
+
     while running or later:
         now = time.monotonic()
-        due = [job for t, job in later if t <= now]
-        later = [(t, job) for t, job in later if t > now]
-        for job in due:
+        due = [unit for t, unit in later if t <= now]
+        later = [(t, unit) for t, unit in later if t > now]
+        for unit in due:
             try:
-                running[submit(job)] = job
+                running[submit(unit)] = unit
             except Exception as e:  # noqa: BLE001 - e.g. the process pool broke when a worker died
-                results[job.job_id] = {"status": "failed", "elapsed": None,
-                                       "error": f"not started: {type(e).__name__}: {e}"}
-                _tick(bar, results[job.job_id])
+                for job in _jobs_of(unit):
+                    results[job.job_id] = {"status": "failed", "elapsed": None,
+                                           "error": f"not started: {type(e).__name__}: {e}"}
+                    _tick(bar, results[job.job_id])
         if not running:
             time.sleep(max(0.0, min(t for t, _ in later) - time.monotonic()))
             continue
         finished, _ = cf.wait(running, timeout=poll, return_when=cf.FIRST_COMPLETED)
         for fut in finished:
-            job = running.pop(fut)
+            unit = running.pop(fut)
+            jobs = _jobs_of(unit)
             try:
-                res = fut.result()
+                out = fut.result()
+                per_job = {j.job_id: out[j.job_id] for j in jobs} if isinstance(unit, (list, tuple)) else {
+                    jobs[0].job_id: out}
             except Exception as e:  # noqa: BLE001 - a worker died (e.g. killed for memory)
-                res = {"status": "failed", "elapsed": None, "error": f"worker died: {type(e).__name__}: {e}"}
-                record_abandoned(job, store / job.job_id, res["error"])
-            if res["status"] == "busy" and policy.get("wait", True):
-                log.info("job %s is %s; coming back to it", job.job_id, res["error"])
-                later.append((time.monotonic() + poll, job))
-                continue
-            results[job.job_id] = res
-            _tick(bar, res)
+                per_job = {}
+                for job in jobs:
+                    per_job[job.job_id] = {"status": "failed", "elapsed": None,
+                                           "error": f"worker died: {type(e).__name__}: {e}"}
+                    record_abandoned(job, store / job.job_id, per_job[job.job_id]["error"])
+            for job in jobs:
+                res = per_job[job.job_id]
+                if res["status"] == "busy" and policy.get("wait", True):
+                    log.info("job %s is %s; coming back to it", job.job_id, res["error"])
+                    later.append((time.monotonic() + poll, job))
+                    continue
+                results[job.job_id] = res
+                _tick(bar, res)
     return results
 
 
@@ -248,25 +296,110 @@ def _job_policy(policy: Mapping[str, Any], job: Job, **over: Any) -> dict[str, A
 
 def _run_inline(todo, store, data_dir, options, policy, bar) -> dict[str, dict[str, Any]]:
     ex = _InlineExecutor()
-    return _drive(todo, store, lambda j: ex.submit(execute_job, j.to_dict(), str(store / j.job_id), data_dir, options,
-                                                   _job_policy(policy, j, wait=False)),
-                  policy, bar)
+
+    def submit(unit):
+        if isinstance(unit, (list, tuple)):
+            from dganalysis.sweep.batched import execute_batch
+
+            return ex.submit(execute_batch, [j.to_dict() for j in unit], [str(store / j.job_id) for j in unit],
+                             data_dir, options, [_job_policy(policy, j, wait=False) for j in unit])
+        return ex.submit(execute_job, unit.to_dict(), str(store / unit.job_id), data_dir, options,
+                         _job_policy(policy, unit, wait=False))
+
+    return _drive(todo, store, submit, policy, bar)
 
 
-def _run_pool(todo, store, data_dir, options, policy, n_workers, bar) -> dict[str, dict[str, Any]]:
+def _run_pool(todo, store, data_dir, options, policy, n_workers, bar, *, n_gpus: int | None = None,
+              probe: bool = False) -> dict[str, dict[str, Any]]:
+    """``todo`` (jobs, or lists of jobs to train as one batch) on ``n_workers`` spawned worker processes, spread
+    round-robin over ``n_gpus`` CUDA devices (default: all visible ones when ``options["device"]`` is None).
+    ``probe``: run through :func:`_probe_in_worker` (one job; its result holds ``free_bytes`` and ``peak_bytes``)."""
     import torch
 
     ctx = mp.get_context("spawn")
-    n_gpus = torch.cuda.device_count() if options.get("device") is None and torch.cuda.is_available() else 0
+    if n_gpus is None:
+        n_gpus = torch.cuda.device_count() if options.get("device") is None and torch.cuda.is_available() else 0
     n_threads = options.get("threads") or threads.launcher_share(n_workers)
     counter = ctx.Value("i", 0)
     imports = list(options.get("imports", ()))
+
+    def submit(pool, unit):
+        if isinstance(unit, (list, tuple)):
+            return pool.submit(_execute_batch_in_worker, [j.to_dict() for j in unit], [str(store / j.job_id) for j in unit],
+                               data_dir, options, [_job_policy(policy, j, wait=False) for j in unit])
+        fn = _probe_in_worker if probe else _execute_in_worker
+        return pool.submit(fn, unit.to_dict(), str(store / unit.job_id), data_dir, options,
+                           _job_policy(policy, unit, wait=False))
+
     with threads.worker_environment(), cf.ProcessPoolExecutor(
         max_workers=n_workers, mp_context=ctx, initializer=_init_worker, initargs=(n_threads, n_gpus, counter, imports)
     ) as pool:
-        return _drive(todo, store, lambda j: pool.submit(_execute_in_worker, j.to_dict(), str(store / j.job_id), data_dir,
-                                                         options, _job_policy(policy, j, wait=False)),
-                      policy, bar)
+        return _drive(todo, store, lambda u: submit(pool, u), policy, bar)
+
+
+def _cuda_devices(device: str | None) -> list[str]:
+    """The CUDA devices a local sweep's workers use: ``device`` when it is a CUDA device, all visible ones when
+    ``device`` is None, none on CPU."""
+    import torch
+
+    if device is not None:
+        return [str(device)] if str(device).startswith("cuda") else []
+    if not torch.cuda.is_available():
+        return []
+    return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+def _auto_runs_per_device(todo, store, data_dir, options, policy, bar, devices: list[str], jobs: Sequence[Job]
+                          ) -> tuple[int, list, dict[str, dict[str, Any]]]:
+    """``runs_per_gpu="auto"``: ``(N, the units still to run, results of a probe)``. The peak per run is the
+    store's largest ``mem_gb`` among finished jobs of the todo's datasets, else a probe's: the first job trained
+    alone (one worker on the first device); the free memory is measured by a fresh worker process (or the probe)
+    on each device, the smallest taken (:func:`dganalysis.sweep.packing.runs_per_device`)."""
+    from dganalysis.sweep import packing
+
+    datasets = {j.dataset for j in _flat(todo)}
+    peak = packing.stored_peak_bytes(store / j.job_id for j in jobs if j.dataset in datasets)
+    results: dict[str, dict[str, Any]] = {}
+    if peak is None:
+        first, todo = _flat(todo[:1])[0], _unbatch_first(todo)
+        probe_opts = {**options, "device": devices[0],
+                      "extra_fields": {packing.KEY: packing.packing_field(1, False, 1)}}
+        log.info("runs per GPU auto: probing with job %s alone on %s", first.job_id, devices[0])
+        res = _run_pool([first], store, data_dir, probe_opts, policy, 1, bar, n_gpus=0, probe=True)
+        results.update(res)
+        r = res[first.job_id]
+        peak = r.get("peak_bytes") or packing.stored_peak_bytes([store / first.job_id])
+    if peak is None:
+        log.warning("runs per GPU auto: no peak memory known (the probe failed); one run per device")
+        return 1, todo, results
+    free = min(_measure_free(devices))
+    n = packing.runs_per_device(free, peak, packing.default_cap(n_devices=len(devices)))
+    log.info("runs per GPU auto: peak %.2f GB per run, %.1f GB free per device → %d runs per device",
+             peak / 2**30, free / 2**30, n)
+    return n, todo, results
+
+
+def _measure_free(devices: Sequence[str]) -> list[int]:
+    """Each device's free bytes, measured in a fresh worker process (this one keeps no CUDA context)."""
+    ctx = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return [pool.submit(_free_bytes_in_worker, d).result() for d in devices]
+
+
+def _flat(units) -> list[Job]:
+    out: list[Job] = []
+    for u in units:
+        out.extend(u if isinstance(u, (list, tuple)) else [u])
+    return out
+
+
+def _unbatch_first(units) -> list:
+    """``units`` without their first job (a batch keeps its other jobs)."""
+    first, rest = units[0], list(units[1:])
+    if isinstance(first, (list, tuple)) and len(first) > 1:
+        tail = list(first[1:])
+        return [tail if len(tail) > 1 else tail[0], *rest]
+    return rest
 
 
 def _run_submitit(todo, store, data_dir, options, policy, slurm: Mapping[str, Any], bar) -> dict[str, dict[str, Any]]:
@@ -367,13 +500,20 @@ class ExecutionOptions:
     trainer's choice), ``compile`` (``torch.compile``), the ``precision`` (``auto``, ``fp32`` or ``bf16``) and
     ``imports``, modules or ``.py`` files that register extra datasets/algorithms, imported in every worker;
     ``mixed_threads``: reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs
-    (default False: an error before any work; see the module docstring)."""
+    (default False: an error before any work; see the module docstring); ``runs_per_gpu``: worker processes per CUDA
+    device, an integer or ``"auto"`` (sized by memory; :mod:`dganalysis.sweep.packing`), None: ``n_workers`` spread
+    over the devices as before; ``mps``: run packed CUDA workers under a CUDA MPS daemon when the machine has one
+    (:func:`dganalysis.sweep.packing.mps_daemon`); ``batch_runs``: train up to this many ERM jobs whose shapes agree as
+    one vmapped model (:mod:`dganalysis.sweep.batched`; 1: every job alone)."""
 
     device: str | None = None
     compile: bool = False
     precision: str = "auto"
     imports: Sequence[str] = ()
     mixed_threads: bool = False
+    runs_per_gpu: int | str | None = None
+    mps: bool = True
+    batch_runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -427,6 +567,14 @@ def run_sweep(
     claims = ClaimPolicy() if claims is None else claims
     device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
     mixed_threads = execution.mixed_threads
+    from dganalysis.sweep import packing
+
+    runs_per_gpu = packing.parse_runs_per_gpu(execution.runs_per_gpu)
+    batch_runs = execution.batch_runs
+    if isinstance(batch_runs, bool) or not isinstance(batch_runs, int) or batch_runs < 1:
+        raise ConfigError(f"run_sweep batch_runs: expected an integer ≥ 1, got {batch_runs!r}")
+    if batch_runs > 1 and launcher != "local":
+        raise ConfigError(f"run_sweep batch_runs={batch_runs}: batched runs train on the local launcher only")
     wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
     if launcher not in ("local", "slurm"):
@@ -502,6 +650,11 @@ def run_sweep(
     policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports),
                "threads": n_threads}
+    units: list = list(todo)
+    if batch_runs > 1:
+        from dganalysis.sweep.batched import plan_batches
+
+        units = plan_batches(todo, batch_runs)
     data = str(data_dir) if data_dir is not None else None
     from dganalysis.progress import SweepProgress, progress_file
 
@@ -515,12 +668,11 @@ def run_sweep(
         if not todo:
             results = {}
         elif launcher == "slurm":
-            results = _run_submitit(todo, store, data, options, policy, slurm or {}, bar)
-        elif n_workers == 1 or len(todo) <= 1:
-            import_plugins(imports)
-            results = _run_inline(todo, store, data, {**options, "progress": bool(progress)}, policy, bar)
+            results = _run_submitit(todo, store, data, {**options, "extra_fields": _packing_extra(1, False)}, policy,
+                                    slurm or {}, bar)
         else:
-            results = _run_pool(todo, store, data, options, policy, min(n_workers, len(todo)), bar)
+            results = _run_local(units, jobs, store, data, options, policy, bar, n_workers, runs_per_gpu,
+                                 execution.mps, progress)
     finally:
         bar.close()
     for job in todo:
@@ -530,6 +682,49 @@ def run_sweep(
     if n_failed:
         log.warning("sweep: %d of %d jobs failed (see <store>/<job_id>/failed)", n_failed, len(jobs))
     return pd.DataFrame([rows[j.job_id] for j in jobs], columns=STATUS_COLUMNS)
+
+
+def _packing_extra(runs_per_device: int, mps: bool) -> dict[str, Any]:
+    from dganalysis.sweep import packing
+
+    return {packing.KEY: packing.packing_field(runs_per_device, mps, 1)}
+
+
+def _run_local(units, jobs, store, data, options, policy, bar, n_workers, runs_per_gpu, use_mps, progress
+               ) -> dict[str, dict[str, Any]]:
+    """The local launcher: with ``runs_per_gpu`` and CUDA devices, that many workers per device (``auto``: sized by
+    memory after a probe, :func:`_auto_runs_per_device`), under CUDA MPS when more than one shares a device and
+    ``use_mps``; else ``n_workers`` workers (one: in this process). Every job's records carry ``packing``."""
+    from dganalysis.sweep import packing
+
+    n_jobs = len(_flat(units))
+    devices = _cuda_devices(options.get("device"))
+    if runs_per_gpu is not None and not devices:
+        log.warning("runs per GPU %s: no CUDA device; %d worker(s) as --workers says", runs_per_gpu, n_workers)
+    if runs_per_gpu is not None and devices:
+        results: dict[str, dict[str, Any]] = {}
+        if runs_per_gpu == "auto":
+            n, units, results = _auto_runs_per_device(units, store, data, options, policy, bar, devices, jobs)
+        else:
+            n = int(runs_per_gpu)
+        if not units:
+            return results
+        n_gpus = len(devices) if options.get("device") is None else 0
+        workers = min(n * len(devices), len(units))
+        with packing.mps_daemon(enabled=use_mps and n > 1) as mps_on:
+            opts = {**options, "extra_fields": _packing_extra(n, mps_on)}
+            log.info("packing: %d runs per device on %d device(s), %d workers, MPS %s", n, len(devices), workers,
+                     "on" if mps_on else "off")
+            results.update(_run_pool(units, store, data, opts, policy, workers, bar, n_gpus=n_gpus))
+        return results
+    if n_workers == 1 or n_jobs <= 1:
+        import_plugins(options.get("imports", ()))
+        opts = {**options, "progress": bool(progress), "extra_fields": _packing_extra(1, False)}
+        return _run_inline(units, store, data, opts, policy, bar)
+    workers = min(n_workers, len(units))
+    per_device = -(-workers // len(devices)) if devices else workers
+    return _run_pool(units, store, data, {**options, "extra_fields": _packing_extra(per_device, False)}, policy,
+                     workers, bar)
 
 
 def _planned_threads(launcher: str, n_workers: int, device: str | None,
