@@ -387,13 +387,13 @@ def run_batched(
 
 # --------------------------------------------------------------------------- what a sweep worker runs
 def execute_batch(job_specs: Sequence[Mapping[str, Any]], job_dirs: Sequence[str], data_dir: str | None,
-                  options: Mapping[str, Any], policies: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+                  options: Mapping[str, Any], policies: Sequence[Mapping[str, Any]], *,
+                  run_alone: Callable[..., dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Claim and train jobs as one batch; ``{job_id: {status, elapsed, error}}`` as
     :func:`dganalysis.sweep.launcher.execute_job` returns per job. A job found finished, failed-and-not-retried or
-    alone after the claims goes through ``execute_job``; jobs the engine refuses (:class:`BatchRefused`) train
-    alone, each through ``execute_job``."""
+    alone after the claims goes through ``run_alone`` (the launcher passes its ``execute_job``); jobs the engine
+    refuses (:class:`BatchRefused`) train alone, each through ``run_alone``."""
     from dganalysis.plugins import import_plugins
-    from dganalysis.sweep.launcher import execute_job
     from dganalysis.sweep.store import ClaimInfo, ClaimLost, append_history, failed_stamp, job_state, try_claim
     from dganalysis.train import clear_job_dir, write_failed
 
@@ -458,5 +458,5 @@ def execute_batch(job_specs: Sequence[Mapping[str, Any]], job_dirs: Sequence[str
             for c in claimed:
                 c[3].release()
     for job, d, pol in alone:
-        results[job.job_id] = execute_job(job.to_dict(), d, data_dir, options, pol)
+        results[job.job_id] = run_alone(job.to_dict(), d, data_dir, options, pol)
     return results

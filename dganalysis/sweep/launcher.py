@@ -218,7 +218,7 @@ def _free_bytes_in_worker(device: str) -> int:
 def _execute_batch_in_worker(job_specs, job_dirs, data_dir, options, policies) -> dict[str, dict[str, Any]]:
     from dganalysis.sweep.batched import execute_batch
 
-    return execute_batch(job_specs, job_dirs, data_dir, _worker_options(options), policies)
+    return execute_batch(job_specs, job_dirs, data_dir, _worker_options(options), policies, run_alone=execute_job)
 
 
 # --------------------------------------------------------------------------- launchers
@@ -302,7 +302,8 @@ def _run_inline(todo, store, data_dir, options, policy, bar) -> dict[str, dict[s
             from dganalysis.sweep.batched import execute_batch
 
             return ex.submit(execute_batch, [j.to_dict() for j in unit], [str(store / j.job_id) for j in unit],
-                             data_dir, options, [_job_policy(policy, j, wait=False) for j in unit])
+                             data_dir, options, [_job_policy(policy, j, wait=False) for j in unit],
+                             run_alone=execute_job)
         return ex.submit(execute_job, unit.to_dict(), str(store / unit.job_id), data_dir, options,
                          _job_policy(policy, unit, wait=False))
 
