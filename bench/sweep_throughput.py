@@ -56,19 +56,10 @@ sys.path.insert(0, str(ROOT))
 import dganalysis  # noqa: E402,F401 - installs the torchvision shim before torchvision is imported
 
 MNIST_ENVS = ["0", "15", "30", "45", "60", "75"]
-#: Python for DomainBed's train.py in a subprocess (tests/reference/_harness.py's prelude: the CPU-torch shim, stubs for
-#: DomainBed's optional imports), with its N_WORKERS set
-RUNNER = textwrap.dedent('''
-    import runpy, sys, types
-    import dganalysis.compat
-    dganalysis.compat.install()
-    for name, attrs in {"timm": {}, "gdown": {}, "wilds": {}, "wilds.datasets": {},
-                        "wilds.datasets.camelyon17_dataset": {"Camelyon17Dataset": object},
-                        "wilds.datasets.fmow_dataset": {"FMoWDataset": object}}.items():
-        try:
-            __import__(name)
-        except ImportError:
-            mod = types.ModuleType(name); mod.__dict__.update(attrs); mod.__path__ = []; sys.modules[name] = mod
+from tests.reference._harness import SCRIPT_PRELUDE  # noqa: E402 - the CPU-torch shim, DomainBed's optional imports
+
+#: Python for DomainBed's train.py in a subprocess (the tests' prelude), with its N_WORKERS set from argv[1]
+RUNNER = SCRIPT_PRELUDE + textwrap.dedent('''
     import domainbed.datasets as _d
     _d.MultipleDomainDataset.N_WORKERS = int(sys.argv.pop(1))
     sys.argv = ["train.py"] + sys.argv[1:]

@@ -4,26 +4,19 @@ environment they were started with; a fake ``nvidia-cuda-mps-control``)."""
 from __future__ import annotations
 
 import json
-import os
-import stat
 
 import pytest
 
 from dganalysis.scripts import sweep as drop_in_sweep
 from dganalysis.sweep import packing
 from dganalysis.validation import ConfigError
-from tests.sweep.test_packing import FAKE, _calls
+from tests.sweep._fake_mps import _calls, install_fake_mps
 
 
 @pytest.fixture
-def fake_mps(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / packing.MPS_CONTROL
-    exe.write_text(FAKE)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
+def dropin_mps(tmp_path, monkeypatch):
+    """The fake MPS control on PATH, two fake GPUs, and the drop-in's launcher polling fast."""
+    bin_dir = install_fake_mps(tmp_path, monkeypatch)
     monkeypatch.setattr(drop_in_sweep, "POLL_S", 0.05)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     return bin_dir
@@ -45,7 +38,7 @@ def test_gpu_slots_and_env_field():
         packing.packing_from_env({packing.ENV: '{"runs": 2}'})
 
 
-def test_multi_gpu_two_runs_per_gpu_under_mps(tmp_path, fake_mps):
+def test_multi_gpu_two_runs_per_gpu_under_mps(tmp_path, dropin_mps):
     outs = [tmp_path / f"out{k}" for k in range(5)]
     cmds = [f"{_report(p)}; exit {k}" for k, p in enumerate(outs)]
     assert drop_in_sweep.multi_gpu_launcher(cmds, 2) == [0, 1, 2, 3, 4]
@@ -53,18 +46,18 @@ def test_multi_gpu_two_runs_per_gpu_under_mps(tmp_path, fake_mps):
     assert [s[0] for s in seen[:4]] == ["0", "1", "0", "1"]  # the first four spread over both GPUs, two each
     assert {s[1] for s in seen} == {json.dumps({"runs_per_device": 2, "mps": True, "batched": 1})}
     assert all(s[2] for s in seen)  # the commands connect to the launcher's MPS daemon
-    assert [c.split(" pipe=")[0] for c in _calls(fake_mps)] == ["args=[] stdin=[get_server_list]", "args=[-d] stdin=[]",
+    assert [c.split(" pipe=")[0] for c in _calls(dropin_mps)] == ["args=[] stdin=[get_server_list]", "args=[-d] stdin=[]",
                                                                 "args=[] stdin=[quit]"]
 
 
-def test_multi_gpu_default_is_domainbeds_one_per_gpu(tmp_path, fake_mps):
+def test_multi_gpu_default_is_domainbeds_one_per_gpu(tmp_path, dropin_mps):
     outs = [tmp_path / f"out{k}" for k in range(3)]
     assert drop_in_sweep.multi_gpu_launcher([_report(p) for p in outs]) == [0, 0, 0]
     assert json.loads(outs[0].read_text().split("|")[1]) == {"runs_per_device": 1, "mps": False, "batched": 1}
-    assert _calls(fake_mps) == []  # no MPS for one run per GPU
+    assert _calls(dropin_mps) == []  # no MPS for one run per GPU
 
 
-def test_multi_gpu_auto_probes_first(tmp_path, fake_mps, monkeypatch):
+def test_multi_gpu_auto_probes_first(tmp_path, dropin_mps, monkeypatch):
     monkeypatch.setattr(drop_in_sweep, "_free_bytes", lambda gpus: 20 * 2**30)
     monkeypatch.setattr(packing, "default_cap", lambda cpu_cores=None, n_devices=1: 8)
     run0 = tmp_path / "run0"

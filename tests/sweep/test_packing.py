@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis.sweep import ExecutionOptions, launcher, make_jobs, packing, run_sweep
 from dganalysis.validation import ConfigError
+from tests.sweep._fake_mps import _calls, install_fake_mps
 
 GiB = 2**30
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -81,20 +81,7 @@ exit 0
 
 @pytest.fixture
 def fake_mps(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / packing.MPS_CONTROL
-    exe.write_text(FAKE)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_MPS_PIPE_DIRECTORY", raising=False)
-    monkeypatch.delenv("CUDA_MPS_LOG_DIRECTORY", raising=False)
-    return bin_dir
-
-
-def _calls(bin_dir: Path) -> list[str]:
-    f = bin_dir / "calls.log"
-    return f.read_text().splitlines() if f.exists() else []
+    return install_fake_mps(tmp_path, monkeypatch)
 
 
 def test_mps_daemon_started_and_stopped(fake_mps, caplog):
