@@ -64,21 +64,6 @@ def test_peak_from_records(tmp_path):
 
 
 # --------------------------------------------------------------------------- CUDA MPS with a fake control binary
-FAKE = """#!/bin/sh
-# a fake nvidia-cuda-mps-control: logs each call (arguments, stdin, pipe folder); "running" marks a live daemon
-dir="$(dirname "$0")"
-input=""
-if [ "$#" -eq 0 ]; then input="$(cat)"; fi
-echo "args=[$*] stdin=[$input] pipe=[$CUDA_MPS_PIPE_DIRECTORY] log=[$CUDA_MPS_LOG_DIRECTORY]" >> "$dir/calls.log"
-if [ "$1" = "-d" ]; then touch "$dir/running"; exit 0; fi
-case "$input" in
-  get_server_list) [ -e "$dir/running" ] && exit 0 || exit 1 ;;
-  quit) rm -f "$dir/running"; exit 0 ;;
-esac
-exit 0
-"""
-
-
 @pytest.fixture
 def fake_mps(tmp_path, monkeypatch):
     return install_fake_mps(tmp_path, monkeypatch)
