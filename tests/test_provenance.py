@@ -217,5 +217,5 @@ def test_index_and_report_say_what_made_them(tmp_path):
     line = next(line for line in index.splitlines() if line.startswith("Made with dganalysis "))
     assert f"torch {provenance.environment()['torch']}" in line and "precision " in line
     page = write_report(out, "quick").read_text()
-    assert line.replace("Made with ", "").split(", CPU")[0] in page  # the index's summary, and the page's own line
-    assert page.count(f"dganalysis {provenance.environment()['dganalysis']}") >= 2
+    assert line.replace("Made with ", "").split(", CPU")[0] in page  # the index's line, shown once on the page
+    assert page.count(f"dganalysis {provenance.environment()['dganalysis']}") == 1

@@ -1,8 +1,10 @@
 """One self-contained HTML page for a profile's outputs: ``outputs/<profile>/report.html``.
 
-The page opens with what made it (:mod:`dganalysis.provenance`: the package, commit and versions writing the page;
-``index.md``'s own line says what ran the notebooks) and the summary of ``index.md`` (everything above the first
-per-notebook section), then one section per notebook with its status, every figure it wrote (PNG,
+The page opens with what made it, once (:mod:`dganalysis.provenance`: ``index.md``'s line saying what ran the
+notebooks, else the package, commit and versions writing the page), then the findings at a glance
+(:mod:`dganalysis.studies.findings`: the count of each verdict, and each finding as one line — a coloured verdict badge,
+the paper, the claim, our number — that unfolds to its full paper, claim, verdict, numbers and data), then the rest of
+the summary of ``index.md`` (everything above the first per-notebook section), then one section per notebook with its status, every figure it wrote (PNG,
 embedded as base64, so the page can be mailed or attached on its own) and every table
 (its Markdown form, with caption and the notebook's number format; a table saved only as
 CSV or LaTeX is shown from its CSV). Figures and tables in ``figures/`` and ``tables/``
@@ -21,23 +23,52 @@ import re
 from pathlib import Path
 
 from dganalysis import io, provenance
-from dganalysis.studies.run_history import NotebookRun, read_history, run_folder
+from dganalysis.studies.findings import read_findings, read_variant_findings
+from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, read_history, run_folder, split_label
 from dganalysis.validation import MissingInputError
+from dganalysis.verdicts import VERDICTS, Verdict
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .85em; }
-th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: left; vertical-align: top; }
+*, *::before, *::after { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 72rem; margin: 1.5em auto;
+       padding: 0 1em; color: #222; line-height: 1.45; overflow-wrap: anywhere; }
+h1, h2, h3 { line-height: 1.2; } h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .85em; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; word-break: break-word; }
 thead th { background: #f2f2f2; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+pre { white-space: pre-wrap; } code { background: #f5f5f5; padding: 0 .2em; overflow-wrap: anywhere; }
 figcaption, .meta { color: #555; font-size: .85em; }
 .failed { color: #b00020; font-weight: bold; } .ok { color: #1b5e20; }
-nav ul { columns: 2; } code { background: #f5f5f5; padding: 0 .2em; }
+nav ul { columns: 2; }
+.counts { display: flex; flex-wrap: wrap; gap: .5em; margin: .8em 0; padding: 0; list-style: none; }
+.counts li { border-radius: 1em; padding: .15em .8em; font-weight: 600; }
+.findings { margin: 0; padding: 0; list-style: none; border-top: 1px solid #ddd; }
+.findings > li { border-bottom: 1px solid #ddd; }
+.findings summary { cursor: pointer; padding: .35em .2em; display: grid; gap: .3em .8em; align-items: baseline;
+                    grid-template-columns: 9.5em minmax(6em, 14em) minmax(0, 1fr) minmax(6em, 18em); }
+.findings summary::-webkit-details-marker { display: none; }
+.findings summary > span { min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.findings .paper { color: #444; font-size: .9em; } .findings .ours { font-variant-numeric: tabular-nums; }
+.findings details[open] summary { background: #fafafa; }
+.findings dl { display: grid; grid-template-columns: minmax(4em, 8em) minmax(0, 1fr); gap: .2em .8em;
+               margin: .3em 0 .8em; padding: 0 .5em; font-size: .9em; }
+.findings dt { color: #555; font-weight: 600; } .findings dd { margin: 0; }
+.badge { display: inline-block; border-radius: .8em; padding: 0 .6em; font-size: .85em; font-weight: 600;
+         text-align: center; }
+.v-reproduced { background: #d7f5dd; color: #0d5c1e; } .v-partly, .v-not-decided { background: #fff0c2; color: #6b4a00; }
+.v-not-reproduced { background: #fde0e0; color: #8e1111; } .v-other { background: #e8e8e8; color: #444; }
+@media (max-width: 50em) {
+  .findings summary { grid-template-columns: 9.5em minmax(0, 1fr); }
+  .findings summary > span { white-space: normal; }
+  .findings .claim, .findings .ours { grid-column: 1 / -1; }
+  nav ul { columns: 1; }
+}
 """
 
 
@@ -66,6 +97,100 @@ def index_summary(index_text: str, notebook_names: list[str]) -> str:
         if line.strip() in heads:
             return "\n".join(lines[:i]).rstrip() + "\n"
     return index_text
+
+
+_FINDINGS_HEAD = "## Summary: each paper's finding on this run"
+_NO_FINDINGS = "(no notebook recorded a finding yet)"
+_PROVENANCE_PREFIX = "Made with "
+
+
+def verdict_of(text: object) -> str:
+    """The verdict of a finding without its reason (``"not decided (too small: …)"`` → ``"not decided"``); a text that
+    is no :class:`~dganalysis.verdicts.Verdict` (e.g. ``"measured"``, ``"not run"``) is kept, up to its `` (``."""
+    try:
+        return Verdict.parse(text)[0].value
+    except ValueError:
+        return str(text or "not run").split(" (")[0].strip() or "not run"
+
+
+def verdict_class(text: object) -> str:
+    """The CSS class of a verdict's badge: ``v-reproduced`` (green), ``v-partly`` and ``v-not-decided`` (amber),
+    ``v-not-reproduced`` (red), ``v-other`` (grey: not run, measured, anything else)."""
+    v = verdict_of(text)
+    return "v-" + v.replace(" ", "-") if v in VERDICTS else "v-other"
+
+
+def verdict_counts(rows: list[dict]) -> dict[str, int]:
+    """How many findings have each verdict (:func:`verdict_of`): the known verdicts in their order, then the others."""
+    seen = [verdict_of(r.get("verdict")) for r in rows]
+    order = [v for v in VERDICTS if v in seen] + sorted({v for v in seen if v not in VERDICTS})
+    return {v: seen.count(v) for v in order}
+
+
+def _short(text: object, n: int) -> str:
+    s = " ".join(str(text if text is not None else "").split())
+    if len(s) <= n:
+        return s
+    cut = s[:n].rsplit(" ", 1)[0] if " " in s[: n] else s[:n]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def findings_html(rows: list[dict]) -> str:
+    """The findings at a glance: the count of each verdict, then one line per finding (badge, paper, claim, our
+    number) that unfolds (``<details>``) to the finding's full paper, claim, verdict, numbers and data."""
+    if not rows:
+        return f'<section id="findings"><h2>Findings</h2><p>{html.escape(_NO_FINDINGS)}</p></section>'
+    e = html.escape
+    counts = "".join(f'<li class="{verdict_class(v)}"><span class="n">{n}</span> {e(v)}</li>'
+                     for v, n in verdict_counts(rows).items())
+    items = []
+    for r in rows:
+        verdict, cls = str(r.get("verdict", "")), verdict_class(r.get("verdict"))
+        paper, finding, ours = (str(r.get(k, "")) for k in ("paper", "finding", "ours"))
+        data = str(r.get("data") or "not stated")
+        items.append(
+            f'<li class="finding {cls}-row" id="{_anchor("finding", str(r.get("key", "")))}"><details><summary>'
+            f'<span class="badge {cls}">{e(verdict_of(verdict))}</span>'
+            f'<span class="paper" title="{e(paper)}">{e(_short(paper, 60))}</span>'
+            f'<span class="claim" title="{e(finding)}">{e(_short(finding, 110))}</span>'
+            f'<span class="ours" title="{e(ours)}">{e(_short(ours, 70))}</span></summary>'
+            f"<dl><dt>paper</dt><dd>{e(paper)}</dd><dt>finding</dt><dd>{e(finding)}</dd>"
+            f"<dt>verdict</dt><dd>{e(verdict)}</dd><dt>ours</dt><dd>{e(ours)}</dd>"
+            f"<dt>data</dt><dd>{e(data)}</dd></dl></details></li>")
+    return (f'<section id="findings"><h2>Findings: {len(rows)} claim(s) tested on this run</h2>'
+            f'<ul class="counts">{counts}</ul><ol class="findings">{"".join(items)}</ol>'
+            '<p class="meta">Click a line for its full claim, verdict, numbers and the data they rest on.</p>'
+            "</section>")
+
+
+def _findings_rows(out: Path, runs: list[NotebookRun]) -> list[dict]:
+    """The findings the index lists (the base run's and each variant run's, as :func:`~dganalysis.studies.runner.
+    write_index` reads them)."""
+    rows = read_findings(out)
+    variants = [v for v in (split_label(r.name)[1] for r in runs) if v is not None]
+    if variants:
+        rows = read_variant_findings(out, rows, {v: out / VARIANTS_DIR / v for v in variants})
+    return rows
+
+
+def _split_summary(lines: list[str]) -> tuple[list[str], str]:
+    """The index summary without what the page shows itself (its provenance line, the findings heading and table)
+    and that provenance line (``""`` when there is none)."""
+    kept, prov, in_table = [], "", False
+    for line in lines:
+        st = line.strip()
+        if st.startswith(_PROVENANCE_PREFIX) and not prov:
+            prov = st
+            continue
+        if st in (_FINDINGS_HEAD, _NO_FINDINGS) or st.startswith("| paper | finding | verdict"):
+            in_table = st.startswith("|")
+            continue
+        if in_table and st.startswith("|"):
+            continue
+        in_table = False
+        kept.append(line)
+    text = "\n".join(kept).strip()
+    return ([text] if text else []), prov
 
 
 def _figure_html(png: Path, folder: str = "") -> str:
@@ -134,7 +259,9 @@ def render_report(out: Path, profile: str) -> str:
     lines = summary.splitlines()
     if lines and lines[0].startswith("# "):  # the page has its own title
         lines = lines[1:]
-    summary = "\n".join(line for line in lines if line.strip() != LINK_LINE)
+    kept, made_with = _split_summary([line for line in lines if line.strip() != LINK_LINE])
+    summary = "\n".join(kept)
+    rows = _findings_rows(out, runs)
     sections, seen_fig, seen_tab = [], set(), set()
     for run in runs:
         run_dir = run_folder(run.name)
@@ -166,9 +293,10 @@ def render_report(out: Path, profile: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{title}</title><style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
-        f'<p class="meta">Generated {stamp} from <code>{html.escape(str(out))}</code> with '
-        f'{html.escape(provenance.one_line(provenance.stamp()))}. Figures are embedded; the page needs no other '
-        "file.</p>",
+        f'<p class="meta" id="provenance">Generated {stamp} from <code>{html.escape(str(out))}</code>. '
+        + html.escape(made_with or f"Made with {provenance.one_line(provenance.stamp())}.")
+        + " Figures are embedded; the page needs no other file.</p>",
+        findings_html(rows),
         f'<section id="summary">{_local_links(_markdown(summary))}</section>' if summary else "",
         f"<nav><h2>Notebooks</h2><ul>{toc}</ul></nav>" if toc else "",
         *sections, "</body></html>", ""])

@@ -103,3 +103,73 @@ def test_no_run_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "bad" / "runs.json").write_text('{"00": {"ok": true}}')
     with pytest.raises(ValueError, match="runs.json: not a run history"):
         render_report(tmp_path / "bad", "quick")
+
+
+FINDINGS = [("01a", "Paper A", "claim one holds", "gap 3.1 pp", "reproduced"),
+            ("01b", "Paper A", "claim two holds " + "long " * 40, "gap 0.4 pp", "partly"),
+            ("02a", "Paper <B>", "claim three", "rho 0.12", "not reproduced"),
+            ("03a", "Paper C", "claim four", "n=12", "not decided (too small: 12 models)"),
+            ("04a", "Paper D", "claim five", "acc 71.0%", "reproduced"),
+            ("05a", "Paper E", "claim six", "—", "measured")]
+
+
+def _with_findings(tmp_path):
+    from dganalysis.studies.runner import write_index
+
+    out = _outputs(tmp_path)
+    for key, paper, finding, ours, verdict in FINDINGS:
+        (out / "findings").mkdir(exist_ok=True)
+        (out / "findings" / f"{key}.json").write_text(json.dumps(
+            {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict, "data": "SIMULATED"}))
+    from dganalysis.studies.run_history import read_history
+
+    write_index(out, "quick", read_history(out))
+    return out
+
+
+def test_findings_summary_counts_and_one_line_per_finding(tmp_path):
+    from dganalysis.studies.findings import read_findings
+    from dganalysis.studies.report import verdict_class, verdict_counts, verdict_of
+
+    out = _with_findings(tmp_path)
+    page = render_report(out, "quick")
+    rows = read_findings(out)
+    counts = verdict_counts(rows)
+    assert counts == {"reproduced": 2, "partly": 1, "not reproduced": 1, "not decided": 1, "measured": 1}
+    assert sum(counts.values()) == len(FINDINGS)
+    shown = dict((v, int(n)) for n, v in re.findall(r'<li class="v-[a-z-]+"><span class="n">(\d+)</span> ([^<]+)</li>',
+                                                     page))
+    assert shown == counts
+    # each finding: one <li> with its verdict's badge class, its details folded with the full (escaped) text
+    items = re.findall(r'<li class="finding (v-[a-z-]+)-row" id="finding-([^"]+)"><details><summary>'
+                       r'<span class="badge (v-[a-z-]+)">', page)
+    assert [(k, c) for c, k, _ in items] == [(k, verdict_class(v)) for k, _, _, _, v in FINDINGS]
+    assert all(a == b for a, _, b in items)
+    assert [verdict_class(v) for *_, v in FINDINGS] == ["v-reproduced", "v-partly", "v-not-reproduced",
+                                                         "v-not-decided", "v-reproduced", "v-other"]
+    assert verdict_of("not decided (too small: 12 models)") == "not decided"
+    assert "Paper &lt;B&gt;" in page and "Paper <B>" not in page
+    assert "<dd>not decided (too small: 12 models)</dd>" in page and ("long " * 40).strip() in page
+    assert page.index('id="findings"') < page.index('id="summary"') < page.index('id="nb-00_demo"')
+    # the index's findings table is not repeated below
+    assert "<th>paper</th>" not in page
+
+
+def test_provenance_once_viewport_and_no_fixed_widths(tmp_path):
+    out = _with_findings(tmp_path)
+    page = render_report(out, "quick")
+    assert page.count("Made with ") == 1 and page.count('id="provenance"') == 1
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    css = re.search(r"<style>(.*)</style>", page, re.S)[1]
+    assert "overflow-wrap: anywhere" in css and "max-width: 72rem" in css
+    # no fixed width beyond the content's max: no `width: N` and no pixel (min-/max-)width
+    assert not re.search(r"(?<![-a-z])width\s*:\s*\d", css) and not re.search(r"width\s*:\s*[\d.]+px", css)
+    assert re.findall(r"max-width\s*:\s*([^;)]+)[;)]", css) == ["72rem", "100%", "100%", "50em"]
+    assert not re.search(r'\swidth="\d', page) and not re.search(r'style="[^"]*width', page)
+    assert not re.search(r'<(script|link)\b', page)
+
+
+def test_no_findings_says_so(tmp_path):
+    out = _outputs(tmp_path)
+    page = render_report(out, "quick")
+    assert "(no notebook recorded a finding yet)" in page and 'class="counts"' not in page
