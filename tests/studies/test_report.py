@@ -173,3 +173,28 @@ def test_no_findings_says_so(tmp_path):
     out = _outputs(tmp_path)
     page = render_report(out, "quick")
     assert "(no notebook recorded a finding yet)" in page and 'class="counts"' not in page
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_no_horizontal_scroll_in_chromium(tmp_path, width):
+    import shutil
+    import subprocess
+
+    exe = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    if exe is None:
+        pytest.skip("headless Chromium not found: `apt-get install -y chromium` enables the rendered-page check")
+    out = _with_findings(tmp_path)
+    page = render_report(out, "quick")
+    probe = ("<script>addEventListener('load', () => { document.querySelectorAll('details').forEach(d => d.open = true);"
+             " const e = document.documentElement; document.body.setAttribute('data-probe',"
+             " e.scrollWidth + 'x' + window.innerWidth); });</script></body>")
+    html_file = tmp_path / "probe.html"
+    html_file.write_text(page.replace("</body>", probe))
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},900",
+           "--virtual-time-budget=2000", "--dump-dom", html_file.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-probe="(\d+)x(\d+)"', proc.stdout)
+    assert m, f"chromium could not render the page: {proc.stderr[-2000:]}"
+    scroll, inner = int(m[1]), int(m[2])
+    assert inner == width and scroll <= inner, f"horizontal scroll at {width} px: scrollWidth {scroll} > {inner}"
