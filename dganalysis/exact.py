@@ -59,7 +59,7 @@ import numpy as np
 import torch
 
 from dganalysis.hparams import seed_hash
-from dganalysis.job import Job
+from dganalysis.job import EXACT_DATASETS, Job
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,6 @@ DOMAINBED_WORKERS = 8
 EVAL_BATCH_SIZE = 64
 #: DomainBed's datasets this mode replays draw for draw (checked against its ``train.py`` by
 #: ``tests/reference/test_domainbed_exact_datasets.py``); its other datasets are refused by name
-EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 
 
 def _global_seed() -> int:

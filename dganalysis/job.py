@@ -36,6 +36,8 @@ UNHASHED_FIELDS = ("save_model",)
 OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0}
 #: fields left out of the torch seed (:attr:`Job.seed_key`), as DomainBed's sweep leaves them out of its run seed
 SEED_FREE_FIELDS = ("task", "uda_holdout_fraction")
+#: DomainBed's datasets that ``domainbed_exact`` replays draw for draw (:mod:`dganalysis.exact`); it refuses the others
+EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 #: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
 TASKS = ("domain_generalization", "domain_adaptation")
 #: DomainBed's datasets that DomainBed partitions per run from the run's seed (:mod:`dganalysis.data.domainbed_mnist`);

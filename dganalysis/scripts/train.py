@@ -80,7 +80,9 @@ class Refused(ConfigError):
 def exact_problem(args: argparse.Namespace) -> str | None:
     """Why ``domainbed_exact`` cannot replay DomainBed's run of these (checked) flags, or None when it can: its
     MNIST datasets and the Debug ones, without ``class_balanced`` / ``augment`` hparams (:mod:`dganalysis.exact`)."""
-    if args.dataset not in MNIST_DATASETS and not args.dataset.startswith("Debug"):
+    from dganalysis.job import EXACT_DATASETS
+
+    if args.dataset not in EXACT_DATASETS:
         return (f"--dataset {args.dataset} goes through DomainBed's torchvision image transforms, which "
                 "domainbed_exact does not replay")
     over = json.loads(args.hparams) if args.hparams else {}
