@@ -25,11 +25,9 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 
 : > "$SUMMARY"
 lscpu > "$OUT/lscpu.txt"
-kind() {  # model name (family F model M; instruction sets), as dganalysis.provenance.cpu_kind words it
-  local fam mod isa f
-  fam=$(grep -m1 '^cpu family' /proc/cpuinfo | sed 's/.*: *//'); mod=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | sed 's/.*: *//')
-  isa=""; for f in avx2 avx512f avx512_bf16 amx_bf16; do grep -qw "$f" /proc/cpuinfo && isa="${isa:+$isa, }$f"; done
-  echo "$(grep -m1 'Model name' "$OUT/lscpu.txt" | sed 's/.*: *//') (family $fam model $mod; ${isa:-no AVX2})"
+kind() {  # dganalysis.provenance.cpu_kind(): model name (family F model M; instruction sets)
+  "$REPO/.venv/bin/python" -c "from dganalysis.provenance import cpu_kind; print(cpu_kind())" 2>/dev/null \
+    || grep -m1 'Model name' "$OUT/lscpu.txt" | sed 's/.*: *//'
 }
 say "machine: $(kind), $(nproc) CPUs; AMX-bf16: $(grep -qw amx_bf16 /proc/cpuinfo && echo yes || echo no); commit $(git -C "$REPO" rev-parse --short HEAD); $(date -u +%FT%TZ)"
 
