@@ -53,7 +53,9 @@ MIN_POWER = 0.5
 TARGET_POWER = planning.POWER
 #: test kinds: a paired t-test (two-sided, or one-sided at ``level``), an exact Spearman test over ``n`` items, or
 #: a measurement read against the paper's number (no test, nothing to power)
-KINDS = ("paired", "one-sided paired", "spearman", "measurement")
+#: a measurement read against the paper's number (no test, nothing to power); ``"decision"``: the finding's own
+#: decision function (:mod:`dganalysis.findings`), its power simulated (:func:`dganalysis.findings.power.design_power`)
+KINDS = ("paired", "one-sided paired", "spearman", "measurement", "decision")
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,32 @@ class ClaimDesign:
     steps: int | None = None
     n_methods: int = 1
     paper_note: str = ""
+    decide: Callable | None = None  #: kind "decision": the finding's decision function (frame -> FindingResult)
+    simulate: Callable | None = None  #: kind "decision": (rng, n) -> a simulated frame at the design's effect
+    cache_key: str | None = None  #: kind "decision": names everything the simulation depends on besides n
+    test: str = ""  #: kind "decision": the test and family in words
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"ClaimDesign {self.key}: kind={self.kind!r}, expected one of {KINDS}")
 
     @property
+    def simulated(self):
+        """Kind "decision": the :class:`~dganalysis.findings.power.DesignPower` of the decision at ``n`` (cached)."""
+        if self.kind != "decision" or self.decide is None or self.simulate is None or self.n < 2:
+            return None
+        from dganalysis.findings.power import design_power
+
+        return design_power(self.decide, self.simulate, self.n, cache_key=self.cache_key)
+
+    @property
     def power(self) -> float | None:
         """Power at the expected effect with ``n`` pairs at ``level`` (all ``n_methods`` contrasts together, taken
         independent), from :func:`~dganalysis.stats.planning.paired_power`; None for a measurement, a rank test or
-        no expected effect."""
+        no expected effect. Kind "decision": the simulated share of "reproduced" verdicts."""
+        if self.kind == "decision":
+            sim = self.simulated
+            return None if sim is None else sim.power
         if self.kind not in ("paired", "one-sided paired") or self.effect is None:
             return None
         return paired_power(self.effect, self.n, self.level) ** self.n_methods
@@ -99,7 +117,13 @@ class ClaimDesign:
     @property
     def trials_needed(self) -> float | None:
         """Paired trials for :data:`TARGET_POWER` on every one of the ``n_methods`` contrasts (each at
-        TARGET_POWER^(1/n_methods))."""
+        TARGET_POWER^(1/n_methods)). Kind "decision": the smallest n whose simulated power reaches it (inf: not
+        within :data:`dganalysis.findings.power.N_MAX`)."""
+        if self.kind == "decision":
+            sim = self.simulated
+            if sim is None:
+                return None
+            return math.inf if sim.n_for_target is None else float(sim.n_for_target)
         if self.kind not in ("paired", "one-sided paired") or self.effect is None:
             return None
         return trials_for_power(self.effect, self.level, TARGET_POWER ** (1 / self.n_methods))
@@ -113,6 +137,15 @@ class ClaimDesign:
         if self.kind == "spearman":
             reason = spearman_too_small(self.n, self.level)
             return reason.split("(too small: ", 1)[1][:-1] if reason else ""
+        if self.kind == "decision":
+            if self.decide is None or self.simulate is None:
+                return "no expected effect to plan from"
+            p = self.power
+            if p is not None and p < MIN_POWER:
+                sim = self.simulated
+                return (f"simulated power {p:.2f} ± {sim.mc_se:.2f} < {MIN_POWER} with {self.n} trials; "
+                        f"{_trials(self.trials_needed)} give {TARGET_POWER:.0%}")
+            return ""
         if self.kind in ("paired", "one-sided paired"):
             if self.effect is None:
                 return "no expected effect to plan from (the pilot recorded none)"
@@ -136,14 +169,21 @@ def _trials(n: float | None) -> str:
     return "—" if n is None else ("> 2,000 trials" if not math.isfinite(n) else f"{int(n):,} trials")
 
 
+def _power_words(c: ClaimDesign) -> str | float | None:
+    if c.kind == "decision" and c.simulated is not None:
+        sim = c.simulated
+        return f"{sim.power:.2f} ± {sim.mc_se:.2f} (simulated, {sim.reps} draws)"
+    return None if c.power is None else round(c.power, 2)
+
+
 def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
     """The design as a table: claim, expected effect, test, trials, level, power, trials for 80%, whether it runs
     and why it cannot be decided; a notebook without claims gets one row saying so."""
     if not claims:
         return pd.DataFrame({"design": ["no claim tested (a demonstration)"]})
-    rows = [{"key": c.key, "claim": c.claim, "expected effect (source)": c.expected, "test": c.kind,
+    rows = [{"key": c.key, "claim": c.claim, "expected effect (source)": c.expected, "test": c.test or c.kind,
              "d_z": None if c.effect is None else round(c.effect, 2), "n": c.n, "level": round(c.level, 4),
-             "power": None if c.power is None else round(c.power, 2),
+             "power": _power_words(c),
              f"trials for {TARGET_POWER:.0%}": _trials(c.trials_needed) if c.trials_needed is not None else "—",
              "runs": "yes" if c.runs and not c.shared else ("shared runs" if c.runs else "no"),
              "cannot decide because": c.blocker or "—"} for c in claims]
