@@ -30,6 +30,7 @@ class Verdict(str, Enum):
     PARTLY = "partly"
     NOT_REPRODUCED = "not reproduced"
     NOT_DECIDED = "not decided"
+    MEASURED = "measured"  #: a finding that holds only measurements (no test): listed, never counted as reproduced
 
     def __str__(self) -> str:
         return self.value

@@ -55,7 +55,7 @@ from dganalysis.validation import ConfigError
 from dganalysis.verdicts import Verdict
 
 ALPHA = 0.05
-MEASURED = "measured"  #: the verdict of a finding that holds only measurements
+MEASURED = Verdict.MEASURED.value  #: the verdict of a finding that holds only measurements
 PAPER, AGAINST, UNDECIDED = "paper", "against", "undecided"  #: a claim's outcome
 #: permutation tests enumerate every permutation up to this many, else sample this many (Monte Carlo)
 EXACT_PERMUTATIONS = 40_320
@@ -435,7 +435,6 @@ def pooled(findings: Sequence[FindingResult], alpha: float = ALPHA) -> dict[str,
     flat = [c for cs in fresh for c in cs]
     _adjust(flat, alpha)
     counts = {v.value: 0 for v in Verdict}
-    counts[MEASURED] = 0
     for cs in fresh:
         counts[verdict_of([c.outcome for c in cs]) if cs else MEASURED] += 1
     return counts

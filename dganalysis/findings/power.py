@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings.engine import MEASURED, PAPER, FindingResult
+from dganalysis.findings.engine import PAPER, FindingResult
 from dganalysis.validation import ConfigError
 from dganalysis.verdicts import Verdict
 
@@ -79,7 +79,6 @@ def verdict_rates(decide: Decide, simulate: Simulate, n: int, reps: int = REPS, 
         raise ConfigError(f"reps={reps!r}: expected at least 1 simulated data set")
     rng = np.random.default_rng(seed)
     counts: dict[str, int] = {v.value: 0 for v in Verdict}
-    counts[MEASURED] = 0
     claim_hits: dict[str, int] = {}
     for _ in range(reps):
         res = decide(simulate(rng, n))

@@ -16,22 +16,28 @@ import re
 from pathlib import Path
 
 from dganalysis import io
+from dganalysis.findings.engine import FindingResult
 from dganalysis.verdicts import PAPER_STEPS, Verdict, decide
 
 
 def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str | Verdict,
-                   data: str = "", *, steps: int | None = None, min_steps: int = PAPER_STEPS) -> Path:
+                   data: str = "", *, steps: int | None = None, min_steps: int = PAPER_STEPS,
+                   decision: FindingResult | None = None) -> Path:
     """Write one finding to ``<output_dir>/findings/<key>.json``; ``key`` (e.g. ``"03a"``) orders the summary.
 
     ``verdict`` is a :class:`~dganalysis.verdicts.Verdict` (or its text, optionally with `` (reason)``); ``ours`` holds the number(s) that
     decide it; ``data`` says what the number rests on: real (which set) or SIMULATED, and each test domain's size
     (:func:`dganalysis.data.provenance.data_label`); ``steps``: the training length of the runs behind it
-    (:func:`~dganalysis.verdicts.decide` makes a negative verdict from a run shorter than ``min_steps`` "not decided").
+    (:func:`~dganalysis.verdicts.decide` makes a negative verdict from a run shorter than ``min_steps`` "not decided");
+    ``decision``: the :class:`~dganalysis.findings.engine.FindingResult` the verdict came from (its claims, family,
+    p-values and why are kept in the record under ``"decision"``, for the report's forest plots and for re-adjusting).
     """
     verdict = decide(verdict, steps=steps, min_steps=min_steps)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
         raise ValueError(f"key={key!r}: expected letters, digits, '_', '.', '-'")
     rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict, "data": data}
+    if decision is not None:
+        rec["decision"] = decision.as_record()
     return io.write_json(Path(output_dir) / "findings" / f"{key}.json", rec)
 
 
@@ -77,7 +83,8 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data
                      steps: int | None = None, min_steps: int = PAPER_STEPS) -> list[Path]:
     """Replace every finding whose key starts with ``prefix`` by ``rows`` (keys ``prefix`` + a, b, c, …).
 
-    Each row has ``paper, finding, ours, verdict`` and may have ``data``; ``data`` here is the default for rows
+    Each row has ``paper, finding, ours, verdict`` and may have ``data`` and ``decision`` (the
+    :class:`~dganalysis.findings.engine.FindingResult` behind the verdict); ``data`` here is the default for rows
     without one. Use one prefix per notebook so a rerun drops stale lines. ``steps``: the training length of the
     runs behind the rows (see :func:`~dganalysis.verdicts.decide`).
     """
@@ -87,7 +94,8 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data
     for p in folder.glob(f"{prefix}*.json") if folder.is_dir() else []:
         p.unlink()
     return [record_finding(output_dir, f"{prefix}{chr(97 + i)}", r["paper"], r["finding"], r["ours"], r["verdict"],
-                           r.get("data") or data, steps=steps, min_steps=min_steps) for i, r in enumerate(rows)]
+                           r.get("data") or data, steps=steps, min_steps=min_steps, decision=r.get("decision"))
+            for i, r in enumerate(rows)]
 
 
 def read_variant_findings(output_dir: str | Path, base_rows: list[dict], variants: dict[str, str | Path]) -> list[dict]:

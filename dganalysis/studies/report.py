@@ -62,7 +62,7 @@ nav ul { columns: 2; }
 .badge { display: inline-block; border-radius: .8em; padding: 0 .6em; font-size: .85em; font-weight: 600;
          text-align: center; }
 .v-reproduced { background: #d7f5dd; color: #0d5c1e; } .v-partly, .v-not-decided { background: #fff0c2; color: #6b4a00; }
-.v-not-reproduced { background: #fde0e0; color: #8e1111; } .v-other { background: #e8e8e8; color: #444; }
+.v-not-reproduced { background: #fde0e0; color: #8e1111; } .v-other, .v-measured { background: #e8e8e8; color: #444; }
 @media (max-width: 50em) {
   .findings summary { grid-template-columns: 9.5em minmax(0, 1fr); }
   .findings summary > span { white-space: normal; }
@@ -115,7 +115,7 @@ def verdict_of(text: object) -> str:
 
 def verdict_class(text: object) -> str:
     """The CSS class of a verdict's badge: ``v-reproduced`` (green), ``v-partly`` and ``v-not-decided`` (amber),
-    ``v-not-reproduced`` (red), ``v-other`` (grey: not run, measured, anything else)."""
+    ``v-not-reproduced`` (red), ``v-measured`` and ``v-other`` (grey: a measurement, not run, anything else)."""
     v = verdict_of(text)
     return "v-" + v.replace(" ", "-") if v in VERDICTS else "v-other"
 

@@ -146,7 +146,7 @@ def test_findings_summary_counts_and_one_line_per_finding(tmp_path):
     assert [(k, c) for c, k, _ in items] == [(k, verdict_class(v)) for k, _, _, _, v in FINDINGS]
     assert all(a == b for a, _, b in items)
     assert [verdict_class(v) for *_, v in FINDINGS] == ["v-reproduced", "v-partly", "v-not-reproduced",
-                                                         "v-not-decided", "v-reproduced", "v-other"]
+                                                         "v-not-decided", "v-reproduced", "v-measured"]
     assert verdict_of("not decided (too small: 12 models)") == "not decided"
     assert "Paper &lt;B&gt;" in page and "Paper <B>" not in page
     assert "<dd>not decided (too small: 12 models)</dd>" in page and ("long " * 40).strip() in page
