@@ -40,7 +40,8 @@ METHODS = {
     "iqm_delta_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; "
                                             "percentile)",
     "expected_max_trials_t": "Student t over trials of the per-trial unbiased (without-replacement) estimate; "
-                             "pointwise in the budget",
+                             "pointwise in the budget; the gain's upper end skewness-corrected (Cornish-Fisher, "
+                             "skewness 1)",
     "poi_table_dataset_bootstrap": "bootstrap over datasets (percentile)",
     "expected_max_bootstrap": "bootstrap over hparams draws of Dodge et al.'s eq. 1 (percentile)",
 }
