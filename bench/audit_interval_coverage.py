@@ -11,8 +11,8 @@ error.
 * table PoI (Clopper–Pearson with ties; and, for comparison, a bootstrap over datasets): 3, 5, 7, 12, 20, 40
   datasets; per-dataset differences N(μ, σ) rounded to 0.1 (null, +1, +3 SD, mostly ties);
 * table IQM of Δ (Tukey–McLaughlin): 3, 5, 7, 12, 20, 40 datasets; normal, t₃ and exponential differences;
-* sweep PoI and IQM of Δ (stratified bootstrap, 1000 resamples): 2, 3, 5, 10 trials × 7 datasets; null, +1 SD,
-  unequal SDs, heterogeneous effects;
+* sweep PoI and IQM of Δ (stratified bootstrap, 1000 resamples; the audit's bootstrap SE with t, and the percentile
+  interval for comparison): 2, 3, 4, 5, 8, 10 trials × 7 datasets; null, +1 SD, unequal SDs, heterogeneous effects;
 * expected-max curve (t over trials): 2, 3, 5, 10 trials × 5, 20, 50 hparams draws × 4 test domains; bivariate-normal
   validation/test accuracy with correlation 0.8 and 0.2; budgets 1, ⌈N/2⌉, N and the gain ⌈N/2⌉ → N; and the
   percentile bootstrap over draws, for comparison (3 trials).
@@ -67,12 +67,13 @@ def measure(sims: int, seed: int, only: set[str] | None = None) -> dict:
     if want("poi_table_dataset_bootstrap"):
         methods["poi_table_dataset_bootstrap"].append(_row(
             {"n_datasets": 7}, iv.simulate_poi_table(7, boot, rng, method="poi_table_dataset_bootstrap"), boot))
-    for runs in (2, 3, 5, 10) if want("poi_sweep_stratified_bootstrap", "iqm_delta_sweep_stratified_bootstrap") else ():
-        n = max(100, boot * 3 // runs)
-        got = iv.simulate_sweep_aggregate(runs, n, rng)
-        methods["poi_sweep_stratified_bootstrap"].append(_row({"runs": runs, "n_datasets": 7}, got["poi"], n))
-        methods["iqm_delta_sweep_stratified_bootstrap"].append(
-            _row({"runs": runs, "n_datasets": 7}, got["iqm_delta"], n))
+    for method, keys in (("bootstrap_se_t", ("poi_sweep_bootstrap_se_t", "iqm_delta_sweep_bootstrap_se_t")),
+                         ("percentile", ("poi_sweep_stratified_bootstrap", "iqm_delta_sweep_stratified_bootstrap"))):
+        for runs in (2, 3, 4, 5, 8, 10) if want(*keys) else ():
+            n = max(100, boot * 3 // runs)
+            got = iv.simulate_sweep_aggregate(runs, n, rng, method=method)
+            methods[keys[0]].append(_row({"runs": runs, "n_datasets": 7}, got["poi"], n))
+            methods[keys[1]].append(_row({"runs": runs, "n_datasets": 7}, got["iqm_delta"], n))
     search = max(200, sims // 10)
     for trials in (2, 3, 5, 10) if want("expected_max_trials_t") else ():
         for draws in (5, 20, 50):
