@@ -51,8 +51,12 @@ trial seed; Gulrajani & Lopez-Paz 2021). Each claim gets:
 [max(SE − r/2, 0), SE + r/2] (r: the resolution, 0.1 for one decimal): "± 0.0" means SE < 0.05, never zero. A
 verdict must hold over this whole box: the difference test uses |Δ| shrunk by the rounding of both means and the
 largest p over the two SEs' box (Welch's df is not monotone in the SEs, so the corner is not enough; scaling both SEs
-up raises SE_Δ and leaves the df unchanged, so the worst case lies on the box's upper edges, searched at 17 points
-each); the TOST uses |Δ| grown by it and the same worst case over the SEs; the CI is widened alike. As every true
+up raises SE_Δ and leaves the df unchanged, so the worst case lies on the box's upper edges). Each edge is cut into
+16 cells; over a cell SE_Δ lies between its values at the ends and Welch's df, which rises and then falls along an
+edge, between the smaller end and its peak, and each p rises with SE_Δ and falls with the df (or the reverse), so
+the value at the cell's worst corner bounds it: the p used is an upper bound of the box's largest, not a grid search
+that could miss a peak between points (:func:`box_cells`; never below a 1,000-point search per edge in the tests).
+The TOST uses |Δ| grown by the rounding and the same bound over the SEs; the CI is widened alike. As every true
 value lies in the box and the calibration is monotone, each p-value is at least the one the unrounded numbers would
 give, so the error rates hold. ``verdict_nominal`` takes the printed numbers at face value (a printed 0.0 SE as zero —
 what a naive reader computes; same test and family) and ``rounding_changed`` marks where the two differ. An SE with
@@ -92,7 +96,7 @@ CLAIM_COLUMNS = [
     "trials_equivalence", "trials_equivalence_low", "trials_equivalence_high", "n", "baseline_n", "paired", "test",
     "correction", "why", "n_paired", "dropped", "baseline_dropped",
 ]
-GRID = 17  #: points per upper edge of the SE rounding box (ends included) searched for the worst case
+GRID = 17  #: points per upper edge of the SE rounding box (ends included): 16 cells, each bounded (:func:`box_cells`)
 TEST = "Welch t calibrated over the variance ratio"
 TEST_PAIRED = "paired t over shared trial seeds"
 TOST = "TOST"
@@ -164,6 +168,46 @@ class Paired:
     n: Any
 
 
+def box_cells(sa, sb, ha, hb, na, nb, grid: int = GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds of SE_Δ and of Welch's df over the rounding box of two standard errors (``sa`` ± ``ha``, ``sb`` ±
+    ``hb``, each cut at 0; arrays broadcast), cell by cell along its two upper edges: ``(se_lo, se_hi, df_lo, df_hi)``,
+    each ``(..., 2 (grid − 1))`` (one cell, the corner, when neither SE is rounded).
+
+    The maxima :func:`decide` needs (of Welch's p, the TOST's p and the interval's half-width) lie on the upper edges
+    (SE_A at its top with SE_B anywhere, or the reverse): scaling both SEs by k > 1 scales SE_Δ by k and leaves the
+    df unchanged, and each of those quantities rises with SE_Δ at fixed df. Each edge is cut into ``grid`` − 1 cells
+    at evenly spaced points. Along an edge SE_Δ rises, so it lies between its values at a cell's ends; Welch's df,
+    (v_a + v_b)² / (v_a²/(n_a − 1) + v_b²/(n_b − 1)) with v_a fixed, rises while v_b < v_a (n_b − 1)/(n_a − 1) and
+    falls after (its derivative has the sign of v_a²/(n_a − 1) − v_a v_b/(n_b − 1)), so over a cell its minimum is at
+    an end and its maximum at an end or at that peak. A quantity monotone in SE_Δ and in the df is thus bounded over
+    a cell by its value at the corner of these bounds, and over the box by the largest of those: an upper bound, not a
+    search that could fall between grid points. Tested against a 1,000-point search per edge."""
+    sa, sb, ha, hb, na, nb = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (sa, sb, ha, hb, na, nb)))
+    lo_a, hi_a = np.maximum(sa - ha, 0.0), sa + ha
+    lo_b, hi_b = np.maximum(sb - hb, 0.0), sb + hb
+    na, nb = na[..., None], nb[..., None]
+    if not (np.any(ha > 0) or np.any(hb > 0)) or grid < 2:
+        va, vb = hi_a[..., None] ** 2, hi_b[..., None] ** 2
+        se, df = np.sqrt(va + vb), bf.welch_df(va, vb, na, nb)
+        return se, se, df, df
+    u = np.linspace(0.0, 1.0, grid)
+    fixed = [hi_a[..., None] ** 2, hi_b[..., None] ** 2]  # the variance held at its top on edge A, edge B
+    moving = [(lo_b[..., None] + (hi_b - lo_b)[..., None] * u) ** 2, (lo_a[..., None] + (hi_a - lo_a)[..., None] * u) ** 2]
+    out: list[list[np.ndarray]] = [[], [], [], []]
+    for fix, mov, n_fix, n_mov in ((fixed[0], moving[0], na, nb), (fixed[1], moving[1], nb, na)):
+        df = bf.welch_df(fix, mov, n_fix, n_mov)
+        se = np.sqrt(fix + mov)
+        peak = fix * (n_mov - 1) / (n_fix - 1)  # the moving variance at which the df peaks
+        inside = (mov[..., :-1] < peak) & (peak < mov[..., 1:])
+        df_peak = np.broadcast_to(bf.welch_df(fix, peak, n_fix, n_mov), inside.shape)
+        out[0].append(se[..., :-1])
+        out[1].append(se[..., 1:])
+        out[2].append(np.minimum(df[..., :-1], df[..., 1:]))
+        out[3].append(np.where(inside, df_peak, np.maximum(df[..., :-1], df[..., 1:])))
+    se_lo, se_hi, df_lo, df_hi = (np.concatenate(x, axis=-1) for x in out)
+    return se_lo, se_hi, df_lo, df_hi
+
+
 def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0, confidence: float = 0.95,
            grid: int = GRID, paired: Paired | None = None) -> Decision:
     """Verdicts of a batch of claims A vs B from summaries; the last axis is one family.
@@ -193,35 +237,28 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
     p_nom = np.where(ok, bf.calibrate(bf.welch_p(delta, se_n, df_n), na_ok, nb_ok), np.nan)
     pe_nom = (np.where(ok, bf.calibrate_one_sided(tost_p(np.abs(delta), se_n, df_n, rope), na_ok, nb_ok), np.nan)
               if rope > 0 else np.full(delta.shape, np.nan))
-    # conservative: worst case over the rounding box. Scaling both SEs up by k scales SE_Δ by k and leaves Welch's df
-    # unchanged, so every maximum (of the p-values and of the CI half-width) lies on an upper edge of the box:
-    # SE_A at its upper end with SE_B anywhere in its interval, or the reverse. Each edge is searched at `grid` points.
-    u = np.linspace(0.0, 1.0, grid) if grid > 1 else np.array([1.0])
-    lo_a, hi_a = np.maximum(sa - sra / 2, 0.0), sa + sra / 2
-    lo_b, hi_b = np.maximum(sb - srb / 2, 0.0), sb + srb / 2
-    if np.any(sra > 0) or np.any(srb > 0):
-        ga = np.concatenate([np.broadcast_to(hi_a[..., None], (*hi_a.shape, len(u))),
-                             lo_a[..., None] + (hi_a - lo_a)[..., None] * u], axis=-1)
-        gb = np.concatenate([lo_b[..., None] + (hi_b - lo_b)[..., None] * u,
-                             np.broadcast_to(hi_b[..., None], (*hi_b.shape, len(u)))], axis=-1)
-    else:
-        ga, gb = sa[..., None], sb[..., None]
-    va, vb = (ga * ca[..., None]) ** 2, (gb * cb[..., None]) ** 2
-    se_g, df_g = np.sqrt(va + vb), bf.welch_df(va, vb, na[..., None], nb[..., None])
+    # conservative: worst case over the rounding box, bounded from above (module docstring, *Published rounding*)
+    se_lo, se_hi, df_lo, df_hi = box_cells(sa * ca, sb * cb, sra / 2 * ca, srb / 2 * cb, na, nb, grid)
     d_lo = np.maximum(np.abs(delta) - r, 0.0)[..., None]
     d_hi = (np.abs(delta) + r)[..., None]
-    p_welch = np.where(ok, bf.welch_p(d_lo, se_g, df_g).max(axis=-1), np.nan)
+    # Welch's p rises with SE_Δ and falls with df (|t_ν| is stochastically decreasing in ν); the TOST's p likewise
+    # while |Δ| < rope, and the reverse (falls with SE_Δ, rises with df) from |Δ| = rope on
+    p_welch = np.where(ok, bf.welch_p(d_lo, se_hi, df_lo).max(axis=-1), np.nan)
     p = np.where(ok, bf.calibrate(p_welch, na_ok, nb_ok), np.nan)
-    pe = (np.where(ok, bf.calibrate_one_sided(tost_p(d_hi, se_g, df_g, rope).max(axis=-1), na_ok, nb_ok), np.nan)
-          if rope > 0 else np.full(delta.shape, np.nan))
+    if rope > 0:
+        below = d_hi < rope
+        pe_box = tost_p(d_hi, np.where(below, se_hi, se_lo), np.where(below, df_lo, df_hi), rope).max(axis=-1)
+        pe = np.where(ok, bf.calibrate_one_sided(pe_box, na_ok, nb_ok), np.nan)
+    else:
+        pe = np.full(delta.shape, np.nan)
     m = np.maximum(ok.sum(axis=-1, keepdims=True), 1)
     w_ci = bf.calibrated_level(np.full(delta.shape, 1 - confidence), na_ok, nb_ok)
     w_sim = bf.calibrated_level(np.broadcast_to((1 - confidence) / m, delta.shape), na_ok, nb_ok)
     with np.errstate(invalid="ignore"):
-        half = np.where(ok, (special.stdtrit(df_g, 1 - w_ci[..., None] / 2) * se_g).max(axis=-1), np.nan)
-        half_sim = np.where(ok, (special.stdtrit(df_g, 1 - w_sim[..., None] / 2) * se_g).max(axis=-1), np.nan)
-    se_out = np.where(ok, se_g.max(axis=-1), np.nan)
-    df_out = np.where(ok, df_g.min(axis=-1), np.nan)
+        half = np.where(ok, (special.stdtrit(df_lo, 1 - w_ci[..., None] / 2) * se_hi).max(axis=-1), np.nan)
+        half_sim = np.where(ok, (special.stdtrit(df_lo, 1 - w_sim[..., None] / 2) * se_hi).max(axis=-1), np.nan)
+    se_out = np.where(ok, se_hi.max(axis=-1), np.nan)
+    df_out = np.where(ok, df_lo.min(axis=-1), np.nan)
     lo_ci, hi_ci = delta - r - half, delta + r + half
     lo_sim, hi_sim = delta - r - half_sim, delta + r + half_sim
     is_paired = np.zeros(delta.shape, dtype=bool)

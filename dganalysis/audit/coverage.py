@@ -3,7 +3,8 @@ simulators that measured it.
 
 The audit reports four interval constructions beside its point estimates (:mod:`dganalysis.stats.intervals`,
 :mod:`dganalysis.stats.improvement`): a table's probability of improvement (Clopper–Pearson with ties) and IQM of
-the differences (Tukey–McLaughlin), a sweep's stratified bootstrap of both, and the expected-max curve's Student-t
+the differences (Tukey–McLaughlin), a sweep's stratified-bootstrap SE of both with a Student t quantile (the
+percentile interval measured for comparison), and the expected-max curve's Student-t
 interval over trials (:func:`dganalysis.audit.sweep_analyses.expected_max_curve`). Each one's coverage was measured on
 simulated data by ``bench/audit_interval_coverage.py`` and shipped in ``dganalysis/audit/data/interval_coverage.json``;
 :func:`coverage` looks a method's measured coverage up at the size nearest to the one audited, and the simulators
@@ -35,12 +36,17 @@ RANGE_FACTOR = 1.5
 METHODS = {
     "poi_table_clopper_pearson": "exact binomial over datasets (Clopper-Pearson; ties counted as losses for the "
                                  "lower bound, as wins for the upper)",
-    "poi_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; percentile)",
+    "poi_sweep_bootstrap_se_t": "stratified bootstrap SE (trials resampled within each dataset) x sqrt(m/(m-1)), "
+                                "Student t on 2(m-1) df, m trials per arm; clipped to [0, 1]",
     "iqm_delta_table_trimmed_t": "Tukey-McLaughlin trimmed-mean t over datasets (df = n - 2g - 1)",
+    "iqm_delta_sweep_bootstrap_se_t": "stratified bootstrap SE (trials resampled within each dataset) x "
+                                      "sqrt(m/(m-1)), Student t on 2(m-1) df, m trials per arm",
+    "poi_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; percentile)",
     "iqm_delta_sweep_stratified_bootstrap": "stratified bootstrap (trials resampled within each dataset; "
                                             "percentile)",
     "expected_max_trials_t": "Student t over trials of the per-trial unbiased (without-replacement) estimate; "
-                             "pointwise in the budget",
+                             "pointwise in the budget; the gain's upper end skewness-corrected (Cornish-Fisher, "
+                             "skewness 1)",
     "poi_table_dataset_bootstrap": "bootstrap over datasets (percentile)",
     "expected_max_bootstrap": "bootstrap over hparams draws of Dodge et al.'s eq. 1 (percentile)",
 }
@@ -136,9 +142,11 @@ SWEEP_SCENARIOS = {"null": (np.zeros(7), 1.0, 1.0), "effect 1 SD": (np.ones(7), 
 
 
 def simulate_sweep_aggregate(runs: int, sims: int, rng: np.random.Generator, confidence: float = NOMINAL,
-                             reps: int = 1000) -> dict[str, dict[str, float]]:
+                             reps: int = 1000, method: str = "bootstrap_se_t") -> dict[str, dict[str, float]]:
     """SIMULATED sweeps of ``runs`` trials × 7 datasets per arm (dataset means 50–80 points): the audit's stratified
-    bootstrap intervals (its own functions) for PoI and IQM of Δ to the baseline's mean. Returns
+    bootstrap intervals (its own functions; ``method`` of :func:`dganalysis.stats.improvement.sweep_intervals`: the
+    audit's bootstrap SE with t, or the percentile interval for comparison) for PoI and IQM of Δ to the baseline's
+    mean. Returns
     ``{"poi": {scenario: coverage}, "iqm_delta": {...}}``; the parameters are the datasets' mean PoI
     (Φ(Δ_d / √(σ_x² + σ_y²)) averaged) and the IQM of the mixture over datasets of X_d − E[Y_d]."""
     from dganalysis.stats.improvement import sweep_intervals
@@ -152,7 +160,7 @@ def simulate_sweep_aggregate(runs: int, sims: int, rng: np.random.Generator, con
         for _ in range(sims):
             x = base + effect + rng.normal(0, sx, (runs, 7))
             y = base + rng.normal(0, sy, (runs, 7))
-            lo, hi, dlo, dhi = sweep_intervals(x, y, rng, reps, confidence)
+            lo, hi, dlo, dhi = sweep_intervals(x, y, rng, reps, confidence, method)
             hit_p += lo <= poi_true <= hi
             hit_i += dlo <= iqm_true <= dhi
         out["poi"][name], out["iqm_delta"][name] = hit_p / sims, hit_i / sims

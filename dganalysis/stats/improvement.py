@@ -5,7 +5,8 @@ differences, their intervals, and the Bayesian signed-rank posterior.
   algorithm beats a run of the baseline on a randomly drawn task, ties counting ½ (the Mann–Whitney U statistic per
   task, averaged over tasks), vectorised over leading axes (bootstrap replicates).
 * :func:`sweep_intervals` — runs (trials) within each task: the stratified bootstrap of Agarwal et al. (runs
-  resampled with replacement within each task, each arm on its own; percentile intervals) of the PoI and of the IQM
+  resampled with replacement within each task, each arm on its own; its SE, widened for the few runs, with a Student
+  t quantile — Agarwal et al.'s percentile interval covered 0.78–0.89 at 2–3 runs) of the PoI and of the IQM
   (:func:`iqm`: the middle 50%, fractional weights at the quartiles) of the differences to the baseline's mean on each task. Computed here with
   rliable's metric definitions because ``rliable.library``'s bootstrap imports ``arch``, whose 7.x releases fail to
   import under pandas ≥ 3.
@@ -19,6 +20,7 @@ differences, their intervals, and the Bayesian signed-rank posterior.
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from dganalysis.stats.intervals import clopper_pearson_ties, trimmed_mean, trimmed_mean_t
 
@@ -53,14 +55,48 @@ def _ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(np.quantile(values, a)), float(np.quantile(values, 1 - a))
 
 
+#: :func:`sweep_intervals`' constructions: the bootstrap SE with Student t (default) and the percentile interval
+SWEEP_METHODS = ("bootstrap_se_t", "percentile")
+
+
+def _se_t(replicates: np.ndarray, estimate: float, runs: tuple[int, int],
+          confidence: float) -> tuple[float, float]:
+    """estimate ∓ t · √(m/(m − 1)) · SD of the bootstrap replicates, t on (n_x − 1) + (n_y − 1) df, m the fewer
+    runs of the two arms; NaN with fewer than 2 runs in an arm."""
+    m = min(runs)
+    if m < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + confidence / 2, sum(runs) - 2) * np.sqrt(m / (m - 1)) * float(np.std(replicates))
+    return estimate - half, estimate + half
+
+
 def sweep_intervals(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, reps: int,
-                    confidence: float) -> tuple[float, float, float, float]:
-    """The stratified-bootstrap intervals of a sweep, from (runs, datasets) arrays of the algorithm (``x``) and the
-    baseline (``y``): (PoI low, high, IQM-of-Δ low, high), Δ to the baseline's mean on each dataset (resampled with
-    the baseline's runs)."""
+                    confidence: float, method: str = "bootstrap_se_t") -> tuple[float, float, float, float]:
+    """The intervals of a sweep from the stratified bootstrap (Agarwal et al. 2021: runs resampled with replacement
+    within each dataset, each arm on its own), from (runs, datasets) arrays of the algorithm (``x``) and the baseline
+    (``y``): (PoI low, high, IQM-of-Δ low, high), Δ to the baseline's mean on each dataset (resampled with the
+    baseline's runs).
+
+    ``method="bootstrap_se_t"`` (default): the point estimate ∓ t · √(m/(m − 1)) · the bootstrap SE, Student t on
+    2(m − 1) degrees of freedom (the two arms' within-dataset run variances), m the runs per arm, the PoI's interval
+    clipped to [0, 1]. Resampling m runs estimates a variance with divisor m, not m − 1: the bootstrap SE of a mean
+    is √((m − 1)/m) of the usual one, 0.71 of it at 2 runs (Efron & Tibshirani 1993, Sec. 5.2; Hesterberg 2015, *The
+    American Statistician* 69:371, on the bootstrap's narrowness in small samples), and a normal quantile ignores
+    that the variance is estimated from a few runs. ``method="percentile"``: Agarwal et al.'s percentile interval,
+    which covered 0.78–0.89 at 2–3 runs for a nominal 0.95 (SIMULATED sweeps,
+    :func:`dganalysis.audit.coverage.simulate_sweep_aggregate`); the default covered ≥ 0.94 at 2–8 runs there,
+    conservatively at 2 runs (0.95–0.99), where its interval is wide. NaN intervals with one run in an arm."""
+    if method not in SWEEP_METHODS:
+        raise ValueError(f"sweep_intervals: parameter 'method': expected one of {SWEEP_METHODS}, got {method!r}")
     xb, yb = _stratified(x, rng, reps), _stratified(y, rng, reps)
-    lo, hi = _ci(probability_of_improvement(xb, yb), confidence)
-    dlo, dhi = _ci(iqm(xb - yb.mean(axis=-2, keepdims=True)), confidence)
+    poi_b = probability_of_improvement(xb, yb)
+    iqm_b = iqm(xb - yb.mean(axis=-2, keepdims=True))
+    if method == "percentile":
+        return (*_ci(poi_b, confidence), *_ci(iqm_b, confidence))
+    runs = (len(x), len(y))
+    lo, hi = _se_t(poi_b, float(probability_of_improvement(x, y)), runs, confidence)
+    dlo, dhi = _se_t(iqm_b, float(iqm(x - y.mean(axis=0))), runs, confidence)
+    lo, hi = (float(v) for v in np.clip((lo, hi), 0.0, 1.0))  # PoI is a probability (NaN stays NaN)
     return lo, hi, dlo, dhi
 
 

@@ -78,3 +78,50 @@ def test_table_without_se_gives_no_verdict():
     cl = claims(cells, "ERM")
     assert cl["verdict"].item() == "undecided" and np.isnan(cl["p_adj"].item())
     assert cl["test"].item().startswith("none")
+
+
+def _dense_edges(sa, sb, ha, hb, na, nb, points=1000):
+    """SE_Δ and Welch's df at ``points`` evenly spaced points of each upper edge of the SE rounding box."""
+    from dganalysis.stats import behrens_fisher as bf
+
+    u = np.linspace(0.0, 1.0, points)
+    lo_a, hi_a, lo_b, hi_b = np.maximum(sa - ha, 0), sa + ha, np.maximum(sb - hb, 0), sb + hb
+    ga = np.concatenate([np.broadcast_to(hi_a[:, None], (len(sa), points)), lo_a[:, None] + (hi_a - lo_a)[:, None] * u], 1)
+    gb = np.concatenate([lo_b[:, None] + (hi_b - lo_b)[:, None] * u, np.broadcast_to(hi_b[:, None], (len(sb), points))], 1)
+    va, vb = ga**2, gb**2
+    return np.sqrt(va + vb), bf.welch_df(va, vb, na[:, None], nb[:, None])
+
+
+def test_rounding_box_bound_is_never_below_a_dense_search():
+    """The worst case over the published-rounding box of the two SEs (:func:`box_cells`, 17 points per edge) bounds
+    Welch's p, the TOST's p (both sides of the rope) and the interval's half-width from above: on 2,000 random cases
+    (SEs 0.02–3 points, rounding 0.1 or 1, 2–10 trials, |Δ| 0–6) it is never below the largest of a 1,000-point
+    search per edge, and it exceeds it by little (median 0.1% for Welch's p, at most 24% where p is small). The 17
+    points alone (the maximum over the grid points, what the audit used before) can fall below it."""
+    from scipy import special
+
+    from dganalysis.audit.claims import box_cells
+    from dganalysis.stats import behrens_fisher as bf
+    from dganalysis.stats.ttests import tost_p
+
+    rng = np.random.default_rng(52)
+    k = 2000
+    sa, sb = np.exp(rng.uniform(np.log(0.02), np.log(3), (2, k)))
+    ha, hb = rng.choice([0.05, 0.5], (2, k))
+    na, nb = rng.integers(2, 11, (2, k)).astype(float)
+    d, rope = rng.uniform(0, 6, k), 1.0
+    se_lo, se_hi, df_lo, df_hi = box_cells(sa, sb, ha, hb, na, nb)
+    se_d, df_d = _dense_edges(sa, sb, ha, hb, na, nb)
+    dd = d[:, None]
+    below = dd < rope
+    bound = {"welch": bf.welch_p(dd, se_hi, df_lo).max(1),
+             "tost": tost_p(dd, np.where(below, se_hi, se_lo), np.where(below, df_lo, df_hi), rope).max(1),
+             "half": (special.stdtrit(df_lo, 0.975) * se_hi).max(1)}
+    dense = {"welch": bf.welch_p(dd, se_d, df_d).max(1), "tost": tost_p(dd, se_d, df_d, rope).max(1),
+             "half": (special.stdtrit(df_d, 0.975) * se_d).max(1)}
+    for key in bound:
+        assert (bound[key] >= dense[key] * (1 - 1e-12)).all(), key
+        assert np.median(bound[key] / np.maximum(dense[key], 1e-300)) < 1.1, key
+    # the plain 17-point maximum falls below the dense search for the TOST (by up to 0.14% here): a peak between points
+    s17, df17 = _dense_edges(sa, sb, ha, hb, na, nb, points=17)
+    assert (tost_p(dd, s17, df17, rope).max(1) < dense["tost"] * (1 - 1e-6)).any()
