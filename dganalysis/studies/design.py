@@ -207,7 +207,12 @@ def design_lines(notebook: str, claims: list[ClaimDesign]) -> list[str]:
         return ["design: no claim tested (a demonstration)"]
     out = ["design (claim: expected effect; test; power at the profile's trials; what cannot be decided):"]
     for c in claims:
-        pw = "" if c.power is None else f"power {c.power:.2f} at n = {c.n}, level {c.level:.3g}; "
+        if c.kind == "decision" and c.simulated is not None:
+            sim = c.simulated
+            pw = (f"simulated power {sim.power:.2f} ± {sim.mc_se:.2f} at n = {c.n} ({sim.reps} draws of the "
+                  "finding's own decision); ")
+        else:
+            pw = "" if c.power is None else f"power {c.power:.2f} at n = {c.n}, level {c.level:.3g}; "
         need = "" if c.trials_needed is None else f"{_trials(c.trials_needed)} for {TARGET_POWER:.0%}; "
         state = ("runs" if c.runs and not c.shared else "shares the runs" if c.runs else "NOT RUN")
         out.append(f"  {c.key} {c.claim}: {c.expected}; {c.kind}; {pw}{need}{state}"
