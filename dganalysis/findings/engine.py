@@ -115,6 +115,7 @@ class PermutationClaim:
     direction: int = 1
     units: str = "models"
     estimate_words: str = ""
+    n: int = 0  #: the number of units (0: ``len(values)``)
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,7 @@ def _test_rank(c: RankClaim, rng: np.random.Generator) -> ClaimResult:
 
 def _test_permutation(c: PermutationClaim, rng: np.random.Generator) -> ClaimResult:
     res = ClaimResult(c.name, "permutation", c.direction, 0.0, np.nan, np.nan, np.nan, np.nan, np.nan, units=c.units)
+    res.n = c.n or (len(c.values) if hasattr(c.values, "__len__") else 0)
     obs = float(c.statistic(c.values))
     res.estimate = obs
     if c.enumerate is not None and 0 < c.count <= EXACT_PERMUTATIONS:
