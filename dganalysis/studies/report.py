@@ -3,7 +3,10 @@
 The page opens with what made it, once (:mod:`dganalysis.provenance`: ``index.md``'s line saying what ran the
 notebooks, else the package, commit and versions writing the page), then the findings at a glance
 (:mod:`dganalysis.studies.findings`: the count of each verdict, and each finding as one line — a coloured verdict badge,
-the paper, the claim, our number — that unfolds to its full paper, claim, verdict, numbers and data), then the rest of
+the paper, the claim, our number — that unfolds to its full paper, claim, verdict, numbers and data and, for a finding
+decided by :mod:`dganalysis.findings.engine`, its claims as a forest plot (inline SVG: each claim's estimate and
+simultaneous interval against its ROPE and zero, coloured by outcome) with a table of their tests, the family and the
+engine's why; each notebook's findings open with their verdict counts under one family of all its claims), then the rest of
 the summary of ``index.md`` (everything above the first per-notebook section), then one section per notebook with its status, every figure it wrote (PNG,
 embedded as base64, so the page can be mailed or attached on its own) and every table
 (its Markdown form, with caption and the notebook's number format; a table saved only as
@@ -17,12 +20,16 @@ rebuilds it from what is on disk.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as _dt
 import html
+import math
 import re
+import textwrap
 from pathlib import Path
 
 from dganalysis import io, provenance
+from dganalysis.findings import engine
 from dganalysis.studies.findings import read_findings, read_variant_findings
 from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, read_history, run_folder, split_label
 from dganalysis.validation import MissingInputError
@@ -30,6 +37,9 @@ from dganalysis.verdicts import VERDICTS, Verdict
 
 REPORT_NAME = "report.html"
 LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPORT_NAME}]({REPORT_NAME})"
+
+#: a claim's outcome → the colour of its marks, its table cell and the legend (as the verdict badges: green, red, amber)
+OUTCOME_COLOURS = {engine.PAPER: "#1b7f3b", engine.AGAINST: "#b3261e", engine.UNDECIDED: "#a36b00"}
 
 _CSS = """
 *, *::before, *::after { box-sizing: border-box; }
@@ -63,13 +73,17 @@ nav ul { columns: 2; }
          text-align: center; }
 .v-reproduced { background: #d7f5dd; color: #0d5c1e; } .v-partly, .v-not-decided { background: #fff0c2; color: #6b4a00; }
 .v-not-reproduced { background: #fde0e0; color: #8e1111; } .v-other, .v-measured { background: #e8e8e8; color: #444; }
+.findings li.pooled { padding: .45em .3em; background: #f3f5f8; font-size: .88em; }
+.decision { margin: 0 .5em .9em; font-size: .9em; } .decision p { margin: .3em 0; }
+.claims td:last-child, .claims th:last-child { overflow-wrap: normal; word-break: normal; }
+.forest { margin: .3em 0 .5em; max-width: 46rem; } .forest svg { display: block; height: auto; }
 @media (max-width: 50em) {
   .findings summary { grid-template-columns: 9.5em minmax(0, 1fr); }
   .findings summary > span { white-space: normal; }
   .findings .claim, .findings .ours { grid-column: 1 / -1; }
   nav ul { columns: 1; }
 }
-"""
+""" + "".join(f".o-{o} {{ color: {c}; font-weight: 600; }}\n" for o, c in OUTCOME_COLOURS.items())
 
 
 def _markdown(text: str) -> str:
@@ -135,16 +149,292 @@ def _short(text: object, n: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+# ------------------------------------------------------------------------------------------------- decisions
+_OUTCOME_WORDS = {engine.PAPER: "the paper's way", engine.AGAINST: "against the paper", engine.UNDECIDED: "undecided"}
+_ROPE_COLOUR = "#d9d9d9"
+_CLAIM_FIELDS = {f.name: f for f in dataclasses.fields(engine.ClaimResult)}
+
+
+def result_of(decision: dict) -> engine.FindingResult:
+    """The :class:`~dganalysis.findings.engine.FindingResult` back from a record's ``"decision"`` (its
+    ``as_record()``): JSON ``null`` becomes NaN again, fields the engine does not know are ignored."""
+    claims = []
+    for c in decision.get("claims") or []:
+        kw = {}
+        for name, f in _CLAIM_FIELDS.items():
+            if name not in c:
+                continue
+            v = c[name]
+            kw[name] = float("nan") if v is None and f.type in ("float", float) else v
+        claims.append(engine.ClaimResult(**kw))
+    ms = [engine.Measurement(str(m.get("name", "")), _num(m.get("value")), str(m.get("words") or ""))
+          for m in decision.get("measurements") or []]
+    outcomes = [c.outcome for c in claims]
+    return engine.FindingResult(claims, engine.verdict_of(outcomes) if claims else engine.MEASURED,
+                                str(decision.get("why") or ""), int(decision.get("m") or 0),
+                                float(decision.get("alpha") or engine.ALPHA), ms)
+
+
+def _num(v: object) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _fin(v: float) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def _p_text(p: float) -> str:
+    if not _fin(p):
+        return "—"
+    return "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _direction_text(c: engine.ClaimResult) -> str:
+    sym = "ρ" if c.kind == "rank" else "Δ" if c.kind == "mean" else "stat."
+    if c.direction == 0:
+        return f"paper: {sym} ≈ 0 (±{c.rope:g})"
+    return f"paper: {sym} {'>' if c.direction > 0 else '<'} 0"
+
+
+def _axis_of(c: engine.ClaimResult) -> tuple[str, str]:
+    """The x-axis a claim is drawn on: mean claims share one per unit of measure, rank claims one (Spearman ρ),
+    permutation claims one (their statistic)."""
+    if c.kind == "mean":
+        return ("mean", f"Δ ({c.unit_of_measure}); line: simultaneous interval")
+    if c.kind == "rank":
+        return ("rank", "Spearman ρ (point only: permutation test, no interval)")
+    return ("permutation", "statistic (point only: permutation test, no interval)")
+
+
+def forest_svg(decision: dict, uid: str) -> str:
+    """A finding's claims as a forest plot, inline SVG (matplotlib, drawn without pyplot; ``""`` when the finding
+    holds no tested claim).
+
+    One row per claim, in the record's order: a mean claim's estimate (a dot) and its interval (a line, simultaneous
+    over the finding, level 1 − α/m) against the shaded ROPE [−rope, +rope] and the zero line; a rank or permutation
+    claim as its statistic alone (a diamond; no interval). Marks are coloured by the claim's outcome
+    (:data:`OUTCOME_COLOURS`); each row says the paper's direction and the claim's adjusted p (the rank/permutation
+    claim's raw p too). Claims measured in different units get their own panel (own x-axis). The root ``<svg>``
+    has a ``viewBox`` and ``width="100%"`` so it scales with the page; ``uid`` (a finding's key) prefixes the ids of
+    its marks (``<uid>-claim-<i>``, ``<uid>-ci-<i>``, ``<uid>-rope-<i>``, ``<uid>-zero-<k>``) and salts the ids
+    matplotlib makes, so several plots live on one page."""
+    result = result_of(decision)
+    claims = list(enumerate(result.claims))
+    if not claims:
+        return ""
+    import io as _bytes_io
+
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import blended_transform_factory
+
+    uid = re.sub(r"[^A-Za-z0-9_-]", "_", uid)
+    panels: dict[tuple[str, str], list[tuple[int, engine.ClaimResult]]] = {}
+    for i, c in claims:
+        panels.setdefault(_axis_of(c), []).append((i, c))
+    width, left, plot_w, row_h, axis_h, gap = 6.4, 1.85, 2.55, 0.36, 0.4, 0.08
+    heights = [len(rows) * row_h + 0.1 for rows in panels.values()]
+    total = sum(heights) + len(heights) * axis_h + (len(heights) - 1) * gap + 0.08
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": uid, "font.size": 8.5,
+                                "axes.linewidth": 0.6, "xtick.major.width": 0.6, "xtick.labelsize": 7.5}):
+        fig = Figure(figsize=(width, total))
+        top = total - 0.08
+        for k, ((kind, label), rows) in enumerate(panels.items()):
+            h = heights[k]
+            ax = fig.add_axes((left / width, (top - h) / total, plot_w / width, h / total))
+            top -= h + axis_h + gap
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            ax.set_yticks([])
+            for side in ("left", "right", "top"):
+                ax.spines[side].set_visible(False)
+            ax.set_xlabel(label, fontsize=7.5, color="#444", labelpad=2)
+            ax.axvline(0, color="#444", lw=0.8, zorder=1, gid=f"{uid}-zero-{k}")
+            xs = [0.0]
+            names = blended_transform_factory(ax.transAxes, ax.transData)
+            for j, (i, c) in enumerate(rows):
+                colour = OUTCOME_COLOURS.get(c.outcome, "#555")
+                if c.kind == "mean" and _fin(c.rope) and c.rope > 0:
+                    ax.fill_betweenx([j - 0.42, j + 0.42], -c.rope, c.rope, color=_ROPE_COLOUR, lw=0, zorder=0,
+                                     gid=f"{uid}-rope-{i}")
+                    xs += [-c.rope, c.rope]
+                if c.kind == "mean" and _fin(c.ci_low) and _fin(c.ci_high):
+                    ax.plot([c.ci_low, c.ci_high], [j, j], color=colour, lw=2.2, solid_capstyle="butt", zorder=2,
+                            gid=f"{uid}-ci-{i}")
+                    ax.plot([c.ci_low, c.ci_low, float("nan"), c.ci_high, c.ci_high],
+                            [j - 0.18, j + 0.18, float("nan"), j - 0.18, j + 0.18], color=colour, lw=1.2, zorder=2)
+                    xs += [c.ci_low, c.ci_high]
+                if _fin(c.estimate):
+                    filled = c.kind != "mean" or _fin(c.ci_low)  # hollow: an estimate without a test
+                    ax.plot([c.estimate], [j], "o" if c.kind == "mean" else "D", ms=6 if c.kind == "mean" else 5.5,
+                            color=colour, mfc=colour if filled else "white", mew=1.3, zorder=3, gid=f"{uid}-claim-{i}")
+                    xs.append(c.estimate)
+                else:
+                    ax.text(0.5, j, "no estimate", transform=names, ha="center", va="center", fontsize=7.5,
+                            color=colour, gid=f"{uid}-claim-{i}", parse_math=False)
+                name = textwrap.wrap(c.name, 26) or [""]
+                name = "\n".join(name[:2]) + ("…" if len(name) > 2 else "")
+                ax.text(-0.03, j, name, transform=names, ha="right", va="center", fontsize=8.5, linespacing=1.1,
+                        parse_math=False)
+                p = (f"p_adj {_p_text(c.p_adj)}" if c.kind == "mean"
+                     else f"p {_p_text(c.p)}, p_adj {_p_text(c.p_adj)}")
+                if c.kind == "mean" and c.direction == 0:
+                    p = f"equiv. p_adj {_p_text(c.p_equiv_adj)}"
+                if not (_fin(c.p) or _fin(c.p_equiv)):
+                    p = "untested"  # zero variance or too few units: ``why`` says which
+                ax.text(1.03, j, f"{_direction_text(c)}\n{p} → {c.outcome}", transform=names, ha="left",
+                        va="center", fontsize=7.5, linespacing=1.15, color="#333", parse_math=False)
+            if kind == "rank":
+                ax.set_xlim(-1.08, 1.08)
+                ax.set_xticks([-1, -0.5, 0, 0.5, 1])
+            else:
+                lo, hi = min(xs), max(xs)
+                pad = 0.08 * (hi - lo) if hi > lo else 1.0
+                ax.set_xlim(lo - pad, hi + pad)
+            ax.tick_params(axis="x", length=2.5, pad=1.5, colors="#333")
+        buf = _bytes_io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return _inline_svg(buf.getvalue(), uid, f"forest plot of {len(claims)} claim(s)")
+
+
+def _inline_svg(svg: str, uid: str, label: str) -> str:
+    """matplotlib's SVG made fit to sit inside HTML: no XML declaration, DOCTYPE, metadata or page-wide ``<style>``;
+    every id prefixed with ``uid`` (and its references too: the ids must be unique on the page); whitespace between
+    elements and inside path data collapsed; the root sized by its ``viewBox`` and ``width="100%"``."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r'<style type="text/css">.*?</style>\s*', "", svg, flags=re.S)  # a page-wide `*` rule inline
+    ids = {i for i in re.findall(r'\sid="([^"]+)"', svg) if not i.startswith(f"{uid}-")}
+    if ids:
+        pat = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+        svg = re.sub(rf'(\sid=")({pat})"', rf'\g<1>{uid}-\g<2>"', svg)
+        svg = re.sub(rf'#({pat})(?=[")])', rf"#{uid}-\g<1>", svg)
+    svg = re.sub(r">\s+<", "><", svg)
+    svg = re.sub(r"font-family:[^;\"]*;?\s*", "", svg)  # the text takes the page's font
+    svg = re.sub(r'\stransform="rotate\(-?0 [^)]*\)"', "", svg)
+    svg = re.sub(r'\sd="([^"]*)"', lambda m: ' d="' + " ".join(m[1].split()) + '"', svg)
+    head_end = svg.index(">")
+    head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
+    return f'{head} width="100%" role="img" aria-label="{html.escape(label)}"{svg[head_end:]}'.strip()
+
+
+def _n_text(c: engine.ClaimResult) -> str:
+    if c.n_paired:
+        return f"{c.n_paired} paired {c.units}" + (f" ({c.dropped} unpaired dropped)" if c.dropped else "")
+    if c.n_base:
+        return f"{c.n} vs {c.n_base} {c.units}"
+    return f"{c.n} {c.units}"
+
+
+def _two_p(p: float, pe: float) -> str:
+    """A claim's difference p, and its equivalence p where it has one."""
+    return _p_text(p) + (f" (equiv. {_p_text(pe)})" if _fin(pe) else "")
+
+
+def decision_html(decision: dict, uid: str) -> str:
+    """A finding's decision inside its folded details: the forest plot (:func:`forest_svg`) and its legend, a table
+    (claim, test, n, p, p_adj, outcome), the family ("m claims, one joint step-down at α"), any measurements and the
+    engine's ``why``."""
+    e = html.escape
+    result = result_of(decision)
+    parts = ['<div class="decision">']
+    svg = forest_svg(decision, uid)
+    if svg:
+        legend = " ".join(f'<span class="o-{o}">●</span> {e(w)}' for o, w in _OUTCOME_WORDS.items())
+        parts.append(f'<figure class="forest">{svg}<figcaption>{legend} · grey band: the ROPE [−rope, +rope] · '
+                     "dot and line: estimate and simultaneous interval (level 1 − α/m) · diamond: a rank or "
+                     "permutation statistic, tested without an interval</figcaption></figure>")
+    if result.claims:
+        body = "".join(
+            f'<tr><td>{e(c.name)}</td><td>{e(c.test)}</td><td>{e(_n_text(c))}</td>'
+            f"<td>{e(_two_p(c.p, c.p_equiv))}</td><td>{e(_two_p(c.p_adj, c.p_equiv_adj))}</td>"
+            f'<td class="o-{e(c.outcome)}">{e(c.outcome)}</td></tr>'
+            for c in result.claims)
+        parts.append('<table class="claims"><thead><tr><th>claim</th><th>test</th><th>n</th><th>p</th>'
+                     f"<th>p_adj</th><th>outcome</th></tr></thead><tbody>{body}</tbody></table>")
+        parts.append(f'<p class="family">family: {result.m} claim(s), one joint step-down at α = {result.alpha:g} '
+                     "(difference and equivalence hypotheses together; intervals simultaneous over the family)</p>")
+    if result.measurements:
+        ms = "; ".join(f"{m.name}: {m.words or f'{m.value:g}'}" for m in result.measurements)
+        parts.append(f'<p class="family">measured (no test, never counted as reproduced): {e(ms)}</p>')
+    if result.why:
+        parts.append(f'<p class="why"><b>why:</b> {e(result.why)}</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def notebook_of(key: object) -> str:
+    """The notebook a finding belongs to, from its key: the leading digits (``"03b"`` → ``"03"``), with a variant
+    run's name kept apart (``"03b@long"`` → ``"03@long"``: another run, another family)."""
+    base, _, variant = str(key).partition("@")
+    m = re.match(r"\d+", base)
+    nb = m[0] if m else base.rstrip("abcdefghijklmnopqrstuvwxyz") or base
+    return f"{nb}@{variant}" if variant else nb
+
+
+def pooled_by_notebook(rows: list[dict]) -> dict[str, dict]:
+    """Per notebook (:func:`notebook_of`), its findings' verdicts when **all** its claims form one family: the records'
+    unadjusted p-values re-adjusted by one joint step-down (:func:`dganalysis.findings.engine.pooled`).
+
+    Returns ``{notebook: {"claims": N tested claims, "counts": {verdict: count}, "without": findings without a
+    recorded decision (left out), "too_small": whether the run was too short to refute}}`` for each notebook with at
+    least one decision. As for each finding (:func:`dganalysis.verdicts.decide`), when the run's findings say
+    ``too small: steps = …`` the pooled *not reproduced* and *partly* count as *not decided*."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(notebook_of(r.get("key", "")), []).append(r)
+    out = {}
+    for nb, rs in groups.items():
+        decisions = [result_of(r["decision"]) for r in rs if isinstance(r.get("decision"), dict)]
+        if not decisions:
+            continue
+        alpha = min(d.alpha for d in decisions)
+        counts = engine.pooled(decisions, alpha)
+        short = any("too small: steps" in str(r.get("verdict", "")) for r in rs)
+        if short:
+            for v in (Verdict.NOT_REPRODUCED.value, Verdict.PARTLY.value):
+                counts[Verdict.NOT_DECIDED.value] += counts[v]
+                counts[v] = 0
+        n = sum(_fin(c.p) or _fin(c.p_equiv) for d in decisions for c in d.claims)
+        out[nb] = {"claims": n, "counts": counts, "alpha": alpha, "without": len(rs) - len(decisions),
+                   "too_small": short}
+    return out
+
+
+def _pooled_line(nb: str, info: dict) -> str:
+    counts = ", ".join(f"{n} {v}" for v, n in info["counts"].items() if n)
+    extra = []
+    if info["without"]:
+        extra.append(f"{info['without']} finding(s) without a recorded decision left out")
+    if info["too_small"]:
+        extra.append("the run is too short to refute: not reproduced/partly read as not decided")
+    tail = f" ({'; '.join(extra)})" if extra else ""
+    return (f'<li class="pooled" id="{_anchor("pooled", nb)}"><b>notebook {html.escape(nb)}</b> — under one family '
+            f"of this notebook's {info['claims']} claims (α = {info['alpha']:g}): {html.escape(counts)}"
+            f"{html.escape(tail)}</li>")
+
+
 def findings_html(rows: list[dict]) -> str:
     """The findings at a glance: the count of each verdict, then one line per finding (badge, paper, claim, our
-    number) that unfolds (``<details>``) to the finding's full paper, claim, verdict, numbers and data."""
+    number) that unfolds (``<details>``) to the finding's full paper, claim, verdict, numbers and data, and, for a
+    record with a ``"decision"``, its forest plot and claims table (:func:`decision_html`). Each notebook whose
+    findings hold decisions opens with its verdict counts under one family of all its claims
+    (:func:`pooled_by_notebook`)."""
     if not rows:
         return f'<section id="findings"><h2>Findings</h2><p>{html.escape(_NO_FINDINGS)}</p></section>'
     e = html.escape
     counts = "".join(f'<li class="{verdict_class(v)}"><span class="n">{n}</span> {e(v)}</li>'
                      for v, n in verdict_counts(rows).items())
-    items = []
+    items, pooled, seen = [], pooled_by_notebook(rows), set()
     for r in rows:
+        nb = notebook_of(r.get("key", ""))
+        if nb in pooled and nb not in seen:
+            items.append(_pooled_line(nb, pooled[nb]))
+        seen.add(nb)
+        decision = r.get("decision")
+        extra = decision_html(decision, str(r.get("key", ""))) if isinstance(decision, dict) else ""
         verdict, cls = str(r.get("verdict", "")), verdict_class(r.get("verdict"))
         paper, finding, ours = (str(r.get(k, "")) for k in ("paper", "finding", "ours"))
         data = str(r.get("data") or "not stated")
@@ -156,10 +446,12 @@ def findings_html(rows: list[dict]) -> str:
             f'<span class="ours" title="{e(ours)}">{e(_short(ours, 70))}</span></summary>'
             f"<dl><dt>paper</dt><dd>{e(paper)}</dd><dt>finding</dt><dd>{e(finding)}</dd>"
             f"<dt>verdict</dt><dd>{e(verdict)}</dd><dt>ours</dt><dd>{e(ours)}</dd>"
-            f"<dt>data</dt><dd>{e(data)}</dd></dl></details></li>")
+            f"<dt>data</dt><dd>{e(data)}</dd></dl>{extra}</details></li>")
     return (f'<section id="findings"><h2>Findings: {len(rows)} claim(s) tested on this run</h2>'
             f'<ul class="counts">{counts}</ul><ol class="findings">{"".join(items)}</ol>'
-            '<p class="meta">Click a line for its full claim, verdict, numbers and the data they rest on.</p>'
+            '<p class="meta">Click a line for its full claim, verdict, numbers and the data they rest on, and, where the '
+            "finding was decided by the engine, its claims as a forest plot with their tests. A notebook's line "
+            "counts its verdicts again with all its claims in one family (a stricter step-down).</p>"
             "</section>")
 
 
