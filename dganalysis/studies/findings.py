@@ -66,6 +66,19 @@ def findings_markdown(rows: list[dict]) -> list[str]:
     return lines
 
 
+def verdict_counts_line(rows: list[dict]) -> str:
+    """One sentence counting the findings per verdict (a verdict's reason ignored), e.g. ``"20 findings: reproduced 9,
+    measured 3, not decided 8."``; each finding's claims are decided in one family (docs/findings.md)."""
+    counts = {v.value: 0 for v in Verdict}
+    for r in rows:
+        try:
+            counts[Verdict.parse(r.get("verdict"))[0].value] += 1
+        except ValueError:
+            continue
+    return (f"{len(rows)} findings: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+            + " (each finding's claims decided in one family by the audit's engine; see docs/findings.md).")
+
+
 def findings_prose(rows: list[dict]) -> str:
     """The findings of one run in words, as Markdown: one bullet per row — the claim, the verdict in bold, the numbers
     that decide it and the data they rest on. A notebook displays it instead of typing one run's numbers into its

@@ -353,7 +353,12 @@ def _design_section(out: Path) -> list[str]:
 def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     """``<out>/index.md``: the findings summary (:mod:`dganalysis.studies.findings`; a variant run's findings are labelled
     with the variant), then each run with its status, time, figures (PNG) and tables (Markdown)."""
-    from dganalysis.studies.findings import findings_markdown, read_findings, read_variant_findings
+    from dganalysis.studies.findings import (
+        findings_markdown,
+        read_findings,
+        read_variant_findings,
+        verdict_counts_line,
+    )
 
     total = sum(r.seconds for r in runs) / 60
     variants = [v for v in (split_label(r.name)[1] for r in runs) if v is not None]
@@ -365,7 +370,7 @@ def write_index(out: Path, profile: str, runs: list[NotebookRun]) -> Path:
     audits = [f"- {line}" for line in read_audit_lines(out)]
     lines = [f"# dganalysis outputs — profile `{profile}`", "", provenance_line(), "",
              "## Summary: each paper's finding on this run", "",
-             *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
+             *([verdict_counts_line(rows), ""] if rows else []), *findings_markdown(rows), *(["", "Audits (`dganalysis audit`):", "", *audits] if audits else []),
              *_design_section(out),
              "",
              f"Notebooks: {sum(r.ok for r in runs)} of {len(runs)} ok, {total:.1f} min in total.", "",
