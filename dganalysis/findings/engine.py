@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import stats
 
 from dganalysis.audit import claims as audit_claims
+from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.pairing import pair_seeds
 from dganalysis.stats.ttests import zero_variance
@@ -268,8 +269,8 @@ def _test_mean(c: Claim, confidence: float) -> ClaimResult:
                    "discrete accuracy)")
         res.test = "none (zero variance)"
         return res
-    dec = audit_claims.decide(audit_claims.Summaries(np.array([a.mean()]), np.array([sa / math.sqrt(len(a))]), len(a)),
-                              audit_claims.Summaries(np.array([b.mean()]), np.array([sb / math.sqrt(len(b))]), len(b)),
+    dec = audit_claims.decide(audit_claims.Summaries(np.array([a.mean()]), standard_error_from_sd([sa], len(a)), len(a)),
+                              audit_claims.Summaries(np.array([b.mean()]), standard_error_from_sd([sb], len(b)), len(b)),
                               alpha=ALPHA, rope=float(c.rope), confidence=confidence)
     res.p, res.p_equiv = float(dec.p[0]), float(dec.p_equiv[0])
     res.ci_low, res.ci_high = float(dec.ci_low[0]), float(dec.ci_high[0])
@@ -287,7 +288,7 @@ def _finish_paired(res: ClaimResult, mean: float, sd: float, n: int, c: Claim, c
     one = np.ones(1)
     dec = audit_claims.decide(audit_claims.Summaries(one, one, 2), audit_claims.Summaries(one, one, 2), alpha=ALPHA,
                               rope=float(c.rope), confidence=confidence,
-                              paired=audit_claims.Paired(np.array([mean]), np.array([sd / math.sqrt(n)]), n))
+                              paired=audit_claims.Paired(np.array([mean]), standard_error_from_sd([sd], n), n))
     res.p, res.p_equiv = float(dec.p[0]), float(dec.p_equiv[0])
     res.ci_low, res.ci_high = float(dec.ci_low[0]), float(dec.ci_high[0])
     return res
@@ -308,12 +309,12 @@ def _test_rank(c: RankClaim, rng: np.random.Generator) -> ClaimResult:
     res.estimate = float(stats.spearmanr(x, y).statistic)
     exact = math.factorial(n) <= EXACT_PERMUTATIONS
     ry = stats.rankdata(y)
+    ry = (ry - ry.mean()) / np.linalg.norm(ry - ry.mean())
 
     def rho(xs, axis=-1):  # Spearman's ρ of each permuted x against y (vectorised over resamples)
         rx = stats.rankdata(xs, axis=axis)
         rx = rx - rx.mean(axis=axis, keepdims=True)
-        r2 = ry - ry.mean()
-        return (rx * r2).sum(axis=axis) / np.sqrt((rx ** 2).sum(axis=axis) * (r2 ** 2).sum())
+        return (rx * ry).sum(axis=axis) / np.linalg.norm(rx, axis=axis)
 
     perm = stats.permutation_test((x,), rho, permutation_type="pairings", vectorized=True, axis=-1,
                                   n_resamples=np.inf if exact else MC_PERMUTATIONS, rng=rng)
