@@ -173,8 +173,7 @@ def gap_table(table: pd.DataFrame, by: Sequence[str] = ("pretraining",)) -> pd.D
     """Yu et al. (2024) Table 2: ``Gap = (Acc_LP − Acc_FT) / Acc_FT`` per test domain (and Avg), from mean accuracies.
 
     Every pretraining keeps its row: a gap that is undefined (FT accuracy 0, e.g. a few-step smoke run) stays NaN
-    rather than dropping the row, so readers (and :func:`~dganalysis.protocols.leakage_findings.lp_ft_findings`)
-    see it as undefined instead of missing."""
+    rather than dropping the row, so readers see it as undefined instead of missing."""
     check_frame(table, (), "table", func="gap_table")
     by = list(by)
     m = table.pivot_table(index=by + ["domain"], columns="mode", values="mean", sort=False)

@@ -2,7 +2,9 @@
 
 :func:`dganalysis.protocols.oracle_k.oracle_k_table` averages over trials; here the same table is made per trial
 (``trial_seed`` added to the grouping), so each trial gives one leakage value per K and the fall with K is a
-*paired* contrast over trials (:func:`dganalysis.stats.ttests.compare`: same trial seed = same data splits).
+*paired* contrast over trials (same trial seed = same data splits). The tables here describe (means, t-intervals
+over trials, a bootstrap interval of the relative fall); the findings are decided by
+:mod:`dganalysis.findings.leakage` from :func:`dganalysis.findings.leakage.oracle_trials` of the per-trial rows.
 
 Like-for-like candidates: the oracle of Yu et al. (as DomainBed's) chooses among the *last* checkpoints of the
 hyperparameter draws. Training-domain validation that may also pick an earlier checkpoint differs from it in early
@@ -21,8 +23,6 @@ import pandas as pd
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
 from dganalysis.stats.intervals import paired_percentile_bootstrap, t_interval
-from dganalysis.stats.planning import trials_for_effect_size
-from dganalysis.stats.ttests import compare, one_sample_p
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
 
@@ -71,21 +71,28 @@ def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95
     return est, lo, hi
 
 
-def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95,
-                 alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+def _paired_fall(x: pd.Series, base: pd.Series, confidence: float) -> tuple[float, float, float]:
+    """Mean of ``x − base`` over the trial seeds both have, with its t-interval (descriptive; NaN interval with
+    fewer than 2 shared seeds, where the difference of the means is shown)."""
+    common = x.index.intersection(base.index)
+    if len(common) < 2:
+        return float(x.mean() - base.mean()), np.nan, np.nan
+    d = (x[common] - base[common]).to_numpy(dtype=float)
+    low, high = t_interval(float(d.mean()), float(d.std(ddof=1)), len(d), confidence)
+    return float(d.mean()), low, high
+
+
+def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95) -> pd.DataFrame:
     """Mean leakage per K over trials with a t-interval, and its change from K=1 and from K−1 (paired over trials).
 
     One row per (``by``, K ≥ 1): ``leakage`` (points), ``ci_low, ci_high``, ``n_trials``; ``fall`` =
-    leak(K) − leak(1) with its paired CI and one-sided ``p_fall`` (H1: leakage falls); ``fall_prev`` the same
-    against K−1 (``fall_prev_ci_low/high``, ``p_fall_prev``: for the literal oracle the fall from K=1 holds by
-    construction, the one from K=2 to K=3 does not); ``reduction_pct`` with its bootstrap CI
-    (:func:`relative_fall`, Table 4's percentage). K=1 rows carry the one-sided p of leak(1) > 0 in
-    ``p_positive``. ``trials_needed``: trials for a one-sided test at ``alpha`` to reach ``power`` at the observed
-    standardised effect (K=1: leakage > 0; K > 1: the fall from K=1), a planning figure.
+    leak(K) − leak(1), the mean over the trial seeds both have, with its t-interval (``fall_ci_low/high``);
+    ``fall_prev`` the same against K−1 (``fall_prev_ci_low/high``); ``reduction_pct`` with its bootstrap interval
+    (:func:`relative_fall`, Table 4's percentage). A description: the verdicts are
+    :mod:`dganalysis.findings.leakage`'s.
     """
     check_frame(per_trial, (), "per_trial", func="leakage_vs_k")
     check_scalar(confidence, "confidence", func="leakage_vs_k", low=0.0, high=1.0, low_open=True, high_open=True)
-    check_scalar(alpha, "alpha", func="leakage_vs_k", low=0.0, high=1.0, low_open=True, high_open=True)
     d = per_trial[per_trial["k"] > 0]
     rows = []
     for key, g in d.groupby(list(by), sort=False):
@@ -97,18 +104,12 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
             m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
             low, high = t_interval(m, sd, n, confidence)
             row = dict(zip(by, key), k=int(k), leakage=m, ci_low=low, ci_high=high, n_trials=n)
-            if k == 1:
-                row["p_positive"] = one_sample_p(x, 0.0, alternative="greater")
-                eff = m / sd if n > 1 and sd > 0 else np.nan
-                row["trials_needed"] = trials_for_effect_size(eff, alpha, power) if eff > 0 else np.inf
-            elif base is not None:
-                c = compare(x, base, confidence=confidence)
-                row.update(fall=c.diff, fall_ci_low=c.ci_low, fall_ci_high=c.ci_high, p_fall=c.p_less, test=c.test,
-                           trials_needed=trials_for_effect_size(c.effect, alpha, power) if c.effect < 0 else np.inf)
+            if k > 1 and base is not None:
+                fall = _paired_fall(x, base, confidence)
+                row.update(fall=fall[0], fall_ci_low=fall[1], fall_ci_high=fall[2])
                 if k - 1 in by_k:
-                    c = compare(x, by_k[k - 1], confidence=confidence)
-                    row.update(fall_prev=c.diff, fall_prev_ci_low=c.ci_low, fall_prev_ci_high=c.ci_high,
-                               p_fall_prev=c.p_less)
+                    prev = _paired_fall(x, by_k[k - 1], confidence)
+                    row.update(fall_prev=prev[0], fall_prev_ci_low=prev[1], fall_prev_ci_high=prev[2])
                 est, lo, hi = relative_fall(x, base, confidence)
                 row.update(reduction_pct=est, reduction_ci_low=lo, reduction_ci_high=hi)
             rows.append(row)
