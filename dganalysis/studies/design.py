@@ -144,7 +144,7 @@ class ClaimDesign:
             if p is not None and p < MIN_POWER:
                 sim = self.simulated
                 return (f"simulated power {p:.2f} ± {sim.mc_se:.2f} < {MIN_POWER} with {self.n} trials; "
-                        f"{_trials(self.trials_needed)} give {TARGET_POWER:.0%}")
+                        f"{_trials(self.trials_needed, _n_max())} give {TARGET_POWER:.0%}")
             return ""
         if self.kind in ("paired", "one-sided paired"):
             if self.effect is None:
@@ -165,8 +165,9 @@ class ClaimDesign:
         return f"not run: {self.blocker}; the paper profile decides it with {self.paper_note or 'its own design'}"
 
 
-def _trials(n: float | None) -> str:
-    return "—" if n is None else ("> 2,000 trials" if not math.isfinite(n) else f"{int(n):,} trials")
+def _trials(n: float | None, most: int = 2000) -> str:
+    """``n`` as "12 trials"; an infinite ``n`` (no n up to ``most`` reaches the target) as "> most trials"."""
+    return "—" if n is None else (f"> {most:,} trials" if not math.isfinite(n) else f"{int(n):,} trials")
 
 
 def _power_words(c: ClaimDesign) -> str | float | None:
@@ -174,6 +175,12 @@ def _power_words(c: ClaimDesign) -> str | float | None:
         sim = c.simulated
         return f"{sim.power:.2f} ± {sim.mc_se:.2f} (simulated, {sim.reps} draws)"
     return None if c.power is None else round(c.power, 2)
+
+
+def _n_max() -> int:
+    from dganalysis.findings.power import N_MAX
+
+    return N_MAX
 
 
 def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
@@ -184,7 +191,8 @@ def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
     rows = [{"key": c.key, "claim": c.claim, "expected effect (source)": c.expected, "test": c.test or c.kind,
              "d_z": None if c.effect is None else round(c.effect, 2), "n": c.n, "level": round(c.level, 4),
              "power": _power_words(c),
-             f"trials for {TARGET_POWER:.0%}": _trials(c.trials_needed) if c.trials_needed is not None else "—",
+             f"trials for {TARGET_POWER:.0%}": (_trials(c.trials_needed, _n_max() if c.kind == "decision" else 2000)
+                                                if c.trials_needed is not None else "—"),
              "runs": "yes" if c.runs and not c.shared else ("shared runs" if c.runs else "no"),
              "cannot decide because": c.blocker or "—"} for c in claims]
     return pd.DataFrame(rows)
@@ -213,7 +221,8 @@ def design_lines(notebook: str, claims: list[ClaimDesign]) -> list[str]:
                   "finding's own decision); ")
         else:
             pw = "" if c.power is None else f"power {c.power:.2f} at n = {c.n}, level {c.level:.3g}; "
-        need = "" if c.trials_needed is None else f"{_trials(c.trials_needed)} for {TARGET_POWER:.0%}; "
+        most = _n_max() if c.kind == "decision" else 2000
+        need = "" if c.trials_needed is None else f"{_trials(c.trials_needed, most)} for {TARGET_POWER:.0%}; "
         state = ("runs" if c.runs and not c.shared else "shares the runs" if c.runs else "NOT RUN")
         out.append(f"  {c.key} {c.claim}: {c.expected}; {c.kind}; {pw}{need}{state}"
                    + (f"; CANNOT DECIDE: {c.blocker}" if c.blocker else "; can decide"))
