@@ -5,7 +5,7 @@ takes seconds to minutes per claim, so the results for the shipped profiles are 
 dry run, a notebook's design table and ``index.md`` then read them instead of simulating. A profile the table does not
 cover (other trials, other effects) is simulated on first use and kept in the user's cache.
 
-Usage: ``python bench/findings_design.py [--profiles quick paper]`` (prints each claim's power, its Monte-Carlo SE and
+Usage: ``python bench/findings_design.py [--profiles quick paper defaults]`` (prints each claim's power, its Monte-Carlo SE and
 the trials for 80%, with the time it took; the table is written atomically).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from dganalysis import io
 from dganalysis.findings import power as P
 from dganalysis.studies.design import DESIGNS, design_for
-from dganalysis.studies.params import build_params
+from dganalysis.studies.params import build_params, params_class
 from dganalysis.studies.runner import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,8 @@ TABLE = ROOT / "dganalysis" / "findings" / "data" / P.SHIPPED
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profiles", nargs="+", default=["quick", "paper"])
+    ap.add_argument("--profiles", nargs="+", default=["quick", "paper", "defaults"],
+                    help="profiles under params/; 'defaults': the notebooks' parameters cells (what nbval runs)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DGANALYSIS_CACHE"] = tmp  # compute everything afresh into an empty cache
@@ -38,7 +39,8 @@ def main() -> None:
         P._shipped = lambda: {}  # noqa: SLF001 (ignore the old table while refilling it)
         for profile in args.profiles:
             for name in sorted(DESIGNS):
-                params = build_params(name, load_params(profile, name))
+                params = (params_class(name).from_mapping({}, name) if profile == "defaults"
+                          else build_params(name, load_params(profile, name)))
                 for c in design_for(name, params):
                     if c.kind != "decision" or c.decide is None:
                         continue
