@@ -37,6 +37,7 @@ from dganalysis.findings import engine
 from dganalysis.validation import ConfigError
 
 ROPE = 0.05  #: in the estimate's units (module docstring)
+PAPER = "Ye et al. 2022 (OoD-Bench)"
 COLUMNS = ("rho_te", "blue", "trial", "diversity", "correlation")
 RHO_TR = 0.1
 #: Ye et al. (2022) Table 3: correlation shift at each ρ_te (ρ_tr = 0.1), and the † row (blue at test time)
