@@ -48,11 +48,12 @@
 #   came.
 # * **Outcome of that run** (2026-11-24): in the YAML's comment; C2 was not decided.
 #
-# The study design below (`dganalysis.studies.design`) now computes, before any run, whether C2 can be decided: a
-# reordering of 3 algorithms cannot be shown by a rank test (a two-sided Spearman test needs at least 5 to reach
-# p < 0.05). So the quick profile (`skip_undecidable: true`) trains nothing for C2 and records it as "not run", with
-# what decides it (the paper profile's 10 algorithms); C1 is recomputed from the published numbers. The defaults
-# below are a seconds-long RotatedDigits check of the cells, which runs its jobs either way.
+# C2 is now an exact statement decided by the audit's engine: the pre-specified pair CORAL, ERM (the pilot's
+# reversal) swaps places, two claims over trials (docs/findings/05.md). The study design below
+# (`dganalysis.studies.design`) simulates its power from the decision itself, with the pair's gap and SD in Table 5's
+# old leaderboard: with the quick profile's 3 trials it is about 0.5, so the quick profile trains its 81 jobs; a
+# profile without the pair, or with too little power, trains nothing for C2 (`skip_undecidable: true`) and records it
+# as "not run". The defaults below are a seconds-long RotatedDigits check of the cells, which runs its jobs either way.
 
 # %% tags=["parameters"]
 output_dir = "../outputs/default"
@@ -68,7 +69,7 @@ steps = 20
 checkpoint_freq = 10
 hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "training_domain"
-alpha = 0.05  # Friedman / Nemenyi level
+alpha = 0.05  # Friedman / Nemenyi level, and the level of C2's family
 n_bootstrap = 2000  # resamples of the blocks for the rank CIs
 n_workers = 2
 dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no pretraining on DomainNet)
@@ -201,18 +202,37 @@ display(lb.spearman_matrix(both[both["algorithm"].isin(common)]).round(3) if len
 
 # %% [markdown]
 # ## Findings
-# Yu et al.'s Table 5 claims recomputed from the published numbers, and the same question on our runs, once per
-# board: does the protocol reorder the leaderboard? On our runs the verdict needs the Friedman test to find rank
-# differences at all (under both protocols of the board).
+# C1: Table 5 recomputed from the published numbers — a measurement, not a test. C2, once per board: does the
+# pre-specified pair (CORAL, ERM; fixed by the 2026-11-24 pilot) swap places between LODO and LOGO? Two claims over
+# trials (paired on trial seeds), ROPE ±0.5 points, one joint step-down (`dganalysis.findings.leaderboard`;
+# docs/findings/05.md). Nothing above (ΔR, Spearman, Friedman) decides it.
 
 # %%
-rows = lb.leaderboard_findings(pub, long, rank_tests)
-rows[0]["data"] = "published numbers (Yu et al. 2024, Table 5), no images of ours"
+from dganalysis.findings import engine
+from dganalysis.findings.leaderboard import published_finding, reversal_finding, trials_frame
+c1 = published_finding(pub)
+rows = [dict(paper="Yu et al. 2024", finding="Table 5: new leaderboards agree with each other (Spearman 0.794) and "
+             "reorder the old one", ours=c1.ours(3), verdict=c1.verdict, decision=c1,
+             data="published numbers (Yu et al. 2024, Table 5), no images of ours")]
+decisions = [c1]
+if ran and any(c.key == "C2" and c.runs for c in DESIGN):
+    for board, names in lb.boards(sel).items():
+        protos = {n.rsplit(lb.BOARD_SEP, 1)[-1]: sel[n] for n in names}
+        res = reversal_finding(trials_frame(protos), alpha=alpha)
+        decisions.append(res)
+        rows.append(dict(paper="Yu et al. 2024", finding="the protocol (LODO vs LOGO) reorders the leaderboard: CORAL "
+                         f"ahead of ERM under LODO, behind under LOGO (our runs{', ' + board if board else ''})",
+                         ours=res.ours(2), verdict=res.verdict, decision=res))
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
 rows += not_run_findings(DESIGN, "Yu et al. 2024", data="no runs")
 ours_data = "; ".join(data_label(d, d.domain_names) for d in
                       (load_dataset(n, data_dir=data_dir, **kw) for n, kw in datasets.items())) if ran else "no runs"
 replace_findings(output_dir, "05", rows, data=ours_data)
+display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
+    f"{k} {v}" for k, v in engine.pooled(decisions, alpha).items() if v)))
+for r in rows:
+    if r.get("decision") is not None and r["decision"].why:
+        display(Markdown(f"*why* ({r['finding'][:40]}…): {r['decision'].why}"))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]

@@ -3,6 +3,7 @@
 Tables put several selected frames (contract of ``dganalysis.records.selection.select``) side by side: one row per
 (algorithm, task) where a task is ``(train domains) → test domain``; per frame the mean ± SE over trials.
 Trials are first averaged over rows that share (task, trial) (several runs testing on the same domain).
+Table 7's finding is decided by :func:`dganalysis.findings.binarization.binarization_finding`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.stats.moments import standard_error_from_sd
-from dganalysis.validation import check_frame, check_mapping, check_scalar, check_str
-from dganalysis.verdicts import Verdict
+from dganalysis.validation import check_frame, check_mapping, check_str
 
 
 def task_label(train_domains: str, domain: str) -> str:
@@ -117,27 +117,3 @@ def plot_binarization_bars(
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
-
-
-def table7_finding(table: pd.DataFrame, hw_task: str, min_gap: float = 10.0, n_se: float = 3.0) -> dict:
-    """Table 7's finding as a row for :func:`dganalysis.studies.findings.replace_findings`: on handwriting (``hw_task``)
-    binary beats grayscale; verdict "reproduced" when the mean gap over methods exceeds ``min_gap`` points and
-    ``n_se`` combined standard errors (SE over trials), "partly" when it is positive but smaller."""
-    check_frame(table, (), "table", func="table7_finding")
-    check_str(hw_task, "hw_task", func="table7_finding")
-    check_scalar(min_gap, "min_gap", func="table7_finding", low=0.0)
-    check_scalar(n_se, "n_se", func="table7_finding", low=0.0)
-    hw = table[table["task"] == hw_task]
-    printed = table[table["task"] != hw_task]
-    if hw.empty:
-        raise ValueError(f"hw_task={hw_task!r}: not among the table's tasks {sorted(table['task'].unique())}")
-    gray, binary = float(hw["gray mean"].mean()), float(hw["binary mean"].mean())
-    se = float(np.sqrt((hw["gray se"].fillna(np.inf) ** 2 + hw["binary se"].fillna(np.inf) ** 2).mean()))
-    gap = binary - gray
-    verdict = Verdict.REPRODUCED if gap > max(min_gap, n_se * se) else Verdict.PARTLY if gap > 0 else Verdict.NOT_REPRODUCED
-    return dict(paper="Zhang, Zhang & Liu (Table 7)",
-                finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after "
-                        "binarization (paper: 16.4% gray vs 60.6% binary)",
-                ours=f"{hw_task}: gray {gray:.1f}% vs binary {binary:.1f}% (gap {gap:+.1f}, SE {se:.1f}); printed → "
-                     f"printed gray {printed['gray mean'].mean():.1f}%, binary {printed['binary mean'].mean():.1f}%",
-                verdict=verdict)

@@ -15,7 +15,8 @@ Boards and protocols: Yu et al. (2024) Table 5 / App. C present several *boards*
 ResNet-50 trained from scratch), each under one protocol; :func:`dganalysis.studies.plans.leaderboards_plan` runs each board under two protocols (LODO,
 LOGO). A leaderboard of our runs is named :func:`board_label` ``"<board> / <protocol>"`` (just ``"<protocol>"`` when
 there is a single unnamed board, as in the quick profile); :func:`boards` groups the names back, and
-:func:`rank_changes` / :func:`leaderboard_findings` compare the protocols within each board.
+:func:`rank_changes` compares the protocols within each board; Table 5's findings are decided in
+:mod:`dganalysis.findings.leaderboard`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from scipy import stats
 from dganalysis.latex import latex_escape
 from dganalysis.stats.moments import standard_error
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
-from dganalysis.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -471,50 +471,3 @@ def plot_bump_chart(rank_table: pd.DataFrame, leaderboards: Sequence[str] | None
     ax.grid(axis="x")
     fig.tight_layout()
     return fig
-
-
-# ----------------------------------------------------------------------------------------------- findings
-def leaderboard_findings(published: pd.DataFrame, ours: pd.DataFrame, rank_tests: dict | None = None,
-                         paper_spearman: float = 0.794, tol: float = 0.0005) -> list[dict]:
-    """Yu et al. (2024) Table 5 findings with our numbers (rows for :func:`dganalysis.studies.findings.replace_findings`).
-
-    (a) recomputed from the published accuracies, the new leaderboards correlate at Spearman ``paper_spearman``
-    (MoCo-v2 vs MoCo-v3) and reorder the old one (some ΔR ≠ 0); (b) on our runs, the protocols' leaderboards (the
-    first two of each board of ``ours``, see :func:`boards`: one row per board with two or more) reorder the
-    algorithms — a claim only as strong as the rank differences themselves, so the Friedman p-values of
-    ``rank_tests`` (:class:`dganalysis.stats.rank_tests.FriedmanResult` per leaderboard; those of the board's
-    leaderboards) are reported and decide the verdict.
-    """
-    check_frame(published, (), "published", func="leaderboard_findings")
-    check_frame(ours, (), "ours", func="leaderboard_findings")
-    check_scalar(paper_spearman, "paper_spearman", func="leaderboard_findings", low=-1.0, high=1.0)
-    check_scalar(tol, "tol", func="leaderboard_findings", low=0.0)
-    names = list(dict.fromkeys(published["leaderboard"]))
-    sm = spearman_matrix(published)
-    r_new = float(sm.loc[names[1], names[2]]) if len(names) >= 3 else float("nan")
-    prk = ranks(published)
-    moved = int((delta_rank(prk, prk.columns[0], prk.columns[1]) != 0).sum())
-    a = dict(paper="Yu et al. 2024", finding=f"Table 5: new leaderboards agree with each other (Spearman {paper_spearman}) "
-                                             "and reorder the old one",
-             ours=f"recomputed Spearman {r_new:.3f}; {moved} of {len(prk)} algorithms change rank old → new",
-             verdict=Verdict.REPRODUCED if abs(r_new - paper_spearman) <= tol and moved else Verdict.NOT_REPRODUCED)
-    rows = [a]
-    for board_names in boards(ours["leaderboard"]).values():
-        if len(board_names) >= 2:
-            tests = {k: v for k, v in (rank_tests or {}).items() if k in board_names}
-            rows.append(_protocol_finding(ours[ours["leaderboard"].isin(board_names)], board_names[:2], tests))
-    return rows
-
-
-def _protocol_finding(ours: pd.DataFrame, ol: list[str], tests: dict) -> dict:
-    """Finding (b) of :func:`leaderboard_findings` for one board: does ``ol[0]`` → ``ol[1]`` reorder it?"""
-    rk = ranks(ours)
-    dr = delta_rank(rk, ol[0], ol[1])
-    r_ours = float(spearman_matrix(ours).loc[ol[0], ol[1]])
-    ps = {k: v.p for k, v in tests.items()}
-    decided = bool(ps) and all(p < v.alpha for p, v in zip(ps.values(), tests.values()))
-    return dict(paper="Yu et al. 2024", finding=f"the evaluation protocol reorders the leaderboard ({ol[0]} vs {ol[1]}, "
-                                                "our runs)",
-                ours=f"Spearman {r_ours:.2f}, {int((dr != 0).sum())} of {len(dr)} algorithms move; Friedman p: "
-                     + (", ".join(f"{k} {p:.2g}" for k, p in ps.items()) or "not run (too few methods/blocks)"),
-                verdict=(Verdict.REPRODUCED if (dr != 0).any() else Verdict.NOT_REPRODUCED) if decided else Verdict.NOT_DECIDED)

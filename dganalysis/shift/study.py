@@ -78,7 +78,9 @@ def table3(
     training environment; ``blue`` (e.g. ``{"mu_tr": 0, "mu_te": 1, "sigma_tr": .1, "sigma_te": .1}``) adds
     the last row (test ``rho_te = rho_tr`` plus blue, pure diversity shift). Means ± SE over trials.
     Columns ``rho_te``, ``blue``, ``EMD``/``MMD``/``NI`` (+ ``_se``), ``diversity``, ``correlation`` (+ ``_se``),
-    ``n_trials``. SIMULATED data (coloured scikit-learn digits)."""
+    ``n_trials``. SIMULATED data (coloured scikit-learn digits). ``.attrs["trials"]``: the per-trial estimates, one
+    row per (setting, trial) with columns ``rho_te``, ``blue``, ``trial``, ``diversity``, ``correlation`` (the frame
+    of :mod:`dganalysis.findings.shift`)."""
     f = "table3"
     check_scalar(rho_tr, "rho_tr", func=f, low=0.0, high=1.0)
     if (check_rhos(rho_tes, "rho_tes", func=f) > 1).any():
@@ -90,7 +92,7 @@ def table3(
     settings = [(r, None) for r in rho_tes]
     if blue is not None:
         settings.append((rho_tr, dict(blue)))
-    rows = []
+    rows, per_trial = [], []
     for k, (rho_te, extra) in enumerate(tqdm(settings, desc="Table 3")):
         vals: dict[str, list[float]] = {"EMD": [], "MMD": [], "NI": []}
         trials = []
@@ -104,6 +106,8 @@ def table3(
             trials.append(shift_trials(ds, "train", "test", n_trials=1, cfg=cfg, seed=seed + 100 * k + t,
                                        options=options))
         tr = pd.concat(trials, ignore_index=True)
+        per_trial += [{"rho_te": rho_te, "blue": extra is not None, "trial": t, "diversity": float(d),
+                       "correlation": float(c)} for t, (d, c) in enumerate(zip(tr["diversity"], tr["correlation"]))]
         row: dict[str, Any] = {"rho_te": rho_te, "blue": extra is not None}
         for name, v in vals.items():
             row[name] = float(np.mean(v))
@@ -112,7 +116,9 @@ def table3(
         row.update({"diversity": s["diversity"], "diversity_se": s["diversity_se"],
                     "correlation": s["correlation"], "correlation_se": s["correlation_se"], "n_trials": n_trials})
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["trials"] = pd.DataFrame(per_trial, columns=["rho_te", "blue", "trial", "diversity", "correlation"])
+    return out
 
 
 def dataset_map(

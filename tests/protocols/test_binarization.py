@@ -26,18 +26,3 @@ def test_binarization_table_by_hand():
     assert hw["grayscale"] == "15.0 ± 5.0"
     fig = plot_binarization_bars(t)
     assert len(fig.axes[0].patches) == 2
-
-
-def test_table7_finding_verdicts():
-    import numpy as np
-
-    from dganalysis.protocols.binarization import table7_finding
-
-    t = pd.DataFrame({"task": ["(a) → b", "(a,b) → hw"], "gray mean": [95.0, 20.0], "binary mean": [96.0, 80.0],
-                      "gray se": [1.0, 2.0], "binary se": [1.0, 2.0]})
-    r = table7_finding(t, "(a,b) → hw")
-    assert r["verdict"] == "reproduced" and "gray 20.0% vs binary 80.0%" in r["ours"]
-    assert table7_finding(t.assign(**{"binary mean": [96.0, 25.0]}), "(a,b) → hw")["verdict"] == "partly"
-    assert table7_finding(t.assign(**{"gray se": [np.nan, np.nan]}), "(a,b) → hw")["verdict"] == "partly"
-    with pytest.raises(ValueError, match="hw_task"):
-        table7_finding(t, "nope")

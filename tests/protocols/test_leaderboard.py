@@ -135,18 +135,3 @@ def test_latex_and_bump_chart():
     assert data.set_index(["leaderboard", "algorithm"]).loc[(names[1], "RSC"), "rank"] == 2
     fig = lb.plot_bump_chart(rk)
     assert len(fig.axes[0].lines) == 10
-
-
-def test_leaderboard_findings():
-    from types import SimpleNamespace
-
-    pub = lb.load_published()
-    rows = lb.leaderboard_findings(pub, pub.iloc[:0])
-    assert len(rows) == 1 and rows[0]["verdict"] == "reproduced" and "0.794" in rows[0]["ours"]
-    ours = pd.DataFrame({"leaderboard": ["L"] * 3 + ["G"] * 3, "algorithm": list("abc") * 2, "dataset": "D",
-                         "acc": [3, 2, 1, 1, 2, 3], "se": 0.1, "n": 2})
-    sig = {"L": SimpleNamespace(p=0.01, alpha=0.05), "G": SimpleNamespace(p=0.02, alpha=0.05)}
-    b = lb.leaderboard_findings(pub, ours, sig)[1]
-    assert b["verdict"] == "reproduced" and "Spearman -1.00" in b["ours"]
-    b = lb.leaderboard_findings(pub, ours, {"L": SimpleNamespace(p=0.3, alpha=0.05)})[1]
-    assert b["verdict"] == "not decided"

@@ -96,5 +96,5 @@ def test_dry_run_prints_each_design_and_minutes(tmp_path):
     text = format_dry_run(result)
     assert "D+d2-named" in text and "CANNOT DECIDE" in text and "power 0." in text
     minutes = notebook_minutes(result)
-    assert minutes["05_leaderboards"] == 0 and minutes["03_dynamic_dg"] > 0
+    assert minutes["05_leaderboards"] > 0 and minutes["03_dynamic_dg"] > 0
     assert f"{minutes.sum():6.1f} min" in text

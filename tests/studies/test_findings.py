@@ -142,13 +142,3 @@ def test_replace_findings_applies_the_rule_once(tmp_path):
     with pytest.raises(ValueError, match="verdict"):
         replace_findings(tmp_path, "09", [dict(rows[0], verdict="maybe")])
     assert len(read_findings(tmp_path)) == 2  # nothing removed before the check
-
-
-def test_verdict_makers_use_the_enum():
-    import pandas as pd
-
-    from dganalysis.shift.findings import table3_findings
-
-    t3 = pd.DataFrame({"rho_te": [0.9, 0.5, 0.1], "blue": [False] * 3, "diversity": [0.0] * 3,
-                       "correlation": [0.6, 0.3, 0.0]})
-    assert all(isinstance(r["verdict"], Verdict) for r in table3_findings(t3, rho_tr=0.1))
