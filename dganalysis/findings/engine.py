@@ -246,7 +246,7 @@ def _test_mean(c: Claim, confidence: float) -> ClaimResult:
             return res
         sd = float(d.std(ddof=1))
         res.n_paired = 0
-        return _finish_paired(res, d.mean(), sd, len(d), c, confidence)
+        return _finish_paired(res, d.mean(), sd, len(d), c, confidence, "per-unit differences")
     b = _series(c.base, c.name, "base")
     res.n, res.n_base = len(a), len(b)
     rule = pair_seeds(a.index, b.index)
@@ -277,12 +277,13 @@ def _test_mean(c: Claim, confidence: float) -> ClaimResult:
     return res
 
 
-def _finish_paired(res: ClaimResult, mean: float, sd: float, n: int, c: Claim, confidence: float) -> ClaimResult:
+def _finish_paired(res: ClaimResult, mean: float, sd: float, n: int, c: Claim, confidence: float,
+                   what: str = "paired differences") -> ClaimResult:
     """The audit's paired route (:func:`dganalysis.audit.claims.decide` with ``paired``): a t on the n − 1 df of
     the differences, TOST from the same statistic."""
     if zero_variance(sd):
         res.test = "none (zero variance)"
-        res.why = (f"zero variance: the {n} paired differences are identical, so their variance is not estimated and "
+        res.why = (f"zero variance: the {n} {what} are identical, so their variance is not estimated and "
                    "no test is made (identical runs, duplicated records or ties of a discrete accuracy)")
         return res
     one = np.ones(1)
