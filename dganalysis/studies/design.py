@@ -289,7 +289,8 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
     named = [m for m in fd.NAMED if m in p.algorithms]
     comparators = [m for m in fd.PILOT_COMPARATORS if m in p.algorithms]
     sim_named = named or list(fd.NAMED)
-    sim_comp = comparators if len(comparators) >= 2 else list(fd.PILOT_COMPARATORS)
+    sim_comp = comparators if len(comparators) >= 2 else list(fd.PILOT_COMPARATORS)  # a reversal needs 2
+    stable_comp = comparators or list(fd.PILOT_COMPARATORS)
     swap_dz = effect_from_trials(PILOT_03_SWAP_TRIALS, alpha / PILOT_03_SWAP_FAMILY)
     big = holm_bound_effect(PILOT_03_N, PILOT_03_DOMAIN_PLUS - 2, alpha)  # the 3rd Holm step: the loosest decided
     swap_runs = bool(p.swap_choices)
@@ -311,16 +312,16 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
             test=f"paired t per (pair, choice), one step-down over {len(sim_comp) * (len(sim_comp) - 1) // 2 * k}; "
                  "existential: some pair decided both ways", paper_note=paper_note),
         ClaimDesign(
-            "ST-stable", f"{' and '.join(sim_named)} keep a stable advantage over {', '.join(sim_comp)} (ST criterion)",
+            "ST-stable", f"{' and '.join(sim_named)} keep a stable advantage over {', '.join(stable_comp)} (ST criterion)",
             f"d_z {swap_dz:.2f} per choice, as the reversal (pilot: none decided); {words}", "decision", swap_dz, n,
             alpha, runs=swap_runs and bool(named) and bool(comparators), steps=steps,
-            n_methods=len(sim_named) * len(sim_comp) * k,
-            decide=partial(fd.decide_stable_advantage, named=sim_named, others=sim_comp, alpha=alpha, rope=rope),
+            n_methods=len(sim_named) * len(stable_comp) * k,
+            decide=partial(fd.decide_stable_advantage, named=sim_named, others=stable_comp, alpha=alpha, rope=rope),
             simulate=partial(fd.simulate_stable_advantage, effect=swap_dz * sd, sd=sd, named=sim_named,
-                             others=sim_comp, n_choices=k),
+                             others=stable_comp, n_choices=k),
             cache_key=key("ST-stable", effect=round(swap_dz * sd, 4), sd=sd, named=len(sim_named),
-                          methods=len(sim_comp), choices=k),
-            test=f"paired t per (named, comparator, choice), one step-down over {len(sim_named) * len(sim_comp) * k};"
+                          methods=len(stable_comp), choices=k),
+            test=f"paired t per (named, comparator, choice), one step-down over {len(sim_named) * len(stable_comp) * k};"
                  " all decided ahead", paper_note=paper_note),
     ]
     if fd.domain_plus_step(p.domain_plus_chains, "d2") is not None:
