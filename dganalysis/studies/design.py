@@ -312,7 +312,7 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
             test=f"paired t per (pair, choice), one step-down over {len(sim_comp) * (len(sim_comp) - 1) // 2 * k}; "
                  "existential: some pair decided both ways", paper_note=paper_note),
         ClaimDesign(
-            "ST-stable", f"{' and '.join(sim_named)} keep a stable advantage over {', '.join(stable_comp)} (ST criterion)",
+            "ST-stable", f"{' and '.join(sim_named)} keep{'s' if len(sim_named) == 1 else ''} a stable advantage over {', '.join(stable_comp)} (ST criterion)",
             f"d_z {swap_dz:.2f} per choice, as the reversal (pilot: none decided); {words}", "decision", swap_dz, n,
             alpha, runs=swap_runs and bool(named) and bool(comparators), steps=steps,
             n_methods=len(sim_named) * len(stable_comp) * k,
