@@ -279,64 +279,111 @@ PAPER_03_METHODS = 18  # params/paper/03_dynamic_dg.yaml's algorithms: its famil
 PAPER_03_TRIALS = 3  # and its n_trials
 
 
+#: the SD of a per-seed paired difference, in accuracy points, that the 03 simulations assume: the pilot recorded
+#: standardised effects only (d_z), so an SD must be assumed to place the ±1-point ROPE; the decisions depend on it
+#: only through that ROPE (the difference tests are scale-free)
+PILOT_03_SD = 5.0
+
+
 @DESIGNS.register("03_dynamic_dg")
 def dynamic_dg_design(p) -> list[ClaimDesign]:
-    """The six Sec. 4.3 claims (:func:`dganalysis.protocols.dynamic_report.findings`) under ``p``
-    (:class:`~dganalysis.studies.params.DynamicDGParams`). A claim runs when ``p`` trains what it needs: the swap
-    test when ``p.swap_choices`` is set, a Domain+ claim when its chain is in ``p.domain_plus_chains``."""
+    """The six Sec. 4.3 findings (:mod:`dganalysis.findings.dynamic`) under ``p``
+    (:class:`~dganalysis.studies.params.DynamicDGParams`), each with the power of its own decision function
+    simulated at the pilot's effect (d_z × :data:`PILOT_03_SD` points) with ``p.n_trials`` trials. A finding runs
+    when ``p`` trains what it needs: the swap test when ``p.swap_choices`` is set and the methods it compares are
+    run, a Domain+ finding when its chain is in ``p.domain_plus_chains``. The simulated family is the profile's
+    own (its training choices, its methods), the pilot's where the profile runs none."""
+    from functools import partial
+
+    from dganalysis.findings import dynamic as fd
+
     alpha, n, steps = p.alpha, p.n_trials, p.steps
-    chains = {tuple(sorted(set(c[-1]) - set(c[0]))): c for c in p.domain_plus_chains if len(c) >= 2}
-    n_dp = max(1, len(p.algorithms) * len(p.domain_plus_chains))
-    # the swap-test claims are about the order of many methods: their family is at least the pilot's (5 methods:
-    # 10 pairs x 2 claims), larger when the profile runs more methods
-    k = len(p.algorithms)
-    swap_level = alpha / max(PILOT_03_SWAP_FAMILY, k * (k - 1))
-    n_stable = 3 * max(4, k - 1)  # CORAL and IB-ERM ahead of every other method under each of 3 choices
+    rope, sd = fd.ROPE, PILOT_03_SD
+    pilot = PILOT_03.split(":")[1].strip()
+    k = max(2, len(p.swap_choices)) if p.swap_choices else 3  # the paper profile's 3 choices when none is run
+    named = [m for m in fd.NAMED if m in p.algorithms]
+    comparators = [m for m in fd.PILOT_COMPARATORS if m in p.algorithms]
+    sim_named = named or list(fd.NAMED)
+    sim_comp = comparators if len(comparators) >= 2 else list(fd.PILOT_COMPARATORS)  # a reversal needs 2
+    stable_comp = comparators or list(fd.PILOT_COMPARATORS)
     swap_dz = effect_from_trials(PILOT_03_SWAP_TRIALS, alpha / PILOT_03_SWAP_FAMILY)
     big = holm_bound_effect(PILOT_03_N, PILOT_03_DOMAIN_PLUS - 2, alpha)  # the 3rd Holm step: the loosest decided
-    named = [m for m in ("CORAL", "IB_ERM") if m in p.algorithms]
-    others = [m for m in p.algorithms if m not in ("CORAL", "IB_ERM")]
     swap_runs = bool(p.swap_choices)
-    paper_swap = alpha / (PAPER_03_METHODS * (PAPER_03_METHODS - 1))  # the paper profile's families
-    paper_dp = alpha / (PAPER_03_METHODS * 3)
+    paper_note = f"{PAPER_03}, {PAPER_03_TRIALS} trials (params/paper); the power there is simulated the same way"
+    words = (f"d_z × SD {sd:g} points (SD assumed: the pilot recorded d_z only), ROPE ±{rope:g}, α = {alpha:g}")
 
-    def need(effect: float, level: float, k: int = 1) -> str:
-        """The paper profile's trials for 80% on all k contrasts at its own family's level."""
-        n_need = _trials(trials_for_power(effect, level, TARGET_POWER ** (1 / k)))
-        return (f"{PAPER_03} and {n_need} per training set: 80% power at the expected d_z, level {level:.2g} "
-                f"(planning.paired_trials; params/paper has n_trials: {PAPER_03_TRIALS})")
+    def key(name: str, **kw) -> str:
+        return "03/" + name + "|" + "|".join(f"{a}={b}" for a, b in sorted(kw.items())) + f"|alpha={alpha}|rope={rope}"
 
     out = [
-        ClaimDesign("ST-reversal", "order of methods reverses with the training-domain choice (Fig. 9)",
-                    f"d_z {swap_dz:.2f}, the largest swap-test contrast of the {PILOT_03.split(':')[1].strip()} "
-                    f"(its power table: {PILOT_03_SWAP_TRIALS}-1,100 trials)", "paired", swap_dz, n, swap_level,
-                    runs=swap_runs, steps=steps, paper_note=need(swap_dz, paper_swap)),
-        ClaimDesign("ST-stable", "CORAL and IB-ERM have a stable advantage (ST criterion)",
-                    f"d_z {swap_dz:.2f} per choice, as the reversal (pilot: none decided)", "paired", swap_dz, n,
-                    swap_level, runs=swap_runs, steps=steps, n_methods=n_stable,
-                    paper_note=need(swap_dz, paper_swap, n_stable)),
+        ClaimDesign(
+            "ST-reversal", f"order of methods reverses with the training-domain choice (Fig. 9): some pair of "
+            f"{', '.join(sim_comp)}", f"d_z {swap_dz:.2f} half-swing in one pair, the largest swap-test contrast of "
+            f"the {pilot} (its power table: {PILOT_03_SWAP_TRIALS}-1,100 trials); {words}", "decision", swap_dz, n,
+            alpha, runs=swap_runs and len(comparators) >= 2, steps=steps, n_methods=len(sim_comp),
+            decide=partial(fd.decide_swap_reversal, alpha=alpha, rope=rope),
+            simulate=partial(fd.simulate_swap_reversal, effect=swap_dz * sd, sd=sd, methods=sim_comp, n_choices=k),
+            cache_key=key("ST-reversal", effect=round(swap_dz * sd, 4), sd=sd, methods=len(sim_comp), choices=k),
+            test=f"paired t per (pair, choice), one step-down over {len(sim_comp) * (len(sim_comp) - 1) // 2 * k}; "
+                 "existential: some pair decided both ways", paper_note=paper_note),
+        ClaimDesign(
+            "ST-stable", f"{' and '.join(sim_named)} keep{'s' if len(sim_named) == 1 else ''} a stable advantage over {', '.join(stable_comp)} (ST criterion)",
+            f"d_z {swap_dz:.2f} per choice, as the reversal (pilot: none decided); {words}", "decision", swap_dz, n,
+            alpha, runs=swap_runs and bool(named) and bool(comparators), steps=steps,
+            n_methods=len(sim_named) * len(stable_comp) * k,
+            decide=partial(fd.decide_stable_advantage, named=sim_named, others=stable_comp, alpha=alpha, rope=rope),
+            simulate=partial(fd.simulate_stable_advantage, effect=swap_dz * sd, sd=sd, named=sim_named,
+                             others=stable_comp, n_choices=k),
+            cache_key=key("ST-stable", effect=round(swap_dz * sd, 4), sd=sd, named=len(sim_named),
+                          methods=len(stable_comp), choices=k),
+            test=f"paired t per (named, comparator, choice), one step-down over {len(sim_named) * len(stable_comp) * k};"
+                 " all decided ahead", paper_note=paper_note),
     ]
-    if ("d2",) in chains:
+    if fd.domain_plus_step(p.domain_plus_chains, "d2") is not None:
         if named:
             out.append(ClaimDesign(
                 "D+d2-named", f"adding d2 (the printed domain nearest handwriting) helps {' and '.join(named)} "
-                "(Fig. 11a)", f"d_z ≥ {big:.2f} each: decided by Holm in the {PILOT_03.split(':')[1].strip()} "
-                "(t(5) past step 3 of 15)", "paired", big, n, alpha / n_dp, runs=True, steps=steps,
-                n_methods=len(named), paper_note=need(big, paper_dp, len(named))))
+                "(Fig. 11a)", f"d_z ≥ {big:.2f} each: decided by Holm in the {pilot} (t(5) past step 3 of 15); "
+                f"{words}", "decision", big, n, alpha, runs=True, steps=steps, n_methods=len(named),
+                decide=partial(fd.decide_domain_plus, base="d0,d1", extended="d0,d1,d2", methods=named,
+                               alpha=alpha, rope=rope),
+                simulate=partial(fd.simulate_domain_plus, effect=big * sd, sd=sd, methods=named),
+                cache_key=key("D+d2-named", effect=round(big * sd, 4), sd=sd, methods=len(named)),
+                test=f"paired t per method, one step-down over {len(named)}; all decided gains",
+                paper_note=paper_note))
+        every = list(p.algorithms) if len(p.algorithms) > len(named) else [*fd.NAMED, *fd.PILOT_COMPARATORS]
+        effects = {m: (big if m in fd.NAMED else PILOT_03_SMALL_DZ) * sd for m in every}
         out.append(ClaimDesign(
-            "D+d2-all", "adding d2 helps every method, ERM, SagNet and IB-IRM too (Fig. 11a)",
-            f"d_z {PILOT_03_SMALL_DZ} (the smallest of the pilot's undecided gains, 0.8-1.8)", "paired",
-            PILOT_03_SMALL_DZ, n, alpha / max(n_dp, 15), runs=bool(others), steps=steps, n_methods=3,
-            paper_note=need(PILOT_03_SMALL_DZ, paper_dp, 3)))
+            "D+d2-all", f"adding d2 helps every method ({', '.join(every)}) (Fig. 11a)",
+            f"d_z {big:.2f} for CORAL/IB-ERM, {PILOT_03_SMALL_DZ} for the others (the smallest of the pilot's "
+            f"undecided gains, 0.8-1.8); {words}", "decision", PILOT_03_SMALL_DZ, n, alpha,
+            runs=len(p.algorithms) > len(named), steps=steps, n_methods=len(every),
+            decide=partial(fd.decide_domain_plus, base="d0,d1", extended="d0,d1,d2", methods=every, alpha=alpha,
+                           rope=rope),
+            simulate=partial(fd.simulate_domain_plus, effect=PILOT_03_SMALL_DZ * sd, sd=sd, methods=every,
+                             effects=effects),
+            cache_key=key("D+d2-all", big=round(big * sd, 4), small=round(PILOT_03_SMALL_DZ * sd, 4), sd=sd,
+                          methods=len(every), named=sum(m in fd.NAMED for m in every)),
+            test=f"paired t per method, one step-down over {len(every)}; all decided gains", paper_note=paper_note))
     out += [
-        ClaimDesign("D+d1-ERM", "adding d1 (a distant printed domain) degrades ERM (Fig. 11b)",
-                    "opposite sign: the pilot read ERM's change with d1 as a gain (d_z 0.8-1.8)", "paired",
-                    PILOT_03_SMALL_DZ, n, alpha / n_dp, runs=("d1",) in chains, negative_only=True, steps=steps,
-                    paper_note=f"{PAPER_03}: a negative verdict needs the papers' training length"),
-        ClaimDesign("D+d0-ERM", "adding d0 (a distant printed domain) degrades ERM (Fig. 11c)",
-                    "none recorded: the pilot left it undecided", "paired", None, n, alpha / n_dp,
-                    runs=("d0",) in chains, steps=steps,
-                    paper_note=f"{PAPER_03}, once a pilot at {PAPER_STEPS:,} steps gives its effect"),
+        ClaimDesign(
+            "D+d1-ERM", "adding d1 (a distant printed domain) degrades ERM (Fig. 11b)",
+            f"opposite sign: the pilot read ERM's change with d1 as a gain (d_z {PILOT_03_SMALL_DZ}); {words}",
+            "decision", PILOT_03_SMALL_DZ, n, alpha, runs=fd.domain_plus_step(p.domain_plus_chains, "d1") is not None,
+            negative_only=True, steps=steps,
+            decide=partial(fd.decide_domain_plus, base="d0,d2", extended="d0,d1,d2", methods=["ERM"], direction=-1,
+                           alpha=alpha, rope=rope),
+            simulate=partial(fd.simulate_domain_plus, effect=PILOT_03_SMALL_DZ * sd, sd=sd, methods=["ERM"],
+                             base="d0,d2", extended="d0,d1,d2"),
+            cache_key=key("D+d1-ERM", effect=round(PILOT_03_SMALL_DZ * sd, 4), sd=sd, methods=1),
+            test="paired t, one claim; decided loss", paper_note=f"{PAPER_03}: a negative verdict needs the papers' "
+            "training length"),
+        ClaimDesign(
+            "D+d0-ERM", "adding d0 (a distant printed domain) degrades ERM (Fig. 11c)",
+            "none recorded: the pilot left it undecided", "decision", None, n, alpha,
+            runs=fd.domain_plus_step(p.domain_plus_chains, "d0") is not None, steps=steps,
+            test="paired t, one claim; decided loss",
+            paper_note=f"{PAPER_03}, once a pilot at {PAPER_STEPS:,} steps gives its effect"),
     ]
     return out
 

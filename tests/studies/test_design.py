@@ -28,11 +28,14 @@ def _nct_power(effect: float, n: int, level: float) -> float:
 
 
 def test_a_claims_power_is_recomputed_not_typed():
-    """The quick 03 design's Domain+ claim: its power is the product over its methods of planning's power."""
+    """The quick 03 design's Domain+ claim: its power is the simulated share of "reproduced" verdicts of the
+    finding's own decision function (findings.dynamic), recomputed here from the same simulation and seed."""
+    from dganalysis.findings.power import REPS, simulated_power
+
     p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
     claim = next(c for c in d.design_for("03_dynamic_dg", p) if c.key == "D+d2-named")
-    single = _nct_power(claim.effect, claim.n, claim.level)
-    assert claim.power == pytest.approx(single ** claim.n_methods, abs=3e-3)
+    assert claim.kind == "decision"
+    assert claim.power == pytest.approx(simulated_power(claim.decide, claim.simulate, claim.n, REPS, 0).power)
     assert claim.n == p.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
 
 
