@@ -242,7 +242,8 @@ pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]
 # Beside each finding's own family, the verdicts when all this notebook's claims form one family (one joint
-# step-down over the claims of (a)-(d)):
+# step-down over the claims of (a)-(d)). Both columns are the engine's verdicts; the recorded findings (above,
+# `index.md`) also make a negative verdict from runs shorter than the papers' 5,000 steps "not decided".
 
 # %%
 pd.DataFrame({"per finding": pd.Series([r["verdict"] for r in rows]).value_counts(),
