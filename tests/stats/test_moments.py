@@ -94,6 +94,10 @@ def test_bad_ddof_and_values_are_refused():
 NOT_A_STANDARD_ERROR = {
     ("audit/coverage.py", "s * s / math.sqrt(var_v)"): "a ratio of the coverage simulation's scales",
     ("protocols/leakage.py", "(f - f.mean(0)) / np.sqrt(n - 1)"): "the centred features of a covariance's root",
+    ("findings/binarization.py", "sd / np.sqrt(2)"): "a simulator's per-arm SD, so that a difference has SD sd",
+    ("findings/leaderboard.py", "sd / np.sqrt(2)"): "a simulator's per-arm SD, so that a difference has SD sd",
+    ("findings/dynamic.py", "sd / np.sqrt(2.0)"): "a simulator's per-run noise beside the split's",
+    ("findings/dynamic.py", "sd / np.sqrt(3.0)"): "a simulator's noise, so that a Domain+ difference has SD sd",
     ("scripts/collect_results.py", "np.asarray(list(data)) / np.sqrt(len(data))"):
         "DomainBed's collect_results verbatim (np.std of the values scaled by 1/√n), its numbers bit for bit",
 }
