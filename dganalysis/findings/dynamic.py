@@ -166,8 +166,8 @@ def decide_swap_reversal(units: pd.DataFrame, *, methods: Sequence[str] | None =
     equivalent within ±``rope`` (a swing inside the ROPE is no practical reversal). *not decided* otherwise.
     False "reproduced" when no pair reverses needs a rejected true null or a wrong sign among the family's
     decisions, so its rate is at most about α (measured in ``tests/findings/test_dynamic.py`` and
-    docs/findings/03.md). The returned verdict replaces the engine's conjunction reading; note that
-    :func:`engine.pooled` reads every finding as a conjunction, so it does not apply this rule.
+    docs/findings/03.md). The rule is the engine's :data:`~dganalysis.findings.engine.SOME_GROUP_REVERSES` (one
+    group per pair), so :func:`~dganalysis.findings.engine.pooled` and the report read it the same way.
     """
     f = "decide_swap_reversal"
     _check_alpha_rope(alpha, rope, f)
@@ -183,34 +183,20 @@ def decide_swap_reversal(units: pd.DataFrame, *, methods: Sequence[str] | None =
     for a, b in itertools.combinations(names, 2):
         pairs.append((a, b, [f"{a} − {b} | {arms.name(c)}" for c in chosen]))
         claims += [_contrast(n, arms.arm(a, c), arms.arm(b, c), +1, rope) for n, c in zip(pairs[-1][2], chosen)]
-    res = engine.decide(claims, alpha)
+    groups = [cnames for _, _, cnames in pairs]
+    res = engine.decide(claims, alpha, rule=engine.SOME_GROUP_REVERSES, groups=groups)
     by_name = {c.name: c for c in res.claims}
     reversing, open_pairs = [], []
     for a, b, cnames in pairs:
-        states = {_state(by_name[n], alpha) for n in cnames}
+        states = {engine.state(by_name[n], alpha) for n in cnames}
         if {"+", "−"} <= states:
             reversing.append(f"{a}/{b}")
         elif "?" in states:
             open_pairs.append(f"{a}/{b}")
-    if reversing:
-        verdict = Verdict.REPRODUCED.value
-    elif not open_pairs:
-        verdict = Verdict.NOT_REPRODUCED.value
-    else:
-        verdict = Verdict.NOT_DECIDED.value
     head = (f"existential over {len(pairs)} pair(s) × {len(chosen)} choices: reversing: {', '.join(reversing) or 'none'}"
             f"; not yet decided either way: {', '.join(open_pairs) or 'none'}")
-    why = head + (f"; {res.why}" if res.why and verdict != Verdict.REPRODUCED.value else "")
-    return dataclasses.replace(res, verdict=verdict, why=why)
-
-
-def _state(c: engine.ClaimResult, alpha: float) -> str:
-    """A contrast's decision: '=' equivalent within the ROPE, '+'/'−' a decided sign, '?' undecided."""
-    if np.isfinite(c.p_equiv_adj) and c.p_equiv_adj < alpha:
-        return "="
-    if np.isfinite(c.p_adj) and c.p_adj < alpha:
-        return "+" if c.estimate > 0 else "−"
-    return "?"
+    why = head + (f"; {res.why}" if res.why and res.verdict != Verdict.REPRODUCED.value else "")
+    return dataclasses.replace(res, why=why)
 
 
 def decide_stable_advantage(units: pd.DataFrame, *, named: Sequence[str] = NAMED,

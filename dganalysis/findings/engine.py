@@ -39,6 +39,7 @@ bootstrap. A number that is not a test (a recomputed Spearman of a published tab
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,11 @@ from dganalysis.verdicts import Verdict
 ALPHA = 0.05
 MEASURED = Verdict.MEASURED.value  #: the verdict of a finding that holds only measurements
 PAPER, AGAINST, UNDECIDED = "paper", "against", "undecided"  #: a claim's outcome
+#: verdict rules: the conjunction (every claim the paper's way; the default) and the existential reading of a
+#: reversal (some group of contrasts — one pair of methods under several conditions — has one decided above 0 and one
+#: decided below 0; every group decided without a reversal: not reproduced)
+EVERY_CLAIM, SOME_GROUP_REVERSES = "every claim", "some group reverses"
+RULES = (EVERY_CLAIM, SOME_GROUP_REVERSES)
 #: permutation tests enumerate every permutation up to this many, else sample this many (Monte Carlo)
 EXACT_PERMUTATIONS = 40_320
 MC_PERMUTATIONS = 9_999
@@ -174,6 +180,8 @@ class FindingResult:
     m: int
     alpha: float
     measurements: list[Measurement] = field(default_factory=list)
+    rule: str = EVERY_CLAIM
+    groups: list[list[str]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -197,7 +205,35 @@ class FindingResult:
     def as_record(self) -> dict:
         """The JSON-ready part of a findings record: claims, family size, α, why."""
         return {"claims": [c.as_dict() for c in self.claims], "m": self.m, "alpha": self.alpha, "why": self.why,
-                "measurements": [{"name": m.name, "value": m.value, "words": m.words} for m in self.measurements]}
+                "measurements": [{"name": m.name, "value": m.value, "words": m.words} for m in self.measurements],
+                "rule": self.rule, "groups": [list(g) for g in self.groups]}
+
+    @classmethod
+    def from_record(cls, decision: dict) -> FindingResult:
+        """The result back from :meth:`as_record` (e.g. read from a findings JSON record): JSON ``null`` becomes
+        NaN again, fields the engine does not know are ignored, and the verdict is re-read from the claims by the
+        finding's rule."""
+        names = {f.name: f for f in dataclasses.fields(ClaimResult)}
+        claims = []
+        for c in decision.get("claims") or []:
+            kw = {k: (float("nan") if v is None and names[k].type in ("float", float) else v)
+                  for k, v in c.items() if k in names}
+            claims.append(ClaimResult(**kw))
+        ms = [Measurement(str(m.get("name", "")), _num(m.get("value")), str(m.get("words") or ""))
+              for m in decision.get("measurements") or []]
+        alpha = float(decision.get("alpha") or ALPHA)
+        rule = str(decision.get("rule") or EVERY_CLAIM)
+        groups = [list(g) for g in decision.get("groups") or []]
+        verdict = verdict_by(claims, rule, groups, alpha) if claims else MEASURED
+        return cls(claims, verdict, str(decision.get("why") or ""), int(decision.get("m") or 0), alpha, ms, rule,
+                   groups)
+
+
+def _num(v: object) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _p(p: float) -> str:
@@ -367,6 +403,34 @@ def verdict_of(outcomes: Sequence[str]) -> str:
     return Verdict.NOT_DECIDED.value
 
 
+def state(c: ClaimResult, alpha: float) -> str:
+    """A contrast's decision regardless of the paper's direction: ``"="`` equivalent within its ROPE, ``"+"`` /
+    ``"−"`` a difference of that sign, ``"?"`` undecided."""
+    if np.isfinite(c.p_equiv_adj) and c.p_equiv_adj < alpha:
+        return "="
+    if np.isfinite(c.p_adj) and c.p_adj < alpha:
+        return "+" if c.estimate > 0 else "−"
+    return "?"
+
+
+def verdict_by(results: Sequence[ClaimResult], rule: str, groups: Sequence[Sequence[str]], alpha: float) -> str:
+    """The finding's verdict from its decided claims under ``rule`` (:data:`RULES`): :data:`EVERY_CLAIM` is
+    :func:`verdict_of`; :data:`SOME_GROUP_REVERSES`: *reproduced* when some group holds a contrast decided above 0
+    and one decided below 0, *not reproduced* when every group is decided without a reversal (each contrast decided,
+    one sign or equivalent within its ROPE), *not decided* otherwise."""
+    if rule == EVERY_CLAIM:
+        return verdict_of([r.outcome for r in results])
+    if rule != SOME_GROUP_REVERSES:
+        raise ConfigError(f"rule={rule!r}: expected one of {RULES}")
+    by = {r.name: r for r in results}
+    states = [{state(by[n], alpha) for n in g} for g in groups]
+    if any({"+", "−"} <= s for s in states):
+        return Verdict.REPRODUCED.value
+    if states and not any("?" in s for s in states):
+        return Verdict.NOT_REPRODUCED.value
+    return Verdict.NOT_DECIDED.value
+
+
 def _why(c: ClaimResult, m: int, alpha: float) -> str:
     if c.outcome == PAPER:
         return ""
@@ -389,13 +453,22 @@ def _why(c: ClaimResult, m: int, alpha: float) -> str:
     return ", ".join(w for w in words if w)
 
 
-def decide(claims: Sequence[AnyClaim], alpha: float = ALPHA, *, seed: int = 0) -> FindingResult:
-    """Decide a finding's claims as one family (module docstring). ``seed`` seeds the Monte-Carlo permutations."""
+def decide(claims: Sequence[AnyClaim], alpha: float = ALPHA, *, seed: int = 0, rule: str = EVERY_CLAIM,
+           groups: Sequence[Sequence[str]] = ()) -> FindingResult:
+    """Decide a finding's claims as one family (module docstring). ``seed`` seeds the Monte-Carlo permutations;
+    ``rule`` reads the verdict (:func:`verdict_by`; ``groups``: the claim names of each group, for
+    :data:`SOME_GROUP_REVERSES`)."""
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha={alpha!r}: expected a level in (0, 1)")
     names = [c.name for c in claims]
     if len(set(names)) != len(names):
         raise ConfigError(f"claims: duplicate names {sorted({n for n in names if names.count(n) > 1})}")
+    if rule not in RULES:
+        raise ConfigError(f"rule={rule!r}: expected one of {RULES}")
+    unknown = sorted({n for g in groups for n in g} - set(names))
+    if unknown or (rule == SOME_GROUP_REVERSES and not groups):
+        raise ConfigError(f"groups: {'unknown claim names ' + str(unknown) if unknown else 'none given'}; expected "
+                          "lists of the claims' names (one list per group)")
     tests = [c for c in claims if not isinstance(c, Measurement)]
     measurements = [c for c in claims if isinstance(c, Measurement)]
     m_tested = max(len(tests), 1)
@@ -411,10 +484,11 @@ def decide(claims: Sequence[AnyClaim], alpha: float = ALPHA, *, seed: int = 0) -
             results.append(_test_permutation(c, rng))
         else:
             raise ConfigError(f"claims: {type(c).__name__} is not a Claim, RankClaim, PermutationClaim or Measurement")
-    return _adjust(results, alpha, measurements)
+    return _adjust(results, alpha, measurements, rule, [list(g) for g in groups])
 
 
-def _adjust(results: list[ClaimResult], alpha: float, measurements: list[Measurement] = ()) -> FindingResult:
+def _adjust(results: list[ClaimResult], alpha: float, measurements: Sequence[Measurement] = (),
+            rule: str = EVERY_CLAIM, groups: list[list[str]] | None = None) -> FindingResult:
     p = np.array([r.p for r in results], dtype=float)
     pe = np.array([r.p_equiv for r in results], dtype=float)
     if len(results):
@@ -426,19 +500,21 @@ def _adjust(results: list[ClaimResult], alpha: float, measurements: list[Measure
         r.p_adj, r.p_equiv_adj = float(a), float(b)
         r.outcome = _outcome(r, alpha)
     why = "; ".join(w for w in (_why(r, m, alpha) for r in results) if w)
-    verdict = verdict_of([r.outcome for r in results]) if results else MEASURED
-    return FindingResult(results, verdict, why, m, alpha, list(measurements))
+    groups = groups or []
+    verdict = verdict_by(results, rule, groups, alpha) if results else MEASURED
+    return FindingResult(results, verdict, why, m, alpha, list(measurements), rule, groups)
 
 
 def pooled(findings: Sequence[FindingResult], alpha: float = ALPHA) -> dict[str, int]:
     """The verdict counts when the claims of all ``findings`` (a notebook's) form one family: each claim's
-    unadjusted p-values re-adjusted by one joint step-down over all of them."""
+    unadjusted p-values re-adjusted by one joint step-down over all of them, each finding's verdict read again by
+    its own rule."""
     fresh = []
     for f in findings:
         fresh.append([ClaimResult(**{**c.__dict__}) for c in f.claims])
     flat = [c for cs in fresh for c in cs]
     _adjust(flat, alpha)
     counts = {v.value: 0 for v in Verdict}
-    for cs in fresh:
-        counts[verdict_of([c.outcome for c in cs]) if cs else MEASURED] += 1
+    for f, cs in zip(findings, fresh):
+        counts[verdict_by(cs, f.rule, f.groups, alpha) if cs else MEASURED] += 1
     return counts

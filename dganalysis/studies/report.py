@@ -156,30 +156,9 @@ _CLAIM_FIELDS = {f.name: f for f in dataclasses.fields(engine.ClaimResult)}
 
 
 def result_of(decision: dict) -> engine.FindingResult:
-    """The :class:`~dganalysis.findings.engine.FindingResult` back from a record's ``"decision"`` (its
-    ``as_record()``): JSON ``null`` becomes NaN again, fields the engine does not know are ignored."""
-    claims = []
-    for c in decision.get("claims") or []:
-        kw = {}
-        for name, f in _CLAIM_FIELDS.items():
-            if name not in c:
-                continue
-            v = c[name]
-            kw[name] = float("nan") if v is None and f.type in ("float", float) else v
-        claims.append(engine.ClaimResult(**kw))
-    ms = [engine.Measurement(str(m.get("name", "")), _num(m.get("value")), str(m.get("words") or ""))
-          for m in decision.get("measurements") or []]
-    outcomes = [c.outcome for c in claims]
-    return engine.FindingResult(claims, engine.verdict_of(outcomes) if claims else engine.MEASURED,
-                                str(decision.get("why") or ""), int(decision.get("m") or 0),
-                                float(decision.get("alpha") or engine.ALPHA), ms)
-
-
-def _num(v: object) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
+    """The :class:`~dganalysis.findings.engine.FindingResult` back from a record's ``"decision"``
+    (:meth:`~dganalysis.findings.engine.FindingResult.from_record`)."""
+    return engine.FindingResult.from_record(decision)
 
 
 def _fin(v: float) -> bool:

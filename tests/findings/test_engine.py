@@ -201,3 +201,21 @@ def test_design_power_is_cached(tmp_path, monkeypatch):
     second = P.design_power(E.decide, sim, 4, reps=20, cache_key="test-finding|effect=3")
     assert second == first and len(calls) == k  # the second answer came from the cache
     assert (tmp_path / P.SHIPPED).exists()
+
+
+def test_existential_reversal_rule_is_kept_by_pooled_and_records():
+    """A finding read by SOME_GROUP_REVERSES (one pair of methods under two training choices): a decided + and a
+    decided − in one group is 'reproduced'; the rule survives the record and the notebook-wide family."""
+    up, down = pd.Series([5.0, 5.2, 4.9, 5.1, 5.05]), pd.Series([-5.0, -5.2, -4.9, -5.1, -5.05])
+    claims = [E.Claim("a−b | c1", up), E.Claim("a−b | c2", down)]
+    res = E.decide(claims, rule=E.SOME_GROUP_REVERSES, groups=[["a−b | c1", "a−b | c2"]])
+    assert res.verdict == "reproduced"
+    assert E.decide(claims).verdict == "not reproduced"  # the conjunction would read c2 as against
+    back = E.FindingResult.from_record(res.as_record())
+    assert back.verdict == "reproduced" and back.rule == E.SOME_GROUP_REVERSES
+    assert E.pooled([res])["reproduced"] == 1
+    same = E.decide([E.Claim("a−b | c1", up), E.Claim("a−b | c2", up)], rule=E.SOME_GROUP_REVERSES,
+                    groups=[["a−b | c1", "a−b | c2"]])
+    assert same.verdict == "not reproduced"  # decided, one sign throughout
+    with pytest.raises(ConfigError, match="groups"):
+        E.decide(claims, rule=E.SOME_GROUP_REVERSES, groups=[["nope"]])
