@@ -32,13 +32,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", nargs="+", default=["quick", "paper", "defaults"],
                     help="profiles under params/; 'defaults': the notebooks' parameters cells (what nbval runs)")
+    ap.add_argument("--out", type=Path, default=TABLE, help="the table to update (default: the shipped one)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DGANALYSIS_CACHE"] = tmp  # compute everything afresh into an empty cache
-        shipped = json.loads(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else {}
+        shipped = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
         P._shipped = lambda: {}  # noqa: SLF001 (ignore the old table while refilling it)
         for profile in args.profiles:
-            for name in sorted(DESIGNS):
+            for name in sorted(DESIGNS.names()):
                 params = (params_class(name).from_mapping({}, name) if profile == "defaults"
                           else build_params(name, load_params(profile, name)))
                 for c in design_for(name, params):
@@ -54,8 +55,8 @@ def main() -> None:
         cache = Path(tmp) / P.SHIPPED
         fresh = json.loads(cache.read_text(encoding="utf-8")) if cache.exists() else {}
     shipped.update(fresh)
-    io.write_json(TABLE, dict(sorted(shipped.items())))
-    print(f"wrote {len(fresh)} entries ({len(shipped)} in all) to {TABLE.relative_to(ROOT)}")
+    io.write_json(args.out, dict(sorted(shipped.items())))
+    print(f"wrote {len(fresh)} entries ({len(shipped)} in all) to {args.out}")
 
 
 if __name__ == "__main__":

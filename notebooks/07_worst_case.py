@@ -224,7 +224,7 @@ display(pred.round(3))
 # Each finding is one function of `dganalysis.findings.worst_case` that takes one row per unit and returns the
 # engine's decision (`dganalysis.findings.engine.decide`: its claims' tests in one step-down family). (a) paired t on
 # the per-model log(WC/nominal) against log 2, ROPE ±log 1.25; (b) equivalence (TOST within ±log 1.25) of the
-# representation and input excess losses over model × ρ units; (c) three Spearman permutation tests, one family;
+# representation and input excess losses over models (each the mean over its radii); (c) three Spearman permutation tests, one family;
 # (d) a permutation test in which the worst case and the nominal loss are swapped within models at random
 # (statistic |ρ(WC, acc)| − |ρ(nominal, acc)|). ROPEs and their reasons: the module's docstring and
 # `docs/findings/07.md`. The digits are real (scikit-learn 8×8 digits, rotated), not simulated.

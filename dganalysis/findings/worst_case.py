@@ -8,7 +8,8 @@ one input radius):
 (a) :func:`high_near_source` — "the worst-case loss is high even close to the sources": over models, the worst-case
     CE at ρ = ``rho_small`` exceeds ``factor`` × the nominal CE. One paired claim, log scale.
 (b) :func:`not_overestimate` — "the representation-space worst case is not an over-estimate of the input-space one":
-    over model × ρ units, the excess losses of the two worst cases (over the nominal loss) are equal within a ROPE.
+    over models (each the mean over its radii), the excess losses of the two worst cases (over the nominal loss)
+    are equal within a ROPE.
 (c) :func:`losses_agree` — "cross-entropy, hinge and 0-1 give consistent pictures": three Spearman claims (one per
     pair of losses), permutation tests, one family.
 (d) :func:`predicts_better` — the question the poster implies: the worst case predicts unseen-domain accuracy
@@ -129,19 +130,19 @@ def not_overestimate(frame: pd.DataFrame, *, rope: float = LOG_ROPE, alpha: floa
     ``model`` column makes it. Rows without a representation excess (ρ_input = 0) are not units.
 
     At the matched radius ``rep_wc ≥ input_primal`` by construction, so "rep ≥ input" is no evidence; the claim is
-    about the size of the gap. One claim over model × ρ units (id ``model@rho_input``): arm log(``rep_wc`` −
-    ``nominal``), base log(``input_primal`` − ``nominal``) (the input excess floored at :data:`MIN_ATTAINED` of the
-    representation one, so an unreached excess counts as a large over-estimate, not a missing unit), paired on the
-    units holding both; direction 0 (the paper: no over-estimate), decided by TOST within ±``rope`` (log 1.25: input
+    about the size of the gap. Per model × ρ row: the log ratio log(``rep_wc`` − ``nominal``) − log(``input_primal``
+    − ``nominal``) (the input excess floored at :data:`MIN_ATTAINED` of the representation one, so an unreached
+    excess counts as a large over-estimate, not a missing row). The rows of one model share its network, so they
+    are not independent units: the **units are the models**, each the mean of its rows' log ratios (rows with a
+    missing loss left out of that mean; a model with none is not a unit). One claim, a one-sample t over the models
+    on that mean; direction 0 (the paper: no over-estimate), decided by TOST within ±``rope`` (log 1.25: input
     perturbations reach at least 80% of the representation excess). Any decided difference is against the paper.
-    The units of one model share its network, so they are not independent: the t-test's level holds for
-    independent units (see ``docs/findings/07.md``).
     """
     f = "not_overestimate"
     _frame(frame, B_COLUMNS, f, "dganalysis.dro.compare_input_representation + a 'model' column")
     d = frame[list(B_COLUMNS)].copy()
     d["excess_rep"] = d["rep_wc"].astype(float) - d["nominal"].astype(float)
-    d = d[~(d["excess_rep"] <= 1e-9)]  # no excess to reach (ρ_input = 0); NaN rows stay and are dropped unpaired
+    d = d[~(d["excess_rep"] <= 1e-9)]  # no excess to reach (ρ_input = 0)
     ids = d["model"].astype(str) + "@" + d["rho_input"].astype(str)
     if ids.duplicated().any():
         raise ConfigError(f"{f}: parameter 'frame': expected one row per model × rho_input, "
@@ -149,24 +150,25 @@ def not_overestimate(frame: pd.DataFrame, *, rope: float = LOG_ROPE, alpha: floa
     ex_rep = d["excess_rep"].to_numpy(float)
     ex_in = np.maximum(d["input_primal"].to_numpy(float) - d["nominal"].to_numpy(float), MIN_ATTAINED * ex_rep)
     with np.errstate(divide="ignore", invalid="ignore"):
-        arm = pd.Series(np.log(ex_rep), index=ids.to_numpy())
-        base = pd.Series(np.log(ex_in), index=ids.to_numpy())
-    claim = Claim("log(representation excess / input excess)", arm, base, direction=0, rope=rope,
-                  units="model×ρ units", unit_of_measure="log ratio")
+        d["log_ratio"] = np.log(ex_rep) - np.log(ex_in)
+    per_model = d.groupby(d["model"].astype(str), sort=True)["log_ratio"].mean()  # NaN rows skipped
+    claim = Claim("log(representation excess / input excess), per model", per_model, None, direction=0, rope=rope,
+                  units="models", unit_of_measure="log ratio")
     return decide([claim], alpha)
 
 
 def simulate_not_overestimate(rng: np.random.Generator, n: int, *, effect: float, sd: float,
                               rhos: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)) -> pd.DataFrame:
-    """SIMULATED frame for :func:`not_overestimate`: ``n`` model × ρ units (``len(rhos)`` radii per model), nominal
-    loss 0.1, input excess ~ ρ × 10 × LogNormal(0, 0.3²), log(representation excess / input excess) = ``effect`` +
-    N(0, ``sd``²), independent across units."""
+    """SIMULATED frame for :func:`not_overestimate`: ``n`` models × ``len(rhos)`` radii, nominal loss 0.1, input
+    excess ~ ρ × 10 × LogNormal(0, 0.3²), log(representation excess / input excess) = ``effect`` + a model's own
+    N(0, ``sd``²) + N(0, (``sd``/2)²) per radius (the radii of one model share its network)."""
     k = len(rhos)
-    rho = np.array([rhos[i % k] for i in range(n)])
-    ex_in = rho * 10 * np.exp(0.3 * rng.standard_normal(n))
-    ex_rep = ex_in * np.exp(effect + sd * rng.standard_normal(n))
-    return pd.DataFrame({"model": [f"m{i // k}" for i in range(n)], "rho_input": rho, "nominal": 0.1,
-                         "input_primal": 0.1 + ex_in, "rep_wc": 0.1 + ex_rep})
+    rho = np.tile(np.asarray(rhos, dtype=float), n)
+    model = np.repeat(np.arange(n), k)
+    ex_in = rho * 10 * np.exp(0.3 * rng.standard_normal(n * k))
+    lr = effect + sd * rng.standard_normal(n)[model] + 0.5 * sd * rng.standard_normal(n * k)
+    return pd.DataFrame({"model": [f"m{i}" for i in model], "rho_input": rho, "nominal": 0.1,
+                         "input_primal": 0.1 + ex_in, "rep_wc": 0.1 + ex_in * np.exp(lr)})
 
 
 # ------------------------------------------------------------------------------------------------- (c)

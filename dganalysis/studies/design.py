@@ -538,8 +538,7 @@ def worst_case_design(p) -> list[ClaimDesign]:
 
     alpha = getattr(p, "alpha", 0.05)
     n_models = len(p.algorithms) * p.n_hparams
-    n_units = (sum(a in p.compare_models for a in p.algorithms) * p.n_hparams
-               * sum(r > 0 for r in p.input_rhos))
+    n_compared = sum(a in p.compare_models for a in p.algorithms) * p.n_hparams  # (b)'s units: the compared models
     rope = wc.LOG_ROPE
     a_eff, a_sd = PILOT_07_A[0] - math.log(wc.FACTOR), PILOT_07_A[1]
     c_r = 2 * math.sin(math.pi * PILOT_07_C / 6)
@@ -557,13 +556,13 @@ def worst_case_design(p) -> list[ClaimDesign]:
                     paper_note=paper),
         ClaimDesign("b", "representation-space worst case is not an over-estimate of the input-space one",
                     f"the paper's: no over-estimate (log ratio of excess losses 0), SD {PILOT_07_B_SD:.2f} per "
-                    f"model x ρ unit ({PILOT_07}, which reads {PILOT_07_B:+.2f}: a median 69% reached, outside the "
-                    "ROPE)", "decision", n=n_units, shared=True, negative_only=True, steps=p.steps,
+                    f"model ({PILOT_07}, which reads {PILOT_07_B:+.2f}: a median 69% reached, outside the "
+                    "ROPE)", "decision", n=n_compared, shared=True, negative_only=True, steps=p.steps,
                     decide=partial(wc.not_overestimate, alpha=alpha),
                     simulate=partial(wc.simulate_not_overestimate, effect=0.0, sd=PILOT_07_B_SD),
-                    cache_key=f"07b|effect=0|sd={PILOT_07_B_SD:.4f}|rope={rope:.4f}|alpha={alpha:g}|m=1",
-                    test="paired t of log excess losses over model x ρ units, TOST ±log 1.25 (equivalence); "
-                         "family of 1", paper_note=f"{PAPER_STEPS:,}-step models"),
+                    cache_key=f"07b|per-model|effect=0|sd={PILOT_07_B_SD:.4f}|rope={rope:.4f}|alpha={alpha:g}|m=1",
+                    test="one-sample t of the per-model mean log ratio of excess losses, TOST ±log 1.25 "
+                         "(equivalence); family of 1", paper_note=f"{PAPER_STEPS:,}-step models"),
         ClaimDesign("c", "cross-entropy, hinge and 0-1 worst cases order the models alike",
                     f"Spearman ρ {PILOT_07_C} for every pair (the smallest of 0.97-0.99, {PILOT_07})", "decision",
                     n=n_models, shared=True, steps=p.steps, decide=partial(wc.losses_agree, alpha=alpha),

@@ -104,21 +104,21 @@ def test_b_planted_effect_matches_design():
     assert planted("b", 6) > 0.3
 
 
-def test_b_units_zero_variance_and_pairing():
+def test_b_units_are_models_and_zero_variance():
     cmp = pd.DataFrame({"model": ["WM#0"] * 3 + ["G2DM#0"] * 3, "rho_input": [0.0, 0.5, 1.0] * 2,
                         "nominal": 0.1, "input_primal": [0.1, 0.5, 0.9] * 2, "rep_wc": [0.1, 0.6, 1.1] * 2})
-    # the ρ_input = 0 rows are not units; the other 4 all reach 80% of their excess exactly: zero variance
+    # the ρ_input = 0 rows are not units; both models reach 80% of their excess exactly: zero variance over models
     res = wc.not_overestimate(cmp)
-    assert res.claims[0].outcome == "undecided" and "zero variance: the 4 paired" in res.why
-    fr = wc.simulate_not_overestimate(np.random.default_rng(0), 12, effect=0.0, sd=0.17)
-    fr.loc[3, "input_primal"] = np.nan
+    assert res.claims[0].outcome == "undecided" and "zero variance: the 2 per-unit differences" in res.why
+    fr = wc.simulate_not_overestimate(np.random.default_rng(0), 6, effect=0.0, sd=0.17)
+    fr.loc[3, "input_primal"] = np.nan  # one radius of model m0 missing: m0 is the mean of its other three
     c = wc.not_overestimate(fr).claims[0]
-    assert (c.n_paired, c.dropped) == (11, 1) and c.units == "model×ρ units"
+    assert c.n == 6 and c.units == "models"
     # an input excess ≤ 0 is floored at 0.1% of the representation excess (a large over-estimate), not dropped
     fr2 = fr.dropna().copy()
     fr2.loc[fr2.index[0], "input_primal"] = fr2.loc[fr2.index[0], "nominal"]
     c2 = wc.not_overestimate(fr2).claims[0]
-    assert c2.n_paired == 11 and c2.estimate > c.estimate + math.log(100) / 12
+    assert c2.n == 6 and c2.estimate > c.estimate + math.log(100) / 3 / 6
 
 
 def test_b_errors():
