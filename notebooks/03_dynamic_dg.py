@@ -174,8 +174,8 @@ summary
 # Each finding the design runs is decided by its function in `dganalysis.findings.dynamic` on the per-unit frame
 # (method, training set, trial seed → accuracy on the test domain). The comparators of the swap-test findings are
 # pre-specified from the design's pilot (ERM, SagNet, IB-IRM, where run). Below the per-finding verdicts, the counts
-# under one family of all this notebook's findings (`engine.pooled`; it reads each finding as a conjunction, so it
-# does not apply the reversal finding's existential rule).
+# under one family of all this notebook's findings (`engine.pooled`; each finding read by its own rule, the
+# reversal's existential one included).
 
 # %%
 from dganalysis.findings import dynamic as fd, engine
