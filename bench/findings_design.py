@@ -32,6 +32,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiles", nargs="+", default=["quick", "paper", "defaults"],
                     help="profiles under params/; 'defaults': the notebooks' parameters cells (what nbval runs)")
+    ap.add_argument("--only", nargs="*", default=None, help="notebooks to compute (default: all)")
     ap.add_argument("--out", type=Path, default=TABLE, help="the table to update (default: the shipped one)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,6 +41,8 @@ def main() -> None:
         P._shipped = lambda: {}  # noqa: SLF001 (ignore the old table while refilling it)
         for profile in args.profiles:
             for name in sorted(DESIGNS.names()):
+                if args.only and name not in args.only:
+                    continue
                 params = (params_class(name).from_mapping({}, name) if profile == "defaults"
                           else build_params(name, load_params(profile, name)))
                 for c in design_for(name, params):
