@@ -180,21 +180,9 @@ summary
 # %%
 from dganalysis.findings import dynamic as fd, engine
 units = dynamic.trial_accuracies(selected, test_domain, methods=algorithms)
-named = [m for m in fd.NAMED if m in algorithms]
-comparators = [m for m in fd.PILOT_COMPARATORS if m in algorithms]
 ran = {c.key: c for c in DESIGN if c.runs}
-decided = {}
-if "ST-reversal" in ran:
-    decided["ST-reversal"] = fd.decide_swap_reversal(units, methods=comparators, choices=swap_choices, alpha=alpha)
-if "ST-stable" in ran:
-    decided["ST-stable"] = fd.decide_stable_advantage(units, named=named, others=comparators, choices=swap_choices,
-                                                      alpha=alpha)
-for key, added, methods, direction in (("D+d2-named", "d2", named, +1), ("D+d2-all", "d2", algorithms, +1),
-                                       ("D+d1-ERM", "d1", ["ERM"], -1), ("D+d0-ERM", "d0", ["ERM"], -1)):
-    step = fd.domain_plus_step(domain_plus_chains, added)
-    if key in ran and step is not None:
-        decided[key] = fd.decide_domain_plus(units, base=step[0], extended=step[1], methods=methods,
-                                             direction=direction, alpha=alpha)
+decided = fd.decide_all(units, list(ran), methods=algorithms, choices=swap_choices, chains=domain_plus_chains,
+                        alpha=alpha)
 paper = "Zhang, Zhang & Liu (dynamic DG)"
 rows = [dict(paper=paper, finding=f"{ran[k].claim} [{dataset}]", ours=res.ours(), verdict=res.verdict, decision=res)
         for k, res in decided.items()]

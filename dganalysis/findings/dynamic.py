@@ -270,6 +270,37 @@ def domain_plus_step(chains: Sequence[Sequence[str | Sequence[str]]], added: str
 
 
 # ------------------------------------------------------------------------------------------------- simulation
+#: the Domain+ findings: design key → (the domain added, which methods, the paper's direction); ``None`` for the
+#: methods: the named ones (:data:`NAMED`) for "D+d2-named", every method run for "D+d2-all"
+DOMAIN_PLUS = {"D+d2-named": ("d2", "named", +1), "D+d2-all": ("d2", "all", +1), "D+d1-ERM": ("d1", ("ERM",), -1),
+               "D+d0-ERM": ("d0", ("ERM",), -1)}
+
+
+def decide_all(units: pd.DataFrame, run: Sequence[str], *, methods: Sequence[str],
+               choices: Sequence[str | Sequence[str]], chains: Sequence[Sequence[str | Sequence[str]]],
+               alpha: float = engine.ALPHA, rope: float = ROPE) -> dict[str, FindingResult]:
+    """Every Sec. 4.3 finding whose design key is in ``run`` (the keys the design runs), decided on ``units``:
+    the swap-test findings over ``choices`` against the pilot's comparators (:data:`PILOT_COMPARATORS` among
+    ``methods``), and each Domain+ finding of :data:`DOMAIN_PLUS` whose added domain is a step of ``chains``.
+    Returns design key → result (a finding without the runs it needs is left out)."""
+    named = [m for m in NAMED if m in methods]
+    comparators = [m for m in PILOT_COMPARATORS if m in methods]
+    out: dict[str, FindingResult] = {}
+    if "ST-reversal" in run:
+        out["ST-reversal"] = decide_swap_reversal(units, methods=comparators, choices=choices, alpha=alpha, rope=rope)
+    if "ST-stable" in run:
+        out["ST-stable"] = decide_stable_advantage(units, named=named, others=comparators, choices=choices,
+                                                   alpha=alpha, rope=rope)
+    for key, (added, which, direction) in DOMAIN_PLUS.items():
+        step = domain_plus_step(chains, added)
+        if key not in run or step is None:
+            continue
+        chosen = named if which == "named" else list(methods) if which == "all" else list(which)
+        out[key] = decide_domain_plus(units, base=step[0], extended=step[1], methods=chosen, direction=direction,
+                                      alpha=alpha, rope=rope)
+    return out
+
+
 def _frame(rng: np.random.Generator, n: int, methods: Sequence[str], trains: Sequence[str], shift: dict,
            sd: float, mean: float) -> pd.DataFrame:
     """SIMULATED units: acc (points) = mean + u[train, seed] + shift[method, train] + e, with u ~ N(0, sd) shared

@@ -158,3 +158,16 @@ def test_arguments_are_checked():
         fd.decide_swap_reversal(u, choices=["d0,d1", "d5,d6"])
     assert fd.domain_plus_step([[["d0", "d1"], ["d0", "d1", "d2"]]], "d2") == ("d0,d1", "d0,d1,d2")
     assert fd.domain_plus_step([[["d0", "d1"], ["d0", "d1", "d2"]]], "d0") is None
+
+
+def test_decide_all_runs_what_the_design_runs():
+    """The notebook's one call: each Domain+ finding whose key the design runs and whose added domain is a step of
+    a chain is decided (SIMULATED gains of 8 points, SD 1); the others are left out."""
+    methods = ["CORAL", "IB_ERM", "ERM"]
+    units = fd.simulate_domain_plus(np.random.default_rng(4), 6, effect=8.0, sd=1.0, methods=methods)
+    chains = [[["d0", "d1"], ["d0", "d1", "d2"]]]
+    out = fd.decide_all(units, ["D+d2-named", "D+d2-all", "D+d1-ERM"], methods=methods, choices=[], chains=chains)
+    assert set(out) == {"D+d2-named", "D+d2-all"}  # no chain adds d1
+    assert [c.name for c in out["D+d2-named"].claims] == [c.name for c in out["D+d2-all"].claims][:2]
+    assert len(out["D+d2-all"].claims) == 3
+    assert out["D+d2-named"].verdict == "reproduced" and out["D+d2-all"].verdict == "reproduced"
