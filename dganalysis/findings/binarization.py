@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.findings import engine
-from dganalysis.validation import ConfigError
+from dganalysis.validation import ConfigError, check_frame
 
 ROPE = 10.0  #: points of accuracy (module docstring)
 COLUMNS = ("algorithm", "colour", "trial_seed", "acc")
@@ -39,15 +39,6 @@ PILOT = ("pilot: quick run in docs/executed/02_binarization_study.ipynb (ERM, 30
 PILOT_SD = float(np.hypot(5.1 * np.sqrt(2), 1.5 * np.sqrt(2)))
 
 
-def _check(frame: pd.DataFrame, columns: Sequence[str], func: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise ConfigError(f"{func}: expected a pandas DataFrame with columns {list(columns)}, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{func}: the frame lacks columns {missing}; expected one row per unit with columns "
-                          f"{list(columns)}")
-
-
 def trials_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, train_domains: str, domain: str,
                  *, method_col: str = "algorithm", acc_col: str = "acc", scale: float = 100.0) -> pd.DataFrame:
     """The decision's frame from two selected frames (contract of :func:`dganalysis.records.selection.select`):
@@ -55,7 +46,8 @@ def trials_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, tra
     accuracy × ``scale`` averaged over rows sharing the trial."""
     parts = []
     for colour, sel in ((GRAY, selected_gray), (BINARY, selected_binary)):
-        _check(sel, (method_col, acc_col, "train_domains", "domain", "trial_seed"), "trials_frame")
+        check_frame(sel, (method_col, acc_col, "train_domains", "domain", "trial_seed"), f"selected_{colour}",
+                    func="trials_frame", what="dganalysis.records.selection.select's frame")
         s = sel[(sel["train_domains"] == train_domains) & (sel["domain"] == domain)]
         g = s.groupby([method_col, "trial_seed"], sort=False)[acc_col].mean().mul(scale).reset_index()
         parts.append(g.rename(columns={method_col: "algorithm", acc_col: "acc"}).assign(colour=colour))
@@ -71,7 +63,7 @@ def binarization_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, ro
     in points, 0–100). ``methods``: the methods to claim for (default: every algorithm in the frame, in order).
     Returns the :class:`~dganalysis.findings.engine.FindingResult` of one claim per method, ``"<method>: binary −
     gray"``, direction +1, ROPE ± ``rope`` points, one family."""
-    _check(frame, COLUMNS, "binarization_finding")
+    check_frame(frame, COLUMNS, "frame", func="binarization_finding", what="one row per algorithm × colour × trial")
     bad = sorted(set(frame["colour"]) - {GRAY, BINARY})
     if bad:
         raise ConfigError(f"binarization_finding: column 'colour' has {bad}; expected {GRAY!r} or {BINARY!r}")

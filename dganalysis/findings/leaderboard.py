@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.findings import engine
-from dganalysis.validation import ConfigError
+from dganalysis.validation import ConfigError, check_frame
 
 ROPE = 0.5  #: points of accuracy (module docstring)
 PAIR = ("CORAL", "ERM")  #: the pre-specified pair: ahead under LODO, behind under LOGO (module docstring)
@@ -44,22 +44,14 @@ PILOT = "pilot: quick run of 2026-11-24 (params/quick/05_leaderboards.yaml: CORA
 OLD = "Old (supervised ResNet-50)"
 
 
-def _check(frame: pd.DataFrame, columns: Sequence[str], func: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise ConfigError(f"{func}: expected a pandas DataFrame with columns {list(columns)}, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{func}: the frame lacks columns {missing}; expected one row per unit with columns "
-                          f"{list(columns)}")
-
-
 # ------------------------------------------------------------------------------------------------- C1
 def published_finding(published: pd.DataFrame, *, paper_spearman: float = PAPER_SPEARMAN) -> engine.FindingResult:
     """C1 from the published long frame (:func:`dganalysis.protocols.leaderboard.load_published`; columns
     ``leaderboard, algorithm, dataset, acc``, one row per leaderboard × algorithm × dataset, the first leaderboard
     the old one): the recomputed Spearman ρ of the two new leaderboards and the rank changes old → new, as
     measurements (verdict *measured*)."""
-    _check(published, ("leaderboard", "algorithm", "dataset", "acc"), "published_finding")
+    check_frame(published, ("leaderboard", "algorithm", "dataset", "acc"), "published", func="published_finding",
+                what="one row per leaderboard × algorithm × dataset")
     from dganalysis.protocols import leaderboard as lb
 
     names = list(dict.fromkeys(published["leaderboard"]))
@@ -83,7 +75,8 @@ def trials_frame(selected: Mapping[str, pd.DataFrame], *, method_col: str = "alg
     datasets of the mean over the dataset's test-domain rows, × ``scale``."""
     parts = []
     for proto, sel in selected.items():
-        _check(sel, ("dataset", method_col, acc_col, "trial_seed"), "trials_frame")
+        check_frame(sel, ("dataset", method_col, acc_col, "trial_seed"), f"selected[{proto!r}]", func="trials_frame",
+                    what="dganalysis.records.selection.select's frame")
         per_ds = sel.groupby(["dataset", method_col, "trial_seed"], sort=False)[acc_col].mean()
         avg = per_ds.groupby(level=[1, 2], sort=False).mean().mul(scale).reset_index()
         parts.append(avg.rename(columns={method_col: "algorithm", acc_col: "acc"}).assign(protocol=proto))
@@ -101,7 +94,7 @@ def reversal_finding(frame: pd.DataFrame, *, pair: Sequence[str] = PAIR, protoco
     unit id, shared by the algorithms of one trial) and ``acc`` (the trial's leaderboard average, points). Two
     claims, ``"<protocol>: a − b"``, directions +1 and −1, ROPE ± ``rope`` points, one family. A pair member with
     no runs under a protocol leaves its claim undecided (with the reason)."""
-    _check(frame, COLUMNS, "reversal_finding")
+    check_frame(frame, COLUMNS, "frame", func="reversal_finding", what="one row per protocol × algorithm × trial")
     if len(pair) != 2 or pair[0] == pair[1]:
         raise ConfigError(f"reversal_finding: pair={list(pair)!r}; expected two different algorithms")
     if len(protocols) != 2:

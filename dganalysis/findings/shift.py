@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.findings import engine
-from dganalysis.validation import ConfigError
+from dganalysis.validation import ConfigError, check_frame
 
 ROPE = 0.05  #: in the estimate's units (module docstring)
 PAPER = "Ye et al. 2022 (OoD-Bench)"
@@ -51,15 +51,7 @@ PILOT_SD_CORRELATION = float(np.sqrt(np.mean(np.square([0.09, 0.01, 0.01]))) * n
 PILOT_SD_BLUE = 0.02 * float(np.sqrt(2))  #: the blue row's diversity SE · √2
 #: printed "0.00 ± 0.00" in the pilot: an SE below 0.005, taken at that bound (SD 0.005·√2)
 PILOT_SD_ZERO = 0.005 * float(np.sqrt(2))
-
-
-def _check(frame: pd.DataFrame, func: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise ConfigError(f"{func}: expected a pandas DataFrame with columns {list(COLUMNS)}, got {type(frame).__name__}")
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{func}: the frame lacks columns {missing}; expected one row per estimator run with columns "
-                          f"{list(COLUMNS)} (dganalysis.shift.study.table3(...).attrs['trials'])")
+ONE_ROW = "one row per estimator run: dganalysis.shift.study.table3(...).attrs['trials']"
 
 
 def _runs(f: pd.DataFrame, col: str) -> pd.Series:
@@ -71,7 +63,7 @@ def correlation_shift_finding(frame: pd.DataFrame, *, rho_tr: float = RHO_TR, al
     """Finding (a) decided (module docstring). ``frame``: one row per estimator run — ``rho_te``, ``blue`` (the
     blue rows are ignored here), ``trial`` (the unit id within a setting), ``diversity``, ``correlation``. Needs at
     least two red/green settings."""
-    _check(frame, "correlation_shift_finding")
+    check_frame(frame, COLUMNS, "frame", func="correlation_shift_finding", what=ONE_ROW)
     rg = frame[~frame["blue"].astype(bool)]
     rhos = sorted(set(rg["rho_te"].astype(float)), key=lambda r: (abs(r - rho_tr), r))
     if len(rhos) < 2:
@@ -91,7 +83,7 @@ def correlation_shift_finding(frame: pd.DataFrame, *, rho_tr: float = RHO_TR, al
 def new_colour_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, rope: float = ROPE) -> engine.FindingResult:
     """Finding (b) decided (module docstring). ``frame``: as :func:`correlation_shift_finding`'s; its rows with
     ``blue`` true are the new-colour setting's runs."""
-    _check(frame, "new_colour_finding")
+    check_frame(frame, COLUMNS, "frame", func="new_colour_finding", what=ONE_ROW)
     blue = frame[frame["blue"].astype(bool)]
     if blue.empty:
         raise ConfigError("new_colour_finding: no row with blue = True (the Table 3 † setting)")
