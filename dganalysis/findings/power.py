@@ -151,6 +151,7 @@ def design_power(decide: Decide, simulate: Simulate, n: int, reps: int = REPS, s
     simulation depends on besides ``n``, ``reps`` and ``seed``) reuses a result computed before: from the table
     shipped with the package (``dganalysis/findings/data/design_power.json``, written by
     ``bench/findings_design.py``) or the user's cache (``$DGANALYSIS_CACHE`` or ``~/.cache/dganalysis``)."""
+    n_max = max(n_max, n)  # the search reaches at least the profile's own size
     key = None if cache_key is None else f"{cache_key}|n={n}|reps={reps}|seed={seed}|n_max={n_max}"
     if key is not None:
         hit = _cache_get(key)
