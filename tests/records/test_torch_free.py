@@ -1,5 +1,11 @@
 """Reading a store does not import torch: ``dganalysis.records`` sits below ``dganalysis.train`` (the draw check it
-runs on our jobs lives in the torch-free :mod:`dganalysis.job_draw`)."""
+runs on our jobs lives in the torch-free :mod:`dganalysis.job_draw`).
+
+One path does import torch, at the call: a job of our engine (``spec.json`` beside its records) whose records carry
+``hparams`` is judged against today's draw (:func:`dganalysis.records.store.check_draw`), and the draw is declared
+on the algorithm classes (``HPARAMS`` on torch modules) and the registered dataset builders. Reading DomainBed's
+sweeps, whose records carry ``hparams`` too, and our jobs without recorded ``hparams`` stays torch-free.
+"""
 
 from __future__ import annotations
 
@@ -11,35 +17,54 @@ from pathlib import Path
 from tests.project.test_import_graph import PACKAGE, import_edges
 
 TORCH_FREE = ("dganalysis.records", "dganalysis.job_draw", "dganalysis.job")
+HPARAMS = {"batch_size": 32, "lr": 5e-5, "weight_decay": 0.0, "resnet_dropout": 0.0}
 
 
-def _record(step: int) -> dict:
+def _record(step: int, hparams: bool) -> dict:
     r = {"args": {"dataset": "PACS", "algorithm": "ERM", "test_envs": [0], "hparams_seed": 0, "trial_seed": 0,
                   "holdout_fraction": 0.2}, "step": step, "loss": 1.0 + step / 100}
+    if hparams:
+        r["hparams"] = HPARAMS
     for i in range(4):
         r[f"env{i}_in_acc"], r[f"env{i}_out_acc"] = 0.1 * i + 0.01 * step, 0.1 * i + 0.02 * step
     return r
 
 
-def _job(root: Path, name: str, spec: dict | None) -> None:
+def _job(root: Path, name: str, spec: dict | None, hparams: bool = False) -> None:
     d = root / name
     d.mkdir(parents=True)
-    (d / "results.jsonl").write_text("".join(json.dumps(_record(s)) + "\n" for s in (0, 5, 10)))
+    (d / "results.jsonl").write_text("".join(json.dumps(_record(s, hparams)) + "\n" for s in (0, 5, 10)))
     (d / "done").write_text("")
     if spec is not None:
         (d / "spec.json").write_text(json.dumps(spec))
 
 
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=PACKAGE.parent).stdout.split("\n")[0]
+
+
 def test_loading_a_store_does_not_import_torch(tmp_path):
-    _job(tmp_path / "domainbed", "run0", None)  # DomainBed's layout: results.jsonl and done
+    _job(tmp_path / "domainbed", "run0", None, hparams=True)  # DomainBed's layout: results.jsonl (with hparams), done
     _job(tmp_path / "ours", "job0", {})  # ours: spec.json too (records without hparams are not judged)
+    paths = [str(tmp_path / "domainbed"), str(tmp_path / "ours")]
     code = ("import sys, dganalysis.records as r\n"
-            f"n = [len(r.load(p, progress=False)) for p in {[str(tmp_path / 'domainbed'), str(tmp_path / 'ours')]!r}]\n"
+            "from dganalysis.records.index import load_indexed\n"
+            f"n = [len(r.load(p, progress=False)) for p in {paths!r}]\n"
+            f"n += [len(load_indexed(p, cache_dir={str(tmp_path / 'cache')!r})) for p in {paths!r}]\n"
             "__import__('importlib').import_module('dganalysis.job_draw')\n"
             "print(n, 'torch' in sys.modules, [m for m in sys.modules if m.startswith('dganalysis.train')])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=PACKAGE.parent).stdout.split("\n")[0]
-    assert out == "[24, 24] False []", out
+    assert _run(code) == "[24, 24, 24, 24] False []"
+
+
+def test_judging_our_recorded_draw_is_the_one_path_that_imports_torch(tmp_path):
+    """The check above can fail: the same reader does import torch once a job of ours must be judged."""
+    _job(tmp_path / "ours", "job0", {"dataset": "PACS", "algorithm": "ERM", "train_domains": ["a"],
+                                      "test_domains": ["b"]}, hparams=True)
+    code = ("import sys, dganalysis.records as r\n"
+            f"r.load({str(tmp_path / 'ours')!r}, progress=False, strict=False)\n"
+            "print('torch' in sys.modules)\n")
+    assert _run(code) == "True"
 
 
 def test_records_does_not_import_train():
