@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dganalysis.job import Job
@@ -160,4 +161,19 @@ def format_problems(problems: Sequence[str], what: str = "before training") -> s
             + "\n".join(f"  - {p}" for p in problems))
 
 
-__all__ = ["DEFAULT_IMAGE_SIZE", "data_problem", "format_problems", "job_problems", "weight_problem"]
+def mnist_problem(data_dir: str | None) -> str | None:
+    """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
+    if not data_dir:
+        return ("--data_dir: not given; DomainBed's MNIST datasets read MNIST's raw files from <data_dir>/MNIST/raw "
+                "(python -m dganalysis.scripts.download --data_dir <data_dir> --datasets MNIST fetches them)")
+    root = Path(data_dir)
+    for folder in (root / "MNIST" / "raw", root / "raw", root):
+        if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
+               for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                         "t10k-labels-idx1-ubyte")):
+            return None
+    return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
+            f"python -m dganalysis.scripts.download --data_dir {data_dir} --datasets MNIST fetches them")
+
+
+__all__ = ["DEFAULT_IMAGE_SIZE", "data_problem", "format_problems", "job_problems", "mnist_problem", "weight_problem"]

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis import provenance
+from dganalysis.preflight import mnist_problem
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.validation import ConfigError
 
@@ -203,21 +204,6 @@ def environments(dataset: str, data_dir: str | None = None) -> list[str]:
     from dganalysis.data.domains import domain_names
 
     return list(domain_names(dataset, data_kwargs(dataset, data_dir), None))
-
-
-def mnist_problem(data_dir: str | None) -> str | None:
-    """Why DomainBed's MNIST datasets cannot be read from ``data_dir`` (its ``MNIST/raw``), or None."""
-    if not data_dir:
-        return ("--data_dir: not given; DomainBed's MNIST datasets read MNIST's raw files from <data_dir>/MNIST/raw "
-                "(python -m dganalysis.scripts.download --data_dir <data_dir> --datasets MNIST fetches them)")
-    root = Path(data_dir)
-    for folder in (root / "MNIST" / "raw", root / "raw", root):
-        if all((folder / f).is_file() or (folder / f"{f}.gz").is_file()
-               for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                         "t10k-labels-idx1-ubyte")):
-            return None
-    return (f"--data_dir {data_dir}: no MNIST raw files (train-images-idx3-ubyte, ... in {root / 'MNIST' / 'raw'}); "
-            f"python -m dganalysis.scripts.download --data_dir {data_dir} --datasets MNIST fetches them")
 
 
 def data_problems(args: argparse.Namespace) -> list[str]:

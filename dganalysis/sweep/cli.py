@@ -224,12 +224,11 @@ def check_not_a_cache(dataset: str, data_dir: str, kwargs: dict) -> None:
     if not marks:
         return
     if kwargs:  # the dataset reads a root: is its data there too (a shared $DGANALYSIS_DATA holds both)?
-        from dganalysis.preflight import data_problem
-        from dganalysis.scripts.sweep import _mnist_problem
+        from dganalysis.preflight import data_problem, mnist_problem
 
         key, value = next(iter(kwargs.items()))
         if key == "mnist_dir" or dataset_checked(dataset):
-            found = _mnist_problem(value) is None if key == "mnist_dir" else data_problem(dataset, kwargs) is None
+            found = mnist_problem(value) is None if key == "mnist_dir" else data_problem(dataset, kwargs) is None
         else:  # files we do not check (Spawrious, a user's dataset): anything beside the cache's folders
             found = any(p.name not in CACHE_MARKERS and not p.name.startswith(".") for p in folder.iterdir())
         if found:
