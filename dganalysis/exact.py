@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dganalysis.hparams import seed_hash
+from dganalysis.hparams import DOMAINBED_DATASETS, seed_hash
 from dganalysis.job import EXACT_DATASETS, Job
 
 log = logging.getLogger(__name__)
@@ -198,9 +198,7 @@ def featurizer_draws(input_shape: tuple[int, ...], hparams: dict[str, Any]) -> N
 
 def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict) -> list[int]:
     """The test-environment indices of ``job``, after refusing what this mode cannot run as DomainBed does."""
-    from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
-
-    if job.dataset in DOMAINBED_ENVIRONMENTS and job.dataset not in EXACT_DATASETS:
+    if job.dataset in DOMAINBED_DATASETS and job.dataset not in EXACT_DATASETS:
         raise ValueError(f"job {job.job_id}: dataset {job.dataset!r}: domainbed_exact does not replay it (it replays "
                          f"DomainBed's {', '.join(EXACT_DATASETS)}; DomainBed's other datasets go through "
                          "torchvision transforms this mode does not repeat)")

@@ -89,3 +89,12 @@ def test_sweep_yaml_turns_the_exact_mode_on(tmp_path):
     p.write_text(p.read_text().replace("domainbed_exact: true", "domainbed_exact: 2"))
     with pytest.raises(Exception, match="domainbed_exact"):
         load_sweep_yaml(p)
+
+
+def test_domainbeds_datasets_are_named_once():
+    """The exact mode tells DomainBed's datasets by :data:`dganalysis.hparams.DOMAINBED_DATASETS`: the datasets
+    whose environment names the records' reader knows."""
+    from dganalysis.hparams import DOMAINBED_DATASETS
+    from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+
+    assert DOMAINBED_DATASETS == set(DOMAINBED_ENVIRONMENTS)
