@@ -5,5 +5,5 @@
 lists each notebook's jobs; :mod:`~dganalysis.studies.dryrun` costs them), records each paper's finding
 (:mod:`~dganalysis.studies.findings`) and writes the profile's ``index.md`` and ``report.html``
 (:mod:`~dganalysis.studies.run_history`, :mod:`~dganalysis.studies.report`). The library below it (datasets,
-algorithms, training, records, statistics, protocols) knows nothing of notebooks.
+algorithms, training, records, statistics, protocols) runs without notebooks.
 """
