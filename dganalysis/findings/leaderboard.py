@@ -42,6 +42,11 @@ COLUMNS = ("protocol", "algorithm", "trial_seed", "acc")
 PAPER_SPEARMAN = 0.794
 PILOT = "pilot: quick run of 2026-11-24 (params/quick/05_leaderboards.yaml: CORAL 1st under LODO, last under LOGO)"
 OLD = "Old (supervised ResNet-50)"
+#: the per-trial SD of the pair's difference in our own setting, from the quick run of 2026-11-29 (RotatedFashionMNIST
+#: 16 px, 100 steps, 3 trials; CORAL − ERM: SD 1.81 points under LODO, 4.75 under LOGO; their root mean square):
+#: the design's noise, as Table 5's SDs (5,000-step runs on other data) understate it about tenfold
+PILOT_RUNS = "quick run of 2026-11-29 (RotatedFashionMNIST 16 px, 100 steps, 3 trials)"
+PILOT_RUNS_SD = float(np.sqrt((1.81 ** 2 + 4.75 ** 2) / 2))
 
 
 # ------------------------------------------------------------------------------------------------- C1

@@ -479,9 +479,9 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
 def leaderboards_design(p) -> list[ClaimDesign]:
     """C1 (Table 5's published numbers: a recomputation, measured) and C2 (our runs: the pre-specified pair
     :data:`dganalysis.findings.leaderboard.PAIR` reverses between LODO and LOGO, decided by
-    :func:`dganalysis.findings.leaderboard.reversal_finding` over ``p.n_trials`` trials). C2's expected gap and
-    per-trial SD are the pair's in Table 5's old leaderboard (:func:`~dganalysis.findings.leaderboard.table5_pair`),
-    reversed under LOGO. C2 runs unless it cannot be decided (simulated power below :data:`MIN_POWER`, or a pair
+    :func:`dganalysis.findings.leaderboard.reversal_finding` over ``p.n_trials`` trials). C2's expected gap is the
+    pair's in Table 5's old leaderboard (:func:`~dganalysis.findings.leaderboard.table5_pair`), reversed under LOGO;
+    its per-trial SD is our setting's (:data:`~dganalysis.findings.leaderboard.PILOT_RUNS_SD`). C2 runs unless it cannot be decided (simulated power below :data:`MIN_POWER`, or a pair
     member not among ``p.algorithms``) and ``p.skip_undecidable``."""
     from functools import partial
 
@@ -490,12 +490,13 @@ def leaderboards_design(p) -> list[ClaimDesign]:
     alpha = p.alpha
     a, b = fl.PAIR
     has_pair = a in p.algorithms and b in p.algorithms
-    gap, sd = fl.table5_pair()
+    gap, _ = fl.table5_pair()
+    sd = fl.PILOT_RUNS_SD
     c2 = ClaimDesign(
         "C2", f"the protocol (LODO vs LOGO) reorders the leaderboard: {a} ahead of {b} under LODO, behind under LOGO "
         "(our runs)",
-        (f"±{gap:.1f} points, per-trial SD {sd:.2f} (Yu et al. 2024, Table 5, old leaderboard: {a} − {b} averages "
-         f"and SEs); pair fixed by the {fl.PILOT}") if has_pair else
+        (f"±{gap:.1f} points (Yu et al. 2024, Table 5, old leaderboard: {a} − {b}), per-trial SD {sd:.1f} (pilot: "
+         f"{fl.PILOT_RUNS}); pair fixed by the {fl.PILOT}") if has_pair else
         f"none: the pre-specified pair {a}, {b} is not among the algorithms {list(p.algorithms)}", "decision", n=p.n_trials if has_pair else 0,
         decide=partial(fl.reversal_finding, alpha=alpha, rope=fl.ROPE) if has_pair else None,
         simulate=partial(fl.simulate_reversal, effect=gap, sd=sd) if has_pair else None,
