@@ -98,7 +98,7 @@ from IPython.display import Markdown, display
 from dganalysis import plots, records
 from dganalysis.data import load_dataset
 from dganalysis.data.provenance import data_label
-from dganalysis.studies.findings import findings_prose, read_findings, replace_findings
+from dganalysis.studies.findings import decisions_markdown, findings_prose, read_findings, replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
 from dganalysis.studies.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
@@ -245,28 +245,14 @@ lp_test = sorted({d for s in lp_ft_splits for d in s["test"]}) or test_domains
 otest = [d for d in ods.domain_names if any(d in s["test"] for s in P.oracle.splits)]
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 odata = {name: data_label(ods, otest, note=onote[name]) for name in oracle_k.ORACLES}
-lp_frame = leakage_findings.lp_ft_trials(selected, sup_label, ssl_label)
 oframe = {name: leakage_findings.oracle_trials(r.per_trial) for name, r in by_oracle.items()}
-decided = [
-    ("supervised test-like pretraining leaks: LP beats FT; self-supervised: LP below FT (Tables 1–3)",
-     leakage_findings.lp_ft_leakage(lp_frame), data_label(ds, lp_test)),
-    ("held-out oracle (DomainBed's: selects on the test domains' out split, reports in): oracle − IID accuracy > 0 "
-     "at K=1 (Table 4)", leakage_findings.held_out_leaks(oframe["held_out"]), odata["held_out"]),
-    ("held-out oracle: leakage falls from K=1 to K=3 (Table 4)",
-     leakage_findings.held_out_leakage_falls(oframe["held_out"]), odata["held_out"]),
-    ("literal oracle (selects on the very test accuracy it reports): K=1 leakage small, within Table 4's largest "
-     "(1.26 pts; ≥ 0 by construction)", leakage_findings.literal_leakage_small(oframe["literal"]), odata["literal"]),
-    ("literal oracle: leakage falls from K=2 to K=3 (Table 4; from K=1 it falls by construction)",
-     leakage_findings.literal_leakage_falls(oframe["literal"]), odata["literal"]),
-]
-rows = [dict(paper=leakage_findings.PAPER, finding=f, ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
-             verdict=d.verdict, decision=d, data=data) for f, d, data in decided]
+rows = leakage_findings.finding_rows(leakage_findings.lp_ft_trials(selected, sup_label, ssl_label),
+                                     oframe["held_out"], oframe["literal"], lp_data=data_label(ds, lp_test),
+                                     held_out_data=odata["held_out"], literal_data=odata["literal"])
 replace_findings(output_dir, "04", rows, steps=min(steps, P.oracle.steps))
 recorded = [r for r in read_findings(output_dir) if r["key"].startswith("04")]
-display(pd.DataFrame(recorded)[["key", "finding", "verdict", "ours"]])
-pooled = engine.pooled([d for _, d, _ in decided])
-pd.Series(pooled, name="findings").to_frame().rename_axis(
-    "verdict under one family of all this notebook's findings (before the steps rule)")
+display(Markdown(decisions_markdown(rows) + "\n\n(counts before the steps rule; the table below applies it)"))
+pd.DataFrame(recorded)[["key", "finding", "verdict", "ours"]]
 
 # %% [markdown]
 # ## Reading the results

@@ -208,31 +208,18 @@ display(lb.spearman_matrix(both[both["algorithm"].isin(common)]).round(3) if len
 # docs/findings/05.md). Nothing above (ΔR, Spearman, Friedman) decides it.
 
 # %%
-from dganalysis.findings import engine
-from dganalysis.findings.leaderboard import published_finding, reversal_finding, trials_frame
-c1 = published_finding(pub)
-rows = [dict(paper="Yu et al. 2024", finding="Table 5: new leaderboards agree with each other (Spearman 0.794) and "
-             "reorder the old one", ours=c1.ours(3), verdict=c1.verdict, decision=c1,
-             data="published numbers (Yu et al. 2024, Table 5), no images of ours")]
-decisions = [c1]
-if ran and any(c.key == "C2" and c.runs for c in DESIGN):
-    for board, names in lb.boards(sel).items():
-        protos = {n.rsplit(lb.BOARD_SEP, 1)[-1]: sel[n] for n in names}
-        res = reversal_finding(trials_frame(protos), alpha=alpha)
-        decisions.append(res)
-        rows.append(dict(paper="Yu et al. 2024", finding="the protocol (LODO vs LOGO) reorders the leaderboard: CORAL "
-                         f"ahead of ERM under LODO, behind under LOGO (our runs{', ' + board if board else ''})",
-                         ours=res.ours(2), verdict=res.verdict, decision=res))
+from dganalysis.findings.leaderboard import finding_rows
+from dganalysis.studies.findings import decisions_markdown
+c2_runs = ran and any(c.key == "C2" and c.runs for c in DESIGN)
+boards = {board: {n.rsplit(lb.BOARD_SEP, 1)[-1]: sel[n] for n in names}
+          for board, names in lb.boards(sel).items()} if c2_runs else {}
+rows = finding_rows(pub, boards, alpha=alpha)
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
 rows += not_run_findings(DESIGN, "Yu et al. 2024", data="no runs")
 ours_data = "; ".join(data_label(d, d.domain_names) for d in
                       (load_dataset(n, data_dir=data_dir, **kw) for n, kw in datasets.items())) if ran else "no runs"
 replace_findings(output_dir, "05", rows, data=ours_data)
-display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
-    f"{k} {v}" for k, v in engine.pooled(decisions, alpha).items() if v)))
-for r in rows:
-    if r.get("decision") is not None and r["decision"].why:
-        display(Markdown(f"*why* ({r['finding'][:40]}…): {r['decision'].why}"))
+display(Markdown(decisions_markdown(rows, alpha)))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]

@@ -166,26 +166,15 @@ show
 
 # %%
 from dganalysis.data.provenance import data_label
-from dganalysis.findings import engine
-from dganalysis.findings.shift import PAPER, correlation_shift_finding, new_colour_finding
-from dganalysis.studies.findings import replace_findings
+from dganalysis.findings.shift import table3_rows
+from dganalysis.studies.findings import decisions_markdown, replace_findings
 from dganalysis.shift.sanity import colored_digits_shift
 
-runs = t3.attrs["trials"]
-dec_a, dec_b = correlation_shift_finding(runs, rho_tr=0.1), new_colour_finding(runs)
-findings = [dict(paper=PAPER, finding="correlation shift grows with |ρ_te − ρ_tr| while diversity stays 0 (Table 3; "
-                 "paper 0.67 / 0.34 / 0.00 at ρ_te 0.9 / 0.5 / 0.1)", ours=dec_a.ours(3), verdict=dec_a.verdict,
-                 decision=dec_a),
-            dict(paper=PAPER, finding="a new colour at test time is diversity shift, not correlation shift (Table 3 † "
-                 "row; paper 0.93 / 0.00)", ours=dec_b.ours(3), verdict=dec_b.verdict, decision=dec_b)]
+findings = table3_rows(t3.attrs["trials"], rho_tr=0.1)
 t3_data = data_label(colored_digits_shift(0.1, table3_rho_te[0], seed=seed), ["test"],
                      note="synthetic colouring (OoD-Bench Fig. 4) of real digits")
 replace_findings(output_dir, "06", findings, data=t3_data)
-display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
-    f"{k} {v}" for k, v in engine.pooled([dec_a, dec_b]).items() if v)))
-for f in findings:
-    if f["decision"].why:
-        display(Markdown(f"*why* ({f['finding'][:45]}…): {f['decision'].why}"))
+display(Markdown(decisions_markdown(findings)))
 pd.DataFrame(findings)[["finding", "ours", "verdict"]]
 
 # %% [markdown]

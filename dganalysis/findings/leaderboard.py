@@ -40,6 +40,7 @@ PAIR = ("CORAL", "ERM")  #: the pre-specified pair: ahead under LODO, behind und
 PROTOCOLS = ("LODO", "LOGO")
 COLUMNS = ("protocol", "algorithm", "trial_seed", "acc")
 PAPER_SPEARMAN = 0.794
+PAPER = "Yu et al. 2024"
 PILOT = "pilot: quick run of 2026-11-24 (params/quick/05_leaderboards.yaml: CORAL 1st under LODO, last under LOGO)"
 OLD = "Old (supervised ResNet-50)"
 #: the per-trial SD of the pair's difference in our own setting, from the quick run of 2026-11-29 (RotatedFashionMNIST
@@ -113,6 +114,24 @@ def reversal_finding(frame: pd.DataFrame, *, pair: Sequence[str] = PAIR, protoco
         claims.append(engine.Claim(f"{proto}: {a} − {b}", arm, base, direction=direction, rope=rope,
                                    units="trials", unit_of_measure="points"))
     return engine.decide(claims, alpha)
+
+
+def finding_rows(published: pd.DataFrame, boards: Mapping[str, Mapping[str, pd.DataFrame]] | None = None, *,
+                 alpha: float = engine.ALPHA) -> list[dict]:
+    """C1 on Table 5's ``published`` numbers and C2 on each board of our runs (``boards``: board name → {protocol:
+    selected frame}, ``""`` for the notebook-wide board; None or empty: C2 not run), as rows for
+    :func:`dganalysis.studies.findings.replace_findings` (``paper, finding, ours, verdict, decision``)."""
+    c1 = published_finding(published)
+    rows = [dict(paper=PAPER, finding="Table 5: new leaderboards agree with each other (Spearman 0.794) and reorder "
+                 "the old one", ours=c1.ours(3), verdict=c1.verdict, decision=c1,
+                 data="published numbers (Yu et al. 2024, Table 5), no images of ours")]
+    a, b = PAIR
+    for board, protos in (boards or {}).items():
+        res = reversal_finding(trials_frame(protos), alpha=alpha)
+        rows.append(dict(paper=PAPER, finding=f"the protocol (LODO vs LOGO) reorders the leaderboard: {a} ahead of {b} "
+                         f"under LODO, behind under LOGO (our runs{', ' + board if board else ''})",
+                         ours=res.ours(2), verdict=res.verdict, decision=res))
+    return rows
 
 
 def table5_pair(pair: Sequence[str] = PAIR, leaderboard: str = OLD) -> tuple[float, float]:

@@ -224,6 +224,33 @@ def simulate_literal_leakage_falls(rng: np.random.Generator, n: int, *, effect: 
     return _simulate_pair(rng, n, "leak_k2", "leak_k3", effect, sd, groups, leak_mean, leak_sd)
 
 
+#: the five findings' texts, as the summary lists them
+FINDINGS = {
+    "lp_ft": "supervised test-like pretraining leaks: LP beats FT; self-supervised: LP below FT (Tables 1–3)",
+    "held_out_leaks": "held-out oracle (DomainBed's: selects on the test domains' out split, reports in): oracle − IID "
+                      "accuracy > 0 at K=1 (Table 4)",
+    "held_out_falls": "held-out oracle: leakage falls from K=1 to K=3 (Table 4)",
+    "literal_small": "literal oracle (selects on the very test accuracy it reports): K=1 leakage small, within Table "
+                     "4's largest (1.26 pts; ≥ 0 by construction)",
+    "literal_falls": "literal oracle: leakage falls from K=2 to K=3 (Table 4; from K=1 it falls by construction)",
+}
+
+
+def finding_rows(lp_frame: pd.DataFrame, held_out: pd.DataFrame, literal: pd.DataFrame, *, lp_data: str = "",
+                 held_out_data: str = "", literal_data: str = "", alpha: float = ALPHA) -> list[dict]:
+    """The five findings decided (:func:`lp_ft_leakage` on ``lp_frame``; the held-out oracle's two on ``held_out``,
+    the literal oracle's two on ``literal``, frames of :func:`oracle_trials`), as rows for
+    :func:`dganalysis.studies.findings.replace_findings` (``paper, finding, ours, verdict, decision, data``; ``ours``
+    ends with the decision's ``why``)."""
+    decided = [("lp_ft", lp_ft_leakage(lp_frame, alpha=alpha), lp_data),
+               ("held_out_leaks", held_out_leaks(held_out, alpha=alpha), held_out_data),
+               ("held_out_falls", held_out_leakage_falls(held_out, alpha=alpha), held_out_data),
+               ("literal_small", literal_leakage_small(literal, alpha=alpha), literal_data),
+               ("literal_falls", literal_leakage_falls(literal, alpha=alpha), literal_data)]
+    return [dict(paper=PAPER, finding=FINDINGS[k], ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
+                 verdict=d.verdict, decision=d, data=data) for k, d, data in decided]
+
+
 def oracle_trials(per_trial: pd.DataFrame) -> pd.DataFrame:
     """The oracle findings' frame from :func:`dganalysis.protocols.oracle_k_trials.leakage_by_trial` (rows ``IID``
     with k = 0 and ``K=k``; columns ``Avg`` and ``leakage`` in points): one row per ``train_domains`` and

@@ -94,6 +94,17 @@ def new_colour_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, rope
                      units="estimator runs", unit_of_measure="(shift)")], alpha)
 
 
+def table3_rows(frame: pd.DataFrame, *, rho_tr: float = RHO_TR, alpha: float = engine.ALPHA) -> list[dict]:
+    """Table 3's two findings decided on ``frame`` (:func:`correlation_shift_finding`, :func:`new_colour_finding`),
+    as rows for :func:`dganalysis.studies.findings.replace_findings` (``paper, finding, ours, verdict, decision``)."""
+    a = correlation_shift_finding(frame, rho_tr=rho_tr, alpha=alpha)
+    b = new_colour_finding(frame, alpha=alpha)
+    return [dict(paper=PAPER, finding="correlation shift grows with |ρ_te − ρ_tr| while diversity stays 0 (Table 3; "
+                 "paper 0.67 / 0.34 / 0.00 at ρ_te 0.9 / 0.5 / 0.1)", ours=a.ours(3), verdict=a.verdict, decision=a),
+            dict(paper=PAPER, finding="a new colour at test time is diversity shift, not correlation shift (Table 3 † "
+                 "row; paper 0.93 / 0.00)", ours=b.ours(3), verdict=b.verdict, decision=b)]
+
+
 def paper_step(rho_tes: Sequence[float], rho_tr: float = RHO_TR) -> float:
     """The mean step of Table 3's correlation between neighbouring settings among ``rho_tes`` (ordered by
     |ρ_te − ρ_tr|), the paper's values interpolated linearly in ρ_te."""

@@ -1,4 +1,4 @@
-"""The WC-DG poster's findings (notebook 07), each decided by the audit's engine (:mod:`dganalysis.findings.engine`).
+"""The WC-DG poster's findings, each decided by the audit's engine (:mod:`dganalysis.findings.engine`).
 
 The poster (*a distance-based evaluation method for DG*) judges a model by its worst-case loss at Wasserstein
 distance ρ from the source distribution, in the representation space (Sinha et al. 2017's dual). Its key results,

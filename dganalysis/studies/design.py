@@ -396,7 +396,7 @@ PILOT_04 = "pilot: quick run of 2026-11-24 (RotatedFashionMNIST 16 px, 12 draws 
 #: 100 steps, 1 trial): Avg LP − FT +36.8 points supervised (test-like), −10.6 self-supervised (SimCLR)
 PILOT_04_LP_FT = "pilot: quick run recorded in docs/executed/04_leakage_oracle.ipynb (RotatedDigits 16 px, 100 steps, 1 trial)"
 PILOT_04_LP_FT_EFFECTS = (36.8, 10.6)
-#: its per-trial SD of LP − FT, ASSUMED (one trial gives none): 5 points, about 2.4 times the per-trial SD of the
+#: its per-trial SD of LP − FT, an assumption (one trial gives none): 5 points, about 2.4 times the per-trial SD of the
 #: same kind of 100-step runs' K=1 oracle leakage in PILOT_04 (2.1 points)
 PILOT_04_LP_FT_SD = 5.0
 #: Table 4's mean K=1 leakage over its four groups (points): the paper's own effect for the literal oracle's claim
@@ -450,7 +450,7 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
     return [
         design("LPFT", "supervised test-like pretraining: LP beats FT; self-supervised: LP below FT (Tables 1-3)",
                f"LP − FT +{sup} pts supervised, −{ssl} self-supervised ({PILOT_04_LP_FT}); per-trial SD "
-               f"{PILOT_04_LP_FT_SD:g} pts ASSUMED (the pilot has one trial)", lk.lp_ft_leakage,
+               f"{PILOT_04_LP_FT_SD:g} pts, an assumption (the pilot has one trial)", lk.lp_ft_leakage,
                lk.simulate_lp_ft_leakage, sup, PILOT_04_LP_FT_SD, lk.ROPE_LP_FT, p.n_trials,
                lp_ft_test, sim_kw={"ssl_effect": ssl},
                steps=p.steps, paper_note="3 trials of 5,000 steps per split (params/paper)"),
@@ -514,7 +514,7 @@ def leaderboards_design(p) -> list[ClaimDesign]:
 
 
 # ---- 07: worst-case DG (WC-DG poster) --------------------------------------------------------------------------
-#: the pilot behind notebook 07's expected effects: a quick-profile run (its tables 07_wc_vs_unseen_acc.csv and
+#: the pilot behind the worst-case study's expected effects: a quick-profile run (its tables 07_wc_vs_unseen_acc.csv and
 #: 07_attainment.csv); the earlier pilot of 2026-11-22 read the same to two digits for (b) and (c) and a Spearman
 #: difference of +0.13 [-0.18, 0.47] for (d)
 PILOT_07 = ("pilot: quick-profile run of 2026-11-29 (RotatedDigits 16 px, 300 steps, 6 algorithms x 3 draws = 18 "

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from dganalysis import io
-from dganalysis.findings.engine import FindingResult
+from dganalysis.findings.engine import FindingResult, pooled
 from dganalysis.verdicts import PAPER_STEPS, Verdict, decide
 
 
@@ -77,6 +77,18 @@ def verdict_counts_line(rows: list[dict]) -> str:
             continue
     return (f"{len(rows)} findings: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v)
             + " (each finding's claims decided in one family by the audit's engine; see docs/findings.md).")
+
+
+def decisions_markdown(rows: list[dict], alpha: float = 0.05) -> str:
+    """Markdown for a notebook's decided findings (rows with a ``decision``): the verdict counts when all their
+    claims form one family (:func:`dganalysis.findings.engine.pooled`), then each finding's ``why``."""
+    decided = [r for r in rows if r.get("decision") is not None]
+    if not decided:
+        return "No finding of this run was decided by the engine."
+    counts = ", ".join(f"{k} {v}" for k, v in pooled([r["decision"] for r in decided], alpha).items() if v)
+    out = [f"Under one family of all this notebook's findings: {counts}.", ""]
+    out += [f"* *why* ({r['finding'][:60]}…): {r['decision'].why}" for r in decided if r["decision"].why]
+    return "\n".join(out)
 
 
 def findings_prose(rows: list[dict]) -> str:

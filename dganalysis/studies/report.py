@@ -390,9 +390,9 @@ def _pooled_line(nb: str, info: dict) -> str:
     if info["too_small"]:
         extra.append("the run is too short to refute: not reproduced/partly read as not decided")
     tail = f" ({'; '.join(extra)})" if extra else ""
+    claims = f"{info['claims']} claim{'' if info['claims'] == 1 else 's'}"
     return (f'<li class="pooled" id="{_anchor("pooled", nb)}"><b>notebook {html.escape(nb)}</b> — under one family '
-            f"of this notebook's {info['claims']} claims (α = {info['alpha']:g}): {html.escape(counts)}"
-            f"{html.escape(tail)}</li>")
+            f"of this notebook's {claims} (α = {info['alpha']:g}): {html.escape(counts)}{html.escape(tail)}</li>")
 
 
 def findings_html(rows: list[dict]) -> str:
