@@ -46,7 +46,7 @@ import pandas as pd
 
 from dganalysis.findings import engine
 from dganalysis.findings.engine import Claim, FindingResult
-from dganalysis.validation import ConfigError
+from dganalysis.validation import ConfigError, check_frame
 from dganalysis.verdicts import Verdict
 
 ROPE = 1.0  #: the region of practical equivalence, ± accuracy points (module docstring)
@@ -76,13 +76,8 @@ def _label(value: str | Sequence[str]) -> str:
 
 def check_units(units: pd.DataFrame, func: str) -> None:
     """Raise a :class:`~dganalysis.validation.ConfigError` naming what is wrong with a per-unit frame."""
-    if not isinstance(units, pd.DataFrame):
-        raise ConfigError(f"{func}: parameter 'units': expected a pandas DataFrame with columns {list(COLUMNS)}, "
-                          f"got {type(units).__name__}")
-    missing = [c for c in COLUMNS if c not in units.columns]
-    if missing:
-        raise ConfigError(f"{func}: parameter 'units': missing columns {missing}; expected one row per (method, "
-                          f"training set, trial seed) with columns {list(COLUMNS)} (protocols.dynamic.trial_accuracies)")
+    check_frame(units, COLUMNS, "units", func=func,
+                what="one row per (method, training set, trial seed): protocols.dynamic.trial_accuracies")
 
 
 class _Arms:

@@ -142,7 +142,7 @@ def test_partly_shared_seeds_pair_on_the_shared_ones():
     fd.decide_swap_reversal, partial(fd.decide_stable_advantage, named=("CORAL",)),
     partial(fd.decide_domain_plus, base="d0,d1", extended="d0,d1,d2")], ids=["reversal", "stable", "domain+"])
 def test_missing_columns_are_named(decide):
-    with pytest.raises(ConfigError, match=r"missing columns \['trial_seed'\]"):
+    with pytest.raises(ConfigError, match=r"lacks columns \['trial_seed'\]"):
         decide(_flat().drop(columns="trial_seed"))
     with pytest.raises(ConfigError, match="one row per unit"):
         decide(pd.concat([_flat(), _flat()]))
