@@ -28,10 +28,26 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "dganalysis" / "findings" / "data" / P.SHIPPED
 
 
+def _params(profile: str, name: str) -> list:
+    """The parameter objects whose designs ``profile`` runs for notebook ``name``."""
+    if profile == "defaults":
+        return [params_class(name).from_mapping({}, name)]
+    if profile == "smoke":
+        from dganalysis.studies.dryrun import notebook_defaults
+        from dganalysis.studies.runner import load_all_params
+        from dganalysis.studies.smoke.run import smoke_params
+
+        base, variants = load_all_params("paper", name, ROOT)
+        defaults = notebook_defaults(ROOT / "notebooks" / f"{name}.ipynb")
+        return [build_params(name, smoke_params(name, p, defaults)) for p in (base, *variants.values())]
+    return [build_params(name, load_params(profile, name))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profiles", nargs="+", default=["quick", "paper", "defaults"],
-                    help="profiles under params/; 'defaults': the notebooks' parameters cells (what nbval runs)")
+    ap.add_argument("--profiles", nargs="+", default=["quick", "paper", "defaults", "smoke"],
+                    help="profiles under params/; 'defaults': the notebooks' parameters cells (what nbval runs); "
+                         "'smoke': the paper profile shrunk as the smoke run shrinks it (its variants included)")
     ap.add_argument("--only", nargs="*", default=None, help="notebooks to compute (default: all)")
     ap.add_argument("--out", type=Path, default=TABLE, help="the table to update (default: the shipped one)")
     args = ap.parse_args()
@@ -43,9 +59,7 @@ def main() -> None:
             for name in sorted(DESIGNS.names()):
                 if args.only and name not in args.only:
                     continue
-                params = (params_class(name).from_mapping({}, name) if profile == "defaults"
-                          else build_params(name, load_params(profile, name)))
-                for c in design_for(name, params):
+                for c in [c for params in _params(profile, name) for c in design_for(name, params)]:
                     if c.kind != "decision" or c.decide is None:
                         continue
                     t0 = time.perf_counter()
