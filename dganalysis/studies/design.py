@@ -184,6 +184,20 @@ def _n_max() -> int:
     return N_MAX
 
 
+def _need_words(c: ClaimDesign) -> str:
+    """The "trials for 80%" cell: the smallest n, and for a simulated design its own power there ± its Monte-Carlo
+    SE."""
+    if c.trials_needed is None:
+        return "—"
+    text = _trials(c.trials_needed, _n_max() if c.kind == "decision" else 2000)
+    sim = c.simulated if c.kind == "decision" else None
+    if sim is not None and sim.power_at_target is not None:
+        from dganalysis.findings.power import mc_se
+
+        text += f" ({sim.power_at_target:.2f} ± {mc_se(sim.power_at_target, sim.reps):.2f})"
+    return text
+
+
 def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
     """The design as a table: claim, expected effect, test, trials, level, power, trials for 80%, whether it runs
     and why it cannot be decided; a notebook without claims gets one row saying so."""
@@ -192,8 +206,7 @@ def design_frame(claims: list[ClaimDesign]) -> pd.DataFrame:
     rows = [{"key": c.key, "claim": c.claim, "expected effect (source)": c.expected, "test": c.test or c.kind,
              "d_z": None if c.effect is None else round(c.effect, 2), "n": c.n, "level": round(c.level, 4),
              "power": _power_words(c),
-             f"trials for {TARGET_POWER:.0%}": (_trials(c.trials_needed, _n_max() if c.kind == "decision" else 2000)
-                                                if c.trials_needed is not None else "—"),
+             f"trials for {TARGET_POWER:.0%}": _need_words(c),
              "runs": "yes" if c.runs and not c.shared else ("shared runs" if c.runs else "no"),
              "cannot decide because": c.blocker or "—"} for c in claims]
     return pd.DataFrame(rows)
