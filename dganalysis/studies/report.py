@@ -20,7 +20,6 @@ rebuilds it from what is on disk.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import datetime as _dt
 import html
 import math
@@ -152,7 +151,6 @@ def _short(text: object, n: int) -> str:
 # ------------------------------------------------------------------------------------------------- decisions
 _OUTCOME_WORDS = {engine.PAPER: "the paper's way", engine.AGAINST: "against the paper", engine.UNDECIDED: "undecided"}
 _ROPE_COLOUR = "#d9d9d9"
-_CLAIM_FIELDS = {f.name: f for f in dataclasses.fields(engine.ClaimResult)}
 
 
 def result_of(decision: dict) -> engine.FindingResult:
