@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dganalysis.stats.intervals import clopper_pearson_ties, dodge_eq1_weights, search_intervals, trimmed_mean_t
+from dganalysis.stats.intervals import (
+    clopper_pearson_ties,
+    dodge_eq1_weights,
+    paired_percentile_bootstrap,
+    search_intervals,
+    trimmed_mean_t,
+)
 from dganalysis.validation import ConfigError
 
 #: the level the shipped coverage table was measured at
@@ -117,10 +123,10 @@ def simulate_poi_table(n_datasets: int, sims: int, rng: np.random.Generator,
         theta = _rounded_normal_theta(mu, sd)
         if method == "poi_table_clopper_pearson":
             lo, hi = clopper_pearson_ties((d > 0).sum(1), (d == 0).sum(1), n_datasets, confidence)
-        elif method == "poi_table_dataset_bootstrap":
-            idx = rng.integers(0, n_datasets, (sims, 1000, n_datasets))
-            s = ((d > 0) + 0.5 * (d == 0))[np.arange(sims)[:, None, None], idx].mean(-1)
-            lo, hi = np.quantile(s, [(1 - confidence) / 2, (1 + confidence) / 2], axis=1)
+        elif method == "poi_table_dataset_bootstrap":  # each table's datasets resampled 1000 times, in turn
+            wins = (d > 0) + 0.5 * (d == 0)
+            lo, hi = np.array([paired_percentile_bootstrap((w,), np.mean, confidence=confidence, n_resamples=1000,
+                                                           seed=rng, vectorized=True) for w in wins]).T
         else:
             raise ValueError(f"simulate_poi_table: unknown method {method!r}")
         out[name] = float(np.mean((lo <= theta + 1e-12) & (theta - 1e-12 <= hi)))
@@ -211,15 +217,17 @@ def search_truth(rho: float, s: float, k: int) -> float:
 def _bootstrap_of_draws(a: np.ndarray, v: np.ndarray, budgets: np.ndarray, confidence: float,
                         rng: np.random.Generator, n_boot: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """A percentile bootstrap of Dodge et al.'s eq. 1 curve over hparams draws (the same resample of the draw columns
-    for every row), the usual way to put an interval on the curve; measured for comparison only."""
-    big_n = a.shape[1]
-    eq1 = dodge_eq1_weights(big_n, budgets)
-    cols = rng.integers(0, big_n, (n_boot, big_n))
-    aa, vv = a[:, cols], v[:, cols]
-    order = np.lexsort((aa, vv), axis=-1)
-    boots = (np.take_along_axis(aa, order, axis=-1) @ eq1.T).mean(axis=0)
-    lo, hi = np.quantile(boots, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
-    return lo, hi
+    for every row: the draws are the paired units), the usual way to put an interval on the curve; measured for
+    comparison only."""
+    eq1 = dodge_eq1_weights(a.shape[1], budgets)
+
+    def curve(aa: np.ndarray, vv: np.ndarray, axis: int = -1) -> np.ndarray:
+        """(budgets, resamples): the rows' mean eq. 1 curve of each resample (rows × resamples × draws)."""
+        order = np.lexsort((aa, vv), axis=axis)
+        return (np.take_along_axis(aa, order, axis=axis) @ eq1.T).mean(axis=0).T
+
+    return paired_percentile_bootstrap((a.T, v.T), curve, confidence=confidence, n_resamples=n_boot, seed=rng,
+                                       vectorized=True)
 
 
 def simulate_search(trials: int, draws: int, sims: int, rng: np.random.Generator,

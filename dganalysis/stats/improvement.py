@@ -44,7 +44,13 @@ def iqm(s: np.ndarray) -> np.ndarray:
 
 
 def _stratified(x: np.ndarray, rng: np.random.Generator, reps: int) -> np.ndarray:
-    """(reps, runs, tasks): runs resampled with replacement within each task."""
+    """(reps, runs, tasks): runs resampled with replacement within each task, the tasks' indices in one draw.
+
+    Written out rather than by ``scipy.stats.bootstrap``: scipy resamples a sample's batch (here the tasks) with one
+    set of indices, the same runs in every task, and each task as a sample of its own would take its own draw in
+    another order — either way other replicates than these, and these are the ones the audit's sweep intervals
+    (its JSON included) are computed from. The percentile ends (:func:`_ci`) and the bootstrap SE (:func:`_se_t`)
+    both read these replicates."""
     runs, tasks = x.shape
     idx = rng.integers(0, runs, size=(reps, runs, tasks))
     return np.take_along_axis(np.broadcast_to(x, (reps, runs, tasks)), idx, axis=1)

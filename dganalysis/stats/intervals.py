@@ -156,11 +156,15 @@ def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.nd
 def paired_percentile_bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., float | np.ndarray], *,
                                 confidence: float = 0.95, n_resamples: int = 2000,
                                 seed: int | np.random.Generator = 0,
-                                vectorized: bool = False) -> tuple[float, float]:
+                                vectorized: bool = False) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
     """(low, high): the percentile bootstrap interval at ``confidence`` (Efron & Tibshirani 1993, Ch. 13) of
     ``statistic(*samples)`` over units resampled with replacement, each unit's values in every sample kept together
     (``scipy.stats.bootstrap(samples, statistic, paired=True, method="percentile")``; ``vectorized`` as there: the
-    statistic takes an ``axis`` argument). ``seed``: a Generator is used as scipy's ``rng``; an int seeds scipy's
+    statistic takes an ``axis`` argument). The units lie along axis 0 of every sample; one sample is a plain
+    bootstrap of its units. A vectorized statistic may return several values per resample (its last axis the
+    resamples, e.g. a curve's points × resamples): the ends are then arrays, one interval per value, all from the
+    same resamples. ``seed``: a Generator is used as scipy's ``rng`` (one ``integers(0, n, (n_resamples, n))`` call
+    for the resampled indices, so a caller's stream goes on as after drawing them itself); an int seeds scipy's
     legacy ``random_state`` stream (NumPy's ``RandomState``), so a caller seeded that way keeps its numbers."""
     f = "paired_percentile_bootstrap"
     check_callable(statistic, "statistic", func=f)
@@ -175,7 +179,8 @@ def paired_percentile_bootstrap(samples: Sequence[np.ndarray], statistic: Callab
         raise ConfigError(f"{f}: parameter 'seed': expected an int or a numpy Generator, got {describe(seed)}")
     res = stats.bootstrap(tuple(samples), statistic, paired=True, vectorized=vectorized, confidence_level=confidence,
                           n_resamples=n_resamples, method="percentile", **source)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
 #: the skewness the upper bound of a search's gain is corrected for (:func:`skew_corrected_t_upper`): at least the

@@ -198,3 +198,44 @@ def test_sweep_interval_covers_at_two_trials():
     quick = coverage.simulate_sweep_aggregate(2, sims, np.random.default_rng(23), reps=400)
     for key in ("poi", "iqm_delta"):
         assert min(quick[key].values()) >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / sims), (key, quick[key])
+
+
+def _table_bootstrap_by_hand(n_datasets: int, sims: int, rng: np.random.Generator, confidence: float = 0.95):
+    """simulate_poi_table's bootstrap over datasets written out: every table's 1000 resamples drawn in one call."""
+    out = {}
+    for name, (mu, sd) in coverage.TABLE_SCENARIOS.items():
+        d = np.round(rng.normal(mu, sd, (sims, n_datasets)), 1)
+        theta = coverage._rounded_normal_theta(mu, sd)
+        idx = rng.integers(0, n_datasets, (sims, 1000, n_datasets))
+        s = ((d > 0) + 0.5 * (d == 0))[np.arange(sims)[:, None, None], idx].mean(-1)
+        lo, hi = np.quantile(s, [(1 - confidence) / 2, (1 + confidence) / 2], axis=1)
+        out[name] = float(np.mean((lo <= theta + 1e-12) & (theta - 1e-12 <= hi)))
+    return out
+
+
+def _draws_bootstrap_by_hand(a, v, budgets, confidence, rng, n_boot=200):
+    """The percentile bootstrap of Dodge et al.'s eq. 1 curve over draw columns, written out."""
+    eq1 = coverage.dodge_eq1_weights(a.shape[1], budgets)
+    cols = rng.integers(0, a.shape[1], (n_boot, a.shape[1]))
+    aa, vv = a[:, cols], v[:, cols]
+    boots = (np.take_along_axis(aa, np.lexsort((aa, vv), axis=-1), axis=-1) @ eq1.T).mean(axis=0)
+    return np.quantile(boots, [0.5 - confidence / 2, 0.5 + confidence / 2], axis=0)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_comparison_bootstraps_are_scipys_on_the_same_resamples(confidence):
+    """The coverage table's two comparison bootstraps (over datasets for a table's PoI, over hparams draws for the
+    expected-max curve) are scipy.stats.bootstrap's percentile intervals drawing from the caller's Generator: the
+    same resampled indices as the bootstraps written out, so the same coverages (the table's, over 4 scenarios with
+    mostly-tied ones) and the same curve intervals up to the quantile's last bits (ties in the draws included)."""
+    got = coverage.simulate_poi_table(7, 60, np.random.default_rng(4), confidence, "poi_table_dataset_bootstrap")
+    assert got == _table_bootstrap_by_hand(7, 60, np.random.default_rng(4), confidence)
+    g = np.random.default_rng(5)
+    for draws, rounded in ((5, False), (8, True)):
+        a, v = g.normal(60, 3, (12, draws)), g.normal(80, 3, (12, draws))
+        a, v = (np.round(a), np.round(v)) if rounded else (a, v)
+        budgets = np.array([1, (draws + 1) // 2, draws])
+        lo, hi = coverage._bootstrap_of_draws(a, v, budgets, confidence, np.random.default_rng(draws))
+        want = _draws_bootstrap_by_hand(a, v, budgets, confidence, np.random.default_rng(draws))
+        np.testing.assert_allclose(np.array([lo, hi]), want, rtol=0, atol=1e-12)
+        assert lo.shape == (3,) and (lo < hi).all()
