@@ -27,7 +27,7 @@ import re
 import textwrap
 from pathlib import Path
 
-from dganalysis import io, provenance
+from dganalysis import io, provenance, templates
 from dganalysis.findings import engine
 from dganalysis.studies.findings import read_findings, read_variant_findings
 from dganalysis.studies.run_history import VARIANTS_DIR, NotebookRun, read_history, run_folder, split_label
@@ -39,50 +39,6 @@ LINK_LINE = f"HTML report (summary, every figure and table on one page): [{REPOR
 
 #: a claim's outcome → the colour of its marks, its table cell and the legend (as the verdict badges: green, red, amber)
 OUTCOME_COLOURS = {engine.PAPER: "#1b7f3b", engine.AGAINST: "#b3261e", engine.UNDECIDED: "#a36b00"}
-
-_CSS = """
-*, *::before, *::after { box-sizing: border-box; }
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 72rem; margin: 1.5em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; overflow-wrap: anywhere; }
-h1, h2, h3 { line-height: 1.2; } h1 { font-size: 1.6em; margin-bottom: .2em; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .85em; max-width: 100%; }
-th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; word-break: break-word; }
-thead th { background: #f2f2f2; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-pre { white-space: pre-wrap; } code { background: #f5f5f5; padding: 0 .2em; overflow-wrap: anywhere; }
-figcaption, .meta { color: #555; font-size: .85em; }
-.failed { color: #b00020; font-weight: bold; } .ok { color: #1b5e20; }
-nav ul { columns: 2; }
-.counts { display: flex; flex-wrap: wrap; gap: .5em; margin: .8em 0; padding: 0; list-style: none; }
-.counts li { border-radius: 1em; padding: .15em .8em; font-weight: 600; }
-.findings { margin: 0; padding: 0; list-style: none; border-top: 1px solid #ddd; }
-.findings > li { border-bottom: 1px solid #ddd; }
-.findings summary { cursor: pointer; padding: .35em .2em; display: grid; gap: .3em .8em; align-items: baseline;
-                    grid-template-columns: 9.5em minmax(6em, 14em) minmax(0, 1fr) minmax(6em, 18em); }
-.findings summary::-webkit-details-marker { display: none; }
-.findings summary > span { min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.findings .paper { color: #444; font-size: .9em; } .findings .ours { font-variant-numeric: tabular-nums; }
-.findings details[open] summary { background: #fafafa; }
-.findings dl { display: grid; grid-template-columns: minmax(4em, 8em) minmax(0, 1fr); gap: .2em .8em;
-               margin: .3em 0 .8em; padding: 0 .5em; font-size: .9em; }
-.findings dt { color: #555; font-weight: 600; } .findings dd { margin: 0; }
-.badge { display: inline-block; border-radius: .8em; padding: 0 .6em; font-size: .85em; font-weight: 600;
-         text-align: center; }
-.v-reproduced { background: #d7f5dd; color: #0d5c1e; } .v-partly, .v-not-decided { background: #fff0c2; color: #6b4a00; }
-.v-not-reproduced { background: #fde0e0; color: #8e1111; } .v-other, .v-measured { background: #e8e8e8; color: #444; }
-.findings li.pooled { padding: .45em .3em; background: #f3f5f8; font-size: .88em; }
-.decision { margin: 0 .5em .9em; font-size: .9em; } .decision p { margin: .3em 0; }
-.claims td:last-child, .claims th:last-child { overflow-wrap: normal; word-break: normal; }
-.forest { margin: .3em 0 .5em; max-width: 46rem; } .forest svg { display: block; height: auto; }
-@media (max-width: 50em) {
-  .findings summary { grid-template-columns: 9.5em minmax(0, 1fr); }
-  .findings summary > span { white-space: normal; }
-  .findings .claim, .findings .ours { grid-column: 1 / -1; }
-  nav ul { columns: 1; }
-}
-""" + "".join(f".o-{o} {{ color: {c}; font-weight: 600; }}\n" for o, c in OUTCOME_COLOURS.items())
 
 
 def _markdown(text: str) -> str:
@@ -310,36 +266,17 @@ def _two_p(p: float, pe: float) -> str:
     return _p_text(p) + (f" (equiv. {_p_text(pe)})" if _fin(pe) else "")
 
 
-def decision_html(decision: dict, uid: str) -> str:
-    """A finding's decision inside its folded details: the forest plot (:func:`forest_svg`) and its legend, a table
-    (claim, test, n, p, p_adj, outcome), the family ("m claims, one joint step-down at α"), any measurements and the
-    engine's ``why``."""
-    e = html.escape
+def decision_view(decision: dict, uid: str) -> dict:
+    """What the page shows of a finding's decision inside its folded details (the template's ``decision`` macro): the
+    forest plot (:func:`forest_svg`) and its legend, the claims' rows (claim, test, n, p, p_adj, outcome), the family
+    ("m claims, one joint step-down at α"), any measurements and the engine's ``why``."""
     result = result_of(decision)
-    parts = ['<div class="decision">']
     svg = forest_svg(decision, uid)
-    if svg:
-        legend = " ".join(f'<span class="o-{o}">●</span> {e(w)}' for o, w in _OUTCOME_WORDS.items())
-        parts.append(f'<figure class="forest">{svg}<figcaption>{legend} · grey band: the ROPE [−rope, +rope] · '
-                     "dot and line: estimate and simultaneous interval (level 1 − α/m) · diamond: a rank or "
-                     "permutation statistic, tested without an interval</figcaption></figure>")
-    if result.claims:
-        body = "".join(
-            f'<tr><td>{e(c.name)}</td><td>{e(c.test)}</td><td>{e(_n_text(c))}</td>'
-            f"<td>{e(_two_p(c.p, c.p_equiv))}</td><td>{e(_two_p(c.p_adj, c.p_equiv_adj))}</td>"
-            f'<td class="o-{e(c.outcome)}">{e(c.outcome)}</td></tr>'
-            for c in result.claims)
-        parts.append('<table class="claims"><thead><tr><th>claim</th><th>test</th><th>n</th><th>p</th>'
-                     f"<th>p_adj</th><th>outcome</th></tr></thead><tbody>{body}</tbody></table>")
-        parts.append(f'<p class="family">family: {result.m} claim(s), one joint step-down at α = {result.alpha:g} '
-                     "(difference and equivalence hypotheses together; intervals simultaneous over the family)</p>")
-    if result.measurements:
-        ms = "; ".join(f"{m.name}: {m.words or f'{m.value:g}'}" for m in result.measurements)
-        parts.append(f'<p class="family">measured (no test, never counted as reproduced): {e(ms)}</p>')
-    if result.why:
-        parts.append(f'<p class="why"><b>why:</b> {e(result.why)}</p>')
-    parts.append("</div>")
-    return "".join(parts)
+    claims = [{"name": c.name, "test": c.test, "n": _n_text(c), "p": _two_p(c.p, c.p_equiv),
+               "p_adj": _two_p(c.p_adj, c.p_equiv_adj), "outcome": c.outcome} for c in result.claims]
+    measured = "; ".join(f"{m.name}: {m.words or f'{m.value:g}'}" for m in result.measurements)
+    return {"svg": templates.Html(svg), "legend": list(_OUTCOME_WORDS.items()), "claims": claims, "m": result.m,
+            "alpha": f"{result.alpha:g}", "measured": measured, "why": result.why}
 
 
 def notebook_of(key: object) -> str:
@@ -380,56 +317,41 @@ def pooled_by_notebook(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _pooled_line(nb: str, info: dict) -> str:
+def _pooled_view(nb: str, info: dict) -> dict:
     counts = ", ".join(f"{n} {v}" for v, n in info["counts"].items() if n)
     extra = []
     if info["without"]:
         extra.append(f"{info['without']} finding(s) without a recorded decision left out")
     if info["too_small"]:
         extra.append("the run is too short to refute: not reproduced/partly read as not decided")
-    tail = f" ({'; '.join(extra)})" if extra else ""
-    claims = f"{info['claims']} claim{'' if info['claims'] == 1 else 's'}"
-    return (f'<li class="pooled" id="{_anchor("pooled", nb)}"><b>notebook {html.escape(nb)}</b> — under one family '
-            f"of this notebook's {claims} (α = {info['alpha']:g}): {html.escape(counts)}{html.escape(tail)}</li>")
+    return {"anchor": _anchor("pooled", nb), "notebook": nb,
+            "claims": f"{info['claims']} claim{'' if info['claims'] == 1 else 's'}", "alpha": f"{info['alpha']:g}",
+            "counts": counts, "tail": f" ({'; '.join(extra)})" if extra else ""}
 
 
-def findings_html(rows: list[dict]) -> str:
-    """The findings at a glance: the count of each verdict, then one line per finding (badge, paper, claim, our
-    number) that unfolds (``<details>``) to the finding's full paper, claim, verdict, numbers and data, and, for a
-    record with a ``"decision"``, its forest plot and claims table (:func:`decision_html`). Each notebook whose
-    findings hold decisions opens with its verdict counts under one family of all its claims
-    (:func:`pooled_by_notebook`)."""
-    if not rows:
-        return f'<section id="findings"><h2>Findings</h2><p>{html.escape(_NO_FINDINGS)}</p></section>'
-    e = html.escape
-    counts = "".join(f'<li class="{verdict_class(v)}"><span class="n">{n}</span> {e(v)}</li>'
-                     for v, n in verdict_counts(rows).items())
+def findings_view(rows: list[dict]) -> dict:
+    """The findings at a glance (the template's ``findings_section``): the count of each verdict, then one line per
+    finding (badge, paper, claim, our number) that unfolds (``<details>``) to the finding's full paper, claim,
+    verdict, numbers and data, and, for a record with a ``"decision"``, its forest plot and claims table
+    (:func:`decision_view`). Each notebook whose findings hold decisions opens with its verdict counts under one
+    family of all its claims (:func:`pooled_by_notebook`)."""
+    counts = [(verdict_class(v), v, n) for v, n in verdict_counts(rows).items()]
     items, pooled, seen = [], pooled_by_notebook(rows), set()
     for r in rows:
         nb = notebook_of(r.get("key", ""))
-        if nb in pooled and nb not in seen:
-            items.append(_pooled_line(nb, pooled[nb]))
+        first = nb in pooled and nb not in seen
         seen.add(nb)
         decision = r.get("decision")
-        extra = decision_html(decision, str(r.get("key", ""))) if isinstance(decision, dict) else ""
-        verdict, cls = str(r.get("verdict", "")), verdict_class(r.get("verdict"))
+        verdict = str(r.get("verdict", ""))
         paper, finding, ours = (str(r.get(k, "")) for k in ("paper", "finding", "ours"))
-        data = str(r.get("data") or "not stated")
-        items.append(
-            f'<li class="finding {cls}-row" id="{_anchor("finding", str(r.get("key", "")))}"><details><summary>'
-            f'<span class="badge {cls}">{e(verdict_of(verdict))}</span>'
-            f'<span class="paper" title="{e(paper)}">{e(_short(paper, 60))}</span>'
-            f'<span class="claim" title="{e(finding)}">{e(_short(finding, 110))}</span>'
-            f'<span class="ours" title="{e(ours)}">{e(_short(ours, 70))}</span></summary>'
-            f"<dl><dt>paper</dt><dd>{e(paper)}</dd><dt>finding</dt><dd>{e(finding)}</dd>"
-            f"<dt>verdict</dt><dd>{e(verdict)}</dd><dt>ours</dt><dd>{e(ours)}</dd>"
-            f"<dt>data</dt><dd>{e(data)}</dd></dl>{extra}</details></li>")
-    return (f'<section id="findings"><h2>Findings: {len(rows)} claim(s) tested on this run</h2>'
-            f'<ul class="counts">{counts}</ul><ol class="findings">{"".join(items)}</ol>'
-            '<p class="meta">Click a line for its full claim, verdict, numbers and the data they rest on, and, where the '
-            "finding was decided by the engine, its claims as a forest plot with their tests. A notebook's line "
-            "counts its verdicts again with all its claims in one family (a stricter step-down).</p>"
-            "</section>")
+        items.append({"pooled": _pooled_view(nb, pooled[nb]) if first else None,
+                      "decision": decision_view(decision, str(r.get("key", ""))) if isinstance(decision, dict)
+                      else None,
+                      "cls": verdict_class(r.get("verdict")), "anchor": _anchor("finding", str(r.get("key", ""))),
+                      "verdict": verdict, "verdict_short": verdict_of(verdict), "paper": paper,
+                      "paper_short": _short(paper, 60), "finding": finding, "finding_short": _short(finding, 110),
+                      "ours": ours, "ours_short": _short(ours, 70), "data": str(r.get("data") or "not stated")})
+    return {"none": _NO_FINDINGS, "counts": counts, "lines": items}
 
 
 def _findings_rows(out: Path, runs: list[NotebookRun]) -> list[dict]:
@@ -462,18 +384,14 @@ def _split_summary(lines: list[str]) -> tuple[list[str], str]:
     return ([text] if text else []), prov
 
 
-def _figure_html(png: Path, folder: str = "") -> str:
+def _figure_view(png: Path, folder: str = "") -> dict:
     """One embedded figure; ``folder`` is a variant run's folder (``variants/<v>/``, see
     :func:`dganalysis.studies.run_history.run_folder`), which also keeps its anchors apart from the base run's."""
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
-    name = html.escape(png.stem)
-    return (f'<figure id="{_anchor("fig", folder + png.stem)}"><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>figure <code>{name}</code> (PDF: <code>{html.escape(folder)}figures/"
-            f"{html.escape(png.stem)}.pdf</code>)"
-            "</figcaption></figure>")
+    return {"anchor": _anchor("fig", folder + png.stem), "name": png.stem, "folder": folder,
+            "data": base64.b64encode(png.read_bytes()).decode("ascii")}
 
 
-def _table_html(folder: Path, stem: str, run_dir: str = "") -> str:
+def _table_view(folder: Path, stem: str, run_dir: str = "") -> dict:
     md, csv = folder / f"{stem}.md", folder / f"{stem}.csv"
     if md.is_file():
         body = _markdown(md.read_text(encoding="utf-8"))
@@ -483,8 +401,7 @@ def _table_html(folder: Path, stem: str, run_dir: str = "") -> str:
         body = pd.read_csv(csv).to_html(index=False, border=0, na_rep="")
     else:
         body = "<p>(saved as LaTeX only: " + html.escape(f"tables/{stem}.tex") + ")</p>"
-    return (f'<div class="table" id="{_anchor("tab", run_dir + stem)}"><h3>table <code>{html.escape(stem)}</code></h3>'
-            f"{body}</div>")
+    return {"anchor": _anchor("tab", run_dir + stem), "stem": stem, "body": templates.Html(body)}
 
 
 def _pngs(paths: list[Path], folder: Path) -> list[Path]:
@@ -498,21 +415,12 @@ def _table_stems(paths: list[Path], folder: Path) -> list[str]:
     return [s for s in stems if any((folder / f"{s}.{ext}").is_file() for ext in ("md", "csv", "tex"))]
 
 
-def _section(run: NotebookRun, figures: Path, tables: Path, run_dir: str = "") -> tuple[str, set[str], set[str]]:
-    status = ('<span class="ok">ok</span>' if run.ok
-              else f'<span class="failed">FAILED</span> — {html.escape(run.error)}')
-    pngs, stems = _pngs(run.figures, figures), _table_stems(run.tables, tables)
-    parts = [f'<section id="{_anchor("nb", run.name)}"><h2>{html.escape(run.name)}</h2>',
-             f'<p class="meta">status: {status} · {run.seconds / 60:.1f} min · executed notebook: '
-             f'<a href="notebooks/{html.escape(run.name)}.ipynb">notebooks/{html.escape(run.name)}.ipynb</a> · '
-             f"{len(pngs)} figure(s), {len(stems)} table(s)"
-             + (f" · output folder <code>{html.escape(run_dir)}</code>" if run_dir else "") + "</p>"]
-    if not pngs and not stems:
-        parts.append("<p>(no figures or tables written)</p>")
-    parts += [_figure_html(p, run_dir) for p in pngs]
-    parts += [_table_html(tables, s, run_dir) for s in stems]
-    parts.append("</section>")
-    return "\n".join(parts), {p.stem for p in pngs}, set(stems)
+def _section_view(run: NotebookRun, figures: Path, tables: Path, run_dir: str = "") -> dict:
+    """A notebook's section (the template's ``section``): its status, figures and tables."""
+    return {"anchor": _anchor("nb", run.name), "name": run.name, "ok": run.ok, "error": run.error,
+            "minutes": f"{run.seconds / 60:.1f}", "run_dir": run_dir,
+            "figures": [_figure_view(p, run_dir) for p in _pngs(run.figures, figures)],
+            "tables": [_table_view(tables, s, run_dir) for s in _table_stems(run.tables, tables)]}
 
 
 def render_report(out: Path, profile: str) -> str:
@@ -535,40 +443,23 @@ def render_report(out: Path, profile: str) -> str:
     for run in runs:
         run_dir = run_folder(run.name)
         if run_dir:  # a variant run: its own figures and tables (dganalysis.studies.runner)
-            text, _, _ = _section(run, out / run_dir / "figures", out / run_dir / "tables", run_dir)
-            sections.append(text)
+            sections.append(_section_view(run, out / run_dir / "figures", out / run_dir / "tables", run_dir))
             continue
-        text, f, t = _section(run, figures, tables)
-        sections.append(text)
-        seen_fig |= f
-        seen_tab |= t
+        sections.append(_section_view(run, figures, tables))
+        seen_fig |= {f["name"] for f in sections[-1]["figures"]}
+        seen_tab |= {t["stem"] for t in sections[-1]["tables"]}
     other_fig = sorted(p for p in figures.glob("*.png") if p.stem not in seen_fig) if figures.is_dir() else []
     other_tab = sorted({p.stem for p in tables.glob("*") if p.suffix in (".md", ".csv", ".tex")} - seen_tab) \
         if tables.is_dir() else []
-    if other_fig or other_tab:
-        sections.append('<section id="nb-other"><h2>Other figures and tables in this folder</h2>'
-                        "<p class=\"meta\">written by no run recorded in runs.json (e.g. an earlier run or a "
-                        "notebook executed by hand)</p>"
-                        + "\n".join([_figure_html(p) for p in other_fig] + [_table_html(tables, s) for s in other_tab])
-                        + "</section>")
-    toc = "".join(f'<li><a href="#{_anchor("nb", r.name)}">{html.escape(r.name)}</a>'
-                  f'{"" if r.ok else " (FAILED)"}</li>' for r in runs)
-    if other_fig or other_tab:
-        toc += '<li><a href="#nb-other">other figures and tables</a></li>'
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    title = f"dganalysis — profile {html.escape(profile)}"
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{title}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{title}</h1>",
-        f'<p class="meta" id="provenance">Generated {stamp} from <code>{html.escape(str(out))}</code>. '
-        + html.escape(made_with or f"Made with {provenance.one_line(provenance.stamp())}.")
-        + " Figures are embedded; the page needs no other file.</p>",
-        findings_html(rows),
-        f'<section id="summary">{_local_links(_markdown(summary))}</section>' if summary else "",
-        f"<nav><h2>Notebooks</h2><ul>{toc}</ul></nav>" if toc else "",
-        *sections, "</body></html>", ""])
+    other = ({"figures": [_figure_view(p) for p in other_fig], "tables": [_table_view(tables, s) for s in other_tab]}
+             if other_fig or other_tab else None)
+    return templates.render(
+        "report.html.j2", profile=profile, outcome_colours=OUTCOME_COLOURS, out=str(out),
+        stamp=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        made_with=made_with or f"Made with {provenance.one_line(provenance.stamp())}.", findings=findings_view(rows),
+        summary=templates.Html(_local_links(_markdown(summary))) if summary else "",
+        toc=[{"anchor": _anchor("nb", r.name), "name": r.name, "ok": r.ok} for r in runs], sections=sections,
+        other=other)
 
 
 def link_from_index(out: Path) -> None:

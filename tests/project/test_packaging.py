@@ -30,7 +30,6 @@ CONSTRAINTS = ROOT / "constraints.txt"
 #: runtime dependencies the package needs without importing them by name, and why
 NOT_IMPORTED = {
     "ipykernel": "the kernel papermill starts to run the notebooks (`dganalysis run`)",
-    "jinja2": "pandas' to_latex / to_html (dganalysis.plots, dganalysis.studies.report)",
 }
 #: imports of the package that an extra provides, and which extra
 OPTIONAL_IMPORTS = {"wilds": "wilds"}
@@ -119,6 +118,19 @@ def test_notice_covers_every_shipped_third_party_data_file():
     assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in notice, "NOTICE: DomainBed's full MIT notice must accompany results.tex"
     assert "NOTICE" in PROJECT["license-files"], "pyproject.toml: NOTICE must ship in the wheel (license-files)"
 
+
+
+def test_package_data_ships_the_page_templates():
+    """The HTML pages' templates (``dganalysis/templates/*.j2``, read by jinja2 at run time) are package data, so the
+    wheel carries them: each matches one of pyproject's package-data patterns, expanded as setuptools expands them."""
+    import glob
+
+    package = ROOT / "dganalysis"
+    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["dganalysis"]
+    shipped = {f for pat in patterns for f in glob.glob(pat, root_dir=package, recursive=True)}
+    templates = sorted(p.relative_to(package).as_posix() for p in (package / "templates").glob("*.j2"))
+    assert templates, "expected the page templates in dganalysis/templates/"
+    assert not set(templates) - shipped, f"not package data: {sorted(set(templates) - shipped)}"
 
 def test_citation_agrees_with_pyproject():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())

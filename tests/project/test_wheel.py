@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,10 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     assert wheel.name.startswith("dganalysis-") and wheel.name.endswith(".whl")
     if not (src / "setup.py").exists():  # no compiled part: one wheel for every platform and Python 3
         assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as zf:  # the pages' templates travel as package data
+        names = set(zf.namelist())
+    templates = sorted(f"dganalysis/templates/{p.name}" for p in (src / "dganalysis" / "templates").glob("*.j2"))
+    assert templates and set(templates) <= names, sorted(set(templates) - names)
     bin_dir = _venv(tmp_path / "venv", wheel)
     work = tmp_path / "elsewhere"  # no notebooks/ or params/ here: the wheel's own copy must be found
     work.mkdir()
