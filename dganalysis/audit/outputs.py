@@ -1,4 +1,5 @@
-"""The audit's outputs: figures, the claims as CSV and booktabs LaTeX, the JSON contract, one self-contained HTML page.
+"""The audit's outputs: figures, the claims as CSV and booktabs LaTeX, the JSON contract, one self-contained HTML page
+(the template ``audit.html.j2`` of :mod:`dganalysis.templates`).
 
 Figures (:func:`figures`): a forest plot of Δ with its CI per dataset (one panel per dataset, colour = verdict), the
 probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon map
@@ -10,7 +11,6 @@ analyses ran — expected best accuracy vs search budget and the selection regre
 from __future__ import annotations
 
 import base64
-import html
 import io as _io
 import textwrap
 from collections import Counter
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dganalysis import io
+from dganalysis import io, templates
 from dganalysis.audit.aggregate import wilcoxon_summary
 from dganalysis.audit.claims import FAMILY_WORDS, verdict_sentence
 from dganalysis.audit.run import AuditResult, InputAudit
@@ -285,91 +285,63 @@ def _png(fig, saved: Path | None = None) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _table_html(df: pd.DataFrame, max_rows: int = 400) -> str:
+def _table_html(df: pd.DataFrame, max_rows: int = 400) -> templates.Html:
     if df is None or df.empty:
-        return "<p>(none)</p>"
-    return df.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0, classes="t",
-                                     na_rep="—")
+        return templates.Html("<p>(none)</p>")
+    return templates.Html(df.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0,
+                                                    classes="t", na_rep="—"))
+
+
+def _family_view(a: InputAudit, board: str, sel: str, fam: pd.DataFrame, note: str, images: list[str],
+                 settings: dict) -> dict:
+    """One family's part of the page: the decided claims in sentences, those resting on rounding, its figures, the
+    table of all claims, the across-datasets table, Friedman's line and the Wilcoxon pairs it decides."""
+    alpha, rope = settings["alpha"], settings["rope"]
+    agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
+    wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
+    dec = wil[wil["direction"] != 0]
+    return {"selection": sel, "board": board, "note": note, "n_claims": len(fam), "n_range": _n_range(fam),
+            "decided": [verdict_sentence(r, alpha, rope) for _, r in fam[fam["verdict"] != "undecided"].iterrows()],
+            "changed": [verdict_sentence(r, alpha, rope) for _, r in fam[fam["rounding_changed"]].iterrows()],
+            "images": images,
+            "claims": _table_html(fam[CLAIM_TABLE]), "aggregate": _table_html(agg.drop(columns=["board", "selection"])),
+            "friedman": a.friedman[(board, sel)].summary() if (board, sel) in a.friedman else "",
+            "wilcoxon": wilcoxon_summary(wil, alpha), "wilcoxon_table": _table_html(dec) if len(dec) else ""}
 
 
 def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = None) -> str:
-    """One self-contained page: settings, summary, per input the decided claims in sentences, the tables, figures.
-    ``saved``: figure name → its PNG already written by :func:`dganalysis.plots.save_figure`, embedded scaled down
-    instead of drawing the figure again (see :func:`_png`)."""
+    """One self-contained page (``audit.html.j2``): settings, summary, per input the decided claims in sentences, the
+    tables, figures. ``saved``: figure name → its PNG already written by :func:`dganalysis.plots.save_figure`,
+    embedded scaled down instead of drawing the figure again (see :func:`_png`)."""
     s = result.settings
     saved = saved or {}
-    e = html.escape
 
-    def img(name: str) -> str:
-        return f"<img src='data:image/png;base64,{_png(figs[name], saved.get(name))}'>"
-
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>dganalysis audit</title><style>",
-             "body{font-family:sans-serif;max-width:1200px;margin:2em auto;font-size:14px}"
-             "table.t{border-collapse:collapse;font-size:12px}table.t td,table.t th{padding:2px 6px;"
-             "border-bottom:1px solid #ddd}img{max-width:100%}.note{color:#555}</style></head><body>",
-             "<h1>dganalysis audit</h1>",
-             f"<p>Baseline <b>{e(s['baseline'])}</b>; selections {e(', '.join(s['selections']))}; α = {s['alpha']:g}; "
-             f"ROPE ±{s['rope']:g} points; {int(s['confidence'] * 100)}% CIs.</p>",
-             "<p class='note'>How to read a verdict: <b>better</b>/<b>worse</b> — Welch's statistic on the dataset "
-             "averages over trials with its p-value calibrated to the worst case over the unknown variance ratio "
-             "(valid for every ratio at any n ≥ 2), or a paired t-test where a sweep's arms ran the same trial seeds; "
-             "<b>equivalent</b> — the TOST shows |Δ| &lt; ROPE; <b>undecided</b> — neither, and <i>why</i> says what "
-             "stands in the way. The family-wise error (any better or worse where Δ = 0, or equivalent where |Δ| ≥ "
-             "ROPE) is at most α — a wrong sign is outside that bound — within "
-             f"each family — here <b>{e(s.get('family', 'algorithm'))}</b>: "
-             f"{e(FAMILY_WORDS[s.get('family', 'algorithm')].format(b=s['baseline']))} — through one step-down over "
-             "both kinds of hypothesis; <i>verdict_table</i> is the verdict in the strict family of all claims of a "
-             "selection method, and <i>p</i> (unadjusted) and the simultaneous intervals let you re-adjust for "
-             "another. Published numbers are rounded: verdicts hold for every value the printed digits allow (a "
-             "printed ± 0.0 is an SE below 0.05, not zero); <i>verdict_nominal</i> is what the printed numbers give "
-             "at face value. <i>trials_needed</i> / <i>trials_equivalence</i>: trials per arm that would decide a "
-             "difference of ±ROPE, or show equivalence if Δ were 0, with 80% power at the family's first-step "
-             "level, with an interval for the SDs' uncertainty — planning figures, not post-hoc power.</p>",
-             "<h2>Summary</h2><ul>", *[f"<li>{e(line)}</li>" for line in result.summary_lines()], "</ul>"]
+    def pngs(*names: str) -> list[str]:
+        """The base64 PNG of each of ``names`` that is a figure of the audit, in order."""
+        return [_png(figs[n], saved.get(n)) for n in names if n in figs]
+    family = s.get("family", "algorithm")
+    audits = []
     for i, a in enumerate(result.audits):
-        parts.append(f"<h2>{e(a.input.name)} ({a.input.kind})</h2>")
-        for note in a.notes + a.input.notes:
-            parts.append(f"<p class='note'>Note: {e(note)}</p>")
         notes = {(n["board"], n["selection"]): n["note"] for n in a.family_notes()}
+        families = []
         for (board, sel), fam in _families(a):
-            parts.append(f"<h3>{e(sel)}{' · ' + e(board) if board else ''}</h3>")
-            parts.append(f"<p>{e(notes.get((board, sel), ''))}</p>")
-            decided = fam[fam["verdict"] != "undecided"]
-            changed = fam[fam["rounding_changed"]]
-            parts.append("<p>Decided claims:</p><ul>" + "".join(
-                f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>" for _, r in decided.iterrows())
-                + ("" if len(decided) else f"<li>none of {len(fam)} claims is decided (α = {s['alpha']:g}; n = "
-                   f"{_n_range(fam)} trials per cell; see <i>why</i> in the table of all claims).</li>") + "</ul>")
-            if len(changed):
-                parts.append("<p>Verdicts that rest on rounding (the printed numbers alone would decide them):</p><ul>"
-                             + "".join(f"<li>{e(verdict_sentence(r, s['alpha'], s['rope']))}</li>"
-                                       for _, r in changed.iterrows()) + "</ul>")
             key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
-            for suffix in ("forest", "poi", "wilcoxon", "cd"):
-                if f"{key}_{suffix}" in figs:
-                    parts.append(img(f"{key}_{suffix}"))
-            parts.append("<details><summary>All claims</summary>" + _table_html(fam[CLAIM_TABLE]) + "</details>")
-            agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
-            parts.append("<h4>Across datasets</h4>" + _table_html(agg.drop(columns=["board", "selection"])))
-            if (board, sel) in a.friedman:
-                parts.append(f"<p>{e(a.friedman[(board, sel)].summary())} — Friedman asks whether the average ranks "
-                             "differ at all; Nemenyi (the CD diagram) which pairs differ given the whole pool.</p>")
-            wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
-            dec = wil[wil["direction"] != 0]
-            parts.append(f"<p>{e(wilcoxon_summary(wil, s['alpha']))} (each pair on its own, whatever else is in the "
-                         "pool).</p>" + (_table_html(dec) if len(dec) else ""))
+            families.append(_family_view(a, board, sel, fam, notes.get((board, sel), ""),
+                                         pngs(*(f"{key}_{suffix}" for suffix in ("forest", "poi", "wilcoxon", "cd"))),
+                                         s))
+        reference = None
         if a.reference is not None:
-            counts = a.reference["verdict"].value_counts().to_dict()
-            parts.append(f"<h3>Reproduction check against {e(str(s['reference']))}</h3><p>{e(str(counts))}</p>"
-                         + _table_html(a.reference))
-        for name, value in a.sweep.items():
-            if isinstance(value, pd.DataFrame):
-                parts.append(f"<h3>{e(name.replace('_', ' '))}</h3>" + _table_html(value))
-        for suffix in ("expected_max", "selection_regret"):
-            if f"{PREFIX}{i}_{suffix}" in figs:
-                parts.append(img(f"{PREFIX}{i}_{suffix}"))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+            reference = {"name": str(s["reference"]), "counts": str(a.reference["verdict"].value_counts().to_dict()),
+                         "table": _table_html(a.reference)}
+        audits.append({"name": a.input.name, "kind": a.input.kind, "notes": a.notes + a.input.notes,
+                       "families": families, "reference": reference,
+                       "sweep_tables": [(name.replace("_", " "), _table_html(value)) for name, value in a.sweep.items()
+                                        if isinstance(value, pd.DataFrame)],
+                       "images": pngs(f"{PREFIX}{i}_expected_max", f"{PREFIX}{i}_selection_regret")})
+    settings = {"baseline": s["baseline"], "selections": ", ".join(s["selections"]), "alpha": f"{s['alpha']:g}",
+                "rope": f"{s['rope']:g}", "confidence": int(s["confidence"] * 100), "family": family,
+                "family_words": FAMILY_WORDS[family].format(b=s["baseline"])}
+    return templates.render("audit.html.j2", s=settings, summary=result.summary_lines(), audits=audits)
 
 
 def write_outputs(result: AuditResult, html_path: str | Path | None = None, json_path: str | Path | None = None,

@@ -14,7 +14,8 @@ CSV or LaTeX is shown from its CSV). Figures and tables in ``figures/`` and ``ta
 that no recorded run wrote (e.g. from a notebook run by hand with papermill) are listed in a
 last section, so the page shows every figure and table of the folder. ``dganalysis run``
 writes the page after each run and links it from ``index.md``; ``dganalysis report``
-rebuilds it from what is on disk.
+rebuilds it from what is on disk. This module gathers what the page shows; its HTML is the template ``report.html.j2``
+(:mod:`dganalysis.templates`).
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import functools
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 
 class Html(str):
@@ -37,7 +38,9 @@ def _escaped(value: Any) -> Any:
 @functools.cache
 def environment() -> jinja2.Environment:
     """The templates' environment: loaded from this package, autoescaped (see the module docstring), undefined names
-    an error."""
+    an error. jinja2 is imported here, when a page is first rendered (~0.06 s), not with the package."""
+    import jinja2
+
     return jinja2.Environment(loader=jinja2.PackageLoader("dganalysis", "templates"), autoescape=True,
                               finalize=_escaped, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
