@@ -286,8 +286,9 @@ def _png(fig, saved: Path | None = None) -> str:
 
 
 def _table_html(df: pd.DataFrame, max_rows: int = 400) -> templates.Html:
+    """The first ``max_rows`` rows of ``df`` as an HTML table; empty for no rows (the page says "(none)")."""
     if df is None or df.empty:
-        return templates.Html("<p>(none)</p>")
+        return templates.Html("")
     return templates.Html(df.head(max_rows).to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0,
                                                     classes="t", na_rep="—"))
 
@@ -306,7 +307,7 @@ def _family_view(a: InputAudit, board: str, sel: str, fam: pd.DataFrame, note: s
             "images": images,
             "claims": _table_html(fam[CLAIM_TABLE]), "aggregate": _table_html(agg.drop(columns=["board", "selection"])),
             "friedman": a.friedman[(board, sel)].summary() if (board, sel) in a.friedman else "",
-            "wilcoxon": wilcoxon_summary(wil, alpha), "wilcoxon_table": _table_html(dec) if len(dec) else ""}
+            "wilcoxon": wilcoxon_summary(wil, alpha), "wilcoxon_table": _table_html(dec)}
 
 
 def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = None) -> str:

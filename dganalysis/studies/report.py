@@ -401,7 +401,7 @@ def _table_view(folder: Path, stem: str, run_dir: str = "") -> dict:
 
         body = pd.read_csv(csv).to_html(index=False, border=0, na_rep="")
     else:
-        body = "<p>(saved as LaTeX only: " + html.escape(f"tables/{stem}.tex") + ")</p>"
+        body = ""  # saved as LaTeX only: the page says so
     return {"anchor": _anchor("tab", run_dir + stem), "stem": stem, "body": templates.Html(body)}
 
 
