@@ -99,6 +99,10 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     where = run("python", "-c", "import dganalysis; print(dganalysis.__file__)")
     assert where.returncode == 0 and Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), where
 
+    loaded = run("python", "-c", "from dganalysis import templates as t; "
+                 "print([t.environment().get_template(n).name for n in t.environment().list_templates(['j2'])])")
+    assert loaded.returncode == 0 and "audit.html.j2" in loaded.stdout and "report.html.j2" in loaded.stdout, loaded
+
     listed = run("dganalysis", "list")
     assert listed.returncode == 0, listed.stderr
     assert "00_quickstart" in listed.stdout and "ERM" in listed.stdout and "RotatedMNIST" in listed.stdout
