@@ -6,8 +6,8 @@
 Autoescaping is on: a value a template prints is escaped as :func:`html.escape` escapes it (``&``, ``<``, ``>``,
 ``"`` as ``&quot;``, ``'`` as ``&#x27;``; jinja2's own escaping writes the quotes as ``&#34;`` and ``&#39;``), unless
 it is HTML already (:class:`Html`, a template's ``|safe``): an inline SVG, Markdown rendered by markdown-it, a pandas
-table. Whitespace is the template's own (no block trimming), so a page is the same bytes whatever the
-environment's defaults.
+table. Whitespace is written in a template as the page has it (no block trimming; a tag's ``-`` strips the
+whitespace beside it).
 """
 
 from __future__ import annotations
