@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dganalysis.job_draw import recorded_draw_problem
+from dganalysis.training.job_draw import recorded_draw_problem
 from dganalysis.validation import ConfigError, describe
 
 #: Fields of our ``spec.json`` that records' ``args`` lack and that change the experiment.
@@ -121,7 +121,7 @@ def state_from_files(files: Iterable[str]) -> str:
 
 def check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
     """Refuse our job whose recorded hparams are not what its spec draws today (drawn under an older rule, see
-    :data:`dganalysis.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches."""
+    :data:`dganalysis.training.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches."""
     if not isinstance(job_dir, Path) or type(records) is not list:
         raise ConfigError(f"check_draw: parameters 'job_dir' and 'records': expected a job folder (a Path) and its "
                           f"records (a list), got {describe(job_dir)} and {describe(records)}")

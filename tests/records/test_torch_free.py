@@ -1,5 +1,5 @@
-"""Reading a store does not import torch: ``dganalysis.records`` sits below ``dganalysis.train`` (the draw check it
-runs on our jobs lives in the torch-free :mod:`dganalysis.job_draw`).
+"""Reading a store does not import torch: ``dganalysis.records`` sits below ``dganalysis.training.train`` (the draw check it
+runs on our jobs lives in the torch-free :mod:`dganalysis.training.job_draw`).
 
 One path does import torch, at the call: a job of our engine (``spec.json`` beside its records) whose records carry
 ``hparams`` is judged against today's draw (:func:`dganalysis.records.store.check_draw`), and the draw is declared
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.project.test_import_graph import PACKAGE, import_edges
 
-TORCH_FREE = ("dganalysis.records", "dganalysis.job_draw", "dganalysis.job")
+TORCH_FREE = ("dganalysis.records", "dganalysis.training.job_draw", "dganalysis.training.job")
 HPARAMS = {"batch_size": 32, "lr": 5e-5, "weight_decay": 0.0, "resnet_dropout": 0.0}
 
 
@@ -52,8 +52,8 @@ def test_loading_a_store_does_not_import_torch(tmp_path):
             "from dganalysis.records.index import load_indexed\n"
             f"n = [len(r.load(p, progress=False)) for p in {paths!r}]\n"
             f"n += [len(load_indexed(p, cache_dir={str(tmp_path / 'cache')!r})) for p in {paths!r}]\n"
-            "__import__('importlib').import_module('dganalysis.job_draw')\n"
-            "print(n, 'torch' in sys.modules, [m for m in sys.modules if m.startswith('dganalysis.train')])\n")
+            "__import__('importlib').import_module('dganalysis.training.job_draw')\n"
+            "print(n, 'torch' in sys.modules, [m for m in sys.modules if m.startswith('dganalysis.training.train')])\n")
     assert _run(code) == "[24, 24, 24, 24] False []"
 
 
@@ -69,6 +69,6 @@ def test_judging_our_recorded_draw_is_the_one_path_that_imports_torch(tmp_path):
 
 def test_records_does_not_import_train():
     edges = import_edges(PACKAGE)
-    above = {m: sorted(t for t in out if t == "dganalysis.train" or t.startswith("dganalysis.train."))
+    above = {m: sorted(t for t in out if t == "dganalysis.training.train" or t.startswith("dganalysis.training.train."))
              for m, out in edges.items() if m.startswith(TORCH_FREE)}
     assert not any(above.values()), above

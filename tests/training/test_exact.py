@@ -10,9 +10,9 @@ import pytest
 import torch
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.exact import Loader, PassStream
-from dganalysis.job import Job
-from dganalysis.train import run_job
+from dganalysis.training.exact import Loader, PassStream
+from dganalysis.training.job import Job
+from dganalysis.training.train import run_job
 
 #: the keys of DomainBed's train.py records (b93c22a) and of their ``args``
 DOMAINBED_KEYS = {"step", "epoch", "loss", "step_time", "mem_gb", "hparams", "args"}
@@ -92,9 +92,9 @@ def test_sweep_yaml_turns_the_exact_mode_on(tmp_path):
 
 
 def test_domainbeds_datasets_are_named_once():
-    """The exact mode tells DomainBed's datasets by :data:`dganalysis.hparams.DOMAINBED_DATASETS`: the datasets
+    """The exact mode tells DomainBed's datasets by :data:`dganalysis.training.hparams.DOMAINBED_DATASETS`: the datasets
     whose environment names the records' reader knows."""
-    from dganalysis.hparams import DOMAINBED_DATASETS
     from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+    from dganalysis.training.hparams import DOMAINBED_DATASETS
 
     assert DOMAINBED_DATASETS == set(DOMAINBED_ENVIRONMENTS)

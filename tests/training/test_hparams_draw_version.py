@@ -11,10 +11,10 @@ import json
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis import hparams
-from dganalysis.job import Job
 from dganalysis.records import load
-from dganalysis.train import job_hparams, recorded_draw_problem, run_job
+from dganalysis.training import hparams
+from dganalysis.training.job import Job
+from dganalysis.training.train import job_hparams, recorded_draw_problem, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -33,7 +33,7 @@ def test_version_one_keeps_existing_ids_and_a_bump_changes_them(monkeypatch):
 def test_the_torch_seed_does_not_follow_the_draw_version(monkeypatch):
     """A new drawing rule moves a job to a new folder, not to new random numbers: the seed comes from the version-1
     hash (``Job.seed_key``), so a job whose drawn values are unchanged trains to the same numbers."""
-    from dganalysis.train import job_seed
+    from dganalysis.training.train import job_seed
 
     job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
     assert job.seed_key == "014b1b758c2a8e98"

@@ -1,6 +1,6 @@
-"""The cuDNN/TF32 settings of a CUDA job, checked on the CPU: :func:`dganalysis.train.cuda_flags` chooses them by mode
+"""The cuDNN/TF32 settings of a CUDA job, checked on the CPU: :func:`dganalysis.training.train.cuda_flags` chooses them by mode
 (DomainBed's deterministic cuDNN and no TF32 matrix products in ``domainbed_exact``; TF32 and autotuning in our
-default engine), :func:`dganalysis.train.make_runtime` applies them (torch's flags patched back after each test)
+default engine), :func:`dganalysis.training.train.make_runtime` applies them (torch's flags patched back after each test)
 and the provenance stamp says the settings in force."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dganalysis import provenance, train
+from dganalysis import provenance
+from dganalysis.training import train
 
 EXACT = {"matmul_allow_tf32": False, "cudnn_allow_tf32": True, "cudnn_benchmark": False, "cudnn_deterministic": True}
 DEFAULT = {"matmul_allow_tf32": True, "cudnn_allow_tf32": True, "cudnn_benchmark": True, "cudnn_deterministic": False}

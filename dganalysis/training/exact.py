@@ -5,7 +5,7 @@ the same order, so that on a CPU in fp32 a deterministic algorithm's (ERM's) rec
 tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
 
 1. ``random.seed``, ``np.random.seed``, ``torch.manual_seed`` with the run's DomainBed seed
-   (:meth:`dganalysis.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
+   (:meth:`dganalysis.training.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
 2. The dataset's own draws, on the global generator (:func:`domainbed_tensors`): DomainBed builds its dataset
    after seeding. RotatedMNIST/ColoredMNIST: :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats the
    shuffle and colouring draws (the images are ours, equal to DomainBed's, read as uint8 / 255). Debug28/Debug224:
@@ -58,8 +58,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dganalysis.hparams import DOMAINBED_DATASETS, seed_hash
-from dganalysis.job import EXACT_DATASETS, Job
+from dganalysis.training.hparams import DOMAINBED_DATASETS, seed_hash
+from dganalysis.training.job import EXACT_DATASETS, Job
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,8 @@ def featurizer_draws(input_shape: tuple[int, ...], hparams: dict[str, Any]) -> N
     initialised, then loaded) and only then replaces it by timm's ``resnet50.ram_in1k``; ours builds timm's alone.
     Called just before the algorithm is built, this builds (and drops) that torchvision network so the draws after
     it (timm's initialisation, the classifier's) are DomainBed's. Nothing for any other featurizer."""
-    from dganalysis.hparams import HParams
     from dganalysis.nets.domainbed import domainbed_arch
+    from dganalysis.training.hparams import HParams
 
     hp = HParams.of(hparams)
     if (str(hp["featurizer"]) != "domainbed" or tuple(input_shape[1:3]) != (224, 224)

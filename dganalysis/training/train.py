@@ -55,11 +55,11 @@ import torch
 from torch.profiler import record_function
 
 from dganalysis import io, provenance, threads
-from dganalysis.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
-from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
-from dganalysis.job import Job
-from dganalysis.job_draw import job_hparams, recorded_draw_problem  # noqa: F401 - re-exported for callers
 from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
+from dganalysis.training.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
+from dganalysis.training.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import job_hparams, recorded_draw_problem  # noqa: F401 - re-exported for callers
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
 
 def job_seed(job: Job) -> int:
     """The torch seed of a job: a hash of its spec (which includes the trial seed), without the hyperparameter draw
-    version (:attr:`dganalysis.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
+    version (:attr:`dganalysis.training.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
     return seed_hash(job.seed_key, job.trial_seed)
 
 
@@ -290,7 +290,7 @@ def run_job(
     runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads,
                            exact=job.domainbed_exact)
     job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
-    if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
+    if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.training.exact)
         with job_threads(runtime):
             run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads,
                           extra_fields=extra_fields, on_checkpoint=on_checkpoint)
@@ -325,13 +325,13 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
                   heartbeat: Callable[[], None] | None = None, num_workers: int | None = None,
                   n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None,
                   on_checkpoint: Callable[[int, Any], None] | None = None) -> None:
-    """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.exact`) and append its records to
+    """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.training.exact`) and append its records to
     ``job_dir/results.jsonl``. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
     seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
     every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
     from dganalysis.algorithms.base import domainbed_outputs, takes_unlabeled
-    from dganalysis.exact import (
+    from dganalysis.training.exact import (
         DOMAINBED_WORKERS,
         EVAL_BATCH_SIZE,
         PREFETCH_FACTOR,
@@ -431,7 +431,7 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
 def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None = None) -> Path:
     """Create ``job_dir``, remove what an earlier run of the job left there, and write ``spec.json`` (with the id
     and, given, the run's provenance ``stamp`` under ``provenance``: :mod:`dganalysis.provenance`; no part of the id,
-    :meth:`dganalysis.job.Job.from_dict` ignores it)."""
+    :meth:`dganalysis.training.job.Job.from_dict` ignores it)."""
     job_dir = Path(job_dir)
     job_dir.mkdir(parents=True, exist_ok=True)
     clear_job_dir(job_dir)
@@ -452,19 +452,19 @@ def make_runtime(device: str | torch.device | None, precision: str, eval_batch_s
                  n_threads: int | None = None, exact: bool = False) -> Runtime:
     """Resolve the device and set it up (on CUDA the cuDNN/TF32 settings of
     :func:`~dganalysis.provenance.cuda_flags` for the mode: ``exact``, DomainBed's deterministic cuDNN without TF32
-    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.speed.keep_freed_memory` on CPU), then the
+    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.training.speed.keep_freed_memory` on CPU), then the
     precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here, same accuracy within
     noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU the thread count:
     :func:`dganalysis.threads.fixed_count` of ``n_threads``. The settings in force end up in the runtime's
     ``backends`` (:func:`dganalysis.provenance.cuda_backends`), which the provenance stamp carries."""
-    from dganalysis.speed import keep_freed_memory
+    from dganalysis.training.speed import keep_freed_memory
 
     device = resolve_device(device)
     cuda = device.type == "cuda"
     if cuda:
         _cuda_setup(device, cuda_flags("domainbed_exact" if exact else "default", device.type))
     else:
-        keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
+        keep_freed_memory()  # no page faults on every large batch (dganalysis.training.speed)
     if precision not in ("auto", "fp32", "bf16"):
         raise ConfigError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     try:
@@ -686,7 +686,7 @@ _DATASETS: dict[str, Any] = {}
 
 def dataset_kwargs(job: Job) -> dict[str, Any]:
     """The builder's keywords for ``job``: its ``dataset_kwargs``, plus ``run_seed`` = the job's DomainBed seed
-    (:meth:`dganalysis.job.Job.domainbed_seed`) for a dataset DomainBed partitions per run (builder flagged
+    (:meth:`dganalysis.training.job.Job.domainbed_seed`) for a dataset DomainBed partitions per run (builder flagged
     ``per_run_seed``), which :func:`_cached_dataset` then builds once per distinct seed."""
     from dganalysis.data.domains import domain_names
     from dganalysis.data.registry import DATASETS, _import_builtin

@@ -1,7 +1,7 @@
 """A job's hyperparameters as drawn today, and whether a record's ``hparams`` still are.
 
 Torch-free at import, so that :mod:`dganalysis.records` can judge a store's records (``records.store.check_draw``)
-without sitting above :mod:`dganalysis.train`, which re-exports both functions for its callers. Judging a record
+without sitting above :mod:`dganalysis.training.train`, which re-exports both functions for its callers. Judging a record
 still imports the algorithm and dataset registries (the algorithms declare their hyperparameters on their classes,
 the datasets their image regime on their builders), and those import torch: the import is deferred to the call.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dganalysis import io
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 
 
 def job_hparams(job: Job) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def job_hparams(job: Job) -> dict[str, Any]:
 
 def recorded_draw_problem(spec: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
     """None when a record's ``hparams`` are what :func:`job_hparams` draws today for its job spec; otherwise what
-    differs (the record was drawn under an older rule, before :data:`dganalysis.hparams.DRAW_VERSION`, and its job
+    differs (the record was drawn under an older rule, before :data:`dganalysis.training.hparams.DRAW_VERSION`, and its job
     folder would be reused under a spec that now means other hyperparameters). A spec that cannot be drawn here is
     not judged (None): an algorithm or dataset not registered in this process (a dataset's regime, small or large
     images, is read from its registered builder), or one removed since."""
