@@ -28,9 +28,9 @@ Design, and why each run's records match :func:`dganalysis.training.train.run_jo
   (:func:`dganalysis.training.optim.make_scheduler`: constant, step or cosine) is stepped after the update, as ERM's
   ``update`` does, so schedules match too.
 - **Records.** At every checkpoint the stacked weights are copied back into each run's own algorithm and
-  :func:`~dganalysis.training.train.write_checkpoint` evaluates and writes its record exactly as ``run_job`` would (its
-  ``step_time`` is the batched step's wall time, shared by the M runs); ``finish_job`` saves ``model.pt`` and
-  ``done``. Each record's ``packing`` says ``batched: M``.
+  :func:`~dganalysis.training.train.evaluate` and :func:`~dganalysis.training.train.write_checkpoint` evaluate it and
+  write its record exactly as ``run_job`` would (its ``step_time`` is the batched step's wall time, shared by the
+  M runs); ``finish_job`` saves ``model.pt`` and ``done``. Each record's ``packing`` says ``batched: M``.
 - **Failures.** A run whose loss is not finite is written ``failed`` (as ``run_job`` raises) and the others go
   on: its weights receive only its own gradient, so they cannot reach the other runs.
 
@@ -265,6 +265,7 @@ def run_batched(
         algorithm_precision,
         build_algorithm,
         build_data,
+        evaluate,
         finish_job,
         job_threads,
         make_runtime,
@@ -365,9 +366,10 @@ def run_batched(
                         if not alive[i]:
                             continue
                         try:
-                            write_checkpoint(jobs[i], step, step / per_epoch[i], windows[i], step_times,
-                                             algorithms[i], datas[i], runtime, statics[i], dirs[i] / "results.jsonl",
-                                             t_start, heartbeats[i])
+                            accs = evaluate(algorithms[i], datas[i].splits, runtime.eval_batch_size, runtime.autocast)
+                            write_checkpoint(jobs[i], step, step / per_epoch[i], windows[i], step_times, accs,
+                                             datas[i], runtime, statics[i], dirs[i] / "results.jsonl", t_start,
+                                             heartbeats[i])
                         except Exception as e:  # noqa: BLE001 - e.g. the claim was lost: that run stops
                             alive[i] = False
                             outcome[jobs[i].job_id] = e
