@@ -196,7 +196,8 @@ def train_flops(job, device: torch.device) -> int:
     from bench._network_peak import step_flops
     from dganalysis.algorithms import create
     from dganalysis.data.registry import DATASETS  # noqa: F401
-    from dganalysis.training.train import _cached_dataset, dataset_kwargs, job_hparams
+    from dganalysis.training.job_draw import job_hparams
+    from dganalysis.training.train import _cached_dataset, dataset_kwargs
 
     hp = job_hparams(job)
     ds = _cached_dataset(job.dataset, None, dataset_kwargs(job))

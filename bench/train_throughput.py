@@ -198,7 +198,8 @@ def write_image_folders(dataset: DomainDataset, root: Path) -> list[list[tuple[s
 def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out_path: Path) -> tuple[float, float]:
     """A DomainBed-style job (its train.py loop); returns (wall s, CPU s incl. the loader workers)."""
     from dganalysis.algorithms import create
-    from dganalysis.training.train import job_hparams, job_seed
+    from dganalysis.training.job_draw import job_hparams
+    from dganalysis.training.train import job_seed
 
     tv = torchvision()
     per_domain = write_image_folders(dataset, root)  # the dataset on disk, before the job (not timed)
@@ -338,7 +339,7 @@ def conv_macs(dataset: DomainDataset, hparams: dict) -> int:
 
 def profile_bench(job: Job, dataset: DomainDataset, a, tmp: Path) -> None:
     """Where ours and the baseline spend their CPU time, by phase and kind of op, and the ratio left to gain."""
-    from dganalysis.training.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     # the baseline once unprofiled (it also writes the PNG folders, outside its timing), then profiled: the
     # profiler's per-op overhead weighs more on its many small ops, so the bound below uses the unprofiled run

@@ -75,7 +75,7 @@ def weight_problem(job: Job) -> str | None:
     from dganalysis.nets import domainbed_weights as W
     from dganalysis.nets.registry import DOMAINBED_WEIGHTS
     from dganalysis.nets.torchhub import WEIGHT_ENUMS, is_hub_spec, resolve_pretrained
-    from dganalysis.training.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     hp = job_hparams(job)
     spec = hp.get("pretrained")

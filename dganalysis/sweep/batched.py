@@ -95,7 +95,7 @@ def batch_problem(job: Job, hparams: Mapping[str, Any] | None = None) -> str | N
         return (f"job {job.job_id}: algorithm {job.algorithm}: the batched engine trains "
                 f"{', '.join(BATCHABLE_ALGORITHMS)} only (one loss, one Adam step per update)")
     if hparams is None:
-        from dganalysis.training.train import job_hparams
+        from dganalysis.training.job_draw import job_hparams
 
         hparams = job_hparams(job)
     if hparams.get("optimizer", "adam") != "adam":
@@ -111,7 +111,7 @@ def batch_key(job: Job) -> str | None:
     """Jobs with equal keys may share a batch (None: the job trains alone): dataset and its keywords, algorithm,
     number of training domains, steps, checkpoint frequency and every hparam but :data:`PER_RUN_HPARAMS`."""
     from dganalysis import io
-    from dganalysis.training.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     hp = job_hparams(job)
     if batch_problem(job, hp) is not None:

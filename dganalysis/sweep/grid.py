@@ -282,7 +282,7 @@ def check_job_hparams(job: Job) -> None:
     the bad value came from (``hparams_overrides``, ``search_overrides`` or the algorithm's declaration)."""
     from dganalysis.algorithms import hparam_specs
     from dganalysis.training.hparams import hparam_check
-    from dganalysis.training.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
     from dganalysis.validation import ConfigError
 
     try:

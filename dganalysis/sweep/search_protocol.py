@@ -64,7 +64,7 @@ def protocol_job_counts(jobs: Sequence[Job]) -> dict[str, int]:
 
 
 def _fixed_hparams(job: Job) -> dict[str, Any]:
-    from dganalysis.training.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     return {k: v for k, v in job_hparams(job).items() if k != "steps"}
 

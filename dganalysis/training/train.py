@@ -59,7 +59,7 @@ from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings
 from dganalysis.training.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
 from dganalysis.training.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
 from dganalysis.training.job import Job
-from dganalysis.training.job_draw import job_hparams, recorded_draw_problem  # noqa: F401 - re-exported for callers
+from dganalysis.training.job_draw import job_hparams
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from dganalysis.nets.archs import MNISTCNN
 from dganalysis.nets.domainbed import DomainBedResNet
 from dganalysis.nets.torchhub import torchvision_weights_file
 from dganalysis.training.job import Job
-from dganalysis.training.train import job_hparams
+from dganalysis.training.job_draw import job_hparams
 from tests.reference._harness import copy_weights, default_key_map, seed_all
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -25,7 +25,7 @@ from dganalysis.training.hparams import (
     uniform,
 )
 from dganalysis.training.job import Job
-from dganalysis.training.train import job_hparams
+from dganalysis.training.job_draw import job_hparams
 
 # DomainBed: random_hparams(alg, dataset, seed_hash(hparams_seed, trial_seed)) — printed values
 PINNED = [
