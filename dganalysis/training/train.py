@@ -55,9 +55,9 @@ import torch
 from torch.profiler import record_function
 
 from dganalysis import io, provenance, threads
-from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
+from dganalysis.provenance import cuda_flags
 from dganalysis.training.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
-from dganalysis.training.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
+from dganalysis.training.hparams import seed_hash
 from dganalysis.training.job import Job
 from dganalysis.training.job_draw import job_hparams
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from dganalysis.training.train import make_splits, seed_hash, split_indices
+from dganalysis.training.hparams import seed_hash
+from dganalysis.training.train import make_splits, split_indices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for the tiny engine dataset
 from _tiny import FAST_HPARAMS, TINY  # noqa: E402
