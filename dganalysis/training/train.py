@@ -332,9 +332,10 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
                   n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None,
                   on_checkpoint: Callable[[int, Any], None] | None = None) -> None:
     """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.training.exact`) and append its records to
-    ``job_dir/results.jsonl``: DomainBed's seeds, data, splits and loaders (:class:`~dganalysis.training.exact.DomainBedDraws`)
-    and algorithm, made in its order, then :func:`train_loop` on those draws in fp32. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
-    seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
+    ``job_dir/results.jsonl``: DomainBed's seeds, data, splits, loaders
+    (:class:`~dganalysis.training.exact.DomainBedDraws`) and algorithm, made in its order, then :func:`train_loop` on
+    those draws in fp32. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass seeds
+    are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
     every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
     from dganalysis.training.exact import (
