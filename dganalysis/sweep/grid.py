@@ -14,7 +14,7 @@ Splits (which domains train, which are tested, which validate):
 Hparam draws follow DomainBed: ``hparams_seed`` 0 … n_hparams−1 with seed 0 giving the
 defaults; trials are ``trial_seed`` 0 … n_trials−1 and change the in/out split, the
 initialisation and, for seeds ≠ 0, the draw itself (DomainBed seeds it with
-``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.training.train.job_hparams``,
+``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.training.job_draw.job_hparams``,
 see :mod:`dganalysis.training.hparams`).
 """
 
@@ -258,7 +258,7 @@ def _job(i: int, split: Split, **kw: Any) -> Job:
 
 
 def hparams_key(job: Job) -> tuple:
-    """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.training.train.job_hparams`): the algorithm,
+    """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.training.job_draw.job_hparams`): the algorithm,
     the dataset (DomainBed's small- or large-image regime), ``hparams_seed``, ``trial_seed`` (DomainBed seeds a draw
     with ``seed_hash(hparams_seed, trial_seed)``), the overrides and ``steps``."""
     trial = job.trial_seed if job.hparams_seed != 0 else None  # hparams_seed 0: the defaults, whatever the trial
