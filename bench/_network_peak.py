@@ -3,7 +3,7 @@ DomainBed's own ERM update on the same network and minibatches (``train_throughp
 
 One training step is ERM's update as both codebases write it: the training domains' minibatches concatenated,
 forward, cross-entropy, ``zero_grad``, backward, Adam step (Gulrajani & Lopez-Paz, 2021, ``algorithms.ERM``). Ours is
-:class:`dganalysis.algorithms.erm.ERM`, set up as :func:`dganalysis.train.build_algorithm` does (channels_last
+:class:`dganalysis.algorithms.erm.ERM`, set up as :func:`dganalysis.training.train.build_algorithm` does (channels_last
 inputs and weights on a CPU and on CUDA); DomainBed's is ``domainbed.algorithms.ERM`` imported from
 ``$DOMAINBED_SRC``, with its featurizer and classifier replaced by a copy of ours (same weights) and its Adam
 rebuilt over them, fed contiguous NCHW tensors as its ``DataLoader`` gives them. Data loading and evaluation are
@@ -253,7 +253,7 @@ def bench_config(label: str, featurizer: str, shape: tuple[int, int, int], n_cla
     torch.manual_seed(0)
     ours = create("ERM", shape, n_classes, n_domains, hparams).to(device)
     db = _domainbed_erm(ours, n_classes, n_domains, hparams).to(device)
-    ours.to(memory_format=torch.channels_last)  # as dganalysis.train.build_algorithm (4-d weights only)
+    ours.to(memory_format=torch.channels_last)  # as dganalysis.training.train.build_algorithm (4-d weights only)
     ours.train()
     db.train()
     gen = torch.Generator().manual_seed(1)
@@ -311,7 +311,7 @@ def networks_bench(device_name: str, seconds: float, rounds: int, load: int, thr
     """The ``--networks`` bench: every :data:`CONFIGS` row idle, then with ``load`` busy processes (CPU only)."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from bench import _busy
-    from dganalysis.train import make_runtime
+    from dganalysis.training.train import make_runtime
 
     device = torch.device(device_name)
     if device.type == "cuda" and not torch.cuda.is_available():

@@ -107,7 +107,7 @@ def child(name: str, job_dict: dict, runs: int) -> None:
 
     from dganalysis import threads
     from dganalysis.sweep import Job
-    from dganalysis.train import run_job
+    from dganalysis.training.train import run_job
 
     job = Job.from_dict(job_dict)
     share = threads.launcher_share(1)

@@ -5,11 +5,11 @@ Run once on a CUDA machine, it checks through the project's own entry points, ea
 the report rewritten after every step (a run cut short still leaves what it did):
 
 - ``environment``: Python, torch, torchvision, numpy, CUDA and cuDNN versions, the GPU, its memory, the CPU;
-- ``runtime``: :func:`dganalysis.train.resolve_device` / :func:`~dganalysis.train.make_runtime` on CUDA (TF32 and
+- ``runtime``: :func:`dganalysis.training.train.resolve_device` / :func:`~dganalysis.training.train.make_runtime` on CUDA (TF32 and
   cuDNN autotuning switched on, bf16 autocast under ``precision="auto"``, no thread count) and on the CPU;
-- ``step_*``: the same seeded model built by :func:`~dganalysis.train.build_algorithm` on CUDA and on the CPU, one
+- ``step_*``: the same seeded model built by :func:`~dganalysis.training.train.build_algorithm` on CUDA and on the CPU, one
   fp32 update (TF32 off) on the same minibatch: initial weights, logits, loss and logits after the step compared;
-- ``job_*``: one job through :func:`dganalysis.train.run_job` on CUDA and the same job on the CPU (same seed):
+- ``job_*``: one job through :func:`dganalysis.training.train.run_job` on CUDA and the same job on the CPU (same seed):
   ``done`` and the checkpoint records written, device recorded as CUDA, the precision the project's rules pick
   (bf16 for ERM, fp32 for WCDG, whose ``BF16_AUTOCAST`` is False), the data path, accuracies finite and close to the
   CPU run's. The two devices draw their minibatches from different generators (the device's), so the runs train on
@@ -238,7 +238,7 @@ def register_bench(channels: int, size: int) -> str:
 # --------------------------------------------------------------------------- checks
 def check_environment(report: Report, device: torch.device) -> dict[str, Any]:
     """Versions, GPU and CPU (recorded in the report's ``environment``)."""
-    import dganalysis.train as train
+    import dganalysis.training.train as train
 
     env: dict[str, Any] = {
         "python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform(),
@@ -283,8 +283,8 @@ def check_environment(report: Report, device: torch.device) -> dict[str, Any]:
 
 
 def check_runtime(fails: Failures, device: torch.device) -> dict[str, Any]:
-    """make_runtime / resolve_device on the device and on the CPU, against the rules of dganalysis.train."""
-    from dganalysis.train import _cpu_default_precision, make_runtime, resolve_device
+    """make_runtime / resolve_device on the device and on the CPU, against the rules of dganalysis.training.train."""
+    from dganalysis.training.train import _cpu_default_precision, make_runtime, resolve_device
 
     out: dict[str, Any] = {"resolve_device_none": str(resolve_device(None))}
     if device.type == "cuda":
@@ -318,7 +318,7 @@ def check_step(fails: Failures, device: torch.device, job, rel_tol: float = 1e-3
     """The job's model built on the device and on the CPU from one seed; one fp32 update (TF32 off) on the same
     CPU-drawn minibatch: initial weights equal, logits, loss and updated logits within ``rel_tol`` (relative to
     the logits' scale)."""
-    from dganalysis.train import build_algorithm, build_data, make_runtime
+    from dganalysis.training.train import build_algorithm, build_data, make_runtime
 
     rt_dev, rt_cpu = make_runtime(device, "fp32", None), make_runtime("cpu", "fp32", None)
     data_cpu, data_dev = build_data(job, None, rt_cpu), build_data(job, None, rt_dev)
@@ -385,7 +385,7 @@ def _finite_accs(recs: list[dict[str, Any]], n_domains: int) -> bool:
 
 
 def _run_one(job, job_dir: Path, device: str, feed: str | None, data_dir: Path | None) -> tuple[list, float]:
-    from dganalysis.train import run_job
+    from dganalysis.training.train import run_job
 
     t = time.time()
     with mock.patch.dict(os.environ):  # the environment restored after the job
@@ -401,7 +401,7 @@ def check_job(fails: Failures, device: torch.device, spec: dict[str, Any], work:
     """``spec['job']`` through run_job on the device (once per feed mode in ``spec['feeds']``) and on the CPU:
     records, device, precision and data path as the rules say; accuracies finite and, where ``spec['tol']`` is set,
     the mean accuracy over the training domains within it of the CPU run's."""
-    from dganalysis.train import computed_part
+    from dganalysis.training.train import computed_part
 
     job, n_dom = spec["job"], spec["n_domains"]
     data_dir = spec.get("data_dir")
@@ -584,7 +584,7 @@ def measure(featurizer: str, channels: int, size: int, batch_size: int, device: 
     """Training images/s of the project's step (the job's minibatch draw from its device splits, then ``update``
     under the runtime's autocast), ERM on 3 domains of random images, after ``warmup_s`` of warm-up."""
     from dganalysis.sweep import Job
-    from dganalysis.train import build_algorithm, build_data, job_threads, make_runtime
+    from dganalysis.training.train import build_algorithm, build_data, job_threads, make_runtime
 
     name = register_bench(channels, size)
     job = Job(dataset=name, algorithm="ERM", train_domains=["b0", "b1", "b2"], test_domains=[], steps=1,

@@ -100,8 +100,8 @@ def domainbed_run(root: Path, out: Path, steps: int, freq: int, seed: int) -> li
 
 def our_run(root: Path, out: Path, steps: int, freq: int, exact: bool,
             precision: str = "fp32") -> tuple[list[dict], float]:
-    from dganalysis.job import Job
-    from dganalysis.train import run_job
+    from dganalysis.training.job import Job
+    from dganalysis.training.train import run_job
 
     names = ["0", "15", "30", "45", "60", "75"]
     job = Job("RotatedMNIST", "ERM", names[1:], names[:1], steps=steps, checkpoint_freq=freq,
@@ -127,7 +127,7 @@ def main() -> None:
     import dganalysis.compat
 
     dganalysis.compat.install()
-    from dganalysis.hparams import seed_hash
+    from dganalysis.training.hparams import seed_hash
 
     with tempfile.TemporaryDirectory() as tmp:
         root = layout(Path(args.fashion_dir), Path(tmp) / "data", args.n_train, args.n_test)

@@ -86,7 +86,7 @@ def write_mnist(root: Path, n_images: int, seed: int = 0) -> Path:
 
 def mnist_jobs(root: Path, runs: int, steps: int, freq: int, batch: int | None):
     """The slice: test environment × trial seed at hparams seed 0, the first ``runs``."""
-    from dganalysis.job import Job
+    from dganalysis.training.job import Job
 
     hp = {} if batch is None else {"batch_size": batch}
     jobs = []
@@ -105,7 +105,7 @@ def mnist_jobs(root: Path, runs: int, steps: int, freq: int, batch: int | None):
 
 def pacs_jobs(root: Path, runs: int, steps: int, freq: int, batch: int | None):
     from dganalysis.data.benchmarks import BENCHMARKS
-    from dganalysis.job import Job
+    from dganalysis.training.job import Job
 
     envs = list(BENCHMARKS["PACS"].env_names) if hasattr(BENCHMARKS["PACS"], "env_names") else None
     from dganalysis.data.domains import domain_names
@@ -196,7 +196,8 @@ def train_flops(job, device: torch.device) -> int:
     from bench._network_peak import step_flops
     from dganalysis.algorithms import create
     from dganalysis.data.registry import DATASETS  # noqa: F401
-    from dganalysis.train import _cached_dataset, dataset_kwargs, job_hparams
+    from dganalysis.training.job_draw import job_hparams
+    from dganalysis.training.train import _cached_dataset, dataset_kwargs
 
     hp = job_hparams(job)
     ds = _cached_dataset(job.dataset, None, dataset_kwargs(job))

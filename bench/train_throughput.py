@@ -7,7 +7,7 @@ and both follow DomainBed's checkpoint schedule: after the step ``s`` with
 ``s % checkpoint_freq == 0`` or ``s == steps − 1``, accuracy on the in and out split of
 every domain, and one JSON line written.
 
-(a) ours: :func:`dganalysis.train.run_job` — uint8 tensors in memory, minibatches by
+(a) ours: :func:`dganalysis.training.train.run_job` — uint8 tensors in memory, minibatches by
     index with a seeded generator, channels_last, large no-grad eval batches, no worker
     processes.
 (b) DomainBed-style baseline (written here, following DomainBed's ``train.py`` and
@@ -22,12 +22,12 @@ of the whole job, evaluation included. ``--repeats N`` runs N rounds, alternatin
 the baseline (ABAB…), and prints each round's ratio and their range: on a shared machine
 only ratios from the same round mean much. ``--eval-batch 64`` also times ours with that
 evaluation batch (DomainBed's). ``--malloc-default`` also times ours, first and in the first round only,
-with glibc's default malloc thresholds, as before :func:`dganalysis.speed.keep_freed_memory` (which
+with glibc's default malloc thresholds, as before :func:`dganalysis.training.speed.keep_freed_memory` (which
 cannot be undone within a process; the baseline runs after it, but its blocks are small). Run: ``python bench/train_throughput.py``.
 
 ``--profile`` runs one job of each under ``torch.profiler`` instead (use ``--threads 1``) and prints their CPU-s by
 phase (data, forward, backward, optimizer, evaluation; from the ``record_function`` labels of
-:func:`dganalysis.train.run_job`, which the baseline here uses too) and kind of op (convolution, GroupNorm/ReLU,
+:func:`dganalysis.training.train.run_job`, which the baseline here uses too) and kind of op (convolution, GroupNorm/ReLU,
 the rest), the evaluation convolutions' GMAC/s, and the largest ratio reachable if everything but our
 convolutions cost nothing.
 
@@ -77,7 +77,7 @@ from dganalysis.compat import torchvision
 from dganalysis.data import Domain, DomainDataset, register_dataset
 from dganalysis.data.registry import DATASETS
 from dganalysis.sweep import Job
-from dganalysis.train import run_job, seed_hash, split_indices
+from dganalysis.training.train import run_job, seed_hash, split_indices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import _busy  # noqa: E402
@@ -198,7 +198,8 @@ def write_image_folders(dataset: DomainDataset, root: Path) -> list[list[tuple[s
 def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out_path: Path) -> tuple[float, float]:
     """A DomainBed-style job (its train.py loop); returns (wall s, CPU s incl. the loader workers)."""
     from dganalysis.algorithms import create
-    from dganalysis.train import job_hparams, job_seed
+    from dganalysis.training.job_draw import job_hparams
+    from dganalysis.training.train import job_seed
 
     tv = torchvision()
     per_domain = write_image_folders(dataset, root)  # the dataset on disk, before the job (not timed)
@@ -221,7 +222,7 @@ def baseline_job(job: Job, dataset: DomainDataset, root: Path, workers: int, out
     algorithm.train()
     vals: dict[str, list[float]] = {}
     for step in range(job.steps):
-        with record_function("dganalysis.sample"):  # the labels of ours (dganalysis.train), for --profile
+        with record_function("dganalysis.sample"):  # the labels of ours (dganalysis.training.train), for --profile
             minibatches = [(x, y) for x, y in (next(it) for it in train_iters)]
         with record_function("dganalysis.update"):
             out = algorithm.update(minibatches, step)
@@ -338,7 +339,7 @@ def conv_macs(dataset: DomainDataset, hparams: dict) -> int:
 
 def profile_bench(job: Job, dataset: DomainDataset, a, tmp: Path) -> None:
     """Where ours and the baseline spend their CPU time, by phase and kind of op, and the ratio left to gain."""
-    from dganalysis.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     # the baseline once unprofiled (it also writes the PNG folders, outside its timing), then profiled: the
     # profiler's per-op overhead weighs more on its many small ops, so the bound below uses the unprofiled run

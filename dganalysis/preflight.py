@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 
 #: image side of the benchmark builders when ``dataset_kwargs`` has no ``image_size``
 DEFAULT_IMAGE_SIZE = 224
@@ -75,7 +75,7 @@ def weight_problem(job: Job) -> str | None:
     from dganalysis.nets import domainbed_weights as W
     from dganalysis.nets.registry import DOMAINBED_WEIGHTS
     from dganalysis.nets.torchhub import WEIGHT_ENUMS, is_hub_spec, resolve_pretrained
-    from dganalysis.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     hp = job_hparams(job)
     spec = hp.get("pretrained")

@@ -1,7 +1,7 @@
 """What code and machine produced a result: the provenance stamp of jobs, runs, reports and audits.
 
 The same job gives other numbers under another torch, on a CPU with AMX-bf16 units (bf16 autocast by default,
-:func:`dganalysis.train.make_runtime`) than on one without, or on another thread count, so every result says what
+:func:`dganalysis.training.train.make_runtime`) than on one without, or on another thread count, so every result says what
 made it, as DomainBed (Gulrajani & Lopez-Paz, 2021) prints its versions into every ``out.txt``. :func:`stamp`
 gives one flat mapping:
 
@@ -22,7 +22,7 @@ gives one flat mapping:
 ``cuda_backends``
     on CUDA, the cuDNN and TF32 settings the computation ran under (:func:`cuda_backends`: ``cudnn_enabled``,
     ``cudnn_benchmark``, ``cudnn_deterministic``, ``cudnn_allow_tf32``, ``matmul_allow_tf32``,
-    ``float32_matmul_precision``; as :func:`dganalysis.train.make_runtime` set them for the job's mode); on CPU
+    ``float32_matmul_precision``; as :func:`dganalysis.training.train.make_runtime` set them for the job's mode); on CPU
     :data:`NOT_CUDA`; None when the device is not known.
 
 The machine-wide part is computed once per process (:func:`environment`; the git call is the costly part) and
@@ -109,7 +109,7 @@ def cpu_model(cpuinfo: str | None = None) -> str:
 
 def cpu_has_amx_bf16(cpuinfo: str | None = None) -> bool:
     """Whether the CPU has AMX-bf16 tile units (the ``amx_bf16`` flag of ``/proc/cpuinfo``): where
-    ``precision="auto"`` trains in bf16 on CPU (:func:`dganalysis.train.make_runtime`)."""
+    ``precision="auto"`` trains in bf16 on CPU (:func:`dganalysis.training.train.make_runtime`)."""
     text = _cpuinfo() if cpuinfo is None else cpuinfo
     return re.search(r"\bamx_bf16\b", text) is not None
 
@@ -172,7 +172,7 @@ def device_name(device: Any) -> str:
     return f"cuda:{torch.cuda.get_device_name(torch.device(text))}"
 
 
-#: the modes :func:`cuda_flags` knows: our engine's and DomainBed's ``train.py`` replayed (:mod:`dganalysis.exact`)
+#: the modes :func:`cuda_flags` knows: our engine's and DomainBed's ``train.py`` replayed (:mod:`dganalysis.training.exact`)
 MODES = ("default", "domainbed_exact")
 
 
@@ -197,7 +197,7 @@ def cuda_flags(mode: str, device_type: str) -> dict[str, bool]:
 
 def cuda_backends(device: Any) -> dict[str, Any] | str:
     """The cuDNN and TF32 settings in force for a computation on ``device``, read from torch (after
-    :func:`dganalysis.train.make_runtime` set them): ``cudnn_enabled``, ``cudnn_benchmark``, ``cudnn_deterministic``,
+    :func:`dganalysis.training.train.make_runtime` set them): ``cudnn_enabled``, ``cudnn_benchmark``, ``cudnn_deterministic``,
     ``cudnn_allow_tf32``, ``matmul_allow_tf32``, ``float32_matmul_precision``; on a CPU, :data:`NOT_CUDA` (they do
     not apply)."""
     if getattr(device, "type", str(device).split(":")[0]) != "cuda":
@@ -239,7 +239,7 @@ def local_stamp() -> dict[str, Any]:
     torch."""
     import torch
 
-    if torch.cuda.is_available():  # the cuDNN/TF32 settings a job of the default mode sets (dganalysis.train)
+    if torch.cuda.is_available():  # the cuDNN/TF32 settings a job of the default mode sets (dganalysis.training.train)
         return stamp("cuda:0", "bf16", None, cuda_flags("default", "cuda"))
     from dganalysis import threads
 

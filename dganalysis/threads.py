@@ -7,7 +7,7 @@ the same job, run twice, give two records (measured: a 40-step RotatedDigits job
 0.8604). So every computation whose result feeds a record or a finding runs on a count fixed when it starts:
 
 - :func:`launcher_share`: a sweep worker's count, ``usable cores // workers`` (or ``$DGANALYSIS_THREADS``);
-  the job records it (``threads`` in every record, see :mod:`dganalysis.train`);
+  the job records it (``threads`` in every record, see :mod:`dganalysis.training.train`);
 - :func:`fixed_count`: any other computation (``torch_threads(None)``): ``$DGANALYSIS_THREADS``, else the torch
   count in force (what the caller, a launcher or torch's default set);
 - pretraining: one thread (:func:`dganalysis.pretrain._loop.fixed_threads`).

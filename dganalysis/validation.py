@@ -7,7 +7,7 @@ catch ``ValueError`` keep working.
 This module is a leaf of generic checks (kinds, intervals, choices, arrays, frames, paths): it imports nothing from
 ``dganalysis``. Checks that know a domain live with their owner and use these: dataset names and builder arguments
 in :mod:`dganalysis.data.checks`, the featurizer names in :mod:`dganalysis.nets.registry`, the hyperparameters'
-constraints in :mod:`dganalysis.hparams`, a notebook's parameters in :mod:`dganalysis.studies.param_checks`.
+constraints in :mod:`dganalysis.training.hparams`, a notebook's parameters in :mod:`dganalysis.studies.param_checks`.
 
 Types are strict, as in scikit-learn's parameter constraints: ``True`` is not an integer, ``40.9`` is not a
 number of steps, ``"no"`` is not a boolean, and a string is never a number (YAML 1.1 reads ``1.0e6`` — no sign

@@ -96,7 +96,7 @@ from dganalysis.dro import compare_input_representation, study
 from dganalysis.studies.findings import replace_findings
 from dganalysis.studies.plans import worst_case_plan
 from dganalysis.sweep import run_sweep
-from dganalysis.train import load_model
+from dganalysis.training.train import load_model
 plots.setup_style(), torch.set_num_threads(n_threads)
 ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 

@@ -1,7 +1,7 @@
 """Test-only algorithm for the shared-store tests: ERM that logs each training start to a ledger file.
 
 ``_EngineLedger`` appends ``start <torch seed> <pid>`` to ``$DGA_TEST_LEDGER`` at its first update and
-``end <torch seed> <pid>`` at its last (the torch seed is the job's seed, :func:`dganalysis.train.job_seed`, so
+``end <torch seed> <pid>`` at its last (the torch seed is the job's seed, :func:`dganalysis.training.train.job_seed`, so
 the line names the job without any help from the store code under test) and sleeps ``$DGA_TEST_STEP_SLEEP`` seconds per step, so jobs last long enough to be killed
 mid-job without using CPU. Importable by spawned processes as a file (``--import tests/_ledger.py``).
 """

@@ -17,8 +17,9 @@ from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis import provenance
 from dganalysis.cli import main
-from dganalysis.job import Job
-from dganalysis.train import recorded_draw_problem, run_job
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import recorded_draw_problem
+from dganalysis.training.train import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 

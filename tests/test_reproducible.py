@@ -20,7 +20,7 @@ from _tiny import TINY, TINY_FILE
 from dganalysis import threads
 from dganalysis.sweep import ExecutionOptions, Job, run_sweep
 from dganalysis.sweep.store import stored_threads
-from dganalysis.train import computed_part, run_job
+from dganalysis.training.train import computed_part, run_job
 from dganalysis.validation import ConfigError
 
 CPU = ExecutionOptions(device="cpu")
@@ -55,7 +55,7 @@ sys.path.insert(0, sys.argv[1])
 from _tiny import TINY
 from dganalysis import threads
 from dganalysis.sweep import Job
-from dganalysis.train import computed_part, run_job
+from dganalysis.training.train import computed_part, run_job
 job, n, out = Job.from_dict(json.loads(sys.argv[2])), int(sys.argv[3]), Path(sys.argv[4])
 run_job(job, out / "idle", device="cpu", precision="fp32", threads=n)
 busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(threads.usable_cores())]

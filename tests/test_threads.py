@@ -177,7 +177,7 @@ def test_the_training_loop_has_no_load_adaptive_count():
     """The former ThreadGovernor (a count that followed the load) must not come back into the library."""
     import inspect
 
-    from dganalysis import train
+    from dganalysis.training import train
 
     assert not hasattr(threads, "ThreadGovernor") and not hasattr(threads, "capped_threads")
     assert "compute_threads" not in inspect.getsource(train)

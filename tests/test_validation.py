@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from _tiny import TINY
 
-from dganalysis.hparams import HParam, fixed, hparam_check
-from dganalysis.job import Job
 from dganalysis.sweep import load_sweep_yaml, make_jobs, run_sweep
+from dganalysis.training.hparams import HParam, fixed, hparam_check
+from dganalysis.training.job import Job
 from dganalysis.validation import Check, ConfigError, LazyCheck, like
 
 BASE = f"dataset: {TINY}\nalgorithms: [ERM]\nsplits: leave_one_out\nsteps: 4\ncheckpoint_freq: 2\n"

@@ -43,9 +43,9 @@ from torch import nn
 from dganalysis.algorithms._utils import concat, domain_index, mlp, no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice
 from dganalysis.nets import build_classifier, build_featurizer
-from dganalysis.optim import make_scheduler
+from dganalysis.training.hparams import HParam, choice
+from dganalysis.training.optim import make_scheduler
 
 
 def supcon_lambda_loss(

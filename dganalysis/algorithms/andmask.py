@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, uniform
+from dganalysis.training.hparams import HParam, log10_uniform, uniform
 
 
 def _rescaled(mask: torch.Tensor, avg: torch.Tensor) -> torch.Tensor:

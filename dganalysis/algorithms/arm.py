@@ -29,8 +29,8 @@ from torch import nn
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import BASE_HPARAMS, fixed
 from dganalysis.nets import build_featurizer
+from dganalysis.training.hparams import BASE_HPARAMS, fixed
 
 
 class ContextFeaturizer(nn.Module):

@@ -11,7 +11,7 @@ parameter ``unlabeled`` is called as ``update(minibatches, step, unlabeled=[x, .
 (no labels) per test domain's ``uda`` split (:func:`takes_unlabeled`); every other algorithm is called as before.
 None of ours declares it, as none of DomainBed's reads its ``unlabeled`` argument (all accept and ignore it).
 
-``hparams`` holds the base hyperparameters (:data:`dganalysis.hparams.BASE_HPARAMS`),
+``hparams`` holds the base hyperparameters (:data:`dganalysis.training.hparams.BASE_HPARAMS`),
 the algorithm's own (its ``HPARAMS``), and ``steps`` (the job length, set by the
 trainer, used by schedules and warm-ups).
 """
@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from dganalysis.hparams import BASE_HPARAMS, HParam, HParams
 from dganalysis.nets import build_classifier, build_featurizer
-from dganalysis.optim import make_optimizer, make_scheduler
+from dganalysis.training.hparams import BASE_HPARAMS, HParam, HParams
+from dganalysis.training.optim import make_optimizer, make_scheduler
 
 Minibatches = Sequence[tuple[torch.Tensor, torch.Tensor]]
 

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import concat, domain_index, no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, fixed
+from dganalysis.training.hparams import HParam, choice, fixed
 
 BASE_TEMPERATURE = 0.07  # DomainBed's (and SupCon's) reference temperature τ_0 in the τ/τ_0 scale of B
 

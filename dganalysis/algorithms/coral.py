@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.training.hparams import HParam, log10_uniform
 
 MMD_BANDWIDTHS = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 

@@ -33,8 +33,8 @@ from dganalysis.algorithms._utils import domain_index, grad_reverse, mlp
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.data.balanced import class_balanced_weights, domainbed_cdann_weights
-from dganalysis.hparams import HParam, choice, fixed, log2_uniform_int, log10_uniform
-from dganalysis.optim import make_scheduler
+from dganalysis.training.hparams import HParam, choice, fixed, log2_uniform_int, log10_uniform
+from dganalysis.training.optim import make_scheduler
 
 _MLP_HPARAMS = {
     "mlp_width": HParam(256, log2_uniform_int(6, 10), "discriminator width"),

@@ -33,7 +33,7 @@ from torch.distributions import Normal
 from dganalysis.algorithms._utils import no_autocast, restart_optimizer, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, uniform
+from dganalysis.training.hparams import HParam, log10_uniform, uniform
 from dganalysis.validation import Check
 
 

@@ -27,8 +27,8 @@ from torch.func import functional_call
 from dganalysis.algorithms._utils import domain_index, grad_reverse, mlp
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
 from dganalysis.nets import build_classifier
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 @register_algorithm("ERDG")

@@ -6,7 +6,7 @@ Per ``update`` (pooled cross-entropy of all training minibatches, as ERM):
 * **linear probing, then full fine-tuning**: while the update counter ``global_iter`` (updates done so far) is
   ``≤ linear_steps`` only the classifier is stepped (its own optimiser, learning rate ``linear_lr``); afterwards
   one optimiser over all parameters (``lr``). So the head alone takes ``linear_steps + 1`` updates (DomainBed's
-  ``>``). Both optimisers are Adam, or :class:`dganalysis.lars.LARS` with ``lars``, with ``weight_decay``;
+  ``>``). Both optimisers are Adam, or :class:`dganalysis.training.lars.LARS` with ``lars``, with ``weight_decay``;
   our ``optimizer``/``schedule`` hparams are not read (DomainBed's class has neither).
 * **simple moving average (SMA) of the weights** (``lib/misc.ErmPlusPlusMovingAvg``): after each step
   ``network_sma`` is a copy of the network's state (parameters and BatchNorm running statistics, not
@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
-from dganalysis.lars import LARS
+from dganalysis.training.hparams import HParam, log10_uniform
+from dganalysis.training.lars import LARS
 
 SMA_START_ITER = 600  # DomainBed's ErmPlusPlusMovingAvg.sma_start_iter
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice
+from dganalysis.training.hparams import HParam, choice
 
 
 @torch.no_grad()

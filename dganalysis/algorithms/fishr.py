@@ -22,7 +22,7 @@ from torch.func import functional_call, grad, vmap
 from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, uniform, uniform_int
+from dganalysis.training.hparams import HParam, log10_uniform, uniform, uniform_int
 
 
 def per_sample_head_grads(head: nn.Module, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import domain_index, mlp
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, log10_uniform
+from dganalysis.training.hparams import HParam, choice, log10_uniform
 
 
 def one_vs_all_loss(logits: torch.Tensor, domains: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 def groupdro_weights(q: torch.Tensor, losses: torch.Tensor, eta: float) -> torch.Tensor:

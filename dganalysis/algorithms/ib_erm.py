@@ -14,7 +14,7 @@ from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upc
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.irm import annealed, ib_penalty, per_domain
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
+from dganalysis.training.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 @register_algorithm("IB_ERM", tags=("domainbed",))

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 def iga_penalty(env_grads: Sequence[Sequence[torch.Tensor]], mean_grads: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import no_autocast, reset_optimizer_state, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
+from dganalysis.training.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 def irm_penalty(logits: torch.Tensor, y: torch.Tensor, unbiased: bool = True) -> torch.Tensor:

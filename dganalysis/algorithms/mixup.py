@@ -19,7 +19,7 @@ from torch import nn
 from dganalysis.algorithms._utils import random_pairs
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 def mixup_loss(

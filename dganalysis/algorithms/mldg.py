@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import no_autocast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, log10_uniform
-from dganalysis.optim import make_optimizer
+from dganalysis.training.hparams import HParam, choice, log10_uniform
+from dganalysis.training.optim import make_optimizer
 
 log = logging.getLogger(__name__)
 

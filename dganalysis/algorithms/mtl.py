@@ -24,8 +24,8 @@ from torch import nn
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice
 from dganalysis.nets import build_classifier
+from dganalysis.training.hparams import HParam, choice
 
 
 class MarginalFeaturizer(nn.Module):

@@ -39,7 +39,7 @@ from dganalysis.algorithms._utils import no_autocast, restart_optimizer
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.coral import gaussian_kernel
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import BASE_HPARAMS, HParam, choice, uniform, uniform_int
+from dganalysis.training.hparams import BASE_HPARAMS, HParam, choice, uniform, uniform_int
 
 RDM_BANDWIDTHS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 

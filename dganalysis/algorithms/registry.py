@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from dganalysis.algorithms.base import Algorithm
-from dganalysis.hparams import BASE_HPARAMS, HParam, resolve
 from dganalysis.registry import Registry, suggest
+from dganalysis.training.hparams import BASE_HPARAMS, HParam, resolve
 from dganalysis.validation import ConfigError
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
@@ -67,7 +67,7 @@ def unknown_hparams(name: str, keys: Iterable[str]) -> str | None:
 def default_hparams(name: str, hparams_seed: int = 0, **kw: Any) -> dict[str, Any]:
     """Concrete hparams for ``name`` (defaults for seed 0, DomainBed's random-search draw otherwise).
 
-    Keywords go to :func:`dganalysis.hparams.resolve`: ``overrides``, ``search_overrides``, ``trial_seed`` and
+    Keywords go to :func:`dganalysis.training.hparams.resolve`: ``overrides``, ``search_overrides``, ``trial_seed`` and
     ``dataset`` (which picks DomainBed's small- or large-image regime; None = small-image). An override of a
     hyperparameter the algorithm does not have is a ``KeyError`` naming the algorithm and its keys.
     """

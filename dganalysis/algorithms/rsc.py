@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, uniform
+from dganalysis.training.hparams import HParam, uniform
 
 
 def below_quantile(scores: torch.Tensor, q: float, dim: int | None = None) -> torch.Tensor:

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import multi_step
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
 from dganalysis.nets import build_classifier
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 def _stats(z: torch.Tensor, eps: float):

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform
+from dganalysis.training.hparams import HParam, log10_uniform
 
 
 def sd_penalty(logits: torch.Tensor) -> torch.Tensor:

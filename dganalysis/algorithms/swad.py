@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, fixed
+from dganalysis.training.hparams import HParam, fixed
 
 
 def swad_window(

@@ -34,8 +34,8 @@ from torch import nn
 from dganalysis.algorithms._utils import concat
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, fixed, log10_uniform, uniform
-from dganalysis.optim import make_scheduler
+from dganalysis.training.hparams import HParam, choice, fixed, log10_uniform, uniform
+from dganalysis.training.optim import make_scheduler
 
 
 def state_distance(a: nn.Module, b: nn.Module) -> torch.Tensor:

@@ -44,8 +44,8 @@ from torch import autograd, nn
 from dganalysis.algorithms._utils import concat, multi_step, no_autocast, split_sizes
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
 from dganalysis.nets import build_classifier
+from dganalysis.training.hparams import HParam, log10_uniform, log10_uniform_int
 
 HEAD_LR = 0.1  # DomainBed's SGD learning rate of the per-domain heads
 HEAD_STEPS = 30  # SGD steps of the per-domain heads per TRM update

@@ -35,7 +35,7 @@ from torch import nn
 from dganalysis.algorithms._utils import concat, no_autocast, upcast
 from dganalysis.algorithms.base import Algorithm, Minibatches, fresh_casts
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, choice, log10_uniform, uniform
+from dganalysis.training.hparams import HParam, choice, log10_uniform, uniform
 from dganalysis.validation import Check
 
 #: the output activation σ and the box [a, b) its uniform target lives on

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from dganalysis.algorithms._utils import reset_optimizer_state
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, log10_uniform, log10_uniform_int
+from dganalysis.training.hparams import HParam, log10_uniform, log10_uniform_int
 
 
 def vrex_penalty(losses: torch.Tensor) -> torch.Tensor:

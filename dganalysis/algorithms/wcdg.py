@@ -32,7 +32,7 @@ from torch import nn
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import create, default_hparams, get_algorithm, hparam_specs, register_algorithm
 from dganalysis.dro.training import worst_case_penalty
-from dganalysis.hparams import BASE_HPARAMS, HParam, HParams, choice, fixed, log10_uniform
+from dganalysis.training.hparams import BASE_HPARAMS, HParam, HParams, choice, fixed, log10_uniform
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
-from dganalysis.hparams import HParam, fixed, log10_uniform
+from dganalysis.training.hparams import HParam, fixed, log10_uniform
 
 
 def _quantiles(p: torch.Tensor, m: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ Each reads the folder layout DomainBed's ``scripts/download.py`` produces under 
 ``test_envs`` indices mean the same: TerraIncognita's ``location_100`` sorts before ``location_38``), classes
 are each environment's sub-folders sorted by name, and images are listed as torchvision's ``ImageFolder``
 lists them (class by class, ``os.walk`` sorted, file names sorted, torchvision's image extensions), so
-:func:`dganalysis.train.split_indices` gives DomainBed's in/out splits. Domains are named by DomainBed's
+:func:`dganalysis.training.train.split_indices` gives DomainBed's in/out splits. Domains are named by DomainBed's
 ``ENVIRONMENTS`` (``A``, ``C``, ``P``, ``S`` for PACS), the names its sweep records get in
 :mod:`dganalysis.records.read`; the folder names are kept in ``info['folders']``.
 
@@ -79,7 +79,7 @@ class Benchmark:
         """How to get the data, for error messages and the dry run."""
         return self.get or "get it with " + DOWNLOAD.format(name=self.name)
 
-    small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
+    small_images = False  # read by dganalysis.training.hparams.is_small_images: DomainBed's large-image regime
 
     def __post_init__(self) -> None:
         assert list(self.env_folders) == sorted(self.env_folders), self.name  # DomainBed sorts environments

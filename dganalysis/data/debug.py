@@ -10,7 +10,7 @@ Ours draws the very same sequence from a ``torch.Generator`` seeded with ``seed`
 :class:`~dganalysis.data.dataset.DomainDataset`: the standard normal values z become ``clip(round(128 + 32 z), 0,
 255)`` (±4 standard deviations), and training reads them as value / 255 (our plain pipeline, no augmentation), so
 the inputs are DomainBed's values up to this affine map and the rounding, not the floats themselves (the
-``domainbed_exact`` mode, :mod:`dganalysis.exact`, trains on DomainBed's floats themselves, drawn on the global
+``domainbed_exact`` mode, :mod:`dganalysis.training.exact`, trains on DomainBed's floats themselves, drawn on the global
 generator after DomainBed's seeding: :meth:`DebugDataset.draws` with ``seed=None``). Classes are
 named ``'0'`` and ``'1'``. ``Debug28`` draws in DomainBed's small-image regime (its ``SMALL_IMAGES``), ``Debug224``
 in the large-image one; both have DomainBed's default ``CHECKPOINT_FREQ`` of 100.
@@ -45,7 +45,7 @@ class DebugDataset:
 
     name: str
     input_shape: tuple[int, int, int]
-    small_images: bool  # read by dganalysis.hparams.is_small_images
+    small_images: bool  # read by dganalysis.training.hparams.is_small_images
     checkpoint_freq = 100
 
     def draws(self, seed: int | None = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -4,7 +4,7 @@ DomainBed (Gulrajani & Lopez-Paz 2021, ``datasets.py``, ``MultipleEnvironmentMNI
 every run, after ``torch.manual_seed(args.seed)``: it concatenates MNIST's 60,000 training and 10,000 test images,
 shuffles them with ``torch.randperm`` on torch's global generator and gives environment ``i`` of ``k`` every
 ``k``-th image starting at ``i``. Its sweep gives each run its own ``--seed`` (``seed_hash(dataset, algorithm,
-test_envs, hparams_seed, trial_seed)``, :meth:`dganalysis.job.Job.domainbed_seed`), so the partition changes from
+test_envs, hparams_seed, trial_seed)``, :meth:`dganalysis.training.job.Job.domainbed_seed`), so the partition changes from
 run to run, and that partition variance is part of DomainBed's trial-to-trial variance. Here the run seed arrives as
 ``run_seed`` (the trainer passes the job's DomainBed seed), and the same draws are made on a private generator
 seeded with it; :func:`replay_draws` repeats them on the global generator (the ``domainbed_exact`` mode needs the
@@ -150,4 +150,4 @@ def _colored_mnist(**kw) -> DomainDataset:
 
 
 for _fn in (_rotated_mnist, _colored_mnist):
-    _fn.per_run_seed = True  # read by dganalysis.train.build_data: pass the job's DomainBed seed as run_seed
+    _fn.per_run_seed = True  # read by dganalysis.training.train.build_data: pass the job's DomainBed seed as run_seed

@@ -137,7 +137,7 @@ def make_feed(
     prefetch: int = 2, gpu_decode: bool | None = None, host_augment: bool | None = None,
 ) -> Feed:
     """The (in, out) splits of every domain at ``index`` (per domain: in indices, out indices); a domain whose entry
-    holds a third index array (a test domain's unlabelled ``uda`` split, :func:`dganalysis.train.make_splits`) gets a
+    holds a third index array (a test domain's unlabelled ``uda`` split, :func:`dganalysis.training.train.make_splits`) gets a
     third split, fed without augmentation (DomainBed augments no test environment).
 
     ``workers``: decoding threads (default: the CPU count, at most 16). ``gpu_decode`` (default: on CUDA with

@@ -24,7 +24,7 @@ Kept as DomainBed has them (the name means its behaviour): image files are taken
 the order, hence which files the limits keep and the in/out split, is the file system's, as in DomainBed's
 ``CustomImageFolder``; on one machine ours and DomainBed's agree) with the case-sensitive extensions ``.png``,
 ``.jpg``, ``.jpeg``; a folder holding fewer images than its limit gives what it has (logged here). The in/out split
-is then :func:`dganalysis.train.split_indices` on each environment, DomainBed's ``misc.split_dataset``.
+is then :func:`dganalysis.training.train.split_indices` on each environment, DomainBed's ``misc.split_dataset``.
 
 Images: DomainBed's Spawrious transforms ``Resize((224, 224))`` and, when ``data_augmentation``, flip, colour jitter
 0.3 and grayscale — no random crop, unlike its other image datasets — so ``info['pipeline'] = 'spawrious'`` makes
@@ -85,7 +85,7 @@ class SpawriousDataset:
     test: tuple[str, str, str, str]
     filler: str | None = None
 
-    small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
+    small_images = False  # read by dganalysis.training.hparams.is_small_images: DomainBed's large-image regime
     checkpoint_freq = 100  # DomainBed's MultipleDomainDataset.CHECKPOINT_FREQ (Spawrious does not override it)
 
     def __post_init__(self) -> None:

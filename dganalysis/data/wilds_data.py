@@ -42,7 +42,7 @@ class WildsBenchmark:
     environments: tuple[str, ...]
     checkpoint_freq: int = 300
 
-    small_images = False  # read by dganalysis.hparams.is_small_images: DomainBed's large-image regime
+    small_images = False  # read by dganalysis.training.hparams.is_small_images: DomainBed's large-image regime
 
     def locate(self, root) -> Path:
         """``root/<wilds_name>_v<version>``; a missing one raises naming the folder and how to get the data."""

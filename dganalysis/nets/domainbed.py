@@ -31,10 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dganalysis.hparams import HParams
 from dganalysis.nets import domainbed_weights as W
 from dganalysis.nets.archs import MNISTCNN, ResNet
 from dganalysis.nets.registry import DOMAINBED_WEIGHTS, register_featurizer
+from dganalysis.training.hparams import HParams
 
 
 def _timm():

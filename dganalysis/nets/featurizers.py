@@ -27,12 +27,12 @@ from typing import Any
 
 from torch import nn
 
-from dganalysis.hparams import HParams
 from dganalysis.nets.archs import MLP, MNISTCNN, ResNet, SmallCNN, backbone_of
 from dganalysis.nets.pretrained import apply_init_hparams
 from dganalysis.nets.registry import DOMAINBED_WEIGHTS, get_featurizer_builder, register_featurizer
 from dganalysis.nets.vit import ARCHS as VIT_ARCHS
 from dganalysis.nets.vit import ViT
+from dganalysis.training.hparams import HParams
 
 __all__ = ["MLP", "MNISTCNN", "ResNet", "SmallCNN", "ViT", "auto_arch", "backbone_of", "build_classifier", "build_featurizer",
            "resolve_featurizer_name"]

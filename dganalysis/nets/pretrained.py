@@ -57,10 +57,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dganalysis.hparams import HParams
 from dganalysis.nets.archs import backbone_of
 from dganalysis.nets.freeze import freeze_featurizer, freeze_stages
 from dganalysis.nets.torchhub import resolve_pretrained
+from dganalysis.training.hparams import HParams
 
 __all__ = ["LAYOUTS", "LoadReport", "PretrainedKeyError", "apply_init_hparams", "backbone_of", "detect_layout",
            "load_pretrained", "read_checkpoint", "remap", "state_dict_bytes", "unwrap_state_dict"]

@@ -37,7 +37,7 @@ def get_featurizer_builder(name: str) -> FeaturizerBuilder:
 
 
 class FeaturizerCheck(Check):
-    """The rule for the ``featurizer`` hyperparameter's value (:data:`dganalysis.hparams.BASE_CHECKS`): one of the
+    """The rule for the ``featurizer`` hyperparameter's value (:data:`dganalysis.training.hparams.BASE_CHECKS`): one of the
     registered featurizer names, read when checking, so a featurizer registered later is accepted."""
 
     def __call__(self, value: Any, where: str) -> Any:

@@ -9,7 +9,7 @@ the per-choice means of the swap test (:func:`plot_swap_test`) and the Domain+ c
 (:func:`domain_plus`, :func:`plot_domain_plus`). The paper's findings are **decided** by the audit's engine in
 :mod:`dganalysis.findings.dynamic` (claims, ROPE, one step-down per finding); nothing here makes a verdict.
 
-Runs with the same trial seed share their data splits (``dganalysis.train``), so a Domain+ change is shown as the
+Runs with the same trial seed share their data splits (``dganalysis.training.train``), so a Domain+ change is shown as the
 mean of per-trial differences when at least two trial seeds are shared (:func:`dganalysis.stats.ttests.compare`).
 """
 

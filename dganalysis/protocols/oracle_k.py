@@ -64,12 +64,12 @@ POOLED = "all"
 
 
 def split_sizes(domain_sizes: Mapping[str, int], holdout_fraction: float = 0.2) -> dict[str, dict[str, int]]:
-    """``{domain: {"in": n_in, "out": n_out}}`` as :func:`dganalysis.train.split_indices` splits a domain of n
+    """``{domain: {"in": n_in, "out": n_out}}`` as :func:`dganalysis.training.train.split_indices` splits a domain of n
     samples (DomainBed's ``split_dataset``: ``n_out = int(n · holdout_fraction)``). The sizes do not depend on the
     trial seed, only the membership does."""
     check_mapping(domain_sizes, "domain_sizes", func="split_sizes", what="a mapping domain → number of images")
     check_scalar(holdout_fraction, "holdout_fraction", func="split_sizes", low=0.0, high=1.0)
-    from dganalysis.train import holdout_size
+    from dganalysis.training.train import holdout_size
 
     if not 0.0 <= holdout_fraction < 1.0:
         raise ValueError(f"holdout_fraction: expected a number in [0, 1), got {holdout_fraction!r}")

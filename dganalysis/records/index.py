@@ -5,7 +5,7 @@ domain and split; the conventions: :mod:`dganalysis.records.read`); it writes no
 the same frame (same columns, values, row order and ``attrs``) but reads each job's ``results.jsonl`` once: the parsed
 numbers are kept in one file beside the store (where, its format and the job keys:
 :mod:`dganalysis.records.index_file`), and a later call re-reads only the job folders whose key changed. The index
-also records :data:`dganalysis.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
+also records :data:`dganalysis.training.hparams.DRAW_VERSION` (our jobs are checked against today's drawing rule when read);
 a mismatch rebuilds it.
 
 Reading is fast because (i) ``msgspec`` decodes each line of a job into a struct of the first line's keys whose
@@ -64,7 +64,7 @@ _META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_do
 
 
 def _draw_version() -> int:
-    from dganalysis.hparams import DRAW_VERSION
+    from dganalysis.training.hparams import DRAW_VERSION
 
     return int(DRAW_VERSION)
 

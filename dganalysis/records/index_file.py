@@ -15,7 +15,7 @@ folder is not writable (e.g. someone else's DomainBed sweep), under ``$XDG_CACHE
 ``~/.cache``), named by a hash of the store's resolved path.
 
 **File format** (version :data:`INDEX_VERSION`): the magic bytes :data:`MAGIC`; the head (JSON: format version,
-:data:`dganalysis.hparams.DRAW_VERSION`, every job's key as six columns, the arrays' names, dtypes and lengths, the distinct provenance stamps
+:data:`dganalysis.training.hparams.DRAW_VERSION`, every job's key as six columns, the arrays' names, dtypes and lengths, the distinct provenance stamps
 of the jobs' records with their algorithm, :mod:`dganalysis.provenance`), the
 rest of the job table (JSON: each job's status, problem, loss explosion, record count, index of its provenance
 stamp) and the tables (JSON:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dganalysis.job_draw import recorded_draw_problem
+from dganalysis.training.job_draw import drawn_under_todays_rule, recorded_draw_problem
 from dganalysis.validation import ConfigError, describe
 
 #: Fields of our ``spec.json`` that records' ``args`` lack and that change the experiment.
@@ -121,7 +121,10 @@ def state_from_files(files: Iterable[str]) -> str:
 
 def check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
     """Refuse our job whose recorded hparams are not what its spec draws today (drawn under an older rule, see
-    :data:`dganalysis.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches."""
+    :data:`dganalysis.training.hparams.DRAW_VERSION`): mixing it with today's runs would compare different searches.
+    A job whose ``spec.json`` holds its id under today's rule is read as drawn today, without importing torch
+    (:func:`dganalysis.training.job_draw.drawn_under_todays_rule`); another rule's job is drawn again to judge it
+    (:func:`dganalysis.training.job_draw.recorded_draw_problem`, which imports torch)."""
     if not isinstance(job_dir, Path) or type(records) is not list:
         raise ConfigError(f"check_draw: parameters 'job_dir' and 'records': expected a job folder (a Path) and its "
                           f"records (a list), got {describe(job_dir)} and {describe(records)}")
@@ -129,7 +132,9 @@ def check_draw(job_dir: Path, records: list[dict[str, Any]]) -> None:
     if not records or not path.is_file() or not isinstance(records[0].get("hparams"), dict):
         return  # DomainBed's runs: drawn by DomainBed
     spec = json.loads(path.read_text(encoding="utf-8"))
-    problem = recorded_draw_problem(spec, records[0]["hparams"]) if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or drawn_under_todays_rule(spec):
+        return
+    problem = recorded_draw_problem(spec, records[0]["hparams"])
     if problem:
         raise ConfigError(f"{job_dir / 'results.jsonl'}:1: {problem}; the job was trained under an older "
                          f"hyperparameter-drawing rule and is not mixed with today's: delete {job_dir} to retrain it")

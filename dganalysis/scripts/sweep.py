@@ -57,9 +57,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from dganalysis.hparams import seed_hash
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.scripts._sweepdir import DOMAINBED_ALGORITHMS, DOMAINBED_DATASETS
+from dganalysis.training.hparams import seed_hash
 from dganalysis.validation import ConfigError
 
 #: DomainBed's default ``--datasets``: its datasets but the Debug ones

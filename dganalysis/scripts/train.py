@@ -8,7 +8,7 @@ DomainBed's parsed arguments), ``model.pkl`` unless ``--skip_model_save`` (Domai
 ``--save_model_every_checkpoint`` also ``model_step{step}.pkl`` at every checkpoint, as DomainBed's), and ``done``.
 
 With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, the default): our
-``domainbed_exact`` mode (:mod:`dganalysis.exact`) where it replays DomainBed's random draws in DomainBed's order
+``domainbed_exact`` mode (:mod:`dganalysis.training.exact`) where it replays DomainBed's random draws in DomainBed's order
 (its MNIST datasets and the Debug ones), so for the same flags the records equal DomainBed's (on a CPU, fp32;
 ``tests/reference/test_domainbed_scripts_train.py`` runs both); our default engine elsewhere (DomainBed's image
 benchmarks, ``class_balanced`` / ``augment``: other draws, the same experiment; faster, bf16 where it pays).
@@ -24,7 +24,7 @@ a missing folder or weight file is one line in ``err.txt`` (exit status 2); any 
 ``--task domain_adaptation`` and ``--uda_holdout_fraction`` are DomainBed's: each test environment's ``in`` split
 gives ``int(len * uda_holdout_fraction)`` examples (chosen by its split seed) to an unlabelled ``uda`` split,
 evaluated as ``env{k}_uda_acc``; with ``domain_adaptation`` every step also draws one batch of its images, which an
-algorithm whose ``update`` takes ``unlabeled`` receives (DomainBed's all ignore it; :mod:`dganalysis.exact` replays
+algorithm whose ``update`` takes ``unlabeled`` receives (DomainBed's all ignore it; :mod:`dganalysis.training.exact` replays
 the loaders of those splits draw for draw).
 
 Refused by name, never ignored: ``--task domain_adaptation`` without unlabelled examples (``--uda_holdout_fraction``
@@ -36,8 +36,8 @@ does not have, an explicit ``--mode domainbed_exact`` it cannot replay (DomainBe
 store's, :mod:`dganalysis.sweep.store`: a second process started on the same folder is refused, and the drop-in
 sweep's ``delete_incomplete`` leaves the folder alone); an earlier run's files in ``--output_dir`` are removed first
 (DomainBed appends to its ``results.jsonl``); ``model.pkl``'s ``model_dict`` holds DomainBed's parameter names
-(:func:`dganalysis.exact.domainbed_model_dict`: DomainBed's class loads it for ERM and its kin); ``model.pt``
-(ours, what :func:`dganalysis.train.load_model` reads) and ``spec.json`` are written too.
+(:func:`dganalysis.training.exact.domainbed_model_dict`: DomainBed's class loads it for ERM and its kin); ``model.pt``
+(ours, what :func:`dganalysis.training.train.load_model` reads) and ``spec.json`` are written too.
 """
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ class Refused(ConfigError):
 
 def exact_problem(args: argparse.Namespace) -> str | None:
     """Why ``domainbed_exact`` cannot replay DomainBed's run of these (checked) flags, or None when it can: its
-    MNIST datasets and the Debug ones, without ``class_balanced`` / ``augment`` hparams (:mod:`dganalysis.exact`)."""
-    from dganalysis.job import EXACT_DATASETS
+    MNIST datasets and the Debug ones, without ``class_balanced`` / ``augment`` hparams (:mod:`dganalysis.training.exact`)."""
+    from dganalysis.training.job import EXACT_DATASETS
 
     if args.dataset not in EXACT_DATASETS:
         return (f"--dataset {args.dataset} goes through DomainBed's torchvision image transforms, which "
@@ -250,8 +250,8 @@ def data_kwargs(dataset: str, data_dir: str | None) -> dict[str, Any]:
 
 
 def job_from_args(args: argparse.Namespace):
-    """The :class:`dganalysis.job.Job` DomainBed's ``train.py`` runs for these flags."""
-    from dganalysis.job import Job
+    """The :class:`dganalysis.training.job.Job` DomainBed's ``train.py`` runs for these flags."""
+    from dganalysis.training.job import Job
 
     names = environments(args.dataset, args.data_dir)
     test = [names[i] for i in args.test_envs]
@@ -356,7 +356,7 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
     """Train as DomainBed's ``train.py`` would for ``args`` and leave its files in ``args.output_dir``."""
     import torch
 
-    from dganalysis import train
+    from dganalysis.training import train
 
     job = job_from_args(args)
     out = Path(args.output_dir)
@@ -400,7 +400,7 @@ def run(args: argparse.Namespace, heartbeat: Any = None) -> Path:
               and not k.endswith("_acc") and k not in ("elapsed",)} if records else set()
     _rows(records, losses)
     if not args.skip_model_save:
-        from dganalysis.exact import domainbed_model_dict
+        from dganalysis.training.exact import domainbed_model_dict
 
         payload = torch.load(out / "model.pt", map_location="cpu", weights_only=False)
         model_dict = domainbed_model_dict(train.load_model(out), payload["algorithm"], job.steps)  # DomainBed's names
@@ -420,7 +420,7 @@ def checkpoint_saver(args: argparse.Namespace, out: Path, hparams: dict[str, Any
 
     db_args = {k: getattr(args, k) for k in DOMAINBED_FLAGS}
 
-    from dganalysis.exact import domainbed_model_dict
+    from dganalysis.training.exact import domainbed_model_dict
 
     def save(step: int, algorithm: Any) -> None:  # DomainBed's names, as model.pkl's
         state = {k: v.detach().cpu() for k, v in domainbed_model_dict(algorithm, args.algorithm, step + 1).items()}

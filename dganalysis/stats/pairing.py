@@ -1,7 +1,7 @@
 """When two arms of trials are compared paired, and on which trials: one rule for the audit and the protocols.
 
 Two runs with the same trial seed share their data splits (DomainBed's ``trial_seed`` seeds each domain's in/out
-split; ``dganalysis.train`` does the same), so the split-to-split part of the variance cancels in their difference.
+split; ``dganalysis.training.train`` does the same), so the split-to-split part of the variance cancels in their difference.
 **The rule** (:func:`use_pairs`): a comparison is paired exactly when the two arms share at least :data:`MIN_PAIRS`
 trial seeds, and is then made on the shared seeds only — the paired t-test on the per-seed differences (Student
 1908; exact for any variances and any correlation of the arms, df n_paired − 1); trials whose seed the other arm

@@ -199,7 +199,7 @@ def compare(a, b, confidence: float = 0.95, paired: bool | None = None, tol: flo
     """Compare two groups of trial accuracies, ``diff = mean(a) - mean(b)``.
 
     ``a`` and ``b`` are Series indexed by trial seed (or plain sequences, then never paired). Pairing: two runs
-    with the same trial seed share their data splits (``dganalysis.train``: each domain's in/out split is seeded by
+    with the same trial seed share their data splits (``dganalysis.training.train``: each domain's in/out split is seeded by
     ``(trial_seed, domain index)`` only), so split-to-split variation cancels in the per-trial difference. They do
     *not* share initialisation or minibatch order (the torch seed is a hash of the whole job spec), so pairing
     removes only the split part of the variance. ``paired=None`` applies the one pairing rule of the package

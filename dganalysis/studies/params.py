@@ -266,7 +266,7 @@ class SweepSettings:
     (Gulrajani & Lopez-Paz 2021, Sec. 4; ``dganalysis.sweep``), of ``algorithms`` on ``dataset`` (built with
     ``dataset_kwargs``) over ``splits`` — or over ``datasets``, a list of ``{name, kwargs, train, test, hparams}``
     entries, one split each. ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the
-    search space (YAML distribution specs, :func:`dganalysis.hparams.parse_distribution`; ``None``: DomainBed's).
+    search space (YAML distribution specs, :func:`dganalysis.training.hparams.parse_distribution`; ``None``: DomainBed's).
 
     A notebook's nested sweep parameter (e.g. ``LeakageOracleParams.oracle``) uses only the keys its parameters
     cell names (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`;

@@ -190,7 +190,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
     checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
     ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
-    :func:`dganalysis.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
+    :func:`dganalysis.training.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
     check_params(p, LeakageOracleParams, "leakage_oracle_plan")
     from dganalysis.protocols.leakage import make_leakage_jobs
@@ -227,7 +227,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
 
     ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
     one dataset apart, as Yu et al. (Sec. 3.1) train DomainNet 15,000 and NICO++ 10,000 steps; ``search_overrides``
-    replaces search distributions (:func:`dganalysis.hparams.parse_distribution`, e.g. Yu et al.'s MMD γ space).
+    replaces search distributions (:func:`dganalysis.training.hparams.parse_distribution`, e.g. Yu et al.'s MMD γ space).
     ``leaderboards`` names several boards (Table 5 / App. C.4: MoCo-v2 ResNet-50, from scratch, MoCo-v3 ViT-B/16),
     each with its own datasets, overrides and steps (:func:`leaderboard_boards`); the sweeps are then keyed
     ``"<board> / LODO"`` and ``"<board> / LOGO"``

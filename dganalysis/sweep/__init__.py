@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "Job": "dganalysis.job",
+    "Job": "dganalysis.training.job",
     "JobOptions": "dganalysis.sweep.grid", "expand_splits": "dganalysis.sweep.grid",
     "grid_domains": "dganalysis.sweep.grid", "load_sweep_yaml": "dganalysis.sweep.grid",
     "make_jobs": "dganalysis.sweep.grid",

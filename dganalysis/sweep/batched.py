@@ -7,10 +7,10 @@ their weights are stacked along a new leading dimension and one ``vmap``-ed forw
 losses and gradients at once; packing processes (:mod:`dganalysis.sweep.packing`) overlaps launches, this removes
 them.
 
-Design, and why each run's records match :func:`dganalysis.train.run_job`'s for that job alone:
+Design, and why each run's records match :func:`dganalysis.training.train.run_job`'s for that job alone:
 
-- **Data and initialisation.** Each run builds its own data (:func:`~dganalysis.train.build_data`: its splits,
-  hparams and seed) and its own model (:func:`~dganalysis.train.build_algorithm`, which seeds torch's global
+- **Data and initialisation.** Each run builds its own data (:func:`~dganalysis.training.train.build_data`: its splits,
+  hparams and seed) and its own model (:func:`~dganalysis.training.train.build_algorithm`, which seeds torch's global
   generator with the job seed right before creating it), so the initial weights are those ``run_job`` draws.
   Each run draws its minibatches from its own splits on its own ``torch.Generator`` seeded with its job seed, in
   ``run_job``'s order (one batch per training domain per step, through the same input pipeline), so the runs see
@@ -20,17 +20,17 @@ Design, and why each run's records match :func:`dganalysis.train.run_job`'s for 
   :func:`torch.func.vmap` over the run dimension, giving M mean cross-entropies (ERM's loss). The gradient of
   their *sum* with respect to the stacked weights is, slice by slice, each run's own gradient (the runs share no
   weights), computed by one backward.
-- **Optimiser.** ERM's optimiser is Adam (:func:`dganalysis.optim.make_optimizer`, DomainBed's default); the step
+- **Optimiser.** ERM's optimiser is Adam (:func:`dganalysis.training.optim.make_optimizer`, DomainBed's default); the step
   here is ``torch.optim.Adam``'s (``_single_tensor_adam`` / ``_multi_tensor_adam``: L2 weight decay added to the
   gradient, ``lerp`` of the first moment, bias corrections, ``eps`` added after the bias-corrected square root)
   on the stacked tensors with a per-run learning rate and weight decay broadcast over the run dimension. The
   learning rate of each step is read from each run's own optimiser, and each run's own scheduler
-  (:func:`dganalysis.optim.make_scheduler`: constant, step or cosine) is stepped after the update, as ERM's
+  (:func:`dganalysis.training.optim.make_scheduler`: constant, step or cosine) is stepped after the update, as ERM's
   ``update`` does, so schedules match too.
 - **Records.** At every checkpoint the stacked weights are copied back into each run's own algorithm and
-  :func:`~dganalysis.train.write_checkpoint` evaluates and writes its record exactly as ``run_job`` would (its
-  ``step_time`` is the batched step's wall time, shared by the M runs); ``finish_job`` saves ``model.pt`` and
-  ``done``. Each record's ``packing`` says ``batched: M``.
+  :func:`~dganalysis.training.train.evaluate` and :func:`~dganalysis.training.train.write_checkpoint` evaluate it and
+  write its record exactly as ``run_job`` would (its ``step_time`` is the batched step's wall time, shared by the
+  M runs); ``finish_job`` saves ``model.pt`` and ``done``. Each record's ``packing`` says ``batched: M``.
 - **Failures.** A run whose loss is not finite is written ``failed`` (as ``run_job`` raises) and the others go
   on: its weights receive only its own gradient, so they cannot reach the other runs.
 
@@ -68,7 +68,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def batch_problem(job: Job, hparams: Mapping[str, Any] | None = None) -> str | N
         return (f"job {job.job_id}: algorithm {job.algorithm}: the batched engine trains "
                 f"{', '.join(BATCHABLE_ALGORITHMS)} only (one loss, one Adam step per update)")
     if hparams is None:
-        from dganalysis.train import job_hparams
+        from dganalysis.training.job_draw import job_hparams
 
         hparams = job_hparams(job)
     if hparams.get("optimizer", "adam") != "adam":
@@ -111,7 +111,7 @@ def batch_key(job: Job) -> str | None:
     """Jobs with equal keys may share a batch (None: the job trains alone): dataset and its keywords, algorithm,
     number of training domains, steps, checkpoint frequency and every hparam but :data:`PER_RUN_HPARAMS`."""
     from dganalysis import io
-    from dganalysis.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     hp = job_hparams(job)
     if batch_problem(job, hp) is not None:
@@ -261,10 +261,11 @@ def run_batched(
     from torch.func import functional_call, stack_module_state, vmap
 
     from dganalysis.sweep.packing import KEY, packing_field
-    from dganalysis.train import (
+    from dganalysis.training.train import (
         algorithm_precision,
         build_algorithm,
         build_data,
+        evaluate,
         finish_job,
         job_threads,
         make_runtime,
@@ -365,9 +366,10 @@ def run_batched(
                         if not alive[i]:
                             continue
                         try:
-                            write_checkpoint(jobs[i], step, step / per_epoch[i], windows[i], step_times,
-                                             algorithms[i], datas[i], runtime, statics[i], dirs[i] / "results.jsonl",
-                                             t_start, heartbeats[i])
+                            accs = evaluate(algorithms[i], datas[i].splits, runtime.eval_batch_size, runtime.autocast)
+                            write_checkpoint(jobs[i], step, step / per_epoch[i], windows[i], step_times, accs,
+                                             datas[i], runtime, statics[i], dirs[i] / "results.jsonl", t_start,
+                                             heartbeats[i])
                         except Exception as e:  # noqa: BLE001 - e.g. the claim was lost: that run stops
                             alive[i] = False
                             outcome[jobs[i].job_id] = e
@@ -395,7 +397,7 @@ def execute_batch(job_specs: Sequence[Mapping[str, Any]], job_dirs: Sequence[str
     refuses (:class:`BatchRefused`) train alone, each through ``run_alone``."""
     from dganalysis.plugins import import_plugins
     from dganalysis.sweep.store import ClaimInfo, ClaimLost, append_history, failed_stamp, job_state, try_claim
-    from dganalysis.train import clear_job_dir, write_failed
+    from dganalysis.training.train import clear_job_dir, write_failed
 
     options = dict(options)
     import_plugins(options.pop("imports", ()))

@@ -190,7 +190,7 @@ def jobs_from_args(args: argparse.Namespace):
 def with_data_root(jobs: list, data_dir: str | None) -> list:
     """The jobs with ``--data_dir`` (else ``$DGANALYSIS_DATA``) as the builder keyword that takes DomainBed's data
     root (:func:`dganalysis.data.registry.root_kwargs`), where their ``dataset_kwargs`` do not set it already; a
-    location keyword, so no job id changes (:func:`dganalysis.job.is_location_kwarg`). A ``--data_dir`` that
+    location keyword, so no job id changes (:func:`dganalysis.training.job.is_location_kwarg`). A ``--data_dir`` that
     looks like our cache folder and holds no data for the dataset is an error naming ``--cache_dir``."""
     import dataclasses
     import os

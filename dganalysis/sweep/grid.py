@@ -14,8 +14,8 @@ Splits (which domains train, which are tested, which validate):
 Hparam draws follow DomainBed: ``hparams_seed`` 0 … n_hparams−1 with seed 0 giving the
 defaults; trials are ``trial_seed`` 0 … n_trials−1 and change the in/out split, the
 initialisation and, for seeds ≠ 0, the draw itself (DomainBed seeds it with
-``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.train.job_hparams``,
-see :mod:`dganalysis.hparams`).
+``seed_hash(hparams_seed, trial_seed)``; resolved per job by ``dganalysis.training.job_draw.job_hparams``,
+see :mod:`dganalysis.training.hparams`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 Split = dict[str, list[str]]
@@ -41,7 +41,7 @@ class JobOptions:
 
     save_model: bool = False
     holdout_fraction: float = 0.2
-    #: train every job as DomainBed's ``train.py`` does (:mod:`dganalysis.exact`)
+    #: train every job as DomainBed's ``train.py`` does (:mod:`dganalysis.training.exact`)
     domainbed_exact: bool = False
 
 #: keys a sweep YAML file may hold
@@ -258,7 +258,7 @@ def _job(i: int, split: Split, **kw: Any) -> Job:
 
 
 def hparams_key(job: Job) -> tuple:
-    """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.train.job_hparams`): the algorithm,
+    """Everything a job's concrete hyperparameters depend on (:func:`dganalysis.training.job_draw.job_hparams`): the algorithm,
     the dataset (DomainBed's small- or large-image regime), ``hparams_seed``, ``trial_seed`` (DomainBed seeds a draw
     with ``seed_hash(hparams_seed, trial_seed)``), the overrides and ``steps``."""
     trial = job.trial_seed if job.hparams_seed != 0 else None  # hparams_seed 0: the defaults, whatever the trial
@@ -281,8 +281,8 @@ def check_job_hparams(job: Job) -> None:
     """Check the job's concrete hyperparameters against their declared types and ranges; the error names where
     the bad value came from (``hparams_overrides``, ``search_overrides`` or the algorithm's declaration)."""
     from dganalysis.algorithms import hparam_specs
-    from dganalysis.hparams import hparam_check
-    from dganalysis.train import job_hparams
+    from dganalysis.training.hparams import hparam_check
+    from dganalysis.training.job_draw import job_hparams
     from dganalysis.validation import ConfigError
 
     try:

@@ -46,9 +46,9 @@ from typing import Any
 import pandas as pd
 
 from dganalysis import threads
-from dganalysis.job import Job
 from dganalysis.plugins import import_plugins  # noqa: F401 - its home was here; callers import it from here
 from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision, stored_threads
+from dganalysis.training.job import Job
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def execute_job(
     ``options["threads"]`` None: :func:`dganalysis.threads.launcher_share` of one worker (a Slurm task's cores).
     """
     from dganalysis.sweep.store import ClaimLost, append_history, failed_stamp, stored_precision, try_claim
-    from dganalysis.train import clear_job_dir, run_job, write_failed
+    from dganalysis.training.train import clear_job_dir, run_job, write_failed
 
     options = dict(options or {})
     policy = dict(policy or {})
@@ -154,7 +154,7 @@ def execute_job(
 def record_abandoned(job: Job, job_dir: str | Path, error: str) -> None:
     """After a worker or cluster task died: write ``failed`` into a job it had started, if nobody holds it now."""
     from dganalysis.sweep.store import append_history, try_claim
-    from dganalysis.train import write_failed
+    from dganalysis.training.train import write_failed
 
     job_dir = Path(job_dir)
     if not (job_dir / "spec.json").exists():

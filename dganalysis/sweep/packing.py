@@ -23,7 +23,7 @@ it starts), says so in the log, and stops it at the end (``quit``), also after a
 
 Every record of a packed sweep holds ``packing`` (:func:`packing_field`): ``{"runs_per_device": N, "mps": bool,
 "batched": M}`` (``M`` > 1: trained as one of M runs in one vmapped model, :mod:`dganalysis.sweep.batched`); like the
-clock and host fields it is one of :data:`dganalysis.train.RUN_FIELDS` (how the run was executed, not what it
+clock and host fields it is one of :data:`dganalysis.training.train.RUN_FIELDS` (how the run was executed, not what it
 computed).
 """
 

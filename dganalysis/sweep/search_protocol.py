@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError
 
 SEARCH_PROTOCOLS = ("domainbed", "yu2024")
@@ -64,7 +64,7 @@ def protocol_job_counts(jobs: Sequence[Job]) -> dict[str, int]:
 
 
 def _fixed_hparams(job: Job) -> dict[str, Any]:
-    from dganalysis.train import job_hparams
+    from dganalysis.training.job_draw import job_hparams
 
     return {k: v for k, v in job_hparams(job).items() if k != "steps"}
 

@@ -29,7 +29,7 @@ from dganalysis.algorithms.selfreg import class_blocks, same_class_partners, sel
 from dganalysis.algorithms.swad import swad_window
 from dganalysis.algorithms.vrex import vrex_penalty
 from dganalysis.data.balanced import class_balanced_weights, domainbed_cdann_weights
-from dganalysis.optim import make_optimizer, make_scheduler
+from dganalysis.training.optim import make_optimizer, make_scheduler
 from tests.algorithms._build import BATCH, N_CLASSES, make, tiny_minibatches
 
 pytestmark = pytest.mark.usefixtures("one_thread")

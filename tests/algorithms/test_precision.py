@@ -1,6 +1,6 @@
 """bf16 autocast vs fp32, one ``update()`` at a time, for every registered algorithm; CPU, tiny learnable data.
 
-Training runs ``update()`` under ``torch.autocast(device, bfloat16)`` (see ``dganalysis.train``). Here, along a
+Training runs ``update()`` under ``torch.autocast(device, bfloat16)`` (see ``dganalysis.training.train``). Here, along a
 24-step fp32 trajectory (cnn featurizer, Adam, penalties switched on at step 1 or 2, so the anneal steps are
 crossed), each step is also taken under bf16 autocast by a copy of the algorithm at the same parameters,
 optimiser state and global seeds, and compared with the fp32 step:
@@ -55,7 +55,7 @@ KNOWN_GAPS = {
 
 def test_known_gaps_train_in_fp32_under_auto():
     """Every algorithm whose bf16 update is a known gap declares BF16_AUTOCAST = False, so precision="auto" trains
-    it in fp32 (dganalysis.train.run_job); and no other algorithm does (the flag is earned by a measurement here)."""
+    it in fp32 (dganalysis.training.train.run_job); and no other algorithm does (the flag is earned by a measurement here)."""
     off = {name for name in registered() if not A.get_algorithm(name).BF16_AUTOCAST}
     assert off == set(KNOWN_GAPS)
 

@@ -1,7 +1,7 @@
 """bf16 autocast vs fp32 over a whole run: the same outcome, not only the same step.
 
 24 updates on tiny learnable data (simulated), from the same initialisation and with the same random draws, once in
-fp32 and once with the whole ``update()`` under ``torch.autocast(bfloat16)`` as :func:`dganalysis.train.run_job`
+fp32 and once with the whole ``update()`` under ``torch.autocast(bfloat16)`` as :func:`dganalysis.training.train.run_job`
 runs it on CPU. For every value ``update()`` returns:
 
 - at every step, ``|bf16 − fp32| / max(1, |fp32|) ≤ STEP_TOL`` (0.25): no blow-up, no NaN;

@@ -11,8 +11,8 @@ from _tiny import FAST_HPARAMS, TINY
 from dganalysis.data import balanced
 from dganalysis.data.feed import DeviceSplit
 from dganalysis.data.pipeline import PlainPipeline
-from dganalysis.job import Job
-from dganalysis.train import run_job
+from dganalysis.training.job import Job
+from dganalysis.training.train import run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -68,7 +68,7 @@ def test_trainer_balances_training_splits_only(tmp_path, monkeypatch):
 
 def test_stream_split_draws_balanced_classes():
     from dganalysis.data import Domain, DomainDataset
-    from dganalysis.train import make_splits
+    from dganalysis.training.train import make_splits
 
     ds = DomainDataset("imbalanced", ["a", "b", "c"],
                        [Domain("d0", np.zeros((len(LABELS), 1, 2, 2), np.uint8), LABELS.astype(np.int64))], {})

@@ -219,7 +219,7 @@ def test_erm_end_to_end_on_a_real_layout_with_imagenet_weights(tmp_path, monkeyp
     """ERM, pretrained ResNet-18 from a (fake) torchvision file in $TORCH_HOME, DomainBed's pipeline, 3 steps."""
     from dganalysis.compat import torchvision
     from dganalysis.sweep import Job
-    from dganalysis.train import run_job
+    from dganalysis.training.train import run_job
 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.setenv("DGANALYSIS_FEED", mode)

@@ -13,9 +13,9 @@ import torch
 
 from dganalysis.data import load_dataset
 from dganalysis.data.domainbed_mnist import colored_mnist, replay_draws, rotated_mnist
-from dganalysis.hparams import seed_hash
-from dganalysis.job import Job
-from dganalysis.train import dataset_kwargs
+from dganalysis.training.hparams import seed_hash
+from dganalysis.training.job import Job
+from dganalysis.training.train import dataset_kwargs
 
 
 def write_raw_mnist(root: Path, n_train: int = 40, n_test: int = 20, seed: int = 0) -> Path:

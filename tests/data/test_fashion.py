@@ -8,7 +8,7 @@ import pytest
 
 from dganalysis.data import available, fashion, load_dataset
 from dganalysis.data.idx import find_idx_set
-from dganalysis.hparams import is_small_images
+from dganalysis.training.hparams import is_small_images
 
 
 def _write_idx(path, arr):

@@ -7,11 +7,11 @@ import pytest
 import torch
 from torch import nn
 
-from dganalysis.hparams import BASE_CHECKS
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.archs import MLP, MNISTCNN, ResNet, SmallCNN
 from dganalysis.nets.registry import FEATURIZERS, featurizer_names, register_featurizer
 from dganalysis.nets.vit import ViT
+from dganalysis.training.hparams import BASE_CHECKS
 from dganalysis.validation import ConfigError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -110,8 +110,8 @@ def test_what_is_built_is_what_the_rule_names(size, hp):
 
 def test_dry_run_estimates_the_network_training_builds():
     """The dry run resolves the featurizer with the training rule (DomainBed's WRN-16-2 at 32 px, resnet18 honoured)."""
-    from dganalysis.job import Job
     from dganalysis.studies.dryrun import job_cost, load_throughput
+    from dganalysis.training.job import Job
 
     tp = load_throughput()
     at32 = Job("PACS", "ERM", ["A"], ["C"], dataset_kwargs={"image_size": 32},

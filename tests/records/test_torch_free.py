@@ -1,10 +1,11 @@
-"""Reading a store does not import torch: ``dganalysis.records`` sits below ``dganalysis.train`` (the draw check it
-runs on our jobs lives in the torch-free :mod:`dganalysis.job_draw`).
+"""Reading a store does not import torch: DomainBed's sweeps, our jobs without recorded ``hparams``, and our jobs with
+them whose ``spec.json`` holds their id under today's hyperparameter-drawing rule (the id carries the rule's version,
+:func:`dganalysis.training.job_draw.drawn_under_todays_rule`). ``dganalysis.records`` imports neither
+``dganalysis.training.train`` nor anything that imports torch when it is imported.
 
-One path does import torch, at the call: a job of our engine (``spec.json`` beside its records) whose records carry
-``hparams`` is judged against today's draw (:func:`dganalysis.records.store.check_draw`), and the draw is declared
-on the algorithm classes (``HPARAMS`` on torch modules) and the registered dataset builders. Reading DomainBed's
-sweeps, whose records carry ``hparams`` too, and our jobs without recorded ``hparams`` stays torch-free.
+One path does import torch, at the call: our job whose id is another drawing rule's (or whose spec holds no id) is
+judged by drawing its hyperparameters again (:func:`dganalysis.records.store.check_draw`), and the draw is declared
+on the algorithm classes (``HPARAMS`` on torch modules) and the registered dataset builders.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from dganalysis.training.job import Job
 from tests.project.test_import_graph import PACKAGE, import_edges
 
-TORCH_FREE = ("dganalysis.records", "dganalysis.job_draw", "dganalysis.job")
+TORCH_FREE = ("dganalysis.records", "dganalysis.training.job_draw", "dganalysis.training.job")
+#: a job spec of our engine, as ``spec.json`` holds it (without its ``job_id``)
+SPEC = {"dataset": "PACS", "algorithm": "ERM", "train_domains": ["a"], "test_domains": ["b"]}
 HPARAMS = {"batch_size": 32, "lr": 5e-5, "weight_decay": 0.0, "resnet_dropout": 0.0}
 
 
@@ -47,20 +53,23 @@ def _run(code: str) -> str:
 def test_loading_a_store_does_not_import_torch(tmp_path):
     _job(tmp_path / "domainbed", "run0", None, hparams=True)  # DomainBed's layout: results.jsonl (with hparams), done
     _job(tmp_path / "ours", "job0", {})  # ours: spec.json too (records without hparams are not judged)
-    paths = [str(tmp_path / "domainbed"), str(tmp_path / "ours")]
+    # ours with hparams, drawn under today's rule: its spec.json holds the id its spec has today
+    _job(tmp_path / "today", "job1", {**SPEC, "job_id": Job.from_dict(SPEC).job_id}, hparams=True)
+    paths = [str(tmp_path / "domainbed"), str(tmp_path / "ours"), str(tmp_path / "today")]
     code = ("import sys, dganalysis.records as r\n"
             "from dganalysis.records.index import load_indexed\n"
             f"n = [len(r.load(p, progress=False)) for p in {paths!r}]\n"
             f"n += [len(load_indexed(p, cache_dir={str(tmp_path / 'cache')!r})) for p in {paths!r}]\n"
-            "__import__('importlib').import_module('dganalysis.job_draw')\n"
-            "print(n, 'torch' in sys.modules, [m for m in sys.modules if m.startswith('dganalysis.train')])\n")
-    assert _run(code) == "[24, 24, 24, 24] False []"
+            "__import__('importlib').import_module('dganalysis.training.job_draw')\n"
+            "print(n, 'torch' in sys.modules, [m for m in sys.modules if m.startswith('dganalysis.training.train')])\n")
+    assert _run(code) == "[24, 24, 24, 24, 24, 24] False []"
 
 
-def test_judging_our_recorded_draw_is_the_one_path_that_imports_torch(tmp_path):
-    """The check above can fail: the same reader does import torch once a job of ours must be judged."""
-    _job(tmp_path / "ours", "job0", {"dataset": "PACS", "algorithm": "ERM", "train_domains": ["a"],
-                                      "test_domains": ["b"]}, hparams=True)
+@pytest.mark.parametrize("job_id", [None, "another rule's id"])
+def test_judging_a_job_of_another_drawing_rule_is_the_one_path_that_imports_torch(tmp_path, job_id):
+    """The check above can fail: the same reader does import torch once a job of ours must be drawn again, its
+    ``spec.json`` holding no id or an id other than its spec's today (another drawing rule's)."""
+    _job(tmp_path / "ours", "job0", SPEC if job_id is None else {**SPEC, "job_id": job_id}, hparams=True)
     code = ("import sys, dganalysis.records as r\n"
             f"r.load({str(tmp_path / 'ours')!r}, progress=False, strict=False)\n"
             "print('torch' in sys.modules)\n")
@@ -69,6 +78,6 @@ def test_judging_our_recorded_draw_is_the_one_path_that_imports_torch(tmp_path):
 
 def test_records_does_not_import_train():
     edges = import_edges(PACKAGE)
-    above = {m: sorted(t for t in out if t == "dganalysis.train" or t.startswith("dganalysis.train."))
+    above = {m: sorted(t for t in out if t == "dganalysis.training.train")
              for m, out in edges.items() if m.startswith(TORCH_FREE)}
     assert not any(above.values()), above

@@ -55,7 +55,7 @@ def test_arm_is_evaluated_in_domainbed_batches(domainbed):
 
     from dganalysis.data.feed import DeviceSplit
     from dganalysis.data.pipeline import PlainPipeline
-    from dganalysis.train import evaluate
+    from dganalysis.training.train import evaluate
 
     src = (Path(domainbed.root) / "domainbed" / "scripts" / "train.py").read_text()
     assert re.search(r"eval_loaders = \[FastDataLoader\(\s*dataset=env,\s*batch_size=64", src)

@@ -1,6 +1,6 @@
 """``--mode domainbed_exact`` on every dataset it accepts, against DomainBed's unmodified ``scripts/train.py``.
 
-For each of :data:`dganalysis.exact.EXACT_DATASETS` both programs run with the same flags (ERM, ``--test_envs 1``,
+For each of :data:`dganalysis.training.exact.EXACT_DATASETS` both programs run with the same flags (ERM, ``--test_envs 1``,
 ``--seed 5``, a few steps) on a CPU with one thread, DomainBed's ``N_WORKERS`` left at its default (8: worker
 processes for every loader, ``slow``) or patched to 0, ours with ``--n_workers`` saying the same. Checked: the same
 steps and epochs, and losses and accuracies equal to 1e-6. Two cases take minutes on a 2-core CPU and run only with
@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dganalysis.exact import EXACT_DATASETS
 from dganalysis.scripts import train as drop_in
+from dganalysis.training.exact import EXACT_DATASETS
 from tests.reference.test_domainbed_train_e2e import RUNNER, SLOW_REFERENCE, data_root  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,8 +137,8 @@ def test_other_domainbed_datasets_are_refused_by_name(tmp_path, capsys, dataset)
 
 def test_exact_mode_refuses_domainbeds_other_datasets_in_a_job():
     """The same refusal where a sweep's job asks for exact mode (not through the drop-in's flags)."""
-    from dganalysis.exact import check_exact
-    from dganalysis.job import Job
+    from dganalysis.training.exact import check_exact
+    from dganalysis.training.job import Job
 
     names = list(drop_in.DOMAINBED_ENVIRONMENTS["VLCS"])
     job = Job("VLCS", "ERM", names[1:], names[:1], domainbed_exact=True)
@@ -183,7 +183,7 @@ _TIMM_CACHE = ("import glob, timm.models._hub as _h\n"
 @pytest.mark.usefixtures("one_thread")
 def test_exact_records_equal_domainbeds_resnet50_augmix(domainbed, tmp_path, monkeypatch, torch_home, hf_home):
     """Debug224 with DomainBed's default network (``resnet50_augmix``: timm's ResNet-50, built after a torchvision
-    ResNet-50 DomainBed drops; :func:`dganalysis.exact.featurizer_draws`), 2 steps of batch 8 (~100 s for both here)."""
+    ResNet-50 DomainBed drops; :func:`dganalysis.training.exact.featurizer_draws`), 2 steps of batch 8 (~100 s for both here)."""
     argv = ["--dataset", "Debug224", *COMMON, "--steps", "2", "--checkpoint_freq", "1", "--skip_model_save",
             "--hparams", json.dumps({"batch_size": 8})]
     env = {"TORCH_HOME": str(torch_home), "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}

@@ -18,13 +18,13 @@ import pytest
 import torch
 
 from dganalysis.algorithms import create
-from dganalysis.job import Job
 from dganalysis.nets import build_classifier, build_featurizer
 from dganalysis.nets import domainbed_weights as W
 from dganalysis.nets.archs import MNISTCNN
 from dganalysis.nets.domainbed import DomainBedResNet
 from dganalysis.nets.torchhub import torchvision_weights_file
-from dganalysis.train import job_hparams
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import job_hparams
 from tests.reference._harness import copy_weights, default_key_map, seed_all
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dganalysis import algorithms as A
-from dganalysis.hparams import BASE_HPARAMS, resolve, seed_hash
+from dganalysis.training.hparams import BASE_HPARAMS, resolve, seed_hash
 
 #: DomainBed base hyperparameters we do not implement, and why (a present name is compared like any other).
 NOT_IMPLEMENTED_BASE: dict[str, str] = {}  # every DomainBed base name is ours now (compared like any other)

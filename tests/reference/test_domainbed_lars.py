@@ -1,4 +1,4 @@
-"""Our LARS (:mod:`dganalysis.lars`) against DomainBed's ``lib/misc.LARS``: the same updates, to 1e-14 in float64,
+"""Our LARS (:mod:`dganalysis.training.lars`) against DomainBed's ``lib/misc.LARS``: the same updates, to 1e-14 in float64,
 with and without weight decay, including the zero-norm cases where the trust ratio falls back to 1."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dganalysis.lars import LARS
+from dganalysis.training.lars import LARS
 
 
 def _params(seed: int) -> list[torch.nn.Parameter]:

@@ -3,7 +3,7 @@
 A couple of steps with our drop-in, then DomainBed's class of the same name is built from the file's
 ``model_input_shape``, ``model_num_classes``, ``model_num_domains`` and ``model_hparams`` (as a DomainBed user
 rebuilds a model from its ``model.pkl``), ``load_state_dict(model_dict, strict=True)``, and its logits in eval mode
-equal those of our model rebuilt from ``model.pt`` (:func:`dganalysis.train.load_model`). On Debug28 (DomainBed's
+equal those of our model rebuilt from ``model.pt`` (:func:`dganalysis.training.train.load_model`). On Debug28 (DomainBed's
 MNIST-CNN, whose layer names differ from ours) for ERM and kin, and on Debug224 for ERM (DomainBed's ResNet-18 with
 the random stand-in weights of ``test_domainbed_exact_datasets.py``).
 """
@@ -15,9 +15,9 @@ import json
 import pytest
 import torch
 
-from dganalysis import train
-from dganalysis.exact import UPDATE_COUNT_ALGORITHMS
 from dganalysis.scripts import train as drop_in
+from dganalysis.training import train
+from dganalysis.training.exact import UPDATE_COUNT_ALGORITHMS
 from tests.reference.test_domainbed_exact_datasets import torch_home  # noqa: F401
 
 #: ERM's kin (DomainBed's featurizer + classifier + network layout); IRM and VREx carry DomainBed's update_count

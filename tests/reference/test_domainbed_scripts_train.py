@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dganalysis.hparams import seed_hash
 from dganalysis.scripts import train as drop_in
+from dganalysis.training.hparams import seed_hash
 from tests.reference.test_domainbed_train_e2e import FREQ, HPARAMS, STEPS, _domainbed_records, data_root  # noqa: F401
 
 NUMBERS = ["loss"] + [f"env{i}_{s}_acc" for i in range(6) for s in ("in", "out")]

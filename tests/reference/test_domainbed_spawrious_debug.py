@@ -22,9 +22,9 @@ from PIL import Image
 from dganalysis.data import spawrious
 from dganalysis.data.debug import DEBUG, to_uint8
 from dganalysis.data.registry import load_dataset
-from dganalysis.hparams import is_small_images
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
-from dganalysis.train import seed_hash, split_indices
+from dganalysis.training.hparams import is_small_images, seed_hash
+from dganalysis.training.train import split_indices
 
 BACKGROUNDS = ("beach", "desert", "dirt", "jungle", "mountain", "snow")
 BIG = {("0", "beach"): 100, ("1", "desert", "bulldog"): 2760}  # folders where DomainBed's limits bind

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from dganalysis.train import make_splits, seed_hash, split_indices
+from dganalysis.training.hparams import seed_hash
+from dganalysis.training.train import make_splits, split_indices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for the tiny engine dataset
 from _tiny import FAST_HPARAMS, TINY  # noqa: E402
@@ -64,7 +65,7 @@ def _domainbed_args(domainbed) -> set[str]:
 
 def test_records_read_by_domainbed(domainbed, tmp_path):
     from dganalysis.sweep import Job
-    from dganalysis.train import run_job
+    from dganalysis.training.train import run_job
 
     job = Job(dataset=TINY, algorithm="ERM", train_domains=["d0", "d1"], test_domains=["d2"], steps=6,
               checkpoint_freq=5, hparams_overrides=FAST_HPARAMS)

@@ -34,9 +34,9 @@ import pytest
 import torch
 
 from dganalysis.data.domainbed_mnist import colored_mnist, replay_draws, rotated_mnist
-from dganalysis.hparams import seed_hash
-from dganalysis.job import Job
-from dganalysis.train import run_job, run_job_exact, start_job_dir
+from dganalysis.training.hparams import seed_hash
+from dganalysis.training.job import Job
+from dganalysis.training.train import run_job, run_job_exact, start_job_dir
 
 from ._harness import SCRIPT_PRELUDE
 from .conftest import import_with_stubs

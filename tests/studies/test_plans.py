@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from dganalysis.algorithms import default_hparams
-from dganalysis.hparams import draw_seed, name_state
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.studies.params import LeaderboardsParams
 from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan, plan_for
 from dganalysis.studies.runner import load_params
+from dganalysis.training.hparams import draw_seed, name_state
 from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +134,7 @@ def test_board_jobs_carry_their_settings():
 
 def test_from_scratch_lr_space_of_app_c4():
     """Yu et al. 2024 App. C.4: lr ~ 10^U(-4.5, -3) when training from scratch, drawn from the job's own seeded
-    state for 'lr' (dganalysis.hparams: seed_hash(seed_hash(hparams_seed, trial_seed), 'lr')); DomainBed's space
+    state for 'lr' (dganalysis.training.hparams: seed_hash(seed_hash(hparams_seed, trial_seed), 'lr')); DomainBed's space
     10^U(-5, -3.5) is untouched for the other boards, and seed 0 keeps the default."""
     space = {"lr": {"log10_uniform": [-4.5, -3]}}
     for hp_seed, trial in [(1, 0), (2, 0), (5, 1), (9, 2)]:

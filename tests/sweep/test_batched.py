@@ -14,10 +14,10 @@ import pytest
 import torch
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.job import Job
 from dganalysis.sweep import ExecutionOptions, run_sweep
 from dganalysis.sweep.batched import BatchRefused, batch_key, check_batch, plan_batches, run_batched
-from dganalysis.train import computed_part, run_job
+from dganalysis.training.job import Job
+from dganalysis.training.train import computed_part, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REL = 1e-5

@@ -18,7 +18,7 @@ from dganalysis.sweep.search_protocol import (
     protocol_selected,
     run_search_protocol,
 )
-from dganalysis.train import job_hparams
+from dganalysis.training.job_draw import job_hparams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 EXEC = ExecutionOptions(imports=(TINY_FILE,))

@@ -10,9 +10,9 @@ import time
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.job import Job
 from dganalysis.sweep import ClaimPolicy, ExecutionOptions, make_jobs, run_sweep
 from dganalysis.sweep.store import ClaimInfo, ClaimLost, job_state, read_claim, try_claim
+from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError
 
 pytestmark = pytest.mark.usefixtures("one_thread")

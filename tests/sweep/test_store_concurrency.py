@@ -23,7 +23,7 @@ from _ledger import LEDGER_ALG, LEDGER_FILE
 from _tiny import TINY, TINY_FILE
 
 from dganalysis.sweep import ExecutionOptions, load_sweep_yaml, run_sweep
-from dganalysis.train import job_seed
+from dganalysis.training.train import job_seed
 
 STEPS, FREQ = 10, 3
 CHECKPOINTS = [0, 3, 6, 9]

@@ -1,5 +1,5 @@
 """Domain adaptation in our default engine (``Job.task``, ``Job.uda_holdout_fraction``): DomainBed's experiment with
-our draws. The ``uda`` split is DomainBed's (:func:`dganalysis.exact.exact_splits`, which the differential tests in
+our draws. The ``uda`` split is DomainBed's (:func:`dganalysis.training.exact.exact_splits`, which the differential tests in
 ``tests/reference/test_domainbed_uda.py`` hold to DomainBed's ``train.py``), on both feed paths; the records carry
 ``env{k}_uda_acc``; an algorithm whose ``update`` takes ``unlabeled`` gets one batch per ``uda`` split each step,
 others train as without it."""
@@ -15,9 +15,9 @@ from _tiny import FAST_HPARAMS, TINY, build_tiny
 
 from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
-from dganalysis.exact import exact_splits
 from dganalysis.sweep import Job
-from dganalysis.train import make_splits, run_job, split_indices, uda_splits
+from dganalysis.training.exact import exact_splits
+from dganalysis.training.train import make_splits, run_job, split_indices, uda_splits
 from dganalysis.validation import ConfigError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -79,7 +79,7 @@ def test_uda_split_is_domainbeds_on_both_feed_paths(mode):
 
 
 def _seed(trial_seed: int, i: int) -> int:
-    from dganalysis.hparams import seed_hash
+    from dganalysis.training.hparams import seed_hash
 
     return seed_hash(trial_seed, i)
 
@@ -130,7 +130,7 @@ def test_domain_adaptation_without_a_uda_split_is_refused(tmp_path):
 
 def test_class_balanced_draws_the_uda_batches_balanced_too(tmp_path):
     """DomainBed gives its uda loaders class-balanced weights too (``make_weights_for_balanced_classes(uda)``)."""
-    from dganalysis.train import build_data, make_runtime
+    from dganalysis.training.train import build_data, make_runtime
 
     job = _job(task="domain_adaptation", uda_holdout_fraction=0.5,
                hparams_overrides={**FAST_HPARAMS, "class_balanced": True})

@@ -10,9 +10,10 @@ import pytest
 import torch
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.exact import Loader, PassStream
-from dganalysis.job import Job
-from dganalysis.train import run_job
+from dganalysis.training import train
+from dganalysis.training.exact import Loader, PassStream
+from dganalysis.training.job import Job
+from dganalysis.training.train import run_job
 
 #: the keys of DomainBed's train.py records (b93c22a) and of their ``args``
 DOMAINBED_KEYS = {"step", "epoch", "loss", "step_time", "mem_gb", "hparams", "args"}
@@ -40,6 +41,24 @@ def test_records_have_domainbeds_keys(tmp_path, exact):
         assert recs[0]["args"]["seed"] == job.domainbed_seed(["d0", "d1", "d2"])
         again = _records(run_job(job, tmp_path / "b", device="cpu"))
         assert [r["loss"] for r in again] == [r["loss"] for r in recs]
+
+
+def test_both_modes_train_in_the_one_loop_with_their_own_draws(tmp_path, monkeypatch):
+    """One training loop: the default mode hands it our draws, ``domainbed_exact`` DomainBed's, and each record is
+    written by it (the exact mode's records equal DomainBed's: ``tests/reference/test_domainbed_train_e2e.py``)."""
+    seen = []
+    loop = train.train_loop
+
+    def spy(job, algorithm, draws, *args, **kw):
+        seen.append(type(draws).__name__)
+        return loop(job, algorithm, draws, *args, **kw)
+
+    monkeypatch.setattr(train, "train_loop", spy)
+    for exact in (False, True):
+        job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=3, checkpoint_freq=2, hparams_overrides=FAST_HPARAMS,
+                  domainbed_exact=exact)
+        assert [r["step"] for r in _records(run_job(job, tmp_path / str(exact), device="cpu"))] == [0, 2]
+    assert seen == ["SampledDraws", "DomainBedDraws"]
 
 
 def test_exact_mode_refuses_what_it_cannot_replay(tmp_path):
@@ -92,9 +111,9 @@ def test_sweep_yaml_turns_the_exact_mode_on(tmp_path):
 
 
 def test_domainbeds_datasets_are_named_once():
-    """The exact mode tells DomainBed's datasets by :data:`dganalysis.hparams.DOMAINBED_DATASETS`: the datasets
+    """The exact mode tells DomainBed's datasets by :data:`dganalysis.training.hparams.DOMAINBED_DATASETS`: the datasets
     whose environment names the records' reader knows."""
-    from dganalysis.hparams import DOMAINBED_DATASETS
     from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+    from dganalysis.training.hparams import DOMAINBED_DATASETS
 
     assert DOMAINBED_DATASETS == set(DOMAINBED_ENVIRONMENTS)

@@ -14,7 +14,7 @@ of the weights failed on one kind).
 A change that is *meant* to change records or ids (a ``DRAW_VERSION`` bump, new hparam keys, a new record field)
 regenerates the golden file with one line, then review its diff::
 
-    DGA_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 0 tests/test_train_golden.py
+    DGA_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 0 tests/training/test_train_golden.py
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from _tiny import FAST_HPARAMS, TINY
 
 from dganalysis import io
 from dganalysis.sweep import Job
-from dganalysis.train import run_job
+from dganalysis.training.train import run_job
 
-GOLDEN = Path(__file__).parent / "fixtures" / "run_job_golden.json"
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "run_job_golden.json"
 #: record fields that depend on the clock or the machine, not on the computation (``provenance``: versions, commit,
 #: CPU; spec.json's too is compared without it, see :func:`_spec_text`)
 VOLATILE = ("elapsed", "step_time", "host", "mem_gb", "provenance")

@@ -48,18 +48,18 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch.profiler import record_function
 
 from dganalysis import io, provenance, threads
-from dganalysis.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
-from dganalysis.hparams import seed_hash  # the one seed_hash (DomainBed's); callers may import it from here
-from dganalysis.job import Job
-from dganalysis.job_draw import job_hparams, recorded_draw_problem  # noqa: F401 - re-exported for callers
-from dganalysis.provenance import MODES, cuda_flags  # noqa: F401 - the settings each mode runs under
+from dganalysis.provenance import cuda_flags
+from dganalysis.training.exact import uda_split  # DomainBed's uda split, shared with domainbed_exact
+from dganalysis.training.hparams import seed_hash
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import job_hparams
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def split_indices(n: int, holdout_fraction: float, seed: int) -> tuple[np.ndarra
 
 def job_seed(job: Job) -> int:
     """The torch seed of a job: a hash of its spec (which includes the trial seed), without the hyperparameter draw
-    version (:attr:`dganalysis.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
+    version (:attr:`dganalysis.training.job.Job.seed_key`: a new drawing rule moves a job to a new folder, not to new seeds)."""
     return seed_hash(job.seed_key, job.trial_seed)
 
 
@@ -166,12 +166,13 @@ def evaluate(algorithm, splits, batch_size: int, autocast: bool) -> dict[str, fl
     was_training = algorithm.training
     algorithm.eval()
     try:
-        res = {}
-        for i, (in_split, out_split, *_) in enumerate(splits):
-            res[f"env{i}_in_acc"] = accuracy(algorithm, in_split, batch_size, autocast)
-            res[f"env{i}_out_acc"] = accuracy(algorithm, out_split, batch_size, autocast)
-        for k, uda in enumerate(uda_splits(splits)):
-            res[f"env{k}_uda_acc"] = accuracy(algorithm, uda, batch_size, autocast)
+        with record_function("dganalysis.evaluate"):  # a label for bench/train_throughput.py --profile
+            res = {}
+            for i, (in_split, out_split, *_) in enumerate(splits):
+                res[f"env{i}_in_acc"] = accuracy(algorithm, in_split, batch_size, autocast)
+                res[f"env{i}_out_acc"] = accuracy(algorithm, out_split, batch_size, autocast)
+            for k, uda in enumerate(uda_splits(splits)):
+                res[f"env{k}_uda_acc"] = accuracy(algorithm, uda, batch_size, autocast)
         return res
     finally:
         algorithm.train(was_training)
@@ -282,15 +283,17 @@ def run_job(
 
     The steps, in order: :func:`start_job_dir` (spec.json), :func:`make_runtime` (device, precision),
     :func:`build_data` (dataset, hparams, splits), :func:`build_algorithm` (seeded model),
-    :func:`record_fields` (what every record repeats), :func:`train_loop` (updates; :func:`write_checkpoint` evaluates
-    and appends a record), :func:`finish_job` (model.pt, done).
+    :func:`record_fields` (what every record repeats), :func:`train_loop` (updates on :class:`SampledDraws`' minibatches;
+    :func:`write_checkpoint` appends a record), :func:`finish_job` (model.pt, done). A ``domainbed_exact`` job
+    (:func:`run_job_exact`) builds its data and algorithm as DomainBed does and goes through the same loop with
+    DomainBed's draws.
     """
     job = job if isinstance(job, Job) else Job.from_dict(job)
     t_start = time.time()
     runtime = make_runtime(device, algorithm_precision(job.algorithm, precision), eval_batch_size, threads,
                            exact=job.domainbed_exact)
     job_dir = start_job_dir(job, job_dir, runtime_stamp(runtime, job.domainbed_exact))
-    if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.exact)
+    if job.domainbed_exact:  # DomainBed's train.py draw for draw, fp32 (dganalysis.training.exact)
         with job_threads(runtime):
             run_job_exact(job, job_dir, data_dir, runtime.device, t_start, heartbeat, n_threads=runtime.threads,
                           extra_fields=extra_fields, on_checkpoint=on_checkpoint)
@@ -300,8 +303,11 @@ def run_job(
         algorithm = build_algorithm(job, data, runtime, compile)
         static = {**record_fields(job, data, runtime, job_dir, data_dir), **(extra_fields or {})}
         log.info("job %s: %s on %s", job.job_id, job.describe(), static["device"])
-        train_loop(job, algorithm, data, runtime, static, job_dir / "results.jsonl", t_start, progress, heartbeat,
-                   on_checkpoint)
+        from dganalysis.algorithms.base import takes_unlabeled
+
+        draws = SampledDraws(job, data, runtime, takes_unlabeled(algorithm))
+        train_loop(job, algorithm, draws, data, runtime, static, job_dir / "results.jsonl", t_start, progress,
+                   heartbeat, on_checkpoint)
         finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
     return job_dir
 
@@ -325,25 +331,23 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
                   heartbeat: Callable[[], None] | None = None, num_workers: int | None = None,
                   n_threads: int | None = None, extra_fields: Mapping[str, Any] | None = None,
                   on_checkpoint: Callable[[int, Any], None] | None = None) -> None:
-    """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.exact`) and append its records to
-    ``job_dir/results.jsonl``. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass
-    seeds are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
+    """Train ``job`` as DomainBed's ``train.py`` (:mod:`dganalysis.training.exact`) and append its records to
+    ``job_dir/results.jsonl``: DomainBed's seeds, data, splits, loaders
+    (:class:`~dganalysis.training.exact.DomainBedDraws`) and algorithm, made in its order, then :func:`train_loop` on
+    those draws in fp32. ``num_workers``: DomainBed's dataset ``N_WORKERS`` (default 8), which sets when pass seeds
+    are drawn; ``n_threads``: the CPU thread count the caller fixed (recorded); ``extra_fields``: added to
     every record; ``on_checkpoint``: as :func:`run_job`'s, called after each record."""
     from dganalysis.algorithms import create
-    from dganalysis.algorithms.base import domainbed_outputs, takes_unlabeled
-    from dganalysis.exact import (
+    from dganalysis.training.exact import (
         DOMAINBED_WORKERS,
         EVAL_BATCH_SIZE,
-        PREFETCH_FACTOR,
-        Loader,
-        PassStream,
-        accuracy,
+        DomainBedDraws,
+        ExactSplits,
         check_exact,
         domainbed_tensors,
         exact_splits,
         featurizer_draws,
     )
-    from dganalysis.validation import ConfigError
 
     workers = DOMAINBED_WORKERS if num_workers is None else int(num_workers)
     hparams = job_hparams(job)
@@ -356,10 +360,10 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
     torch.manual_seed(seed)
     if device.type == "cuda":  # DomainBed's cuDNN settings next to its seeds (also without make_runtime(exact=True))
         _cuda_setup(device, cuda_flags("domainbed_exact", device.type))
-    splits, udas = [], []
+    envs, udas = [], []
     for i, (x, y) in enumerate(domainbed_tensors(dataset)):  # DomainBed's tensors, its draws on the global generator
         idx3 = exact_splits(len(y), job.holdout_fraction, job.trial_seed, i, i in test_envs, job.uda_holdout_fraction)
-        splits.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in idx3[:2]])
+        envs.append([(x[idx].contiguous().to(device), y[idx].to(device)) for idx in idx3[:2]])
         if len(idx3[2]):  # DomainBed keeps the non-empty uda splits only
             udas.append((x[idx3[2]].contiguous().to(device), y[idx3[2]].to(device)))
     adapt = job.task == "domain_adaptation"
@@ -367,17 +371,9 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
         raise ConfigError(f"job {job.job_id}: task domain_adaptation: not enough unlabeled samples for domain "
                           f"adaptation (uda_holdout_fraction {job.uda_holdout_fraction} leaves no test environment "
                           "an unlabelled split; DomainBed's train.py raises the same)")
-    bs = int(hparams["batch_size"])
-    ahead = PREFETCH_FACTOR * workers
+    splits = ExactSplits(envs, udas)
     train_envs = [i for i in range(len(names)) if i not in test_envs]
-    train_loaders = [(i, Loader(PassStream(len(splits[i][0][1]), bs, True, True), ahead)) for i in train_envs]
-    # made whatever the task, after the training loaders and before the evaluation ones, as DomainBed makes them
-    uda_loaders = [(xy, Loader(PassStream(len(xy[1]), bs, True, True), ahead)) for xy in udas]
-    evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits[i][k]) for k in (0, 1) for i in range(len(names))]
-    evals += [(f"env{k}_uda", xy) for k, xy in enumerate(udas)]  # DomainBed numbers them in their own list
-    eval_loaders = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
-                    for name, xy in evals]
-
+    draws = DomainBedDraws(splits, train_envs, int(hparams["batch_size"]), workers, adapt)  # before the algorithm
     featurizer_draws(dataset.input_shape, hparams)  # DomainBed's throwaway torchvision ResNet before timm's
     algorithm = create(job.algorithm, dataset.input_shape, dataset.n_classes, len(train_envs), hparams)
     algorithm.to(device)
@@ -385,53 +381,17 @@ def run_job_exact(job: Job, job_dir: Path, data_dir: str | Path | None, device: 
 
     runtime = Runtime(device, device.type == "cuda", "fp32", False, False, EVAL_BATCH_SIZE, n_threads,
                       provenance.cuda_backends(device))
-
-    class _Mode:
-        mode = "domainbed_exact"
-
-    data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, _Mode(), [])
-    static = record_fields(job, data, runtime, job_dir, data_dir)
-    static["device"] = _device_name(device)
-    static.update(extra_fields or {})
-    steps_per_epoch = min(len(s[0][1]) / bs for s in splits)
-    window: dict[str, list[float]] = defaultdict(list)
-    results_path = job_dir / "results.jsonl"
-    for step in range(job.steps):
-        t0 = time.time()
-        minibatches = []
-        for i, loader in train_loaders:
-            idx = loader.next()
-            minibatches.append((splits[i][0][0][idx], splits[i][0][1][idx]))
-        unlabeled = [xy[0][loader.next()] for xy, loader in uda_loaders] if adapt else None
-        kw = {"unlabeled": unlabeled} if unlabeled is not None and takes_unlabeled(algorithm) else {}
-        out = domainbed_outputs(algorithm.update(minibatches, step, **kw), type(algorithm).DOMAINBED_KEYS)
-        window["step_time"].append(time.time() - t0)
-        for k, v in out.items():
-            v = float(v)
-            if not math.isfinite(v):
-                raise FloatingPointError(f"job {job.job_id}: {k} = {v} at step {step} (non-finite)")
-            window[k].append(v)
-        if step % job.checkpoint_freq == 0 or step == job.steps - 1:
-            record: dict[str, Any] = {"step": step, "epoch": step / steps_per_epoch}
-            record.update({k: float(np.mean(v)) for k, v in window.items()})
-            for name, (x, y), loader in eval_loaders:
-                record[name + "_acc"] = accuracy(algorithm, x, y, loader)
-            record["mem_gb"] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else 0.0
-            record["elapsed"] = time.time() - t_start
-            record.update(static)
-            if heartbeat is not None:
-                heartbeat()
-            io.append_jsonl(results_path, record)
-            window.clear()
-            if on_checkpoint is not None:
-                on_checkpoint(step, algorithm)
+    data = JobData(dataset, names, train_envs, test_envs, [], seed, hparams, splits, [envs[i][0] for i in train_envs])
+    static = {**record_fields(job, data, runtime, job_dir, data_dir), **(extra_fields or {})}
+    train_loop(job, algorithm, draws, data, runtime, static, job_dir / "results.jsonl", t_start,
+               heartbeat=heartbeat, on_checkpoint=on_checkpoint)
     finish_job(job, algorithm, data, job_dir, t_start, heartbeat)
 
 
 def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None = None) -> Path:
     """Create ``job_dir``, remove what an earlier run of the job left there, and write ``spec.json`` (with the id
     and, given, the run's provenance ``stamp`` under ``provenance``: :mod:`dganalysis.provenance`; no part of the id,
-    :meth:`dganalysis.job.Job.from_dict` ignores it)."""
+    :meth:`dganalysis.training.job.Job.from_dict` ignores it)."""
     job_dir = Path(job_dir)
     job_dir.mkdir(parents=True, exist_ok=True)
     clear_job_dir(job_dir)
@@ -452,19 +412,19 @@ def make_runtime(device: str | torch.device | None, precision: str, eval_batch_s
                  n_threads: int | None = None, exact: bool = False) -> Runtime:
     """Resolve the device and set it up (on CUDA the cuDNN/TF32 settings of
     :func:`~dganalysis.provenance.cuda_flags` for the mode: ``exact``, DomainBed's deterministic cuDNN without TF32
-    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.speed.keep_freed_memory` on CPU), then the
+    matrix products; else TF32 and cuDNN autotuning; :func:`dganalysis.training.speed.keep_freed_memory` on CPU), then the
     precision: ``auto`` is bf16 on CUDA and on AMX-bf16 CPUs (measured ~2.5x faster per job here, same accuracy within
     noise), fp32 on other CPUs; ``$DGANALYSIS_CPU_PRECISION`` overrides the CPU choice. On CPU the thread count:
     :func:`dganalysis.threads.fixed_count` of ``n_threads``. The settings in force end up in the runtime's
     ``backends`` (:func:`dganalysis.provenance.cuda_backends`), which the provenance stamp carries."""
-    from dganalysis.speed import keep_freed_memory
+    from dganalysis.training.speed import keep_freed_memory
 
     device = resolve_device(device)
     cuda = device.type == "cuda"
     if cuda:
         _cuda_setup(device, cuda_flags("domainbed_exact" if exact else "default", device.type))
     else:
-        keep_freed_memory()  # no page faults on every large batch (dganalysis.speed)
+        keep_freed_memory()  # no page faults on every large batch (dganalysis.training.speed)
     if precision not in ("auto", "fp32", "bf16"):
         raise ConfigError(f"run_job precision: expected auto, fp32 or bf16, got {precision!r}")
     try:
@@ -581,26 +541,75 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
     }
 
 
+class Draws(Protocol):
+    """How the training loop draws, the strategy :func:`train_loop` takes: our engine's (:class:`SampledDraws`) or,
+    in ``domainbed_exact`` mode, DomainBed's (:class:`dganalysis.training.exact.DomainBedDraws`)."""
+
+    #: the steps of one epoch (a record's ``epoch`` is ``step / steps_per_epoch``)
+    steps_per_epoch: float
+
+    def batches(self, algorithm) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
+        """One step's minibatches, one per training domain, and the keywords ``update`` gets besides them."""
+
+    def outputs(self, algorithm, out: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``update()``'s outputs under the keys the records hold."""
+
+    def evaluate(self, algorithm) -> dict[str, float]:
+        """The accuracies a checkpoint record holds (``env{i}_in_acc``, ``env{i}_out_acc``, ``env{k}_uda_acc``)."""
+
+    def close(self) -> None:
+        """Release the data when the loop ends."""
+
+
+class SampledDraws:
+    """Our engine's draws (the default mode): every step one minibatch per training domain drawn uniformly with replacement from its ``in`` split by a
+    generator seeded with the job seed (:meth:`dganalysis.data.feed.Split.sample`); with
+    ``task="domain_adaptation"`` and an algorithm whose ``update`` takes ``unlabeled``, one batch of images per ``uda``
+    split (:func:`uda_splits`) from a generator of its own, so the labelled minibatches stay those of the same job
+    without them; the accuracies of :func:`evaluate`."""
+
+    def __init__(self, job: Job, data: JobData, runtime: Runtime, unlabeled: bool) -> None:
+        self.data, self.runtime = data, runtime
+        self.batch_size = int(data.hparams["batch_size"])
+        self.gen = torch.Generator(device=runtime.device)
+        self.gen.manual_seed(data.seed)
+        self.udas = uda_splits(data.splits) if job.task == "domain_adaptation" and unlabeled else []
+        self.uda_gen = torch.Generator(device=runtime.device)
+        self.uda_gen.manual_seed(seed_hash(data.seed, "uda"))
+        #: DomainBed's ``steps_per_epoch`` over the *training* domains' ``in`` splits (see the module doc)
+        self.steps_per_epoch = min(len(s) for s in data.train_splits) / self.batch_size
+
+    def batches(self, algorithm) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
+        """One step's minibatches and the keywords ``update`` gets besides them (``unlabeled``, or none)."""
+        minibatches = [s.sample(self.batch_size, self.gen) for s in self.data.train_splits]
+        if not self.udas:
+            return minibatches, {}
+        return minibatches, {"unlabeled": [s.sample(self.batch_size, self.uda_gen)[0] for s in self.udas]}
+
+    def outputs(self, algorithm, out: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``update()``'s outputs as the records hold them: under our keys."""
+        return out
+
+    def evaluate(self, algorithm) -> dict[str, float]:
+        """Every domain's accuracies (:func:`evaluate`) at the runtime's evaluation batch size and precision."""
+        return evaluate(algorithm, self.data.splits, self.runtime.eval_batch_size, self.runtime.autocast)
+
+    def close(self) -> None:
+        """Release the splits (streamed data's prefetch thread)."""
+        self.data.splits.close()
+
+
 def train_loop(
-    job: Job, algorithm, data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path,
-    t_start: float, progress: bool = False, heartbeat: Callable[[], None] | None = None,
+    job: Job, algorithm, draws: Draws, data: JobData, runtime: Runtime, static: Mapping[str, Any],
+    results_path: Path, t_start: float, progress: bool = False, heartbeat: Callable[[], None] | None = None,
     on_checkpoint: Callable[[int, Any], None] | None = None,
 ) -> None:
-    """``job.steps`` updates, each on one minibatch per training domain drawn from a generator seeded with the job
-    seed (with ``task="domain_adaptation"``, an algorithm whose ``update`` takes ``unlabeled`` also gets one batch of
-    images per ``uda`` split, :func:`uda_splits`, drawn with replacement from a generator of their own); a checkpoint (:func:`write_checkpoint`, then ``on_checkpoint(step, algorithm)`` when given) after step
-    ``s`` when ``s % checkpoint_freq == 0`` or at the last step. A non-finite ``update()`` output raises ``FloatingPointError``. Closes the splits at the end."""
-    from dganalysis.algorithms.base import takes_unlabeled
-
-    gen = torch.Generator(device=runtime.device)
-    gen.manual_seed(data.seed)
-    batch_size = int(data.hparams["batch_size"])
-    # domain adaptation: one unlabelled batch per uda split, for an algorithm that takes them, from a generator of
-    # its own (the labelled minibatches stay those of the same job without them)
-    udas = uda_splits(data.splits) if job.task == "domain_adaptation" and takes_unlabeled(algorithm) else []
-    uda_gen = torch.Generator(device=runtime.device)
-    uda_gen.manual_seed(seed_hash(data.seed, "uda"))
-    steps_per_epoch = min(len(s) for s in data.train_splits) / batch_size
+    """``job.steps`` updates, each on the minibatches ``draws`` gives (:class:`Draws`: our engine's
+    :class:`SampledDraws`, or DomainBed's :class:`dganalysis.training.exact.DomainBedDraws` in ``domainbed_exact``
+    mode); a checkpoint
+    (:func:`write_checkpoint` of ``draws``' accuracies, then ``on_checkpoint(step, algorithm)`` when given) after
+    step ``s`` when ``s % checkpoint_freq == 0`` or at the last step, its epoch ``s / draws.steps_per_epoch``. A
+    non-finite ``update()`` output raises ``FloatingPointError``. Closes ``draws`` at the end."""
     window: dict[str, list[float]] = defaultdict(list)
     step_times: list[float] = []
     bar = None
@@ -612,11 +621,10 @@ def train_loop(
         for step in range(job.steps):
             t0 = time.perf_counter()
             with record_function("dganalysis.sample"):  # labels for bench/train_throughput.py --profile
-                minibatches = [s.sample(batch_size, gen) for s in data.train_splits]
-                kw = {"unlabeled": [s.sample(batch_size, uda_gen)[0] for s in udas]} if udas else {}
+                minibatches, kw = draws.batches(algorithm)
             with record_function("dganalysis.update"), torch.autocast(runtime.device.type, dtype=torch.bfloat16,
                                                                       enabled=runtime.autocast):
-                out = algorithm.update(minibatches, step, **kw)
+                out = draws.outputs(algorithm, algorithm.update(minibatches, step, **kw))
             for k, v in out.items():
                 v = float(v)
                 if not math.isfinite(v):
@@ -626,31 +634,30 @@ def train_loop(
             if bar is not None:
                 bar.update(1)
             if step % job.checkpoint_freq == 0 or step == job.steps - 1:
-                write_checkpoint(job, step, step / steps_per_epoch, window, step_times, algorithm, data, runtime,
-                                 static, results_path, t_start, heartbeat)
+                write_checkpoint(job, step, step / draws.steps_per_epoch, window, step_times,
+                                 draws.evaluate(algorithm), data, runtime, static, results_path, t_start, heartbeat)
                 window.clear()
                 step_times.clear()
                 if on_checkpoint is not None:
                     on_checkpoint(step, algorithm)
     finally:
-        data.splits.close()
+        draws.close()
         if bar is not None:
             bar.close()
 
 
 def write_checkpoint(
-    job: Job, step: int, epoch: float, window: Mapping[str, list[float]], step_times: list[float], algorithm,
-    data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path, t_start: float,
-    heartbeat: Callable[[], None] | None = None,
+    job: Job, step: int, epoch: float, window: Mapping[str, list[float]], step_times: list[float],
+    accuracies: Mapping[str, float], data: JobData, runtime: Runtime, static: Mapping[str, Any], results_path: Path,
+    t_start: float, heartbeat: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Append one checkpoint record to ``results_path``: step, epoch, the mean of each ``update()`` output and of
-    the step time since the previous record, every domain's in/out accuracy, peak CUDA memory, elapsed seconds and
-    the :func:`record_fields`. Calls ``heartbeat`` just before writing."""
+    the step time since the previous record, the ``accuracies`` (every domain's in/out accuracy, :func:`evaluate`),
+    peak CUDA memory, elapsed seconds and the :func:`record_fields`. Calls ``heartbeat`` just before writing."""
     record: dict[str, Any] = {"step": step, "epoch": epoch}
     record.update({k: float(np.mean(v)) for k, v in window.items()})
     record["step_time"] = float(np.mean(step_times))
-    with record_function("dganalysis.evaluate"):
-        record.update(evaluate(algorithm, data.splits, runtime.eval_batch_size, runtime.autocast))
+    record.update(accuracies)
     # DomainBed writes torch.cuda.max_memory_allocated() / 1024**3 always: 0.0 on a CPU
     record["mem_gb"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30 if runtime.cuda else 0.0
     record["elapsed"] = time.time() - t_start
@@ -686,7 +693,7 @@ _DATASETS: dict[str, Any] = {}
 
 def dataset_kwargs(job: Job) -> dict[str, Any]:
     """The builder's keywords for ``job``: its ``dataset_kwargs``, plus ``run_seed`` = the job's DomainBed seed
-    (:meth:`dganalysis.job.Job.domainbed_seed`) for a dataset DomainBed partitions per run (builder flagged
+    (:meth:`dganalysis.training.job.Job.domainbed_seed`) for a dataset DomainBed partitions per run (builder flagged
     ``per_run_seed``), which :func:`_cached_dataset` then builds once per distinct seed."""
     from dganalysis.data.domains import domain_names
     from dganalysis.data.registry import DATASETS, _import_builtin

@@ -15,7 +15,14 @@ from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
 from dganalysis.data.transforms import random_affine, random_affine_matrices
 from dganalysis.sweep import Job
-from dganalysis.train import _cpu_default_precision, computed_part, load_model, run_job, seed_hash, split_indices
+from dganalysis.training.train import (
+    _cpu_default_precision,
+    computed_part,
+    load_model,
+    run_job,
+    seed_hash,
+    split_indices,
+)
 
 if "_EngineNaN" not in ALGORITHMS:
 

@@ -35,10 +35,10 @@ Sampler = Callable[[np.random.RandomState], Any]
 
 #: Version of the rule that turns a job spec into hyperparameters (defaults, distributions, seeding). Bump it when a
 #: change draws different values for an existing (algorithm, dataset, hparams_seed, trial_seed, overrides): from
-#: version 2 on it enters every job's hash (:attr:`dganalysis.job.Job.job_id`), so a store's jobs drawn under the
+#: version 2 on it enters every job's hash (:attr:`dganalysis.training.job.Job.job_id`), so a store's jobs drawn under the
 #: old rule are not reused (they stay on disk; the new ones get new folders). Version 1 (the rule since DomainBed's
 #: per-name, per-(hparams_seed, trial_seed) draws) is left out of the hash so that existing stores keep their ids;
-#: records drawn under an even older rule are caught instead by :func:`dganalysis.job_draw.recorded_draw_problem`.
+#: records drawn under an even older rule are caught instead by :func:`dganalysis.training.job_draw.recorded_draw_problem`.
 #: Version 2: DomainBed's remaining base names (resnet18, resnet50_augmix, dinov2, vit, vit_attn_tune, vit_dropout,
 #: lars, linear_steps, class_balanced) joined every job's hparams, and DomainBed's datasets default to
 #: ``featurizer: domainbed`` with ``pretrained: domainbed`` (DomainBed's network and ImageNet weights).
@@ -299,7 +299,7 @@ BASE_HPARAMS: dict[str, HParam] = {
     "image_regime": HParam(
         "auto", fixed("auto"),
         "auto | small | large: DomainBed's small- or large-image defaults and spaces; auto = by dataset "
-        "(dganalysis.hparams.is_small_images); the resolved dict records the regime used",
+        "(dganalysis.training.hparams.is_small_images); the resolved dict records the regime used",
     ),
     "optimizer": HParam("adam", fixed("adam"), "adam | adamw | sgd (momentum 0.9)"),
     "schedule": HParam("constant", fixed("constant"), "constant | step | cosine (annealing to 0 over the job)"),

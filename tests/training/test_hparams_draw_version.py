@@ -1,7 +1,8 @@
 """The hyperparameter-drawing rule and the job store: a rule change never reuses (or mixes in) old draws.
 
 ``DRAW_VERSION`` 1 kept the ids jobs had before the version existed; any other version (today 2) enters the hash. Records drawn under an older
-rule than today's (same spec, other hparams) are refused by ``records.load`` with a clear error.
+rule than today's (same spec, other hparams) are refused by ``records.load`` with a clear error; a job whose
+``spec.json`` holds its id under today's rule is read without drawing again.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import json
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis import hparams
-from dganalysis.job import Job
 from dganalysis.records import load
-from dganalysis.train import job_hparams, recorded_draw_problem, run_job
+from dganalysis.training import hparams
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import drawn_under_todays_rule, job_hparams, recorded_draw_problem
+from dganalysis.training.train import run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -33,7 +35,7 @@ def test_version_one_keeps_existing_ids_and_a_bump_changes_them(monkeypatch):
 def test_the_torch_seed_does_not_follow_the_draw_version(monkeypatch):
     """A new drawing rule moves a job to a new folder, not to new random numbers: the seed comes from the version-1
     hash (``Job.seed_key``), so a job whose drawn values are unchanged trains to the same numbers."""
-    from dganalysis.train import job_seed
+    from dganalysis.training.train import job_seed
 
     job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
     assert job.seed_key == "014b1b758c2a8e98"
@@ -46,15 +48,22 @@ def test_the_torch_seed_does_not_follow_the_draw_version(monkeypatch):
     assert job_seed(other) != job_seed(job)
 
 
-def test_records_drawn_under_another_rule_are_refused(tmp_path):
+def test_records_drawn_under_another_rule_are_refused(tmp_path, monkeypatch):
     job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], hparams_seed=2, trial_seed=1, steps=2, checkpoint_freq=2,
               hparams_overrides=FAST_HPARAMS)
     store = tmp_path / "store"
     job_dir = run_job(job, store / job.job_id, device="cpu", precision="fp32")
     recs = [json.loads(line) for line in (job_dir / "results.jsonl").read_text().splitlines()]
     assert recorded_draw_problem(job.to_dict(), recs[0]["hparams"]) is None
-    assert len(load(store, progress=False)) > 0  # today's draw: read as usual
-    # simulate a record written by an older drawing rule: same spec, another learning rate
+    rows = len(load(store, progress=False))
+    assert rows > 0  # today's draw: read as usual
+    # simulate a job trained under an older drawing rule: its folder holds that rule's id (version 1's) and its
+    # records another learning rate
+    monkeypatch.setattr(hparams, "DRAW_VERSION", 1)
+    old_id = job.job_id
+    monkeypatch.undo()
+    spec = json.loads((job_dir / "spec.json").read_text())
+    (job_dir / "spec.json").write_text(json.dumps({**spec, "job_id": old_id}))
     old = dict(recs[0]["hparams"], lr=recs[0]["hparams"]["lr"] * 3)
     (job_dir / "results.jsonl").write_text("".join(json.dumps(dict(r, hparams=old)) + "\n" for r in recs))
     assert "lr: recorded" in recorded_draw_problem(job.to_dict(), old)
@@ -64,6 +73,10 @@ def test_records_drawn_under_another_rule_are_refused(tmp_path):
     df = load(store, progress=False, strict=False)
     assert df.empty and df.attrs["jobs"]["unreadable"] == 1 and "older hyperparameter-drawing rule" in \
         df.attrs["problems"][0]
+    # the same records under today's id are read as drawn today (the id carries the rule), without drawing again
+    (job_dir / "spec.json").write_text(json.dumps(spec))
+    assert drawn_under_todays_rule(spec) and not drawn_under_todays_rule({**spec, "job_id": old_id})
+    assert len(load(store, progress=False)) == rows
 
 
 def test_specs_this_process_cannot_draw_are_not_judged():

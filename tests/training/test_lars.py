@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dganalysis.lars import LARS
+from dganalysis.training.lars import LARS
 
 
 def test_lars_rejects_negative_settings():

@@ -5,7 +5,7 @@ the same order, so that on a CPU in fp32 a deterministic algorithm's (ERM's) rec
 tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
 
 1. ``random.seed``, ``np.random.seed``, ``torch.manual_seed`` with the run's DomainBed seed
-   (:meth:`dganalysis.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
+   (:meth:`dganalysis.training.job.Job.domainbed_seed`: DomainBed's sweep's ``seed_hash`` of the arguments, or ``Job.seed``).
 2. The dataset's own draws, on the global generator (:func:`domainbed_tensors`): DomainBed builds its dataset
    after seeding. RotatedMNIST/ColoredMNIST: :func:`dganalysis.data.domainbed_mnist.replay_draws` repeats the
    shuffle and colouring draws (the images are ours, equal to DomainBed's, read as uint8 / 255). Debug28/Debug224:
@@ -36,6 +36,9 @@ tolerance (``tests/reference/test_domainbed_train_e2e.py`` checks it). In order:
    ``epoch = step / min over all in splits of (len / batch_size)`` (the test ``in`` splits after the ``uda`` split
    left them), ``mem_gb``.
 
+The loop is the engine's one (:func:`dganalysis.training.train.train_loop`): this module gives it DomainBed's draws
+(:class:`DomainBedDraws`: steps 4 and 6) where the default mode gives it ours.
+
 Datasets: of DomainBed's, this mode replays :data:`EXACT_DATASETS` and refuses the others by name (its image
 benchmarks, WILDS and Spawrious go through torchvision transforms it does not replay); our own datasets of uint8
 arrays read as x/255 run with DomainBed's draws on our data.
@@ -53,13 +56,14 @@ from __future__ import annotations
 import collections
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
-from dganalysis.hparams import DOMAINBED_DATASETS, seed_hash
-from dganalysis.job import EXACT_DATASETS, Job
+from dganalysis.training.hparams import DOMAINBED_DATASETS, seed_hash
+from dganalysis.training.job import EXACT_DATASETS, Job
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +188,8 @@ def featurizer_draws(input_shape: tuple[int, ...], hparams: dict[str, Any]) -> N
     initialised, then loaded) and only then replaces it by timm's ``resnet50.ram_in1k``; ours builds timm's alone.
     Called just before the algorithm is built, this builds (and drops) that torchvision network so the draws after
     it (timm's initialisation, the classifier's) are DomainBed's. Nothing for any other featurizer."""
-    from dganalysis.hparams import HParams
     from dganalysis.nets.domainbed import domainbed_arch
+    from dganalysis.training.hparams import HParams
 
     hp = HParams.of(hparams)
     if (str(hp["featurizer"]) != "domainbed" or tuple(input_shape[1:3]) != (224, 224)
@@ -231,6 +235,74 @@ def accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> flo
             total += len(idx)
     algorithm.train()
     return correct / total
+
+
+class ExactSplits:
+    """Every environment's ``(in, out)`` tensors and the non-empty ``uda`` splits, as DomainBed's ``train.py`` holds
+    them (:func:`exact_splits` of :func:`domainbed_tensors`); ``mode`` is what the records say as ``data_path``."""
+
+    mode = "domainbed_exact"
+
+    def __init__(self, envs: list[list[tuple[torch.Tensor, torch.Tensor]]],
+                 udas: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        self.envs, self.udas = envs, udas
+
+    def close(self) -> None:
+        """Nothing to release: the tensors go with the object."""
+
+
+class DomainBedDraws:
+    """The draws of DomainBed's ``train.py``, as the training loop (:func:`dganalysis.training.train.train_loop`)
+    takes them in ``domainbed_exact`` mode: its loaders made in DomainBed's order (the training environments', the
+    ``uda`` splits', then the evaluation ones: step 4 of the module doc), each step's minibatches taken from them in
+    zip order, the ``update()`` outputs under DomainBed's keys, and the accuracies over one pass of each evaluation
+    loader in batches of :data:`EVAL_BATCH_SIZE`. Made before the algorithm, as DomainBed makes its loaders (and their
+    seed draws on the global generator) first."""
+
+    def __init__(self, splits: ExactSplits, train_envs: list[int], batch_size: int, workers: int,
+                 adapt: bool) -> None:
+        ahead = PREFETCH_FACTOR * workers
+        self.splits, self.adapt = splits, adapt
+        self.train = [(splits.envs[i][0], Loader(PassStream(len(splits.envs[i][0][1]), batch_size, True, True), ahead))
+                      for i in train_envs]
+        # made whatever the task, after the training loaders and before the evaluation ones, as DomainBed makes them
+        self.uda = [(xy, Loader(PassStream(len(xy[1]), batch_size, True, True), ahead)) for xy in splits.udas]
+        n = len(splits.envs)
+        evals = [(f"env{i}_{'in' if k == 0 else 'out'}", splits.envs[i][k]) for k in (0, 1) for i in range(n)]
+        evals += [(f"env{k}_uda", xy) for k, xy in enumerate(splits.udas)]  # DomainBed numbers them in their own list
+        self.evals = [(name, xy, Loader(PassStream(len(xy[1]), EVAL_BATCH_SIZE, False, False), ahead))
+                      for name, xy in evals]
+        #: DomainBed's epoch: the minimum over *all* ``in`` splits (the test ones after their ``uda`` split)
+        self.steps_per_epoch = min(len(env[0][1]) / batch_size for env in splits.envs)
+
+    def batches(self, algorithm) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
+        """One minibatch per training loader, then (``--task domain_adaptation``) one batch of images per ``uda``
+        loader, passed as ``unlabeled`` to an algorithm whose ``update`` takes it (DomainBed draws them for any)."""
+        from dganalysis.algorithms.base import takes_unlabeled
+
+        minibatches = []
+        for (x, y), loader in self.train:
+            idx = loader.next()
+            minibatches.append((x[idx], y[idx]))
+        if not self.adapt:
+            return minibatches, {}
+        unlabeled = [xy[0][loader.next()] for xy, loader in self.uda]
+        return minibatches, ({"unlabeled": unlabeled} if takes_unlabeled(algorithm) else {})
+
+    def outputs(self, algorithm, out: Mapping[str, Any]) -> dict[str, Any]:
+        """``update()``'s outputs under DomainBed's keys (:attr:`~dganalysis.algorithms.base.Algorithm.DOMAINBED_KEYS`)."""
+        from dganalysis.algorithms.base import domainbed_outputs
+
+        return domainbed_outputs(out, type(algorithm).DOMAINBED_KEYS)
+
+    def evaluate(self, algorithm) -> dict[str, float]:
+        """``env{i}_in_acc`` for every i, then ``env{i}_out_acc``, then ``env{k}_uda_acc``, each over its loader's next
+        pass (:func:`accuracy`)."""
+        return {name + "_acc": accuracy(algorithm, x, y, loader) for name, (x, y), loader in self.evals}
+
+    def close(self) -> None:
+        """Release the splits (:meth:`ExactSplits.close`)."""
+        self.splits.close()
 
 
 #: DomainBed's algorithms that count their updates in a ``update_count`` buffer (``torch.tensor([n])``, in their

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from dganalysis import algorithms as A
-from dganalysis.hparams import (
+from dganalysis.training.hparams import (
     BASE_HPARAMS,
     SMALL_IMAGE_DATASETS,
     HParam,
@@ -24,8 +24,8 @@ from dganalysis.hparams import (
     seed_hash,
     uniform,
 )
-from dganalysis.job import Job
-from dganalysis.train import job_hparams
+from dganalysis.training.job import Job
+from dganalysis.training.job_draw import job_hparams
 
 # DomainBed: random_hparams(alg, dataset, seed_hash(hparams_seed, trial_seed)) — printed values
 PINNED = [
@@ -158,7 +158,7 @@ def test_distributions_and_errors():
 
 
 def test_resolved_hparams_read_declared_defaults_and_list_only_given_values():
-    from dganalysis.hparams import BASE_HPARAMS, HParams
+    from dganalysis.training.hparams import BASE_HPARAMS, HParams
 
     hp = HParams({"lr": 0.5})
     assert hp["lr"] == 0.5 and hp["resnet_dropout"] == BASE_HPARAMS["resnet_dropout"].default
@@ -175,7 +175,7 @@ def test_algorithms_and_networks_never_restate_a_declared_default():
     from pathlib import Path
 
     import dganalysis.algorithms as A
-    from dganalysis.hparams import BASE_HPARAMS
+    from dganalysis.training.hparams import BASE_HPARAMS
 
     declared = set(BASE_HPARAMS).union(*(A.get_algorithm(n).HPARAMS for n in A.available()))
     root = Path(A.__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_name_state_draws_as_a_new_domainbed_random_state():
     ``np.random.RandomState(seed_hash(seed, name))``'s, even after the reused state drew Gaussians (cached)."""
     import numpy as np
 
-    from dganalysis.hparams import name_state, seed_hash
+    from dganalysis.training.hparams import name_state, seed_hash
 
     draws = (lambda r: r.uniform(-5, -3), lambda r: r.choice([0.0, 0.1, 0.5]), lambda r: r.normal(),
              lambda r: r.randint(8, 64), lambda r: r.normal())

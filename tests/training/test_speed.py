@@ -13,9 +13,9 @@ import pytest
 from _tiny import TINY
 
 import dganalysis
-from dganalysis import speed
 from dganalysis.sweep import Job
-from dganalysis.train import computed_part, run_job
+from dganalysis.training import speed
+from dganalysis.training.train import computed_part, run_job
 
 # the small CNN of the throughput benchmark (conv + GroupNorm, channels_last), on the tiny 16×16 data
 CNN = {"featurizer": "cnn", "batch_size": 8}
@@ -59,9 +59,9 @@ import json, sys, torch
 sys.path.insert(0, sys.argv[1])
 torch.set_num_threads(1)
 from _tiny import TINY
-from dganalysis import speed
+from dganalysis.training import speed
 from dganalysis.sweep import Job
-from dganalysis.train import run_job
+from dganalysis.training.train import run_job
 job = Job(TINY, "ERM", ["d0", "d1"], ["d2"], steps=6, checkpoint_freq=5, hparams_overrides={CNN!r})
 run_job(job, sys.argv[2], device="cpu")
 print(json.dumps(speed._applied))
@@ -77,7 +77,7 @@ def test_records_do_not_depend_on_the_malloc_thresholds(tmp_path):
     env = {**os.environ, "DGANALYSIS_MALLOPT": "0", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     child = _CHILD.replace("{CNN!r}", repr(CNN))
-    out = subprocess.run([sys.executable, "-c", child, str(Path(__file__).parent), str(tmp_path / "default")],
+    out = subprocess.run([sys.executable, "-c", child, str(Path(__file__).parent.parent), str(tmp_path / "default")],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "null"  # glibc's defaults were left alone there
     assert [_strip(r) for r in _records(tmp_path / "default")] == [_strip(r) for r in here]
@@ -98,7 +98,7 @@ def test_profile_split_finds_every_phase_of_a_job(tmp_path):
     a label lost in a refactor would move its time to ``other`` unnoticed."""
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "train_throughput.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "train_throughput.py"
     spec = importlib.util.spec_from_file_location("bench_train_throughput", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

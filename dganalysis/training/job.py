@@ -1,6 +1,6 @@
 """One training job: a frozen, JSON-serialisable spec and its hash.
 
-This module sits below both :mod:`dganalysis.train` (which runs one job) and :mod:`dganalysis.sweep` (which
+This module sits below both :mod:`dganalysis.training.train` (which runs one job) and :mod:`dganalysis.sweep` (which
 builds grids of jobs and runs them into a store); it imports neither.
 
 As in DomainBed (Gulrajani & Lopez-Paz, 2021) a job's folder in the store is named by a
@@ -8,7 +8,7 @@ hash of its spec, so the same job requested twice (by two notebooks, or by a res
 sweep) is trained once. We hash the canonical JSON of every field that changes the
 numbers; ``save_model`` is left out (it only adds a file), and so are paths such as
 ``data_dir`` (they are not part of the spec at all). The version of the hyperparameter-drawing rule
-(:data:`dganalysis.hparams.DRAW_VERSION`) is hashed too from version 2 on, so that a change of the rule
+(:data:`dganalysis.training.hparams.DRAW_VERSION`) is hashed too from version 2 on, so that a change of the rule
 never reuses results drawn under the old one.
 
 Identity is location-free (:func:`identity_spec`): where the data or a checkpoint lies is not what the job is. A
@@ -36,7 +36,7 @@ UNHASHED_FIELDS = ("save_model",)
 OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0}
 #: fields left out of the torch seed (:attr:`Job.seed_key`), as DomainBed's sweep leaves them out of its run seed
 SEED_FREE_FIELDS = ("task", "uda_holdout_fraction")
-#: DomainBed's datasets that ``domainbed_exact`` replays draw for draw (:mod:`dganalysis.exact`); it refuses the others
+#: DomainBed's datasets that ``domainbed_exact`` replays draw for draw (:mod:`dganalysis.training.exact`); it refuses the others
 EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 #: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
 TASKS = ("domain_generalization", "domain_adaptation")
@@ -109,16 +109,16 @@ class Job:
     ``train_domains`` / ``test_domains`` / ``val_domains`` are domain names; domains of the
     dataset in none of them are unused (neither trained on nor selected on, but still
     evaluated). ``hparams_overrides`` fix hyperparameters outright; ``search_overrides``
-    replace search distributions (see :func:`dganalysis.hparams.resolve`).
+    replace search distributions (see :func:`dganalysis.training.hparams.resolve`).
 
     ``seed``: DomainBed's ``--seed`` of the run (None, the default: the seed DomainBed's sweep gives it,
     :meth:`domainbed_seed`; 0 reproduces a bare ``train.py`` call). It partitions DomainBed's per-run datasets
     (RotatedMNIST, ColoredMNIST) and seeds everything in ``domainbed_exact`` mode. ``domainbed_exact``: train as
-    DomainBed's ``train.py`` does, draw for draw (:mod:`dganalysis.exact`); off by default (slower).
+    DomainBed's ``train.py`` does, draw for draw (:mod:`dganalysis.training.exact`); off by default (slower).
 
     ``uda_holdout_fraction`` and ``task``: DomainBed's ``train.py`` flags of those names. Each test domain's ``in``
     split loses ``int(len(in) * uda_holdout_fraction)`` examples to an unlabelled ``uda`` split (chosen by the
-    domain's split seed, :func:`dganalysis.train.uda_split`), evaluated as ``env{k}_uda_acc`` (``k`` counts the
+    domain's split seed, :func:`dganalysis.training.train.uda_split`), evaluated as ``env{k}_uda_acc`` (``k`` counts the
     test domains that have one, as DomainBed numbers them); with ``task="domain_adaptation"`` every step also
     draws one batch from each ``uda`` split, which an algorithm whose ``update`` takes ``unlabeled`` receives
     (DomainBed's own algorithms all ignore it). Both left out of the spec at their defaults (DG, 0), and out of
@@ -201,7 +201,7 @@ class Job:
         """DomainBed's ``--seed`` for this run: :attr:`seed` when set, else what DomainBed's sweep passes
         (``scripts/sweep.py``: ``seed_hash(dataset, algorithm, test_envs, hparams_seed, trial_seed)``, ``test_envs``
         the list of test-environment indices in the order given; ``domain_names`` is the dataset's domain order)."""
-        from dganalysis.hparams import seed_hash
+        from dganalysis.training.hparams import seed_hash
 
         if self.seed is not None:
             return self.seed
@@ -221,9 +221,9 @@ class Job:
     @property
     def job_id(self) -> str:
         """Short hash (16 hex digits of SHA-256) of the canonical, location-free spec (:func:`identity_spec`), minus
-        :data:`UNHASHED_FIELDS`, plus ``draw_version`` when :data:`dganalysis.hparams.DRAW_VERSION` is above 1
+        :data:`UNHASHED_FIELDS`, plus ``draw_version`` when :data:`dganalysis.training.hparams.DRAW_VERSION` is above 1
         (version 1 keeps existing ids)."""
-        from dganalysis.hparams import DRAW_VERSION
+        from dganalysis.training.hparams import DRAW_VERSION
 
         return self._spec_hash(DRAW_VERSION)
 
@@ -231,7 +231,7 @@ class Job:
     def seed_key(self) -> str:
         """The spec's hash without the draw version (what :attr:`job_id` is under version 1, for a job whose dataset
         names no location): the job's torch seed
-        comes from it (:func:`dganalysis.train.job_seed`), so a new hyperparameter-drawing rule gives a job a new
+        comes from it (:func:`dganalysis.training.train.job_seed`), so a new hyperparameter-drawing rule gives a job a new
         folder but not new random numbers — a job whose drawn values did not change trains to the same numbers. Dataset
         locations are left out (:func:`identity_spec`): where the data lies never changes the random numbers."""
         return self._spec_hash(1, for_seed=True)

@@ -1,6 +1,6 @@
-"""The cuDNN/TF32 settings of a CUDA job, checked on the CPU: :func:`dganalysis.train.cuda_flags` chooses them by mode
+"""The cuDNN/TF32 settings of a CUDA job, checked on the CPU: :func:`dganalysis.provenance.cuda_flags` chooses them by mode
 (DomainBed's deterministic cuDNN and no TF32 matrix products in ``domainbed_exact``; TF32 and autotuning in our
-default engine), :func:`dganalysis.train.make_runtime` applies them (torch's flags patched back after each test)
+default engine), :func:`dganalysis.training.train.make_runtime` applies them (torch's flags patched back after each test)
 and the provenance stamp says the settings in force."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dganalysis import provenance, train
+from dganalysis import provenance
+from dganalysis.training import train
 
 EXACT = {"matmul_allow_tf32": False, "cudnn_allow_tf32": True, "cudnn_benchmark": False, "cudnn_deterministic": True}
 DEFAULT = {"matmul_allow_tf32": True, "cudnn_allow_tf32": True, "cudnn_benchmark": True, "cudnn_deterministic": False}
@@ -34,18 +35,18 @@ def read_flags() -> dict[str, bool]:
 
 
 def test_the_flags_by_mode_and_device():
-    assert train.cuda_flags("domainbed_exact", "cuda") == EXACT
-    assert train.cuda_flags("default", "cuda") == DEFAULT
-    assert train.cuda_flags("domainbed_exact", "cpu") == train.cuda_flags("default", "cpu") == {}
+    assert provenance.cuda_flags("domainbed_exact", "cuda") == EXACT
+    assert provenance.cuda_flags("default", "cuda") == DEFAULT
+    assert provenance.cuda_flags("domainbed_exact", "cpu") == provenance.cuda_flags("default", "cpu") == {}
     with pytest.raises(ValueError, match="exactish"):
-        train.cuda_flags("exactish", "cuda")
+        provenance.cuda_flags("exactish", "cuda")
 
 
 @pytest.mark.parametrize("first,then", [("default", "domainbed_exact"), ("domainbed_exact", "default")])
 def test_setup_applies_every_flag_whatever_ran_before(torch_flags, first, then):
-    train._cuda_setup(torch.device("cuda"), train.cuda_flags(first, "cuda"))  # no index: no set_device call
-    train._cuda_setup(torch.device("cuda"), train.cuda_flags(then, "cuda"))
-    assert read_flags() == train.cuda_flags(then, "cuda")
+    train._cuda_setup(torch.device("cuda"), provenance.cuda_flags(first, "cuda"))  # no index: no set_device call
+    train._cuda_setup(torch.device("cuda"), provenance.cuda_flags(then, "cuda"))
+    assert read_flags() == provenance.cuda_flags(then, "cuda")
     assert torch.get_float32_matmul_precision() == ("highest" if then == "domainbed_exact" else "high")
 
 

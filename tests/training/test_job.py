@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from dganalysis.data.registry import DATASETS, _import_builtin
-from dganalysis.job import Job, identity_spec, is_location_kwarg
-from dganalysis.train import job_seed, run_job
+from dganalysis.training.job import Job, identity_spec, is_location_kwarg
+from dganalysis.training.train import job_seed, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,9 +1,12 @@
 """A job's hyperparameters as drawn today, and whether a record's ``hparams`` still are.
 
 Torch-free at import, so that :mod:`dganalysis.records` can judge a store's records (``records.store.check_draw``)
-without sitting above :mod:`dganalysis.train`, which re-exports both functions for its callers. Judging a record
-still imports the algorithm and dataset registries (the algorithms declare their hyperparameters on their classes,
-the datasets their image regime on their builders), and those import torch: the import is deferred to the call.
+without importing torch. A job folder's ``spec.json`` holds the job's id, and from
+:data:`dganalysis.training.hparams.DRAW_VERSION` 2 on the id carries the drawing rule's version: a job whose id is
+its spec's id today was drawn under today's rule, and its records are read without drawing again (torch-free). Only
+a folder whose id is another rule's (or a spec without an id) is judged by drawing its hyperparameters again, which
+imports the algorithm and dataset registries (the algorithms declare their hyperparameters on their classes, the
+datasets their image regime on their builders) and with them torch: the import is deferred to that call.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dganalysis import io
-from dganalysis.job import Job
+from dganalysis.training.job import Job
 
 
 def job_hparams(job: Job) -> dict[str, Any]:
@@ -29,9 +32,19 @@ def job_hparams(job: Job) -> dict[str, Any]:
     return hp
 
 
+def drawn_under_todays_rule(spec: Mapping[str, Any]) -> bool:
+    """Whether ``spec`` (a ``spec.json``) names the id its job has today: the id carries the hyperparameter-drawing
+    rule's version (:attr:`dganalysis.training.job.Job.job_id`), so such a job was drawn under today's rule. False for
+    a spec without an id, with another rule's id, or that is no job spec. Torch-free."""
+    try:
+        return isinstance(spec.get("job_id"), str) and Job.from_dict(spec).job_id == spec["job_id"]
+    except Exception:  # not a job spec of today's fields: judged by drawing (recorded_draw_problem)
+        return False
+
+
 def recorded_draw_problem(spec: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
     """None when a record's ``hparams`` are what :func:`job_hparams` draws today for its job spec; otherwise what
-    differs (the record was drawn under an older rule, before :data:`dganalysis.hparams.DRAW_VERSION`, and its job
+    differs (the record was drawn under an older rule, before :data:`dganalysis.training.hparams.DRAW_VERSION`, and its job
     folder would be reused under a spec that now means other hyperparameters). A spec that cannot be drawn here is
     not judged (None): an algorithm or dataset not registered in this process (a dataset's regime, small or large
     images, is read from its registered builder), or one removed since."""
