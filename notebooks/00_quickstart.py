@@ -36,12 +36,10 @@ store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
 angles = [0, 45, 75]        # rotations (domains); DomainBed uses 0, 15, 30, 45, 60, 75
 image_size = 16
-algorithms = ["ERM"]
-n_hparams = 2               # random-search draws; seed 0 gives the defaults
-n_trials = 2
-steps = 40
-checkpoint_freq = 20
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
+# the sweep on each dataset (dganalysis.sweep.Sweep; a YAML may give some keys only): n_hparams random-search draws
+# (seed 0 gives the defaults) × n_trials trials of each algorithm, steps steps, a checkpoint every checkpoint_freq
+sweep = {"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 workers = 2
 datasets = {}               # name -> kwargs replacing the rotated digits (DomainBed's table: MNISTs, PACS, …)
 dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset

@@ -33,19 +33,15 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "PaHCC"
-dataset_kwargs = {"size": 10, "image_size": 32, "writers": 4}
+# the sweep of each arm (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: train_sets')
+sweep = {"dataset": "PaHCC", "dataset_kwargs": {"size": 10, "image_size": 32, "writers": 4}, "algorithms": ["ERM"],
+         "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 full_dataset_kwargs = {}  # Table 8: the full class set, e.g. {"size": "full", "image_size": 32}; {} skips it
 train_sets = [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"]]
 table7_tasks = [[["d0", "d1"], "d2"], [["d0", "d2"], "d1"], [["d1", "d2"], "d0"], [["d0", "d1", "d2"], "hw"]]
-algorithms = ["ERM"]
 extra_bars_csv = ""  # optional CSV with columns algorithm, acc (%) for a second dataset's bars in Fig. 8
 extra_bars_label = "DomainNet"
-n_hparams = 1
-n_trials = 1
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "training_domain"
 n_workers = 2
 
@@ -87,8 +83,8 @@ setup_style()
 # ## Runs: gray and binary arms (the same splits; `binarize` is part of the job spec)
 
 # %%
-base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-source = base.info.get("source", dataset)  # says SIMULATED when the handwritten domain is simulated
+base = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
+source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
 # each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
 arm_jobs = binarization_plan(P).sweeps
@@ -105,7 +101,7 @@ tasks = [(",".join(t), d) for t, d in table7_tasks]
 # ## Table 7: accuracy (%) of each task, grayscale vs binary (mean ± SE over trials)
 
 # %%
-t7 = binarization_table(selected["gray"], selected["binary"], tasks=tasks, methods=algorithms)
+t7 = binarization_table(selected["gray"], selected["binary"], tasks=tasks, methods=P.sweep.algorithms)
 t7["data"] = source
 save_table(t7, "02_table7_gray_vs_binary", output_dir,
            caption=f"Table 7: accuracy (%), grayscale vs binary, mean ± SE over trials. Data: {source}")
@@ -143,7 +139,7 @@ row = dict(paper="Zhang, Zhang & Liu (Table 7)",
            finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after binarization "
                    f"(paper: 16.4% gray vs 60.6% binary) [{source}]",
            ours=decision.ours(1), verdict=decision.verdict, decision=decision)
-replace_findings(output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=steps)
+replace_findings(output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=P.sweep.steps)
 display(Markdown(f"**{row['verdict']}** — {row['ours']}" + (f"<br>why: {decision.why}" if decision.why else "")))
 display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
     f"{k} {v}" for k, v in engine.pooled([decision]).items() if v)))
@@ -155,7 +151,7 @@ pd.DataFrame([c.as_dict() for c in decision.claims])[["name", "estimate", "ci_lo
 
 # %%
 if "full binary" in selected:
-    t8 = side_by_side({"mini": selected["binary"], "full": selected["full binary"]}, tasks=tasks[-1:], methods=algorithms)
+    t8 = side_by_side({"mini": selected["binary"], "full": selected["full binary"]}, tasks=tasks[-1:], methods=P.sweep.algorithms)
     save_table(t8, "02_table8_mini_vs_full", output_dir)
     display(t8)
 else:

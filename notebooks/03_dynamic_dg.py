@@ -43,18 +43,14 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# the sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: the training sets below)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM", "CORAL"],
+         "n_hparams": 1, "n_trials": 2, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 test_domain = "75"
 swap_choices = [["0", "15"], ["0", "30"]]
 domain_plus_chains = [[["0", "15"], ["0", "15", "30"]]]
 evaluate_on = "rest"  # "rest": each run also tests on every domain it does not train on (shares jobs with notebook 02)
-algorithms = ["ERM", "CORAL"]
-n_hparams = 1
-n_trials = 2
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "training_domain"
 alpha = 0.05
 correction = "holm"  # kept for the parameter files; each finding's family is the engine's joint step-down
@@ -97,8 +93,8 @@ setup_style()
 # One job per (algorithm, training-domain set, hparams seed, trial). Jobs already in the store are reused.
 
 # %%
-base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-source = base.info.get("source", dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
+base = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
+source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
 print(source)
 # every training set of the swap test and the Domain+ chains, once; the same call as `dganalysis run --dry-run` makes
 jobs = dynamic_dg_plan(P).jobs
@@ -118,10 +114,10 @@ selected[selected["domain"] == test_domain].groupby(["algorithm", "train_domains
 
 # %%
 if swap_choices:
-    fig = dynamic.plot_swap_test(selected, test_domain, swap_choices, methods=algorithms)
+    fig = dynamic.plot_swap_test(selected, test_domain, swap_choices, methods=P.sweep.algorithms)
     fig.suptitle(f"Data: {source}", fontsize=7)
     save_figure(fig, "03_swap_test", output_dir)
-    means = dynamic.swap_means(selected, test_domain, swap_choices, methods=algorithms)
+    means = dynamic.swap_means(selected, test_domain, swap_choices, methods=P.sweep.algorithms)
     save_table(means.reset_index(), "03_swap_test_means", output_dir, float_format="%.4f",
                caption=f"Swap test: mean accuracy per method and choice, data: {source}")
 else:
@@ -134,9 +130,9 @@ means.round(3) if means is not None else "no swap test in this run's design"
 # description; the findings below decide).
 
 # %%
-dp = pd.concat([dynamic.domain_plus(selected, chain, test_domain, methods=algorithms) for chain in domain_plus_chains],
+dp = pd.concat([dynamic.domain_plus(selected, chain, test_domain, methods=P.sweep.algorithms) for chain in domain_plus_chains],
                ignore_index=True)
-fig3 = dynamic.plot_domain_plus(dp, methods=algorithms)
+fig3 = dynamic.plot_domain_plus(dp, methods=P.sweep.algorithms)
 fig3.suptitle(f"Data: {source}", fontsize=7)
 save_figure(fig3, "03_domain_plus", output_dir)
 save_table(dp, "03_domain_plus", output_dir, float_format="%.4f", caption=f"Domain+, data: {source}")
@@ -150,7 +146,7 @@ dp[["base", "added", "method", "mean_base", "mean_ext", "delta", "ci_low", "ci_h
 
 # %%
 held_choices = swap_choices or [chain[0] for chain in domain_plus_chains]
-heldout = dr.heldout_table(selected, held_choices, exclude=[test_domain], methods=algorithms)
+heldout = dr.heldout_table(selected, held_choices, exclude=[test_domain], methods=P.sweep.algorithms)
 save_table(heldout, "03_heldout_printed", output_dir, float_format="%.4f", caption=f"Held-out domain accuracy, data: {source}")
 heldout.pivot_table(index="method", columns=["train", "domain"], values="mean", sort=False).round(3)
 
@@ -179,16 +175,16 @@ summary
 
 # %%
 from dganalysis.findings import dynamic as fd, engine
-units = dynamic.trial_accuracies(selected, test_domain, methods=algorithms)
+units = dynamic.trial_accuracies(selected, test_domain, methods=P.sweep.algorithms)
 ran = {c.key: c for c in DESIGN if c.runs}
-decided = fd.decide_all(units, list(ran), methods=algorithms, choices=swap_choices, chains=domain_plus_chains,
+decided = fd.decide_all(units, list(ran), methods=P.sweep.algorithms, choices=swap_choices, chains=domain_plus_chains,
                         alpha=alpha)
 paper = "Zhang, Zhang & Liu (dynamic DG)"
-rows = [dict(paper=paper, finding=f"{ran[k].claim} [{dataset}]", ours=res.ours(), verdict=res.verdict, decision=res)
+rows = [dict(paper=paper, finding=f"{ran[k].claim} [{P.sweep.dataset}]", ours=res.ours(), verdict=res.verdict, decision=res)
         for k, res in decided.items()]
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
-rows += [dict(r, finding=f"{r['finding']} [{dataset}]") for r in not_run_findings(DESIGN, paper)]
-replace_findings(output_dir, "03", rows, data=data_label(base, [test_domain]), steps=steps)
+rows += [dict(r, finding=f"{r['finding']} [{P.sweep.dataset}]") for r in not_run_findings(DESIGN, paper)]
+replace_findings(output_dir, "03", rows, data=data_label(base, [test_domain]), steps=P.sweep.steps)
 display(pd.DataFrame([dict(finding=k, verdict=r.verdict, why=r.why) for k, r in decided.items()]))
 print("under one family of all this notebook's findings:", engine.pooled(list(decided.values()), alpha))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

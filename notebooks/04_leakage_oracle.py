@@ -41,8 +41,9 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# the LP/FT sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: lp_ft_splits)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM"], "steps": 10,
+         "checkpoint_freq": 5, "n_trials": 1}
 train_domains = ["0", "15", "30"]
 test_domains = ["45", "60", "75"]
 featurizer = "smallcnn"
@@ -51,14 +52,10 @@ source_copies = 1                # rotated copies of each training digit in that
 pretrain_steps = 15
 pretrain_batch_size = 64
 pretrain_lr = 2e-3
-algorithm = "ERM"
-steps = 10
-checkpoint_freq = 5
 batch_size = 32
 lr = 3e-3
-n_trials = 1
 frozen_stages = []               # Fig. 1: extra FT runs with the first k stages frozen; FT and LP always run
-# Table 4's oracle sweep (dganalysis.studies.params.SweepSettings; a YAML may give some keys only): its dataset may
+# Table 4's oracle sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its algorithms: sweep's): its dataset may
 # differ from the pretraining part's; each split trains on one group and tests on the other; n_hparams draws per
 # training group; search_overrides change the search space (YAML specs; None: DomainBed's); n_trials trials (each
 # gives one leakage per K; the CI is over them); checkpoints every steps // 2
@@ -115,7 +112,7 @@ plots.setup_style()
 # `linear_probe=True` (LP) or `freeze_stages=k`. Checkpoints are keyed by their settings and reused.
 
 # %%
-ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
+ds = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
 own = {} if pretrain_steps == 0 else pretraining_sources.own_pretrainings(ds, P, leakage_checkpoints(P))
 inits = leakage_pretrainings(P)  # own pretrainings, published weights, random init
 pretrained = {label: path for label, (path, _) in inits.items()}
@@ -249,7 +246,7 @@ oframe = {name: leakage_findings.oracle_trials(r.per_trial) for name, r in by_or
 rows = leakage_findings.finding_rows(leakage_findings.lp_ft_trials(selected, sup_label, ssl_label),
                                      oframe["held_out"], oframe["literal"], lp_data=data_label(ds, lp_test),
                                      held_out_data=odata["held_out"], literal_data=odata["literal"])
-replace_findings(output_dir, "04", rows, steps=min(steps, P.oracle.steps))
+replace_findings(output_dir, "04", rows, steps=min(P.sweep.steps, P.oracle.steps))
 recorded = [r for r in read_findings(output_dir) if r["key"].startswith("04")]
 display(Markdown(decisions_markdown(rows) + "\n\n(counts before the steps rule; the table below applies it)"))
 pd.DataFrame(recorded)[["key", "finding", "verdict", "ours"]]

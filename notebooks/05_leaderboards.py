@@ -62,19 +62,16 @@ data_dir = "../outputs/data"
 datasets = {"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}}
 logo_groups = {"RotatedDigits": [["0", "20"], ["40", "60"]]}
 lodo_domains = {}  # dataset -> the domains LODO holds out, one at a time; a dataset not named: every domain
-algorithms = ["ERM", "CORAL", "Mixup"]
-n_hparams = 1
-n_trials = 1
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
+# the sweep on each dataset and board (dganalysis.sweep.Sweep; a YAML may give some keys only); search_overrides:
+# hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
+sweep = {"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}, "search_overrides": {}}
 selection_method = "training_domain"
 alpha = 0.05  # Friedman / Nemenyi level, and the level of C2's family
 n_bootstrap = 2000  # resamples of the blocks for the rank CIs
 n_workers = 2
-dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no pretraining on DomainNet)
+dataset_overrides = {}  # name -> hparams on top of the sweep's hparams_overrides (e.g. no pretraining on DomainNet)
 dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
-search_overrides = {}  # hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
 # see dganalysis.protocols.leaderboard.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
@@ -167,7 +164,7 @@ if ran:
 # %%
 rank_tests = {}
 for proto, s in sel.items():
-    scores = lb.block_scores(s, methods=algorithms)
+    scores = lb.block_scores(s, methods=P.sweep.algorithms)
     if scores.shape[1] < 3 or len(scores) < 2:
         display(Markdown(f"{proto}: {scores.shape[1]} methods × {len(scores)} blocks, too few for a Friedman test."))
         continue

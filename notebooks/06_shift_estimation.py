@@ -64,7 +64,7 @@ folder_train = None  # its training domain names (None: the first domain)
 folder_test = None  # its test domain names (None: the last domain)
 folder_image_size = 32
 # Tables 1-2: a small sweep per dataset, ranking score vs ERM within each dominant-shift group (the sweep's settings:
-# dganalysis.studies.params.SweepSettings; a YAML may give some keys only; an entry's "hparams" go on top of
+# dganalysis.sweep.Sweep; a YAML may give some keys only; an entry's "hparams" go on top of
 # hparams_overrides for that dataset)
 ranking = {
     "datasets": [

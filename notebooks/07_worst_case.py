@@ -44,15 +44,13 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# one model per (algorithm, draw) on train_domains -> test_domains (dganalysis.sweep.Sweep; a YAML may give some
+# keys only)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+         "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20, "checkpoint_freq": 10}
 train_domains = ["15", "30", "45", "60"]
 test_domains = ["0", "75"]
-algorithms = ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"]
 featurizer = "mlp"
-n_hparams = 1
-steps = 20
-checkpoint_freq = 10
 batch_size = 32
 lr = 3e-3
 wc_rho = 0.1                        # WCDG training radius (units of the batch representation spread)
@@ -98,7 +96,7 @@ from dganalysis.studies.plans import worst_case_plan
 from dganalysis.sweep import run_sweep
 from dganalysis.train import load_model
 plots.setup_style(), torch.set_num_threads(n_threads)
-ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
+ds = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
 
 # %% [markdown]
 # ## Train the models (sweep API, models saved)
@@ -139,7 +137,7 @@ assert (ce.groupby("model").worst_case_loss.apply(lambda s: np.all(np.diff(s.to_
 
 fig, ax = plt.subplots(figsize=(5, 3.5))
 sns.lineplot(data=ce, x="rho", y="worst_case_loss", hue="algorithm", units="model", estimator=None, marker="o", ax=ax)
-ax.set(xlabel="ρ (units of representation spread)", ylabel="worst-case cross-entropy", title=f"{dataset}: worst case around the source")
+ax.set(xlabel="ρ (units of representation spread)", ylabel="worst-case cross-entropy", title=f"{P.sweep.dataset}: worst case around the source")
 plots.save_figure(fig, "07_worst_case_curves", output_dir)
 wide = ce.pivot_table(index="model", columns="rho", values="worst_case_loss")
 plots.save_table(wide.reset_index(), "07_worst_case_ce", output_dir, caption="Worst-case cross-entropy vs ρ", float_format="%.3f")
@@ -235,7 +233,7 @@ from dganalysis.findings import worst_case as wcf
 decisions = {"a": wcf.high_near_source(pred), "b": wcf.not_overestimate(cmp), "c": wcf.losses_agree(pred),
              "d": wcf.predicts_better(pred)}
 rows = wcf.finding_rows(decisions, rho_small)
-replace_findings(output_dir, "07", rows, data=provenance.data_label(ds, test_domains), steps=steps)
+replace_findings(output_dir, "07", rows, data=provenance.data_label(ds, test_domains), steps=P.sweep.steps)
 plots.save_table(pd.DataFrame(rows).drop(columns="decision"), "07_findings", output_dir,
                  caption="WC-DG poster claims vs this run")
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

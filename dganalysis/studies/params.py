@@ -12,12 +12,11 @@ with what papermill's ``inspect_notebook`` reads from the cell). Every value mus
 (:func:`dganalysis.validation.like`: an integer stays an integer, a boolean a boolean; a ``None`` default takes
 anything), as the runner has always checked; the class's ``check`` adds the consistency checks of its study.
 
-A notebook that runs a second sweep besides its own (the leakage study's oracle sweep, the shift study's ranking
-sweep) takes that sweep's settings as one nested mapping parameter (``oracle = {"dataset": ..., "n_hparams": 2,
-"steps": 10, ...}``); the class turns it into a :class:`SweepSettings` (keys the mapping leaves out take the
-parameters cell's values; an unknown key fails with "did you mean"). The sweep-shape checks (``n_hparams``,
-``steps``, splits, ...) live once, in :data:`SWEEP_RULES`, for the nested settings and for the flat fields of a
-notebook's own sweep alike.
+A notebook that runs a sweep takes its shape as one nested mapping parameter, ``sweep`` (and a second sweep as another:
+the leakage study's ``oracle``, the shift study's ``ranking``): ``sweep = {"dataset": ..., "n_hparams": 2, "steps":
+10, ...}``. The class turns it into a :class:`dganalysis.sweep.Sweep` (keys the mapping leaves out take the parameters
+cell's values; an unknown key fails with "did you mean"), which checks each of its values once, as it does for a
+sweep file.
 
 The objects are frozen (no attribute can be reassigned); the lists and mappings they hold are the values given, not
 copies, so the jobs planned from an object are the jobs planned from the same values passed one by one.
@@ -26,12 +25,12 @@ copies, so the jobs planned from an object are the jobs planned from the same va
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from dganalysis.registry import Registry
+from dganalysis.sweep.spec import Sweep, sweep_field
 from dganalysis.validation import Check, ConfigError, like
 
 P = TypeVar("P", bound="NotebookParams")
@@ -59,11 +58,6 @@ def _own_check(value: Any) -> Any:
     return field(default_factory=lambda: copy.deepcopy(value), metadata={"nullable": True, "own_check": True})
 
 
-def _sweep(value: dict[str, Any]) -> Any:
-    """A nested sweep-settings parameter (:class:`SweepSettings`) whose keys and defaults are ``value``'s."""
-    return field(default_factory=lambda: copy.deepcopy(value), metadata={"sweep": True})
-
-
 @dataclass(frozen=True)
 class NotebookParams:
     """What every study notebook has: the folders ``dganalysis run`` injects per profile."""
@@ -79,8 +73,8 @@ class NotebookParams:
             default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
             value = getattr(self, f.name)
             if f.metadata.get("sweep"):
-                if not isinstance(value, SweepSettings):
-                    object.__setattr__(self, f.name, SweepSettings.from_mapping(value, f.name, default))
+                if not isinstance(value, Sweep):
+                    object.__setattr__(self, f.name, Sweep.from_mapping(value, f.name, default))
                 continue
             if (value is None and f.metadata.get("nullable")) or f.metadata.get("own_check"):
                 continue
@@ -129,13 +123,13 @@ class NotebookParams:
 
     @classmethod
     def sweep_names(cls) -> list[str]:
-        """The parameters that are nested sweep settings (:class:`SweepSettings`; a variant merges into them key by
+        """The parameters that are nested sweeps (:class:`dganalysis.sweep.Sweep`; a variant merges into them key by
         key, :func:`merge_overrides`)."""
         return [f.name for f in fields(cls) if f.metadata.get("sweep")]
 
     def as_dict(self) -> dict[str, Any]:
         """Parameter name -> value (the values themselves, not copies; a nested sweep as its mapping)."""
-        return {n: v.as_dict() if isinstance(v := getattr(self, n), SweepSettings) else v for n in self.names()}
+        return {n: v.as_dict() if isinstance(v := getattr(self, n), Sweep) else v for n in self.names()}
 
 
 # --------------------------------------------------------------------------- helpers for the checks
@@ -190,135 +184,22 @@ def _count_rule(low: int) -> Callable[[Any, str], None]:
     return lambda value, name: Check("int", low=low)(value, f"parameter {name!r}")
 
 
-def _algorithms_rule(value: Any, name: str) -> None:
-    _names(name, value, "a non-empty list of algorithm names")
-
-
-def _splits_rule(value: Any, name: str) -> None:
-    for i, s in enumerate(_names(name, value, "a non-empty list of splits")):
-        _split(f"{name}[{i}]", s)
-
-
-_SPEC_KEYS = {"name", "kwargs", "train", "test", "hparams"}
-
-
-def _dataset_specs_rule(value: Any, name: str) -> None:
-    """A list of ``{name, train, test}`` datasets (optional ``kwargs``, and ``hparams`` on top of the sweep's
-    ``hparams_overrides`` for that dataset), each with a split."""
-    required = {"name", "train", "test"}
-    for i, spec in enumerate(_names(name, value, "a non-empty list of datasets")):
-        if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= _SPEC_KEYS:
-            raise _fail(f"{name}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
-                        f"{sorted(_SPEC_KEYS - required)})", spec)
-        _split(f"{name}[{i}]", {"train": spec["train"], "test": spec["test"]})
-
-
-def _mapping_rule(value: Any, name: str) -> None:
-    if not isinstance(value, Mapping):
-        raise _fail(name, "a mapping", value)
-
-
-#: The sweep-shape checks, once: ``key -> rule(value, parameter name)``, applied to the keys of every
-#: :class:`SweepSettings` and (through :data:`SHARED_RULES`) to the flat fields of the same names of a notebook's own
-#: sweep. A value of ``None`` is not checked (a nullable key).
-SWEEP_RULES: dict[str, Callable[[Any, str], None]] = {
-    "n_hparams": _count_rule(1),
-    "n_trials": _count_rule(1),
-    "steps": _count_rule(1),
-    "checkpoint_freq": _count_rule(1),
-    "algorithms": _algorithms_rule,
-    "splits": _splits_rule,
-    "datasets": _dataset_specs_rule,
-    "dataset_kwargs": _mapping_rule,
-    "hparams_overrides": _mapping_rule,
-    "search_overrides": _mapping_rule,
-}
-
-
 def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str], None]:
     return lambda obj, name: rule(getattr(obj, name), name)
 
 
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
-#: kind is checked, before the class's own :meth:`NotebookParams.check`): "steps" means the same in every notebook.
-#: The sweep-shape names take their rule from :data:`SWEEP_RULES`. The other shared names are checked by kind alone
-#: (``dataset``, ``dataset_kwargs``, ``hparams_overrides``, …) or by a rule across parameters in the class's check
+#: kind is checked, before the class's own :meth:`NotebookParams.check`): "alpha" means the same in every notebook.
+#: The sweep's keys are checked by :class:`dganalysis.sweep.Sweep`. The other shared names are checked by kind alone
+#: (``datasets``, ``dataset_overrides``, ``featurizer``, …) or by a rule across parameters in the class's check
 #: (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
-    **{n: _shared(SWEEP_RULES[n]) for n in ("n_hparams", "n_trials", "steps", "checkpoint_freq", "algorithms")},
     **dict.fromkeys(("n_workers", "workers", "batch_size", "image_size"), _shared(_count_rule(1))),
     "seed": _shared(_count_rule(0)),
     "lr": _positive,
     "alpha": lambda obj, name: _unit(obj, name),
     "selection_method": lambda obj, name: _selection(obj, name),
 }
-
-
-#: the keys a nested sweep may take (each notebook's parameters cell names the ones its sweep has)
-SWEEP_KEYS = ("dataset", "dataset_kwargs", "splits", "datasets", "algorithms", "n_hparams", "n_trials", "steps",
-              "checkpoint_freq", "hparams_overrides", "search_overrides")
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """The shape of one sweep: DomainBed's random search of ``n_hparams`` hyperparameter draws, repeated over
-    ``n_trials`` trials, each job trained ``steps`` steps and evaluated every ``checkpoint_freq`` steps
-    (Gulrajani & Lopez-Paz 2021, Sec. 4; ``dganalysis.sweep``), of ``algorithms`` on ``dataset`` (built with
-    ``dataset_kwargs``) over ``splits`` — or over ``datasets``, a list of ``{name, kwargs, train, test, hparams}``
-    entries, one split each. ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the
-    search space (YAML distribution specs, :func:`dganalysis.hparams.parse_distribution`; ``None``: DomainBed's).
-
-    A notebook's nested sweep parameter (e.g. ``LeakageOracleParams.oracle``) uses only the keys its parameters
-    cell names (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`;
-    the checks of every key are :data:`SWEEP_RULES`."""
-
-    dataset: str | None = None
-    dataset_kwargs: dict = field(default_factory=dict)
-    splits: list = field(default_factory=list)
-    datasets: list = field(default_factory=list)
-    algorithms: list = field(default_factory=list)
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 1
-    checkpoint_freq: int | None = None
-    hparams_overrides: dict = field(default_factory=dict)
-    search_overrides: dict | None = None
-    #: the parameter holding these settings (``oracle``), for the errors
-    name: str = field(default="sweep", compare=False)
-    #: the keys this sweep takes (its parameters cell's), in order; empty: every key of :data:`SWEEP_KEYS`
-    keys: tuple[str, ...] = field(default=(), compare=False)
-
-    def __post_init__(self) -> None:
-        for key in self.keys or SWEEP_KEYS:
-            value = getattr(self, key)
-            if value is not None and key in SWEEP_RULES:
-                SWEEP_RULES[key](value, f"{self.name}.{key}")
-
-    @classmethod
-    def from_mapping(cls, value: Any, name: str, defaults: Mapping[str, Any]) -> SweepSettings:
-        """The settings of the nested parameter ``name`` from ``value`` (key -> value); ``defaults`` (the parameters
-        cell's mapping) names the keys the sweep takes and fills those ``value`` leaves out. Each value must be of
-        the kind of its default (``search_overrides`` may also be ``None``). Raises :class:`ConfigError` naming the
-        parameter and the key, with "did you mean" for an unknown key."""
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"parameter {name!r}: expected a mapping of sweep settings (keys {list(defaults)}), "
-                              f"got {value!r}")
-        for key in value:
-            if key not in defaults:
-                close = difflib.get_close_matches(str(key), list(defaults), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(f"parameter {name!r}: unknown key {key!r}{hint} (the keys of {name!r} are "
-                                  f"{list(defaults)})")
-        merged = {**defaults, **value}
-        for key, v in merged.items():
-            if v is None and (key == "search_overrides" or defaults[key] is None):
-                continue
-            like(defaults[key])(v, f"parameter '{name}.{key}' (the notebook's default is {defaults[key]!r})")
-        return cls(**merged, name=name, keys=tuple(defaults))
-
-    def as_dict(self) -> dict[str, Any]:
-        """Key -> value of the keys this sweep takes (the values themselves, not copies)."""
-        return {k: getattr(self, k) for k in self.keys or SWEEP_KEYS}
 
 
 def merge_overrides(notebook: str, base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,12 +226,9 @@ class QuickstartParams(NotebookParams):
 
     angles: list = _default([0, 45, 75])
     image_size: int = 16
-    algorithms: list = _default(["ERM"])
-    n_hparams: int = 2
-    n_trials: int = 2
-    steps: int = 40
-    checkpoint_freq: int = 20
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    #: the sweep on each dataset (leave-one-out and two held-out domains; the datasets are ``datasets``'s)
+    sweep: Sweep = sweep_field({"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40,
+                                "checkpoint_freq": 20, "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     workers: int = 2
     datasets: dict = _default({})
     dataset_overrides: dict = _default({})
@@ -387,20 +265,17 @@ class BinarizationParams(NotebookParams):
 
     notebook: ClassVar[str] = "02_binarization_study"
 
-    dataset: str = "PaHCC"
-    dataset_kwargs: dict = _default({"size": 10, "image_size": 32, "writers": 4})
+    #: the sweep of each arm (its splits are ``train_sets``', its dataset_kwargs gray or binarized)
+    sweep: Sweep = sweep_field({
+        "dataset": "PaHCC", "dataset_kwargs": {"size": 10, "image_size": 32, "writers": 4}, "algorithms": ["ERM"],
+        "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     full_dataset_kwargs: dict = _default({})
     train_sets: list = _default([["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"]])
     table7_tasks: list = _default([[["d0", "d1"], "d2"], [["d0", "d2"], "d1"], [["d1", "d2"], "d0"],
                                    [["d0", "d1", "d2"], "hw"]])
-    algorithms: list = _default(["ERM"])
     extra_bars_csv: str = ""
     extra_bars_label: str = "DomainNet"
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
     selection_method: str = "training_domain"
     n_workers: int = 2
 
@@ -425,18 +300,15 @@ class DynamicDGParams(NotebookParams):
 
     notebook: ClassVar[str] = "03_dynamic_dg"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: the sweep (its splits are the training sets of the swap test and the Domain+ chains)
+    sweep: Sweep = sweep_field({
+        "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM", "CORAL"],
+        "n_hparams": 1, "n_trials": 2, "steps": 20, "checkpoint_freq": 10,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     test_domain: str = "75"
     swap_choices: list = _default([["0", "15"], ["0", "30"]])
     domain_plus_chains: list = _default([[["0", "15"], ["0", "15", "30"]]])
     evaluate_on: str = "rest"
-    algorithms: list = _default(["ERM", "CORAL"])
-    n_hparams: int = 1
-    n_trials: int = 2
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     correction: str = "holm"
@@ -462,8 +334,10 @@ class LeakageOracleParams(NotebookParams):
 
     notebook: ClassVar[str] = "04_leakage_oracle"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: the LP/FT sweep (its splits are ``lp_ft_splits``, or ``train_domains`` -> ``test_domains``; its
+    #: hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
+    sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "algorithms": ["ERM"], "steps": 10, "checkpoint_freq": 5, "n_trials": 1})
     train_domains: list = _default(["0", "15", "30"])
     test_domains: list = _default(["45", "60", "75"])
     featurizer: str = "smallcnn"
@@ -472,15 +346,11 @@ class LeakageOracleParams(NotebookParams):
     pretrain_steps: int = 15
     pretrain_batch_size: int = 64
     pretrain_lr: float = 2e-3
-    algorithm: str = "ERM"
-    steps: int = 10
-    checkpoint_freq: int = 5
     batch_size: int = 32
     lr: float = 3e-3
-    n_trials: int = 1
     frozen_stages: list = _default([])
     #: Table 4's oracle sweep (search_overrides None: DomainBed's search space; checkpoints every steps // 2)
-    oracle: SweepSettings = _sweep({
+    oracle: Sweep = sweep_field({
         "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
         "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,
         "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2})
@@ -523,19 +393,17 @@ class LeaderboardsParams(NotebookParams):
     logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
     #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
     lodo_domains: dict = _default({})
-    algorithms: list = _default(["ERM", "CORAL", "Mixup"])
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    #: the sweep on each dataset and board (steps: ``dataset_steps`` and a board's may replace them)
+    sweep: Sweep = sweep_field({"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
+                                "checkpoint_freq": 10,
+                                "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32},
+                                "search_overrides": {}})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     n_bootstrap: int = 2000
     n_workers: int = 2
     dataset_overrides: dict = _default({})
     dataset_steps: dict = _default({})
-    search_overrides: dict = _default({})
     leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
     #: "domainbed" (every draw in every trial) or "yu2024" (dganalysis.sweep.search_protocol)
     search_protocol: str = "domainbed"
@@ -567,9 +435,8 @@ class LeaderboardsParams(NotebookParams):
         """Each board with its settings in full (:func:`dganalysis.protocols.leaderboard.leaderboard_boards`)."""
         from dganalysis.protocols.leaderboard import leaderboard_boards
 
-        return leaderboard_boards(self.leaderboards, datasets=self.datasets, hparams_overrides=self.hparams_overrides,
-                                  search_overrides=self.search_overrides, dataset_overrides=self.dataset_overrides,
-                                  steps=self.steps, dataset_steps=self.dataset_steps)
+        return leaderboard_boards(self.leaderboards, datasets=self.datasets, sweep=self.sweep,
+                                  dataset_overrides=self.dataset_overrides, dataset_steps=self.dataset_steps)
 
 
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
@@ -609,7 +476,7 @@ class ShiftEstimationParams(NotebookParams):
     folder_test: Any = None
     folder_image_size: int = 32
     #: Tables 1-2's ranking sweep: one split per dataset (an entry's ``hparams`` go on top of ``hparams_overrides``)
-    ranking: SweepSettings = _sweep({
+    ranking: Sweep = sweep_field({
         "datasets": [
             {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
             {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
@@ -649,15 +516,13 @@ class WorstCaseParams(NotebookParams):
 
     notebook: ClassVar[str] = "07_worst_case"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: one model per (algorithm, draw) on the split ``train_domains`` -> ``test_domains``, one trial
+    sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20,
+                                "checkpoint_freq": 10})
     train_domains: list = _default(["15", "30", "45", "60"])
     test_domains: list = _default(["0", "75"])
-    algorithms: list = _default(["ERM", "CORAL", "WM", "G2DM", "ERM_WC"])
     featurizer: str = "mlp"
-    n_hparams: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
     batch_size: int = 32
     lr: float = 3e-3
     wc_rho: float = 0.1
@@ -684,8 +549,8 @@ class WorstCaseParams(NotebookParams):
         if self.rho_small not in self.rhos:
             raise ConfigError(f"parameter 'rho_small': {self.rho_small!r} is not among rhos {self.rhos}; the "
                               "curves are computed at rhos only")
-        _subset("loss_models", self.loss_models, "algorithms", self.algorithms)
-        _subset("compare_models", self.compare_models, "algorithms", self.algorithms)
+        _subset("loss_models", self.loss_models, "sweep.algorithms", self.sweep.algorithms)
+        _subset("compare_models", self.compare_models, "sweep.algorithms", self.sweep.algorithms)
 
 
 @NOTEBOOK_PARAMS.register("08_audit")

@@ -36,7 +36,7 @@ def test_a_claims_power_is_recomputed_not_typed():
     claim = next(c for c in d.design_for("03_dynamic_dg", p) if c.key == "D+d2-named")
     assert claim.kind == "decision"
     assert claim.power == pytest.approx(simulated_power(claim.decide, claim.simulate, claim.n, REPS, 0).power)
-    assert claim.n == p.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
+    assert claim.n == p.sweep.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
 
 
 def test_undecidable_claims_are_flagged_with_the_reason():

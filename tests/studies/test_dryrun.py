@@ -77,7 +77,7 @@ def test_job_counts_follow_the_yaml(paper):
 
     p = yaml.safe_load((ROOT / "params/paper/07_worst_case.yaml").read_text())
     n07 = (paper.jobs["notebook"] == "07_worst_case").sum()
-    assert n07 == len(p["algorithms"]) * p["n_hparams"]  # one split, one trial per (algorithm, draw)
+    assert n07 == len(p["sweep"]["algorithms"]) * p["sweep"]["n_hparams"]  # one split, one trial per (algorithm, draw)
 
 
 @pytest.mark.parametrize("name", PLANS.names())
@@ -99,19 +99,27 @@ def test_notebook_builds_its_jobs_with_its_plan(name):
                                                 f"dganalysis.studies.plans.{PLANS.get(name).__name__} instead")
 
 
-def _project(tmp_path, edits: dict[str, str]) -> Path:
+def _project(tmp_path, edits: dict[str, str | tuple[str, str]]) -> Path:
+    """The repository's profiles with ``edits`` (notebook -> text appended to its paper YAML, or (old, new) lines
+    replaced in it)."""
     (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
     shutil.copytree(ROOT / "params", tmp_path / "params")
     for name, extra in edits.items():
         path = tmp_path / "params" / "paper" / f"{name}.yaml"
-        path.write_text(path.read_text() + extra)
+        text = path.read_text()
+        if isinstance(extra, tuple):
+            assert extra[0] in text, (name, extra[0])
+            path.write_text(text.replace(extra[0], extra[1]))
+        else:
+            path.write_text(text + extra)
     return tmp_path
 
 
 def test_bad_yaml_and_missing_inputs_are_reported(tmp_path, capsys, monkeypatch):
     root = _project(tmp_path, {
-        "01_dataset_construction": "\nbogus_parameter: 1\n", "07_worst_case": "\nalgorithms: [NoSuchAlg]\n",
-        "00_quickstart": "\nhparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}\n",
+        "01_dataset_construction": "\nbogus_parameter: 1\n",
+        "07_worst_case": ('  algorithms: ["ERM", "CORAL"', '  algorithms: ["NoSuchAlg", "CORAL"'),
+        "00_quickstart": ("  hparams_overrides: {}", "  hparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}"),
         "06_shift_estimation": "\nfolder_root: /nonexistent/images\n",
         "04_leakage_oracle": "\ninception_weights: /nonexistent/inception.pt\n"})
     names = ["00_quickstart", "01_dataset_construction", "04_leakage_oracle", "06_shift_estimation", "07_worst_case"]
@@ -215,8 +223,9 @@ def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
     oracle, lpft = plan.sweeps["oracle-K"], plan.sweeps["LP/FT"]
     assert {j.dataset for j in oracle} == {"ColoredDigits"} and {j.dataset for j in lpft} == {"RotatedDigits"}
     assert len(oracle) == 2 * 3 and {j.trial_seed for j in oracle} == {0, 1, 2}
-    assert {j.trial_seed for j in lpft} == set(range(p["n_trials"]))
-    assert ("ColoredDigits", {"image_size": 8}) in plan.datasets and ("RotatedDigits", p["dataset_kwargs"]) in plan.datasets
+    assert {j.trial_seed for j in lpft} == set(range(p["sweep"]["n_trials"]))
+    assert ("ColoredDigits", {"image_size": 8}) in plan.datasets
+    assert ("RotatedDigits", p["sweep"]["dataset_kwargs"]) in plan.datasets
 
 
 def test_every_sweep_breakdown_states_its_exact_count(paper):

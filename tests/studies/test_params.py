@@ -23,13 +23,12 @@ from dganalysis.studies import runner
 from dganalysis.studies.params import (
     NOTEBOOK_PARAMS,
     SHARED_RULES,
-    SWEEP_RULES,
-    SweepSettings,
     build_params,
     params_class,
 )
 from dganalysis.studies.plans import PLANS
 from dganalysis.studies.runner import INJECTED, list_notebooks, load_params
+from dganalysis.sweep import Sweep
 from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,21 +103,21 @@ def test_notebook_builds_its_object_and_its_planner_takes_it(name):
 NEW_VALUES = {
     "baseline": "CORAL", "selections": "all", "reference": "shipped:domainbed",
     "bandwidth": "shared", "evaluate_on": "test_domain", "correction": "bonferroni", "selection_method": "oracle",
-    "featurizer": "cnn", "algorithm": "CORAL", "dataset": "ColoredDigits",
+    "featurizer": "cnn",
     "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
     "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3], "angles": [0, 30, 60, 90],
     "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
     "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
     "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
-    "algorithms": ["ERM", "WM", "G2DM"], "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
-    "dataset_kwargs": {"image_size": 12}, "hparams_overrides": {"featurizer": "cnn"},
+    "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
     # nested sweeps: some keys only (the others keep the cell's values)
+    "sweep": {"steps": 15, "checkpoint_freq": 3},
     "oracle": {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 12}, "search_overrides": None,
                "splits": [{"train": ["+90%"], "test": ["-90%"]}], "steps": 15},
     "ranking": {"algorithms": ["ERM"], "n_trials": 1, "hparams_overrides": {"featurizer": "cnn"}},
     "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
     "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
-    "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
+    "dataset_steps": {"RotatedDigits": 5},
     "search_protocol": "yu2024", "family": "table",
 }
 
@@ -146,9 +145,9 @@ CASES = [(n, p) for n in NOTEBOOKS for p in params_class(n).names()]
 
 
 def _got(obj, param: str, value):
-    """``obj``'s ``param``; a nested sweep (:class:`SweepSettings`) as the keys ``value`` sets."""
+    """``obj``'s ``param``; a nested sweep (:class:`dganalysis.sweep.Sweep`) as the keys ``value`` sets."""
     got = getattr(obj, param)
-    if isinstance(got, SweepSettings):
+    if isinstance(got, Sweep):
         assert list(got.as_dict()) == list(type(obj).defaults()[param])  # the cell's keys, in order
         return {k: got.as_dict()[k] for k in value}
     return got
@@ -197,10 +196,13 @@ def test_consistency_checks_name_the_parameter():
 
     with pytest.raises(ConfigError, match=r"parameter 'rho_small': 0\.3 is not among rhos"):
         WorstCaseParams(rho_small=0.3)
-    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['MMD'\] are not in algorithms"):
+    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['MMD'\] are not in sweep\.algorithms"):
         WorstCaseParams(compare_models=["MMD"])
-    with pytest.raises(ConfigError, match=r"parameter 'steps' \(the notebook's default is 20\): expected an integer"):
-        WorstCaseParams(steps=20.5)
+    with pytest.raises(ConfigError, match=r"parameter 'sweep\.steps' \(the notebook's default is 20\): expected an "
+                                          r"integer"):
+        WorstCaseParams(sweep={"steps": 20.5})
+    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['G2DM'\] are not in sweep\.algorithms"):
+        WorstCaseParams(sweep={"algorithms": ["ERM", "WM"]})
     with pytest.raises(ConfigError, match=r"parameter 'alpha'"):
         LeaderboardsParams(alpha=1.5)
     with pytest.raises(ConfigError, match=r"parameter 'fid_n_samples'"):  # a covariance needs two images
@@ -226,12 +228,14 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
 
 
 #: a bad value for every parameter name several notebooks share and check the same way
-_SHARED_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "n_workers": 0, "batch_size": 0,
-               "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5, "algorithms": [],
+_SHARED_BAD = {"n_workers": 0, "batch_size": 0, "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5,
                "selection_method": "trainig_domain"}
 #: shared names checked by kind only, or by a rule across parameters in the class's own check
-_SHARED_KIND_ONLY = {"dataset", "dataset_kwargs", "datasets", "dataset_overrides", "hparams_overrides", "featurizer",
-                     "train_domains", "test_domains"}
+_SHARED_KIND_ONLY = {"datasets", "dataset_overrides", "featurizer", "train_domains", "test_domains"}
+#: a bad value for each key of a sweep (every notebook's nested sweep refuses it, naming ``parameter.key``)
+_SWEEP_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "algorithms": [],
+              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X"}], "dataset_kwargs": [1],
+              "dataset": "", "hparams_overrides": [1], "search_overrides": [1]}
 
 
 def test_every_shared_parameter_name_is_ruled():
@@ -242,7 +246,7 @@ def test_every_shared_parameter_name_is_ruled():
     counts = Counter(n for nb in NOTEBOOK_PARAMS.names() for n in NOTEBOOK_PARAMS.get(nb).names()
                      if n not in NotebookParams.names())
     shared = {n for n, k in counts.items() if k > 1}
-    assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == set()
+    assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == {"sweep"}  # a sweep checks its own keys
     assert set(_SHARED_BAD) <= set(SHARED_RULES)
 
 
@@ -261,30 +265,33 @@ def test_shared_parameter_names_have_one_rule(notebook):
 
 
 def test_sweep_settings_fill_missing_keys_and_feed_the_planner():
-    """04's ``oracle`` and 06's ``ranking`` become :class:`SweepSettings`; keys left out take the cell's values."""
+    """04's ``sweep`` and ``oracle`` and 06's ``ranking`` become :class:`Sweep`; keys left out take the cell's
+    values."""
     from dganalysis.studies.params import LeakageOracleParams, ShiftEstimationParams
 
     p = LeakageOracleParams(oracle={"steps": 7})
-    assert isinstance(p.oracle, SweepSettings) and p.oracle.steps == 7
+    assert isinstance(p.oracle, Sweep) and p.oracle.steps == 7
     assert p.oracle.dataset == "RotatedDigits" and p.oracle.n_hparams == 2 and p.oracle.n_trials == 2
     assert p.as_dict()["oracle"] == {**LeakageOracleParams.defaults()["oracle"], "steps": 7}  # a plain mapping
     assert {j.steps for j in PLANS.get("04_leakage_oracle")(p).sweeps["oracle-K"]} == {7}
-    assert LeakageOracleParams.sweep_names() == ["oracle"] and ShiftEstimationParams.sweep_names() == ["ranking"]
+    assert LeakageOracleParams.sweep_names() == ["sweep", "oracle"]
+    assert ShiftEstimationParams.sweep_names() == ["ranking"]
     r = ShiftEstimationParams(ranking={"algorithms": ["ERM", "IRM", "CORAL"]}).ranking
     assert r.algorithms == ["ERM", "IRM", "CORAL"] and r.checkpoint_freq == 5
 
 
-@pytest.mark.parametrize("key, bad", [(k, v) for k, v in _SHARED_BAD.items() if k in SWEEP_RULES] +
-                         [("splits", [{"train": ["0"], "test": ["0"]}]), ("datasets", [{"name": "X"}]),
-                          ("dataset_kwargs", [1])])
-def test_nested_sweep_keys_follow_the_shared_rules(key, bad):
-    """A nested key is refused by the same rule as the flat parameter of that name (SWEEP_RULES), naming
+@pytest.mark.parametrize("key, bad", list(_SWEEP_BAD.items()))
+def test_nested_sweep_keys_follow_the_sweeps_rules(key, bad):
+    """A key of any notebook's nested sweep is refused by :class:`Sweep`'s one rule for it, naming
     ``parameter.key``."""
-    for name, param in (("04_leakage_oracle", "oracle"), ("06_shift_estimation", "ranking")):
-        if key not in params_class(name).defaults()[param]:
-            continue
-        with pytest.raises(ConfigError, match=rf"x\.yaml: parameter '{param}\.{key}"):
-            build_params(name, {param: {key: bad}}, "x.yaml")
+    checked = 0
+    for name in NOTEBOOKS:
+        for param in params_class(name).sweep_names():
+            if key in params_class(name).defaults()[param]:
+                checked += 1
+                with pytest.raises(ConfigError, match=rf"x\.yaml: parameter '{param}\.{key}"):
+                    build_params(name, {param: {key: bad}}, "x.yaml")
+    assert checked, f"no notebook's sweep has the key {key!r}"
 
 
 def test_nested_sweep_errors_name_the_file_parameter_and_key():

@@ -59,7 +59,8 @@ _SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_cla
                     r"max_per_env|max_points|n_bootstrap)$")
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
-_AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle.n_trials": 2, "oracle.n_hparams": 2}}
+_AT_LEAST = {"03_dynamic_dg": {"sweep.n_trials": 2},
+             "04_leakage_oracle": {"oracle.n_trials": 2, "oracle.n_hparams": 2}}
 MAX_IMAGE = 16
 #: PaHCC's image size (``02_binarization_study``, ``03_dynamic_dg``): their ResNet-18 has a 3×3 stem (``conv1_3x3``)
 #: that keeps the full resolution, so its cost grows with the pixels (a one-step job: 1.3 s at 8 px, 3.2 s at 16 px)
@@ -111,35 +112,12 @@ def _one_per_kind(specs: Any) -> Any:
     return list(seen_l.values())
 
 
-def _smoke_sweep(sweep: Mapping[str, Any], at_least: Mapping[str, int], named: set[str],
-                 prefix: str = "") -> dict[str, Any]:
-    """A sweep's shape shrunk: one-step jobs, one draw and one trial (``at_least``: ``prefix + key`` -> the least a
-    cell needs), the first two algorithms (plus those in ``named``), one dataset per loader kind, the first split,
-    batch size :data:`BATCH`. ``sweep`` is the notebook's parameters (its own sweep's flat fields) or one nested
-    sweep mapping (:class:`dganalysis.studies.params.SweepSettings`'s keys)."""
-    out = dict(sweep)
-    for k in ("steps", "checkpoint_freq"):
-        if isinstance(out.get(k), int) and not isinstance(out[k], bool):
-            out[k] = min(out[k], SWEEP_STEPS)
-    for k in ("n_hparams", "n_trials"):
-        if k in out:
-            out[k] = at_least.get(prefix + k, 1)
-    if isinstance(out.get("algorithms"), list):
-        out["algorithms"] = list(dict.fromkeys(out["algorithms"][:2] + [a for a in out["algorithms"] if a in named]))
-    if out.get("datasets"):
-        out["datasets"] = _one_per_kind(out["datasets"])
-    if prefix and out.get("splits"):  # one split, as the notebooks' own defaults
-        out["splits"] = out["splits"][:1]
-    if isinstance(out.get("hparams_overrides"), dict):
-        out["hparams_overrides"] = {**out["hparams_overrides"], "batch_size": BATCH}
-    return out
-
-
 def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; a nested sweep
-    (``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the notebook's
-    defaults for the keys it leaves out and shrunk like the notebook's own sweep (:func:`_smoke_sweep`)."""
+    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; each nested sweep
+    (``sweep``, ``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the
+    notebook's defaults for the keys it leaves out and shrinks itself (:meth:`dganalysis.sweep.Sweep.shrunk`)."""
     from dganalysis.studies.params import NOTEBOOK_PARAMS, params_class
+    from dganalysis.sweep.spec import Sweep
 
     nested = params_class(name).sweep_names() if name.split("@", 1)[0] in NOTEBOOK_PARAMS else []
     out = dict(params)
@@ -155,10 +133,14 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
     named = {a for k in ("loss_models", "compare_models") for a in out.get(k, [])}
     at_least = _AT_LEAST.get(name.split("@", 1)[0], {})
-    out = _smoke_sweep(out, at_least, named)
-    for k in nested:
+    for k in nested:  # each sweep shrinks itself; the keys a YAML leaves out take the notebook's defaults first
         if isinstance(out.get(k, {}), Mapping) and isinstance(defaults.get(k), Mapping):
-            out[k] = _smoke_sweep({**defaults[k], **out.get(k, {})}, at_least, named, f"{k}.")
+            sweep = Sweep.from_mapping({**defaults[k], **out.get(k, {})}, k, defaults[k])
+            least = {key.split(".", 1)[1]: n for key, n in at_least.items() if key.startswith(f"{k}.")}
+            out[k] = sweep.shrunk(SWEEP_STEPS, least, keep=sorted(named), batch_size=BATCH,
+                                  one_per_kind=_one_per_kind).as_dict()
+    if isinstance(out.get("datasets"), dict):  # 00, 05: name -> builder kwargs
+        out["datasets"] = _one_per_kind(out["datasets"])
     if out.get("map_datasets"):
         out["map_datasets"] = _one_per_kind(out["map_datasets"])
     if out.get("map_datasets"):  # the shift map fits a KDE per class: more images than the fake folder trees hold
