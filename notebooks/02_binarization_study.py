@@ -134,7 +134,7 @@ display(Markdown(
 
 # %%
 hw_trials = trials_frame(selected["gray"], selected["binary"], tasks[-1][0], tasks[-1][1])
-decision = binarization_finding(hw_trials, methods=[m for m in algorithms if m in set(hw_trials["algorithm"])])
+decision = binarization_finding(hw_trials, methods=[m for m in P.sweep.algorithms if m in set(hw_trials["algorithm"])])
 row = dict(paper="Zhang, Zhang & Liu (Table 7)",
            finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after binarization "
                    f"(paper: 16.4% gray vs 60.6% binary) [{source}]",
