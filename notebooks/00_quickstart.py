@@ -47,8 +47,9 @@ dataset_overrides = {}      # name -> hparams on top of hparams_overrides for th
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import QuickstartParams
-P = QuickstartParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("00_quickstart")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -56,8 +57,8 @@ P = QuickstartParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("00_quickstart", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "00_quickstart", DESIGN)
 design_frame(DESIGN)
 
@@ -67,7 +68,7 @@ from IPython.display import Markdown, display
 
 from dganalysis import plots, records, tables
 from dganalysis.data import load_dataset
-from dganalysis.studies.plans import quickstart_datasets, quickstart_plan
+from dganalysis.studies.plans import quickstart_datasets
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()
@@ -85,7 +86,7 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = quickstart_plan(P).jobs
+jobs = S.plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
 display(status["status"].value_counts().to_frame())
 df = records.load(store_dir)

@@ -35,8 +35,9 @@ seed = 0
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import DatasetConstructionParams
-P = DatasetConstructionParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("01_dataset_construction")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -44,8 +45,8 @@ P = DatasetConstructionParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("01_dataset_construction", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "01_dataset_construction", DESIGN)
 design_frame(DESIGN)
 

@@ -48,8 +48,9 @@ n_workers = 2
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import BinarizationParams
-P = BinarizationParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("02_binarization_study")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -57,8 +58,8 @@ P = BinarizationParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("02_binarization_study", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "02_binarization_study", DESIGN)
 design_frame(DESIGN)
 
@@ -74,7 +75,6 @@ from dganalysis.protocols.binarization import binarization_table, plot_binarizat
 from dganalysis.findings import engine
 from dganalysis.findings.binarization import binarization_finding, trials_frame
 from dganalysis.records import load, select
-from dganalysis.studies.plans import binarization_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -87,7 +87,7 @@ base = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs
 source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
 # each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
-arm_jobs = binarization_plan(P).sweeps
+arm_jobs = S.plan(P).sweeps
 status = run_sweep([j for js in arm_jobs.values() for j in js], store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

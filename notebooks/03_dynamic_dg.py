@@ -59,8 +59,9 @@ n_workers = 2
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import DynamicDGParams
-P = DynamicDGParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("03_dynamic_dg")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -68,8 +69,8 @@ P = DynamicDGParams.from_namespace(globals())
 # (`dganalysis.stats.planning`), and why a claim cannot be decided here. Claims marked `runs: no` train nothing.
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, not_run_findings, write_design
-DESIGN = design_for("03_dynamic_dg", P)
+from dganalysis.studies.design import design_frame, not_run_findings, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "03_dynamic_dg", DESIGN)
 design_frame(DESIGN)
 
@@ -83,7 +84,6 @@ from dganalysis.studies.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import dynamic, dynamic_report as dr, leaderboard as lb
 from dganalysis.records import load, select
-from dganalysis.studies.plans import dynamic_dg_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -97,7 +97,7 @@ base = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs
 source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
 print(source)
 # every training set of the swap test and the Domain+ chains, once; the same call as `dganalysis run --dry-run` makes
-jobs = dynamic_dg_plan(P).jobs
+jobs = S.plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 status["status"].value_counts()
 

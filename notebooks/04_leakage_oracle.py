@@ -74,8 +74,9 @@ n_workers = 1
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import LeakageOracleParams
-P = LeakageOracleParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("04_leakage_oracle")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -83,8 +84,8 @@ P = LeakageOracleParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("04_leakage_oracle", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "04_leakage_oracle", DESIGN)
 design_frame(DESIGN)
 
@@ -98,7 +99,7 @@ from dganalysis.data.provenance import data_label
 from dganalysis.studies.findings import decisions_markdown, findings_prose, read_findings, replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
-from dganalysis.studies.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
+from dganalysis.studies.plans import leakage_checkpoints, leakage_pretrainings
 from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt, pretraining_sources
 from dganalysis.findings import engine, leakage as leakage_findings
 from dganalysis.sweep import run_sweep
@@ -128,7 +129,7 @@ for name, (r, _) in own.items():
 
 # %%
 # the LP/FT jobs (and the oracle-K jobs run below); the same call as `dganalysis run --dry-run` makes
-plan = leakage_oracle_plan(P)
+plan = S.plan(P)
 assert set(plan.produced) == {str(r.path.resolve()) for r, _ in own.values()}  # the checkpoints the jobs load
 jobs, ojobs = plan.sweeps["LP/FT"], plan.sweeps["oracle-K"]
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)

@@ -84,16 +84,17 @@ skip_undecidable = False
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import LeaderboardsParams
-P = LeaderboardsParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("05_leaderboards")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
 # Each claim, the effect expected (with its source) and whether this run can decide it (`runs: no` trains nothing).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, not_run_findings, write_design
-DESIGN = design_for("05_leaderboards", P)
+from dganalysis.studies.design import design_frame, not_run_findings, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "05_leaderboards", DESIGN)
 design_frame(DESIGN)
 
@@ -109,7 +110,6 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.stats import rank_tests as rt
 from dganalysis.records import load
-from dganalysis.studies.plans import leaderboards_plan
 from dganalysis.sweep.search_protocol import protocol_selected, run_search_protocol
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -120,10 +120,10 @@ setup_style()
 # %%
 # LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
 # (no jobs when the design says our-runs claim cannot be decided)
-protocol_jobs = leaderboards_plan(P).sweeps
+protocol_jobs = S.plan(P).sweeps
 ran = {proto: run_search_protocol(js, store_dir, search_protocol, selection_method, data_dir=data_dir,
                                   n_workers=n_workers) for proto, js in protocol_jobs.items() if js}
-{proto: len(js) for proto, js in ran.items()} if ran else "no runs: " + "; ".join(leaderboards_plan(P).other)
+{proto: len(js) for proto, js in ran.items()} if ran else "no runs: " + "; ".join(S.plan(P).other)
 
 # %%
 df = load(store_dir) if ran else None

@@ -81,8 +81,9 @@ n_workers = 2
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import ShiftEstimationParams
-P = ShiftEstimationParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("06_shift_estimation")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -90,8 +91,8 @@ P = ShiftEstimationParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("06_shift_estimation", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "06_shift_estimation", DESIGN)
 design_frame(DESIGN)
 
@@ -103,7 +104,6 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from dganalysis.data import load_dataset
-from dganalysis.studies.plans import shift_estimation_plan
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.records import load
 from dganalysis.shift import benchmark, study
@@ -210,7 +210,7 @@ shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se"
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = shift_estimation_plan(P).jobs
+jobs = S.plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 # test accuracy (%) per dataset and algorithm: mean ± SE over trials after `selection_method`
 summary = benchmark.sweep_accuracy(load(store_dir), [j.job_id for j in jobs], selection_method)

@@ -67,8 +67,9 @@ n_threads = 1                       # torch threads in this kernel (the machine 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import WorstCaseParams
-P = WorstCaseParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("07_worst_case")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -76,8 +77,8 @@ P = WorstCaseParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("07_worst_case", P)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
 write_design(output_dir, "07_worst_case", DESIGN)
 design_frame(DESIGN)
 
@@ -92,7 +93,6 @@ from dganalysis import plots
 from dganalysis.data import load_dataset, provenance
 from dganalysis.dro import compare_input_representation, study
 from dganalysis.studies.findings import replace_findings
-from dganalysis.studies.plans import worst_case_plan
 from dganalysis.sweep import run_sweep
 from dganalysis.train import load_model
 plots.setup_style(), torch.set_num_threads(n_threads)
@@ -106,7 +106,7 @@ ds = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
 
 # %%
 # one model per (algorithm, hparams draw), saved; the same call as `dganalysis run --dry-run` makes
-jobs = worst_case_plan(P).jobs
+jobs = S.plan(P).jobs
 status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
 display(status.groupby(["algorithm", "status"]).size().rename("jobs").reset_index())
 

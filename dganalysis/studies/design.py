@@ -1,7 +1,8 @@
 """Each study's design, stated before it runs: the claims it tests, the effect it expects, the power its trials give.
 
 A notebook's design is a list of :class:`ClaimDesign`, one per paper claim it records a finding for, built from the
-study's parameter object by the function registered for it in :data:`DESIGNS` (:func:`design_for`). Each claim names
+study's parameter object by its design function (its :class:`dganalysis.studies.study.Study`'s ``design``,
+:func:`dganalysis.studies.study.design_for`). Each claim names
 
 * the **effect it expects** and where that comes from (the paper, with section or table, or a named pilot run), as a
   standardised effect (Cohen's d_z of the paired differences) when its test is a paired t-test;
@@ -31,12 +32,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from dganalysis import io
-from dganalysis.registry import Registry
 from dganalysis.stats import planning
 from dganalysis.stats.planning import (
     effect_from_ci,
@@ -268,16 +267,6 @@ def not_run_findings(claims: list[ClaimDesign], paper: str, data: str = "") -> l
                  verdict=f"{Verdict.NOT_DECIDED.value} (not run on this profile)") for c in claims if not c.runs]
 
 
-#: notebook name -> its design function (takes the notebook's parameter object, returns its claims)
-DESIGNS: Registry[Callable[..., list[ClaimDesign]]] = Registry("study design")
-
-
-def design_for(notebook: str, params: Any) -> list[ClaimDesign]:
-    """``notebook``'s claims under ``params`` (its parameter object, :mod:`dganalysis.studies.params`); [] for a
-    notebook that tests no claim."""
-    return DESIGNS.get(notebook)(params) if notebook in DESIGNS else []
-
-
 # ---- 03: dynamic DG (Zhang, Zhang & Liu, Sec. 4.2-4.3) ----------------------------------------------------------
 #: the pilot behind the dynamic-DG study's expected effects: the quick profile's earlier design, run in full
 PILOT_03 = ("pilot: quick run of 2026-11-22 (PaHCC 32 px, 300 steps, ERM/CORAL/IB_ERM/SagNet/IB_IRM, all 4 training "
@@ -298,7 +287,6 @@ PAPER_03_TRIALS = 3  # and its n_trials
 PILOT_03_SD = 5.0
 
 
-@DESIGNS.register("03_dynamic_dg")
 def dynamic_dg_design(p) -> list[ClaimDesign]:
     """The six Sec. 4.3 findings (:mod:`dganalysis.findings.dynamic`) under ``p``
     (:class:`~dganalysis.studies.params.DynamicDGParams`), each with the power of its own decision function
@@ -421,7 +409,6 @@ def _sd_from_ci(mean: float, low: float, high: float, n: int) -> float:
     return abs(mean) / effect_from_ci(mean, low, high, n)
 
 
-@DESIGNS.register("04_leakage_oracle")
 def leakage_oracle_design(p) -> list[ClaimDesign]:
     """The five leakage findings of Yu et al. 2024 (:mod:`dganalysis.findings.leakage`), each planned by simulating
     its own decision function at the expected effect and SD (PILOT_04's Table 4 run, the LP/FT pilot, or Table 4's
@@ -488,7 +475,6 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
 
 
 # ---- 05: leaderboards (Yu et al. 2024, Table 5) -----------------------------------------------------------------
-@DESIGNS.register("05_leaderboards")
 def leaderboards_design(p) -> list[ClaimDesign]:
     """C1 (Table 5's published numbers: a recomputation, measured) and C2 (our runs: the pre-specified pair
     :data:`dganalysis.findings.leaderboard.PAIR` reverses between LODO and LOGO, decided by
@@ -541,7 +527,6 @@ PILOT_07_C = 0.97  # the smallest of its three Spearman rho between losses (0.97
 PILOT_07_D = (0.426, 0.192, 0.744)  # nominal |r|, worst-case |r| minus it, residual correlation of the predictors
 
 
-@DESIGNS.register("07_worst_case")
 def worst_case_design(p) -> list[ClaimDesign]:
     """The poster's four findings (:mod:`dganalysis.findings.worst_case`) over the saved models (one per algorithm
     and draw), all read from the same runs; each one's power simulated from its own decision function at the
@@ -595,7 +580,6 @@ def worst_case_design(p) -> list[ClaimDesign]:
 
 
 # ---- 02, 06: Table 7 (Zhang, Zhang & Liu) and Table 3 (Ye et al. 2022) ---------------------------------------------
-@DESIGNS.register("02_binarization_study")
 def binarization_design(p) -> list[ClaimDesign]:
     """Table 7's finding (Zhang, Zhang & Liu, Sec. 4.1), decided by
     :func:`dganalysis.findings.binarization.binarization_finding`: per method, binary − gray accuracy on handwriting
@@ -621,7 +605,6 @@ def binarization_design(p) -> list[ClaimDesign]:
         paper_note="18 methods × 3 trials (params/paper)")]
 
 
-@DESIGNS.register("06_shift_estimation")
 def shift_estimation_design(p) -> list[ClaimDesign]:
     """Ye et al. 2022 (OoD-Bench), Table 3's two findings, decided over ``p.table3_trials`` estimator runs per
     setting (:mod:`dganalysis.findings.shift`). Expected: the paper's Table 3 values (correlation steps between the

@@ -3,7 +3,7 @@
 A study notebook keeps a papermill ``parameters`` cell (papermill injects values after it); right after it the
 notebook builds its parameter object once (``P = WorstCaseParams.from_namespace(globals())``) and passes it whole to
 its planner (:mod:`dganalysis.studies.plans`) and helpers. ``dganalysis run``, its dry run and its smoke run build the same
-object from a profile's YAML (:func:`build_params`), so a parameter of the wrong kind, or two parameters that
+object from a profile's YAML (:func:`dganalysis.studies.study.build_params`), so a parameter of the wrong kind, or two parameters that
 disagree (``rho_small`` not among ``rhos``), fail with a :class:`~dganalysis.validation.ConfigError` naming the
 parameter before anything runs.
 
@@ -29,15 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from dganalysis.registry import Registry
 from dganalysis.sweep.spec import Sweep, sweep_field
 from dganalysis.validation import Check, ConfigError, like
 
 P = TypeVar("P", bound="NotebookParams")
-
-#: notebook name (``00_quickstart`` …) -> its parameter class
-NOTEBOOK_PARAMS: Registry[type[NotebookParams]] = Registry("notebook parameters")
-
 
 def _default(value: Any, nullable: bool = False) -> Any:
     """A dataclass field whose default is ``value`` (a fresh copy per object when it is a list or a mapping); with
@@ -202,22 +197,7 @@ SHARED_RULES: dict[str, Any] = {
 }
 
 
-def merge_overrides(notebook: str, base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` parameters with a variant's ``overrides`` on top. A parameter is replaced whole, except a nested
-    sweep (:meth:`NotebookParams.sweep_names`) given as a mapping on both sides: there the variant's keys replace
-    those keys only (``oracle: {steps: 15000}`` keeps the base's ``oracle.dataset``, ``oracle.splits``, ...); each
-    key's value (a list, ``dataset_kwargs``) is still replaced whole, so no setting of the base's dataset leaks
-    into a variant's other dataset."""
-    nested = set(params_class(notebook).sweep_names()) if notebook.split("@", 1)[0] in NOTEBOOK_PARAMS else set()
-    out = {**base, **overrides}
-    for name in nested & set(base) & set(overrides):
-        if isinstance(base[name], Mapping) and isinstance(overrides[name], Mapping):
-            out[name] = {**base[name], **overrides[name]}
-    return out
-
-
 # --------------------------------------------------------------------------- one class per notebook
-@NOTEBOOK_PARAMS.register("00_quickstart")
 @dataclass(frozen=True)
 class QuickstartParams(NotebookParams):
     """DomainBed's protocol on rotated digits or on ``datasets`` (Gulrajani & Lopez-Paz 2021)."""
@@ -242,7 +222,6 @@ class QuickstartParams(NotebookParams):
                 raise _fail(f"dataset_overrides[{name!r}]", "a mapping of hparams", over)
 
 
-@NOTEBOOK_PARAMS.register("01_dataset_construction")
 @dataclass(frozen=True)
 class DatasetConstructionParams(NotebookParams):
     """The PaHCC build (Zhang, Zhang & Liu, Sec. 3)."""
@@ -258,7 +237,6 @@ class DatasetConstructionParams(NotebookParams):
         _at_least(self, 1, "n_classes", "writers")
 
 
-@NOTEBOOK_PARAMS.register("02_binarization_study")
 @dataclass(frozen=True)
 class BinarizationParams(NotebookParams):
     """Gray vs binary PaHCC, Tables 7-8 and Fig. 8 of Zhang, Zhang & Liu (Sec. 4.1)."""
@@ -293,7 +271,6 @@ class BinarizationParams(NotebookParams):
                 raise _fail(f"table7_tasks[{i}]", "a test domain outside its training set", task)
 
 
-@NOTEBOOK_PARAMS.register("03_dynamic_dg")
 @dataclass(frozen=True)
 class DynamicDGParams(NotebookParams):
     """The swap test and the Domain+ chains of Zhang, Zhang & Liu (Sec. 4.2-4.3)."""
@@ -327,7 +304,6 @@ class DynamicDGParams(NotebookParams):
                 raise ConfigError(f"parameter '{name}[{i}]': trains on the test domain {self.test_domain!r}")
 
 
-@NOTEBOOK_PARAMS.register("04_leakage_oracle")
 @dataclass(frozen=True)
 class LeakageOracleParams(NotebookParams):
     """Test-information leakage through pretraining and oracle selection (Yu et al. 2024, Tables 1-4, Fig. 1)."""
@@ -382,7 +358,6 @@ class LeakageOracleParams(NotebookParams):
                               f"to compare; got {list(self.published_weights)}")
 
 
-@NOTEBOOK_PARAMS.register("05_leaderboards")
 @dataclass(frozen=True)
 class LeaderboardsParams(NotebookParams):
     """LODO vs LOGO leaderboards, per board (Yu et al. 2024, Table 5, App. C)."""
@@ -442,7 +417,6 @@ class LeaderboardsParams(NotebookParams):
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
 
 
-@NOTEBOOK_PARAMS.register("06_shift_estimation")
 @dataclass(frozen=True)
 class ShiftEstimationParams(NotebookParams):
     """Diversity and correlation shift (Ye et al. 2022, OoD-Bench: Figs. 3-4, Tables 1-3)."""
@@ -509,7 +483,6 @@ class ShiftEstimationParams(NotebookParams):
             Check(choices=("diversity", "correlation"))(shift, f"parameter 'ranking_dominant[{name!r}]'")
 
 
-@NOTEBOOK_PARAMS.register("07_worst_case")
 @dataclass(frozen=True)
 class WorstCaseParams(NotebookParams):
     """Worst-case loss at Wasserstein radius ρ around the source (the WC-DG poster; Sinha et al. 2017's dual)."""
@@ -553,7 +526,6 @@ class WorstCaseParams(NotebookParams):
         _subset("compare_models", self.compare_models, "sweep.algorithms", self.sweep.algorithms)
 
 
-@NOTEBOOK_PARAMS.register("08_audit")
 @dataclass(frozen=True)
 class AuditParams(NotebookParams):
     """Verdicts on results the notebook did not train (sweep folders, published tables, the profile's store)."""
@@ -584,14 +556,3 @@ class AuditParams(NotebookParams):
         if self.family not in FAMILIES:
             raise _fail("family", f"one of {sorted(FAMILIES)}", self.family)
         _at_least(self, 1, "reps")
-
-
-def params_class(notebook: str) -> type[NotebookParams]:
-    """The parameter class of ``notebook`` (``07_worst_case``, or a run label ``07_worst_case@variant``)."""
-    return NOTEBOOK_PARAMS.get(notebook.split("@", 1)[0])
-
-
-def build_params(notebook: str, params: Mapping[str, Any], where: str | None = None) -> NotebookParams:
-    """``notebook``'s parameter object from ``params`` (a YAML's values, names the notebook does not know fail);
-    errors start with ``where`` (default: the notebook's name)."""
-    return params_class(notebook).from_mapping(params, where or notebook)

@@ -12,7 +12,7 @@ built-in datasets without building them (PaHCC at paper scale takes hours to ren
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from dganalysis.algorithms import names as algorithm_names
 from dganalysis.data.domains import domain_names
 from dganalysis.protocols.leaderboard import board_label, leaderboard_boards  # noqa: F401 (re-exported)
-from dganalysis.registry import Registry
 from dganalysis.studies.params import (
     AuditParams,
     BinarizationParams,
@@ -31,10 +30,9 @@ from dganalysis.studies.params import (
     QuickstartParams,
     ShiftEstimationParams,
     WorstCaseParams,
-    build_params,
 )
 from dganalysis.sweep import Job, make_jobs
-from dganalysis.validation import ConfigError, check_choice, check_mapping, check_params
+from dganalysis.validation import ConfigError, check_params
 
 
 @dataclass
@@ -63,10 +61,6 @@ class Plan:
         return list(dict.fromkeys(j for js in self.sweeps.values() for j in js))
 
 
-#: study name (the notebook's, e.g. ``07_worst_case``) -> its planner, which takes the study's parameter object
-PLANS: Registry[Callable[..., Plan]] = Registry("notebook plan")
-
-
 def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
@@ -78,7 +72,6 @@ def quickstart_datasets(p: QuickstartParams) -> dict[str, dict]:
     return dict(p.datasets) if p.datasets else {"RotatedDigits": {"image_size": p.image_size, "angles": p.angles}}
 
 
-@PLANS.register("00_quickstart")
 def quickstart_plan(p: QuickstartParams) -> Plan:
     """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
     leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on RotatedDigits or on each of
@@ -97,7 +90,6 @@ def quickstart_plan(p: QuickstartParams) -> Plan:
     return Plan({"leave-one-out": jobs}, list(specs.items()))
 
 
-@PLANS.register("01_dataset_construction")
 def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
     """No training: the PaHCC build (Zhang, Zhang & Liu, Sec. 3), gray and binarized."""
     check_params(p, DatasetConstructionParams, "dataset_construction_plan")
@@ -106,7 +98,6 @@ def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
                 other=[f"PaHCC build: {p.n_classes} classes at {p.image_size} px, {p.writers} simulated writers (CPU)"])
 
 
-@PLANS.register("02_binarization_study")
 def binarization_plan(p: BinarizationParams) -> Plan:
     """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
     Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
@@ -125,7 +116,6 @@ def binarization_plan(p: BinarizationParams) -> Plan:
                 files={"extra_bars_csv": p.extra_bars_csv} if p.extra_bars_csv else {})
 
 
-@PLANS.register("03_dynamic_dg")
 def dynamic_dg_plan(p: DynamicDGParams) -> Plan:
     """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
     check_params(p, DynamicDGParams, "dynamic_dg_plan")
@@ -175,7 +165,6 @@ def leakage_pretrainings(p: LeakageOracleParams) -> dict[str, tuple[str | None, 
     return out
 
 
-@PLANS.register("04_leakage_oracle")
 def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
@@ -213,7 +202,6 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
-@PLANS.register("05_leaderboards")
 def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
@@ -274,7 +262,6 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
                 search_protocol=p.search_protocol)
 
 
-@PLANS.register("06_shift_estimation")
 def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     """The Tables 1–2 ranking sweep of Ye et al. 2022 (one split per dataset); the shift estimates themselves
     train small environment classifiers, counted in ``other``. The sweep is ``p.ranking`` (a
@@ -296,7 +283,6 @@ def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     return Plan({"ranking": jobs}, datasets, {"folder_root": p.folder_root} if p.folder_root else {}, other)
 
 
-@PLANS.register("07_worst_case")
 def worst_case_plan(p: WorstCaseParams) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
     check_params(p, WorstCaseParams, "worst_case_plan")
@@ -308,7 +294,6 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
     return Plan({"models": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 
-@PLANS.register("08_audit")
 def audit_plan(p: AuditParams) -> Plan:
     """The audit trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
     names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
@@ -320,12 +305,3 @@ def audit_plan(p: AuditParams) -> Plan:
     n_store = sum(str(x) == "store" for x in p.inputs)
     return Plan({}, [], files, [f"audit of {len(p.inputs)} input(s), no training"
                                 + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
-
-
-def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
-    """``notebook``'s plan from ``params`` (name -> value, e.g. a profile's YAML with the injected folders; names
-    not given take the parameters cell's defaults): the parameter object is built and checked
-    (:func:`dganalysis.studies.params.build_params`), then passed to the notebook's planner."""
-    check_choice(notebook, PLANS.names(), "notebook", func="plan_for")
-    check_mapping(params, "params", func="plan_for", what="a mapping of parameter names to values")
-    return PLANS.get(notebook)(build_params(notebook, params))

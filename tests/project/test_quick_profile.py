@@ -24,8 +24,7 @@ def _jobs3(p3, n_trials):
 def test_03_trains_only_what_its_design_can_decide():
     """Notebook 03's quick jobs are those of the claims its design can decide (CORAL and IB-ERM adding d2), each
     with notebook 02's binary-arm spec (dataset kwargs, steps, batch, hparams), so both read alike."""
-    from dganalysis.studies.design import design_for
-    from dganalysis.studies.params import build_params
+    from dganalysis.studies.study import build_params, design_for
 
     p2, p3 = _yaml("02_binarization_study"), _yaml("03_dynamic_dg")
     claims = design_for("03_dynamic_dg", build_params("03_dynamic_dg", p3))

@@ -12,7 +12,8 @@ import pytest
 
 from dganalysis.cli import main
 from dganalysis.studies.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
-from dganalysis.studies.plans import PLANS, domain_names, plan_for
+from dganalysis.studies.plans import domain_names
+from dganalysis.studies.study import STUDIES, params_class, plan_for
 from dganalysis.sweep import Job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,23 +81,21 @@ def test_job_counts_follow_the_yaml(paper):
     assert n07 == len(p["sweep"]["algorithms"]) * p["sweep"]["n_hparams"]  # one split, one trial per (algorithm, draw)
 
 
-@pytest.mark.parametrize("name", PLANS.names())
+@pytest.mark.parametrize("name", STUDIES.names())
 def test_plan_takes_the_notebooks_parameters(name):
-    """A plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
-    from dganalysis.studies.params import params_class
-
+    """A study's plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
     params = list(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
-    (arg,) = inspect.signature(PLANS.get(name)).parameters.values()
+    (arg,) = inspect.signature(STUDIES.get(name).plan).parameters.values()
     assert arg.annotation in (params_class(name), params_class(name).__name__)
     assert params_class(name).names() == params, f"{name}: the parameter object's fields are not the notebook's"
 
 
-@pytest.mark.parametrize("name", [n for n in PLANS.names() if n not in ("01_dataset_construction", "08_audit")])  # no jobs
+@pytest.mark.parametrize("name", [n for n in STUDIES.names() if n not in ("01_dataset_construction", "08_audit")])  # no jobs
 def test_notebook_builds_its_jobs_with_its_plan(name):
-    """One way to build a notebook's jobs: the notebook calls the same plan the dry run calls."""
-    source = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
-    assert PLANS.get(name).__name__ in source, (f"{name} builds its jobs itself; call "
-                                                f"dganalysis.studies.plans.{PLANS.get(name).__name__} instead")
+    """One way to build a notebook's jobs: the notebook calls its study's plan, the one the dry run calls."""
+    source = (ROOT / "notebooks" / f"{name}.py").read_text()
+    assert f'S = study("{name}")' in source and "S.plan(P)" in source, (
+        f"{name} builds its jobs itself; call its study's plan (S.plan(P)) instead")
 
 
 def _project(tmp_path, edits: dict[str, str | tuple[str, str]]) -> Path:

@@ -20,14 +20,9 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from dganalysis.studies import runner
-from dganalysis.studies.params import (
-    NOTEBOOK_PARAMS,
-    SHARED_RULES,
-    build_params,
-    params_class,
-)
-from dganalysis.studies.plans import PLANS
+from dganalysis.studies.params import SHARED_RULES
 from dganalysis.studies.runner import INJECTED, list_notebooks, load_params
+from dganalysis.studies.study import STUDIES, build_params, params_class
 from dganalysis.sweep import Sweep
 from dganalysis.validation import ConfigError
 
@@ -68,7 +63,8 @@ def _inspected(name: str) -> dict:
 
 
 def test_every_notebook_has_a_parameter_object():
-    assert NOTEBOOK_PARAMS.names() == NOTEBOOKS
+    assert STUDIES.names() == NOTEBOOKS
+    assert all(STUDIES.get(n).params.notebook == n for n in NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -88,15 +84,14 @@ def test_object_fields_are_the_parameters_cell(name):
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_builds_its_object_and_its_planner_takes_it(name):
-    cls = params_class(name)
+    s = STUDIES.get(name)
     source = (ROOT / "notebooks" / f"{name}.py").read_text()
-    assert f"P = {cls.__name__}.from_namespace(globals())" in source
+    assert f'S = study("{name}")' in source and "P = S.params.from_namespace(globals())" in source
+    (arg,) = inspect.signature(s.plan).parameters
+    assert typing.get_type_hints(s.plan)[arg] is s.params
     # the PaHCC build and the audit train nothing: their notebooks make no planner call (the dry run still does)
-    if name in PLANS and name not in ("01_dataset_construction", "08_audit"):
-        fn = PLANS.get(name)
-        (arg,) = inspect.signature(fn).parameters
-        assert typing.get_type_hints(fn)[arg] is cls
-        assert f"{fn.__name__}(P)" in source
+    if name not in ("01_dataset_construction", "08_audit"):
+        assert "S.plan(P)" in source
 
 
 #: a valid value other than the default, where the generic change (:func:`_new_value`) is not one
@@ -243,18 +238,18 @@ def test_every_shared_parameter_name_is_ruled():
 
     from dganalysis.studies.params import NotebookParams
 
-    counts = Counter(n for nb in NOTEBOOK_PARAMS.names() for n in NOTEBOOK_PARAMS.get(nb).names()
+    counts = Counter(n for nb in STUDIES.names() for n in params_class(nb).names()
                      if n not in NotebookParams.names())
     shared = {n for n, k in counts.items() if k > 1}
     assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == {"sweep"}  # a sweep checks its own keys
     assert set(_SHARED_BAD) <= set(SHARED_RULES)
 
 
-@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_PARAMS.names()))
+@pytest.mark.parametrize("notebook", sorted(STUDIES.names()))
 def test_shared_parameter_names_have_one_rule(notebook):
     """A parameter name several notebooks share ("steps", "alpha", "algorithms", ...) is refused with the same rule
     wherever it appears (SHARED_RULES), before the notebook's own checks."""
-    cls = NOTEBOOK_PARAMS.get(notebook)
+    cls = params_class(notebook)
     for name, bad in _SHARED_BAD.items():
         if name in cls.names():
             with pytest.raises(ConfigError, match=f"parameter '{name}'"):
@@ -273,7 +268,7 @@ def test_sweep_settings_fill_missing_keys_and_feed_the_planner():
     assert isinstance(p.oracle, Sweep) and p.oracle.steps == 7
     assert p.oracle.dataset == "RotatedDigits" and p.oracle.n_hparams == 2 and p.oracle.n_trials == 2
     assert p.as_dict()["oracle"] == {**LeakageOracleParams.defaults()["oracle"], "steps": 7}  # a plain mapping
-    assert {j.steps for j in PLANS.get("04_leakage_oracle")(p).sweeps["oracle-K"]} == {7}
+    assert {j.steps for j in STUDIES.get("04_leakage_oracle").plan(p).sweeps["oracle-K"]} == {7}
     assert LeakageOracleParams.sweep_names() == ["sweep", "oracle"]
     assert ShiftEstimationParams.sweep_names() == ["ranking"]
     r = ShiftEstimationParams(ranking={"algorithms": ["ERM", "IRM", "CORAL"]}).ranking

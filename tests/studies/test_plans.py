@@ -12,8 +12,9 @@ from dganalysis.algorithms import default_hparams
 from dganalysis.hparams import draw_seed, name_state
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.studies.params import LeaderboardsParams
-from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan, plan_for
+from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import plan_for
 from dganalysis.sweep import Sweep
 from dganalysis.validation import ConfigError
 

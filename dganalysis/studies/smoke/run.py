@@ -116,10 +116,10 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
     """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; each nested sweep
     (``sweep``, ``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the
     notebook's defaults for the keys it leaves out and shrinks itself (:meth:`dganalysis.sweep.Sweep.shrunk`)."""
-    from dganalysis.studies.params import NOTEBOOK_PARAMS, params_class
+    from dganalysis.studies.study import has_study, params_class
     from dganalysis.sweep.spec import Sweep
 
-    nested = params_class(name).sweep_names() if name.split("@", 1)[0] in NOTEBOOK_PARAMS else []
+    nested = params_class(name).sweep_names() if has_study(name) else []
     out = dict(params)
     for k, v in params.items():
         d = defaults.get(k)
@@ -218,10 +218,10 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
     from dganalysis.nets.published import by_file
     from dganalysis.studies.dryrun import notebook_defaults
-    from dganalysis.studies.params import NOTEBOOK_PARAMS, build_params
     from dganalysis.studies.runner import load_all_params, run_label
     from dganalysis.studies.smoke.trees import write_fake_data, write_reference_images
     from dganalysis.studies.smoke.weights import write_fake_weights
+    from dganalysis.studies.study import build_params, has_study
 
     data, weights = folder / "fake_data", folder / "fake_weights"
     shrunk = {}
@@ -231,7 +231,7 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
         shrunk[n] = smoke_params(n, base, defaults)
         shrunk.update({run_label(n, v): smoke_params(n, p, defaults) for v, p in variants.items()})
     for label, p in shrunk.items():  # the shrunk parameters pass the notebook's own checks
-        if label.split("@", 1)[0] in NOTEBOOK_PARAMS:
+        if has_study(label):
             build_params(label, p, f"smoke run of {label}")
     files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
     unknown = sorted(f for f in files if by_file(f) is None)
