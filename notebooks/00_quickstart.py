@@ -59,7 +59,7 @@ P = S.params.from_namespace(globals())
 # %%
 from dganalysis.studies.design import design_frame, write_design
 DESIGN = S.claims(P)
-write_design(output_dir, "00_quickstart", DESIGN)
+write_design(P.output_dir, "00_quickstart", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -73,11 +73,11 @@ from dganalysis.sweep import run_sweep
 
 plots.setup_style()
 name0, dataset_kwargs = next(iter(quickstart_datasets(P).items()))
-ds = load_dataset(name0, data_dir=data_dir, **dataset_kwargs)
+ds = load_dataset(name0, data_dir=P.data_dir, **dataset_kwargs)
 display(ds.stats())
 print(ds.info["source"])
-fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if datasets else " (rotation in degrees)"))
-plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
+fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if P.datasets else " (rotation in degrees)"))
+plots.save_figure(fig, "00_rotated_digits_samples", P.output_dir)
 
 # %% [markdown]
 # ## The sweep
@@ -87,9 +87,9 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
 jobs = S.plan(P).jobs
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.workers)
 display(status["status"].value_counts().to_frame())
-df = records.load(store_dir)
+df = records.load(P.store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]
 print(f"{df['job_id'].nunique()} finished jobs, {len(df)} tidy rows")
 
@@ -103,7 +103,7 @@ for method in ["training_domain", "leave_one_out", "oracle"]:
     tabs = tables.build_tables(selected, test_domains=1, domain_order=tables.domain_orders(df))
     display(Markdown(tables.format_tables(tabs, "markdown")))
     for i, tab in enumerate(tabs[:-1] if len(tabs) > 2 else tabs[:1]):  # one per dataset (+ "Averages" when several)
-        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), output_dir,
+        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), P.output_dir,
                          caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
     single = selected[selected["test_domains"].str.count(",") == 0]
     summaries.append(records.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
@@ -131,4 +131,4 @@ display(picks)
 # %%
 fig = plots.accuracy_by_domain(summary, hue="selection", title=f"ERM on {', '.join(summary['dataset'].unique())}, "
                                                                 "by selection method")
-plots.save_figure(fig, "00_accuracy_per_rotation", output_dir)
+plots.save_figure(fig, "00_accuracy_per_rotation", P.output_dir)

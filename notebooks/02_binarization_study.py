@@ -60,7 +60,7 @@ P = S.params.from_namespace(globals())
 # %%
 from dganalysis.studies.design import design_frame, write_design
 DESIGN = S.claims(P)
-write_design(output_dir, "02_binarization_study", DESIGN)
+write_design(P.output_dir, "02_binarization_study", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -83,19 +83,19 @@ setup_style()
 # ## Runs: gray and binary arms (the same splits; `binarize` is part of the job spec)
 
 # %%
-base = load_dataset(P.sweep.dataset, data_dir=data_dir, **P.sweep.dataset_kwargs)
+base = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
 source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
 # each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
 arm_jobs = S.plan(P).sweeps
-status = run_sweep([j for js in arm_jobs.values() for j in js], store_dir, data_dir=data_dir, n_workers=n_workers)
+status = run_sweep([j for js in arm_jobs.values() for j in js], P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 status["status"].value_counts()
 
 # %%
-df = load(store_dir)
+df = load(P.store_dir)
 # gray and binary jobs share dataset name and splits: select within each arm's own jobs
-selected = {arm: select(df[df["job_id"].isin({j.job_id for j in js})], selection_method) for arm, js in arm_jobs.items()}
-tasks = [(",".join(t), d) for t, d in table7_tasks]
+selected = {arm: select(df[df["job_id"].isin({j.job_id for j in js})], P.selection_method) for arm, js in arm_jobs.items()}
+tasks = [(",".join(t), d) for t, d in P.table7_tasks]
 
 # %% [markdown]
 # ## Table 7: accuracy (%) of each task, grayscale vs binary (mean ± SE over trials)
@@ -103,7 +103,7 @@ tasks = [(",".join(t), d) for t, d in table7_tasks]
 # %%
 t7 = binarization_table(selected["gray"], selected["binary"], tasks=tasks, methods=P.sweep.algorithms)
 t7["data"] = source
-save_table(t7, "02_table7_gray_vs_binary", output_dir,
+save_table(t7, "02_table7_gray_vs_binary", P.output_dir,
            caption=f"Table 7: accuracy (%), grayscale vs binary, mean ± SE over trials. Data: {source}")
 t7[["algorithm", "task", "grayscale", "binary", "delta"]]
 
@@ -112,11 +112,11 @@ t7[["algorithm", "task", "grayscale", "binary", "delta"]]
 
 # %%
 extra = None
-if extra_bars_csv:
-    extra = {extra_bars_label: pd.read_csv(extra_bars_csv).set_index("algorithm")["acc"]}
+if P.extra_bars_csv:
+    extra = {P.extra_bars_label: pd.read_csv(P.extra_bars_csv).set_index("algorithm")["acc"]}
 fig = plot_binarization_bars(t7, task=f"({tasks[-1][0]}) → {tasks[-1][1]}", extra=extra)
 fig.suptitle(f"Data: {source}", fontsize=7)
-_ = save_figure(fig, "02_fig8_gray_vs_binary", output_dir)
+_ = save_figure(fig, "02_fig8_gray_vs_binary", P.output_dir)
 
 # %%
 hw = t7[t7["task"] == f"({tasks[-1][0]}) → {tasks[-1][1]}"]
@@ -139,7 +139,7 @@ row = dict(paper="Zhang, Zhang & Liu (Table 7)",
            finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after binarization "
                    f"(paper: 16.4% gray vs 60.6% binary) [{source}]",
            ours=decision.ours(1), verdict=decision.verdict, decision=decision)
-replace_findings(output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=P.sweep.steps)
+replace_findings(P.output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=P.sweep.steps)
 display(Markdown(f"**{row['verdict']}** — {row['ours']}" + (f"<br>why: {decision.why}" if decision.why else "")))
 display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
     f"{k} {v}" for k, v in engine.pooled([decision]).items() if v)))
@@ -152,7 +152,7 @@ pd.DataFrame([c.as_dict() for c in decision.claims])[["name", "estimate", "ci_lo
 # %%
 if "full binary" in selected:
     t8 = side_by_side({"mini": selected["binary"], "full": selected["full binary"]}, tasks=tasks[-1:], methods=P.sweep.algorithms)
-    save_table(t8, "02_table8_mini_vs_full", output_dir)
+    save_table(t8, "02_table8_mini_vs_full", P.output_dir)
     display(t8)
 else:
     display(Markdown("Table 8 skipped: set `full_dataset_kwargs` (paper profile)."))

@@ -72,7 +72,7 @@ P = S.params.from_namespace(globals())
 # %%
 from dganalysis.studies.design import design_frame, write_design
 DESIGN = S.claims(P)
-write_design(output_dir, "08_audit", DESIGN)
+write_design(P.output_dir, "08_audit", DESIGN)
 design_frame(DESIGN)
 
 # %%
