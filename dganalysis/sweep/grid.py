@@ -135,22 +135,21 @@ def make_jobs(sweep: Sweep, domains: Sequence[str] | None = None) -> list[Job]:
 
     ``domains``: the dataset's domain names; when None they are looked up (built-in datasets) or the dataset is built
     (without a data folder; :func:`grid_domains` looks them up in one), which also checks ``dataset_kwargs``. The
-    sweep's values were checked when it was built; here every split is checked against the domain names and every
-    job's concrete hyperparameters (defaults, draws and overrides) against their declarations
-    (:mod:`dganalysis.validation`); the first problem raises a :class:`~dganalysis.validation.ConfigError` naming the
-    key.
+    sweep's values were checked when it was built (a job needs its ``dataset``, ``algorithms`` and
+    ``checkpoint_freq``, which a notebook's sweep may leave to its plan); here every split is checked against the
+    domain names and every job's concrete hyperparameters (defaults, draws and overrides) against their
+    declarations (:mod:`dganalysis.validation`); the first problem raises a
+    :class:`~dganalysis.validation.ConfigError` naming the key.
     """
     from dganalysis.data.checks import check_dataset_kwargs
 
     if not isinstance(sweep, Sweep):
         raise ConfigError(f"sweep: expected a dganalysis.sweep.Sweep, got {sweep!r}")
-    if sweep.keys:  # a notebook's sweep with the keys its cell names: every key is checked before jobs are made
-        sweep = sweep.replace()
     for key, missing in (("dataset", sweep.dataset is None or bool(sweep.datasets)),
-                         ("checkpoint_freq", sweep.checkpoint_freq is None)):
+                         ("algorithms", not sweep.algorithms), ("checkpoint_freq", sweep.checkpoint_freq is None)):
         if missing:
-            raise ConfigError(f"{sweep.label(key)}: required to make jobs (a sweep over several datasets: one "
-                              "make_jobs per Sweep.per_dataset())")
+            hint = " (a sweep over several datasets: one make_jobs per Sweep.per_dataset())" if key == "dataset" else ""
+            raise ConfigError(f"{sweep.label(key)}: required to make jobs{hint}")
     dataset, algorithms = sweep.dataset, list(sweep.algorithms)
     hparams_overrides, search_overrides = sweep.hparams_overrides, sweep.search_overrides
     dataset_kwargs = dict(sweep.dataset_kwargs)

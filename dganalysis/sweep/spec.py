@@ -114,9 +114,17 @@ class Sweep:
             raise ConfigError(f"{where}: {e}") from None
 
     def replace(self, **changes: Any) -> Sweep:
-        """This sweep with ``changes`` (keys of :data:`KEYS`), checked as a new one; a notebook's sweep keeps its
-        name for the errors and then checks every key (the planner fills in what the notebook's keys leave out)."""
-        return dataclasses.replace(self, keys=(), **changes)
+        """This sweep with ``changes`` (keys of :data:`KEYS`); only the changed values are checked (the others were
+        when this sweep was built). A notebook's sweep keeps its name for the errors and takes the changed keys
+        besides its own."""
+        unknown = sorted(set(changes) - set(KEYS))
+        if unknown:
+            raise ConfigError(f"{self.label(unknown[0])}: not a key of a sweep{_hint(unknown[0], KEYS)}")
+        if not changes:
+            return self
+        new = dataclasses.replace(self, keys=tuple(changes), **changes)
+        object.__setattr__(new, "keys", tuple(dict.fromkeys([*self.keys, *changes])) if self.keys else ())
+        return new
 
     def per_dataset(self) -> list[Sweep]:
         """One single-dataset sweep per entry of ``datasets`` (its split, its ``kwargs``, its ``hparams`` on top of
@@ -154,7 +162,7 @@ class Sweep:
             out["splits"] = self.splits[:1]
         if batch_size is not None:
             out["hparams_overrides"] = {**self.hparams_overrides, "batch_size": batch_size}
-        return dataclasses.replace(self, **{k: v for k, v in out.items() if k in taken})
+        return self.replace(**{k: v for k, v in out.items() if k in taken})
 
 
 #: the keys of a sweep, in order: what a sweep file, a notebook's sweep mapping and the flags may set
