@@ -55,8 +55,9 @@ from dganalysis import io
 
 FAKE_BANNER = ("> **FAKE DATA — smoke run.** Every dataset and weight file of this run is random numbers in the "
                "published layouts (dganalysis.studies.smoke); the numbers below mean nothing.\n\n")
-_SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_classes|n_samples|n_eval|n_input|"
-                    r"max_per_env|max_points|n_bootstrap)$")
+#: the scale parameters besides the sweeps' (which shrink themselves, :meth:`dganalysis.sweep.Sweep.shrunk`)
+_SCALE = re.compile(r"(^|_)(steps|trials|writers|n_classes|n_samples|n_eval|n_input|max_per_env|max_points|"
+                    r"n_bootstrap)$")
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
 _AT_LEAST = {"03_dynamic_dg": {"sweep.n_trials": 2},
@@ -155,7 +156,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         # 05: LODO holds out one domain, the first of the first kept group (NICO++: 1 split, not 6)
         out["lodo_domains"] = {n: [g[0][0]] for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
-    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its oracle sweep: _smoke_sweep)
+    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its sweeps: Sweep.shrunk)
         out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
