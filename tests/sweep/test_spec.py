@@ -14,7 +14,11 @@ DEFAULTS = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "a
 
 
 def test_one_key_list_from_the_fields():
+    from dganalysis.protocols.leaderboard import BOARD_SWEEP_KEYS
+    from dganalysis.sweep.spec import _RULES
+
     assert KEYS == tuple(f.name for f in dataclasses.fields(Sweep) if f.name not in ("name", "keys"))
+    assert set(_RULES) == set(KEYS) and set(BOARD_SWEEP_KEYS) <= set(KEYS)  # one check per key
     assert KEYS[:2] == ("dataset", "dataset_kwargs") and "checkpoint_freq" in KEYS and "save_model" in KEYS
     with pytest.raises(dataclasses.FrozenInstanceError):
         Sweep(algorithms=["ERM"]).steps = 3
