@@ -33,9 +33,9 @@ class Sweep:
     """The shape of one sweep (see the module doc). Build it with :meth:`from_mapping` from a file's or a notebook's
     mapping, or directly; each value is checked here, a bad one raises :class:`ConfigError` naming the key.
 
-    A notebook's nested sweep parameter uses only the keys its parameters cell names (``keys``); the others keep
-    the defaults here and are neither checked nor read. The lists and mappings held are the values given, not
-    copies."""
+    A notebook's nested sweep parameter takes only the keys its parameters cell names (``keys``; a YAML naming
+    another fails); the others keep the defaults here, or the values its plan gives them (:meth:`replace`). The
+    lists and mappings held are the values given, not copies."""
 
     dataset: str | None = None
     dataset_kwargs: dict = field(default_factory=dict)
