@@ -104,7 +104,7 @@ class NotebookParams:
         unknown = sorted(str(k) for k in set(params) - set(cls.names()))
         if unknown:
             raise ConfigError(f"{where}: unknown parameter(s) {unknown}; {cls.notebook or cls.__name__} has "
-                              f"{cls.names()}")
+                              f"{cls.names()}{cls.sweep_hint(unknown)}")
         try:
             return cls(**params)
         except ConfigError as e:
@@ -121,6 +121,19 @@ class NotebookParams:
         """The parameters that are nested sweeps (:class:`dganalysis.sweep.Sweep`; a variant merges into them key by
         key, :func:`merge_overrides`)."""
         return [f.name for f in fields(cls) if f.metadata.get("sweep")]
+
+    @classmethod
+    def sweep_hint(cls, unknown: Sequence[str]) -> str:
+        """Where unknown parameter names that are keys of a sweep belong (``"; ['steps'] are sweep settings: give
+        them in the nested mapping 'sweep' (sweep: {steps: ...})"``); "" when none is, or the notebook runs no
+        sweep."""
+        from dganalysis.sweep.spec import KEYS
+
+        keys, nested = [k for k in unknown if k in KEYS], cls.sweep_names()
+        if not keys or not nested:
+            return ""
+        return (f"; {keys} are sweep settings: give them in the nested mapping {nested[0]!r} "
+                f"({nested[0]}: {{{keys[0]}: ...}})")
 
     def as_dict(self) -> dict[str, Any]:
         """Parameter name -> value (the values themselves, not copies; a nested sweep as its mapping)."""

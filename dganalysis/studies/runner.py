@@ -116,13 +116,15 @@ def _check(params: dict, label: str, inspected: dict, profile: str, root: Path, 
     """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell and, when
     notebook ``name`` has one, its parameter object (:func:`dganalysis.studies.study.build_params`); errors start
     with ``label`` (the YAML file, and the variant if any)."""
-    from dganalysis.studies.study import build_params, has_study
+    from dganalysis.studies.study import build_params, has_study, params_class
 
     params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.studies.paths
     known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ConfigError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
+        hint = params_class(name).sweep_hint(unknown) if has_study(name) else ""
+        raise ConfigError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has "
+                          f"{sorted(known)}{hint}")
     clash = sorted(set(params) & set(INJECTED))
     if clash:
         raise ConfigError(f"{label}: {clash} are set by the runner per profile; remove them")

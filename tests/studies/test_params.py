@@ -339,3 +339,19 @@ def test_paper_variant_overrides_only_the_oracle_keys_it_names():
         assert (o["n_hparams"], o["n_trials"], o["dataset_kwargs"]) == (base["oracle"]["n_hparams"],
                                                                        base["oracle"]["n_trials"],
                                                                        base["oracle"]["dataset_kwargs"])
+
+
+def test_a_flat_sweep_key_says_where_it_belongs(tmp_path):
+    """A profile written with the sweep's keys at the top level is refused, naming the nested mapping they go in."""
+    with pytest.raises(ConfigError, match=r"x\.yaml: unknown parameter\(s\) \['steps'\]; .* \['steps'\] are sweep "
+                                          r"settings: give them in the nested mapping 'sweep' \(sweep: \{steps: \.\.\.\}\)"):
+        build_params("07_worst_case", {"steps": 5}, "x.yaml")
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "04_leakage_oracle.ipynb", tmp_path / "notebooks")
+    (tmp_path / "params" / "t").mkdir(parents=True)
+    (tmp_path / "params" / "t" / "04_leakage_oracle.yaml").write_text("n_trials: 3\n")
+    with pytest.raises(ConfigError, match=r"04_leakage_oracle\.yaml: unknown parameter\(s\) \['n_trials'\]; .* "
+                                          r"give them in the nested mapping 'sweep'"):
+        runner.load_params("t", "04_leakage_oracle", tmp_path)
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['rhos'\]; [^;]*$"):  # not a sweep key: no hint
+        build_params("04_leakage_oracle", {"rhos": [0.0]}, "x.yaml")
