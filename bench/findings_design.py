@@ -20,9 +20,8 @@ from pathlib import Path
 
 from dganalysis import io
 from dganalysis.findings import power as P
-from dganalysis.studies.design import DESIGNS, design_for
-from dganalysis.studies.params import build_params, params_class
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import STUDIES, build_params, design_for, params_class
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "dganalysis" / "findings" / "data" / P.SHIPPED
@@ -56,7 +55,7 @@ def main() -> None:
         shipped = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
         P._shipped = lambda: {}  # noqa: SLF001 (ignore the old table while refilling it)
         for profile in args.profiles:
-            for name in sorted(DESIGNS.names()):
+            for name in sorted(n for n in STUDIES.names() if STUDIES.get(n).design is not None):
                 if args.only and name not in args.only:
                     continue
                 for c in [c for params in _params(profile, name) for c in design_for(name, params)]:

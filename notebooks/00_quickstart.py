@@ -36,12 +36,10 @@ store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
 angles = [0, 45, 75]        # rotations (domains); DomainBed uses 0, 15, 30, 45, 60, 75
 image_size = 16
-algorithms = ["ERM"]
-n_hparams = 2               # random-search draws; seed 0 gives the defaults
-n_trials = 2
-steps = 40
-checkpoint_freq = 20
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
+# the sweep on each dataset (dganalysis.sweep.Sweep; a YAML may give some keys only): n_hparams random-search draws
+# (seed 0 gives the defaults) × n_trials trials of each algorithm, steps steps, a checkpoint every checkpoint_freq
+sweep = {"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 workers = 2
 datasets = {}               # name -> kwargs replacing the rotated digits (DomainBed's table: MNISTs, PACS, …)
 dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset
@@ -49,8 +47,9 @@ dataset_overrides = {}      # name -> hparams on top of hparams_overrides for th
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import QuickstartParams
-P = QuickstartParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("00_quickstart")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -58,9 +57,9 @@ P = QuickstartParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("00_quickstart", P)
-write_design(output_dir, "00_quickstart", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "00_quickstart", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -69,16 +68,16 @@ from IPython.display import Markdown, display
 
 from dganalysis import plots, records, tables
 from dganalysis.data import load_dataset
-from dganalysis.studies.plans import quickstart_datasets, quickstart_plan
+from dganalysis.studies.plans import quickstart_datasets
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()
 name0, dataset_kwargs = next(iter(quickstart_datasets(P).items()))
-ds = load_dataset(name0, data_dir=data_dir, **dataset_kwargs)
+ds = load_dataset(name0, data_dir=P.data_dir, **dataset_kwargs)
 display(ds.stats())
 print(ds.info["source"])
-fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if datasets else " (rotation in degrees)"))
-plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
+fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if P.datasets else " (rotation in degrees)"))
+plots.save_figure(fig, "00_rotated_digits_samples", P.output_dir)
 
 # %% [markdown]
 # ## The sweep
@@ -87,10 +86,10 @@ plots.save_figure(fig, "00_rotated_digits_samples", output_dir)
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = quickstart_plan(P).jobs
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=workers)
+jobs = S.plan(P).jobs
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.workers)
 display(status["status"].value_counts().to_frame())
-df = records.load(store_dir)
+df = records.load(P.store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]
 print(f"{df['job_id'].nunique()} finished jobs, {len(df)} tidy rows")
 
@@ -104,7 +103,7 @@ for method in ["training_domain", "leave_one_out", "oracle"]:
     tabs = tables.build_tables(selected, test_domains=1, domain_order=tables.domain_orders(df))
     display(Markdown(tables.format_tables(tabs, "markdown")))
     for i, tab in enumerate(tabs[:-1] if len(tabs) > 2 else tabs[:1]):  # one per dataset (+ "Averages" when several)
-        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), output_dir,
+        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), P.output_dir,
                          caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
     single = selected[selected["test_domains"].str.count(",") == 0]
     summaries.append(records.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
@@ -132,4 +131,4 @@ display(picks)
 # %%
 fig = plots.accuracy_by_domain(summary, hue="selection", title=f"ERM on {', '.join(summary['dataset'].unique())}, "
                                                                 "by selection method")
-plots.save_figure(fig, "00_accuracy_per_rotation", output_dir)
+plots.save_figure(fig, "00_accuracy_per_rotation", P.output_dir)

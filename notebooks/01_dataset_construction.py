@@ -35,8 +35,9 @@ seed = 0
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import DatasetConstructionParams
-P = DatasetConstructionParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("01_dataset_construction")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -44,9 +45,9 @@ P = DatasetConstructionParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("01_dataset_construction", P)
-write_design(output_dir, "01_dataset_construction", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "01_dataset_construction", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -66,8 +67,8 @@ logging.basicConfig(level=logging.INFO)
 # ## Build (or load the cached build) and its binarized view (per-image Otsu)
 
 # %%
-ds = build_pahcc(size=n_classes, image_size=image_size, writers=writers, seed=seed, data_dir=data_dir)
-ds_bin = build_pahcc(size=n_classes, image_size=image_size, writers=writers, seed=seed, data_dir=data_dir, binarize=True)
+ds = build_pahcc(size=P.n_classes, image_size=P.image_size, writers=P.writers, seed=P.seed, data_dir=P.data_dir)
+ds_bin = build_pahcc(size=P.n_classes, image_size=P.image_size, writers=P.writers, seed=P.seed, data_dir=P.data_dir, binarize=True)
 print(ds.info["source"], "| hw:", ds.info["hw_source"])
 print({d.name: d.images.shape for d in ds}, "| build seconds:", ds.info["build_seconds"])
 
@@ -75,8 +76,8 @@ print({d.name: d.images.shape for d in ds}, "| build seconds:", ds.info["build_s
 # ## Fig. 7-style examples per domain
 
 # %%
-fig = pf.domain_mosaics(ds, rows=3, cols=10, seed=seed)
-save_figure(fig, "pahcc_examples", output_dir)
+fig = pf.domain_mosaics(ds, rows=3, cols=10, seed=P.seed)
+save_figure(fig, "pahcc_examples", P.output_dir)
 plt.show()
 
 # %% [markdown]
@@ -84,8 +85,8 @@ plt.show()
 
 # %%
 stats = pahcc_stats(ds)
-save_table(stats["printed"], "pahcc_printed_stats", output_dir, caption="PaHCC printed domains (rebuilt from installed fonts)")
-save_table(stats["handwritten"], "pahcc_handwritten_stats", output_dir,
+save_table(stats["printed"], "pahcc_printed_stats", P.output_dir, caption="PaHCC printed domains (rebuilt from installed fonts)")
+save_table(stats["handwritten"], "pahcc_handwritten_stats", P.output_dir,
            caption="PaHCC handwritten domain (" + ("SIMULATED writers" if ds.info["writers_simulated"] else "real scans") + ")")
 display(stats["printed"])
 display(stats["handwritten"])
@@ -94,8 +95,8 @@ display(stats["handwritten"])
 # ## Gray vs binarized examples
 
 # %%
-fig = pf.gray_vs_binary(ds, ds_bin, n=10, seed=seed)
-save_figure(fig, "pahcc_gray_vs_binary", output_dir)
+fig = pf.gray_vs_binary(ds, ds_bin, n=10, seed=P.seed)
+save_figure(fig, "pahcc_gray_vs_binary", P.output_dir)
 plt.show()
 
 # %% [markdown]
@@ -106,10 +107,10 @@ plt.show()
 
 # %%
 fig = pf.foreground_histograms(ds)
-save_figure(fig, "pahcc_foreground_hist", output_dir)
+save_figure(fig, "pahcc_foreground_hist", P.output_dir)
 plt.show()
 fg = pf.foreground_table(ds)
-save_table(fg, "pahcc_foreground_intensity", output_dir, caption="Foreground gray levels (pixels < 160) per domain")
+save_table(fg, "pahcc_foreground_intensity", P.output_dir, caption="Foreground gray levels (pixels < 160) per domain")
 display(fg)
 
 # %% [markdown]
@@ -117,6 +118,6 @@ display(fg)
 
 # %%
 fonts = pf.fonts_table(ds)
-save_table(fonts, "pahcc_fonts", output_dir, caption="Fonts per PaHCC printed domain")
+save_table(fonts, "pahcc_fonts", P.output_dir, caption="Fonts per PaHCC printed domain")
 display(fonts.groupby("domain").agg(fonts=("font", "count"), samples=("samples", "sum"), missing=("missing", "sum")))
 display(fonts)

@@ -33,27 +33,24 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "PaHCC"
-dataset_kwargs = {"size": 10, "image_size": 32, "writers": 4}
+# the sweep of each arm (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: train_sets')
+sweep = {"dataset": "PaHCC", "dataset_kwargs": {"size": 10, "image_size": 32, "writers": 4}, "algorithms": ["ERM"],
+         "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 full_dataset_kwargs = {}  # Table 8: the full class set, e.g. {"size": "full", "image_size": 32}; {} skips it
 train_sets = [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"]]
 table7_tasks = [[["d0", "d1"], "d2"], [["d0", "d2"], "d1"], [["d1", "d2"], "d0"], [["d0", "d1", "d2"], "hw"]]
-algorithms = ["ERM"]
 extra_bars_csv = ""  # optional CSV with columns algorithm, acc (%) for a second dataset's bars in Fig. 8
 extra_bars_label = "DomainNet"
-n_hparams = 1
-n_trials = 1
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "training_domain"
 n_workers = 2
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import BinarizationParams
-P = BinarizationParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("02_binarization_study")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -61,9 +58,9 @@ P = BinarizationParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("02_binarization_study", P)
-write_design(output_dir, "02_binarization_study", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "02_binarization_study", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -78,7 +75,6 @@ from dganalysis.protocols.binarization import binarization_table, plot_binarizat
 from dganalysis.findings import engine
 from dganalysis.findings.binarization import binarization_finding, trials_frame
 from dganalysis.records import load, select
-from dganalysis.studies.plans import binarization_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -87,27 +83,27 @@ setup_style()
 # ## Runs: gray and binary arms (the same splits; `binarize` is part of the job spec)
 
 # %%
-base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-source = base.info.get("source", dataset)  # says SIMULATED when the handwritten domain is simulated
+base = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
+source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when the handwritten domain is simulated
 print(source)
 # each training set tests on every other domain; the same call as `dganalysis run --dry-run` makes
-arm_jobs = binarization_plan(P).sweeps
-status = run_sweep([j for js in arm_jobs.values() for j in js], store_dir, data_dir=data_dir, n_workers=n_workers)
+arm_jobs = S.plan(P).sweeps
+status = run_sweep([j for js in arm_jobs.values() for j in js], P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 status["status"].value_counts()
 
 # %%
-df = load(store_dir)
+df = load(P.store_dir)
 # gray and binary jobs share dataset name and splits: select within each arm's own jobs
-selected = {arm: select(df[df["job_id"].isin({j.job_id for j in js})], selection_method) for arm, js in arm_jobs.items()}
-tasks = [(",".join(t), d) for t, d in table7_tasks]
+selected = {arm: select(df[df["job_id"].isin({j.job_id for j in js})], P.selection_method) for arm, js in arm_jobs.items()}
+tasks = [(",".join(t), d) for t, d in P.table7_tasks]
 
 # %% [markdown]
 # ## Table 7: accuracy (%) of each task, grayscale vs binary (mean ± SE over trials)
 
 # %%
-t7 = binarization_table(selected["gray"], selected["binary"], tasks=tasks, methods=algorithms)
+t7 = binarization_table(selected["gray"], selected["binary"], tasks=tasks, methods=P.sweep.algorithms)
 t7["data"] = source
-save_table(t7, "02_table7_gray_vs_binary", output_dir,
+save_table(t7, "02_table7_gray_vs_binary", P.output_dir,
            caption=f"Table 7: accuracy (%), grayscale vs binary, mean ± SE over trials. Data: {source}")
 t7[["algorithm", "task", "grayscale", "binary", "delta"]]
 
@@ -116,11 +112,11 @@ t7[["algorithm", "task", "grayscale", "binary", "delta"]]
 
 # %%
 extra = None
-if extra_bars_csv:
-    extra = {extra_bars_label: pd.read_csv(extra_bars_csv).set_index("algorithm")["acc"]}
+if P.extra_bars_csv:
+    extra = {P.extra_bars_label: pd.read_csv(P.extra_bars_csv).set_index("algorithm")["acc"]}
 fig = plot_binarization_bars(t7, task=f"({tasks[-1][0]}) → {tasks[-1][1]}", extra=extra)
 fig.suptitle(f"Data: {source}", fontsize=7)
-_ = save_figure(fig, "02_fig8_gray_vs_binary", output_dir)
+_ = save_figure(fig, "02_fig8_gray_vs_binary", P.output_dir)
 
 # %%
 hw = t7[t7["task"] == f"({tasks[-1][0]}) → {tasks[-1][1]}"]
@@ -138,12 +134,12 @@ display(Markdown(
 
 # %%
 hw_trials = trials_frame(selected["gray"], selected["binary"], tasks[-1][0], tasks[-1][1])
-decision = binarization_finding(hw_trials, methods=[m for m in algorithms if m in set(hw_trials["algorithm"])])
+decision = binarization_finding(hw_trials, methods=[m for m in P.sweep.algorithms if m in set(hw_trials["algorithm"])])
 row = dict(paper="Zhang, Zhang & Liu (Table 7)",
            finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after binarization "
                    f"(paper: 16.4% gray vs 60.6% binary) [{source}]",
            ours=decision.ours(1), verdict=decision.verdict, decision=decision)
-replace_findings(output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=steps)
+replace_findings(P.output_dir, "02", [row], data=data_label(base, [tasks[-1][1]], note="gray build"), steps=P.sweep.steps)
 display(Markdown(f"**{row['verdict']}** — {row['ours']}" + (f"<br>why: {decision.why}" if decision.why else "")))
 display(Markdown("Under one family of all this notebook's findings: " + ", ".join(
     f"{k} {v}" for k, v in engine.pooled([decision]).items() if v)))
@@ -155,8 +151,8 @@ pd.DataFrame([c.as_dict() for c in decision.claims])[["name", "estimate", "ci_lo
 
 # %%
 if "full binary" in selected:
-    t8 = side_by_side({"mini": selected["binary"], "full": selected["full binary"]}, tasks=tasks[-1:], methods=algorithms)
-    save_table(t8, "02_table8_mini_vs_full", output_dir)
+    t8 = side_by_side({"mini": selected["binary"], "full": selected["full binary"]}, tasks=tasks[-1:], methods=P.sweep.algorithms)
+    save_table(t8, "02_table8_mini_vs_full", P.output_dir)
     display(t8)
 else:
     display(Markdown("Table 8 skipped: set `full_dataset_kwargs` (paper profile)."))

@@ -43,18 +43,14 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# the sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: the training sets below)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM", "CORAL"],
+         "n_hparams": 1, "n_trials": 2, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
 test_domain = "75"
 swap_choices = [["0", "15"], ["0", "30"]]
 domain_plus_chains = [[["0", "15"], ["0", "15", "30"]]]
 evaluate_on = "rest"  # "rest": each run also tests on every domain it does not train on (shares jobs with notebook 02)
-algorithms = ["ERM", "CORAL"]
-n_hparams = 1
-n_trials = 2
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
 selection_method = "training_domain"
 alpha = 0.05
 correction = "holm"  # kept for the parameter files; each finding's family is the engine's joint step-down
@@ -63,8 +59,9 @@ n_workers = 2
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import DynamicDGParams
-P = DynamicDGParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("03_dynamic_dg")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -72,9 +69,9 @@ P = DynamicDGParams.from_namespace(globals())
 # (`dganalysis.stats.planning`), and why a claim cannot be decided here. Claims marked `runs: no` train nothing.
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, not_run_findings, write_design
-DESIGN = design_for("03_dynamic_dg", P)
-write_design(output_dir, "03_dynamic_dg", DESIGN)
+from dganalysis.studies.design import design_frame, not_run_findings, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "03_dynamic_dg", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -87,7 +84,6 @@ from dganalysis.studies.findings import replace_findings
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import dynamic, dynamic_report as dr, leaderboard as lb
 from dganalysis.records import load, select
-from dganalysis.studies.plans import dynamic_dg_plan
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -97,19 +93,19 @@ setup_style()
 # One job per (algorithm, training-domain set, hparams seed, trial). Jobs already in the store are reused.
 
 # %%
-base = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-source = base.info.get("source", dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
+base = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
+source = base.info.get("source", P.sweep.dataset)  # says SIMULATED when a domain is simulated (PaHCC hw)
 print(source)
 # every training set of the swap test and the Domain+ chains, once; the same call as `dganalysis run --dry-run` makes
-jobs = dynamic_dg_plan(P).jobs
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
+jobs = S.plan(P).jobs
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 status["status"].value_counts()
 
 # %%
-df = load(store_dir)
+df = load(P.store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]
-selected = select(df, selection_method)
-selected[selected["domain"] == test_domain].groupby(["algorithm", "train_domains"])["acc"].agg(
+selected = select(df, P.selection_method)
+selected[selected["domain"] == P.test_domain].groupby(["algorithm", "train_domains"])["acc"].agg(
     ["mean", "std", "count"]).round(3)
 
 # %% [markdown]
@@ -117,12 +113,12 @@ selected[selected["domain"] == test_domain].groupby(["algorithm", "train_domains
 # Mean ± SE per method and training choice (a description; the findings below decide).
 
 # %%
-if swap_choices:
-    fig = dynamic.plot_swap_test(selected, test_domain, swap_choices, methods=algorithms)
+if P.swap_choices:
+    fig = dynamic.plot_swap_test(selected, P.test_domain, P.swap_choices, methods=P.sweep.algorithms)
     fig.suptitle(f"Data: {source}", fontsize=7)
-    save_figure(fig, "03_swap_test", output_dir)
-    means = dynamic.swap_means(selected, test_domain, swap_choices, methods=algorithms)
-    save_table(means.reset_index(), "03_swap_test_means", output_dir, float_format="%.4f",
+    save_figure(fig, "03_swap_test", P.output_dir)
+    means = dynamic.swap_means(selected, P.test_domain, P.swap_choices, methods=P.sweep.algorithms)
+    save_table(means.reset_index(), "03_swap_test_means", P.output_dir, float_format="%.4f",
                caption=f"Swap test: mean accuracy per method and choice, data: {source}")
 else:
     means = None
@@ -134,12 +130,12 @@ means.round(3) if means is not None else "no swap test in this run's design"
 # description; the findings below decide).
 
 # %%
-dp = pd.concat([dynamic.domain_plus(selected, chain, test_domain, methods=algorithms) for chain in domain_plus_chains],
+dp = pd.concat([dynamic.domain_plus(selected, chain, P.test_domain, methods=P.sweep.algorithms) for chain in P.domain_plus_chains],
                ignore_index=True)
-fig3 = dynamic.plot_domain_plus(dp, methods=algorithms)
+fig3 = dynamic.plot_domain_plus(dp, methods=P.sweep.algorithms)
 fig3.suptitle(f"Data: {source}", fontsize=7)
-save_figure(fig3, "03_domain_plus", output_dir)
-save_table(dp, "03_domain_plus", output_dir, float_format="%.4f", caption=f"Domain+, data: {source}")
+save_figure(fig3, "03_domain_plus", P.output_dir)
+save_table(dp, "03_domain_plus", P.output_dir, float_format="%.4f", caption=f"Domain+, data: {source}")
 dp[["base", "added", "method", "mean_base", "mean_ext", "delta", "ci_low", "ci_high", "test"]].round(3)
 
 # %% [markdown]
@@ -149,9 +145,9 @@ dp[["base", "added", "method", "mean_base", "mean_ext", "delta", "ci_low", "ci_h
 # In the paper printed → printed accuracy is high (Table 7) while handwriting is where the methods differ.
 
 # %%
-held_choices = swap_choices or [chain[0] for chain in domain_plus_chains]
-heldout = dr.heldout_table(selected, held_choices, exclude=[test_domain], methods=algorithms)
-save_table(heldout, "03_heldout_printed", output_dir, float_format="%.4f", caption=f"Held-out domain accuracy, data: {source}")
+held_choices = P.swap_choices or [chain[0] for chain in P.domain_plus_chains]
+heldout = dr.heldout_table(selected, held_choices, exclude=[P.test_domain], methods=P.sweep.algorithms)
+save_table(heldout, "03_heldout_printed", P.output_dir, float_format="%.4f", caption=f"Held-out domain accuracy, data: {source}")
 heldout.pivot_table(index="method", columns=["train", "domain"], values="mean", sort=False).round(3)
 
 # %% [markdown]
@@ -161,12 +157,12 @@ heldout.pivot_table(index="method", columns=["train", "domain"], values="mean", 
 # swap-test means and the Domain+ changes.
 
 # %%
-standard = ",".join(domain_plus_chains[0][-1])
+standard = ",".join(P.domain_plus_chains[0][-1])
 std_sel = selected[(selected["train_domains"].map(lambda s: set(s.split(","))) == set(standard.split(",")))
-                   & (selected["domain"] == test_domain)]
+                   & (selected["domain"] == P.test_domain)]
 static = lb.leaderboard_table(lb.from_selected(std_sel, "static"))
 summary = dynamic.dynamic_summary(means, dp, static["Ranking"])
-save_table(summary.reset_index(), "03_dynamic_summary", output_dir, caption=f"Dynamic DG summary, data: {source}")
+save_table(summary.reset_index(), "03_dynamic_summary", P.output_dir, caption=f"Dynamic DG summary, data: {source}")
 summary
 
 # %% [markdown]
@@ -179,16 +175,16 @@ summary
 
 # %%
 from dganalysis.findings import dynamic as fd, engine
-units = dynamic.trial_accuracies(selected, test_domain, methods=algorithms)
+units = dynamic.trial_accuracies(selected, P.test_domain, methods=P.sweep.algorithms)
 ran = {c.key: c for c in DESIGN if c.runs}
-decided = fd.decide_all(units, list(ran), methods=algorithms, choices=swap_choices, chains=domain_plus_chains,
-                        alpha=alpha)
+decided = fd.decide_all(units, list(ran), methods=P.sweep.algorithms, choices=P.swap_choices, chains=P.domain_plus_chains,
+                        alpha=P.alpha)
 paper = "Zhang, Zhang & Liu (dynamic DG)"
-rows = [dict(paper=paper, finding=f"{ran[k].claim} [{dataset}]", ours=res.ours(), verdict=res.verdict, decision=res)
+rows = [dict(paper=paper, finding=f"{ran[k].claim} [{P.sweep.dataset}]", ours=res.ours(), verdict=res.verdict, decision=res)
         for k, res in decided.items()]
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
-rows += [dict(r, finding=f"{r['finding']} [{dataset}]") for r in not_run_findings(DESIGN, paper)]
-replace_findings(output_dir, "03", rows, data=data_label(base, [test_domain]), steps=steps)
+rows += [dict(r, finding=f"{r['finding']} [{P.sweep.dataset}]") for r in not_run_findings(DESIGN, paper)]
+replace_findings(P.output_dir, "03", rows, data=data_label(base, [P.test_domain]), steps=P.sweep.steps)
 display(pd.DataFrame([dict(finding=k, verdict=r.verdict, why=r.why) for k, r in decided.items()]))
-print("under one family of all this notebook's findings:", engine.pooled(list(decided.values()), alpha))
+print("under one family of all this notebook's findings:", engine.pooled(list(decided.values()), P.alpha))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

@@ -41,8 +41,9 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# the LP/FT sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: lp_ft_splits)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM"], "steps": 10,
+         "checkpoint_freq": 5, "n_trials": 1}
 train_domains = ["0", "15", "30"]
 test_domains = ["45", "60", "75"]
 featurizer = "smallcnn"
@@ -51,14 +52,10 @@ source_copies = 1                # rotated copies of each training digit in that
 pretrain_steps = 15
 pretrain_batch_size = 64
 pretrain_lr = 2e-3
-algorithm = "ERM"
-steps = 10
-checkpoint_freq = 5
 batch_size = 32
 lr = 3e-3
-n_trials = 1
 frozen_stages = []               # Fig. 1: extra FT runs with the first k stages frozen; FT and LP always run
-# Table 4's oracle sweep (dganalysis.studies.params.SweepSettings; a YAML may give some keys only): its dataset may
+# Table 4's oracle sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its algorithms: sweep's): its dataset may
 # differ from the pretraining part's; each split trains on one group and tests on the other; n_hparams draws per
 # training group; search_overrides change the search space (YAML specs; None: DomainBed's); n_trials trials (each
 # gives one leakage per K; the CI is over them); checkpoints every steps // 2
@@ -77,8 +74,9 @@ n_workers = 1
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import LeakageOracleParams
-P = LeakageOracleParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("04_leakage_oracle")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -86,9 +84,9 @@ P = LeakageOracleParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("04_leakage_oracle", P)
-write_design(output_dir, "04_leakage_oracle", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "04_leakage_oracle", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -101,7 +99,7 @@ from dganalysis.data.provenance import data_label
 from dganalysis.studies.findings import decisions_markdown, findings_prose, read_findings, replace_findings
 from dganalysis.nets import build_featurizer
 from dganalysis.nets.freeze import n_stages
-from dganalysis.studies.plans import leakage_checkpoints, leakage_oracle_plan, leakage_pretrainings
+from dganalysis.studies.plans import leakage_checkpoints, leakage_pretrainings
 from dganalysis.protocols import leakage, oracle_k, oracle_k_trials as okt, pretraining_sources
 from dganalysis.findings import engine, leakage as leakage_findings
 from dganalysis.sweep import run_sweep
@@ -115,8 +113,8 @@ plots.setup_style()
 # `linear_probe=True` (LP) or `freeze_stages=k`. Checkpoints are keyed by their settings and reused.
 
 # %%
-ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
-own = {} if pretrain_steps == 0 else pretraining_sources.own_pretrainings(ds, P, leakage_checkpoints(P))
+ds = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
+own = {} if P.pretrain_steps == 0 else pretraining_sources.own_pretrainings(ds, P, leakage_checkpoints(P))
 inits = leakage_pretrainings(P)  # own pretrainings, published weights, random init
 pretrained = {label: path for label, (path, _) in inits.items()}
 sup_label, ssl_label = [k for k in pretrained if k != "none"][:2]  # the supervised and the self-supervised init
@@ -131,21 +129,21 @@ for name, (r, _) in own.items():
 
 # %%
 # the LP/FT jobs (and the oracle-K jobs run below); the same call as `dganalysis run --dry-run` makes
-plan = leakage_oracle_plan(P)
+plan = S.plan(P)
 assert set(plan.produced) == {str(r.path.resolve()) for r, _ in own.values()}  # the checkpoints the jobs load
 jobs, ojobs = plan.sweeps["LP/FT"], plan.sweeps["oracle-K"]
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 print(status["status"].value_counts().to_dict())
 
 # %%
-tidy = records.load(store_dir)
+tidy = records.load(P.store_dir)
 tidy = leakage.annotate(tidy[tidy["job_id"].isin({j.job_id for j in jobs})], pretrained)
 selected = leakage.select_per_setting(tidy, "training_domain")
 acc = leakage.accuracy_table(selected)
 lp_ft = leakage.lp_ft_table(acc)
 gap = leakage.gap_table(acc)
-plots.save_table(lp_ft.reset_index(), "04_lp_ft", output_dir, caption="LP vs FT test accuracy (%) per test domain")
-plots.save_table(gap.reset_index(), "04_gap", output_dir, caption="Gap = (Acc_LP - Acc_FT) / Acc_FT", float_format="%.3f")
+plots.save_table(lp_ft.reset_index(), "04_lp_ft", P.output_dir, caption="LP vs FT test accuracy (%) per test domain")
+plots.save_table(gap.reset_index(), "04_gap", P.output_dir, caption="Gap = (Acc_LP - Acc_FT) / Acc_FT", float_format="%.3f")
 display(lp_ft)
 display(gap.round(3))
 
@@ -156,10 +154,10 @@ display(gap.round(3))
 # the number of frozen stages: the more the pretrained weights are kept, the better.
 
 # %%
-n_st = n_stages(build_featurizer(tuple(ds.input_shape), {"featurizer": featurizer}))
+n_st = n_stages(build_featurizer(tuple(ds.input_shape), {"featurizer": P.featurizer}))
 curve = leakage.frozen_stages_curve(acc[acc["pretraining"] != "none"], n_stages=n_st)
 fig = leakage.plot_frozen_stages(curve, lp_at=n_st)
-plots.save_figure(fig, "04_frozen_stages", output_dir)
+plots.save_figure(fig, "04_frozen_stages", P.output_dir)
 curve.pivot_table(index=["pretraining", "domain"], columns="frozen", values="mean", sort=False).round(1)
 
 # %% [markdown]
@@ -170,11 +168,11 @@ curve.pivot_table(index=["pretraining", "domain"], columns="frozen", values="mea
 # which was used.
 
 # %%
-ext = leakage.default_extractor(ds.input_shape, inception_weights, featurizer=featurizer)
+ext = leakage.default_extractor(ds.input_shape, P.inception_weights, featurizer=P.featurizer)
 dist_wide = pretraining_sources.distance_to_pretraining(ds, ext, {name: x for name, (_, x) in own.items()}, sup_label,
-                                                   fid_reference, limit=fid_n_samples)  # published weights' reference
+                                                   P.fid_reference, limit=P.fid_n_samples)  # published weights' reference
 print("metric:", ext.name)
-plots.save_table(dist_wide.reset_index(), "04_distance", output_dir, caption=f"{ext.name} to the pretraining data",
+plots.save_table(dist_wide.reset_index(), "04_distance", P.output_dir, caption=f"{ext.name} to the pretraining data",
                  float_format="%.2f")
 gap_vs_dist = pd.DataFrame({"gap": gap.loc[sup_label], "distance": dist_wide.T.get(sup_label)}).dropna()
 display(dist_wide.round(2))
@@ -212,24 +210,24 @@ display(gap_vs_dist.round(3))
 # gives, whatever the parameters (below).
 
 # %%
-run_sweep(ojobs, store_dir, data_dir=data_dir, n_workers=n_workers)
-otidy = records.load(store_dir)
+run_sweep(ojobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
+otidy = records.load(P.store_dir)
 otidy = otidy[otidy["job_id"].isin({j.job_id for j in ojobs})]
-ods = load_dataset(P.oracle.dataset, data_dir=data_dir, **P.oracle.dataset_kwargs)
+ods = load_dataset(P.oracle.dataset, data_dir=P.data_dir, **P.oracle.dataset_kwargs)
 sizes = oracle_k.split_sizes({d.name: len(d.labels) for d in ods.domains}, ojobs[0].holdout_fraction)
 by_oracle = {name: okt.oracle_leakage(otidy, sizes, name) for name in oracle_k.ORACLES}
 table4 = pd.concat([r.table for r in by_oracle.values()], ignore_index=True)
-plots.save_table(table4, "04_oracle_k", output_dir, caption="Oracle leakage vs K test domains (mean over trials)",
+plots.save_table(table4, "04_oracle_k", P.output_dir, caption="Oracle leakage vs K test domains (mean over trials)",
                  float_format="%.2f")
 display(table4.drop(columns=["dataset", "algorithm"]).dropna(axis=1, how="all").round(2))
 
 # %%
 leak_k = pd.concat([r.vs_k for r in by_oracle.values()], ignore_index=True)
 plots.save_table(pd.concat([r.per_trial for r in by_oracle.values()], ignore_index=True), "04_oracle_leakage_by_trial",
-                 output_dir, float_format="%.3f", caption="Oracle leakage per trial (the values behind the CIs)")
-plots.save_table(leak_k, "04_oracle_leakage_vs_k", output_dir, float_format="%.3f",
+                 P.output_dir, float_format="%.3f", caption="Oracle leakage per trial (the values behind the CIs)")
+plots.save_table(leak_k, "04_oracle_leakage_vs_k", P.output_dir, float_format="%.3f",
                  caption="Oracle leakage (points) vs K: mean, 95% CI over trials, paired falls from K=1 and K-1")
-plots.save_figure(okt.plot_leakage_vs_k(leak_k, label_col="oracle"), "04_oracle_leakage_vs_k", output_dir)
+plots.save_figure(okt.plot_leakage_vs_k(leak_k, label_col="oracle"), "04_oracle_leakage_vs_k", P.output_dir)
 leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trials", "fall", "fall_prev",
         "reduction_pct", "reduction_ci_low", "reduction_ci_high"]].round(2)
 
@@ -241,7 +239,7 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
 # "not decided" (`dganalysis.verdicts.decide`).
 
 # %%
-lp_test = sorted({d for s in lp_ft_splits for d in s["test"]}) or test_domains
+lp_test = sorted({d for s in P.lp_ft_splits for d in s["test"]}) or P.test_domains
 otest = [d for d in ods.domain_names if any(d in s["test"] for s in P.oracle.splits)]
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 odata = {name: data_label(ods, otest, note=onote[name]) for name in oracle_k.ORACLES}
@@ -249,8 +247,8 @@ oframe = {name: leakage_findings.oracle_trials(r.per_trial) for name, r in by_or
 rows = leakage_findings.finding_rows(leakage_findings.lp_ft_trials(selected, sup_label, ssl_label),
                                      oframe["held_out"], oframe["literal"], lp_data=data_label(ds, lp_test),
                                      held_out_data=odata["held_out"], literal_data=odata["literal"])
-replace_findings(output_dir, "04", rows, steps=min(steps, P.oracle.steps))
-recorded = [r for r in read_findings(output_dir) if r["key"].startswith("04")]
+replace_findings(P.output_dir, "04", rows, steps=min(P.sweep.steps, P.oracle.steps))
+recorded = [r for r in read_findings(P.output_dir) if r["key"].startswith("04")]
 display(Markdown(decisions_markdown(rows) + "\n\n(counts before the steps rule; the table below applies it)"))
 pd.DataFrame(recorded)[["key", "finding", "verdict", "ours"]]
 

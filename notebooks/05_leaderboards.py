@@ -62,19 +62,16 @@ data_dir = "../outputs/data"
 datasets = {"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}}
 logo_groups = {"RotatedDigits": [["0", "20"], ["40", "60"]]}
 lodo_domains = {}  # dataset -> the domains LODO holds out, one at a time; a dataset not named: every domain
-algorithms = ["ERM", "CORAL", "Mixup"]
-n_hparams = 1
-n_trials = 1
-steps = 20
-checkpoint_freq = 10
-hparams_overrides = {"featurizer": "smallcnn", "batch_size": 32}
+# the sweep on each dataset and board (dganalysis.sweep.Sweep; a YAML may give some keys only); search_overrides:
+# hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
+sweep = {"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}, "search_overrides": {}}
 selection_method = "training_domain"
 alpha = 0.05  # Friedman / Nemenyi level, and the level of C2's family
 n_bootstrap = 2000  # resamples of the blocks for the rank CIs
 n_workers = 2
-dataset_overrides = {}  # name -> hparams on top of hparams_overrides (e.g. no pretraining on DomainNet)
+dataset_overrides = {}  # name -> hparams on top of the sweep's hparams_overrides (e.g. no pretraining on DomainNet)
 dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
-search_overrides = {}  # hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
 # see dganalysis.protocols.leaderboard.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
@@ -87,17 +84,18 @@ skip_undecidable = False
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import LeaderboardsParams
-P = LeaderboardsParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("05_leaderboards")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
 # Each claim, the effect expected (with its source) and whether this run can decide it (`runs: no` trains nothing).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, not_run_findings, write_design
-DESIGN = design_for("05_leaderboards", P)
-write_design(output_dir, "05_leaderboards", DESIGN)
+from dganalysis.studies.design import design_frame, not_run_findings, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "05_leaderboards", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -112,7 +110,6 @@ from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.stats import rank_tests as rt
 from dganalysis.records import load
-from dganalysis.studies.plans import leaderboards_plan
 from dganalysis.sweep.search_protocol import protocol_selected, run_search_protocol
 logging.basicConfig(level=logging.WARNING)
 setup_style()
@@ -123,18 +120,18 @@ setup_style()
 # %%
 # LODO: each domain held out in turn; LOGO: each group held out; the same call as `dganalysis run --dry-run` makes
 # (no jobs when the design says our-runs claim cannot be decided)
-protocol_jobs = leaderboards_plan(P).sweeps
-ran = {proto: run_search_protocol(js, store_dir, search_protocol, selection_method, data_dir=data_dir,
-                                  n_workers=n_workers) for proto, js in protocol_jobs.items() if js}
-{proto: len(js) for proto, js in ran.items()} if ran else "no runs: " + "; ".join(leaderboards_plan(P).other)
+protocol_jobs = S.plan(P).sweeps
+ran = {proto: run_search_protocol(js, P.store_dir, P.search_protocol, P.selection_method, data_dir=P.data_dir,
+                                  n_workers=P.n_workers) for proto, js in protocol_jobs.items() if js}
+{proto: len(js) for proto, js in ran.items()} if ran else "no runs: " + "; ".join(S.plan(P).other)
 
 # %%
-df = load(store_dir) if ran else None
-sel = {proto: protocol_selected(df, js, search_protocol, selection_method) for proto, js in ran.items()}
+df = load(P.store_dir) if ran else None
+sel = {proto: protocol_selected(df, js, P.search_protocol, P.selection_method) for proto, js in ran.items()}
 long = (pd.concat([lb.from_selected(s, proto) for proto, s in sel.items()], ignore_index=True) if sel else
         pd.DataFrame(columns=["leaderboard", "algorithm", "dataset", "acc", "se"]))
 if ran:
-    save_table(long, "05_leaderboards_long", output_dir)
+    save_table(long, "05_leaderboards_long", P.output_dir)
 for name in long["leaderboard"].unique():
     display(Markdown(f"### {name}"))
     display(lb.leaderboard_table(long, name).round(2))
@@ -153,8 +150,8 @@ if ran:
     scores = {name: lb.ranking_score(g) for name, g in long.groupby("leaderboard") if "ERM" in set(g["algorithm"])}
     display(pd.DataFrame(scores))
     fig = lb.plot_bump_chart(lb.ranks(long))
-    save_figure(fig, "05_bump_ours", output_dir)
-    _ = save_table(rk.reset_index(), "05_ranks_ours", output_dir)
+    save_figure(fig, "05_bump_ours", P.output_dir)
+    _ = save_table(rk.reset_index(), "05_ranks_ours", P.output_dir)
 
 # %% [markdown]
 # ## Do the ranks differ? Friedman test, critical differences, rank CIs
@@ -167,14 +164,14 @@ if ran:
 # %%
 rank_tests = {}
 for proto, s in sel.items():
-    scores = lb.block_scores(s, methods=algorithms)
+    scores = lb.block_scores(s, methods=P.sweep.algorithms)
     if scores.shape[1] < 3 or len(scores) < 2:
         display(Markdown(f"{proto}: {scores.shape[1]} methods × {len(scores)} blocks, too few for a Friedman test."))
         continue
-    res = rank_tests[proto] = rt.friedman(scores, alpha=alpha)
-    ci = rt.bootstrap_rank_ci(scores, n_resamples=n_bootstrap)
-    save_figure(rt.plot_cd_diagram(res, proto), f"05_cd_{lb.file_label(proto)}", output_dir)
-    save_table(ci.reset_index(), f"05_rank_ci_{lb.file_label(proto)}", output_dir, float_format="%.2f",
+    res = rank_tests[proto] = rt.friedman(scores, alpha=P.alpha)
+    ci = rt.bootstrap_rank_ci(scores, n_resamples=P.n_bootstrap)
+    save_figure(rt.plot_cd_diagram(res, proto), f"05_cd_{lb.file_label(proto)}", P.output_dir)
+    save_table(ci.reset_index(), f"05_rank_ci_{lb.file_label(proto)}", P.output_dir, float_format="%.2f",
                caption=f"{proto}: average rank over {len(scores)} blocks with {int(100 * 0.95)}% bootstrap CI")
     display(Markdown(f"**{proto}**: {res.summary()}"), ci.round(2))
 
@@ -192,9 +189,9 @@ display(prk.assign(**{"ΔR v2": lb.delta_rank(prk, prk.columns[0], prk.columns[1
                      "ΔR v3": lb.delta_rank(prk, prk.columns[0], prk.columns[2])}))
 display(lb.spearman_matrix(pub).round(3))
 tex = lb.to_latex(pub, caption="Leaderboards of Yu et al. 2024, Table 5 recomputed from the published per-dataset numbers")
-write_text(f"{output_dir}/tables/05_published_table5.tex", tex)
+write_text(f"{P.output_dir}/tables/05_published_table5.tex", tex)
 fig = lb.plot_bump_chart(prk)
-save_figure(fig, "05_bump_published", output_dir)
+save_figure(fig, "05_bump_published", P.output_dir)
 both = pd.concat([pub[["leaderboard", "algorithm", "dataset", "acc", "se"]], long], ignore_index=True) if ran else pub
 common = set(long["algorithm"]) & set(pub["algorithm"])
 display(lb.spearman_matrix(both[both["algorithm"].isin(common)]).round(3) if len(common) >= 3
@@ -213,13 +210,13 @@ from dganalysis.studies.findings import decisions_markdown
 c2_runs = ran and any(c.key == "C2" and c.runs for c in DESIGN)
 boards = {board: {n.rsplit(lb.BOARD_SEP, 1)[-1]: sel[n] for n in names}
           for board, names in lb.boards(sel).items()} if c2_runs else {}
-rows = finding_rows(pub, boards, alpha=alpha)
+rows = finding_rows(pub, boards, alpha=P.alpha)
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
 rows += not_run_findings(DESIGN, "Yu et al. 2024", data="no runs")
 ours_data = "; ".join(data_label(d, d.domain_names) for d in
-                      (load_dataset(n, data_dir=data_dir, **kw) for n, kw in datasets.items())) if ran else "no runs"
-replace_findings(output_dir, "05", rows, data=ours_data)
-display(Markdown(decisions_markdown(rows, alpha)))
+                      (load_dataset(n, data_dir=P.data_dir, **kw) for n, kw in P.datasets.items())) if ran else "no runs"
+replace_findings(P.output_dir, "05", rows, data=ours_data)
+display(Markdown(decisions_markdown(rows, P.alpha)))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 
 # %% [markdown]

@@ -64,7 +64,7 @@ folder_train = None  # its training domain names (None: the first domain)
 folder_test = None  # its test domain names (None: the last domain)
 folder_image_size = 32
 # Tables 1-2: a small sweep per dataset, ranking score vs ERM within each dominant-shift group (the sweep's settings:
-# dganalysis.studies.params.SweepSettings; a YAML may give some keys only; an entry's "hparams" go on top of
+# dganalysis.sweep.Sweep; a YAML may give some keys only; an entry's "hparams" go on top of
 # hparams_overrides for that dataset)
 ranking = {
     "datasets": [
@@ -81,8 +81,9 @@ n_workers = 2
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import ShiftEstimationParams
-P = ShiftEstimationParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("06_shift_estimation")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -90,9 +91,9 @@ P = ShiftEstimationParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("06_shift_estimation", P)
-write_design(output_dir, "06_shift_estimation", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "06_shift_estimation", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -103,7 +104,6 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from dganalysis.data import load_dataset
-from dganalysis.studies.plans import shift_estimation_plan
 from dganalysis.plots import save_figure, save_table, setup_style
 from dganalysis.records import load
 from dganalysis.shift import benchmark, study
@@ -114,8 +114,8 @@ from dganalysis.sweep import run_sweep
 # %%
 logging.basicConfig(level=logging.WARNING)
 setup_style()
-cfg = EnvClassifierConfig(z_dim=z_dim, steps=env_steps)
-est = ShiftOptions(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate, eps_div=eps_div, eps_cor=eps_cor)
+cfg = EnvClassifierConfig(z_dim=P.z_dim, steps=P.env_steps)
+est = ShiftOptions(n_samples=P.n_samples, bandwidth=P.bandwidth, calibrate=P.calibrate, eps_div=P.eps_div, eps_cor=P.eps_cor)
 
 # %% [markdown]
 # ## Fig. 4 — sanity study on coloured digits
@@ -126,18 +126,18 @@ est = ShiftOptions(n_samples=n_samples, bandwidth=bandwidth, calibrate=calibrate
 # μ_tr ≠ μ_te; (c) the trade-off — correlation shift drops where diversity shift takes over.
 
 # %%
-fig4a = study.sanity_grid("rho_tr", fig4_rho, "rho_te", fig4_rho, n_trials=fig4_trials, cfg=cfg, seed=seed, options=est)
-fig4b = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.1,
-                          "sigma_te": 0.1}, n_trials=fig4_trials, cfg=cfg, seed=seed + 1000, options=est)
-fig4c = study.sanity_grid("mu_tr", fig4_mu, "mu_te", fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.25,
-                          "sigma_te": 0.25}, n_trials=fig4_trials, cfg=cfg, seed=seed + 2000, options=est)
+fig4a = study.sanity_grid("rho_tr", P.fig4_rho, "rho_te", P.fig4_rho, n_trials=P.fig4_trials, cfg=cfg, seed=P.seed, options=est)
+fig4b = study.sanity_grid("mu_tr", P.fig4_mu, "mu_te", P.fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.1,
+                          "sigma_te": 0.1}, n_trials=P.fig4_trials, cfg=cfg, seed=P.seed + 1000, options=est)
+fig4c = study.sanity_grid("mu_tr", P.fig4_mu, "mu_te", P.fig4_mu, {"rho_tr": 0.1, "rho_te": 0.9, "sigma_tr": 0.25,
+                          "sigma_te": 0.25}, n_trials=P.fig4_trials, cfg=cfg, seed=P.seed + 2000, options=est)
 fig, axes = plt.subplots(1, 3, figsize=(13, 4))
 study.plot_heatmap(fig4a, "rho_tr", "rho_te", "correlation", axes[0], "(a) correlation shift")
 study.plot_heatmap(fig4b, "mu_tr", "mu_te", "diversity", axes[1], "(b) diversity shift, σ = 0.1")
 study.plot_heatmap(fig4c, "mu_tr", "mu_te", "correlation", axes[2], "(c) correlation shift, σ = 0.25")
-save_figure(fig, "06_fig4_sanity", output_dir)
+save_figure(fig, "06_fig4_sanity", P.output_dir)
 for name, frame in {"06_fig4a": fig4a, "06_fig4b": fig4b, "06_fig4c": fig4c}.items():
-    save_table(frame, name, output_dir, float_format="%.3f")
+    save_table(frame, name, P.output_dir, float_format="%.3f")
 pd.concat({"a": fig4a, "b": fig4b, "c": fig4c}, names=["panel"]).round(3)
 
 # %% [markdown]
@@ -148,13 +148,13 @@ pd.concat({"a": fig4a, "b": fig4b, "c": fig4c}, names=["panel"]).round(3)
 # the two kinds apart; ours puts the shift on the right axis. Mean ± SE over trials.
 
 # %%
-t3 = study.table3(0.1, table3_rho_te, blue={"mu_tr": 0.0, "mu_te": 1.0, "sigma_tr": 0.1, "sigma_te": 0.1},
-                  n_trials=table3_trials, cfg=cfg, seed=seed, max_points=baseline_max_points, options=est)
+t3 = study.table3(0.1, P.table3_rho_te, blue={"mu_tr": 0.0, "mu_te": 1.0, "sigma_tr": 0.1, "sigma_te": 0.1},
+                  n_trials=P.table3_trials, cfg=cfg, seed=P.seed, max_points=P.baseline_max_points, options=est)
 show = pd.DataFrame({"ρ_te": [f"{r:.1f}" + ("†" if b else "") for r, b in zip(t3["rho_te"], t3["blue"])]})
 for col, label in [("EMD", "EMD"), ("MMD", "MMD"), ("NI", "NI"), ("diversity", "Div. shift (ours)"),
                    ("correlation", "Cor. shift (ours)")]:
     show[label] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(t3[col], t3[f"{col}_se"].fillna(0))]
-save_table(t3, "06_table3", output_dir, float_format="%.3f")
+save_table(t3, "06_table3", P.output_dir, float_format="%.3f")
 show
 
 # %% [markdown]
@@ -171,9 +171,9 @@ from dganalysis.studies.findings import decisions_markdown, replace_findings
 from dganalysis.shift.sanity import colored_digits_shift
 
 findings = table3_rows(t3.attrs["trials"], rho_tr=0.1)
-t3_data = data_label(colored_digits_shift(0.1, table3_rho_te[0], seed=seed), ["test"],
+t3_data = data_label(colored_digits_shift(0.1, P.table3_rho_te[0], seed=P.seed), ["test"],
                      note="synthetic colouring (OoD-Bench Fig. 4) of real digits")
-replace_findings(output_dir, "06", findings, data=t3_data)
+replace_findings(P.output_dir, "06", findings, data=t3_data)
 display(Markdown(decisions_markdown(findings)))
 pd.DataFrame(findings)[["finding", "ours", "verdict"]]
 
@@ -185,19 +185,19 @@ pd.DataFrame(findings)[["finding", "ours", "verdict"]]
 
 # %%
 entries = []
-for spec in map_datasets:
-    ds = load_dataset(spec["name"], data_dir=data_dir, **spec.get("kwargs", {}))
+for spec in P.map_datasets:
+    ds = load_dataset(spec["name"], data_dir=P.data_dir, **spec.get("kwargs", {}))
     label = spec["label"] + (" (simulated)" if ds.info.get("simulated") and "simulated" not in spec["label"] else "")
     entries.append({"label": label, "dataset": ds, "train": spec["train"], "test": spec["test"]})
-if folder_root is not None:
-    ds = load_dataset("ImageFolder", root=folder_root, image_size=folder_image_size, data_dir=data_dir)
-    entries.append({"label": ds.name, "dataset": ds, "train": folder_train or ds.domain_names[:1],
-                    "test": folder_test or ds.domain_names[-1:]})
-shift_map = study.dataset_map(entries, n_trials=map_trials, cfg=cfg, seed=seed, max_per_env=map_max_per_env, options=est)
+if P.folder_root is not None:
+    ds = load_dataset("ImageFolder", root=P.folder_root, image_size=P.folder_image_size, data_dir=P.data_dir)
+    entries.append({"label": ds.name, "dataset": ds, "train": P.folder_train or ds.domain_names[:1],
+                    "test": P.folder_test or ds.domain_names[-1:]})
+shift_map = study.dataset_map(entries, n_trials=P.map_trials, cfg=cfg, seed=P.seed, max_per_env=P.map_max_per_env, options=est)
 fig, ax = plt.subplots(figsize=(5, 5))
 study.plot_shift_map(shift_map, ax)
-save_figure(fig, "06_fig3_shift_map", output_dir)
-save_table(shift_map, "06_shift_map", output_dir, float_format="%.3f")
+save_figure(fig, "06_fig3_shift_map", P.output_dir)
+save_table(shift_map, "06_shift_map", P.output_dir, float_format="%.3f")
 shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se", "dominant", "env_acc"]].round(3)
 
 # %% [markdown]
@@ -210,20 +210,20 @@ shift_map[["label", "diversity", "diversity_se", "correlation", "correlation_se"
 
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
-jobs = shift_estimation_plan(P).jobs
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
+jobs = S.plan(P).jobs
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 # test accuracy (%) per dataset and algorithm: mean ± SE over trials after `selection_method`
-summary = benchmark.sweep_accuracy(load(store_dir), [j.job_id for j in jobs], selection_method)
+summary = benchmark.sweep_accuracy(load(P.store_dir), [j.job_id for j in jobs], P.selection_method)
 summary.round(2)
 
 # %%
-dominant = benchmark.dominant_shift(shift_map, ranking_dominant)
+dominant = benchmark.dominant_shift(shift_map, P.ranking_dominant)
 missing = sorted(set(summary["dataset"]) - set(dominant))
 if missing:
     display(Markdown(f"No shift estimate for {missing}: add them to `map_datasets` or `ranking_dominant`."))
 for shift, table in study.ranking_tables(summary, dominant).items():
-    display(Markdown(f"**Datasets dominated by {shift} shift** (selection: {selection_method})"))
-    save_table(table.reset_index(), f"06_ranking_{shift}", output_dir)
+    display(Markdown(f"**Datasets dominated by {shift} shift** (selection: {P.selection_method})"))
+    save_table(table.reset_index(), f"06_ranking_{shift}", P.output_dir)
     display(table)
 
 # %% [markdown]

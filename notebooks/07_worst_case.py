@@ -44,15 +44,13 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-dataset = "RotatedDigits"
-dataset_kwargs = {"image_size": 16}
+# one model per (algorithm, draw) on train_domains -> test_domains (dganalysis.sweep.Sweep; a YAML may give some
+# keys only)
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+         "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20, "checkpoint_freq": 10}
 train_domains = ["15", "30", "45", "60"]
 test_domains = ["0", "75"]
-algorithms = ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"]
 featurizer = "mlp"
-n_hparams = 1
-steps = 20
-checkpoint_freq = 10
 batch_size = 32
 lr = 3e-3
 wc_rho = 0.1                        # WCDG training radius (units of the batch representation spread)
@@ -69,8 +67,9 @@ n_threads = 1                       # torch threads in this kernel (the machine 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
 # and helpers below take it whole (dganalysis.studies.params)
-from dganalysis.studies.params import WorstCaseParams
-P = WorstCaseParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("07_worst_case")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -78,9 +77,9 @@ P = WorstCaseParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("07_worst_case", P)
-write_design(output_dir, "07_worst_case", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "07_worst_case", DESIGN)
 design_frame(DESIGN)
 
 # %%
@@ -94,11 +93,10 @@ from dganalysis import plots
 from dganalysis.data import load_dataset, provenance
 from dganalysis.dro import compare_input_representation, study
 from dganalysis.studies.findings import replace_findings
-from dganalysis.studies.plans import worst_case_plan
 from dganalysis.sweep import run_sweep
-from dganalysis.training.train import load_model
-plots.setup_style(), torch.set_num_threads(n_threads)
-ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
+from dganalysis.train import load_model
+plots.setup_style(), torch.set_num_threads(P.n_threads)
+ds = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
 
 # %% [markdown]
 # ## Train the models (sweep API, models saved)
@@ -108,18 +106,18 @@ ds = load_dataset(dataset, data_dir=data_dir, **dataset_kwargs)
 
 # %%
 # one model per (algorithm, hparams draw), saved; the same call as `dganalysis run --dry-run` makes
-jobs = worst_case_plan(P).jobs
-status = run_sweep(jobs, store_dir, data_dir=data_dir, n_workers=n_workers)
+jobs = S.plan(P).jobs
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 display(status.groupby(["algorithm", "status"]).size().rename("jobs").reset_index())
 
 # %%
 models, info = {}, []
 for job in jobs:
     label = f"{job.algorithm}#{job.hparams_seed}"
-    models[label] = load_model(f"{store_dir}/{job.job_id}")
+    models[label] = load_model(f"{P.store_dir}/{job.job_id}")
     info.append({"model": label, "algorithm": job.algorithm, "hparams_seed": job.hparams_seed,
-                 "source_acc": study.domain_accuracy(models[label], ds, train_domains),
-                 "test_acc": study.domain_accuracy(models[label], ds, test_domains)})
+                 "source_acc": study.domain_accuracy(models[label], ds, P.train_domains),
+                 "test_acc": study.domain_accuracy(models[label], ds, P.test_domains)})
 info = pd.DataFrame(info)
 display(info.round(3))
 
@@ -131,18 +129,18 @@ display(info.round(3))
 # (the certificate; equal to the dual value up to the γ grid).
 
 # %%
-x_src, y_src = study.source_sample(ds, train_domains, n_eval, seed=0)
-curves = study.curves_for_models(models, x_src, y_src, rhos, losses=("ce", "hinge", "01"), scale="std")
+x_src, y_src = study.source_sample(ds, P.train_domains, P.n_eval, seed=0)
+curves = study.curves_for_models(models, x_src, y_src, P.rhos, losses=("ce", "hinge", "01"), scale="std")
 curves = curves.merge(info[["model", "algorithm"]], on="model")
 ce = curves[curves.loss == "ce"]
 assert (ce.groupby("model").worst_case_loss.apply(lambda s: np.all(np.diff(s.to_numpy()) >= -1e-9))).all()
 
 fig, ax = plt.subplots(figsize=(5, 3.5))
 sns.lineplot(data=ce, x="rho", y="worst_case_loss", hue="algorithm", units="model", estimator=None, marker="o", ax=ax)
-ax.set(xlabel="ρ (units of representation spread)", ylabel="worst-case cross-entropy", title=f"{dataset}: worst case around the source")
-plots.save_figure(fig, "07_worst_case_curves", output_dir)
+ax.set(xlabel="ρ (units of representation spread)", ylabel="worst-case cross-entropy", title=f"{P.sweep.dataset}: worst case around the source")
+plots.save_figure(fig, "07_worst_case_curves", P.output_dir)
 wide = ce.pivot_table(index="model", columns="rho", values="worst_case_loss")
-plots.save_table(wide.reset_index(), "07_worst_case_ce", output_dir, caption="Worst-case cross-entropy vs ρ", float_format="%.3f")
+plots.save_table(wide.reset_index(), "07_worst_case_ce", P.output_dir, caption="Worst-case cross-entropy vs ρ", float_format="%.3f")
 display(wide.round(3))
 
 # %% [markdown]
@@ -152,11 +150,11 @@ display(wide.round(3))
 # decision boundary until the transport budget ρ² is spent).
 
 # %%
-sel = curves[curves.algorithm.isin(loss_models)]
+sel = curves[curves.algorithm.isin(P.loss_models)]
 g = sns.relplot(data=sel, x="rho", y="worst_case_loss", hue="model", col="loss", kind="line", marker="o",
                 facet_kws={"sharey": False}, height=2.8)
 g.set_axis_labels("ρ (units of representation spread)", "worst-case loss")
-plots.save_figure(g.figure, "07_three_losses", output_dir)
+plots.save_figure(g.figure, "07_three_losses", P.output_dir)
 display(sel.pivot_table(index=["model", "loss"], columns="rho", values="worst_case_loss").round(3))
 
 # %% [markdown]
@@ -169,11 +167,11 @@ display(sel.pivot_table(index=["model", "loss"], columns="rho", values="worst_ca
 # one; a large gap would mean it does.
 
 # %%
-x_in, y_in = x_src[:n_input], y_src[:n_input]
+x_in, y_in = x_src[:P.n_input], y_src[:P.n_input]
 cmp = []
 for label, model in models.items():
-    if label.split("#")[0] in compare_models:
-        df = compare_input_representation(x_in, y_in, model.features, model.classifier, input_rhos, loss="ce")
+    if label.split("#")[0] in P.compare_models:
+        df = compare_input_representation(x_in, y_in, model.features, model.classifier, P.input_rhos, loss="ce")
         df.insert(0, "model", label)
         cmp.append(df)
 cmp = pd.concat(cmp, ignore_index=True)
@@ -185,8 +183,8 @@ for label, d in cmp.groupby("model"):
     ax.plot(d.rho_rep, d.input_primal, "s--", color=line.get_color(), label=f"{label}: input-space worst case")
 ax.set(xlabel="ρ_z induced in the representation (units of spread)", ylabel="worst-case cross-entropy")
 ax.legend(fontsize=7)
-plots.save_figure(fig, "07_input_vs_representation", output_dir)
-plots.save_table(cmp, "07_input_vs_representation", output_dir, caption="Input vs representation worst case", float_format="%.3f")
+plots.save_figure(fig, "07_input_vs_representation", P.output_dir)
+plots.save_table(cmp, "07_input_vs_representation", P.output_dir, caption="Input vs representation worst case", float_format="%.3f")
 display(cmp.round(3))
 
 # %% [markdown]
@@ -198,7 +196,7 @@ display(cmp.round(3))
 
 # %%
 att = study.attainment_table(cmp)
-plots.save_table(att, "07_attainment", output_dir, caption="Share of the representation worst case reached in input space",
+plots.save_table(att, "07_attainment", P.output_dir, caption="Share of the representation worst case reached in input space",
                  float_format="%.3f")
 att[["model", "rho_input", "rho_rep", "input_primal", "rep_wc", "attained", "rep/input"]].round(3)
 
@@ -210,11 +208,11 @@ att[["model", "rho_input", "rho_rep", "input_primal", "rep_wc", "attained", "rep
 # *negatively* (higher worst-case loss, lower unseen accuracy) and better than the nominal loss does.
 
 # %%
-pred, corr = study.predictive_table(curves, info, rho_small)
-plots.save_table(pred, "07_wc_vs_unseen_acc", output_dir, caption="Worst-case loss at small ρ vs unseen accuracy", float_format="%.3f")
-plots.save_table(corr, "07_spearman", output_dir, caption="Spearman correlation with unseen-rotation accuracy", float_format="%.3f")
-fig = study.plot_predictive(pred, corr, rho_small)
-plots.save_figure(fig, "07_wc_predicts_unseen", output_dir)
+pred, corr = study.predictive_table(curves, info, P.rho_small)
+plots.save_table(pred, "07_wc_vs_unseen_acc", P.output_dir, caption="Worst-case loss at small ρ vs unseen accuracy", float_format="%.3f")
+plots.save_table(corr, "07_spearman", P.output_dir, caption="Spearman correlation with unseen-rotation accuracy", float_format="%.3f")
+fig = study.plot_predictive(pred, corr, P.rho_small)
+plots.save_figure(fig, "07_wc_predicts_unseen", P.output_dir)
 display(corr.round(3))
 display(pred.round(3))
 
@@ -234,9 +232,9 @@ from dganalysis.findings import engine
 from dganalysis.findings import worst_case as wcf
 decisions = {"a": wcf.high_near_source(pred), "b": wcf.not_overestimate(cmp), "c": wcf.losses_agree(pred),
              "d": wcf.predicts_better(pred)}
-rows = wcf.finding_rows(decisions, rho_small)
-replace_findings(output_dir, "07", rows, data=provenance.data_label(ds, test_domains), steps=steps)
-plots.save_table(pd.DataFrame(rows).drop(columns="decision"), "07_findings", output_dir,
+rows = wcf.finding_rows(decisions, P.rho_small)
+replace_findings(P.output_dir, "07", rows, data=provenance.data_label(ds, P.test_domains), steps=P.sweep.steps)
+plots.save_table(pd.DataFrame(rows).drop(columns="decision"), "07_findings", P.output_dir,
                  caption="WC-DG poster claims vs this run")
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]
 

@@ -60,8 +60,9 @@ reps = 500                           # bootstrap resamples of the across-dataset
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object (dganalysis.studies.params)
-from dganalysis.studies.params import AuditParams
-P = AuditParams.from_namespace(globals())
+from dganalysis.studies.study import study
+S = study("08_audit")  # its parameter class, plan and design
+P = S.params.from_namespace(globals())
 
 # %% [markdown]
 # ## Design, before the runs
@@ -69,9 +70,9 @@ P = AuditParams.from_namespace(globals())
 # cannot decide (`dganalysis.studies.design`; also printed by `dganalysis run --dry-run` and listed in `index.md`).
 
 # %%
-from dganalysis.studies.design import design_for, design_frame, write_design
-DESIGN = design_for("08_audit", P)
-write_design(output_dir, "08_audit", DESIGN)
+from dganalysis.studies.design import design_frame, write_design
+DESIGN = S.claims(P)
+write_design(P.output_dir, "08_audit", DESIGN)
 design_frame(DESIGN)
 
 # %%

@@ -50,11 +50,11 @@ def test_run_checks_parameter_kinds_before_executing(tmp_path, monkeypatch, caps
     (tmp_path / "notebooks").mkdir()
     shutil.copy(root / "notebooks" / "00_quickstart.ipynb", tmp_path / "notebooks")
     (tmp_path / "params" / "quick").mkdir(parents=True)
-    (tmp_path / "params" / "quick" / "00_quickstart.yaml").write_text("steps: 40.9\n")
+    (tmp_path / "params" / "quick" / "00_quickstart.yaml").write_text("sweep: {steps: 40.9}\n")
     monkeypatch.chdir(tmp_path)
     assert main(["run", "00_quickstart", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "00_quickstart.yaml: parameter 'steps'" in err and "expected an integer" in err and "\n" not in err
+    assert "00_quickstart.yaml: parameter 'sweep.steps'" in err and "expected an integer" in err and "\n" not in err
     assert not (tmp_path / "outputs").exists()  # nothing executed
 
 

@@ -12,6 +12,7 @@ import pytest
 from dganalysis.cli import main
 from dganalysis.data.benchmarks import BENCHMARKS
 from dganalysis.preflight import data_problem, job_problems
+from dganalysis.sweep import Sweep
 from dganalysis.sweep.grid import make_jobs
 from dganalysis.sweep.launcher import run_sweep
 from dganalysis.validation import ConfigError
@@ -69,15 +70,17 @@ def test_layout_problems_name_the_folder(tmp_path):
 
 def test_weight_files_are_checked(tmp_path, monkeypatch):
     root = str(_pacs(tmp_path / "data"))
-    jobs = make_jobs("PACS", {"root": root}, ["ERM"], "leave_one_out", 1, 1, 2, 1)
+    jobs = make_jobs(Sweep(dataset="PACS", dataset_kwargs={"root": root}, algorithms=["ERM"], splits="leave_one_out",
+                           n_hparams=1, n_trials=1, steps=2, checkpoint_freq=1))
     (problem,) = job_problems(jobs)  # DomainBed's default: timm's resnet50.ram_in1k, absent from the empty caches
     assert "resnet50.ram_in1k" in problem and "ERM on PACS" in problem
     weights = tmp_path / "augmix.safetensors"
     weights.write_bytes(b"")
     monkeypatch.setenv("DGANALYSIS_RESNET50_AUGMIX", str(weights))
     assert job_problems(jobs) == []
-    jobs = make_jobs("PACS", {"root": root}, ["ERM"], "leave_one_out", 1, 1, 2, 1,
-                     hparams_overrides={"pretrained": str(tmp_path / "missing.pt"), "featurizer": "resnet18"})
+    jobs = make_jobs(Sweep(dataset="PACS", dataset_kwargs={"root": root}, algorithms=["ERM"], splits="leave_one_out",
+                           n_hparams=1, n_trials=1, steps=2, checkpoint_freq=1,
+                           hparams_overrides={"pretrained": str(tmp_path / "missing.pt"), "featurizer": "resnet18"}))
     (problem,) = job_problems(jobs)
     assert "missing.pt not found" in problem and "'pretrained'" in problem
     with pytest.raises(ConfigError, match="missing.pt not found"):
@@ -107,8 +110,10 @@ def test_a_weight_file_torch_cannot_read_is_a_problem(tmp_path):
     torch.save({"epoch": 3}, no_tensors)
 
     def problems(path):
-        return job_problems(make_jobs("PACS", {"root": root}, ["ERM"], "leave_one_out", 1, 1, 2, 1,
-                                      hparams_overrides={"pretrained": str(path), "featurizer": "resnet18"}))
+        return job_problems(make_jobs(Sweep(dataset="PACS", dataset_kwargs={"root": root}, algorithms=["ERM"],
+                                            splits="leave_one_out", n_hparams=1, n_trials=1, steps=2,
+                                            checkpoint_freq=1, hparams_overrides={"pretrained": str(path),
+                                            "featurizer": "resnet18"})))
 
     assert problems(good) == []
     for bad in (truncated, html, no_tensors):

@@ -10,6 +10,7 @@ import time
 from dganalysis.progress import ENV, ProgressWatcher, SweepProgress, describe, eta_seconds, read_progress, summarize
 from dganalysis.studies.run_history import NotebookRun, read_history, record_run
 from dganalysis.studies.runner import run_notebooks, sweep_progress, write_index
+from dganalysis.sweep import Sweep
 from dganalysis.sweep.grid import make_jobs
 from dganalysis.sweep.launcher import run_sweep
 from tests.studies.test_runner import _project  # the one-notebook project the runner tests use
@@ -18,7 +19,9 @@ from tests.studies.test_runner import _project  # the one-notebook project the r
 def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):
     path = tmp_path / "progress.json"
     monkeypatch.setenv(ENV, str(path))
-    jobs = make_jobs("RotatedDigits", {"image_size": 8, "angles": [0, 30]}, ["ERM"], "leave_one_out", 1, 1, 2, 1)
+    jobs = make_jobs(Sweep(dataset="RotatedDigits", dataset_kwargs={"image_size": 8, "angles": [0, 30]},
+                           algorithms=["ERM"], splits="leave_one_out", n_hparams=1, n_trials=1, steps=2,
+                           checkpoint_freq=1))
     run_sweep(jobs, tmp_path / "store", progress=False)
     run_sweep(jobs, tmp_path / "store", progress=False)  # all done: a second entry with 0 to train, 2 skipped
     first, second = read_progress(path)["sweeps"]

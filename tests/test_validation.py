@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from _tiny import TINY
 
-from dganalysis.sweep import load_sweep_yaml, make_jobs, run_sweep
+from dganalysis.sweep import Sweep, load_sweep_yaml, make_jobs, run_sweep
 from dganalysis.training.hparams import HParam, fixed, hparam_check
 from dganalysis.training.job import Job
 from dganalysis.validation import Check, ConfigError, LazyCheck, like
@@ -77,7 +77,8 @@ def test_job_fields_are_not_coerced():
         with pytest.raises(ConfigError, match=f"Job.{field}: expected"):
             Job(TINY, "ERM", ["d0"], ["d1"], **{field: value})
     with pytest.raises(ConfigError, match="n_hparams"):
-        make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1.0, 1, 10, 5, domains=["a", "b"])
+        make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=1.0,
+                        n_trials=1, steps=10, checkpoint_freq=5), domains=["a", "b"])
 
 
 def test_kind_rules_and_declared_checks():
@@ -132,8 +133,8 @@ def test_every_trial_draw_is_checked(tmp_path):
            for t in range(3)]
     assert lrs[0] > 0 and lrs[1] > 0 and lrs[2] < 0, lrs  # the premise of this test
     with pytest.raises(ConfigError, match=r"search_overrides\.lr"):
-        make_jobs("RotatedDigits", {}, ["ERM"], "leave_one_out", n_hparams=2, n_trials=3, steps=2, checkpoint_freq=1,
-                  search_overrides=search)
+        make_jobs(Sweep(dataset="RotatedDigits", dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out",
+                        n_hparams=2, n_trials=3, steps=2, checkpoint_freq=1, search_overrides=search))
     by_hand = [Job("RotatedDigits", "ERM", ["0", "15"], ["30"], hparams_seed=1, trial_seed=t, search_overrides=search)
                for t in range(3)]
     with pytest.raises(ConfigError, match=r"search_overrides\.lr"):

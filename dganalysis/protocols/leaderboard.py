@@ -34,6 +34,7 @@ from scipy import stats
 
 from dganalysis.latex import latex_escape
 from dganalysis.stats.moments import standard_error
+from dganalysis.sweep.spec import Sweep
 from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
@@ -55,34 +56,37 @@ def board_label(board: str, protocol: str) -> str:
     return f"{board}{BOARD_SEP}{protocol}" if board else protocol
 
 
+#: the keys of a board's sweep (:class:`dganalysis.sweep.Sweep`) a board may set, on top of the study's sweep
+BOARD_SWEEP_KEYS = ("hparams_overrides", "search_overrides", "steps")
 #: what one board of the leaderboard study's ``leaderboards`` may set (:func:`leaderboard_boards`)
-BOARD_KEYS = ("datasets", "hparams_overrides", "search_overrides", "dataset_overrides", "steps", "dataset_steps")
+BOARD_KEYS = ("datasets", *BOARD_SWEEP_KEYS, "dataset_overrides", "dataset_steps")
 
 
-def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapping[str, dict],
-                       hparams_overrides: Mapping[str, Any], search_overrides: Mapping[str, Any] | None = None,
-                       dataset_overrides: Mapping[str, Mapping[str, Any]] | None = None, steps: int,
+def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapping[str, dict], sweep: Sweep,
+                       dataset_overrides: Mapping[str, Mapping[str, Any]] | None = None,
                        dataset_steps: Mapping[str, int] | None = None) -> dict[str, dict[str, Any]]:
-    """Each board of the leaderboard study with its settings in full: board name → ``datasets`` (names), ``hparams_overrides``,
-    ``search_overrides``, ``dataset_overrides``, ``steps``, ``dataset_steps``.
+    """Each board of the leaderboard study with its settings in full: board name → ``datasets`` (names), ``sweep``
+    (the study's :class:`~dganalysis.sweep.Sweep` with the board's ``hparams_overrides``, ``search_overrides`` and
+    ``steps``), ``dataset_overrides``, ``dataset_steps``.
 
     Yu et al. (2024) Table 5 and App. C.2-C.4 present three boards of the same ten algorithms: MoCo-v2 ResNet-50 and
     MoCo-v3 ViT-B/16 on PACS, VLCS, OfficeHome, NICO++ and DomainNet, and ResNet-50 trained from scratch on DomainNet
     and NICO++ only (App. C.4: learning rate searched over 10^U(-4.5, -3), 60,000 iterations). ``leaderboards`` (board
     name → the keys of :data:`BOARD_KEYS`, each optional) expresses them: ``datasets`` is a subset of the notebook's
-    ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the notebook-wide ones
+    ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the study's sweep's
     key by key, ``dataset_overrides`` dataset by dataset (so a board states only what sets it apart, e.g.
     ``{featurizer: vit_b_16, pretrained: <file>}``, or ``pretrained: null`` with ``search_overrides: {lr:
-    {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` and ``dataset_steps`` replace the notebook-wide values
+    {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` and ``dataset_steps`` replace the study's values
     (a board with ``steps: 60000`` and no per-dataset steps says ``dataset_steps: {}``).
 
-    ``None`` or ``{}``: one unnamed board ``""`` with the notebook-wide settings (the notebook without boards).
+    ``None`` or ``{}``: one unnamed board ``""`` with the study's settings (the notebook without boards).
     Everything is checked before any job is built; a bad board raises ValueError naming the board.
     """
     check_mapping(datasets, "datasets", func="leaderboard_boards", what="a mapping dataset name → builder kwargs")
-    base = {"datasets": list(datasets), "hparams_overrides": dict(hparams_overrides or {}),
-            "search_overrides": dict(search_overrides or {}),
-            "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()}, "steps": steps,
+    if not isinstance(sweep, Sweep):
+        raise ConfigError(f"leaderboard_boards: parameter 'sweep': expected a dganalysis.sweep.Sweep, got {sweep!r}")
+    base = {"datasets": list(datasets), "sweep": sweep,
+            "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()},
             "dataset_steps": dict(dataset_steps or {})}
     if not leaderboards:
         return {"": base}
@@ -115,10 +119,14 @@ def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapp
         dover = {k: dict(v) for k, v in base["dataset_overrides"].items()}
         for name, over in (spec.get("dataset_overrides") or {}).items():
             dover[name] = {**dover.get(name, {}), **over}
-        out[board] = {"datasets": list(dict.fromkeys(names)),
-                      "hparams_overrides": {**base["hparams_overrides"], **(spec.get("hparams_overrides") or {})},
-                      "search_overrides": {**base["search_overrides"], **(spec.get("search_overrides") or {})},
-                      "dataset_overrides": dover, "steps": spec.get("steps", steps),
+        try:
+            board_sweep = sweep.replace(
+                hparams_overrides={**sweep.hparams_overrides, **(spec.get("hparams_overrides") or {})},
+                search_overrides={**(sweep.search_overrides or {}), **(spec.get("search_overrides") or {})},
+                steps=spec.get("steps", sweep.steps))
+        except ConfigError as e:
+            raise ValueError(f"{where}: {e}") from None
+        out[board] = {"datasets": list(dict.fromkeys(names)), "sweep": board_sweep, "dataset_overrides": dover,
                       "dataset_steps": dict(spec["dataset_steps"] or {}) if "dataset_steps" in spec
                       else base["dataset_steps"]}
     return out

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dganalysis.stats.moments import standard_error
+from dganalysis.sweep.spec import Sweep
 from dganalysis.validation import (
     ConfigError,
     check_callable,
@@ -413,27 +414,21 @@ def mode_overrides(mode: str) -> dict[str, Any]:
     raise ValueError(f"mode {mode!r}: expected 'LP', 'FT' or 'FT-freeze<k>'")
 
 
-def make_leakage_jobs(
-    dataset: str, dataset_kwargs: Mapping[str, Any] | None, splits: Any, pretrained: Mapping[str, str | Path | None],
-    modes: Sequence[str], *, algorithms: Sequence[str] = ("ERM",), n_hparams: int = 1, n_trials: int = 1,
-    steps: int = 100, checkpoint_freq: int = 50, hparams_overrides: Mapping[str, Any] | None = None, **kw: Any,
-) -> list:
-    """Jobs (``dganalysis.sweep.make_jobs``) for every (pretraining, mode): ``pretrained`` maps a name to a
-    checkpoint path (None = random init; paths are resolved to absolute), ``modes`` as :func:`mode_overrides`.
-    Extra keyword arguments go to ``make_jobs``."""
-    check_str(dataset, "dataset", func="make_leakage_jobs")
-    if dataset_kwargs is not None:
-        check_mapping(dataset_kwargs, "dataset_kwargs", func="make_leakage_jobs")
-    check_mapping(pretrained, "pretrained", func="make_leakage_jobs", what="a mapping name → weights path or None")
-    check_strings(list(modes) if isinstance(modes, tuple) else modes, "modes", func="make_leakage_jobs", min_len=1)
+def make_leakage_jobs(sweep: Sweep, pretrained: Mapping[str, str | Path | None], modes: Sequence[str]) -> list:
+    """Jobs (:func:`dganalysis.sweep.make_jobs`) of ``sweep`` for every (pretraining, mode): ``pretrained`` maps a
+    name to a checkpoint path (None = random init; paths are resolved to absolute), ``modes`` as
+    :func:`mode_overrides`; both go on top of the sweep's ``hparams_overrides``."""
     from dganalysis.sweep import make_jobs
 
+    if not isinstance(sweep, Sweep):
+        raise ConfigError(f"make_leakage_jobs: parameter 'sweep': expected a dganalysis.sweep.Sweep, got {sweep!r}")
+    check_mapping(pretrained, "pretrained", func="make_leakage_jobs", what="a mapping name → weights path or None")
+    check_strings(list(modes) if isinstance(modes, tuple) else modes, "modes", func="make_leakage_jobs", min_len=1)
     jobs = []
     for path in pretrained.values():
         for mode in modes:
-            over = {**dict(hparams_overrides or {}), **mode_overrides(mode),
+            over = {**sweep.hparams_overrides, **mode_overrides(mode),
                     "pretrained": str(Path(path).resolve()) if path else None}
-            jobs += make_jobs(dataset, dict(dataset_kwargs or {}), list(algorithms), splits, n_hparams, n_trials, steps,
-                              checkpoint_freq, hparams_overrides=over, **kw)
+            jobs += make_jobs(sweep.replace(hparams_overrides=over))
     log.info("%d leakage jobs for pretrainings %s × modes %s", len(jobs), list(pretrained), list(modes))
     return jobs

@@ -367,7 +367,7 @@ def _check_algorithms(algorithms: Sequence[str], hparams: str | None) -> None:
             raise ConfigError(f"sweep: --hparams: {bad}")
 
 
-def make_jobs(args: argparse.Namespace) -> list[Job]:
+def domainbed_jobs(args: argparse.Namespace) -> list[Job]:
     """The sweep's runs for parsed flags (DomainBed's ``make_args_list``, then ``Job`` per dict)."""
     args_list = make_args_list(
         n_trials=args.n_trials, dataset_names=args.datasets, algorithms=args.algorithms,
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         plugins.export(plugins.import_requested(args.imports))  # the runs' train commands import them too
         _check_algorithms(args.algorithms, args.hparams)
-        jobs = make_jobs(args)
+        jobs = domainbed_jobs(args)
     except ConfigError as err:
         sys.stderr.write(f"{err}\n")
         return 2

@@ -1,7 +1,8 @@
 """Each study's design, stated before it runs: the claims it tests, the effect it expects, the power its trials give.
 
 A notebook's design is a list of :class:`ClaimDesign`, one per paper claim it records a finding for, built from the
-study's parameter object by the function registered for it in :data:`DESIGNS` (:func:`design_for`). Each claim names
+study's parameter object by its design function (its :class:`dganalysis.studies.study.Study`'s ``design``,
+:func:`dganalysis.studies.study.design_for`). Each claim names
 
 * the **effect it expects** and where that comes from (the paper, with section or table, or a named pilot run), as a
   standardised effect (Cohen's d_z of the paired differences) when its test is a paired t-test;
@@ -31,12 +32,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from dganalysis import io
-from dganalysis.registry import Registry
 from dganalysis.stats import planning
 from dganalysis.stats.planning import (
     effect_from_ci,
@@ -268,16 +267,6 @@ def not_run_findings(claims: list[ClaimDesign], paper: str, data: str = "") -> l
                  verdict=f"{Verdict.NOT_DECIDED.value} (not run on this profile)") for c in claims if not c.runs]
 
 
-#: notebook name -> its design function (takes the notebook's parameter object, returns its claims)
-DESIGNS: Registry[Callable[..., list[ClaimDesign]]] = Registry("study design")
-
-
-def design_for(notebook: str, params: Any) -> list[ClaimDesign]:
-    """``notebook``'s claims under ``params`` (its parameter object, :mod:`dganalysis.studies.params`); [] for a
-    notebook that tests no claim."""
-    return DESIGNS.get(notebook)(params) if notebook in DESIGNS else []
-
-
 # ---- 03: dynamic DG (Zhang, Zhang & Liu, Sec. 4.2-4.3) ----------------------------------------------------------
 #: the pilot behind the dynamic-DG study's expected effects: the quick profile's earlier design, run in full
 PILOT_03 = ("pilot: quick run of 2026-11-22 (PaHCC 32 px, 300 steps, ERM/CORAL/IB_ERM/SagNet/IB_IRM, all 4 training "
@@ -298,11 +287,10 @@ PAPER_03_TRIALS = 3  # and its n_trials
 PILOT_03_SD = 5.0
 
 
-@DESIGNS.register("03_dynamic_dg")
 def dynamic_dg_design(p) -> list[ClaimDesign]:
     """The six Sec. 4.3 findings (:mod:`dganalysis.findings.dynamic`) under ``p``
     (:class:`~dganalysis.studies.params.DynamicDGParams`), each with the power of its own decision function
-    simulated at the pilot's effect (d_z × :data:`PILOT_03_SD` points) with ``p.n_trials`` trials. A finding runs
+    simulated at the pilot's effect (d_z × :data:`PILOT_03_SD` points) with ``p.sweep.n_trials`` trials. A finding runs
     when ``p`` trains what it needs: the swap test when ``p.swap_choices`` is set and the methods it compares are
     run, a Domain+ finding when its chain is in ``p.domain_plus_chains``. The simulated family is the profile's
     own (its training choices, its methods), the pilot's where the profile runs none."""
@@ -310,12 +298,12 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
 
     from dganalysis.findings import dynamic as fd
 
-    alpha, n, steps = p.alpha, p.n_trials, p.steps
+    alpha, n, steps = p.alpha, p.sweep.n_trials, p.sweep.steps
     rope, sd = fd.ROPE, PILOT_03_SD
     pilot = PILOT_03.split(":")[1].strip()
     k = max(2, len(p.swap_choices)) if p.swap_choices else 3  # the paper profile's 3 choices when none is run
-    named = [m for m in fd.NAMED if m in p.algorithms]
-    comparators = [m for m in fd.PILOT_COMPARATORS if m in p.algorithms]
+    named = [m for m in fd.NAMED if m in p.sweep.algorithms]
+    comparators = [m for m in fd.PILOT_COMPARATORS if m in p.sweep.algorithms]
     sim_named = named or list(fd.NAMED)
     sim_comp = comparators if len(comparators) >= 2 else list(fd.PILOT_COMPARATORS)  # a reversal needs 2
     stable_comp = comparators or list(fd.PILOT_COMPARATORS)
@@ -364,13 +352,13 @@ def dynamic_dg_design(p) -> list[ClaimDesign]:
                 cache_key=key("D+d2-named", effect=round(big * sd, 4), sd=sd, methods=len(named)),
                 test=f"paired t per method, one step-down over {len(named)}; all decided gains",
                 paper_note=paper_note))
-        every = list(p.algorithms) if len(p.algorithms) > len(named) else [*fd.NAMED, *fd.PILOT_COMPARATORS]
+        every = list(p.sweep.algorithms) if len(p.sweep.algorithms) > len(named) else [*fd.NAMED, *fd.PILOT_COMPARATORS]
         effects = {m: (big if m in fd.NAMED else PILOT_03_SMALL_DZ) * sd for m in every}
         out.append(ClaimDesign(
             "D+d2-all", f"adding d2 helps every method ({', '.join(every)}) (Fig. 11a)",
             f"d_z {big:.2f} for CORAL/IB-ERM, {PILOT_03_SMALL_DZ} for the others (the smallest of the pilot's "
             f"undecided gains, 0.8-1.8); {words}", "decision", PILOT_03_SMALL_DZ, n, alpha,
-            runs=len(p.algorithms) > len(named), steps=steps, n_methods=len(every),
+            runs=len(p.sweep.algorithms) > len(named), steps=steps, n_methods=len(every),
             decide=partial(fd.decide_domain_plus, base="d0,d1", extended="d0,d1,d2", methods=every, alpha=alpha,
                            rope=rope),
             simulate=partial(fd.simulate_domain_plus, effect=PILOT_03_SMALL_DZ * sd, sd=sd, methods=every,
@@ -421,11 +409,10 @@ def _sd_from_ci(mean: float, low: float, high: float, n: int) -> float:
     return abs(mean) / effect_from_ci(mean, low, high, n)
 
 
-@DESIGNS.register("04_leakage_oracle")
 def leakage_oracle_design(p) -> list[ClaimDesign]:
     """The five leakage findings of Yu et al. 2024 (:mod:`dganalysis.findings.leakage`), each planned by simulating
     its own decision function at the expected effect and SD (PILOT_04's Table 4 run, the LP/FT pilot, or Table 4's
-    mean where the claim is an equivalence): LP vs FT over ``p.n_trials`` trials, the oracle findings over
+    mean where the claim is an equivalence): LP vs FT over ``p.sweep.n_trials`` trials, the oracle findings over
     ``p.oracle.n_trials`` trials per training group (one claim per group of ``p.oracle.splits``, one family)."""
     from functools import partial
 
@@ -450,23 +437,23 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
     c4 = (0.28, _sd_from_ci(-0.28, -0.57, -0.00, 6))
     sup, ssl = PILOT_04_LP_FT_EFFECTS
     lp_ft_test = f"2 claims, paired t over trial seeds (TOST ±{lk.ROPE_LP_FT:g} pt), one step-down"
-    if p.n_trials < 2:  # no t-test with one trial: say what would decide it (SIMULATED at 2 trials and up)
+    if p.sweep.n_trials < 2:  # no t-test with one trial: say what would decide it (SIMULATED at 2 trials and up)
         from dganalysis.findings.power import design_power
 
         need = design_power(partial(lk.lp_ft_leakage, alpha=alpha),
                             partial(lk.simulate_lp_ft_leakage, effect=sup, sd=PILOT_04_LP_FT_SD, ssl_effect=ssl), 2,
                             cache_key=f"04_leakage_oracle|LPFT|lp_ft_leakage|effect={sup:.4g}|sd={PILOT_04_LP_FT_SD:.4g}"
                                       f"|ssl_effect={ssl:.4g}|alpha={alpha}|rope={lk.ROPE_LP_FT:g}").n_for_target
-        lp_ft_test += (f"; {p.n_trials} trial: not decided (a t-test needs 2); {_trials(need)} give "
+        lp_ft_test += (f"; {p.sweep.n_trials} trial: not decided (a t-test needs 2); {_trials(need)} give "
                        f"{TARGET_POWER:.0%} (SIMULATED)")
     per_group = f"paired t over trial seeds, one claim per training group ({groups}), one step-down"
     return [
         design("LPFT", "supervised test-like pretraining: LP beats FT; self-supervised: LP below FT (Tables 1-3)",
                f"LP − FT +{sup} pts supervised, −{ssl} self-supervised ({PILOT_04_LP_FT}); per-trial SD "
                f"{PILOT_04_LP_FT_SD:g} pts, an assumption (the pilot has one trial)", lk.lp_ft_leakage,
-               lk.simulate_lp_ft_leakage, sup, PILOT_04_LP_FT_SD, lk.ROPE_LP_FT, p.n_trials,
+               lk.simulate_lp_ft_leakage, sup, PILOT_04_LP_FT_SD, lk.ROPE_LP_FT, p.sweep.n_trials,
                lp_ft_test, sim_kw={"ssl_effect": ssl},
-               steps=p.steps, paper_note="3 trials of 5,000 steps per split (params/paper)"),
+               steps=p.sweep.steps, paper_note="3 trials of 5,000 steps per split (params/paper)"),
         design("C1", "held-out oracle: leakage > 0 at K=1 (Table 4)",
                f"+{c1[0]} pts, SD {c1[1]:.2f} [{PILOT_04}]", lk.held_out_leaks, lk.simulate_held_out_leaks, *c1,
                lk.ROPE_LEAK, n, f"{per_group}; TOST ±{lk.ROPE_LEAK:g} pts", steps=steps),
@@ -488,21 +475,20 @@ def leakage_oracle_design(p) -> list[ClaimDesign]:
 
 
 # ---- 05: leaderboards (Yu et al. 2024, Table 5) -----------------------------------------------------------------
-@DESIGNS.register("05_leaderboards")
 def leaderboards_design(p) -> list[ClaimDesign]:
     """C1 (Table 5's published numbers: a recomputation, measured) and C2 (our runs: the pre-specified pair
     :data:`dganalysis.findings.leaderboard.PAIR` reverses between LODO and LOGO, decided by
-    :func:`dganalysis.findings.leaderboard.reversal_finding` over ``p.n_trials`` trials). C2's expected gap is the
+    :func:`dganalysis.findings.leaderboard.reversal_finding` over ``p.sweep.n_trials`` trials). C2's expected gap is the
     pair's in Table 5's old leaderboard (:func:`~dganalysis.findings.leaderboard.table5_pair`), reversed under LOGO;
     its per-trial SD is our setting's (:data:`~dganalysis.findings.leaderboard.PILOT_RUNS_SD`). C2 runs unless it cannot be decided (simulated power below :data:`MIN_POWER`, or a pair
-    member not among ``p.algorithms``) and ``p.skip_undecidable``."""
+    member not among ``p.sweep.algorithms``) and ``p.skip_undecidable``."""
     from functools import partial
 
     from dganalysis.findings import leaderboard as fl
 
     alpha = p.alpha
     a, b = fl.PAIR
-    has_pair = a in p.algorithms and b in p.algorithms
+    has_pair = a in p.sweep.algorithms and b in p.sweep.algorithms
     gap, _ = fl.table5_pair()
     sd = fl.PILOT_RUNS_SD
     c2 = ClaimDesign(
@@ -510,7 +496,7 @@ def leaderboards_design(p) -> list[ClaimDesign]:
         "(our runs)",
         (f"±{gap:.1f} points (Yu et al. 2024, Table 5, old leaderboard: {a} − {b}), per-trial SD {sd:.1f} (pilot: "
          f"{fl.PILOT_RUNS}); pair fixed by the {fl.PILOT}") if has_pair else
-        f"none: the pre-specified pair {a}, {b} is not among the algorithms {list(p.algorithms)}", "decision", n=p.n_trials if has_pair else 0,
+        f"none: the pre-specified pair {a}, {b} is not among the algorithms {list(p.sweep.algorithms)}", "decision", n=p.sweep.n_trials if has_pair else 0,
         decide=partial(fl.reversal_finding, alpha=alpha, rope=fl.ROPE) if has_pair else None,
         simulate=partial(fl.simulate_reversal, effect=gap, sd=sd) if has_pair else None,
         cache_key=f"05C2|reversal|effect={gap:.3f}|sd={sd:.4f}|alpha={alpha}|rope={fl.ROPE}",
@@ -541,7 +527,6 @@ PILOT_07_C = 0.97  # the smallest of its three Spearman rho between losses (0.97
 PILOT_07_D = (0.426, 0.192, 0.744)  # nominal |r|, worst-case |r| minus it, residual correlation of the predictors
 
 
-@DESIGNS.register("07_worst_case")
 def worst_case_design(p) -> list[ClaimDesign]:
     """The poster's four findings (:mod:`dganalysis.findings.worst_case`) over the saved models (one per algorithm
     and draw), all read from the same runs; each one's power simulated from its own decision function at the
@@ -551,8 +536,8 @@ def worst_case_design(p) -> list[ClaimDesign]:
     from dganalysis.findings import worst_case as wc
 
     alpha = getattr(p, "alpha", 0.05)
-    n_models = len(p.algorithms) * p.n_hparams
-    n_compared = sum(a in p.compare_models for a in p.algorithms) * p.n_hparams  # (b)'s units: the compared models
+    n_models = len(p.sweep.algorithms) * p.sweep.n_hparams
+    n_compared = sum(a in p.compare_models for a in p.sweep.algorithms) * p.sweep.n_hparams  # (b)'s units: the compared models
     rope = wc.LOG_ROPE
     a_eff, a_sd = PILOT_07_A[0] - math.log(wc.FACTOR), PILOT_07_A[1]
     c_r = 2 * math.sin(math.pi * PILOT_07_C / 6)
@@ -562,7 +547,7 @@ def worst_case_design(p) -> list[ClaimDesign]:
         ClaimDesign("a", "worst-case loss is high close to the sources (ρ = 0.05 spread)",
                     f"mean log(WC/nominal) {PILOT_07_A[0]:.2f} (ratio {math.exp(PILOT_07_A[0]):.1f}), SD "
                     f"{a_sd:.2f}: {a_eff:+.2f} above log {wc.FACTOR:g} ({PILOT_07})", "decision", n=n_models,
-                    steps=p.steps, decide=partial(wc.high_near_source, alpha=alpha),
+                    steps=p.sweep.steps, decide=partial(wc.high_near_source, alpha=alpha),
                     simulate=partial(wc.simulate_high_near_source, effect=a_eff, sd=a_sd),
                     cache_key=f"07a|effect={a_eff:.4f}|sd={a_sd:.4f}|factor={wc.FACTOR:g}|rope={rope:.4f}|"
                               f"alpha={alpha:g}|m=1",
@@ -571,7 +556,7 @@ def worst_case_design(p) -> list[ClaimDesign]:
         ClaimDesign("b", "representation-space worst case is not an over-estimate of the input-space one",
                     f"the paper's: no over-estimate (log ratio of excess losses 0), SD {PILOT_07_B_SD:.2f} per "
                     f"model ({PILOT_07}, which reads {PILOT_07_B:+.2f}: a median 69% reached, outside the "
-                    "ROPE)", "decision", n=n_compared, shared=True, negative_only=True, steps=p.steps,
+                    "ROPE)", "decision", n=n_compared, shared=True, negative_only=True, steps=p.sweep.steps,
                     decide=partial(wc.not_overestimate, alpha=alpha),
                     simulate=partial(wc.simulate_not_overestimate, effect=0.0, sd=PILOT_07_B_SD),
                     cache_key=f"07b|per-model|effect=0|sd={PILOT_07_B_SD:.4f}|rope={rope:.4f}|alpha={alpha:g}|m=1",
@@ -579,14 +564,14 @@ def worst_case_design(p) -> list[ClaimDesign]:
                          "(equivalence); family of 1", paper_note=f"{PAPER_STEPS:,}-step models"),
         ClaimDesign("c", "cross-entropy, hinge and 0-1 worst cases order the models alike",
                     f"Spearman ρ {PILOT_07_C} for every pair (the smallest of 0.97-0.99, {PILOT_07})", "decision",
-                    n=n_models, shared=True, steps=p.steps, decide=partial(wc.losses_agree, alpha=alpha),
+                    n=n_models, shared=True, steps=p.sweep.steps, decide=partial(wc.losses_agree, alpha=alpha),
                     simulate=partial(wc.simulate_losses_agree, effect=c_r),
                     cache_key=f"07c|effect={c_r:.4f}|alpha={alpha:g}|m=3",
                     test="3 Spearman permutation tests (one per pair of losses), one family", paper_note=paper),
         ClaimDesign("d", "the worst case predicts unseen-domain accuracy better than the nominal loss",
                     f"|Spearman| with unseen accuracy 0.60 vs 0.41 (copula r {d_base + d_eff:.2f} vs {d_base:.2f}, "
                     f"predictors {d_shared:.2f} apart from it; {PILOT_07})", "decision", n=n_models, shared=True,
-                    steps=p.steps, decide=partial(wc.predicts_better, alpha=alpha),
+                    steps=p.sweep.steps, decide=partial(wc.predicts_better, alpha=alpha),
                     simulate=partial(wc.simulate_predicts_better, effect=d_eff, base=d_base, shared=d_shared),
                     cache_key=f"07d|effect={d_eff:.4f}|base={d_base:.4f}|shared={d_shared:.4f}|alpha={alpha:g}|m=1",
                     test="permutation test, the two predictors swapped within models; family of 1",
@@ -595,25 +580,24 @@ def worst_case_design(p) -> list[ClaimDesign]:
 
 
 # ---- 02, 06: Table 7 (Zhang, Zhang & Liu) and Table 3 (Ye et al. 2022) ---------------------------------------------
-@DESIGNS.register("02_binarization_study")
 def binarization_design(p) -> list[ClaimDesign]:
     """Table 7's finding (Zhang, Zhang & Liu, Sec. 4.1), decided by
     :func:`dganalysis.findings.binarization.binarization_finding`: per method, binary − gray accuracy on handwriting
-    over ``p.n_trials`` paired trials, one family over ``p.algorithms``. Expected: the paper's +44.2-point gap
+    over ``p.sweep.n_trials`` paired trials, one family over ``p.sweep.algorithms``. Expected: the paper's +44.2-point gap
     (16.4% gray vs 60.6% binary) with the per-trial SD of the quick profile's pilot
     (:data:`dganalysis.findings.binarization.PILOT`)."""
     from functools import partial
 
     from dganalysis.findings import binarization as fb
 
-    methods = tuple(p.algorithms)
+    methods = tuple(p.sweep.algorithms)
     alpha = 0.05
     decide = partial(fb.binarization_finding, alpha=alpha, rope=fb.ROPE)
     simulate = partial(fb.simulate_binarization, effect=fb.PAPER_GAP, sd=fb.PILOT_SD, methods=methods)
     return [ClaimDesign(
         "a", "ERM fails on grayscale handwriting and recovers after binarization (Table 7)",
         f"+{fb.PAPER_GAP:.1f} points (paper, Table 7: 16.4% gray vs 60.6% binary); per-trial SD {fb.PILOT_SD:.1f} "
-        f"points ({fb.PILOT})", "decision", n=p.n_trials, steps=p.steps, decide=decide, simulate=simulate,
+        f"points ({fb.PILOT})", "decision", n=p.sweep.n_trials, steps=p.sweep.steps, decide=decide, simulate=simulate,
         cache_key=f"02a|binarization|effect={fb.PAPER_GAP:.2f}|sd={fb.PILOT_SD:.3f}|methods={len(methods)}|"
                   f"alpha={alpha}|rope={fb.ROPE}",
         test=f"per method: paired t (binary − gray over shared trial seeds), TOST ±{fb.ROPE:g} points; one joint "
@@ -621,7 +605,6 @@ def binarization_design(p) -> list[ClaimDesign]:
         paper_note="18 methods × 3 trials (params/paper)")]
 
 
-@DESIGNS.register("06_shift_estimation")
 def shift_estimation_design(p) -> list[ClaimDesign]:
     """Ye et al. 2022 (OoD-Bench), Table 3's two findings, decided over ``p.table3_trials`` estimator runs per
     setting (:mod:`dganalysis.findings.shift`). Expected: the paper's Table 3 values (correlation steps between the

@@ -40,8 +40,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from dganalysis.studies.plans import PLANS, Plan, plan_for
+from dganalysis.studies.plans import Plan
 from dganalysis.studies.runner import injected_params, list_notebooks, load_all_params, repo_root, run_label
+from dganalysis.studies.study import build_params, design_for, has_study, plan_for
 from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
@@ -354,14 +355,11 @@ def is_hub_spec(spec: str) -> bool:
 def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:
     """Build ``out``'s plan from a run's full parameters and check its inputs; errors are recorded, not raised."""
     try:
-        if name not in PLANS:
-            out.error = (f"no plan registered in dganalysis.studies.plans for {name}: its jobs cannot be listed without "
-                         "executing it")
+        if not has_study(name):
+            out.error = (f"no study registered in dganalysis.studies.study for {name}: its jobs cannot be listed "
+                         "without executing it")
             return out
         out.plan = plan_for(name, params)
-        from dganalysis.studies.design import design_for
-        from dganalysis.studies.params import build_params
-
         out.design = design_for(name, build_params(name, params))
         out.workers = max(1, int(params.get("n_workers", params.get("workers", 1)) or 1))
     except ERRORS as e:

@@ -3,7 +3,7 @@
 A study notebook keeps a papermill ``parameters`` cell (papermill injects values after it); right after it the
 notebook builds its parameter object once (``P = WorstCaseParams.from_namespace(globals())``) and passes it whole to
 its planner (:mod:`dganalysis.studies.plans`) and helpers. ``dganalysis run``, its dry run and its smoke run build the same
-object from a profile's YAML (:func:`build_params`), so a parameter of the wrong kind, or two parameters that
+object from a profile's YAML (:func:`dganalysis.studies.study.build_params`), so a parameter of the wrong kind, or two parameters that
 disagree (``rho_small`` not among ``rhos``), fail with a :class:`~dganalysis.validation.ConfigError` naming the
 parameter before anything runs.
 
@@ -12,12 +12,11 @@ with what papermill's ``inspect_notebook`` reads from the cell). Every value mus
 (:func:`dganalysis.validation.like`: an integer stays an integer, a boolean a boolean; a ``None`` default takes
 anything), as the runner has always checked; the class's ``check`` adds the consistency checks of its study.
 
-A notebook that runs a second sweep besides its own (the leakage study's oracle sweep, the shift study's ranking
-sweep) takes that sweep's settings as one nested mapping parameter (``oracle = {"dataset": ..., "n_hparams": 2,
-"steps": 10, ...}``); the class turns it into a :class:`SweepSettings` (keys the mapping leaves out take the
-parameters cell's values; an unknown key fails with "did you mean"). The sweep-shape checks (``n_hparams``,
-``steps``, splits, ...) live once, in :data:`SWEEP_RULES`, for the nested settings and for the flat fields of a
-notebook's own sweep alike.
+A notebook that runs a sweep takes its shape as one nested mapping parameter, ``sweep`` (and a second sweep as another:
+the leakage study's ``oracle``, the shift study's ``ranking``): ``sweep = {"dataset": ..., "n_hparams": 2, "steps":
+10, ...}``. The class turns it into a :class:`dganalysis.sweep.Sweep` (keys the mapping leaves out take the parameters
+cell's values; an unknown key fails with "did you mean"), which checks each of its values once, as it does for a
+sweep file.
 
 The objects are frozen (no attribute can be reassigned); the lists and mappings they hold are the values given, not
 copies, so the jobs planned from an object are the jobs planned from the same values passed one by one.
@@ -26,19 +25,14 @@ copies, so the jobs planned from an object are the jobs planned from the same va
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from dganalysis.registry import Registry
+from dganalysis.sweep.spec import Sweep, sweep_field
 from dganalysis.validation import Check, ConfigError, like
 
 P = TypeVar("P", bound="NotebookParams")
-
-#: notebook name (``00_quickstart`` …) -> its parameter class
-NOTEBOOK_PARAMS: Registry[type[NotebookParams]] = Registry("notebook parameters")
-
 
 def _default(value: Any, nullable: bool = False) -> Any:
     """A dataclass field whose default is ``value`` (a fresh copy per object when it is a list or a mapping); with
@@ -59,11 +53,6 @@ def _own_check(value: Any) -> Any:
     return field(default_factory=lambda: copy.deepcopy(value), metadata={"nullable": True, "own_check": True})
 
 
-def _sweep(value: dict[str, Any]) -> Any:
-    """A nested sweep-settings parameter (:class:`SweepSettings`) whose keys and defaults are ``value``'s."""
-    return field(default_factory=lambda: copy.deepcopy(value), metadata={"sweep": True})
-
-
 @dataclass(frozen=True)
 class NotebookParams:
     """What every study notebook has: the folders ``dganalysis run`` injects per profile."""
@@ -79,8 +68,8 @@ class NotebookParams:
             default = f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
             value = getattr(self, f.name)
             if f.metadata.get("sweep"):
-                if not isinstance(value, SweepSettings):
-                    object.__setattr__(self, f.name, SweepSettings.from_mapping(value, f.name, default))
+                if not isinstance(value, Sweep):
+                    object.__setattr__(self, f.name, Sweep.from_mapping(value, f.name, default))
                 continue
             if (value is None and f.metadata.get("nullable")) or f.metadata.get("own_check"):
                 continue
@@ -115,7 +104,7 @@ class NotebookParams:
         unknown = sorted(str(k) for k in set(params) - set(cls.names()))
         if unknown:
             raise ConfigError(f"{where}: unknown parameter(s) {unknown}; {cls.notebook or cls.__name__} has "
-                              f"{cls.names()}")
+                              f"{cls.names()}{cls.sweep_hint(unknown)}")
         try:
             return cls(**params)
         except ConfigError as e:
@@ -129,13 +118,26 @@ class NotebookParams:
 
     @classmethod
     def sweep_names(cls) -> list[str]:
-        """The parameters that are nested sweep settings (:class:`SweepSettings`; a variant merges into them key by
+        """The parameters that are nested sweeps (:class:`dganalysis.sweep.Sweep`; a variant merges into them key by
         key, :func:`merge_overrides`)."""
         return [f.name for f in fields(cls) if f.metadata.get("sweep")]
 
+    @classmethod
+    def sweep_hint(cls, unknown: Sequence[str]) -> str:
+        """Where unknown parameter names that are keys of a sweep belong (``"; ['steps'] are sweep settings: give
+        them in the nested mapping 'sweep' (sweep: {steps: ...})"``); "" when none is, or the notebook runs no
+        sweep."""
+        from dganalysis.sweep.spec import KEYS
+
+        keys, nested = [k for k in unknown if k in KEYS], cls.sweep_names()
+        if not keys or not nested:
+            return ""
+        return (f"; {keys} are sweep settings: give them in the nested mapping {nested[0]!r} "
+                f"({nested[0]}: {{{keys[0]}: ...}})")
+
     def as_dict(self) -> dict[str, Any]:
         """Parameter name -> value (the values themselves, not copies; a nested sweep as its mapping)."""
-        return {n: v.as_dict() if isinstance(v := getattr(self, n), SweepSettings) else v for n in self.names()}
+        return {n: v.as_dict() if isinstance(v := getattr(self, n), Sweep) else v for n in self.names()}
 
 
 # --------------------------------------------------------------------------- helpers for the checks
@@ -190,62 +192,16 @@ def _count_rule(low: int) -> Callable[[Any, str], None]:
     return lambda value, name: Check("int", low=low)(value, f"parameter {name!r}")
 
 
-def _algorithms_rule(value: Any, name: str) -> None:
-    _names(name, value, "a non-empty list of algorithm names")
-
-
-def _splits_rule(value: Any, name: str) -> None:
-    for i, s in enumerate(_names(name, value, "a non-empty list of splits")):
-        _split(f"{name}[{i}]", s)
-
-
-_SPEC_KEYS = {"name", "kwargs", "train", "test", "hparams"}
-
-
-def _dataset_specs_rule(value: Any, name: str) -> None:
-    """A list of ``{name, train, test}`` datasets (optional ``kwargs``, and ``hparams`` on top of the sweep's
-    ``hparams_overrides`` for that dataset), each with a split."""
-    required = {"name", "train", "test"}
-    for i, spec in enumerate(_names(name, value, "a non-empty list of datasets")):
-        if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= _SPEC_KEYS:
-            raise _fail(f"{name}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
-                        f"{sorted(_SPEC_KEYS - required)})", spec)
-        _split(f"{name}[{i}]", {"train": spec["train"], "test": spec["test"]})
-
-
-def _mapping_rule(value: Any, name: str) -> None:
-    if not isinstance(value, Mapping):
-        raise _fail(name, "a mapping", value)
-
-
-#: The sweep-shape checks, once: ``key -> rule(value, parameter name)``, applied to the keys of every
-#: :class:`SweepSettings` and (through :data:`SHARED_RULES`) to the flat fields of the same names of a notebook's own
-#: sweep. A value of ``None`` is not checked (a nullable key).
-SWEEP_RULES: dict[str, Callable[[Any, str], None]] = {
-    "n_hparams": _count_rule(1),
-    "n_trials": _count_rule(1),
-    "steps": _count_rule(1),
-    "checkpoint_freq": _count_rule(1),
-    "algorithms": _algorithms_rule,
-    "splits": _splits_rule,
-    "datasets": _dataset_specs_rule,
-    "dataset_kwargs": _mapping_rule,
-    "hparams_overrides": _mapping_rule,
-    "search_overrides": _mapping_rule,
-}
-
-
 def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str], None]:
     return lambda obj, name: rule(getattr(obj, name), name)
 
 
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
-#: kind is checked, before the class's own :meth:`NotebookParams.check`): "steps" means the same in every notebook.
-#: The sweep-shape names take their rule from :data:`SWEEP_RULES`. The other shared names are checked by kind alone
-#: (``dataset``, ``dataset_kwargs``, ``hparams_overrides``, …) or by a rule across parameters in the class's check
+#: kind is checked, before the class's own :meth:`NotebookParams.check`): "alpha" means the same in every notebook.
+#: The sweep's keys are checked by :class:`dganalysis.sweep.Sweep`. The other shared names are checked by kind alone
+#: (``datasets``, ``dataset_overrides``, ``featurizer``, …) or by a rule across parameters in the class's check
 #: (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
-    **{n: _shared(SWEEP_RULES[n]) for n in ("n_hparams", "n_trials", "steps", "checkpoint_freq", "algorithms")},
     **dict.fromkeys(("n_workers", "workers", "batch_size", "image_size"), _shared(_count_rule(1))),
     "seed": _shared(_count_rule(0)),
     "lr": _positive,
@@ -254,89 +210,7 @@ SHARED_RULES: dict[str, Any] = {
 }
 
 
-#: the keys a nested sweep may take (each notebook's parameters cell names the ones its sweep has)
-SWEEP_KEYS = ("dataset", "dataset_kwargs", "splits", "datasets", "algorithms", "n_hparams", "n_trials", "steps",
-              "checkpoint_freq", "hparams_overrides", "search_overrides")
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """The shape of one sweep: DomainBed's random search of ``n_hparams`` hyperparameter draws, repeated over
-    ``n_trials`` trials, each job trained ``steps`` steps and evaluated every ``checkpoint_freq`` steps
-    (Gulrajani & Lopez-Paz 2021, Sec. 4; ``dganalysis.sweep``), of ``algorithms`` on ``dataset`` (built with
-    ``dataset_kwargs``) over ``splits`` — or over ``datasets``, a list of ``{name, kwargs, train, test, hparams}``
-    entries, one split each. ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the
-    search space (YAML distribution specs, :func:`dganalysis.training.hparams.parse_distribution`; ``None``: DomainBed's).
-
-    A notebook's nested sweep parameter (e.g. ``LeakageOracleParams.oracle``) uses only the keys its parameters
-    cell names (``keys``); the others keep the defaults here and are not read. Build it with :meth:`from_mapping`;
-    the checks of every key are :data:`SWEEP_RULES`."""
-
-    dataset: str | None = None
-    dataset_kwargs: dict = field(default_factory=dict)
-    splits: list = field(default_factory=list)
-    datasets: list = field(default_factory=list)
-    algorithms: list = field(default_factory=list)
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 1
-    checkpoint_freq: int | None = None
-    hparams_overrides: dict = field(default_factory=dict)
-    search_overrides: dict | None = None
-    #: the parameter holding these settings (``oracle``), for the errors
-    name: str = field(default="sweep", compare=False)
-    #: the keys this sweep takes (its parameters cell's), in order; empty: every key of :data:`SWEEP_KEYS`
-    keys: tuple[str, ...] = field(default=(), compare=False)
-
-    def __post_init__(self) -> None:
-        for key in self.keys or SWEEP_KEYS:
-            value = getattr(self, key)
-            if value is not None and key in SWEEP_RULES:
-                SWEEP_RULES[key](value, f"{self.name}.{key}")
-
-    @classmethod
-    def from_mapping(cls, value: Any, name: str, defaults: Mapping[str, Any]) -> SweepSettings:
-        """The settings of the nested parameter ``name`` from ``value`` (key -> value); ``defaults`` (the parameters
-        cell's mapping) names the keys the sweep takes and fills those ``value`` leaves out. Each value must be of
-        the kind of its default (``search_overrides`` may also be ``None``). Raises :class:`ConfigError` naming the
-        parameter and the key, with "did you mean" for an unknown key."""
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"parameter {name!r}: expected a mapping of sweep settings (keys {list(defaults)}), "
-                              f"got {value!r}")
-        for key in value:
-            if key not in defaults:
-                close = difflib.get_close_matches(str(key), list(defaults), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(f"parameter {name!r}: unknown key {key!r}{hint} (the keys of {name!r} are "
-                                  f"{list(defaults)})")
-        merged = {**defaults, **value}
-        for key, v in merged.items():
-            if v is None and (key == "search_overrides" or defaults[key] is None):
-                continue
-            like(defaults[key])(v, f"parameter '{name}.{key}' (the notebook's default is {defaults[key]!r})")
-        return cls(**merged, name=name, keys=tuple(defaults))
-
-    def as_dict(self) -> dict[str, Any]:
-        """Key -> value of the keys this sweep takes (the values themselves, not copies)."""
-        return {k: getattr(self, k) for k in self.keys or SWEEP_KEYS}
-
-
-def merge_overrides(notebook: str, base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` parameters with a variant's ``overrides`` on top. A parameter is replaced whole, except a nested
-    sweep (:meth:`NotebookParams.sweep_names`) given as a mapping on both sides: there the variant's keys replace
-    those keys only (``oracle: {steps: 15000}`` keeps the base's ``oracle.dataset``, ``oracle.splits``, ...); each
-    key's value (a list, ``dataset_kwargs``) is still replaced whole, so no setting of the base's dataset leaks
-    into a variant's other dataset."""
-    nested = set(params_class(notebook).sweep_names()) if notebook.split("@", 1)[0] in NOTEBOOK_PARAMS else set()
-    out = {**base, **overrides}
-    for name in nested & set(base) & set(overrides):
-        if isinstance(base[name], Mapping) and isinstance(overrides[name], Mapping):
-            out[name] = {**base[name], **overrides[name]}
-    return out
-
-
 # --------------------------------------------------------------------------- one class per notebook
-@NOTEBOOK_PARAMS.register("00_quickstart")
 @dataclass(frozen=True)
 class QuickstartParams(NotebookParams):
     """DomainBed's protocol on rotated digits or on ``datasets`` (Gulrajani & Lopez-Paz 2021)."""
@@ -345,12 +219,9 @@ class QuickstartParams(NotebookParams):
 
     angles: list = _default([0, 45, 75])
     image_size: int = 16
-    algorithms: list = _default(["ERM"])
-    n_hparams: int = 2
-    n_trials: int = 2
-    steps: int = 40
-    checkpoint_freq: int = 20
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    #: the sweep on each dataset (leave-one-out and two held-out domains; the datasets are ``datasets``'s)
+    sweep: Sweep = sweep_field({"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40,
+                                "checkpoint_freq": 20, "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     workers: int = 2
     datasets: dict = _default({})
     dataset_overrides: dict = _default({})
@@ -364,7 +235,6 @@ class QuickstartParams(NotebookParams):
                 raise _fail(f"dataset_overrides[{name!r}]", "a mapping of hparams", over)
 
 
-@NOTEBOOK_PARAMS.register("01_dataset_construction")
 @dataclass(frozen=True)
 class DatasetConstructionParams(NotebookParams):
     """The PaHCC build (Zhang, Zhang & Liu, Sec. 3)."""
@@ -380,27 +250,23 @@ class DatasetConstructionParams(NotebookParams):
         _at_least(self, 1, "n_classes", "writers")
 
 
-@NOTEBOOK_PARAMS.register("02_binarization_study")
 @dataclass(frozen=True)
 class BinarizationParams(NotebookParams):
     """Gray vs binary PaHCC, Tables 7-8 and Fig. 8 of Zhang, Zhang & Liu (Sec. 4.1)."""
 
     notebook: ClassVar[str] = "02_binarization_study"
 
-    dataset: str = "PaHCC"
-    dataset_kwargs: dict = _default({"size": 10, "image_size": 32, "writers": 4})
+    #: the sweep of each arm (its splits are ``train_sets``', its dataset_kwargs gray or binarized)
+    sweep: Sweep = sweep_field({
+        "dataset": "PaHCC", "dataset_kwargs": {"size": 10, "image_size": 32, "writers": 4}, "algorithms": ["ERM"],
+        "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     full_dataset_kwargs: dict = _default({})
     train_sets: list = _default([["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"]])
     table7_tasks: list = _default([[["d0", "d1"], "d2"], [["d0", "d2"], "d1"], [["d1", "d2"], "d0"],
                                    [["d0", "d1", "d2"], "hw"]])
-    algorithms: list = _default(["ERM"])
     extra_bars_csv: str = ""
     extra_bars_label: str = "DomainNet"
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
     selection_method: str = "training_domain"
     n_workers: int = 2
 
@@ -418,25 +284,21 @@ class BinarizationParams(NotebookParams):
                 raise _fail(f"table7_tasks[{i}]", "a test domain outside its training set", task)
 
 
-@NOTEBOOK_PARAMS.register("03_dynamic_dg")
 @dataclass(frozen=True)
 class DynamicDGParams(NotebookParams):
     """The swap test and the Domain+ chains of Zhang, Zhang & Liu (Sec. 4.2-4.3)."""
 
     notebook: ClassVar[str] = "03_dynamic_dg"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: the sweep (its splits are the training sets of the swap test and the Domain+ chains)
+    sweep: Sweep = sweep_field({
+        "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM", "CORAL"],
+        "n_hparams": 1, "n_trials": 2, "steps": 20, "checkpoint_freq": 10,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     test_domain: str = "75"
     swap_choices: list = _default([["0", "15"], ["0", "30"]])
     domain_plus_chains: list = _default([[["0", "15"], ["0", "15", "30"]]])
     evaluate_on: str = "rest"
-    algorithms: list = _default(["ERM", "CORAL"])
-    n_hparams: int = 1
-    n_trials: int = 2
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     correction: str = "holm"
@@ -455,15 +317,16 @@ class DynamicDGParams(NotebookParams):
                 raise ConfigError(f"parameter '{name}[{i}]': trains on the test domain {self.test_domain!r}")
 
 
-@NOTEBOOK_PARAMS.register("04_leakage_oracle")
 @dataclass(frozen=True)
 class LeakageOracleParams(NotebookParams):
     """Test-information leakage through pretraining and oracle selection (Yu et al. 2024, Tables 1-4, Fig. 1)."""
 
     notebook: ClassVar[str] = "04_leakage_oracle"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: the LP/FT sweep (its splits are ``lp_ft_splits``, or ``train_domains`` -> ``test_domains``; its
+    #: hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
+    sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "algorithms": ["ERM"], "steps": 10, "checkpoint_freq": 5, "n_trials": 1})
     train_domains: list = _default(["0", "15", "30"])
     test_domains: list = _default(["45", "60", "75"])
     featurizer: str = "smallcnn"
@@ -472,15 +335,11 @@ class LeakageOracleParams(NotebookParams):
     pretrain_steps: int = 15
     pretrain_batch_size: int = 64
     pretrain_lr: float = 2e-3
-    algorithm: str = "ERM"
-    steps: int = 10
-    checkpoint_freq: int = 5
     batch_size: int = 32
     lr: float = 3e-3
-    n_trials: int = 1
     frozen_stages: list = _default([])
     #: Table 4's oracle sweep (search_overrides None: DomainBed's search space; checkpoints every steps // 2)
-    oracle: SweepSettings = _sweep({
+    oracle: Sweep = sweep_field({
         "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
         "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,
         "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2})
@@ -512,7 +371,6 @@ class LeakageOracleParams(NotebookParams):
                               f"to compare; got {list(self.published_weights)}")
 
 
-@NOTEBOOK_PARAMS.register("05_leaderboards")
 @dataclass(frozen=True)
 class LeaderboardsParams(NotebookParams):
     """LODO vs LOGO leaderboards, per board (Yu et al. 2024, Table 5, App. C)."""
@@ -523,19 +381,17 @@ class LeaderboardsParams(NotebookParams):
     logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
     #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
     lodo_domains: dict = _default({})
-    algorithms: list = _default(["ERM", "CORAL", "Mixup"])
-    n_hparams: int = 1
-    n_trials: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
-    hparams_overrides: dict = _default({"featurizer": "smallcnn", "batch_size": 32})
+    #: the sweep on each dataset and board (steps: ``dataset_steps`` and a board's may replace them)
+    sweep: Sweep = sweep_field({"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
+                                "checkpoint_freq": 10,
+                                "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32},
+                                "search_overrides": {}})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     n_bootstrap: int = 2000
     n_workers: int = 2
     dataset_overrides: dict = _default({})
     dataset_steps: dict = _default({})
-    search_overrides: dict = _default({})
     leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
     #: "domainbed" (every draw in every trial) or "yu2024" (dganalysis.sweep.search_protocol)
     search_protocol: str = "domainbed"
@@ -567,15 +423,13 @@ class LeaderboardsParams(NotebookParams):
         """Each board with its settings in full (:func:`dganalysis.protocols.leaderboard.leaderboard_boards`)."""
         from dganalysis.protocols.leaderboard import leaderboard_boards
 
-        return leaderboard_boards(self.leaderboards, datasets=self.datasets, hparams_overrides=self.hparams_overrides,
-                                  search_overrides=self.search_overrides, dataset_overrides=self.dataset_overrides,
-                                  steps=self.steps, dataset_steps=self.dataset_steps)
+        return leaderboard_boards(self.leaderboards, datasets=self.datasets, sweep=self.sweep,
+                                  dataset_overrides=self.dataset_overrides, dataset_steps=self.dataset_steps)
 
 
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
 
 
-@NOTEBOOK_PARAMS.register("06_shift_estimation")
 @dataclass(frozen=True)
 class ShiftEstimationParams(NotebookParams):
     """Diversity and correlation shift (Ye et al. 2022, OoD-Bench: Figs. 3-4, Tables 1-3)."""
@@ -609,7 +463,7 @@ class ShiftEstimationParams(NotebookParams):
     folder_test: Any = None
     folder_image_size: int = 32
     #: Tables 1-2's ranking sweep: one split per dataset (an entry's ``hparams`` go on top of ``hparams_overrides``)
-    ranking: SweepSettings = _sweep({
+    ranking: Sweep = sweep_field({
         "datasets": [
             {"name": "ColoredDigits", "kwargs": {"image_size": 14}, "train": ["+90%", "+80%"], "test": ["-90%"]},
             {"name": "RotatedDigits", "kwargs": {"image_size": 14}, "train": ["0", "15", "30"], "test": ["75"]},
@@ -642,22 +496,19 @@ class ShiftEstimationParams(NotebookParams):
             Check(choices=("diversity", "correlation"))(shift, f"parameter 'ranking_dominant[{name!r}]'")
 
 
-@NOTEBOOK_PARAMS.register("07_worst_case")
 @dataclass(frozen=True)
 class WorstCaseParams(NotebookParams):
     """Worst-case loss at Wasserstein radius ρ around the source (the WC-DG poster; Sinha et al. 2017's dual)."""
 
     notebook: ClassVar[str] = "07_worst_case"
 
-    dataset: str = "RotatedDigits"
-    dataset_kwargs: dict = _default({"image_size": 16})
+    #: one model per (algorithm, draw) on the split ``train_domains`` -> ``test_domains``, one trial
+    sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20,
+                                "checkpoint_freq": 10})
     train_domains: list = _default(["15", "30", "45", "60"])
     test_domains: list = _default(["0", "75"])
-    algorithms: list = _default(["ERM", "CORAL", "WM", "G2DM", "ERM_WC"])
     featurizer: str = "mlp"
-    n_hparams: int = 1
-    steps: int = 20
-    checkpoint_freq: int = 10
     batch_size: int = 32
     lr: float = 3e-3
     wc_rho: float = 0.1
@@ -684,11 +535,10 @@ class WorstCaseParams(NotebookParams):
         if self.rho_small not in self.rhos:
             raise ConfigError(f"parameter 'rho_small': {self.rho_small!r} is not among rhos {self.rhos}; the "
                               "curves are computed at rhos only")
-        _subset("loss_models", self.loss_models, "algorithms", self.algorithms)
-        _subset("compare_models", self.compare_models, "algorithms", self.algorithms)
+        _subset("loss_models", self.loss_models, "sweep.algorithms", self.sweep.algorithms)
+        _subset("compare_models", self.compare_models, "sweep.algorithms", self.sweep.algorithms)
 
 
-@NOTEBOOK_PARAMS.register("08_audit")
 @dataclass(frozen=True)
 class AuditParams(NotebookParams):
     """Verdicts on results the notebook did not train (sweep folders, published tables, the profile's store)."""
@@ -719,14 +569,3 @@ class AuditParams(NotebookParams):
         if self.family not in FAMILIES:
             raise _fail("family", f"one of {sorted(FAMILIES)}", self.family)
         _at_least(self, 1, "reps")
-
-
-def params_class(notebook: str) -> type[NotebookParams]:
-    """The parameter class of ``notebook`` (``07_worst_case``, or a run label ``07_worst_case@variant``)."""
-    return NOTEBOOK_PARAMS.get(notebook.split("@", 1)[0])
-
-
-def build_params(notebook: str, params: Mapping[str, Any], where: str | None = None) -> NotebookParams:
-    """``notebook``'s parameter object from ``params`` (a YAML's values, names the notebook does not know fail);
-    errors start with ``where`` (default: the notebook's name)."""
-    return params_class(notebook).from_mapping(params, where or notebook)

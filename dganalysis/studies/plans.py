@@ -12,15 +12,14 @@ built-in datasets without building them (PaHCC at paper scale takes hours to ren
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dganalysis.algorithms import names as algorithm_names
 from dganalysis.data.domains import domain_names
-from dganalysis.protocols.leaderboard import BOARD_KEYS, board_label, leaderboard_boards  # noqa: F401 (re-exported)
-from dganalysis.registry import Registry
+from dganalysis.protocols.leaderboard import board_label, leaderboard_boards  # noqa: F401 (re-exported)
 from dganalysis.studies.params import (
     AuditParams,
     BinarizationParams,
@@ -31,11 +30,9 @@ from dganalysis.studies.params import (
     QuickstartParams,
     ShiftEstimationParams,
     WorstCaseParams,
-    build_params,
 )
 from dganalysis.sweep import Job, make_jobs
-from dganalysis.sweep.grid import JobOptions
-from dganalysis.validation import ConfigError, check_choice, check_mapping, check_params
+from dganalysis.validation import ConfigError, check_params
 
 
 @dataclass
@@ -64,10 +61,6 @@ class Plan:
         return list(dict.fromkeys(j for js in self.sweeps.values() for j in js))
 
 
-#: study name (the notebook's, e.g. ``07_worst_case``) -> its planner, which takes the study's parameter object
-PLANS: Registry[Callable[..., Plan]] = Registry("notebook plan")
-
-
 def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
@@ -79,7 +72,6 @@ def quickstart_datasets(p: QuickstartParams) -> dict[str, dict]:
     return dict(p.datasets) if p.datasets else {"RotatedDigits": {"image_size": p.image_size, "angles": p.angles}}
 
 
-@PLANS.register("00_quickstart")
 def quickstart_plan(p: QuickstartParams) -> Plan:
     """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
     leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on RotatedDigits or on each of
@@ -91,15 +83,13 @@ def quickstart_plan(p: QuickstartParams) -> Plan:
     specs = quickstart_datasets(p)
     for name, kwargs in specs.items():
         domains = domain_names(name, kwargs, p.data_dir)
-        over = {**p.hparams_overrides, **(p.dataset_overrides or {}).get(name, {})}
-        common = dict(n_hparams=p.n_hparams, n_trials=p.n_trials, steps=p.steps, checkpoint_freq=p.checkpoint_freq,
-                      hparams_overrides=over, domains=domains)
-        jobs += make_jobs(name, kwargs, p.algorithms, "leave_one_out", **common)
-        jobs += make_jobs(name, kwargs, p.algorithms, {"leave_one_group_out": 2}, **common)
+        sweep = p.sweep.replace(dataset=name, dataset_kwargs=kwargs, hparams_overrides={
+            **p.sweep.hparams_overrides, **(p.dataset_overrides or {}).get(name, {})})
+        jobs += make_jobs(sweep.replace(splits="leave_one_out"), domains)
+        jobs += make_jobs(sweep.replace(splits={"leave_one_group_out": 2}), domains)
     return Plan({"leave-one-out": jobs}, list(specs.items()))
 
 
-@PLANS.register("01_dataset_construction")
 def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
     """No training: the PaHCC build (Zhang, Zhang & Liu, Sec. 3), gray and binarized."""
     check_params(p, DatasetConstructionParams, "dataset_construction_plan")
@@ -108,38 +98,34 @@ def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
                 other=[f"PaHCC build: {p.n_classes} classes at {p.image_size} px, {p.writers} simulated writers (CPU)"])
 
 
-@PLANS.register("02_binarization_study")
 def binarization_plan(p: BinarizationParams) -> Plan:
     """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
     Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
     as the dynamic-DG study's (:func:`dynamic_dg_plan` with ``evaluate_on="rest"``) for the same settings."""
     check_params(p, BinarizationParams, "binarization_plan")
-    domains = domain_names(p.dataset, p.dataset_kwargs, p.data_dir)
+    s = p.sweep
+    domains = domain_names(s.dataset, s.dataset_kwargs, p.data_dir)
     splits = [{"train": list(t), "test": _rest(t, domains)} for t in p.train_sets]
-    arms = {"gray": {**p.dataset_kwargs, "binarize": False}, "binary": {**p.dataset_kwargs, "binarize": True}}
+    arms = {"gray": {**s.dataset_kwargs, "binarize": False}, "binary": {**s.dataset_kwargs, "binarize": True}}
     if p.full_dataset_kwargs:
         arms["full binary"] = {**p.full_dataset_kwargs, "binarize": True}
-    sweeps = {arm: make_jobs(p.dataset, kw, p.algorithms, splits if arm != "full binary" else splits[-1:],
-                             n_hparams=p.n_hparams, n_trials=p.n_trials, steps=p.steps,
-                             checkpoint_freq=p.checkpoint_freq, hparams_overrides=p.hparams_overrides, domains=domains)
+    sweeps = {arm: make_jobs(s.replace(dataset_kwargs=kw, splits=splits if arm != "full binary" else splits[-1:]),
+                             domains)
               for arm, kw in arms.items()}
-    return Plan(sweeps, [(p.dataset, kw) for kw in arms.values()],
+    return Plan(sweeps, [(s.dataset, kw) for kw in arms.values()],
                 files={"extra_bars_csv": p.extra_bars_csv} if p.extra_bars_csv else {})
 
 
-@PLANS.register("03_dynamic_dg")
 def dynamic_dg_plan(p: DynamicDGParams) -> Plan:
     """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
     check_params(p, DynamicDGParams, "dynamic_dg_plan")
-    domains = domain_names(p.dataset, p.dataset_kwargs, p.data_dir)
+    domains = domain_names(p.sweep.dataset, p.sweep.dataset_kwargs, p.data_dir)
     train_sets = list(dict.fromkeys(tuple(t) for t in p.swap_choices
                                     + [s for chain in p.domain_plus_chains for s in chain]))
     splits = [{"train": list(t), "test": _rest(t, domains) if p.evaluate_on == "rest" else [p.test_domain]}
               for t in train_sets]
-    jobs = make_jobs(p.dataset, p.dataset_kwargs, p.algorithms, splits, n_hparams=p.n_hparams, n_trials=p.n_trials,
-                     steps=p.steps, checkpoint_freq=p.checkpoint_freq, hparams_overrides=p.hparams_overrides,
-                     domains=domains)
-    return Plan({"dynamic": jobs}, [(p.dataset, p.dataset_kwargs)])
+    jobs = make_jobs(p.sweep.replace(splits=splits), domains)
+    return Plan({"dynamic": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 
 def leakage_checkpoints(p: LeakageOracleParams) -> dict[str, Path]:
@@ -150,7 +136,7 @@ def leakage_checkpoints(p: LeakageOracleParams) -> dict[str, Path]:
 
     common = dict(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
                   lr=p.pretrain_lr, seed=0)
-    key = dict(dataset=p.dataset, **p.dataset_kwargs, train=p.train_domains, **common)
+    key = dict(dataset=p.sweep.dataset, **p.sweep.dataset_kwargs, train=p.train_domains, **common)
     folder = Path(p.output_dir) / "pretrained"
     return {"supervised": checkpoint_path(folder, "supervised", {**key, "angles": p.test_like_angles,
                                                                  "copies": p.source_copies}),
@@ -179,13 +165,12 @@ def leakage_pretrainings(p: LeakageOracleParams) -> dict[str, tuple[str | None, 
     return out
 
 
-@PLANS.register("04_leakage_oracle")
 def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
     Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
     featurizer. ``p.lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3
-    hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.studies.params.SweepSettings`)
+    hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
     checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
@@ -196,20 +181,16 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     inits = leakage_pretrainings(p)
-    split = list(p.lp_ft_splits or [{"train": p.train_domains, "test": p.test_domains}])
-    common = dict(algorithms=[p.algorithm], n_trials=p.n_trials, steps=p.steps, checkpoint_freq=p.checkpoint_freq)
+    lp_ft = p.sweep.replace(splits=list(p.lp_ft_splits or [{"train": p.train_domains, "test": p.test_domains}]))
     jobs = []
     for label, (path, feat) in inits.items():
         hp = {"featurizer": feat, "batch_size": p.batch_size, "lr": p.lr}
         modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in p.frozen_stages] if path else [])
-        jobs += make_leakage_jobs(p.dataset, p.dataset_kwargs, split, {label: path}, modes, hparams_overrides=hp,
-                                  **common)
+        jobs += make_leakage_jobs(lp_ft.replace(hparams_overrides=hp), {label: path}, modes)
     o = p.oracle
-    oracle = make_leakage_jobs(o.dataset, o.dataset_kwargs, o.splits, {"none": None}, ["FT"],
-                               algorithms=[p.algorithm], n_hparams=o.n_hparams, n_trials=o.n_trials, steps=o.steps,
-                               checkpoint_freq=max(1, o.steps // 2),
-                               hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size},
-                               search_overrides=o.search_overrides or None)
+    oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=max(1, o.steps // 2),
+                                         hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
+                               {"none": None}, ["FT"])
     files = {"inception_weights": p.inception_weights} if p.inception_weights else {}
     if p.fid_reference:
         files["fid_reference"] = p.fid_reference
@@ -217,11 +198,10 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     other = [f"2 pretraining runs of {p.featurizer} ({p.pretrain_steps} steps × batch {p.pretrain_batch_size}; "
              f"supervised and SimCLR) into {Path(produced[0]).parent} — not counted in the budget"] if produced else []
     datasets = list({json.dumps([d, kw], sort_keys=True): (d, kw) for d, kw in
-                     [(p.dataset, p.dataset_kwargs), (o.dataset, o.dataset_kwargs)]}.values())
+                     [(p.sweep.dataset, p.sweep.dataset_kwargs), (o.dataset, o.dataset_kwargs)]}.values())
     return Plan({"LP/FT": jobs, "oracle-K": oracle}, datasets, files, other, produced=produced)
 
 
-@PLANS.register("05_leaderboards")
 def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
@@ -259,11 +239,11 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
             logo = [{"train": _rest(g, doms), "test": list(g)} for g in p.logo_groups.get(name, [])]
             for proto, splits in (("LODO", lodo), ("LOGO", logo)):
                 if splits:
-                    over = {**spec["hparams_overrides"], **spec["dataset_overrides"].get(name, {})}
-                    sweeps[board_label(board, proto)] += make_jobs(
-                        name, kwargs, p.algorithms, splits, n_hparams=p.n_hparams, n_trials=p.n_trials,
-                        steps=int(spec["dataset_steps"].get(name, spec["steps"])), checkpoint_freq=p.checkpoint_freq,
-                        hparams_overrides=over, search_overrides=spec["search_overrides"] or None, domains=doms)
+                    s = spec["sweep"]
+                    sweeps[board_label(board, proto)] += make_jobs(s.replace(
+                        dataset=name, dataset_kwargs=kwargs, splits=splits,
+                        steps=int(spec["dataset_steps"].get(name, s.steps)),
+                        hparams_overrides={**s.hparams_overrides, **spec["dataset_overrides"].get(name, {})}), doms)
     other = []
     from dganalysis.studies.design import leaderboards_design
 
@@ -282,23 +262,17 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
                 search_protocol=p.search_protocol)
 
 
-@PLANS.register("06_shift_estimation")
 def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     """The Tables 1–2 ranking sweep of Ye et al. 2022 (one split per dataset); the shift estimates themselves
     train small environment classifiers, counted in ``other``. The sweep is ``p.ranking`` (a
-    :class:`~dganalysis.studies.params.SweepSettings`); an entry of ``ranking.datasets`` may add ``hparams`` on top
+    :class:`~dganalysis.sweep.Sweep`); an entry of ``ranking.datasets`` may add ``hparams`` on top
     of ``ranking.hparams_overrides`` for that dataset (OoD-Bench: ImageNet ResNet-18 on the image benchmarks, an
     MNIST CNN on Colored MNIST)."""
     check_params(p, ShiftEstimationParams, "shift_estimation_plan")
     jobs: list[Job] = []
     r = p.ranking
-    for spec in r.datasets:
-        kwargs = spec.get("kwargs", {})
-        over = {**r.hparams_overrides, **spec.get("hparams", {})}
-        jobs += make_jobs(spec["name"], kwargs, r.algorithms, [{"train": spec["train"], "test": spec["test"]}],
-                          n_hparams=r.n_hparams, n_trials=r.n_trials, steps=r.steps,
-                          checkpoint_freq=r.checkpoint_freq, hparams_overrides=over,
-                          domains=domain_names(spec["name"], kwargs, p.data_dir))
+    for one in r.per_dataset():
+        jobs += make_jobs(one, domain_names(one.dataset, one.dataset_kwargs, p.data_dir))
     datasets = [(s["name"], s.get("kwargs", {})) for s in [*p.map_datasets, *r.datasets]]
     if p.folder_root is not None:
         datasets.append(("ImageFolder", {"root": p.folder_root, "image_size": p.folder_image_size}))
@@ -309,20 +283,17 @@ def shift_estimation_plan(p: ShiftEstimationParams) -> Plan:
     return Plan({"ranking": jobs}, datasets, {"folder_root": p.folder_root} if p.folder_root else {}, other)
 
 
-@PLANS.register("07_worst_case")
 def worst_case_plan(p: WorstCaseParams) -> Plan:
     """One model per (algorithm, hparams draw), saved for the worst-case curves of the WC-DG poster."""
     check_params(p, WorstCaseParams, "worst_case_plan")
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
-    if set(p.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
+    if set(p.sweep.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
-    jobs = make_jobs(p.dataset, p.dataset_kwargs, p.algorithms, [{"train": p.train_domains, "test": p.test_domains}],
-                     n_hparams=p.n_hparams, n_trials=1, steps=p.steps, checkpoint_freq=p.checkpoint_freq,
-                     hparams_overrides=overrides, options=JobOptions(save_model=True))
-    return Plan({"models": jobs}, [(p.dataset, p.dataset_kwargs)])
+    jobs = make_jobs(p.sweep.replace(splits=[{"train": p.train_domains, "test": p.test_domains}], n_trials=1,
+                                     hparams_overrides=overrides, save_model=True))
+    return Plan({"models": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 
-@PLANS.register("08_audit")
 def audit_plan(p: AuditParams) -> Plan:
     """The audit trains nothing: it reads its inputs (the profile's store, shipped tables, files). The files it
     names are checked by the dry run; the store (``"store"``) is written by the other notebooks."""
@@ -334,12 +305,3 @@ def audit_plan(p: AuditParams) -> Plan:
     n_store = sum(str(x) == "store" for x in p.inputs)
     return Plan({}, [], files, [f"audit of {len(p.inputs)} input(s), no training"
                                 + (" (the profile's job store, written by the notebooks before it)" if n_store else "")])
-
-
-def plan_for(notebook: str, params: Mapping[str, Any]) -> Plan:
-    """``notebook``'s plan from ``params`` (name -> value, e.g. a profile's YAML with the injected folders; names
-    not given take the parameters cell's defaults): the parameter object is built and checked
-    (:func:`dganalysis.studies.params.build_params`), then passed to the notebook's planner."""
-    check_choice(notebook, PLANS.names(), "notebook", func="plan_for")
-    check_mapping(params, "params", func="plan_for", what="a mapping of parameter names to values")
-    return PLANS.get(notebook)(build_params(notebook, params))

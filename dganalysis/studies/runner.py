@@ -16,8 +16,8 @@ them (:mod:`dganalysis.provenance`), each notebook with its status, run time, fi
 **Variants.** A YAML may hold the reserved top-level key ``variants:``, a mapping ``<variant name> -> {parameter:
 value, ...}`` (names: a letter, then letters, digits, ``_`` or ``-``). Each variant is the base parameters with its
 overrides applied (top-level keys replaced, except a nested sweep-settings parameter such as
-``04_leakage_oracle``'s ``oracle``, whose keys the variant replaces one by one:
-:func:`dganalysis.studies.params.merge_overrides`), validated like the base (its errors name the YAML file and the
+``sweep`` or ``04_leakage_oracle``'s ``oracle``, whose keys the variant replaces one by one:
+:func:`dganalysis.studies.study.merge_overrides`), validated like the base (its errors name the YAML file and the
 variant) before anything runs. The runner executes the base run, then one run per variant, labelled
 ``<notebook>@<variant>`` (:func:`run_label`): executed into ``notebooks/<notebook>@<variant>.ipynb`` with
 ``output_dir = outputs/<profile>/variants/<variant>`` (its own figures, tables and findings) and the profile's shared
@@ -114,19 +114,21 @@ def list_notebooks(root: Path | None = None) -> list[str]:
 
 def _check(params: dict, label: str, inspected: dict, profile: str, root: Path, name: str = "") -> dict:
     """``params`` with ``${data}``/``${weights}`` expanded, checked against the notebook's parameters cell and, when
-    notebook ``name`` has one, its parameter object (:func:`dganalysis.studies.params.build_params`); errors start
+    notebook ``name`` has one, its parameter object (:func:`dganalysis.studies.study.build_params`); errors start
     with ``label`` (the YAML file, and the variant if any)."""
-    from dganalysis.studies.params import NOTEBOOK_PARAMS, build_params
+    from dganalysis.studies.study import build_params, has_study, params_class
 
     params = expand(params, profile_paths(profile, root), label)  # ${data}, ${weights}: see dganalysis.studies.paths
     known = set(inspected)
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ConfigError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has {sorted(known)}")
+        hint = params_class(name).sweep_hint(unknown) if has_study(name) else ""
+        raise ConfigError(f"{label}: unknown parameter(s) {unknown}; the notebook's parameters cell has "
+                          f"{sorted(known)}{hint}")
     clash = sorted(set(params) & set(INJECTED))
     if clash:
         raise ConfigError(f"{label}: {clash} are set by the runner per profile; remove them")
-    if name.split("@", 1)[0] in NOTEBOOK_PARAMS:
+    if has_study(name):
         build_params(name, params, label)
     else:
         check_notebook_params(params, inspected, label)
@@ -138,7 +140,7 @@ def load_all_params(profile: str, name: str, root: Path | None = None) -> tuple[
     its parameters cell; a YAML without ``variants:`` has no variants (see the module docstring)."""
     import papermill as pm
 
-    from dganalysis.studies.params import merge_overrides
+    from dganalysis.studies.study import merge_overrides
 
     root = root or repo_root()
     ypath = root / "params" / profile / f"{name}.yaml"

@@ -11,7 +11,7 @@ from typing import Any
 
 _WHERE = {
     "Job": "dganalysis.training.job",
-    "JobOptions": "dganalysis.sweep.grid", "expand_splits": "dganalysis.sweep.grid",
+    "Sweep": "dganalysis.sweep.spec", "expand_splits": "dganalysis.sweep.grid",
     "grid_domains": "dganalysis.sweep.grid", "load_sweep_yaml": "dganalysis.sweep.grid",
     "make_jobs": "dganalysis.sweep.grid",
     "ClaimPolicy": "dganalysis.sweep.launcher", "ExecutionOptions": "dganalysis.sweep.launcher",

@@ -26,8 +26,8 @@ def _json_arg(text: str) -> Any:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the sweep flags to ``parser``."""
     g = parser.add_argument_group("what to train (a YAML file, or flags; flags override the file)")
-    g.add_argument("--config", help="sweep YAML with keys dataset, dataset_kwargs, algorithms, splits, n_hparams, "
-                                    "n_trials, steps, checkpoint_freq, hparams_overrides, search_overrides, save_model")
+    g.add_argument("--config", help="sweep YAML with the keys of dganalysis.sweep.Sweep (dataset, dataset_kwargs, "
+                                    "algorithms, splits, n_hparams, n_trials, steps, checkpoint_freq, ...)")
     g.add_argument("--dataset", help="registered dataset name")
     g.add_argument("--dataset-kwargs", type=json.loads, help='JSON dict of builder arguments, e.g. \'{"binarize": true}\'')
     g.add_argument("--algorithms", nargs="+", help="algorithm names")
@@ -143,25 +143,14 @@ def _domainbed_spellings(args: argparse.Namespace) -> None:
 
 
 def jobs_from_args(args: argparse.Namespace):
-    """The job list described by the parsed flags (and ``--config``)."""
-    from dganalysis.sweep.grid import JobOptions, grid_domains, load_sweep_yaml, make_jobs
+    """The job list described by the parsed flags (and ``--config``): a :class:`~dganalysis.sweep.spec.Sweep` of the
+    flags given (on top of the file's keys)."""
+    from dganalysis.sweep.grid import grid_domains, load_sweep_yaml, make_jobs
+    from dganalysis.sweep.spec import KEYS, Sweep
 
     _domainbed_spellings(args)
-    flags = {
-        "dataset": args.dataset,
-        "dataset_kwargs": args.dataset_kwargs,
-        "algorithms": args.algorithms,
-        "splits": args.splits,
-        "n_hparams": args.n_hparams,
-        "n_trials": args.n_trials,
-        "steps": args.steps,
-        "checkpoint_freq": args.checkpoint_freq,
-        "hparams_overrides": args.hparams_overrides,
-        "search_overrides": args.search_overrides,
-        "save_model": args.save_model,
-    }
-    if getattr(args, "holdout_fraction", None) is not None:
-        flags["holdout_fraction"] = args.holdout_fraction
+    # every key of a sweep has its flag, but datasets: --datasets is DomainBed's list of names, folded into --dataset
+    flags = {k: getattr(args, k, None) for k in KEYS if k != "datasets"}
     _check_names(flags)  # an unknown name is the first thing to hear about, before any missing flag
     if args.config:
         return with_data_root(load_sweep_yaml(args.config, data_dir=args.cache_dir, **flags), args.data_dir)
@@ -170,21 +159,9 @@ def jobs_from_args(args: argparse.Namespace):
         from dganalysis.validation import ConfigError
 
         raise ConfigError(f"give --config or the flags {', '.join(missing)}")
-    return with_data_root(make_jobs(
-        dataset=flags["dataset"],
-        dataset_kwargs=flags["dataset_kwargs"] or {},
-        algorithms=flags["algorithms"],
-        splits=flags["splits"] or "leave_one_out",
-        n_hparams=flags["n_hparams"] or 1,
-        n_trials=flags["n_trials"] or 1,
-        steps=flags["steps"],
-        checkpoint_freq=flags["checkpoint_freq"],
-        hparams_overrides=flags["hparams_overrides"],
-        search_overrides=flags["search_overrides"],
-        options=JobOptions(save_model=bool(flags["save_model"]), holdout_fraction=flags.get("holdout_fraction", 0.2)),
-        domains=None if args.cache_dir is None else grid_domains(flags["dataset"], flags["dataset_kwargs"],
-                                                                 args.cache_dir),
-    ), args.data_dir)
+    sweep = Sweep(**{k: v for k, v in flags.items() if v is not None})
+    domains = None if args.cache_dir is None else grid_domains(sweep.dataset, sweep.dataset_kwargs, args.cache_dir)
+    return with_data_root(make_jobs(sweep, domains), args.data_dir)
 
 
 def with_data_root(jobs: list, data_dir: str | None) -> list:

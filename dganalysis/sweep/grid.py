@@ -23,43 +23,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dganalysis.sweep.spec import Sweep
 from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyError
 
 Split = dict[str, list[str]]
-
-
-@dataclass(frozen=True)
-class JobOptions:
-    """The job fields that are neither a grid axis nor a hyperparameter, the same for every job of a grid:
-    ``save_model`` (keep the trained network, ``model.pt``) and ``holdout_fraction`` (each domain's share held out
-    for validation, DomainBed's ``--holdout_fraction``)."""
-
-    save_model: bool = False
-    holdout_fraction: float = 0.2
-    #: train every job as DomainBed's ``train.py`` does (:mod:`dganalysis.training.exact`)
-    domainbed_exact: bool = False
-
-#: keys a sweep YAML file may hold
-SWEEP_KEYS = (
-    "dataset",
-    "dataset_kwargs",
-    "algorithms",
-    "splits",
-    "n_hparams",
-    "n_trials",
-    "steps",
-    "checkpoint_freq",
-    "hparams_overrides",
-    "search_overrides",
-    "save_model",
-    "holdout_fraction",
-    "domainbed_exact",
-)
 
 
 def expand_splits(splits: Any, domains: Sequence[str] | None) -> list[Split]:
@@ -158,68 +129,35 @@ def _check_flat_overrides(algorithms: Sequence[str], overrides: Mapping[str, Any
         raise UnknownKeyError(f"{what}: hyperparameters {bad} belong to none of the algorithms {list(algorithms)}")
 
 
-def make_jobs(
-    dataset: str,
-    dataset_kwargs: dict | None,
-    algorithms: list[str],
-    splits: Any,
-    n_hparams: int,
-    n_trials: int,
-    steps: int,
-    checkpoint_freq: int,
-    hparams_overrides: dict | None = None,
-    search_overrides: dict | None = None,
-    options: JobOptions | None = None,
-    domains: Sequence[str] | None = None,
-) -> list[Job]:
-    """The full job grid, in a stable order (algorithm, split, hparams seed, trial), checked before any work.
+def make_jobs(sweep: Sweep, domains: Sequence[str] | None = None) -> list[Job]:
+    """The full job grid of ``sweep`` (one dataset: a sweep over ``datasets`` is made per entry,
+    :meth:`Sweep.per_dataset`), in a stable order (algorithm, split, hparams seed, trial), checked before any work.
 
-    ``options``: the fields every job shares (:class:`JobOptions`; default: its defaults). ``domains``: the
-    dataset's domain names; when None they are looked up (built-in datasets) or the dataset is built (without a data
-    folder; :func:`grid_domains` looks them up in one), which also checks ``dataset_kwargs``. Every setting is checked against its type and range,
-    every split against the domain names, and every job's concrete hyperparameters (defaults, draws and
-    overrides) against their declarations (:mod:`dganalysis.validation`); the first problem raises a
+    ``domains``: the dataset's domain names; when None they are looked up (built-in datasets) or the dataset is built
+    (without a data folder; :func:`grid_domains` looks them up in one), which also checks ``dataset_kwargs``. The
+    sweep's values were checked when it was built (a job needs its ``dataset``, ``algorithms`` and
+    ``checkpoint_freq``, which a notebook's sweep may leave to its plan); here every split is checked against the
+    domain names and every job's concrete hyperparameters (defaults, draws and overrides) against their
+    declarations (:mod:`dganalysis.validation`); the first problem raises a
     :class:`~dganalysis.validation.ConfigError` naming the key.
     """
-    from dganalysis.algorithms import get_algorithm
     from dganalysis.data.checks import check_dataset_kwargs
-    from dganalysis.validation import Check, ConfigError
 
-    options = JobOptions() if options is None else options
-    if not isinstance(options, JobOptions):
-        raise ConfigError(f"options: expected a JobOptions, got {options!r}")
-    save_model, holdout_fraction = options.save_model, options.holdout_fraction
-    domainbed_exact = options.domainbed_exact
-
-    if isinstance(algorithms, str):
-        algorithms = [algorithms]
-    if not isinstance(algorithms, Sequence) or not algorithms:
-        raise ConfigError(f"algorithms: expected a non-empty list of algorithm names, got {algorithms!r}")
-    for a in algorithms:
-        try:
-            get_algorithm(a)
-        except KeyError as e:
-            raise ConfigError(f"algorithms: {e.args[0]}") from None
-    for key, value, check in (
-        ("n_hparams", n_hparams, Check("int", low=1)),
-        ("n_trials", n_trials, Check("int", low=1)),
-        ("steps", steps, Check("int", low=1)),
-        ("checkpoint_freq", checkpoint_freq, Check("int", low=1)),
-        ("save_model", save_model, Check("bool")),
-        ("holdout_fraction", holdout_fraction, Check("float", low=0.0, high=1.0, high_open=True)),
-        ("domainbed_exact", domainbed_exact, Check("bool")),
-    ):
-        check(value, key)
-    for key, value in (("hparams_overrides", hparams_overrides), ("search_overrides", search_overrides)):
-        if value is not None and not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: expected a mapping of hyperparameter names to values, got {value!r}")
-    dataset_kwargs = dict(dataset_kwargs or {}) if isinstance(dataset_kwargs, Mapping) or not dataset_kwargs \
-        else dataset_kwargs
+    if not isinstance(sweep, Sweep):
+        raise ConfigError(f"sweep: expected a dganalysis.sweep.Sweep, got {sweep!r}")
+    for key, missing in (("dataset", sweep.dataset is None or bool(sweep.datasets)),
+                         ("algorithms", not sweep.algorithms), ("checkpoint_freq", sweep.checkpoint_freq is None)):
+        if missing:
+            hint = " (a sweep over several datasets: one make_jobs per Sweep.per_dataset())" if key == "dataset" else ""
+            raise ConfigError(f"{sweep.label(key)}: required to make jobs{hint}")
+    dataset, algorithms = sweep.dataset, list(sweep.algorithms)
+    hparams_overrides, search_overrides = sweep.hparams_overrides, sweep.search_overrides
+    dataset_kwargs = dict(sweep.dataset_kwargs)
     check_dataset_kwargs(dataset, dataset_kwargs, "dataset_kwargs")
     if domains is None:
         domains = grid_domains(dataset, dataset_kwargs, None)
     try:
-        split_list = expand_splits(splits, list(domains))
+        split_list = expand_splits(sweep.splits, list(domains))
         _check_flat_overrides(algorithms, hparams_overrides, "hparams_overrides")
         _check_flat_overrides(algorithms, search_overrides, "search_overrides")
     except (KeyError, TypeError) as e:
@@ -234,15 +172,15 @@ def make_jobs(
         except (KeyError, TypeError) as e:
             raise ConfigError(e.args[0] if e.args else str(e)) from None
         for i, split in enumerate(split_list):
-            for hp_seed in range(n_hparams):
-                for trial in range(n_trials):
+            for hp_seed in range(sweep.n_hparams):
+                for trial in range(sweep.n_trials):
                     jobs.append(_job(
                         i, split, dataset=dataset, algorithm=alg, train_domains=split["train"],
                         test_domains=split["test"], val_domains=split.get("val", []), hparams_seed=hp_seed,
-                        trial_seed=trial, steps=steps, checkpoint_freq=checkpoint_freq,
-                        holdout_fraction=holdout_fraction, dataset_kwargs=dataset_kwargs,
-                        hparams_overrides=hp_over, search_overrides=search_over, save_model=save_model,
-                        domainbed_exact=domainbed_exact,
+                        trial_seed=trial, steps=sweep.steps, checkpoint_freq=sweep.checkpoint_freq,
+                        holdout_fraction=sweep.holdout_fraction, dataset_kwargs=dataset_kwargs,
+                        hparams_overrides=hp_over, search_overrides=search_over, save_model=sweep.save_model,
+                        domainbed_exact=sweep.domainbed_exact,
                     ))
     check_grid_hparams(jobs)
     return jobs
@@ -374,7 +312,8 @@ def _listed_jobs(path: Path, cfg: dict, data_dir: str | Path | None, overrides: 
 
 
 def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **overrides: Any) -> list[Job]:
-    """Jobs from a sweep YAML file holding the keys of :func:`make_jobs` (see :data:`SWEEP_KEYS`).
+    """Jobs from a sweep YAML file holding a :class:`~dganalysis.sweep.spec.Sweep`'s keys
+    (:data:`dganalysis.sweep.spec.KEYS`).
 
     ``overrides`` replace keys of the file (e.g. ``steps`` from the command line).
     Unknown keys are an error naming the file and the key. A file with a ``jobs`` list instead holds the jobs one by
@@ -399,30 +338,10 @@ def load_sweep_yaml(path: str | Path, data_dir: str | Path | None = None, **over
 
     if "jobs" in cfg:
         return _listed_jobs(path, cfg, data_dir, {k: v for k, v in overrides.items() if v is not None})
-    cfg = {**cfg, **{k: v for k, v in overrides.items() if v is not None}}
-    unknown = [k for k in cfg if k not in SWEEP_KEYS]
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {list(SWEEP_KEYS)}")
-    for key in ("dataset", "algorithms", "splits", "steps", "checkpoint_freq"):
-        if key not in cfg:
-            raise ConfigError(f"{path}: missing required key {key!r}")
+    sweep = Sweep.from_mapping({**cfg, **{k: v for k, v in overrides.items() if v is not None}}, str(path),
+                               required=("dataset", "algorithms", "splits", "steps", "checkpoint_freq"))
     try:
-        algorithms = cfg["algorithms"]
-        return make_jobs(
-            dataset=cfg["dataset"],
-            dataset_kwargs=cfg.get("dataset_kwargs") or {},
-            algorithms=[algorithms] if isinstance(algorithms, str) else algorithms,
-            splits=cfg["splits"],
-            n_hparams=cfg.get("n_hparams", 1),
-            n_trials=cfg.get("n_trials", 1),
-            steps=cfg["steps"],
-            checkpoint_freq=cfg["checkpoint_freq"],
-            hparams_overrides=cfg.get("hparams_overrides"),
-            search_overrides=cfg.get("search_overrides"),
-            options=JobOptions(save_model=cfg.get("save_model", False),
-                               holdout_fraction=cfg.get("holdout_fraction", 0.2),
-                               domainbed_exact=cfg.get("domainbed_exact", False)),
-            domains=None if data_dir is None else grid_domains(cfg["dataset"], cfg.get("dataset_kwargs"), data_dir),
-        )
+        return make_jobs(sweep, None if data_dir is None else grid_domains(sweep.dataset, sweep.dataset_kwargs,
+                                                                            data_dir))
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None

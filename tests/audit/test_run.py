@@ -261,10 +261,11 @@ def test_trials_for_sweeps_only_is_refused(tmp_path):
 
 def test_audit_reads_our_own_job_store(tmp_path):
     """A real (tiny, CPU) sweep of our engine: spec.json, settings and our store's rules go through the audit."""
-    from dganalysis.sweep import make_jobs, run_sweep
+    from dganalysis.sweep import Sweep, make_jobs, run_sweep
     from tests._tiny import FAST_HPARAMS, TINY, TINY_FILE  # noqa: F401  (registers the tiny dataset)
 
-    jobs = make_jobs(TINY, {}, ["ERM", "CORAL"], "leave_one_out", 1, 2, 4, 2, hparams_overrides=FAST_HPARAMS)
+    jobs = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM", "CORAL"], splits="leave_one_out",
+                           n_hparams=1, n_trials=2, steps=4, checkpoint_freq=2, hparams_overrides=FAST_HPARAMS))
     status = run_sweep(jobs, tmp_path / "store", n_workers=1)
     assert (status["status"] == "done").all()
     r = run_audit([tmp_path / "store"], selection="training_domain", sweep_analyses=False, reps=100)

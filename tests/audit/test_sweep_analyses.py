@@ -272,11 +272,12 @@ def test_selected_hparams_records_and_file(planted, tmp_path):
 def test_selected_hparams_rerun_end_to_end(tmp_path):
     """A tiny sweep of ours → selected hparams → JSON → ``dganalysis sweep --config`` → the same hparams trained."""
     from dganalysis.cli import main as cli_main
-    from dganalysis.sweep import make_jobs, run_sweep
+    from dganalysis.sweep import Sweep, make_jobs, run_sweep
     from tests._tiny import FAST_HPARAMS, TINY
 
-    jobs = make_jobs(TINY, {}, ["ERM"], "leave_one_out", 2, 1, 2, 1, hparams_overrides=FAST_HPARAMS,
-                     search_overrides=None)
+    jobs = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=2,
+                           n_trials=1, steps=2, checkpoint_freq=1, hparams_overrides=FAST_HPARAMS,
+                           search_overrides=None))
     jobs = [j for j in jobs if j.test_domains == ("d0",)]
     run_sweep(jobs, tmp_path / "store", progress=False)
     df = load(tmp_path / "store", progress=False)

@@ -37,7 +37,8 @@ def test_power_at_the_design_effect_matches_the_design(tmp_path, monkeypatch):
     monkeypatch.setenv("DGANALYSIS_CACHE", str(tmp_path))
     from dganalysis.studies.design import binarization_design
 
-    c = binarization_design(SimpleNamespace(algorithms=["ERM", "CORAL"], n_trials=2, steps=300))[0]
+    c = binarization_design(SimpleNamespace(sweep=SimpleNamespace(algorithms=["ERM", "CORAL"], n_trials=2,
+                                                                  steps=300)))[0]
     design = c.simulated
     planted = _rates(fb.PAPER_GAP, n=2, seed=12345)
     se = math.sqrt(design.power * (1 - design.power) / REPS) + design.mc_se

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from dganalysis.findings import power as P
-from dganalysis.studies.design import design_for
-from dganalysis.studies.params import build_params
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import build_params, design_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

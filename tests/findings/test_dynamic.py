@@ -15,9 +15,8 @@ import pytest
 
 from dganalysis.findings import dynamic as fd
 from dganalysis.findings.power import simulated_power, verdict_rates
-from dganalysis.studies import design as d
-from dganalysis.studies.params import build_params
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import build_params, design_for
 from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +88,7 @@ def test_reversal_rule_by_hand():
 
 def _quick_design():
     p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
-    return {c.key: c for c in d.design_for("03_dynamic_dg", p)}
+    return {c.key: c for c in design_for("03_dynamic_dg", p)}
 
 
 @pytest.mark.parametrize("key,n", [("D+d2-named", None), ("D+d2-all", None), ("ST-reversal", 12), ("ST-stable", 12)])

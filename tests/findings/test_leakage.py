@@ -58,8 +58,8 @@ def test_paper_edge_is_rarely_refuted(name):
 
 
 def design_claims():
-    p = SimpleNamespace(n_trials=4, steps=5000, oracle=SimpleNamespace(n_trials=4, steps=5000,
-                                                                       splits=[{"train": ["a"], "test": ["b"]}]))
+    p = SimpleNamespace(sweep=SimpleNamespace(n_trials=4, steps=5000),
+                        oracle=SimpleNamespace(n_trials=4, steps=5000, splits=[{"train": ["a"], "test": ["b"]}]))
     return {c.key: c for c in leakage_oracle_design(p)}
 
 

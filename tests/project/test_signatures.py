@@ -1,5 +1,5 @@
 """No function in ``dganalysis/`` takes more than :data:`MAX_PARAMETERS` parameters: settings that travel together
-are one object (a notebook's parameters, ``JobOptions``, ``ExecutionOptions``, ``ShiftOptions`` …)."""
+are one object (a notebook's parameters, a ``Sweep``, ``ExecutionOptions``, ``ShiftOptions`` …)."""
 
 from __future__ import annotations
 

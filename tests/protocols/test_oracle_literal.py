@@ -149,7 +149,7 @@ def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
     from pathlib import Path
 
     from dganalysis.studies.dryrun import notebook_defaults
-    from dganalysis.studies.plans import plan_for
+    from dganalysis.studies.study import plan_for
 
     nb = Path(__file__).resolve().parents[2] / "notebooks" / "04_leakage_oracle.ipynb"
     p = {**notebook_defaults(nb), "output_dir": str(tmp_path),

@@ -86,7 +86,7 @@ def test_cli_dummy_launch_and_delete_incomplete_as_domainbeds(domainbed, tmp_pat
              "--skip_confirmation"]
     for who in ("theirs", "ours"):  # a sweep folder with every state: done, incomplete, not launched
         out = tmp_path / who / "sweep"
-        jobs = drop_in.make_jobs(drop_in.build_parser().parse_args(["launch", "--output_dir", str(out), *flags]))
+        jobs = drop_in.domainbed_jobs(drop_in.build_parser().parse_args(["launch", "--output_dir", str(out), *flags]))
         for k, job in enumerate(jobs[:9]):
             os.makedirs(job.output_dir)
             if k % 3 == 0:
@@ -134,7 +134,7 @@ def test_local_launch_then_collect(data_root, tmp_path, monkeypatch, capsys):  #
             "--single_test_envs", "--steps", "3", "--hparams", '{"batch_size": 8}', "--data_dir", str(data_root),
             "--output_dir", str(out), "--command_launcher", "local", "--skip_confirmation"]
     assert drop_in.main(argv) == 0
-    jobs = drop_in.make_jobs(drop_in.build_parser().parse_args(argv))
+    jobs = drop_in.domainbed_jobs(drop_in.build_parser().parse_args(argv))
     assert len(jobs) == 3 and all(j.state == drop_in.Job.DONE for j in jobs)
     for j in jobs:
         assert {"out.txt", "err.txt", "results.jsonl", "done", "model.pkl"} <= {p.name for p in Path(j.output_dir).iterdir()}

@@ -146,7 +146,7 @@ def test_sweep_folders_are_md5_of_the_arguments(tmp_path):
     args = drop_in_sweep.build_parser().parse_args(
         ["launch", "--datasets", "PACS", "--algorithms", "ERM", "--n_hparams", "2", "--n_trials", "1",
          "--data_dir", "/d", "--output_dir", str(tmp_path), "--command_launcher", "dummy"])
-    jobs = drop_in_sweep.make_jobs(args)
+    jobs = drop_in_sweep.domainbed_jobs(args)
     assert len(jobs) == 2 * 10  # 4 single test envs + 6 pairs, 2 draws
     for job in jobs:
         plain = {k: v for k, v in job.train_args.items() if k != "output_dir"}
@@ -175,7 +175,7 @@ def test_a_run_still_training_is_neither_trained_twice_nor_deleted(tmp_path, cap
     argv = ["--datasets", "ColoredMNIST", "--algorithms", "ERM", "--n_hparams", "1", "--n_trials", "1",
             "--single_test_envs", "--data_dir", str(tmp_path / "d"), "--output_dir", str(tmp_path / "runs"),
             "--command_launcher", "dummy", "--skip_confirmation"]
-    jobs = drop_in_sweep.make_jobs(drop_in_sweep.build_parser().parse_args(["launch", *argv]))
+    jobs = drop_in_sweep.domainbed_jobs(drop_in_sweep.build_parser().parse_args(["launch", *argv]))
     for job in jobs:
         Path(job.output_dir).mkdir(parents=True)
     Path(jobs[0].output_dir, "out.txt").write_text("the live run's\n")

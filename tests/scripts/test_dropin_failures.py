@@ -144,7 +144,7 @@ def test_sweep_with_failed_runs_exits_nonzero_and_lists_them(tmp_path, monkeypat
     assert drop_in_sweep.main(argv) == 1
     out, err = capsys.readouterr()
     assert "Launched 3 jobs!" in out and "sweep: 2 of 3 runs failed" in err
-    jobs = drop_in_sweep.make_jobs(drop_in_sweep.build_parser().parse_args(argv))
+    jobs = drop_in_sweep.domainbed_jobs(drop_in_sweep.build_parser().parse_args(argv))
     for job in jobs:
         ok = job.train_args["test_envs"] == [1]
         assert job.state == (drop_in_sweep.Job.DONE if ok else drop_in_sweep.Job.INCOMPLETE)

@@ -66,7 +66,7 @@ def test_drop_in_sweep_through_slurm(tmp_path, monkeypatch):
 
     t0 = time.time()
     while time.time() - t0 < 300:
-        jobs = drop_in.make_jobs(drop_in.build_parser().parse_args(argv))
+        jobs = drop_in.domainbed_jobs(drop_in.build_parser().parse_args(argv))
         if all(j.state == drop_in.Job.DONE for j in jobs):
             break
         time.sleep(2)

@@ -13,8 +13,8 @@ from scipy import stats
 
 from dganalysis.studies import design as d
 from dganalysis.studies.findings import read_findings, replace_findings
-from dganalysis.studies.params import build_params
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import build_params, design_for
 from dganalysis.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +33,10 @@ def test_a_claims_power_is_recomputed_not_typed():
     from dganalysis.findings.power import REPS, simulated_power
 
     p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
-    claim = next(c for c in d.design_for("03_dynamic_dg", p) if c.key == "D+d2-named")
+    claim = next(c for c in design_for("03_dynamic_dg", p) if c.key == "D+d2-named")
     assert claim.kind == "decision"
     assert claim.power == pytest.approx(simulated_power(claim.decide, claim.simulate, claim.n, REPS, 0).power)
-    assert claim.n == p.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
+    assert claim.n == p.sweep.n_trials and claim.power >= d.MIN_POWER and claim.decidable and claim.runs
 
 
 def test_undecidable_claims_are_flagged_with_the_reason():
@@ -60,7 +60,7 @@ def test_undecidable_claims_are_flagged_with_the_reason():
 def test_quick_profile_trains_nothing_for_a_claim_it_cannot_decide(notebook):
     """A claim with runs of its own in the quick profile is decidable; one that is not is skipped or shares runs."""
     p = build_params(notebook, load_params("quick", notebook, ROOT))
-    claims = d.design_for(notebook, p)
+    claims = design_for(notebook, p)
     assert claims
     own = [c for c in claims if c.runs and not c.shared]
     assert all(c.decidable for c in own), [(c.key, c.blocker) for c in own]
@@ -68,7 +68,7 @@ def test_quick_profile_trains_nothing_for_a_claim_it_cannot_decide(notebook):
 
 def test_skipped_claims_are_recorded_as_not_run(tmp_path):
     p = build_params("03_dynamic_dg", load_params("quick", "03_dynamic_dg", ROOT))
-    claims = d.design_for("03_dynamic_dg", p)
+    claims = design_for("03_dynamic_dg", p)
     rows = d.not_run_findings(claims, "Zhang, Zhang & Liu (dynamic DG)")
     assert len(rows) == sum(not c.runs for c in claims) >= 4
     for r in rows:
@@ -80,7 +80,7 @@ def test_skipped_claims_are_recorded_as_not_run(tmp_path):
 
 def test_design_table_and_index_markdown(tmp_path):
     p = build_params("04_leakage_oracle", load_params("quick", "04_leakage_oracle", ROOT))
-    claims = d.design_for("04_leakage_oracle", p)
+    claims = design_for("04_leakage_oracle", p)
     frame = d.design_frame(claims)
     assert isinstance(frame, pd.DataFrame) and list(frame["key"]) == ["LPFT", "C1", "C2", "C3", "C4"]
     c1 = next(c for c in claims if c.key == "C1")

@@ -12,7 +12,8 @@ import pytest
 
 from dganalysis.cli import main
 from dganalysis.studies.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
-from dganalysis.studies.plans import PLANS, domain_names, plan_for
+from dganalysis.studies.plans import domain_names
+from dganalysis.studies.study import STUDIES, params_class, plan_for
 from dganalysis.sweep import Job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,41 +78,47 @@ def test_job_counts_follow_the_yaml(paper):
 
     p = yaml.safe_load((ROOT / "params/paper/07_worst_case.yaml").read_text())
     n07 = (paper.jobs["notebook"] == "07_worst_case").sum()
-    assert n07 == len(p["algorithms"]) * p["n_hparams"]  # one split, one trial per (algorithm, draw)
+    assert n07 == len(p["sweep"]["algorithms"]) * p["sweep"]["n_hparams"]  # one split, one trial per (algorithm, draw)
 
 
-@pytest.mark.parametrize("name", PLANS.names())
+@pytest.mark.parametrize("name", STUDIES.names())
 def test_plan_takes_the_notebooks_parameters(name):
-    """A plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
-    from dganalysis.studies.params import params_class
-
+    """A study's plan takes the notebook's parameter object, whose fields are the notebook's parameters."""
     params = list(pm.inspect_notebook(str(ROOT / "notebooks" / f"{name}.ipynb")))
-    (arg,) = inspect.signature(PLANS.get(name)).parameters.values()
+    (arg,) = inspect.signature(STUDIES.get(name).plan).parameters.values()
     assert arg.annotation in (params_class(name), params_class(name).__name__)
     assert params_class(name).names() == params, f"{name}: the parameter object's fields are not the notebook's"
 
 
-@pytest.mark.parametrize("name", [n for n in PLANS.names() if n not in ("01_dataset_construction", "08_audit")])  # no jobs
+@pytest.mark.parametrize("name", [n for n in STUDIES.names() if n not in ("01_dataset_construction", "08_audit")])  # no jobs
 def test_notebook_builds_its_jobs_with_its_plan(name):
-    """One way to build a notebook's jobs: the notebook calls the same plan the dry run calls."""
-    source = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
-    assert PLANS.get(name).__name__ in source, (f"{name} builds its jobs itself; call "
-                                                f"dganalysis.studies.plans.{PLANS.get(name).__name__} instead")
+    """One way to build a notebook's jobs: the notebook calls its study's plan, the one the dry run calls."""
+    source = (ROOT / "notebooks" / f"{name}.py").read_text()
+    assert f'S = study("{name}")' in source and "S.plan(P)" in source, (
+        f"{name} builds its jobs itself; call its study's plan (S.plan(P)) instead")
 
 
-def _project(tmp_path, edits: dict[str, str]) -> Path:
+def _project(tmp_path, edits: dict[str, str | tuple[str, str]]) -> Path:
+    """The repository's profiles with ``edits`` (notebook -> text appended to its paper YAML, or (old, new) lines
+    replaced in it)."""
     (tmp_path / "notebooks").symlink_to(ROOT / "notebooks")
     shutil.copytree(ROOT / "params", tmp_path / "params")
     for name, extra in edits.items():
         path = tmp_path / "params" / "paper" / f"{name}.yaml"
-        path.write_text(path.read_text() + extra)
+        text = path.read_text()
+        if isinstance(extra, tuple):
+            assert extra[0] in text, (name, extra[0])
+            path.write_text(text.replace(extra[0], extra[1]))
+        else:
+            path.write_text(text + extra)
     return tmp_path
 
 
 def test_bad_yaml_and_missing_inputs_are_reported(tmp_path, capsys, monkeypatch):
     root = _project(tmp_path, {
-        "01_dataset_construction": "\nbogus_parameter: 1\n", "07_worst_case": "\nalgorithms: [NoSuchAlg]\n",
-        "00_quickstart": "\nhparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}\n",
+        "01_dataset_construction": "\nbogus_parameter: 1\n",
+        "07_worst_case": ('  algorithms: ["ERM", "CORAL"', '  algorithms: ["NoSuchAlg", "CORAL"'),
+        "00_quickstart": ("  hparams_overrides: {}", "  hparams_overrides: {featurizer: cnn, pretrained: /nonexistent/cnn.pt}"),
         "06_shift_estimation": "\nfolder_root: /nonexistent/images\n",
         "04_leakage_oracle": "\ninception_weights: /nonexistent/inception.pt\n"})
     names = ["00_quickstart", "01_dataset_construction", "04_leakage_oracle", "06_shift_estimation", "07_worst_case"]
@@ -215,8 +222,9 @@ def test_leakage_plan_oracle_sweep_has_its_own_dataset_and_trials(tmp_path):
     oracle, lpft = plan.sweeps["oracle-K"], plan.sweeps["LP/FT"]
     assert {j.dataset for j in oracle} == {"ColoredDigits"} and {j.dataset for j in lpft} == {"RotatedDigits"}
     assert len(oracle) == 2 * 3 and {j.trial_seed for j in oracle} == {0, 1, 2}
-    assert {j.trial_seed for j in lpft} == set(range(p["n_trials"]))
-    assert ("ColoredDigits", {"image_size": 8}) in plan.datasets and ("RotatedDigits", p["dataset_kwargs"]) in plan.datasets
+    assert {j.trial_seed for j in lpft} == set(range(p["sweep"]["n_trials"]))
+    assert ("ColoredDigits", {"image_size": 8}) in plan.datasets
+    assert ("RotatedDigits", p["sweep"]["dataset_kwargs"]) in plan.datasets
 
 
 def test_every_sweep_breakdown_states_its_exact_count(paper):

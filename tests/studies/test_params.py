@@ -20,16 +20,10 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from dganalysis.studies import runner
-from dganalysis.studies.params import (
-    NOTEBOOK_PARAMS,
-    SHARED_RULES,
-    SWEEP_RULES,
-    SweepSettings,
-    build_params,
-    params_class,
-)
-from dganalysis.studies.plans import PLANS
+from dganalysis.studies.params import SHARED_RULES
 from dganalysis.studies.runner import INJECTED, list_notebooks, load_params
+from dganalysis.studies.study import STUDIES, build_params, params_class
+from dganalysis.sweep import Sweep
 from dganalysis.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +63,8 @@ def _inspected(name: str) -> dict:
 
 
 def test_every_notebook_has_a_parameter_object():
-    assert NOTEBOOK_PARAMS.names() == NOTEBOOKS
+    assert STUDIES.names() == NOTEBOOKS
+    assert all(STUDIES.get(n).params.notebook == n for n in NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -89,36 +84,35 @@ def test_object_fields_are_the_parameters_cell(name):
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_builds_its_object_and_its_planner_takes_it(name):
-    cls = params_class(name)
+    s = STUDIES.get(name)
     source = (ROOT / "notebooks" / f"{name}.py").read_text()
-    assert f"P = {cls.__name__}.from_namespace(globals())" in source
+    assert f'S = study("{name}")' in source and "P = S.params.from_namespace(globals())" in source
+    (arg,) = inspect.signature(s.plan).parameters
+    assert typing.get_type_hints(s.plan)[arg] is s.params
     # the PaHCC build and the audit train nothing: their notebooks make no planner call (the dry run still does)
-    if name in PLANS and name not in ("01_dataset_construction", "08_audit"):
-        fn = PLANS.get(name)
-        (arg,) = inspect.signature(fn).parameters
-        assert typing.get_type_hints(fn)[arg] is cls
-        assert f"{fn.__name__}(P)" in source
+    if name not in ("01_dataset_construction", "08_audit"):
+        assert "S.plan(P)" in source
 
 
 #: a valid value other than the default, where the generic change (:func:`_new_value`) is not one
 NEW_VALUES = {
     "baseline": "CORAL", "selections": "all", "reference": "shipped:domainbed",
     "bandwidth": "shared", "evaluate_on": "test_domain", "correction": "bonferroni", "selection_method": "oracle",
-    "featurizer": "cnn", "algorithm": "CORAL", "dataset": "ColoredDigits",
+    "featurizer": "cnn",
     "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
     "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3], "angles": [0, 30, 60, 90],
     "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
     "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
     "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
-    "algorithms": ["ERM", "WM", "G2DM"], "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
-    "dataset_kwargs": {"image_size": 12}, "hparams_overrides": {"featurizer": "cnn"},
+    "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
     # nested sweeps: some keys only (the others keep the cell's values)
+    "sweep": {"steps": 15, "checkpoint_freq": 3},
     "oracle": {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 12}, "search_overrides": None,
                "splits": [{"train": ["+90%"], "test": ["-90%"]}], "steps": 15},
     "ranking": {"algorithms": ["ERM"], "n_trials": 1, "hparams_overrides": {"featurizer": "cnn"}},
     "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
     "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
-    "dataset_steps": {"RotatedDigits": 5}, "search_overrides": {"lr": {"log10_uniform": [-4, -3]}},
+    "dataset_steps": {"RotatedDigits": 5},
     "search_protocol": "yu2024", "family": "table",
 }
 
@@ -146,9 +140,9 @@ CASES = [(n, p) for n in NOTEBOOKS for p in params_class(n).names()]
 
 
 def _got(obj, param: str, value):
-    """``obj``'s ``param``; a nested sweep (:class:`SweepSettings`) as the keys ``value`` sets."""
+    """``obj``'s ``param``; a nested sweep (:class:`dganalysis.sweep.Sweep`) as the keys ``value`` sets."""
     got = getattr(obj, param)
-    if isinstance(got, SweepSettings):
+    if isinstance(got, Sweep):
         assert list(got.as_dict()) == list(type(obj).defaults()[param])  # the cell's keys, in order
         return {k: got.as_dict()[k] for k in value}
     return got
@@ -197,10 +191,13 @@ def test_consistency_checks_name_the_parameter():
 
     with pytest.raises(ConfigError, match=r"parameter 'rho_small': 0\.3 is not among rhos"):
         WorstCaseParams(rho_small=0.3)
-    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['MMD'\] are not in algorithms"):
+    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['MMD'\] are not in sweep\.algorithms"):
         WorstCaseParams(compare_models=["MMD"])
-    with pytest.raises(ConfigError, match=r"parameter 'steps' \(the notebook's default is 20\): expected an integer"):
-        WorstCaseParams(steps=20.5)
+    with pytest.raises(ConfigError, match=r"parameter 'sweep\.steps' \(the notebook's default is 20\): expected an "
+                                          r"integer"):
+        WorstCaseParams(sweep={"steps": 20.5})
+    with pytest.raises(ConfigError, match=r"parameter 'compare_models': \['G2DM'\] are not in sweep\.algorithms"):
+        WorstCaseParams(sweep={"algorithms": ["ERM", "WM"]})
     with pytest.raises(ConfigError, match=r"parameter 'alpha'"):
         LeaderboardsParams(alpha=1.5)
     with pytest.raises(ConfigError, match=r"parameter 'fid_n_samples'"):  # a covariance needs two images
@@ -226,12 +223,14 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
 
 
 #: a bad value for every parameter name several notebooks share and check the same way
-_SHARED_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "n_workers": 0, "batch_size": 0,
-               "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5, "algorithms": [],
+_SHARED_BAD = {"n_workers": 0, "batch_size": 0, "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5,
                "selection_method": "trainig_domain"}
 #: shared names checked by kind only, or by a rule across parameters in the class's own check
-_SHARED_KIND_ONLY = {"dataset", "dataset_kwargs", "datasets", "dataset_overrides", "hparams_overrides", "featurizer",
-                     "train_domains", "test_domains"}
+_SHARED_KIND_ONLY = {"datasets", "dataset_overrides", "featurizer", "train_domains", "test_domains"}
+#: a bad value for each key of a sweep (every notebook's nested sweep refuses it, naming ``parameter.key``)
+_SWEEP_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "algorithms": [],
+              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X"}], "dataset_kwargs": [1],
+              "dataset": "", "hparams_overrides": [1], "search_overrides": [1]}
 
 
 def test_every_shared_parameter_name_is_ruled():
@@ -239,18 +238,18 @@ def test_every_shared_parameter_name_is_ruled():
 
     from dganalysis.studies.params import NotebookParams
 
-    counts = Counter(n for nb in NOTEBOOK_PARAMS.names() for n in NOTEBOOK_PARAMS.get(nb).names()
+    counts = Counter(n for nb in STUDIES.names() for n in params_class(nb).names()
                      if n not in NotebookParams.names())
     shared = {n for n, k in counts.items() if k > 1}
-    assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == set()
+    assert shared - set(_SHARED_BAD) - _SHARED_KIND_ONLY == {"sweep"}  # a sweep checks its own keys
     assert set(_SHARED_BAD) <= set(SHARED_RULES)
 
 
-@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_PARAMS.names()))
+@pytest.mark.parametrize("notebook", sorted(STUDIES.names()))
 def test_shared_parameter_names_have_one_rule(notebook):
     """A parameter name several notebooks share ("steps", "alpha", "algorithms", ...) is refused with the same rule
     wherever it appears (SHARED_RULES), before the notebook's own checks."""
-    cls = NOTEBOOK_PARAMS.get(notebook)
+    cls = params_class(notebook)
     for name, bad in _SHARED_BAD.items():
         if name in cls.names():
             with pytest.raises(ConfigError, match=f"parameter '{name}'"):
@@ -261,30 +260,33 @@ def test_shared_parameter_names_have_one_rule(notebook):
 
 
 def test_sweep_settings_fill_missing_keys_and_feed_the_planner():
-    """04's ``oracle`` and 06's ``ranking`` become :class:`SweepSettings`; keys left out take the cell's values."""
+    """04's ``sweep`` and ``oracle`` and 06's ``ranking`` become :class:`Sweep`; keys left out take the cell's
+    values."""
     from dganalysis.studies.params import LeakageOracleParams, ShiftEstimationParams
 
     p = LeakageOracleParams(oracle={"steps": 7})
-    assert isinstance(p.oracle, SweepSettings) and p.oracle.steps == 7
+    assert isinstance(p.oracle, Sweep) and p.oracle.steps == 7
     assert p.oracle.dataset == "RotatedDigits" and p.oracle.n_hparams == 2 and p.oracle.n_trials == 2
     assert p.as_dict()["oracle"] == {**LeakageOracleParams.defaults()["oracle"], "steps": 7}  # a plain mapping
-    assert {j.steps for j in PLANS.get("04_leakage_oracle")(p).sweeps["oracle-K"]} == {7}
-    assert LeakageOracleParams.sweep_names() == ["oracle"] and ShiftEstimationParams.sweep_names() == ["ranking"]
+    assert {j.steps for j in STUDIES.get("04_leakage_oracle").plan(p).sweeps["oracle-K"]} == {7}
+    assert LeakageOracleParams.sweep_names() == ["sweep", "oracle"]
+    assert ShiftEstimationParams.sweep_names() == ["ranking"]
     r = ShiftEstimationParams(ranking={"algorithms": ["ERM", "IRM", "CORAL"]}).ranking
     assert r.algorithms == ["ERM", "IRM", "CORAL"] and r.checkpoint_freq == 5
 
 
-@pytest.mark.parametrize("key, bad", [(k, v) for k, v in _SHARED_BAD.items() if k in SWEEP_RULES] +
-                         [("splits", [{"train": ["0"], "test": ["0"]}]), ("datasets", [{"name": "X"}]),
-                          ("dataset_kwargs", [1])])
-def test_nested_sweep_keys_follow_the_shared_rules(key, bad):
-    """A nested key is refused by the same rule as the flat parameter of that name (SWEEP_RULES), naming
+@pytest.mark.parametrize("key, bad", list(_SWEEP_BAD.items()))
+def test_nested_sweep_keys_follow_the_sweeps_rules(key, bad):
+    """A key of any notebook's nested sweep is refused by :class:`Sweep`'s one rule for it, naming
     ``parameter.key``."""
-    for name, param in (("04_leakage_oracle", "oracle"), ("06_shift_estimation", "ranking")):
-        if key not in params_class(name).defaults()[param]:
-            continue
-        with pytest.raises(ConfigError, match=rf"x\.yaml: parameter '{param}\.{key}"):
-            build_params(name, {param: {key: bad}}, "x.yaml")
+    checked = 0
+    for name in NOTEBOOKS:
+        for param in params_class(name).sweep_names():
+            if key in params_class(name).defaults()[param]:
+                checked += 1
+                with pytest.raises(ConfigError, match=rf"x\.yaml: parameter '{param}\.{key}"):
+                    build_params(name, {param: {key: bad}}, "x.yaml")
+    assert checked, f"no notebook's sweep has the key {key!r}"
 
 
 def test_nested_sweep_errors_name_the_file_parameter_and_key():
@@ -337,3 +339,19 @@ def test_paper_variant_overrides_only_the_oracle_keys_it_names():
         assert (o["n_hparams"], o["n_trials"], o["dataset_kwargs"]) == (base["oracle"]["n_hparams"],
                                                                        base["oracle"]["n_trials"],
                                                                        base["oracle"]["dataset_kwargs"])
+
+
+def test_a_flat_sweep_key_says_where_it_belongs(tmp_path):
+    """A profile written with the sweep's keys at the top level is refused, naming the nested mapping they go in."""
+    with pytest.raises(ConfigError, match=r"x\.yaml: unknown parameter\(s\) \['steps'\]; .* \['steps'\] are sweep "
+                                          r"settings: give them in the nested mapping 'sweep' \(sweep: \{steps: \.\.\.\}\)"):
+        build_params("07_worst_case", {"steps": 5}, "x.yaml")
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "04_leakage_oracle.ipynb", tmp_path / "notebooks")
+    (tmp_path / "params" / "t").mkdir(parents=True)
+    (tmp_path / "params" / "t" / "04_leakage_oracle.yaml").write_text("n_trials: 3\n")
+    with pytest.raises(ConfigError, match=r"04_leakage_oracle\.yaml: unknown parameter\(s\) \['n_trials'\]; .* "
+                                          r"give them in the nested mapping 'sweep'"):
+        runner.load_params("t", "04_leakage_oracle", tmp_path)
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['rhos'\]; [^;]*$"):  # not a sweep key: no hint
+        build_params("04_leakage_oracle", {"rhos": [0.0]}, "x.yaml")

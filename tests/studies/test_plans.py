@@ -11,8 +11,10 @@ import pytest
 from dganalysis.algorithms import default_hparams
 from dganalysis.protocols import leaderboard as lb
 from dganalysis.studies.params import LeaderboardsParams
-from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan, plan_for
+from dganalysis.studies.plans import leaderboard_boards, leaderboards_plan
 from dganalysis.studies.runner import load_params
+from dganalysis.studies.study import plan_for
+from dganalysis.sweep import Sweep
 from dganalysis.training.hparams import draw_seed, name_state
 from dganalysis.validation import ConfigError
 
@@ -23,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SMALL = dict(datasets={"RotatedDigits": {"image_size": 8, "angles": [0, 30, 60]},
                        "ColoredDigits": {"image_size": 8}},
-             logo_groups={"RotatedDigits": [["0", "30"]]}, algorithms=["ERM", "MMD"], n_hparams=2, n_trials=1,
-             steps=3, checkpoint_freq=3, hparams_overrides={"featurizer": "smallcnn"})
+             logo_groups={"RotatedDigits": [["0", "30"]]},
+             sweep={"algorithms": ["ERM", "MMD"], "n_hparams": 2, "n_trials": 1, "steps": 3, "checkpoint_freq": 3,
+                    "hparams_overrides": {"featurizer": "smallcnn"}})
 
 
 def _plan(**params):
@@ -46,7 +49,7 @@ def test_quick_profile_trains_for_c2_only_when_the_design_can_decide_it():
     assert plan.jobs == [] and any("C2" in o and "simulated power" in o for o in plan.other), plan.other
     kept = plan_for("05_leaderboards", {**params, "skip_undecidable": False})
     assert len(kept.sweeps["LODO"]) == 3 * 6 * 3 and len(kept.sweeps["LOGO"]) == 3 * 3 * 3 and not kept.other
-    no_pair = {**params, "algorithms": ["ERM", "Mixup", "VREx"]}
+    no_pair = {**params, "sweep": {**params["sweep"], "algorithms": ["ERM", "Mixup", "VREx"]}}
     skipped = plan_for("05_leaderboards", no_pair)
     assert skipped.jobs == [] and any("C2" in o and "no expected effect" in o for o in skipped.other), skipped.other
 
@@ -79,22 +82,23 @@ def test_lodo_domains_choose_the_held_out_domains():
 
 
 def test_board_settings_merge_or_replace():
+    sweep = Sweep(algorithms=["ERM", "MMD"], steps=3, hparams_overrides={"featurizer": "smallcnn"},
+                  search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}})
     specs = leaderboard_boards(
         {"scratch": {"datasets": ["RotatedDigits"], "hparams_overrides": {"lr": 0.1},
                      "search_overrides": {"lr": {"log10_uniform": [-4.5, -3]}}, "steps": 7, "dataset_steps": {},
                      "dataset_overrides": {"RotatedDigits": {"batch_size": 4}}},
          "default": {}},
-        datasets=SMALL["datasets"], hparams_overrides={"featurizer": "smallcnn"},
-        search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}},
-        dataset_overrides={"RotatedDigits": {"augment": True}}, steps=3, dataset_steps={"ColoredDigits": 5})
+        datasets=SMALL["datasets"], sweep=sweep, dataset_overrides={"RotatedDigits": {"augment": True}},
+        dataset_steps={"ColoredDigits": 5})
     s = specs["scratch"]
-    assert s["datasets"] == ["RotatedDigits"] and s["steps"] == 7 and s["dataset_steps"] == {}
-    assert s["hparams_overrides"] == {"featurizer": "smallcnn", "lr": 0.1}
-    assert s["search_overrides"] == {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}},
-                                     "lr": {"log10_uniform": [-4.5, -3]}}
+    assert s["datasets"] == ["RotatedDigits"] and s["sweep"].steps == 7 and s["dataset_steps"] == {}
+    assert s["sweep"].hparams_overrides == {"featurizer": "smallcnn", "lr": 0.1}
+    assert s["sweep"].search_overrides == {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}},
+                                           "lr": {"log10_uniform": [-4.5, -3]}}
     assert s["dataset_overrides"] == {"RotatedDigits": {"augment": True, "batch_size": 4}}
     d = specs["default"]
-    assert d["datasets"] == list(SMALL["datasets"]) and d["steps"] == 3 and d["dataset_steps"] == {"ColoredDigits": 5}
+    assert d["datasets"] == list(SMALL["datasets"]) and d["sweep"] == sweep and d["dataset_steps"] == {"ColoredDigits": 5}
 
 
 @pytest.mark.parametrize("boards, match", [
@@ -107,6 +111,7 @@ def test_board_settings_merge_or_replace():
     ({"a / b": {}}, r"leaderboards\['a / b'\]: a board name is a non-empty string without ' / '"),
     ({"scratch": [1]}, r"leaderboards\['scratch'\]: expected a mapping"),
     ({"scratch": {"hparams_overrides": [1]}}, r"leaderboards\['scratch'\]\.hparams_overrides: expected a mapping"),
+    ({"scratch": {"steps": 0}}, r"leaderboards\['scratch'\]: parameter 'sweep\.steps': expected an integer"),
     (["scratch"], r"leaderboards: expected a mapping"),
 ])
 def test_bad_boards_are_refused_before_any_work(boards, match):
@@ -115,7 +120,7 @@ def test_bad_boards_are_refused_before_any_work(boards, match):
 
 
 def test_board_jobs_carry_their_settings():
-    plan = _plan(search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}},
+    plan = _plan(sweep={**SMALL["sweep"], "search_overrides": {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}},
                              leaderboards={"main": {}, "scratch": {
                                  "datasets": ["RotatedDigits"], "steps": 11, "hparams_overrides": {"augment": True},
                                  "search_overrides": {"lr": {"log10_uniform": [-4.5, -3]}}}})
@@ -151,7 +156,7 @@ def test_paper_profile_expresses_the_three_boards_of_table5():
     plan = plan_for("05_leaderboards", p)
     boards = ["MoCo-v2 ResNet-50", "no pretraining ResNet-50", "MoCo-v3 ViT-B/16"]
     assert list(plan.sweeps) == [lb.board_label(b, proto) for b in boards for proto in ("LODO", "LOGO")]
-    n = len(p["algorithms"]) * p["n_hparams"] * p["n_trials"]  # 300 jobs per split
+    n = len(p["sweep"]["algorithms"]) * p["sweep"]["n_hparams"] * p["sweep"]["n_trials"]  # 300 jobs per split
     splits = {"LODO": 4 + 4 + 4 + 6 + 6, "LOGO": 3 + 3}
     for b in boards:
         for proto, k in splits.items():

@@ -8,7 +8,7 @@ import math
 import pytest
 from _tiny import DOMAINS, TINY
 
-from dganalysis.sweep import Job, load_sweep_yaml, make_jobs
+from dganalysis.sweep import Job, Sweep, load_sweep_yaml, make_jobs
 from dganalysis.validation import ConfigError
 
 
@@ -30,35 +30,46 @@ def test_job_id_is_stable_and_ignores_save_model():
 
 def test_grid_sizes_for_every_split_kind():
     doms = ["a", "b", "c", "d"]
-    loo = make_jobs(TINY, {}, ["ERM"], "leave_one_out", 2, 3, 10, 5, domains=doms)
+    loo = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=2,
+                          n_trials=3, steps=10, checkpoint_freq=5), domains=doms)
     assert len(loo) == 4 * 2 * 3
     assert {j.test_domains for j in loo} == {("a",), ("b",), ("c",), ("d",)}
-    logo = make_jobs(TINY, {}, ["ERM"], {"leave_one_group_out": 2}, 1, 1, 10, 5, domains=doms)
+    logo = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits={"leave_one_group_out": 2},
+                           n_hparams=1, n_trials=1, steps=10, checkpoint_freq=5), domains=doms)
     assert len(logo) == math.comb(4, 2) == 6
     assert all(len(j.test_domains) == 2 and len(j.train_domains) == 2 for j in logo)
     assert len({j.job_id for j in logo}) == 6
-    assert len(make_jobs(TINY, {}, ["ERM"], {"leave_one_group_out": 3}, 1, 1, 10, 5, domains=doms)) == 4
+    assert len(make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits={"leave_one_group_out": 3},
+                               n_hparams=1, n_trials=1, steps=10, checkpoint_freq=5), domains=doms)) == 4
     explicit = [{"train": ["a", "b"], "test": ["d"]}, {"train": ["a", "b", "c"], "test": ["d"], "val": []}]
-    ex = make_jobs(TINY, {}, ["ERM"], explicit, 1, 2, 10, 5, domains=doms)
+    ex = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits=explicit, n_hparams=1, n_trials=2,
+                         steps=10, checkpoint_freq=5), domains=doms)
     assert len(ex) == 4 and ex[0].train_domains == ("a", "b") and ex[2].train_domains == ("a", "b", "c")
     with pytest.raises(ValueError, match="unknown domains"):
-        make_jobs(TINY, {}, ["ERM"], [{"train": ["a"], "test": ["zzz"]}], 1, 1, 10, 5, domains=doms)
+        make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits=[{"train": ["a"],
+                        "test": ["zzz"]}], n_hparams=1, n_trials=1, steps=10, checkpoint_freq=5), domains=doms)
     with pytest.raises(ValueError, match="leave_one_group_out k"):
-        make_jobs(TINY, {}, ["ERM"], {"leave_one_group_out": 4}, 1, 1, 10, 5, domains=doms)
+        make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits={"leave_one_group_out": 4},
+                        n_hparams=1, n_trials=1, steps=10, checkpoint_freq=5), domains=doms)
     with pytest.raises(ConfigError, match="algorithms: unknown algorithm"):
-        make_jobs(TINY, {}, ["NoSuchAlgorithm"], "leave_one_out", 1, 1, 10, 5, domains=doms)
+        make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["NoSuchAlgorithm"], splits="leave_one_out",
+                        n_hparams=1, n_trials=1, steps=10, checkpoint_freq=5), domains=doms)
     # leave_one_out without given domains reads them from the dataset
-    assert [j.test_domains[0] for j in make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, 4, 2)] == DOMAINS
+    assert [j.test_domains[0] for j in make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"],
+                                                       splits="leave_one_out", n_hparams=1, n_trials=1, steps=4,
+                                                       checkpoint_freq=2))] == DOMAINS
 
 
 def test_overrides_flat_and_per_algorithm():
-    jobs = make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, 10, 5, domains=["a", "b"],
-                     hparams_overrides={"lr": 1e-4, "ERM": {"batch_size": 16}},
-                     search_overrides={"lr": {"log10_uniform": [-4.5, -3]}})
+    jobs = make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=1,
+                           n_trials=1, steps=10, checkpoint_freq=5, hparams_overrides={"lr": 1e-4,
+                           "ERM": {"batch_size": 16}}, search_overrides={"lr": {"log10_uniform": [-4.5, -3]}}),
+                           domains=["a", "b"])
     assert dict(jobs[0].hparams_overrides) == {"lr": 1e-4, "batch_size": 16}
     assert dict(jobs[0].search_overrides) == {"lr": {"log10_uniform": [-4.5, -3]}}
     with pytest.raises(ConfigError, match="belong to none"):
-        make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, 10, 5, domains=["a", "b"], hparams_overrides={"nope": 1})
+        make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=1,
+                        n_trials=1, steps=10, checkpoint_freq=5, hparams_overrides={"nope": 1}), domains=["a", "b"])
 
 
 def test_load_sweep_yaml(tmp_path):

@@ -10,7 +10,7 @@ from _tiny import FAST_HPARAMS, TINY, TINY_FILE
 from dganalysis.algorithms import register_algorithm
 from dganalysis.algorithms.erm import ERM
 from dganalysis.algorithms.registry import ALGORITHMS
-from dganalysis.sweep import ExecutionOptions, Job, make_jobs, run_sweep
+from dganalysis.sweep import ExecutionOptions, Job, Sweep, make_jobs, run_sweep
 
 if "_EngineRaise" not in ALGORITHMS:
 
@@ -28,8 +28,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _jobs(algorithms=("ERM",), steps=4, **kw):
-    return make_jobs(TINY, {}, list(algorithms), kw.pop("splits", "leave_one_out"), kw.pop("n_hparams", 1),
-                     kw.pop("n_trials", 1), steps, 2, hparams_overrides=kw.pop("hparams_overrides", FAST_HPARAMS), **kw)
+    return make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=list(algorithms), splits=kw.pop("splits",
+                           "leave_one_out"), n_hparams=kw.pop("n_hparams", 1), n_trials=kw.pop("n_trials", 1),
+                           steps=steps, checkpoint_freq=2, hparams_overrides=kw.pop("hparams_overrides", FAST_HPARAMS),
+                           **kw))
 
 
 def test_dry_run_trains_nothing(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.sweep import ExecutionOptions, launcher, make_jobs, packing, run_sweep
+from dganalysis.sweep import ExecutionOptions, Sweep, launcher, make_jobs, packing, run_sweep
 from dganalysis.validation import ConfigError
 from tests.sweep._fake_mps import _calls, install_fake_mps
 
@@ -113,7 +113,8 @@ def test_mps_daemon_absent_or_disabled(fake_mps, monkeypatch, tmp_path):
 
 # --------------------------------------------------------------------------- the launcher
 def _jobs(steps=3):
-    return make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, steps, 2, hparams_overrides=FAST_HPARAMS)
+    return make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=1,
+                           n_trials=1, steps=steps, checkpoint_freq=2, hparams_overrides=FAST_HPARAMS))
 
 
 def _records(store: Path, job) -> list[dict]:

@@ -9,7 +9,7 @@ import pytest
 from _tiny import FAST_HPARAMS, TINY, TINY_FILE
 
 from dganalysis.records import load, select
-from dganalysis.sweep import make_jobs, run_sweep
+from dganalysis.sweep import Sweep, make_jobs, run_sweep
 from dganalysis.sweep.launcher import ExecutionOptions
 from dganalysis.sweep.search_protocol import (
     check_protocol,
@@ -25,9 +25,9 @@ EXEC = ExecutionOptions(imports=(TINY_FILE,))
 
 
 def _grid(n_hparams=3, n_trials=3):
-    return make_jobs(TINY, {}, ["ERM"], [{"train": ["d0", "d1"], "test": ["d2"]}], n_hparams=n_hparams,
-                     n_trials=n_trials, steps=4, checkpoint_freq=2, hparams_overrides=FAST_HPARAMS,
-                     domains=["d0", "d1", "d2"])
+    return make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits=[{"train": ["d0", "d1"],
+                           "test": ["d2"]}], n_hparams=n_hparams, n_trials=n_trials, steps=4, checkpoint_freq=2,
+                           hparams_overrides=FAST_HPARAMS), domains=["d0", "d1", "d2"])
 
 
 def test_counts_and_bad_name():
@@ -77,8 +77,8 @@ def test_leaderboards_plan_states_both_counts():
     from dganalysis.studies.plans import leaderboards_plan
 
     kw = dict(datasets={"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40]}}, logo_groups={},
-              algorithms=["ERM"], n_hparams=4, n_trials=3, steps=5, checkpoint_freq=5,
-              hparams_overrides={"featurizer": "smallcnn"})
+              sweep={"algorithms": ["ERM"], "n_hparams": 4, "n_trials": 3, "steps": 5, "checkpoint_freq": 5,
+                     "hparams_overrides": {"featurizer": "smallcnn"}})
     plan = leaderboards_plan(LeaderboardsParams(**kw, search_protocol="yu2024"))
     assert plan.search_protocol == "yu2024" and len(plan.sweeps["LODO"]) == 36
     assert plan.other == ["search protocol yu2024 (Yu et al. 2024), sweep LODO: runs 18 jobs, 12 searched at trial 0 "

@@ -10,7 +10,7 @@ import time
 import pytest
 from _tiny import FAST_HPARAMS, TINY
 
-from dganalysis.sweep import ClaimPolicy, ExecutionOptions, make_jobs, run_sweep
+from dganalysis.sweep import ClaimPolicy, ExecutionOptions, Sweep, make_jobs, run_sweep
 from dganalysis.sweep.store import ClaimInfo, ClaimLost, job_state, read_claim, try_claim
 from dganalysis.training.job import Job
 from dganalysis.validation import ConfigError
@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _jobs(steps=3):
-    return make_jobs(TINY, {}, ["ERM"], "leave_one_out", 1, 1, steps, 2, hparams_overrides=FAST_HPARAMS)
+    return make_jobs(Sweep(dataset=TINY, dataset_kwargs={}, algorithms=["ERM"], splits="leave_one_out", n_hparams=1,
+                           n_trials=1, steps=steps, checkpoint_freq=2, hparams_overrides=FAST_HPARAMS))
 
 
 def _foreign_claim(job_dir, age_s: float, lease_s: float = 5.0, host: str = "other-node"):

@@ -55,11 +55,13 @@ from dganalysis import io
 
 FAKE_BANNER = ("> **FAKE DATA — smoke run.** Every dataset and weight file of this run is random numbers in the "
                "published layouts (dganalysis.studies.smoke); the numbers below mean nothing.\n\n")
-_SCALE = re.compile(r"(^|_)(steps|trials|n_hparams|checkpoint_freq|writers|n_classes|n_samples|n_eval|n_input|"
-                    r"max_per_env|max_points|n_bootstrap)$")
+#: the scale parameters besides the sweeps' (which shrink themselves, :meth:`dganalysis.sweep.Sweep.shrunk`)
+_SCALE = re.compile(r"(^|_)(steps|trials|writers|n_classes|n_samples|n_eval|n_input|max_per_env|max_points|"
+                    r"n_bootstrap)$")
 _GRIDS = {"fig4_rho", "fig4_mu", "table3_rho_te", "rhos", "input_rhos", "frozen_stages"}
 #: trials / draws a notebook's cells need at least (paired tests over trials, the oracle's CIs)
-_AT_LEAST = {"03_dynamic_dg": {"n_trials": 2}, "04_leakage_oracle": {"oracle.n_trials": 2, "oracle.n_hparams": 2}}
+_AT_LEAST = {"03_dynamic_dg": {"sweep.n_trials": 2},
+             "04_leakage_oracle": {"oracle.n_trials": 2, "oracle.n_hparams": 2}}
 MAX_IMAGE = 16
 #: PaHCC's image size (``02_binarization_study``, ``03_dynamic_dg``): their ResNet-18 has a 3×3 stem (``conv1_3x3``)
 #: that keeps the full resolution, so its cost grows with the pixels (a one-step job: 1.3 s at 8 px, 3.2 s at 16 px)
@@ -111,37 +113,14 @@ def _one_per_kind(specs: Any) -> Any:
     return list(seen_l.values())
 
 
-def _smoke_sweep(sweep: Mapping[str, Any], at_least: Mapping[str, int], named: set[str],
-                 prefix: str = "") -> dict[str, Any]:
-    """A sweep's shape shrunk: one-step jobs, one draw and one trial (``at_least``: ``prefix + key`` -> the least a
-    cell needs), the first two algorithms (plus those in ``named``), one dataset per loader kind, the first split,
-    batch size :data:`BATCH`. ``sweep`` is the notebook's parameters (its own sweep's flat fields) or one nested
-    sweep mapping (:class:`dganalysis.studies.params.SweepSettings`'s keys)."""
-    out = dict(sweep)
-    for k in ("steps", "checkpoint_freq"):
-        if isinstance(out.get(k), int) and not isinstance(out[k], bool):
-            out[k] = min(out[k], SWEEP_STEPS)
-    for k in ("n_hparams", "n_trials"):
-        if k in out:
-            out[k] = at_least.get(prefix + k, 1)
-    if isinstance(out.get("algorithms"), list):
-        out["algorithms"] = list(dict.fromkeys(out["algorithms"][:2] + [a for a in out["algorithms"] if a in named]))
-    if out.get("datasets"):
-        out["datasets"] = _one_per_kind(out["datasets"])
-    if prefix and out.get("splits"):  # one split, as the notebooks' own defaults
-        out["splits"] = out["splits"][:1]
-    if isinstance(out.get("hparams_overrides"), dict):
-        out["hparams_overrides"] = {**out["hparams_overrides"], "batch_size": BATCH}
-    return out
-
-
 def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; a nested sweep
-    (``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the notebook's
-    defaults for the keys it leaves out and shrunk like the notebook's own sweep (:func:`_smoke_sweep`)."""
-    from dganalysis.studies.params import NOTEBOOK_PARAMS, params_class
+    """``params`` (a paper YAML, validated) shrunk for the smoke run as the module doc says; each nested sweep
+    (``sweep``, ``04_leakage_oracle``'s ``oracle``, ``06_shift_estimation``'s ``ranking``) is completed with the
+    notebook's defaults for the keys it leaves out and shrinks itself (:meth:`dganalysis.sweep.Sweep.shrunk`)."""
+    from dganalysis.studies.study import has_study, params_class
+    from dganalysis.sweep.spec import Sweep
 
-    nested = params_class(name).sweep_names() if name.split("@", 1)[0] in NOTEBOOK_PARAMS else []
+    nested = params_class(name).sweep_names() if has_study(name) else []
     out = dict(params)
     for k, v in params.items():
         d = defaults.get(k)
@@ -155,10 +134,14 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
     named = {a for k in ("loss_models", "compare_models") for a in out.get(k, [])}
     at_least = _AT_LEAST.get(name.split("@", 1)[0], {})
-    out = _smoke_sweep(out, at_least, named)
-    for k in nested:
+    for k in nested:  # each sweep shrinks itself; the keys a YAML leaves out take the notebook's defaults first
         if isinstance(out.get(k, {}), Mapping) and isinstance(defaults.get(k), Mapping):
-            out[k] = _smoke_sweep({**defaults[k], **out.get(k, {})}, at_least, named, f"{k}.")
+            sweep = Sweep.from_mapping({**defaults[k], **out.get(k, {})}, k, defaults[k])
+            least = {key.split(".", 1)[1]: n for key, n in at_least.items() if key.startswith(f"{k}.")}
+            out[k] = sweep.shrunk(SWEEP_STEPS, least, keep=sorted(named), batch_size=BATCH,
+                                  one_per_kind=_one_per_kind).as_dict()
+    if isinstance(out.get("datasets"), dict):  # 00, 05: name -> builder kwargs
+        out["datasets"] = _one_per_kind(out["datasets"])
     if out.get("map_datasets"):
         out["map_datasets"] = _one_per_kind(out["map_datasets"])
     if out.get("map_datasets"):  # the shift map fits a KDE per class: more images than the fake folder trees hold
@@ -173,7 +156,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         # 05: LODO holds out one domain, the first of the first kept group (NICO++: 1 split, not 6)
         out["lodo_domains"] = {n: [g[0][0]] for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
-    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its oracle sweep: _smoke_sweep)
+    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its sweeps: Sweep.shrunk)
         out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
@@ -236,10 +219,10 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
     shrunk parameters of every run, by run label (``<notebook>`` or ``<notebook>@<variant>``)."""
     from dganalysis.nets.published import by_file
     from dganalysis.studies.dryrun import notebook_defaults
-    from dganalysis.studies.params import NOTEBOOK_PARAMS, build_params
     from dganalysis.studies.runner import load_all_params, run_label
     from dganalysis.studies.smoke.trees import write_fake_data, write_reference_images
     from dganalysis.studies.smoke.weights import write_fake_weights
+    from dganalysis.studies.study import build_params, has_study
 
     data, weights = folder / "fake_data", folder / "fake_weights"
     shrunk = {}
@@ -249,7 +232,7 @@ def prepare(folder: Path, names: list[str], root: Path) -> dict[str, dict]:
         shrunk[n] = smoke_params(n, base, defaults)
         shrunk.update({run_label(n, v): smoke_params(n, p, defaults) for v, p in variants.items()})
     for label, p in shrunk.items():  # the shrunk parameters pass the notebook's own checks
-        if label.split("@", 1)[0] in NOTEBOOK_PARAMS:
+        if has_study(label):
             build_params(label, p, f"smoke run of {label}")
     files = set().union(*(_referenced(p, str(weights)) for p in shrunk.values()))
     unknown = sorted(f for f in files if by_file(f) is None)
