@@ -94,7 +94,7 @@ from dganalysis.data import load_dataset, provenance
 from dganalysis.dro import compare_input_representation, study
 from dganalysis.studies.findings import replace_findings
 from dganalysis.sweep import run_sweep
-from dganalysis.train import load_model
+from dganalysis.training.train import load_model
 plots.setup_style(), torch.set_num_threads(P.n_threads)
 ds = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)
 
