@@ -28,10 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis import io
-from dganalysis.records.selection import METHODS, methods
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.tables import FORMATS
-
-DOMAINBED_METHODS = tuple(methods(domainbed=True))  # what DomainBed prints
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,9 +115,9 @@ def main_collect(args: argparse.Namespace) -> int:
     memo = SweepMemo(args.dirs, "collect", parts)
     printed = None if args.fresh else memo.get()
     if printed is None:
-        from dganalysis.records import collector
+        from dganalysis.records import gc_pause
 
-        with collector.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
+        with gc_pause.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
             printed = _tables(args, memo.indexes)
         memo.put(printed)
     else:

@@ -7,7 +7,7 @@ ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.studies.runne
 :func:`~dganalysis.sweep.launcher.run_sweep` of that kernel appends one entry to that JSON file and rewrites it
 atomically after each job (:class:`SweepProgress`); a thread of the runner polls it (:class:`ProgressWatcher`) and
 draws, on stderr under papermill's bar, the jobs done of the current sweep with an ETA (elapsed time per finished
-job × jobs left). When the notebook ends, :func:`summarize` gives the jobs and sweep minutes the index records.
+job × jobs left). When the notebook ends, :func:`sweep_totals` gives the jobs and sweep minutes the index records.
 
 File format: ``{"sweeps": [{"total", "done", "failed", "skipped", "started", "updated", "finished"}, ...]}``, times
 in seconds since the epoch; ``total`` counts the jobs to train (``skipped``: already done in the store).
@@ -134,7 +134,7 @@ def describe(entry: dict[str, Any], number: int, now: float | None = None) -> st
     return text + (", finished" if entry.get("finished") else f", ETA {_clock(eta_seconds(entry, now))}")
 
 
-def summarize(path: str | Path) -> dict[str, Any]:
+def sweep_totals(path: str | Path) -> dict[str, Any]:
     """Totals over a notebook's sweeps: ``sweeps``, ``trained`` (jobs run, failed included), ``failed``,
     ``skipped`` (already done), ``minutes`` (wall time inside the sweeps); {} when it ran no sweep."""
     sweeps = read_progress(path)["sweeps"]
@@ -208,4 +208,4 @@ class ProgressWatcher:
 
 
 __all__ = ["ENV", "ProgressWatcher", "SweepProgress", "describe", "eta_seconds", "progress_file", "read_progress",
-           "summarize"]
+           "sweep_totals"]

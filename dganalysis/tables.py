@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from dganalysis.latex import latex_escape
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
-from dganalysis.records.selection import CONFIG, METHODS, select, summarize
+from dganalysis.records.selection import select, summarize
+from dganalysis.records.selection_methods import CONFIG, METHODS
 
 if TYPE_CHECKING:  # numpy, pandas and tabulate are imported where tables are built: `dganalysis collect`'s options need none
     import pandas as pd

@@ -7,7 +7,7 @@ import io as _io
 import json
 import time
 
-from dganalysis.progress import ENV, ProgressWatcher, SweepProgress, describe, eta_seconds, read_progress, summarize
+from dganalysis.progress import ENV, ProgressWatcher, SweepProgress, describe, eta_seconds, read_progress, sweep_totals
 from dganalysis.studies.run_history import NotebookRun, read_history, record_run
 from dganalysis.studies.runner import run_notebooks, sweep_progress, write_index
 from dganalysis.sweep.grid import make_jobs
@@ -24,7 +24,7 @@ def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):
     first, second = read_progress(path)["sweeps"]
     assert (first["total"], first["done"], first["failed"], first["finished"]) == (2, 2, 0, True)
     assert (second["total"], second["done"], second["skipped"]) == (0, 0, 2)
-    s = summarize(path)
+    s = sweep_totals(path)
     assert (s["sweeps"], s["trained"], s["skipped"]) == (2, 2, 2) and s["minutes"] >= 0
 
 

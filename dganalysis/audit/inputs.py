@@ -29,12 +29,12 @@ from typing import Any
 import pandas as pd
 
 from dganalysis.audit import published
-from dganalysis.records.selection import METHODS, select
+from dganalysis.records.selection import select
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
-DOMAINBED_SELECTIONS = ("training_domain", "leave_one_out", "oracle")
 TRIAL_COLUMNS = ["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]
 
 
@@ -81,7 +81,7 @@ def main_selection(selections: Sequence[str]) -> str:
 
 def parse_selections(selection: str | Sequence[str]) -> list[str]:
     """``"all"`` → DomainBed's three methods; a name or list of names → checked against :data:`METHODS`."""
-    names = list(DOMAINBED_SELECTIONS) if selection == "all" else (
+    names = list(DOMAINBED_METHODS) if selection == "all" else (
         [selection] if isinstance(selection, str) else list(selection))
     bad = [s for s in names if s not in METHODS]
     if bad or not names:
@@ -106,7 +106,7 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
                              ".tex/.csv table")
 
 
-def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTIONS,
+def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_METHODS,
                trials: int | None = None) -> AuditInput:
     """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells.
 

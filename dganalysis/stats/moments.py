@@ -5,6 +5,8 @@ numpy only (no scipy), so :mod:`dganalysis.records` can use it without the impor
 * :func:`standard_error` — from the values: ``std(values, ddof) / √n``, NaN when at most ``ddof`` values remain
   (n < 2 with the default sample SD, ``ddof=1``); ``ddof=0`` is DomainBed's population SD
   (``collect_results.format_mean``).
+* :func:`population_standard_error` — DomainBed's ``collect_results`` error bar, its arithmetic verbatim
+  (the population SD of the values scaled by 1/√n).
 * :func:`standard_error_from_sd` — from an SD already computed (a group's ``std``) and its count, elementwise:
   ``sd / √n`` where ``n > ddof``, NaN elsewhere.
 
@@ -35,6 +37,14 @@ def standard_error(values, ddof: int = 1) -> float:
                           f"{describe(values)}")
     n = len(v)
     return float(v.std(ddof=ddof) / np.sqrt(n)) if n > ddof else float("nan")
+
+
+def population_standard_error(values) -> float:
+    """DomainBed's error bar, its arithmetic verbatim (``collect_results.format_mean``): ``np.std`` (ddof 0) of the
+    values each divided by √n, as a float — :func:`standard_error` with ``ddof=0`` up to the rounding of the
+    division's order, kept for DomainBed's printed numbers bit for bit. Needs at least one value."""
+    v = np.asarray(list(values))
+    return float(np.std(v / np.sqrt(len(v))))
 
 
 def standard_error_from_sd(sd, n, ddof: int = 1) -> np.ndarray:
