@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dganalysis.records.read import summary_line
+from dganalysis.records.read import domain_orders, summary_line
 from dganalysis.records.selection import picks, select, summarize
 
 if TYPE_CHECKING:
     from dganalysis.records.index import load, load_many
 
-__all__ = ["load", "load_many", "picks", "select", "summarize", "summary_line"]
+__all__ = ["domain_orders", "load", "load_many", "picks", "select", "summarize", "summary_line"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,8 @@
 """A sweep's model selections read through its index (:mod:`dganalysis.records.index`) and kept beside it for an
-unchanged sweep (:mod:`dganalysis.records.memo`): what `dganalysis collect` prints and `dganalysis audit`
-reads a sweep with.
+unchanged sweep (:func:`~dganalysis.records.index_file.cache_folder`): what `dganalysis collect` prints and
+`dganalysis audit` reads a sweep with.
 
-Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.records.memo.sweep_key`
+Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.records.index_file.sweep_key`
 of the index's job keys, the arguments and the package's version; a repeated call on an unchanged sweep
 checks the job folders and reads the kept rows, without building the tidy frame. Any change selects again, with the
 selection rules of :mod:`dganalysis.records.rules` (the one implementation :func:`dganalysis.records.select` runs too)
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dganalysis import io
-from dganalysis.records import gc_pause, index_file
+from dganalysis.records import gc_pause, index_file, read
 from dganalysis.records.index import Index, assemble, kept_jobs, update_index
-from dganalysis.records.memo import cache_folder, read_payload, sweep_key
+from dganalysis.records.index_file import cache_folder, read_payload, sweep_key
 from dganalysis.records.selection_methods import BUILT_IN, DOMAINBED_METHODS, METHODS, OUTPUT
 from dganalysis.validation import ConfigError
 
@@ -58,7 +58,7 @@ def select_indexed(
 @dataclass
 class IndexedSelections:
     """:func:`select_for_tables`'s result: the selections, each dataset's domains in environment order (their first
-    appearance among the records, :func:`dganalysis.tables.domain_orders` of the tidy frame) and the number of
+    appearance among the records, :func:`dganalysis.records.read.domain_orders` of the tidy frame) and the number of
     rows of the tidy frame (0: no record was read, no table can be made); ``draws``, the per-draw selections asked
     for; ``indexes``, the stores' (path, index) as they were read (their job keys: what the selections are of)."""
 
@@ -164,11 +164,9 @@ def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
             if records is not None:
                 extra = {"orders": record_domain_orders(records), "rows": int(records.rec_off[-1])}
             else:
-                from dganalysis.tables import domain_orders
-
                 if frame is None:
                     frame = assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
-                extra = {"orders": domain_orders(frame), "rows": len(frame)}
+                extra = {"orders": read.domain_orders(frame), "rows": len(frame)}
         payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
         try:
             io.write_bytes(file, index_file.dumps(payload))

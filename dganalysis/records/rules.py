@@ -437,7 +437,7 @@ def _env_order(rec: Records) -> dict[str, dict[str, int]]:
 
 
 def record_domain_orders(rec: Records) -> dict[str, list[str]]:
-    """Each dataset's domains in environment order: :func:`dganalysis.tables.domain_orders` of the tidy frame."""
+    """Each dataset's domains in environment order: :func:`dganalysis.records.read.domain_orders` of the tidy frame."""
     return {ds: list(envs) for ds, envs in _env_order(rec).items()}
 
 

@@ -193,7 +193,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     import numpy as np
     import pandas as pd
 
-    from dganalysis.stats.moments import standard_error_from_sd
+    from dganalysis.stats.moments import group_std, standard_error_from_sd
 
     f = "summarize"
     check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.records.selection.select frame")
@@ -210,63 +210,32 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     frame.attrs = {}
     acc = frame["acc"]
     plain = len(set(by)) == len(by) and not {"mean", "std", "n", "se"} & set(by)  # no key clashes with a result
-    if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
-        g = frame.groupby(by, sort=True, dropna=False)["acc"]
-        out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
-        out["se"] = standard_error_from_sd(out["std"], out["n"], ddof)
-        return out[[*by, "mean", "se", "n"]]
-    # the general path's numbers without one Python call per group: the mean is pandas' group mean called as above,
-    # n the non-NaN values per group, the standard deviation pandas' arithmetic redone on arrays (:func:`_group_std`).
-    # Other dtypes, bottleneck, and keys named like a result column take the general path.
     g = frame.groupby(by, sort=True, dropna=False)["acc"]
-    mean = g.mean()
-    values = acc.to_numpy()
-    gid = g.ngroup().to_numpy()
-    n = np.bincount(gid, weights=~np.isnan(values), minlength=len(mean)).astype(np.int64)
-    std = _group_std(values, gid, len(mean), ddof)
-    se = standard_error_from_sd(std, n, ddof)
-    return pd.DataFrame({"mean": mean.to_numpy(), "se": se, "n": n}, index=mean.index).reset_index()
+    if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
+        out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
+        std = out.pop("std")
+    else:  # the same numbers without one Python call per group: the mean is pandas' group mean called as above, n
+        # the non-NaN values per group, the standard deviation pandas' arithmetic redone on arrays
+        # (:func:`~dganalysis.stats.moments.group_std`). Other dtypes, bottleneck, and keys named like a result
+        # column take the path above.
+        mean = g.mean()
+        values = acc.to_numpy()
+        gid = g.ngroup().to_numpy()
+        n = np.bincount(gid, weights=~np.isnan(values), minlength=len(mean)).astype(np.int64)
+        std = group_std(values, gid, len(mean), ddof)
+        out = pd.DataFrame({"mean": mean.to_numpy(), "n": n}, index=mean.index).reset_index()
+    out.insert(len(by) + 1, "se", standard_error_from_sd(std, out["n"], ddof))
+    return out
 
 
 def _bottleneck_std() -> bool:
     """Whether pandas' ``Series.std`` may hand the work to bottleneck (pandas imports it with itself where it is
-    installed), whose summation order :func:`_group_std` does not follow."""
+    installed), whose summation order :func:`~dganalysis.stats.moments.group_std` does not follow."""
     import sys
 
     import pandas as pd
 
     return "bottleneck" in sys.modules and bool(pd.get_option("compute.use_bottleneck"))
-
-
-def _group_std(acc, gid, n_groups: int, ddof: int):
-    """Per group, ``Series.std(ddof=ddof)`` of its ``acc`` values bit for bit: pandas' two-pass ``nanvar`` (NaN
-    skipped but left as 0 in place in both sums, NaN where at most ``ddof`` values remain), square-rooted.
-
-    ``gid`` numbers each row's group (0 … ``n_groups`` - 1). Groups with the same number of rows are laid out, in
-    frame order, as the rows of one matrix and summed along them: numpy sums each row as it sums the 1-D group
-    (pairwise), so the floats are pandas' own.
-    """
-    import numpy as np
-
-    size = np.bincount(gid, minlength=n_groups)
-    order = np.argsort(gid, kind="stable")  # rows grouped, frame order kept within a group
-    pos = np.empty(len(gid), dtype=np.int64)
-    pos[order] = np.arange(len(gid)) - np.repeat(np.cumsum(size) - size, size)
-    std = np.empty(n_groups)
-    for k in np.unique(size):
-        groups = np.flatnonzero(size == k)
-        rows = size[gid] == k
-        values = np.zeros((len(groups), k))
-        values[np.searchsorted(groups, gid[rows]), pos[rows]] = acc[rows]
-        mask = np.isnan(values)
-        count = k - mask.sum(axis=1).astype(np.float64)
-        count[count <= ddof] = np.nan
-        values[mask] = 0
-        avg = values.sum(axis=1, dtype=np.float64) / count
-        sqr = (avg[:, None] - values) ** 2
-        sqr[mask] = 0
-        std[groups] = np.sqrt(sqr.sum(axis=1, dtype=np.float64) / (count - ddof))
-    return std
 
 
 def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) -> pd.DataFrame:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dganalysis.records import index, index_file, store
-from dganalysis.records import memo as memo_module
-from dganalysis.records.memo import SweepMemo, sweep_key
+from dganalysis.records.index_file import sweep_key
+from dganalysis.records.memo import SweepMemo
 from tests.audit._simulated_sweep import write_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def test_memo_misses_on_any_change(sweep, tmp_path, monkeypatch):
     again = SweepMemo([sweep], "t", ["a"])
     again.put({"v": 2})  # kept under the key of the index brought up to date
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 2}
-    monkeypatch.setattr(memo_module, "__version__", "0.0.0+other")
+    monkeypatch.setattr(index_file, "__version__", "0.0.0+other")
     assert SweepMemo([sweep], "t", ["a"]).get() is None  # another version of the package
 
 

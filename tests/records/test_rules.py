@@ -116,9 +116,9 @@ def test_several_helpers_for_one_domain_are_averaged(tmp_path):
 
 
 def test_domain_orders_are_the_frames(tmp_path):
-    """The environment order collect's tables use, taken from the arrays, is tables.domain_orders of the frame
+    """The environment order collect's tables use, taken from the arrays, is records.read.domain_orders of the frame
     (first appearance per dataset), also with datasets whose runs list their domains by name."""
-    from dganalysis.tables import domain_orders as frame_orders
+    from dganalysis.records.read import domain_orders as frame_orders
 
     db = sweep(tmp_path / "s", seed=5, n_envs=3, pairs=False)
     ours = our_store(tmp_path / "ours")
