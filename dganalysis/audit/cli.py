@@ -89,7 +89,7 @@ def main_audit(args: argparse.Namespace) -> int:
     out, err = [], []
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
                        reference_table=args.reference, trials=args.trials, seed=args.seed, family=args.family,
-                       paired=not args.unpaired)
+                       paired=not args.unpaired, indexes=memo.indexes if memo is not None else ())
     for line in result.summary_lines():
         out.append(line + "\n")
     for a in result.audits:
