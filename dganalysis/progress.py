@@ -124,7 +124,7 @@ def _clock(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def describe(entry: dict[str, Any], number: int, now: float | None = None) -> str:
+def sweep_line(entry: dict[str, Any], number: int, now: float | None = None) -> str:
     """``sweep 2: 7/12 jobs (1 failed), 3 already done, ETA 04:10`` for one entry."""
     text = f"sweep {number}: {entry.get('done', 0)}/{entry.get('total', 0)} jobs"
     if entry.get("failed"):
@@ -186,7 +186,7 @@ class ProgressWatcher:
             return
         i = len(sweeps) - 1
         entry = sweeps[i]
-        text = describe(entry, i + 1)
+        text = sweep_line(entry, i + 1)
         if self._shown != i:
             if self._bar is not None:
                 self._bar.close()
@@ -207,5 +207,5 @@ class ProgressWatcher:
         self._bar.refresh()
 
 
-__all__ = ["ENV", "ProgressWatcher", "SweepProgress", "describe", "eta_seconds", "progress_file", "read_progress",
+__all__ = ["ENV", "ProgressWatcher", "SweepProgress", "eta_seconds", "progress_file", "read_progress", "sweep_line",
            "sweep_totals"]

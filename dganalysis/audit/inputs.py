@@ -90,7 +90,7 @@ def parse_selections(selection: str | Sequence[str]) -> list[str]:
     return names
 
 
-def check_inputs(paths: Sequence[str | Path]) -> None:
+def check_input_paths(paths: Sequence[str | Path]) -> None:
     """Every input exists and is a table file or a folder; raise naming the first that is not."""
     if not paths:
         raise ConfigError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
@@ -118,7 +118,7 @@ def read_inputs(inputs: Sequence[str | Path], selection: str | Sequence[str], ba
     ``indexes``: (path, index brought up to date) of sweep inputs, read as they are (:func:`load_input`)."""
     selections = parse_selections(selection)
     explicit = selection != "all"
-    check_inputs(list(inputs) + ([reference_table] if reference_table else []))
+    check_input_paths(list(inputs) + ([reference_table] if reference_table else []))
     if trials is not None and not any(published.is_table(p) for p in inputs):
         raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
                          "directory, whose trials are counted")
@@ -165,7 +165,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_METHODS,
     from dganalysis.records.memo import StoreKeys
     from dganalysis.records.read import summary_line
 
-    check_inputs([path])
+    check_input_paths([path])
     name = str(path)
     if published.is_table(path):
         cells = published.read_table(path, trials=trials)
