@@ -28,8 +28,8 @@ log = logging.getLogger("dganalysis.records.index")
 
 
 class StoreKeys(NamedTuple):
-    """A store's job keys as a computation read them: what :func:`sweep_key` needs of its index (kept instead of
-    the index, whose record arrays take tens of MB on a large sweep)."""
+    """A store's job keys as a computation read them: what :func:`~dganalysis.records.index_file.sweep_key` needs of
+    its index (kept instead of the index, whose record arrays take tens of MB on a large sweep)."""
 
     keys: list
 
@@ -37,14 +37,14 @@ class StoreKeys(NamedTuple):
 class SweepMemo:
     """A command's output computed from unchanged sweeps — `dganalysis collect`'s printed tables, `dganalysis audit`'s
     report — kept beside the first store's index (``<index>.select/<name>-<digest of parts>.json``, plus copies of the
-    files it wrote) under :func:`sweep_key`, so the same command on unchanged sweeps scans the job folders and gives
-    the same output again without importing numpy or pandas or reading a record.
+    files it wrote) under :func:`~dganalysis.records.index_file.sweep_key`, so the same command on unchanged sweeps
+    scans the job folders and gives the same output again without importing numpy or pandas or reading a record.
 
     ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
-    JSON-able); the key also holds the package's version (:func:`sweep_key`). :meth:`get` checks the stores' indexes without
-    updating them (:func:`~dganalysis.records.index_file.unchanged_head`); :attr:`indexes` brings them up to date
-    (:func:`dganalysis.records.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
-    under the key of those."""
+    JSON-able); the key also holds the package's version. :meth:`get` checks the stores' indexes without updating
+    them (:func:`~dganalysis.records.index_file.unchanged_head`); :attr:`indexes` brings them up to date
+    (:func:`dganalysis.records.index.update_index`, reusing what :meth:`get` checked), for the computation on a miss,
+    and :meth:`put` keeps the value under the key of those."""
 
     def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any],
                  cache_dir: str | Path | None = None) -> None:
