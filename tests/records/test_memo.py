@@ -231,3 +231,27 @@ def test_put_under_the_indexes_the_caller_read(sweep, tmp_path):
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 3}
     with pytest.raises(ValueError, match="parameter 'indexes'"):
         memo.put({"v": 4}, indexes=[(tmp_path, read[0][1])])
+
+
+@pytest.mark.parametrize("verb", ["collect", "audit"])
+def test_a_command_checks_each_sweep_once(verb, sweep, tmp_path, monkeypatch):
+    """collect and audit missing their output memo check a sweep's job folders once: the memo's check of the index is
+    the one the reading uses (the walk of a large sweep's folders is most of a repeated command's time)."""
+    from dganalysis.cli import main
+
+    checks = []
+
+    def counted(walk):
+        def walked(*a, **k):
+            checks.append(a[0])
+            return walk(*a, **k)
+        return walked
+
+    for name in ("flat_up_to_date", "scan"):  # the two walks of a store's job folders
+        monkeypatch.setattr(index_file, name, counted(getattr(index_file, name)))
+    argv = {"collect": ["collect", str(sweep)],
+            "audit": ["audit", str(sweep), "--selection", "training_domain", "--json", str(tmp_path / "a.json")]}[verb]
+    assert main(argv) == 0  # builds the index, reads and selects
+    checks.clear()
+    assert main([*argv, "--digits", "2"] if verb == "collect" else [*argv, "--rope", "0.5"]) == 0  # a memo miss
+    assert [Path(p) for p in checks] == [sweep]
