@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from dganalysis.latex import latex_escape
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS, domain_orders, summary_line
 from dganalysis.records.selection import select, summarize
-from dganalysis.records.selection_methods import CONFIG, METHODS
+from dganalysis.records.selection_methods import METHODS
 
 if TYPE_CHECKING:  # numpy, pandas and tabulate are imported where tables are built: `dganalysis collect`'s options need none
     import pandas as pd
@@ -357,5 +357,5 @@ def _latex(title: str, columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BOOKTABS_NOTE", "CONFIG", "FORMATS", "Table", "build_tables", "format_cell",
+__all__ = ["BOOKTABS_NOTE", "FORMATS", "Table", "build_tables", "format_cell",
            "format_tables", "selection_table", "selections_text"]
