@@ -1,7 +1,7 @@
 """Coverage of the audit's across-dataset and expected-max intervals, measured on SIMULATED data, written to the
 table the audit ships (``dganalysis/audit/data/interval_coverage.json``) and printed as Markdown.
 
-For each interval construction of :data:`dganalysis.audit.coverage.METHODS` and each simulated size, every scenario
+For each interval construction of :data:`dganalysis.audit.coverage.CI_METHODS` and each simulated size, every scenario
 of the simulators in :mod:`dganalysis.audit.coverage` is simulated ``--sims`` times (fewer for the bootstraps, see
 below) and the share of intervals containing the true parameter is recorded; a row's ``coverage`` is the smallest
 over its scenarios, the number the audit prints beside the interval (``ci_coverage``). The shipped table is what
@@ -54,7 +54,7 @@ def measure(sims: int, seed: int, only: set[str] | None = None) -> dict:
     trials) for the stratified bootstraps, sims/10 for the expected-max curve and sims/40 for the bootstrap of the
     curve measured for comparison."""
     rng = np.random.default_rng(seed)
-    methods: dict[str, list] = {m: [] for m in iv.METHODS}
+    methods: dict[str, list] = {m: [] for m in iv.CI_METHODS}
 
     def want(*names: str) -> bool:
         return only is None or bool(set(names) & only)
@@ -87,7 +87,7 @@ def measure(sims: int, seed: int, only: set[str] | None = None) -> dict:
         methods["expected_max_bootstrap"].append(_row({"trials": 3, "draws": draws}, got, old, detail))
     return {"nominal": iv.NOMINAL, "generated_by": "bench/audit_interval_coverage.py", "seed": seed,
             "date": datetime.date.today().isoformat(), "note": "coverage measured on SIMULATED data",
-            "methods": {m: {"ci_method": iv.METHODS[m], "rows": rows} for m, rows in methods.items()}}
+            "methods": {m: {"ci_method": iv.CI_METHODS[m], "rows": rows} for m, rows in methods.items()}}
 
 
 def markdown(table: dict) -> str:
@@ -107,7 +107,7 @@ def main() -> None:
     ap.add_argument("--sims", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--only", nargs="+", choices=sorted(iv.METHODS), default=None,
+    ap.add_argument("--only", nargs="+", choices=sorted(iv.CI_METHODS), default=None,
                     help="re-measure only these methods; the other rows are kept from the table at --out")
     args = ap.parse_args()
     start = time.perf_counter()

@@ -28,10 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis import io
-from dganalysis.records.selection import METHODS, methods
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.tables import FORMATS
-
-DOMAINBED_METHODS = tuple(methods(domainbed=True))  # what DomainBed prints
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,8 +89,6 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main_collect(args: argparse.Namespace) -> int:
     """Run the ``collect`` verb; returns the exit status (1 when no finished job was found)."""
-    from dganalysis.records.memo import SweepMemo
-    from dganalysis.records.store import results_dir
     from dganalysis.validation import ConfigError
 
     args.dirs = [*args.dirs, *getattr(args, "input_dirs", [])]  # DomainBed's --input_dir
@@ -110,21 +106,7 @@ def main_collect(args: argparse.Namespace) -> int:
             raise ConfigError(f"-o {out_path}: a folder; expected a file name for the tables")
         if out_path.parent.exists() and not out_path.parent.is_dir():
             raise ConfigError(f"-o {out_path}: {out_path.parent} is a file, not a folder")
-    for d in args.dirs:  # every folder checked before any is read
-        results_dir(d, "collect", "DIR")
-    parts = [[str(Path(d).resolve()) for d in args.dirs], args.selection, args.format, str(args.test_domains),
-             args.se_ddof, args.digits, args.include_unfinished, args.strict]
-    memo = SweepMemo(args.dirs, "collect", parts)
-    printed = None if args.fresh else memo.get()
-    if printed is None:
-        from dganalysis.records import collector
-
-        with collector.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
-            printed = _tables(args, memo.indexes)
-        memo.put(printed)
-    else:
-        sys.stderr.write(f"collect: the sweep(s), options and code are unchanged since this command last ran: its "
-                         f"output is printed again from {memo.file} (--fresh reads again)\n")
+    printed = _printed(args)
     sys.stderr.write(printed["stderr"])
     sys.stdout.write(printed["stdout"])
     if args.output and printed["status"] == 0:
@@ -132,38 +114,43 @@ def main_collect(args: argparse.Namespace) -> int:
     return int(printed["status"])
 
 
-def _tables(args: argparse.Namespace, indexes: list) -> dict[str, Any]:
-    """What ``collect`` prints: ``{"stdout", "stderr", "status"}``."""
+def _printed(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``collect`` prints, ``{"stdout", "stderr", "status"}``: kept beside the first sweep's index for an
+    unchanged sweep (:class:`~dganalysis.records.memo.SweepMemo`: the job folders checked, nothing read), else the
+    sweeps' selections (read through their index) as tables, kept for the next call."""
+    from dganalysis.records.memo import SweepMemo
+    from dganalysis.records.store import results_dir
+
+    for d in args.dirs:  # every folder checked before any is read
+        results_dir(d, "collect", "DIR")
+    parts = [[str(Path(d).resolve()) for d in args.dirs], args.selection, args.format, str(args.test_domains),
+             args.se_ddof, args.digits, args.include_unfinished, args.strict]
+    memo = SweepMemo(args.dirs, "collect", parts)
+    printed = None if args.fresh else memo.get()
+    if printed is not None:
+        printed["stderr"] = (f"collect: the sweep(s), options and code are unchanged since this command last ran: its "
+                             f"output is printed again from {memo.file} (--fresh reads again)\n" + printed["stderr"])
+        return printed
+    from dganalysis.records import gc_pause
     from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
-    from dganalysis.records.read import summary_line
-    from dganalysis.tables import selected_table
+    from dganalysis.tables import selections_text
 
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
-    got = select_for_tables(args.dirs, methods, include_unfinished=args.include_unfinished, strict=args.strict,
-                            indexes=indexes)
-    first = got.selections[methods[0]]  # every selection carries the reading's attrs
-    err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
-    err += "".join(f"collect: {line}\n" for line in provenance_differences(got.indexes))
-    summary = summary_line(first)
-    if got.rows == 0:
-        err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary})\n"
-        return {"stdout": "", "stderr": err, "status": 1}
-    parts = []
-    for i, method in enumerate(methods):
-        text = selected_table(got.selections[method], method, fmt=args.format, test_domains=args.test_domains,
-                              ddof=args.se_ddof, digits=args.digits, domain_order=got.orders)
-        if args.format == "csv":
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines if i == 0 else lines[1:])  # one header for the whole CSV
-        elif args.format == "latex":
-            text = f"% ===== model selection: {METHODS[method]}\n" + text + f"% {summary}\n"
-        elif args.format == "markdown":
-            text = f"## Model selection: {METHODS[method]}\n\n" + text + f"\n*{summary}*\n"
+    with gc_pause.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
+        got = select_for_tables(args.dirs, methods, include_unfinished=args.include_unfinished, strict=args.strict,
+                                indexes=memo.indexes)
+        first = got.selections[methods[0]]  # every selection carries the reading's attrs
+        err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
+        err += "".join(f"collect: {line}\n" for line in provenance_differences(got.indexes))
+        if got.rows == 0:
+            from dganalysis.records.read import summary_line
+
+            err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary_line(first)})\n"
+            printed = {"stdout": "", "stderr": err, "status": 1}
         else:
-            text = f"===== Model selection: {METHODS[method]}\n" + text + f"{summary}\n"
-        parts.append(text)
-    sep = "" if args.format == "csv" else "\n"
-    if args.format == "csv":
-        err += f"collect: {summary}\n"  # a CSV holds the table only
-    return {"stdout": sep.join(parts), "stderr": err, "status": 0}
+            text, note = selections_text(got.selections, methods, fmt=args.format, test_domains=args.test_domains,
+                                         ddof=args.se_ddof, digits=args.digits, domain_order=got.orders)
+            printed = {"stdout": text, "stderr": err + "".join(f"collect: {line}\n" for line in note), "status": 0}
+    memo.put(printed)
+    return printed

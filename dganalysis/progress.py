@@ -7,7 +7,7 @@ ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.studies.runne
 :func:`~dganalysis.sweep.launcher.run_sweep` of that kernel appends one entry to that JSON file and rewrites it
 atomically after each job (:class:`SweepProgress`); a thread of the runner polls it (:class:`ProgressWatcher`) and
 draws, on stderr under papermill's bar, the jobs done of the current sweep with an ETA (elapsed time per finished
-job × jobs left). When the notebook ends, :func:`summarize` gives the jobs and sweep minutes the index records.
+job × jobs left). When the notebook ends, :func:`sweep_totals` gives the jobs and sweep minutes the index records.
 
 File format: ``{"sweeps": [{"total", "done", "failed", "skipped", "started", "updated", "finished"}, ...]}``, times
 in seconds since the epoch; ``total`` counts the jobs to train (``skipped``: already done in the store).
@@ -124,7 +124,7 @@ def _clock(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def describe(entry: dict[str, Any], number: int, now: float | None = None) -> str:
+def sweep_line(entry: dict[str, Any], number: int, now: float | None = None) -> str:
     """``sweep 2: 7/12 jobs (1 failed), 3 already done, ETA 04:10`` for one entry."""
     text = f"sweep {number}: {entry.get('done', 0)}/{entry.get('total', 0)} jobs"
     if entry.get("failed"):
@@ -134,7 +134,7 @@ def describe(entry: dict[str, Any], number: int, now: float | None = None) -> st
     return text + (", finished" if entry.get("finished") else f", ETA {_clock(eta_seconds(entry, now))}")
 
 
-def summarize(path: str | Path) -> dict[str, Any]:
+def sweep_totals(path: str | Path) -> dict[str, Any]:
     """Totals over a notebook's sweeps: ``sweeps``, ``trained`` (jobs run, failed included), ``failed``,
     ``skipped`` (already done), ``minutes`` (wall time inside the sweeps); {} when it ran no sweep."""
     sweeps = read_progress(path)["sweeps"]
@@ -186,7 +186,7 @@ class ProgressWatcher:
             return
         i = len(sweeps) - 1
         entry = sweeps[i]
-        text = describe(entry, i + 1)
+        text = sweep_line(entry, i + 1)
         if self._shown != i:
             if self._bar is not None:
                 self._bar.close()
@@ -207,5 +207,5 @@ class ProgressWatcher:
         self._bar.refresh()
 
 
-__all__ = ["ENV", "ProgressWatcher", "SweepProgress", "describe", "eta_seconds", "progress_file", "read_progress",
-           "summarize"]
+__all__ = ["ENV", "ProgressWatcher", "SweepProgress", "eta_seconds", "progress_file", "read_progress", "sweep_line",
+           "sweep_totals"]

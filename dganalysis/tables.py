@@ -19,12 +19,14 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dganalysis.latex import latex_escape
-from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
-from dganalysis.records.selection import CONFIG, METHODS, select, summarize
+from dganalysis.records.read import DOMAINBED_ENVIRONMENTS, domain_orders, summary_line
+from dganalysis.records.selection import select, summarize
+from dganalysis.records.selection_methods import METHODS
 
 if TYPE_CHECKING:  # numpy, pandas and tabulate are imported where tables are built: `dganalysis collect`'s options need none
     import pandas as pd
@@ -103,22 +105,22 @@ def build_tables(
     algorithms = _algorithm_order(sel["algorithm"].unique())
     datasets = _dataset_order(sel["dataset"].unique())
     sel = sel.assign(column=_column_labels(sel))
+    parts = [sel[sel["dataset"] == ds] for ds in datasets]
+    per_trial = [part.groupby(["algorithm", "trial_seed"], as_index=False)["acc"].mean().assign(column=ds)
+                 for ds, part in zip(datasets, parts)]
+    # each dataset's cells and its trial averages summarized alone, never one summary over all datasets: pandas'
+    # group mean sums with compensation or plainly depending on the whole frame it is given (groups in order, any
+    # NaN), so a dataset's numbers come from its rows
+    summaries = [_percent(summarize(frame, by=["algorithm", "column"], ddof=ddof)) for frame in [*parts, *per_trial]]
     tables = []
-    avg_cells = []
-    # one summary per dataset, never one over all datasets: pandas' group mean sums with compensation or plainly
-    # depending on the whole frame it is given (groups in order, any NaN), so a dataset's numbers come from its rows
-    for ds in datasets:
-        part = sel[sel["dataset"] == ds]
+    for ds, part, cells in zip(datasets, parts, summaries):
         order = _column_order(part, ds, domain_order or {})
-        cells = _percent(summarize(part, by=["algorithm", "column"], ddof=ddof))
         means = cells.pivot(index="algorithm", columns="column", values="mean").reindex(columns=order)
         avg = means.mean(axis=1, skipna=False)
         cells = pd.concat([cells, pd.DataFrame({"algorithm": avg.index, "column": "Avg", "mean": avg.values,
                                                 "se": np.nan, "n": 0})], ignore_index=True)
         tables.append(Table(f"Dataset: {ds}, model selection method: {name}", ds, algorithms, order, cells))
-        per_trial = part.groupby(["algorithm", "trial_seed"], as_index=False)["acc"].mean().assign(column=ds)
-        avg_cells.append(summarize(per_trial, by=["algorithm", "column"], ddof=ddof))
-    cells = _percent(pd.concat(avg_cells, ignore_index=True))
+    cells = pd.concat(summaries[len(parts):], ignore_index=True)
     means = cells.pivot(index="algorithm", columns="column", values="mean").reindex(columns=datasets,
                                                                                     index=algorithms)
     avg = means.mean(axis=1, skipna=False)
@@ -189,7 +191,7 @@ def selected_table(
     domain_order: dict[str, list[str]] | None = None,
 ) -> str:
     """:func:`selection_table` from the selection already made (``select(df, method)``, e.g. cached by
-    :func:`dganalysis.records.indexed.select_for_tables`) and the datasets' domain orders (:func:`domain_orders`)."""
+    :func:`dganalysis.records.indexed.select_for_tables`) and the datasets' domain orders (:func:`dganalysis.records.domain_orders`)."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {FORMATS}")
     tables = build_tables(selected, test_domains, ddof, domain_order) if not selected.empty else []
@@ -198,9 +200,38 @@ def selected_table(
     return format_tables(tables, fmt, digits)
 
 
-def domain_orders(df: pd.DataFrame) -> dict[str, list[str]]:
-    """Env order of each dataset's domains as they first appear in a tidy frame (records list envs in order)."""
-    return {str(ds): [str(d) for d in doms] for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items()}
+def selections_text(
+    selections: dict[str, pd.DataFrame],
+    methods: Sequence[str],
+    fmt: str = "text",
+    test_domains: str | int = "auto",
+    ddof: int = 1,
+    digits: int = 1,
+    domain_order: dict[str, list[str]] | None = None,
+) -> tuple[str, list[str]]:
+    """DomainBed's ``collect_results`` printout of several selections of one sweep: under a header naming each
+    method, its tables (:func:`selected_table`) and the line counting the job folders read
+    (:func:`dganalysis.records.summary_line` of the selection's ``attrs``); a CSV holds one header line and the tables
+    alone. ``selections``: ``{method: select(...)}`` of the same records, each with the reading's ``attrs``.
+    Returns (the text, the lines for stderr: the counting line of a CSV)."""
+    summary = summary_line(selections[methods[0]])
+    parts = []
+    for i, method in enumerate(methods):
+        text = selected_table(selections[method], method, fmt=fmt, test_domains=test_domains, ddof=ddof,
+                              digits=digits, domain_order=domain_order)
+        if fmt == "csv":
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines if i == 0 else lines[1:])  # one header for the whole CSV
+        elif fmt == "latex":
+            text = f"% ===== model selection: {METHODS[method]}\n" + text + f"% {summary}\n"
+        elif fmt == "markdown":
+            text = f"## Model selection: {METHODS[method]}\n\n" + text + f"\n*{summary}*\n"
+        else:
+            text = f"===== Model selection: {METHODS[method]}\n" + text + f"{summary}\n"
+        parts.append(text)
+    if fmt == "csv":
+        return "".join(parts), [summary]  # a CSV holds the table only
+    return "\n".join(parts), []
 
 
 # ---------------------------------------------------------------- helpers
@@ -326,5 +357,5 @@ def _latex(title: str, columns: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BOOKTABS_NOTE", "CONFIG", "FORMATS", "Table", "build_tables", "domain_orders", "format_cell",
-           "format_tables", "selection_table"]
+__all__ = ["BOOKTABS_NOTE", "FORMATS", "Table", "build_tables", "format_cell",
+           "format_tables", "selection_table", "selections_text"]

@@ -7,7 +7,15 @@ import io as _io
 import json
 import time
 
-from dganalysis.progress import ENV, ProgressWatcher, SweepProgress, describe, eta_seconds, read_progress, summarize
+from dganalysis.progress import (
+    ENV,
+    ProgressWatcher,
+    SweepProgress,
+    eta_seconds,
+    read_progress,
+    sweep_line,
+    sweep_totals,
+)
 from dganalysis.studies.run_history import NotebookRun, read_history, record_run
 from dganalysis.studies.runner import run_notebooks, sweep_progress, write_index
 from dganalysis.sweep import Sweep
@@ -27,14 +35,14 @@ def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):
     first, second = read_progress(path)["sweeps"]
     assert (first["total"], first["done"], first["failed"], first["finished"]) == (2, 2, 0, True)
     assert (second["total"], second["done"], second["skipped"]) == (0, 0, 2)
-    s = summarize(path)
+    s = sweep_totals(path)
     assert (s["sweeps"], s["trained"], s["skipped"]) == (2, 2, 2) and s["minutes"] >= 0
 
 
 def test_eta_and_description():
     entry = {"total": 10, "done": 4, "failed": 1, "skipped": 2, "started": 100.0, "updated": 180.0}
     assert eta_seconds(entry, now=180.0) == 120.0  # 20 s per job, 6 left
-    assert describe(entry, 2, now=180.0) == "sweep 2: 4/10 jobs (1 failed), 2 already done, ETA 02:00"
+    assert sweep_line(entry, 2, now=180.0) == "sweep 2: 4/10 jobs (1 failed), 2 already done, ETA 02:00"
     assert eta_seconds({**entry, "done": 0}) is None
 
 
@@ -97,7 +105,7 @@ def test_progress_file_is_optional(tmp_path, monkeypatch):
 
 
 def test_drawn_line_shows_jobs_and_eta_with_no_empty_field(tmp_path):
-    """What the terminal shows, not only ``describe``: the sweep's jobs done/total and a clock-time ETA, and none of
+    """What the terminal shows, not only ``sweep_line``: the sweep's jobs done/total and a clock-time ETA, and none of
     tqdm's separators around an empty field (``[, ETA 02:13]`` or ``[]``)."""
     import re
 

@@ -124,9 +124,9 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
             cov = [coverage.coverage(m, confidence, **size) for m in methods]
             pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
             rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,
-                             prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=coverage.METHODS[methods[0]],
+                             prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=coverage.CI_METHODS[methods[0]],
                              ci_coverage=cov[0], iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi,
-                             iqm_delta_ci_method=coverage.METHODS[methods[1]], iqm_delta_ci_coverage=cov[1],
+                             iqm_delta_ci_method=coverage.CI_METHODS[methods[1]], iqm_delta_ci_coverage=cov[1],
                              p_better=float(pb), p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets),
                              n_runs=n_runs, basis=basis))
     return pd.DataFrame(rows, columns=AGG_COLUMNS)

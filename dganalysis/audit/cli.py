@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dganalysis.records.selection import METHODS
+from dganalysis.records.selection_methods import METHODS
 
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,16 +80,16 @@ def main_audit(args: argparse.Namespace) -> int:
                                           f"last ran: its outputs were restored from {memo.copies} (--fresh "
                                           "recomputes)\n")
         return 0
-    from dganalysis.records import collector
+    from dganalysis.records import gc_pause
 
-    with collector.paused():  # the statistics stack's import makes ~10^6 objects: its full collections cost ~0.1 s
+    with gc_pause.paused():  # the statistics stack's import makes ~10^6 objects: its full collections cost ~0.1 s
         from dganalysis.audit.outputs import write_outputs  # statistics, figures: imported when something is computed
         from dganalysis.audit.run import run_audit
 
     out, err = [], []
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
                        reference_table=args.reference, trials=args.trials, seed=args.seed, family=args.family,
-                       paired=not args.unpaired)
+                       paired=not args.unpaired, indexes=memo.indexes if memo is not None else ())
     for line in result.summary_lines():
         out.append(line + "\n")
     for a in result.audits:

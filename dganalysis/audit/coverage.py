@@ -8,7 +8,7 @@ percentile interval measured for comparison), and the expected-max curve's Stude
 interval over trials (:func:`dganalysis.audit.sweep_analyses.expected_max_curve`). Each one's coverage was measured on
 simulated data by ``bench/audit_interval_coverage.py`` and shipped in ``dganalysis/audit/data/interval_coverage.json``;
 :func:`coverage` looks a method's measured coverage up at the size nearest to the one audited, and the simulators
-here (``simulate_*``) are what the bench and the tests run. :data:`METHODS` holds each construction's ``ci_method``
+here (``simulate_*``) are what the bench and the tests run. :data:`CI_METHODS` holds each construction's ``ci_method``
 text.
 """
 
@@ -39,7 +39,7 @@ COVERAGE_FILE = "interval_coverage.json"
 RANGE_FACTOR = 1.5
 
 #: ``ci_method`` texts, one per interval construction (also the keys of the coverage table)
-METHODS = {
+CI_METHODS = {
     "poi_table_clopper_pearson": "exact binomial over datasets (Clopper-Pearson; ties counted as losses for the "
                                  "lower bound, as wins for the upper)",
     "poi_sweep_bootstrap_se_t": "stratified bootstrap SE (trials resampled within each dataset) x sqrt(m/(m-1)), "
@@ -70,13 +70,13 @@ def coverage_table() -> dict[str, Any]:
 
 
 def coverage(method: str, confidence: float = NOMINAL, **size: float) -> float:
-    """The smallest coverage measured on simulated data for interval ``method`` (a key of :data:`METHODS`) at the
+    """The smallest coverage measured on simulated data for interval ``method`` (a key of :data:`CI_METHODS`) at the
     simulated size nearest to ``size`` (e.g. ``n_datasets=7``; ``runs=3``; ``trials=3, draws=20``: nearest in the
     log of each given size), over the scenarios simulated there. NaN when ``confidence`` is not the level measured
     (:data:`NOMINAL`), the method was not measured, or a given size lies outside the simulated range by more than a
     factor :data:`RANGE_FACTOR` (a coverage measured elsewhere says little there)."""
-    if method not in METHODS:
-        raise ConfigError(f"coverage: unknown interval method {method!r}; expected one of {list(METHODS)}")
+    if method not in CI_METHODS:
+        raise ConfigError(f"coverage: unknown interval method {method!r}; expected one of {list(CI_METHODS)}")
     if not math.isclose(confidence, NOMINAL):
         return float("nan")
     try:

@@ -21,6 +21,7 @@ import difflib
 import functools
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +30,12 @@ from typing import Any
 import pandas as pd
 
 from dganalysis.audit import published
-from dganalysis.records.selection import METHODS, select
+from dganalysis.records.selection import select
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
-DOMAINBED_SELECTIONS = ("training_domain", "leave_one_out", "oracle")
 TRIAL_COLUMNS = ["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]
 
 
@@ -81,7 +82,7 @@ def main_selection(selections: Sequence[str]) -> str:
 
 def parse_selections(selection: str | Sequence[str]) -> list[str]:
     """``"all"`` → DomainBed's three methods; a name or list of names → checked against :data:`METHODS`."""
-    names = list(DOMAINBED_SELECTIONS) if selection == "all" else (
+    names = list(DOMAINBED_METHODS) if selection == "all" else (
         [selection] if isinstance(selection, str) else list(selection))
     bad = [s for s in names if s not in METHODS]
     if bad or not names:
@@ -89,7 +90,7 @@ def parse_selections(selection: str | Sequence[str]) -> list[str]:
     return names
 
 
-def check_inputs(paths: Sequence[str | Path]) -> None:
+def check_input_paths(paths: Sequence[str | Path]) -> None:
     """Every input exists and is a table file or a folder; raise naming the first that is not."""
     if not paths:
         raise ConfigError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
@@ -106,9 +107,54 @@ def check_inputs(paths: Sequence[str | Path]) -> None:
                              ".tex/.csv table")
 
 
-def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTIONS,
-               trials: int | None = None) -> AuditInput:
-    """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells.
+def read_inputs(inputs: Sequence[str | Path], selection: str | Sequence[str], baseline: str,
+                reference_table: str | Path | None = None, trials: int | None = None,
+                optional: Sequence[str | Path] = (), indexes: Sequence[tuple[Path, Any]] = (),
+                ) -> tuple[list[str], list[AuditInput], list[str], pd.DataFrame | None]:
+    """Every input of an audit read and checked, before any statistic: (the audited selections
+    (:func:`parse_selections` of ``selection``), the inputs read (:func:`load_input`; a table keeps the cells of those
+    selections), the notes on optional inputs left out, the reference table's cells or None). Each input must have
+    ``baseline``; one listed in ``optional`` that gives no usable cells or lacks it is left out with a note.
+    ``indexes``: (path, index brought up to date) of sweep inputs, read as they are (:func:`load_input`)."""
+    selections = parse_selections(selection)
+    explicit = selection != "all"
+    check_input_paths(list(inputs) + ([reference_table] if reference_table else []))
+    if trials is not None and not any(published.is_table(p) for p in inputs):
+        raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
+                         "directory, whose trials are counted")
+    if reference_table is not None and not published.is_table(reference_table):
+        raise ConfigError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
+    ref_cells = published.read_table(reference_table) if reference_table else None
+    loaded, skipped = [], []
+    optional = {str(p) for p in optional}
+    known = {Path(p).resolve(): idx for p, idx in indexes}
+    for path in inputs:
+        try:
+            start = time.perf_counter()
+            inp = load_input(path, selections, trials=trials if published.is_table(path) else None,
+                             index=known.get(Path(path).resolve()))
+            log.info("audit %s: read and selected in %.1f s", path, time.perf_counter() - start)
+            if inp.kind == "table":  # the audited selections' cells
+                have = list(dict.fromkeys(inp.cells["selection"]))
+                keep = inp.cells[inp.cells["selection"].isin(selections)]
+                if keep.empty or (explicit and set(selections) - set(have)):
+                    raise ConfigError(f"{inp.name}: no cells for selection {sorted(set(selections) - set(have))}; "
+                                     f"the table has {have}")
+                inp.cells = keep
+            check_baseline(inp.cells, baseline, inp.name)
+        except ValueError as e:
+            if str(path) not in optional:
+                raise
+            skipped.append(f"{path}: not audited ({e})")
+            continue
+        loaded.append(inp)
+    return selections, loaded, skipped, ref_cells
+
+
+def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_METHODS,
+               trials: int | None = None, index: Any = None) -> AuditInput:
+    """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells; ``index``: a
+    sweep's index already brought up to date (:func:`dganalysis.records.index.update_index`), else it is here.
 
     A sweep is read through its columnar index
     (:func:`~dganalysis.records.indexed.select_for_tables`, the selections cached beside it): ``selections``,
@@ -119,7 +165,7 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     from dganalysis.records.memo import StoreKeys
     from dganalysis.records.read import summary_line
 
-    check_inputs([path])
+    check_input_paths([path])
     name = str(path)
     if published.is_table(path):
         cells = published.read_table(path, trials=trials)
@@ -127,7 +173,8 @@ def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_SELECTION
     if trials is not None:
         raise ConfigError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
     methods = list(dict.fromkeys([*selections, "oracle", "training_domain"]))
-    picks = select_for_tables(path, methods, per_draw=[main_selection(selections)])
+    picks = select_for_tables(path, methods, per_draw=[main_selection(selections)],
+                              indexes=None if index is None else [(Path(path), index)])
     if not picks.rows:
         raise ConfigError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
     tr = sweep_trials(None, selections, picks.selections)

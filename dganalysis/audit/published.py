@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dganalysis.records.selection import METHODS
+from dganalysis.records.selection_methods import METHODS
 from dganalysis.validation import ConfigError, MissingInputError
 
 CELL_COLUMNS = ["board", "selection", "dataset", "env", "algorithm", "mean", "se", "n", "se_ddof", "mean_res",

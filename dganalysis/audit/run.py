@@ -23,15 +23,7 @@ import pandas as pd
 
 from dganalysis import provenance
 from dganalysis.audit import aggregate, claims, reference
-from dganalysis.audit.inputs import (
-    AuditInput,
-    check_baseline,
-    check_inputs,
-    load_input,
-    main_selection,
-    parse_selections,
-)
-from dganalysis.audit.published import is_table, read_table
+from dganalysis.audit.inputs import AuditInput, main_selection, read_inputs
 from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
@@ -174,15 +166,6 @@ def _records(df: pd.DataFrame, name: str | None) -> list[dict]:
     return [_clean({**({"input": name} if name is not None else {}), **r}) for r in rows]
 
 
-def _table_selections(cells: pd.DataFrame, selections: list[str], where: str, explicit: bool) -> pd.DataFrame:
-    have = list(dict.fromkeys(cells["selection"]))
-    keep = cells[cells["selection"].isin(selections)]
-    if keep.empty or (explicit and set(selections) - set(have)):
-        raise ConfigError(f"{where}: no cells for selection {sorted(set(selections) - set(have))}; the table has "
-                         f"{have}")
-    return keep
-
-
 @contextlib.contextmanager
 def _stage(name: str, what: str) -> Iterator[None]:
     """Log (INFO, which the command line shows) how long one stage of an input's audit took: a large sweep's audit
@@ -270,12 +253,14 @@ class StatOptions:
 def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: str | Sequence[str] = "all",
               alpha: float = 0.05, rope: float = 1.0, reference_table: str | Path | None = None,
               trials: int | None = None, sweep_analyses: bool = True, optional: Sequence[str | Path] = (),
-              **options: Any) -> AuditResult:
+              indexes: Sequence[tuple[Path, Any]] = (), **options: Any) -> AuditResult:
     """Audit every input against ``baseline`` (see :mod:`dganalysis.audit`). ``selection``: ``"all"`` (DomainBed's
     three; for a table, those it has) or method name(s); ``rope`` in accuracy points; ``reference_table`` a published
     table to compare each input with; ``trials`` overrides n of the tables' cells. An input listed in ``optional``
     (a profile's job store, which the training notebooks fill) that gives no usable cells or lacks the baseline is left
-    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit. ``options``: the fields of
+    out with a note (:attr:`AuditResult.notes`) instead of stopping the audit. ``indexes``: (path, index) of sweep
+    inputs whose index the caller has brought up to date already (:attr:`dganalysis.records.memo.SweepMemo.indexes`),
+    read as they are. ``options``: the fields of
     :class:`StatOptions` (``family``, ``paired``, ``confidence``, ``reps``, ``seed``); any other keyword is refused."""
     unknown = sorted(set(options) - set(StatOptions.__dataclass_fields__))
     if unknown:
@@ -288,30 +273,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
         raise ConfigError(f"family={family!r}: expected one of {sorted(claims.FAMILIES)}")
     if not (isinstance(rope, (int, float)) and math.isfinite(rope) and rope >= 0):
         raise ConfigError(f"rope={rope!r}: expected a width ≥ 0 in accuracy points")
-    selections = parse_selections(selection)
-    explicit = selection != "all"
-    check_inputs(list(inputs) + ([reference_table] if reference_table else []))
-    if trials is not None and not any(is_table(p) for p in inputs):
-        raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
-                         "directory, whose trials are counted")
-    if reference_table is not None and not is_table(reference_table):
-        raise ConfigError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
-    ref_cells = read_table(reference_table) if reference_table else None
-    loaded, skipped = [], []
-    optional = {str(p) for p in optional}
-    for path in inputs:  # read and check everything before any statistic
-        try:
-            with _stage(str(path), "read and selected"):
-                inp = load_input(path, selections, trials=trials if is_table(path) else None)
-            if inp.kind == "table":
-                inp.cells = _table_selections(inp.cells, selections, inp.name, explicit)
-            check_baseline(inp.cells, baseline, inp.name)
-        except ValueError as e:
-            if str(path) not in optional:
-                raise
-            skipped.append(f"{path}: not audited ({e})")
-            continue
-        loaded.append(inp)
+    selections, loaded, skipped, ref_cells = read_inputs(inputs, selection, baseline, reference_table, trials,
+                                                         optional, indexes)
     audits = []
     for inp in loaded:
         with _stage(inp.name, "claims and across-dataset tests"):

@@ -27,7 +27,8 @@ from scipy import stats
 
 from dganalysis import io
 from dganalysis.audit import coverage
-from dganalysis.records.selection import CONFIG, METHODS, select
+from dganalysis.records.selection import select
+from dganalysis.records.selection_methods import CONFIG, METHODS
 from dganalysis.stats import intervals
 from dganalysis.validation import ConfigError
 
@@ -262,7 +263,7 @@ def expected_max_curve(
     trial_of = draws["trial_seed"].to_numpy()[first]
     change = np.flatnonzero((names[1:] != names[:-1]).any(axis=1)) + 1
     bounds = [0, *change.tolist(), shape[0]] if shape[0] else [0]
-    method = coverage.METHODS["expected_max_trials_t"]
+    method = coverage.CI_METHODS["expected_max_trials_t"]
     for k in range(len(bounds) - 1):
         rs = slice(bounds[k], bounds[k + 1])
         ds, alg = names[bounds[k]]

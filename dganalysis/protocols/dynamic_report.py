@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from dganalysis.protocols.dynamic import (
     _split,
 )
-from dganalysis.stats.intervals import t_interval
+from dganalysis.stats.intervals import mean_t_interval
 from dganalysis.validation import check_choices_list, check_frame, check_scalar
 
 
@@ -40,8 +39,7 @@ def heldout_table(selected: pd.DataFrame, choices: Sequence[str | Sequence[str]]
             for m in methods if methods is not None else list(dict.fromkeys(g["algorithm"])):
                 x = g[g["algorithm"] == m].groupby("trial_seed")["acc"].mean().to_numpy()
                 n = len(x)
-                mean, sd = (float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan) if n else (np.nan, np.nan)
-                low, high = t_interval(mean, sd, n, confidence)
+                mean, sd, low, high = mean_t_interval(x, confidence)
                 rows.append(dict(train=",".join(sorted(train)), domain=dom, method=m, mean=mean, sd=sd, n=n,
                                  ci_low=low, ci_high=high))
     return pd.DataFrame(rows)

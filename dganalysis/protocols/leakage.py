@@ -103,8 +103,8 @@ def select_per_setting(df: pd.DataFrame, method: str, setting_cols: Sequence[str
                        select: Callable[..., pd.DataFrame] | None = None) -> pd.DataFrame:
     """Model selection (``dganalysis.records.selection.select``) run separately in each setting; setting columns kept.
 
-    ``method`` is any of ``dganalysis.records.selection.METHODS`` (e.g. DomainBed's early-stopping ``"training_domain"``
-    or ``"training_domain_last"``).
+    ``method`` is any of ``dganalysis.records.selection_methods.METHODS`` (e.g. DomainBed's early-stopping
+    ``"training_domain"`` or ``"training_domain_last"``).
     """
     check_frame(df, (), "df", func="select_per_setting")
     check_str(method, "method", func="select_per_setting")

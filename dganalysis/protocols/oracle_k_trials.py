@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
-from dganalysis.stats.intervals import paired_percentile_bootstrap, t_interval
+from dganalysis.stats.intervals import mean_t_interval, paired_percentile_bootstrap
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
 
@@ -77,9 +77,8 @@ def _paired_fall(x: pd.Series, base: pd.Series, confidence: float) -> tuple[floa
     common = x.index.intersection(base.index)
     if len(common) < 2:
         return float(x.mean() - base.mean()), np.nan, np.nan
-    d = (x[common] - base[common]).to_numpy(dtype=float)
-    low, high = t_interval(float(d.mean()), float(d.std(ddof=1)), len(d), confidence)
-    return float(d.mean()), low, high
+    mean, _, low, high = mean_t_interval((x[common] - base[common]).to_numpy(dtype=float), confidence)
+    return mean, low, high
 
 
 def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95) -> pd.DataFrame:
@@ -101,8 +100,7 @@ def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), conf
         base = by_k.get(1)
         for k, x in by_k.items():
             n = len(x)
-            m, sd = float(x.mean()), float(x.std(ddof=1)) if n > 1 else np.nan
-            low, high = t_interval(m, sd, n, confidence)
+            m, _, low, high = mean_t_interval(x, confidence)
             row = dict(zip(by, key), k=int(k), leakage=m, ci_low=low, ci_high=high, n_trials=n)
             if k > 1 and base is not None:
                 fall = _paired_fall(x, base, confidence)

@@ -13,11 +13,13 @@ Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/train.py``). The floors, from th
   keeps it beside the store, updated incrementally;
 * :mod:`~dganalysis.records.rules` — DomainBed's selection rules (and ours) computed on record arrays: the one
   implementation, run on the index's arrays or on a tidy frame's;
-* :mod:`~dganalysis.records.selection` — :func:`select` on the tidy frame (a frame becomes the rules' arrays), the
-  method registry, :func:`summarize` and :func:`picks`;
+* :mod:`~dganalysis.records.selection_methods` — the method registry (DomainBed's three among them) and the columns
+  of a selection;
+* :mod:`~dganalysis.records.selection` — :func:`select` on the tidy frame (a frame becomes the rules' arrays),
+  :func:`summarize` and :func:`picks`;
 * :mod:`~dganalysis.records.indexed` — a sweep's selections through its index, kept beside it for an unchanged
   sweep; :mod:`~dganalysis.records.memo` — the key and the files under which such results are kept;
-  :mod:`~dganalysis.records.collector` — the garbage collector paused around the bulk work.
+  :mod:`~dganalysis.records.gc_pause` — the garbage collector paused around the bulk work.
 
 ``dganalysis collect`` and ``dganalysis audit`` read sweeps through :mod:`~dganalysis.records.indexed`; notebooks
 and protocols call :func:`load` and :func:`select`.
@@ -27,13 +29,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dganalysis.records.read import summary_line
+from dganalysis.records.read import domain_orders, summary_line
 from dganalysis.records.selection import picks, select, summarize
 
 if TYPE_CHECKING:
     from dganalysis.records.index import load, load_many
 
-__all__ = ["load", "load_many", "picks", "select", "summarize", "summary_line"]
+__all__ = ["domain_orders", "load", "load_many", "picks", "select", "summarize", "summary_line"]
 
 
 def __getattr__(name: str) -> Any:

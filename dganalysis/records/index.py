@@ -47,7 +47,7 @@ import numpy as np
 
 from dganalysis import io
 from dganalysis.progress import bars, bars_shown
-from dganalysis.records import collector, index_file, read, store
+from dganalysis.records import gc_pause, index_file, read, store
 from dganalysis.records.index_file import DONE, FAILED, SPEC, IndexHead, index_location, job_path
 from dganalysis.records.rules import ranges
 from dganalysis.validation import ConfigError, describe
@@ -615,7 +615,7 @@ def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bo
             keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))
             if old is not None and index_file.same_keys(old.keys, keys):
                 return old
-        with collector.paused():  # parsing, and encoding the new index: millions of objects, no cycle
+        with gc_pause.paused():  # parsing, and encoding the new index: millions of objects, no cycle
             new, parsed = _merge(old, keys, root)
             data = new.to_bytes()
         try:
@@ -704,8 +704,8 @@ def load(
     total = sum(len(idx.jobs) for _, idx in indexes)
     bar = tqdm(total=total, desc="reading records", disable=not progress or total < 50, leave=False)
     try:
-        with collector.paused():  # parsing makes many objects and no cycle
-            chosen = choose(indexes, include_unfinished, strict, parse=parse, bar=bar)
+        with gc_pause.paused():  # parsing makes many objects and no cycle
+            chosen = kept_jobs(indexes, include_unfinished, strict, parse=parse, bar=bar)
     finally:
         bar.close()
     for _, idx in indexes:
@@ -757,8 +757,8 @@ def load_indexed(
 def assemble(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, strict: bool,
               categorical: bool, chosen: tuple[list, dict[str, Any]] | None = None) -> pd.DataFrame:
     """load's job rules (unfinished, failed, unreadable, duplicates, exploded) over up-to-date indexes → the frame.
-    ``chosen``: :func:`choose`'s result for these indexes, when the caller has it already."""
-    chunks, attrs = chosen if chosen is not None else choose(indexes, include_unfinished, strict)
+    ``chosen``: :func:`kept_jobs`'s result for these indexes, when the caller has it already."""
+    chunks, attrs = chosen if chosen is not None else kept_jobs(indexes, include_unfinished, strict)
     df, may_repeat = _frame(chunks, categorical)
     n = len(df)
     if may_repeat:
@@ -770,7 +770,7 @@ def assemble(indexes: list[tuple[Path, Index]], include_unfinished: bool | None,
     return df
 
 
-def choose(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, strict: bool,
+def kept_jobs(indexes: list[tuple[Path, Index]], include_unfinished: bool | None, strict: bool,
            parse: Callable[[Path, Index, dict[str, Any]], None] | None = None,
            bar: Any = None) -> tuple[list[tuple[Index, list[tuple[int, int, str]]]], dict[str, Any]]:
     """load's job rules over up-to-date indexes: per store, (index, the jobs read as (first record, end record, job

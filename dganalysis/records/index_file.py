@@ -1,4 +1,4 @@
-"""Where a store's index lives, the keys of its job folders, and the index file's format.
+"""Where a store's index lives, the keys of its job folders, the index file's format, and the results kept beside it.
 
 This part of :mod:`dganalysis.records.index` imports neither numpy nor pandas, so that a command repeated on an
 unchanged sweep (:class:`dganalysis.records.memo.SweepMemo`) checks the job folders and reads the index's job
@@ -23,6 +23,11 @@ metadata and layouts), each preceded by its length (8 bytes, little-endian); the
 head's order. Checking an unchanged sweep decodes the head alone (the job keys); :attr:`IndexHead.jobs` decodes the
 job table when records are used, and :meth:`IndexHead.arrays` reads the rest later, from the same version of the
 file (a writer renames a new index over the old one: a changed inode, size or mtime is refused).
+
+**Results kept beside it.** What is computed from the stores' records and kept for an unchanged sweep (the
+selections of :mod:`dganalysis.records.indexed`, a command's output: :class:`dganalysis.records.memo.SweepMemo`) goes
+in ``<index>.select/`` (:func:`cache_folder`) as JSON under :func:`sweep_key`: a digest of every job folder's key, the
+package's version (:data:`dganalysis.__version__`) and the caller's arguments, read back by :func:`read_payload`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
+from dganalysis import __version__
 from dganalysis.records.store import is_job_folder
 from dganalysis.validation import ConfigError, MissingInputError
 
@@ -111,6 +117,37 @@ def _owner_writable(root: Path) -> bool:
         return bool(os.stat(root).st_mode & 0o200)
     except OSError:
         return False
+
+
+# ---------------------------------------------------------------- results kept beside the index
+
+
+def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any) -> str:
+    """A key that changes whenever a job folder of the stores changes (their index's job keys: ``indexes`` are
+    (store, anything with the index's job ``keys``)), or the package's version, or any of ``parts`` (JSON-able
+    arguments)."""
+    h = hashlib.sha256(json.dumps([__version__, *parts]).encode())
+    for p, idx in indexes:
+        h.update(str(p.resolve()).encode())
+        h.update(dumps(list(idx.keys)))
+    return h.hexdigest()
+
+
+def cache_folder(store: str | Path, cache_dir: str | Path | None) -> Path:
+    """Where results kept for the stores whose first is ``store`` go: ``<its index>.select/``."""
+    where = index_location(store, cache_dir)
+    return where.parent / (where.name + ".select")
+
+
+def read_payload(file: Path, key: str) -> dict[str, Any] | None:
+    """The kept JSON object in ``file`` when its ``key`` is ``key``; None when missing, unreadable or stale."""
+    try:
+        payload = read_json(file.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    return payload
 
 
 # ---------------------------------------------------------------- scanning job folders

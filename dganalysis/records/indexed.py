@@ -1,14 +1,14 @@
 """A sweep's model selections read through its index (:mod:`dganalysis.records.index`) and kept beside it for an
-unchanged sweep (:mod:`dganalysis.records.memo`): what `dganalysis collect` prints and `dganalysis audit`
-reads a sweep with.
+unchanged sweep (:func:`~dganalysis.records.index_file.cache_folder`): what `dganalysis collect` prints and
+`dganalysis audit` reads a sweep with.
 
-Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.records.memo.sweep_key`
+Each method's selection is kept in ``<index>.select/<method>.json`` under :func:`~dganalysis.records.index_file.sweep_key`
 of the index's job keys, the arguments and the package's version; a repeated call on an unchanged sweep
 checks the job folders and reads the kept rows, without building the tidy frame. Any change selects again, with the
 selection rules of :mod:`dganalysis.records.rules` (the one implementation :func:`dganalysis.records.select` runs too)
 on the index's arrays; the tidy frame is built only where the arrays are not select()'s input as they stand — a job
 that records a step twice (``load`` keeps the last record: the frame's records are selected) — or for a method a user
-registered with a scoring function on the frame (:func:`dganalysis.records.selection.register_method`).
+registered with a scoring function on the frame (:func:`dganalysis.records.selection_methods.register_method`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dganalysis import io
-from dganalysis.records import collector, index_file, selection
-from dganalysis.records.index import Index, assemble, choose, update_index
-from dganalysis.records.memo import cache_folder, read_payload, sweep_key
+from dganalysis.records import gc_pause, index_file, read
+from dganalysis.records.index import Index, assemble, kept_jobs, update_index
+from dganalysis.records.index_file import cache_folder, read_payload, sweep_key
+from dganalysis.records.selection_methods import BUILT_IN, DOMAINBED_METHODS, METHODS, OUTPUT
 from dganalysis.validation import ConfigError
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("dganalysis.records.index")
 
 
-#: the three methods DomainBed's collect_results prints
-DOMAINBED_METHODS = tuple(selection.methods(domainbed=True))
 _INT_OUTPUT = ("trial_seed", "hparams_seed", "step")
 _FLOAT_OUTPUT = ("acc", "val_acc")
 
@@ -59,7 +58,7 @@ def select_indexed(
 @dataclass
 class IndexedSelections:
     """:func:`select_for_tables`'s result: the selections, each dataset's domains in environment order (their first
-    appearance among the records, :func:`dganalysis.tables.domain_orders` of the tidy frame) and the number of
+    appearance among the records, :func:`dganalysis.records.read.domain_orders` of the tidy frame) and the number of
     rows of the tidy frame (0: no record was read, no table can be made); ``draws``, the per-draw selections asked
     for; ``indexes``, the stores' (path, index) as they were read (their job keys: what the selections are of)."""
 
@@ -82,7 +81,7 @@ def select_for_tables(
     :func:`dganalysis.audit.sweep_analyses.expected_max_curve` needs) is returned too, in ``draws``, and cached alike."""
     methods, paths = _check_selection_args("select_indexed", path, methods)
     per_draw = _check_selection_args("select_for_tables", path, [per_draw] if isinstance(per_draw, str) else per_draw)[0]
-    with collector.paused():  # reading and selecting make millions of objects and no cycle
+    with gc_pause.paused():  # reading and selecting make millions of objects and no cycle
         return _select_for_tables(paths, methods, include_unfinished, strict, tie_tol, cache_dir, indexes, per_draw)
 
 
@@ -111,8 +110,6 @@ def _select_for_tables(paths: list[str | Path], methods: list[str], include_unfi
 
 def _check_selection_args(func: str, path: str | Path | Iterable[str | Path],
                           methods: Iterable[str]) -> tuple[list[str], list[str | Path]]:
-    from dganalysis.records.selection import METHODS
-
     methods = list(methods)
     bad = [m for m in methods if m not in METHODS]
     if bad:
@@ -130,9 +127,9 @@ def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
                        frame: pd.DataFrame | None = None, per_draw: Iterable[str] = ()) -> IndexedSelections:
     """Each method's selection (and each of ``per_draw``'s per-draw selection) read from its cache file when the key
     holds, else selected and cached. ``loaded()`` gives the indexes with their records (called only on a cache miss);
-    ``chosen`` (:func:`choose` on them) and ``frame`` (the tidy frame) when the caller has them. The key:
+    ``chosen`` (:func:`~dganalysis.records.index.kept_jobs` on them) and ``frame`` (the tidy frame) when the caller has them. The key:
     :func:`sweep_key` of the arguments."""
-    from dganalysis.records.rules import METHODS, domain_orders, gather, select_records
+    from dganalysis.records.rules import gather, record_domain_orders, select_records
 
     key = sweep_key(indexes, include_unfinished, strict, float(tie_tol))
     folder = cache_folder(indexes[0][0], cache_dir)
@@ -149,14 +146,14 @@ def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
             extra = extra or {"orders": payload.get("orders", {}), "rows": payload.get("rows", 0)}
             continue
         if chosen is None:
-            chosen = choose(loaded(), include_unfinished, strict)
+            chosen = kept_jobs(loaded(), include_unfinished, strict)
         if records is False:
             records = gather(chosen[0])
-        columns = select_records(records, method, tie_tol, draw) if records is not None and method in METHODS else None
+        columns = select_records(records, method, tie_tol, draw) if records is not None and method in BUILT_IN else None
         if columns is None:  # a step recorded twice, or a user's scorer: select() on the tidy frame
             import pandas as pd
 
-            from dganalysis.records.selection import OUTPUT, select
+            from dganalysis.records.selection import select
 
             if frame is None:
                 frame = assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
@@ -165,13 +162,11 @@ def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
                        else sel[c].tolist() for c in OUTPUT}
         if extra is None:
             if records is not None:
-                extra = {"orders": domain_orders(records), "rows": int(records.rec_off[-1])}
+                extra = {"orders": record_domain_orders(records), "rows": int(records.rec_off[-1])}
             else:
-                from dganalysis.tables import domain_orders as frame_orders
-
                 if frame is None:
                     frame = assemble(loaded(), include_unfinished, strict, categorical=True, chosen=chosen)
-                extra = {"orders": frame_orders(frame), "rows": len(frame)}
+                extra = {"orders": read.domain_orders(frame), "rows": len(frame)}
         payload = {"key": key, "attrs": chosen[1], "columns": columns, **extra}
         try:
             io.write_bytes(file, index_file.dumps(payload))
@@ -184,8 +179,6 @@ def _cached_selections(indexes: list[tuple[Path, Index]], methods: list[str],
 def _selection_frame(payload: dict[str, Any]) -> pd.DataFrame:
     """A cached selection's frame: select()'s columns, ``str`` strings, NaN for null floats, its ``attrs``."""
     import pandas as pd
-
-    from dganalysis.records.selection import OUTPUT
 
     cols = payload["columns"]
     data = {}

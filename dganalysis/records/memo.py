@@ -1,16 +1,18 @@
-"""Results computed from unchanged sweeps, kept beside their index: the cached selections of
-:func:`dganalysis.records.indexed.select_indexed` and a command's whole output (:class:`SweepMemo`).
+"""A command's whole output computed from unchanged sweeps, kept beside their index (:class:`SweepMemo`):
+`dganalysis collect`'s printed tables, `dganalysis audit`'s report.
 
-Everything is kept under :func:`sweep_key`: a digest of every job folder's key (the index's job table, see
-:mod:`dganalysis.records.index_file`), of the package's version (:data:`dganalysis.__version__`) and of the caller's
-arguments. Code changed without a new version (a working copy being edited) can meet a result kept by the code before
-it: ``--fresh`` computes again. Like :mod:`~dganalysis.records.index_file`, this module imports neither numpy nor pandas: `dganalysis collect`
-or `dganalysis audit` repeated on an unchanged sweep checks the job folders, reads the index's job table and prints
-what it kept without them (``tests/records/test_memo.py`` pins it).
+It is kept, like the selections of :mod:`dganalysis.records.indexed`, under
+:func:`~dganalysis.records.index_file.sweep_key`: a digest of every job folder's key (the index's job table), of the
+package's version (:data:`dganalysis.__version__`) and of the caller's arguments. Code changed without a new version
+(a working copy being edited) can meet a result kept by the code before it: ``--fresh`` computes again. Like
+:mod:`~dganalysis.records.index_file`, this module imports neither numpy nor pandas: `dganalysis collect` or
+`dganalysis audit` repeated on an unchanged sweep checks the job folders, reads the index's job table and prints what
+it kept without them (``tests/records/test_memo.py`` pins it).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -18,43 +20,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dganalysis import __version__, io
+from dganalysis import io
 from dganalysis.records import index_file
+from dganalysis.records.index_file import cache_folder, read_payload, sweep_key
 
 log = logging.getLogger("dganalysis.records.index")
 
 
-def sweep_key(indexes: list[tuple[Path, Any]], *parts: Any) -> str:
-    """A key that changes whenever a job folder of the stores changes (their index's job keys: ``indexes`` are
-    (store, anything with the index's job ``keys``)), or the package's version, or any of ``parts`` (JSON-able
-    arguments)."""
-    h = hashlib.sha256(json.dumps([__version__, *parts]).encode())
-    for p, idx in indexes:
-        h.update(str(p.resolve()).encode())
-        h.update(index_file.dumps(list(idx.keys)))
-    return h.hexdigest()
-
-
-def cache_folder(store: str | Path, cache_dir: str | Path | None) -> Path:
-    """Where results kept for the stores whose first is ``store`` go: ``<its index>.select/``."""
-    where = index_file.index_location(store, cache_dir)
-    return where.parent / (where.name + ".select")
-
-
-def read_payload(file: Path, key: str) -> dict[str, Any] | None:
-    """The kept JSON object in ``file`` when its ``key`` is ``key``; None when missing, unreadable or stale."""
-    try:
-        payload = index_file.read_json(file.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(payload, dict) or payload.get("key") != key:
-        return None
-    return payload
-
-
 class StoreKeys(NamedTuple):
-    """A store's job keys as a computation read them: what :func:`sweep_key` needs of its index (kept instead of
-    the index, whose record arrays take tens of MB on a large sweep)."""
+    """A store's job keys as a computation read them: what :func:`~dganalysis.records.index_file.sweep_key` needs of
+    its index (kept instead of the index, whose record arrays take tens of MB on a large sweep)."""
 
     keys: list
 
@@ -62,24 +37,33 @@ class StoreKeys(NamedTuple):
 class SweepMemo:
     """A command's output computed from unchanged sweeps — `dganalysis collect`'s printed tables, `dganalysis audit`'s
     report — kept beside the first store's index (``<index>.select/<name>-<digest of parts>.json``, plus copies of the
-    files it wrote) under :func:`sweep_key`, so the same command on unchanged sweeps scans the job folders and gives
-    the same output again without importing numpy or pandas or reading a record.
+    files it wrote) under :func:`~dganalysis.records.index_file.sweep_key`, so the same command on unchanged sweeps
+    scans the job folders and gives the same output again without importing numpy or pandas or reading a record.
 
     ``parts``: everything else that shapes the output (the command's arguments, digests of other input files;
-    JSON-able); the key also holds the package's version (:func:`sweep_key`). :meth:`get` checks the stores' indexes without
-    updating them (:func:`~dganalysis.records.index_file.unchanged_head`); :attr:`indexes` brings them up to date
-    (:func:`dganalysis.records.index.update_index`), for the computation on a miss, and :meth:`put` keeps the value
-    under the key of those."""
+    JSON-able); the key also holds the package's version. :meth:`get` checks the stores' indexes without updating
+    them (:func:`~dganalysis.records.index_file.unchanged_head`); :attr:`indexes` brings them up to date
+    (:func:`dganalysis.records.index.update_index`, reusing what :meth:`get` checked), for the computation on a miss,
+    and :meth:`put` keeps the value under the key of those."""
 
     def __init__(self, paths: Iterable[str | Path], name: str, parts: list[Any],
                  cache_dir: str | Path | None = None) -> None:
         self.paths = [Path(p) for p in paths]
         self._parts, self._cache_dir = parts, cache_dir
-        tag = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
-        self.file = cache_folder(self.paths[0], cache_dir) / f"{name}-{tag}.json"
-        self.copies = self.file.with_suffix(".files")
+        self._name = f"{name}-{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]}"
         self._indexes: list[tuple[Path, Any]] | None = None
         self._checked: dict[Path, index_file.IndexHead] = {}  # heads :meth:`get` found up to date
+
+    @functools.cached_property
+    def file(self) -> Path:
+        """The file the value is kept in: ``<index>.select/<name>-<digest of parts>.json`` beside the first store's
+        index."""
+        return cache_folder(self.paths[0], self._cache_dir) / f"{self._name}.json"
+
+    @property
+    def copies(self) -> Path:
+        """The folder of the copies of the files the command wrote."""
+        return self.file.with_suffix(".files")
 
     @property
     def indexes(self) -> list[tuple[Path, Any]]:

@@ -211,6 +211,13 @@ def left_out_words(c: dict[str, int]) -> str:
     return ", ".join(parts)
 
 
+def domain_orders(df: pd.DataFrame) -> dict[str, list[str]]:
+    """Each dataset's domains in environment order: as they first appear in a tidy frame (records list their
+    environments in order); the columns of its tables follow it (:mod:`dganalysis.tables`)."""
+    check_frame(df, ("dataset", "domain"), "df", func="domain_orders", what="a tidy frame of dganalysis.records.load")
+    return {str(ds): [str(d) for d in doms] for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items()}
+
+
 def summary_line(df: pd.DataFrame) -> str:
     """One line on what a table of ``df`` (from :func:`~dganalysis.records.load`) leaves out: every job folder that was not read —
     failed (with or without records), without records (crashed before the first checkpoint), unfinished,

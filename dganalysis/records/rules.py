@@ -29,18 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dganalysis.records.selection_methods import BUILT_IN, OUTPUT
 from dganalysis.validation import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: the methods computed here, in :func:`dganalysis.records.selection.methods` order
-METHODS = ("training_domain", "training_domain_last", "leave_one_out", "oracle", "oracle_pooled", "ood_validation")
-#: the methods that choose separately for each test domain
-PER_TEST_DOMAIN = ("oracle",)
-#: select()'s output columns, in order (dganalysis.records.selection.OUTPUT; a test pins the equality)
-OUTPUT = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed", "domain",
-          "acc", "val_acc", "hparams_seed", "job_id", "step", "hparams", "selection")
 #: the fields of a meta tuple, in order (the index's metadata: :data:`dganalysis.records.index.META_FIELDS`)
 META_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "hparams_seed",
                "trial_seed", "hparams")
@@ -442,8 +436,8 @@ def _env_order(rec: Records) -> dict[str, dict[str, int]]:
     return order
 
 
-def domain_orders(rec: Records) -> dict[str, list[str]]:
-    """Each dataset's domains in environment order: :func:`dganalysis.tables.domain_orders` of the tidy frame."""
+def record_domain_orders(rec: Records) -> dict[str, list[str]]:
+    """Each dataset's domains in environment order: :func:`dganalysis.records.read.domain_orders` of the tidy frame."""
     return {ds: list(envs) for ds, envs in _env_order(rec).items()}
 
 
@@ -584,10 +578,11 @@ def record_at(rec: Records, job: np.ndarray, step: np.ndarray) -> np.ndarray:
 
 
 def choose(rec: Records, method: str, tie_tol: float = 0.0, per_draw: bool = False) -> Chosen:
-    """The rows ``method`` (one of :data:`METHODS`) selects: per config (``per_draw``: per config and hparams seed)
+    """The rows ``method`` (one of :data:`~dganalysis.records.selection_methods.BUILT_IN`) selects: per config
+    (``per_draw``: per config and hparams seed)
     the winning checkpoint's test domains, or for the oracle the winner of each (config, test domain)."""
-    if method not in METHODS:
-        raise ConfigError(f"choose: unknown method {method!r}; expected one of {list(METHODS)}")
+    if method not in BUILT_IN:
+        raise ConfigError(f"choose: unknown method {method!r}; expected one of {list(BUILT_IN)}")
     t = rec.tables()
     cfg = t.job_draw if per_draw else t.job_cfg
     if method == "oracle":
@@ -618,7 +613,7 @@ def choose_scored(rec: Records, job: np.ndarray, step: np.ndarray, val: np.ndarr
                   per_draw: bool = False, domain: Sequence[Any] | None = None,
                   acc: np.ndarray | None = None) -> Chosen:
     """The argmax of :func:`choose` over candidates scored elsewhere (a scorer registered with
-    :func:`dganalysis.records.selection.register_method`): ``job`` (indexes of ``rec``'s jobs, -1 for none),
+    :func:`dganalysis.records.selection_methods.register_method`): ``job`` (indexes of ``rec``'s jobs, -1 for none),
     ``step`` and score ``val`` per candidate; with ``domain`` (and its accuracy ``acc``) the choice is per (config,
     test domain), else the candidate must be a record holding test 'in' rows and every one of them is reported."""
     t = rec.tables()

@@ -10,9 +10,10 @@ only runs that differ in ``hparams_seed`` alone compete. Within a config the can
 ``hparams_seed``) and, where the method allows early stopping, their checkpoints. The reported accuracy is always the
 test domain's **'in' split** at the chosen (job, step), as DomainBed reports it.
 
-Methods (``select(df, method)``, listed by :func:`methods`; computed by :mod:`dganalysis.records.rules`, the one
-implementation of these rules, on the frame's records as arrays — the sweep index's selections run the same code on
-the index's arrays; a user may add a method scored on the frame with :func:`register_method`):
+Methods (``select(df, method)``, registered in :mod:`dganalysis.records.selection_methods`; computed by
+:mod:`dganalysis.records.rules`, the one implementation of these rules, on the frame's records as arrays — the sweep
+index's selections run the same code on the index's arrays; a user may add a method scored on the frame with
+:func:`~dganalysis.records.selection_methods.register_method`):
 
 * ``training_domain`` — training-domain validation: argmax over (hparams, step) of the mean 'out'-split accuracy of
   the training domains (DomainBed's ``IIDAccuracySelectionMethod``, which allows early stopping, i.e. every
@@ -52,21 +53,11 @@ folder are merged into one "run" and compete; here they are different configs an
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dganalysis.validation import (
-    ConfigError,
-    check_choice,
-    check_frame,
-    check_scalar,
-    check_str,
-    check_strings,
-    describe,
-    did_you_mean,
-    is_kind,
-)
+from dganalysis.records.selection_methods import CONFIG, OUTPUT, get_method, methods
+from dganalysis.validation import ConfigError, check_choice, check_frame, check_scalar, check_strings, describe, is_kind
 
 if TYPE_CHECKING:  # numpy and pandas are imported where a frame is built: the registry and the CLI's choices need none
     import pandas as pd
@@ -74,90 +65,6 @@ if TYPE_CHECKING:  # numpy and pandas are imported where a frame is built: the r
     from dganalysis.records.rules import Chosen, FrameRecords
 
 log = logging.getLogger(__name__)
-
-CONFIG = ["dataset", "algorithm", "train_domains", "test_domains", "val_domains", "setting", "trial_seed"]
-OUTPUT = [*CONFIG, "domain", "acc", "val_acc", "hparams_seed", "job_id", "step", "hparams", "selection"]
-
-#: A scoring function: the tidy frame → one row per candidate (job_id, step, val_acc) — or, for a method that
-#: chooses per test domain, (job_id, step, domain, val_acc, acc).
-Scorer = Callable[["pd.DataFrame"], "pd.DataFrame"]
-
-
-@dataclass(frozen=True)
-class SelectionMethod:
-    """One model-selection method, as a class of DomainBed's ``model_selection.py`` is one.
-
-    ``scores``: None for the built-in methods, whose rules :mod:`dganalysis.records.rules` computes; a user's
-    scoring function (:func:`register_method`) gives every candidate (job, checkpoint) its score on the tidy frame.
-    Either way :func:`select` takes the argmax per config with DomainBed's ties
-    (:func:`dganalysis.records.rules.argmax`). ``per_test_domain``: the choice is made separately for each test
-    domain (DomainBed's oracle), and ``scores`` also returns the candidate's ``domain`` and test accuracy ``acc``.
-    ``domainbed``: the name of DomainBed's class for the same method, where it has one.
-    """
-
-    key: str
-    title: str
-    scores: Scorer | None
-    per_test_domain: bool = False
-    domainbed: str | None = None
-
-
-_METHODS: dict[str, SelectionMethod] = {}
-
-
-def register_method(key: str, title: str, *, per_test_domain: bool = False,
-                    domainbed: str | None = None) -> Callable[[Scorer], Scorer]:
-    """Decorator registering a scoring function as the selection method ``key`` (``title``: table headers).
-
-    The function takes the tidy frame and returns one row per candidate: ``job_id``, ``step`` and its score
-    ``val_acc`` (with ``per_test_domain``: also ``domain`` and that domain's test accuracy ``acc``). :func:`select`
-    takes the argmax per config with the built-in methods' ties; a candidate that names no record of the frame, or
-    (without ``per_test_domain``) a checkpoint without test-domain rows, is not chosen."""
-    check_str(key, "key", func="register_method")
-    check_str(title, "title", func="register_method")
-
-    def deco(scores: Scorer) -> Scorer:
-        if key in _METHODS and _METHODS[key].scores is not scores:
-            raise ValueError(f"selection method {key!r} is registered twice")
-        _METHODS[key] = SelectionMethod(key, title, scores, per_test_domain, domainbed)
-        return scores
-
-    return deco
-
-
-def methods(domainbed: bool = False) -> list[str]:
-    """The registered selection methods' keys, in registration order; ``domainbed=True``: only DomainBed's (the
-    three its ``collect_results`` prints)."""
-    if not isinstance(domainbed, bool):
-        raise ConfigError(f"methods: parameter 'domainbed': expected True or False, got {describe(domainbed)}")
-    return [k for k, m in _METHODS.items() if m.domainbed or not domainbed]
-
-
-def get_method(key: str) -> SelectionMethod:
-    """The method registered as ``key``; an unknown key fails listing the known ones ("did you mean")."""
-    if not isinstance(key, str):
-        raise ConfigError(f"get_method: parameter 'key': expected a selection method name, got {describe(key)}")
-    if key not in _METHODS:
-        raise ConfigError(f"get_method: parameter 'key': unknown selection method {key!r}"
-                          f"{did_you_mean(key, methods())}; expected one of {methods()}")
-    return _METHODS[key]
-
-
-class _Titles(Mapping[str, str]):
-    """Read-only view: method key → the name printed in table headers."""
-
-    def __getitem__(self, key: str) -> str:
-        return _METHODS[key].title
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_METHODS)
-
-    def __len__(self) -> int:
-        return len(_METHODS)
-
-
-#: Method key → the name printed in table headers (DomainBed's names where it has the method); follows the registry.
-METHODS: Mapping[str, str] = _Titles()
 
 
 def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool = False) -> pd.DataFrame:
@@ -170,7 +77,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
         dataset, algorithm, train_domains, test_domains, val_domains, trial_seed, job_id, hparams_seed, step, domain,
         split ('in'/'out'), role ('train'/'test'/'val') and acc (a fraction in [0, 1]); ``setting`` and ``hparams``
         are optional (a frame without ``setting`` is one setting).
-    method : one of :data:`METHODS` — ``"training_domain"`` (DomainBed's default, early stopping on the training
+    method : one of :data:`~dganalysis.records.selection_methods.METHODS` — ``"training_domain"`` (DomainBed's default, early stopping on the training
         domains' holdout), ``"training_domain_last"``, ``"leave_one_out"``, ``"oracle"`` (test-domain holdout, last
         checkpoint), ``"oracle_pooled"``, ``"ood_validation"``.
     tie_tol : scores within ``tie_tol`` (≥ 0, accuracy units) of the best are ties (default 0: exact, as DomainBed).
@@ -182,7 +89,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
 
     Returns
     -------
-    pandas.DataFrame with columns :data:`OUTPUT`, one row per (dataset, algorithm, train_domains, test_domains,
+    pandas.DataFrame with columns :data:`~dganalysis.records.selection_methods.OUTPUT`, one row per (dataset, algorithm, train_domains, test_domains,
     val_domains, setting, trial_seed, domain) (with ``per_draw``: per (..., trial_seed, hparams_seed, domain)): ``acc``
     the chosen job's 'in'-split accuracy on test domain ``domain`` (a fraction), ``val_acc`` the selection score of
     the chosen (job, step), ``hparams_seed``, ``job_id``, ``step`` and ``hparams`` of the choice, ``selection`` =
@@ -197,7 +104,7 @@ def select(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool =
 
     f = "select"
     check_choice(method, methods(), "method", func=f)
-    how = _METHODS[method]
+    how = get_method(method)
     tie_tol = check_scalar(tie_tol, "tie_tol", func=f, low=0.0)
     if not isinstance(per_draw, bool):
         raise ConfigError(f"select: per_draw={per_draw!r}, expected True or False")
@@ -259,7 +166,7 @@ def _selected_frame(df: pd.DataFrame, frame: FrameRecords, chosen: Chosen, metho
         cols["domain"] = pd.Series([domains[d] for d in chosen.domain.tolist()], dtype=df["domain"].dtype)
     cols["step"] = (df["step"].iloc[dom_rows].reset_index(drop=True) if has_row.all()
                     else pd.Series(rec.rec_step[chosen.record], dtype=df["step"].dtype))
-    per_domain = _METHODS[method].per_test_domain
+    per_domain = get_method(method).per_test_domain
     if per_domain or not has_row.all():
         cols["acc"] = pd.Series(chosen.acc, dtype=np.float64)
     else:  # the test domain's 'in' row
@@ -286,7 +193,7 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     import numpy as np
     import pandas as pd
 
-    from dganalysis.stats.moments import standard_error_from_sd
+    from dganalysis.stats.moments import group_std, standard_error_from_sd
 
     f = "summarize"
     check_frame(selected, ("acc",), "selected", func=f, what="a dganalysis.records.selection.select frame")
@@ -303,63 +210,32 @@ def summarize(selected: pd.DataFrame, by: Sequence[str] | None = None, ddof: int
     frame.attrs = {}
     acc = frame["acc"]
     plain = len(set(by)) == len(by) and not {"mean", "std", "n", "se"} & set(by)  # no key clashes with a result
-    if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
-        g = frame.groupby(by, sort=True, dropna=False)["acc"]
-        out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
-        out["se"] = standard_error_from_sd(out["std"], out["n"], ddof)
-        return out[[*by, "mean", "se", "n"]]
-    # the general path's numbers without one Python call per group: the mean is pandas' group mean called as above,
-    # n the non-NaN values per group, the standard deviation pandas' arithmetic redone on arrays (:func:`_group_std`).
-    # Other dtypes, bottleneck, and keys named like a result column take the general path.
     g = frame.groupby(by, sort=True, dropna=False)["acc"]
-    mean = g.mean()
-    values = acc.to_numpy()
-    gid = g.ngroup().to_numpy()
-    n = np.bincount(gid, weights=~np.isnan(values), minlength=len(mean)).astype(np.int64)
-    std = _group_std(values, gid, len(mean), ddof)
-    se = standard_error_from_sd(std, n, ddof)
-    return pd.DataFrame({"mean": mean.to_numpy(), "se": se, "n": n}, index=mean.index).reset_index()
+    if not (plain and isinstance(acc, pd.Series) and acc.dtype == np.float64 and len(acc) and not _bottleneck_std()):
+        out = g.agg(mean="mean", std=lambda a: a.std(ddof=ddof), n="count").reset_index()
+        std = out.pop("std")
+    else:  # the same numbers without one Python call per group: the mean is pandas' group mean called as above, n
+        # the non-NaN values per group, the standard deviation pandas' arithmetic redone on arrays
+        # (:func:`~dganalysis.stats.moments.group_std`). Other dtypes, bottleneck, and keys named like a result
+        # column take the path above.
+        mean = g.mean()
+        values = acc.to_numpy()
+        gid = g.ngroup().to_numpy()
+        n = np.bincount(gid, weights=~np.isnan(values), minlength=len(mean)).astype(np.int64)
+        std = group_std(values, gid, len(mean), ddof)
+        out = pd.DataFrame({"mean": mean.to_numpy(), "n": n}, index=mean.index).reset_index()
+    out.insert(len(by) + 1, "se", standard_error_from_sd(std, out["n"], ddof))
+    return out
 
 
 def _bottleneck_std() -> bool:
     """Whether pandas' ``Series.std`` may hand the work to bottleneck (pandas imports it with itself where it is
-    installed), whose summation order :func:`_group_std` does not follow."""
+    installed), whose summation order :func:`~dganalysis.stats.moments.group_std` does not follow."""
     import sys
 
     import pandas as pd
 
     return "bottleneck" in sys.modules and bool(pd.get_option("compute.use_bottleneck"))
-
-
-def _group_std(acc, gid, n_groups: int, ddof: int):
-    """Per group, ``Series.std(ddof=ddof)`` of its ``acc`` values bit for bit: pandas' two-pass ``nanvar`` (NaN
-    skipped but left as 0 in place in both sums, NaN where at most ``ddof`` values remain), square-rooted.
-
-    ``gid`` numbers each row's group (0 … ``n_groups`` - 1). Groups with the same number of rows are laid out, in
-    frame order, as the rows of one matrix and summed along them: numpy sums each row as it sums the 1-D group
-    (pairwise), so the floats are pandas' own.
-    """
-    import numpy as np
-
-    size = np.bincount(gid, minlength=n_groups)
-    order = np.argsort(gid, kind="stable")  # rows grouped, frame order kept within a group
-    pos = np.empty(len(gid), dtype=np.int64)
-    pos[order] = np.arange(len(gid)) - np.repeat(np.cumsum(size) - size, size)
-    std = np.empty(n_groups)
-    for k in np.unique(size):
-        groups = np.flatnonzero(size == k)
-        rows = size[gid] == k
-        values = np.zeros((len(groups), k))
-        values[np.searchsorted(groups, gid[rows]), pos[rows]] = acc[rows]
-        mask = np.isnan(values)
-        count = k - mask.sum(axis=1).astype(np.float64)
-        count[count <= ddof] = np.nan
-        values[mask] = 0
-        avg = values.sum(axis=1, dtype=np.float64) / count
-        sqr = (avg[:, None] - values) ** 2
-        sqr[mask] = 0
-        std[groups] = np.sqrt(sqr.sum(axis=1, dtype=np.float64) / (count - ddof))
-    return std
 
 
 def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) -> pd.DataFrame:
@@ -384,17 +260,3 @@ def picks(selected: pd.DataFrame, by: Sequence[str] = ("domain", "trial_seed")) 
     wide["agree"] = wide.nunique(axis=1, dropna=False) == 1
     wide.columns.name = None
     return wide
-
-
-# ---------------------------------------------------------------- the built-in methods (the module docstring defines them;
-# :mod:`dganalysis.records.rules` computes them)
-
-for _key, _title, _domainbed in (
-    ("training_domain", "training-domain validation set", "IIDAccuracySelectionMethod"),
-    ("training_domain_last", "training-domain validation set, last checkpoint (no early stopping)", None),
-    ("leave_one_out", "leave-one-domain-out cross-validation", "LeaveOneOutSelectionMethod"),
-    ("oracle", "test-domain validation set (oracle)", "OracleSelectionMethod"),
-    ("oracle_pooled", "test-domain validation set, pooled over test domains (oracle)", None),
-    ("ood_validation", "OoD validation set", None),
-):
-    _METHODS[_key] = SelectionMethod(_key, _title, None, _key == "oracle", _domainbed)

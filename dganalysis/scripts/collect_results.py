@@ -23,18 +23,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.scripts._sweepdir import DOMAINBED_ENVIRONMENTS, Group, SweepDir, env_index, read_sweep_dir
 from dganalysis.validation import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: our selection methods in the order and under the names DomainBed's ``collect_results`` prints them
-DOMAINBED_SELECTIONS = (
-    ("training_domain", "training-domain validation set"),
-    ("leave_one_out", "leave-one-domain-out cross-validation"),
-    ("oracle", "test-domain validation set (oracle)"),
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,10 +47,12 @@ def format_mean(data: Sequence[float], latex: bool) -> tuple[float | None, float
     """DomainBed's ``format_mean``: (mean %, standard error % with the population std, the printed cell)."""
     import numpy as np
 
+    from dganalysis.stats.moments import population_standard_error
+
     if len(data) == 0:
         return None, None, "X"
     mean = 100 * np.mean(list(data))
-    err = 100 * np.std(np.asarray(list(data)) / np.sqrt(len(data)))
+    err = 100 * population_standard_error(data)
     if latex:
         return mean, err, f"{mean:.1f} $\\pm$ {err:.1f}"
     return mean, err, f"{mean:.1f} +/- {err:.1f}"
@@ -177,7 +174,8 @@ def render(input_dir: str, latex: bool) -> str:
         out.write(f"% Total records: {sweep.n_records}\n")
     else:
         out.write(f"Total records: {sweep.n_records}\n")
-    for key, name in DOMAINBED_SELECTIONS:
+    for key in DOMAINBED_METHODS:  # in DomainBed's order, under its printed names
+        name = METHODS[key]
         if latex:
             out.write(f"\n\\subsection{{Model selection: {name}}}\n")
         chosen = selected_by_group(select(df, key), "collect_results") if len(df) else {}

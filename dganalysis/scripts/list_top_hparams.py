@@ -16,8 +16,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
 from dganalysis.scripts._sweepdir import env_index
-from dganalysis.scripts.collect_results import DOMAINBED_SELECTIONS, audit_pointer, load_selected
+from dganalysis.scripts.collect_results import audit_pointer, load_selected
 from dganalysis.validation import ConfigError
 
 
@@ -50,8 +51,8 @@ def render(input_dir: str, dataset: str, algorithm: str, test_env: int) -> str:
     trials = [g[0] for g in sweep.groups() if g[1:] == (dataset, algorithm, test_env)]
     runs = [r for r in sweep.runs if r.args.get("dataset") == dataset and r.args.get("algorithm") == algorithm
             and test_env in (r.args.get("test_envs") or [])]
-    for key, name in DOMAINBED_SELECTIONS:
-        out.write(f"Model selection: {name}\n")
+    for key in DOMAINBED_METHODS:
+        out.write(f"Model selection: {METHODS[key]}\n")
         draws: dict[tuple[int, int], tuple[float, float]] = {}
         if len(df):
             sel = select(df, key, per_draw=True)

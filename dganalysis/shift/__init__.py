@@ -17,7 +17,7 @@ from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.calibration import Calibration, calibrate_thresholds
 from dganalysis.shift.env_classifier import EnvClassifierConfig, train_env_classifier
 from dganalysis.shift.estimator import ShiftDensities, ShiftEstimate, estimate_shift, fit_densities
-from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
+from dganalysis.shift.pipeline import ShiftOptions, shift_summary, shift_trials
 from dganalysis.shift.regime import MAX_DIM, REFUSE_DIM, ShiftRegimeWarning, allow_high_dim
 from dganalysis.shift.sanity import colored_digits_shift
 
@@ -39,6 +39,6 @@ __all__ = [
     "mmd",
     "ni_index",
     "shift_trials",
-    "summarize",
+    "shift_summary",
     "train_env_classifier",
 ]

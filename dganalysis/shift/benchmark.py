@@ -27,7 +27,8 @@ def accuracy_by_dataset(selected: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_accuracy(tidy: pd.DataFrame, job_ids: Iterable[str], selection_method: str) -> pd.DataFrame:
     """:func:`accuracy_by_dataset` of the jobs ``job_ids`` of a tidy results frame, selected by ``selection_method``."""
-    from dganalysis.records.selection import METHODS, select
+    from dganalysis.records.selection import select
+    from dganalysis.records.selection_methods import METHODS
 
     check_frame(tidy, ("job_id",), "tidy", func="sweep_accuracy", what="the tidy frame of dganalysis.records.load")
     check_choice(selection_method, list(METHODS), "selection_method", func="sweep_accuracy")

@@ -6,7 +6,7 @@ Per trial: label-balance the two environments, split a stratified holdout, train
 first the same number of trials on the i.i.d. split (:func:`dganalysis.shift.env_classifier.iid_split`, full
 sample size), then the threshold search of :func:`dganalysis.shift.calibration.calibrate_thresholds` on their
 features, then the real trials at the calibrated thresholds. Trials differ by seed (subsampling, splits,
-initialisation, batches, Monte-Carlo points); :func:`summarize` reports mean ± SE (ddof = 1).
+initialisation, batches, Monte-Carlo points); :func:`shift_summary` reports mean ± SE (ddof = 1).
 """
 
 from __future__ import annotations
@@ -207,12 +207,12 @@ def _holdout_accuracy(model: EnvClassifier, x_p, y_p, x_q, y_q, device) -> float
     return correct / (len(y_p) + len(y_q))
 
 
-def summarize(trials: pd.DataFrame, cols: Sequence[str] = ("diversity", "correlation")) -> dict[str, float]:
+def shift_summary(trials: pd.DataFrame, cols: Sequence[str] = ("diversity", "correlation")) -> dict[str, float]:
     """Mean and standard error (ddof = 1) over trials of each column in ``cols`` of ``trials`` (a
     :func:`shift_trials` frame): keys ``<col>``, ``<col>_se`` (NaN with one trial) and ``n_trials``."""
     if isinstance(cols, str):
-        raise ConfigError(f"summarize: parameter 'cols': expected a list of column names, got {cols!r}")
-    check_frame(trials, list(cols), "trials", func="summarize", what="a shift_trials frame")
+        raise ConfigError(f"shift_summary: parameter 'cols': expected a list of column names, got {cols!r}")
+    check_frame(trials, list(cols), "trials", func="shift_summary", what="a shift_trials frame")
     out: dict[str, float] = {}
     n = len(trials)
     for c in cols:

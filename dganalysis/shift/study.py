@@ -18,7 +18,7 @@ from dganalysis.data.checks import check_domain_dataset
 from dganalysis.data.dataset import DomainDataset
 from dganalysis.shift.baselines import emd, mmd, ni_index
 from dganalysis.shift.env_classifier import EnvClassifierConfig
-from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
+from dganalysis.shift.pipeline import ShiftOptions, shift_summary, shift_trials
 from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.stats.moments import standard_error
 from dganalysis.validation import (
@@ -41,7 +41,7 @@ def sanity_grid(
 ) -> pd.DataFrame:
     """Fig. 4: shift estimates over a grid of two :func:`colored_digits_shift` parameters ``x`` × ``y``
     (e.g. ``rho_tr`` × ``rho_te``, or ``mu_tr`` × ``mu_te``), other parameters from ``base``. One row per grid
-    point: ``x``, ``y``, :func:`dganalysis.shift.summarize` of its trials (diversity, correlation, their SEs,
+    point: ``x``, ``y``, :func:`dganalysis.shift.shift_summary` of its trials (diversity, correlation, their SEs,
     n_trials) and ``env_acc``; ``options``: the estimate (:class:`~dganalysis.shift.pipeline.ShiftOptions`).
     SIMULATED data."""
     f = "sanity_grid"
@@ -57,7 +57,7 @@ def sanity_grid(
     for i, (a, b) in enumerate(tqdm(grid, desc=f"Fig. 4 grid {x} x {y}")):
         ds = colored_digits_shift(**{**dict(base or {}), x: a, y: b, "seed": seed + i})
         trials = shift_trials(ds, "train", "test", n_trials=n_trials, cfg=cfg, seed=seed + i, options=options)
-        rows.append({x: a, y: b, **summarize(trials), "env_acc": float(trials["env_acc"].mean())})
+        rows.append({x: a, y: b, **shift_summary(trials), "env_acc": float(trials["env_acc"].mean())})
     return pd.DataFrame(rows)
 
 
@@ -112,7 +112,7 @@ def table3(
         for name, v in vals.items():
             row[name] = float(np.mean(v))
             row[f"{name}_se"] = standard_error(v)
-        s = summarize(tr)
+        s = shift_summary(tr)
         row.update({"diversity": s["diversity"], "diversity_se": s["diversity_se"],
                     "correlation": s["correlation"], "correlation_se": s["correlation_se"], "n_trials": n_trials})
         rows.append(row)
@@ -143,7 +143,7 @@ def dataset_map(
     for e in tqdm(entries, desc="dataset map"):
         tr = shift_trials(e["dataset"], e["train"], e["test"], n_trials=n_trials, cfg=cfg, seed=seed,
                           max_per_env=max_per_env, options=options)
-        s = summarize(tr)
+        s = shift_summary(tr)
         rows.append({"label": e["label"], "dataset": e["dataset"].name, **s,
                      "dominant": "diversity" if s["diversity"] >= s["correlation"] else "correlation",
                      "env_acc": float(tr["env_acc"].mean())})

@@ -12,7 +12,8 @@
 * :func:`unbiased_expected_max_weights` — the without-replacement (U-statistic) estimator of the expected best of k
   draws (Tang et al. 2020 show that Dodge et al.'s with-replacement eq. 1 is biased low).
 * :func:`t_interval_over` — the Student-t interval of a mean over independent replicates (e.g. trials),
-  :func:`t_interval`, the same from a mean, an SD and n already computed, and :func:`t_half_width`, its
+  :func:`mean_t_interval`, the same for one mean with its SD, :func:`t_interval`, the same from a mean, an SD and n
+  already computed, and :func:`t_half_width`, its
   half-width from an SD (the standard error itself: :mod:`dganalysis.stats.moments`).
 * :func:`dodge_eq1_weights` — the weights of Dodge et al.'s (2019) eq. 1, the expected best of k draws with
   replacement.
@@ -139,6 +140,20 @@ def t_interval(mean, sd, n, confidence: float = 0.95):
         half = np.where(ok, t_half_width(sd, np.where(ok, n, 2), confidence), np.nan)
     low, high = mean - half, mean + half
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
+
+
+def mean_t_interval(values, confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """``(mean, sd, low, high)`` of the values of one mean over independent replicates: their mean, their sample SD
+    (ddof 1; NaN with one value) and the Student-t interval (:func:`t_interval`; NaN with fewer than 2 values); all
+    NaN without values. ``values``: a 1-D numpy array or pandas Series, whose own ``mean()`` and ``std(ddof=1)`` are
+    taken (a Series skips NaN, as pandas does)."""
+    n = len(values)
+    if n == 0:
+        return np.nan, np.nan, np.nan, np.nan
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1)) if n > 1 else np.nan
+    low, high = t_interval(mean, sd, n, confidence)
+    return mean, sd, low, high
 
 
 def t_interval_over(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

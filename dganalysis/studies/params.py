@@ -173,7 +173,7 @@ def _split(name: str, spec: Any) -> None:
 
 
 def _selection(obj: NotebookParams, name: str = "selection_method") -> None:
-    from dganalysis.records.selection import METHODS
+    from dganalysis.records.selection_methods import METHODS
 
     Check(choices=tuple(METHODS))(getattr(obj, name), f"parameter {name!r}")
 

@@ -46,7 +46,7 @@ class NotebookRun:
     error: str = ""
     figures: list[Path] = field(default_factory=list)
     tables: list[Path] = field(default_factory=list)
-    #: its sweeps' totals (:func:`dganalysis.progress.summarize`: sweeps, trained, failed, skipped, minutes); {}
+    #: its sweeps' totals (:func:`dganalysis.progress.sweep_totals`: sweeps, trained, failed, skipped, minutes); {}
     #: when it ran no sweep
     jobs: dict = field(default_factory=dict)
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from dganalysis import io
 from dganalysis.progress import ENV as PROGRESS_ENV
-from dganalysis.progress import ProgressWatcher, summarize
+from dganalysis.progress import ProgressWatcher, sweep_totals
 from dganalysis.studies.param_checks import check_notebook_params
 from dganalysis.studies.paths import expand, profile_paths
 from dganalysis.studies.report import write_report
@@ -271,7 +271,7 @@ def run_notebooks(
             log.error("%s: %s (partial notebook saved to %s)", t.label, err, target)
         runs.append(NotebookRun(t.label, target, ok, time.time() - start, err,
                                 _new_files(t_out / "figures", start), _new_files(t_out / "tables", start),
-                                summarize(progress_path)))
+                                sweep_totals(progress_path)))
         write_index(out, profile, record_run(out, runs[-1]))
     if runs:
         log.info("HTML report: %s", write_report(out, profile))

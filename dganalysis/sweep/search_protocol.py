@@ -150,7 +150,8 @@ def compare_protocols(df: pd.DataFrame, selection_method: str = "training_domain
     an approximation of the reruns), ``n_trials``, ``delta = yu_acc − domainbed_acc`` and ``same_choice`` (trial 0
     picks the same draw in both protocols: always; the share of trials whose DomainBed pick equals Yu's draw).
     Accuracies as in ``df`` (fractions)."""
-    from dganalysis.records.selection import CONFIG, select
+    from dganalysis.records.selection import select
+    from dganalysis.records.selection_methods import CONFIG
 
     db = select(df, selection_method)
     group = [c for c in CONFIG if c != "trial_seed"] + ["domain"]

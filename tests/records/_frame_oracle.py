@@ -16,7 +16,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from dganalysis.records.selection import CONFIG, OUTPUT
+from dganalysis.records.selection_methods import CONFIG, OUTPUT
 
 
 def select_frame(df: pd.DataFrame, method: str, tie_tol: float = 0.0, per_draw: bool = False) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import msgspec
 import pandas as pd
 import pytest
 
-from dganalysis.records import collector, index, index_file, indexed
+from dganalysis.records import gc_pause, index, index_file, indexed
 from dganalysis.records import read as results
 from dganalysis.records.index import load_indexed, update_index
 from dganalysis.records.index_file import INDEX_NAME
@@ -261,7 +261,7 @@ def test_select_indexed_cached_and_invalidated(tmp_path, monkeypatch):
     first = indexed.select_indexed(root)
     check(first)
     assert set(first) == {"training_domain", "leave_one_out", "oracle"}
-    monkeypatch.setattr(index, "choose", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
+    monkeypatch.setattr(index, "kept_jobs", lambda *a, **k: pytest.fail("an unchanged sweep is not re-read"))
     again = indexed.select_indexed(root)
     for method in first:
         pd.testing.assert_frame_equal(first[method], again[method])
@@ -526,9 +526,9 @@ def test_collector_paused_restores_the_collector_and_promotes_what_it_made():
         pass
 
     assert gc.isenabled()
-    with collector.paused():
+    with gc_pause.paused():
         assert not gc.isenabled()
-        with collector.paused():
+        with gc_pause.paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
         made = [[i] for i in range(1000)]

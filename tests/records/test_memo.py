@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dganalysis.records import index, index_file, store
-from dganalysis.records import memo as memo_module
-from dganalysis.records.memo import SweepMemo, sweep_key
+from dganalysis.records.index_file import sweep_key
+from dganalysis.records.memo import SweepMemo
 from tests.audit._simulated_sweep import write_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def test_memo_misses_on_any_change(sweep, tmp_path, monkeypatch):
     again = SweepMemo([sweep], "t", ["a"])
     again.put({"v": 2})  # kept under the key of the index brought up to date
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 2}
-    monkeypatch.setattr(memo_module, "__version__", "0.0.0+other")
+    monkeypatch.setattr(index_file, "__version__", "0.0.0+other")
     assert SweepMemo([sweep], "t", ["a"]).get() is None  # another version of the package
 
 
@@ -231,3 +231,27 @@ def test_put_under_the_indexes_the_caller_read(sweep, tmp_path):
     assert SweepMemo([sweep], "t", ["a"]).get() == {"v": 3}
     with pytest.raises(ValueError, match="parameter 'indexes'"):
         memo.put({"v": 4}, indexes=[(tmp_path, read[0][1])])
+
+
+@pytest.mark.parametrize("verb", ["collect", "audit"])
+def test_a_command_checks_each_sweep_once(verb, sweep, tmp_path, monkeypatch):
+    """collect and audit missing their output memo check a sweep's job folders once: the memo's check of the index is
+    the one the reading uses (the walk of a large sweep's folders is most of a repeated command's time)."""
+    from dganalysis.cli import main
+
+    checks = []
+
+    def counted(walk):
+        def walked(*a, **k):
+            checks.append(a[0])
+            return walk(*a, **k)
+        return walked
+
+    for name in ("flat_up_to_date", "scan"):  # the two walks of a store's job folders
+        monkeypatch.setattr(index_file, name, counted(getattr(index_file, name)))
+    argv = {"collect": ["collect", str(sweep)],
+            "audit": ["audit", str(sweep), "--selection", "training_domain", "--json", str(tmp_path / "a.json")]}[verb]
+    assert main(argv) == 0  # builds the index, reads and selects
+    checks.clear()
+    assert main([*argv, "--digits", "2"] if verb == "collect" else [*argv, "--rope", "0.5"]) == 0  # a memo miss
+    assert [Path(p) for p in checks] == [sweep]

@@ -14,20 +14,21 @@ import pytest
 
 from dganalysis.records import index, load, rules, selection
 from dganalysis.records.rules import gather, select_records
+from dganalysis.records.selection_methods import BUILT_IN, OUTPUT
 from tests.records._frame_oracle import select_frame
 from tests.records.test_index import domainbed_dir, our_store, rec, write_run
 
 
 def records_of(*roots: Path, include_unfinished=None):
-    chunks, _ = index.choose([(r, index.update_index(r)) for r in roots], include_unfinished, strict=False)
+    chunks, _ = index.kept_jobs([(r, index.update_index(r)) for r in roots], include_unfinished, strict=False)
     return gather(chunks)
 
 
 def frame_of(got: dict[str, list]) -> pd.DataFrame:
-    return pd.DataFrame(got, columns=list(rules.OUTPUT))
+    return pd.DataFrame(got, columns=OUTPUT)
 
 
-def check_equal(roots: list[Path], methods=rules.METHODS, tie_tols=(0.0,), include_unfinished=None):
+def check_equal(roots: list[Path], methods=BUILT_IN, tie_tols=(0.0,), include_unfinished=None):
     df = load(roots, include_unfinished=include_unfinished, strict=False, progress=False)
     rec_ = records_of(*roots, include_unfinished=include_unfinished)
     assert rec_ is not None
@@ -114,17 +115,13 @@ def test_several_helpers_for_one_domain_are_averaged(tmp_path):
     assert check_equal([root]) > 0
 
 
-def test_output_columns_are_selects():
-    assert list(rules.OUTPUT) == selection.OUTPUT
-
-
 def test_domain_orders_are_the_frames(tmp_path):
-    """The environment order collect's tables use, taken from the arrays, is tables.domain_orders of the frame
+    """The environment order collect's tables use, taken from the arrays, is records.read.domain_orders of the frame
     (first appearance per dataset), also with datasets whose runs list their domains by name."""
-    from dganalysis.tables import domain_orders as frame_orders
+    from dganalysis.records.read import domain_orders as frame_orders
 
     db = sweep(tmp_path / "s", seed=5, n_envs=3, pairs=False)
     ours = our_store(tmp_path / "ours")
     for roots in ([db], [ours], [db, ours]):
         df = load(roots, progress=False)
-        assert rules.domain_orders(records_of(*roots)) == frame_orders(df)
+        assert rules.record_domain_orders(records_of(*roots)) == frame_orders(df)

@@ -17,7 +17,7 @@ import pytest
 
 from dganalysis import tables
 from dganalysis.collect import add_collect_arguments, main_collect
-from dganalysis.records import load, load_many, selection
+from dganalysis.records import load, load_many, selection, selection_methods
 from dganalysis.records import read as results
 from dganalysis.validation import ConfigError
 from tests.records._frame_oracle import SCORERS, select_frame, with_meta
@@ -281,7 +281,7 @@ def test_leave_one_out_with_our_helper_runs(multi_test):
     assert (sel["trial_seed"] == 1).sum() == 0  # trial 1 has no helpers
 
 
-@pytest.mark.parametrize("method", selection.methods())
+@pytest.mark.parametrize("method", selection_methods.methods())
 def test_per_draw_equals_select_on_each_draw_alone(tmp_path, method):
     """select(df, m, per_draw=True) is select(df[hparams_seed == h], m) for every h, concatenated: each draw's own
     checkpoint choice (and, for leave-one-out, its own helpers), never another draw's."""
@@ -292,12 +292,12 @@ def test_per_draw_equals_select_on_each_draw_alone(tmp_path, method):
         df["role"] = df["role"].astype(str).where(~((df["role"] == "train") & (df["domain"] == "+90%")), "val")
     got = selection.select(df, method, per_draw=True)
     want = pd.concat([selection.select(part, method) for _, part in df.groupby("hparams_seed")], ignore_index=True)
-    want = want.sort_values([*selection.CONFIG, "hparams_seed", "domain"], kind="stable", ignore_index=True)
+    want = want.sort_values([*selection_methods.CONFIG, "hparams_seed", "domain"], kind="stable", ignore_index=True)
     assert len(got) and got["hparams_seed"].nunique() > 1
     pd.testing.assert_frame_equal(got, want.astype(got.dtypes.to_dict()), check_exact=True)
     across = selection.select(df, method)  # across draws: one pick per config, among the per-draw picks
     assert len(across) < len(got)
-    key = [*selection.CONFIG, "domain", "job_id", "step"]
+    key = [*selection_methods.CONFIG, "domain", "job_id", "step"]
     assert across[key].merge(got[key]).shape[0] == len(across)
 
 
@@ -350,8 +350,10 @@ def test_summarize_matches_per_group_numpy_and_the_plain_pandas_summary(ddof, mo
     """The array path gives, group by group, numpy's nanstd / sqrt(n) as SE bit for bit, and exactly the frame of a
     plain pandas summary (per-group ``Series.std`` through ``agg``): same rows, order, dtypes, NaN."""
     calls = []
-    group_std = selection._group_std
-    monkeypatch.setattr(selection, "_group_std", lambda *a: calls.append(1) or group_std(*a))
+    from dganalysis.stats import moments
+
+    group_std = moments.group_std
+    monkeypatch.setattr(moments, "group_std", lambda *a: calls.append(1) or group_std(*a))
     df = _summary_frame()
     got = selection.summarize(df, by=["algorithm", "domain"], ddof=ddof)
     assert calls, "the array path was not taken"
@@ -640,24 +642,24 @@ def every_role(tmp_path_factory):
     return load_many([write_multi_test(tmp / "store"), tmp / "db"], progress=False)
 
 
-@pytest.mark.parametrize("method", selection.methods())
+@pytest.mark.parametrize("method", selection_methods.methods())
 def test_registered_method_keeps_the_select_contract(every_role, method):
     """Columns, one row per (config, test domain), the reported accuracy is the chosen checkpoint's test 'in'
     accuracy, and the chosen score is the best candidate's score of its config."""
-    how = selection.get_method(method)
-    assert how.key == method and how.title and selection.METHODS[method] == how.title
+    how = selection_methods.get_method(method)
+    assert how.key == method and how.title and selection_methods.METHODS[method] == how.title
     df = every_role
     sel = selection.select(df, method)
     assert not sel.empty, f"{method} selects nothing on a frame with train, test and val domains and helper runs"
-    assert list(sel.columns) == selection.OUTPUT and set(sel["selection"]) == {method}
-    assert not sel.duplicated([*selection.CONFIG, "domain"]).any()
+    assert list(sel.columns) == selection_methods.OUTPUT and set(sel["selection"]) == {method}
+    assert not sel.duplicated([*selection_methods.CONFIG, "domain"]).any()
     test_in = df[(df["role"] == "test") & (df["split"] == "in")].set_index(["job_id", "step", "domain"])["acc"]
     for r in sel.itertuples():
         assert r.acc == test_in[(r.job_id, r.step, r.domain)]
     scorer, per_test_domain = SCORERS[method]  # the frame computation of the method's scores (the test oracle)
     assert how.per_test_domain == per_test_domain and how.scores is None  # a built-in: computed by records.rules
     scores = with_meta(scorer(df), df)
-    keys = [*selection.CONFIG, "domain"] if how.per_test_domain else selection.CONFIG
+    keys = [*selection_methods.CONFIG, "domain"] if how.per_test_domain else selection_methods.CONFIG
     best = scores.groupby(keys, dropna=False)["val_acc"].max()
     for r in sel.itertuples():
         assert r.val_acc == best[tuple(getattr(r, k) for k in keys)]
@@ -665,9 +667,9 @@ def test_registered_method_keeps_the_select_contract(every_role, method):
 
 def test_register_method_rejects_a_second_scorer_under_one_name():
     with pytest.raises(ValueError, match="registered twice"):
-        selection.register_method("oracle", "again")(lambda df: df)
+        selection_methods.register_method("oracle", "again")(lambda df: df)
     with pytest.raises(ValueError, match="unknown selection method 'nope'"):
-        selection.get_method("nope")
+        selection_methods.get_method("nope")
 
 
 # ---------------------------------------------------------------- one implementation: the frame oracle agrees
@@ -688,7 +690,7 @@ def _frames(every_role: pd.DataFrame, tmp_path: Path) -> dict[str, pd.DataFrame]
             "one_job": every_role[every_role["job_id"] == every_role["job_id"].iloc[0]]}
 
 
-@pytest.mark.parametrize("method", selection.methods())
+@pytest.mark.parametrize("method", selection_methods.methods())
 def test_select_equals_the_frame_oracle(every_role, tmp_path, method):
     """select() runs every built-in method on record arrays (dganalysis.records.rules); the tidy-frame computation
     of the same rules (tests/records/_frame_oracle.py) gives the same frame — columns, dtypes, row order, bits —
@@ -711,9 +713,9 @@ def test_select_refuses_a_checkpoint_row_twice(every_role):
 def test_a_registered_scorer_runs_through_the_same_argmax(every_role, monkeypatch):
     """A user's scorer gives candidates on the frame; select() takes their argmax with the built-in ties: a scorer
     returning the built-in scores selects what the built-in method selects."""
-    monkeypatch.setattr(selection, "_METHODS", dict(selection._METHODS))
-    selection.register_method("mine", "my scores")(SCORERS["training_domain"][0])
-    selection.register_method("mine_oracle", "my oracle", per_test_domain=True)(SCORERS["oracle"][0])
+    monkeypatch.setattr(selection_methods, "_METHODS", dict(selection_methods._METHODS))
+    selection_methods.register_method("mine", "my scores")(SCORERS["training_domain"][0])
+    selection_methods.register_method("mine_oracle", "my oracle", per_test_domain=True)(SCORERS["oracle"][0])
     for mine, builtin in (("mine", "training_domain"), ("mine_oracle", "oracle")):
         for per_draw in (False, True):
             want = selection.select(every_role, builtin, per_draw=per_draw).drop(columns="selection")

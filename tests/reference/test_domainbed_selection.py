@@ -21,11 +21,12 @@ import numpy as np
 import pytest
 
 from dganalysis.collect import add_collect_arguments, main_collect
-from dganalysis.records import load, selection, store
+from dganalysis.records import load, selection, selection_methods, store
 from dganalysis.records import read as results
 
 # every registered method that names its DomainBed class is compared with that class
-METHODS = {m: selection.get_method(m).domainbed for m in selection.methods() if selection.get_method(m).domainbed}
+METHODS = {m: selection_methods.get_method(m).domainbed for m in selection_methods.methods()
+           if selection_methods.get_method(m).domainbed}
 
 
 def write_sweep(root: Path, seed: int, n_envs: int = 4, n_hparams: int = 4, trials=(0, 1, 2), steps=(0, 50, 100, 150),

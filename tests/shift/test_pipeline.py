@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dganalysis.shift.env_classifier import EnvClassifierConfig, balance_and_split, iid_split
-from dganalysis.shift.pipeline import ShiftOptions, shift_trials, summarize
+from dganalysis.shift.pipeline import ShiftOptions, shift_summary, shift_trials
 from dganalysis.shift.sanity import colored_digits_shift
 from dganalysis.shift.study import ranking_tables
 
@@ -75,7 +75,7 @@ def test_pipeline_separates_the_two_shifts():
                        cfg=cfg, options=ShiftOptions(n_samples=1500), device="cpu")
     assert cor["correlation"].iloc[0] > 0.3 and cor["diversity"].iloc[0] < 0.05
     assert div["diversity"].iloc[0] > 0.8 and div["correlation"].iloc[0] < 0.1
-    s = summarize(pd.concat([cor, cor]))
+    s = shift_summary(pd.concat([cor, cor]))
     assert s["n_trials"] == 2 and s["correlation_se"] == 0.0
 
 

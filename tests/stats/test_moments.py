@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dganalysis.stats.intervals import t_half_width, t_interval
-from dganalysis.stats.moments import standard_error, standard_error_from_sd
+from dganalysis.stats.intervals import mean_t_interval, t_half_width, t_interval
+from dganalysis.stats.moments import population_standard_error, standard_error, standard_error_from_sd
 from dganalysis.validation import ConfigError
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dganalysis"
@@ -42,6 +42,15 @@ def test_standard_error_is_the_inline_expression(v):
         with np.errstate(all="ignore"):
             inline = float(np.std(a, ddof=ddof) / np.sqrt(n)) if n > ddof else float("nan")
         assert _bits(standard_error(v, ddof)) == _bits(inline) and type(standard_error(v, ddof)) is float
+
+
+@pytest.mark.parametrize("v", [v for v in _samples() if len(v)], ids=lambda v: f"n{len(v)}")
+def test_population_standard_error_is_domainbeds_expression(v):
+    """DomainBed's ``collect_results.format_mean``: ``np.std(np.asarray(list(data)) / np.sqrt(len(data)))``."""
+    with np.errstate(all="ignore"):
+        inline = np.std(np.asarray(list(v)) / np.sqrt(len(v)))
+        assert _bits(population_standard_error(v)) == _bits(inline)
+    assert type(population_standard_error(v)) is float
 
 
 def test_standard_error_from_sd_is_the_inline_expressions():
@@ -75,6 +84,12 @@ def test_t_interval_is_the_inline_expression(confidence):
         half = float(t_half_width(sd, n, confidence)) if n > 1 else np.nan
         low, high = t_interval(mean, sd, n, confidence)
         assert type(low) is float and _bits([low, high]) == _bits([mean - half, mean + half])
+        for values in (x, pd.Series(x)):  # protocols.dynamic_report (an array), oracle_k_trials (a Series)
+            assert _bits(mean_t_interval(values, confidence)) == _bits([mean, sd, low, high])
+    with_nan = pd.Series([0.4, np.nan, 0.6, 0.9])  # a Series' own mean and SD skip NaN
+    m, sd, low, _ = mean_t_interval(with_nan, confidence)
+    assert _bits([m, sd]) == _bits([with_nan.mean(), with_nan.std(ddof=1)])
+    assert _bits(low) == _bits(t_interval(m, sd, 4, confidence)[0])
     means, sds, ns = rng.normal(size=4), rng.uniform(0.5, 2, 4), np.array([1, 2, 3, 7])
     lo, hi = t_interval(means, sds, ns, confidence)
     assert np.isnan(lo[0]) and np.isnan(hi[0])
@@ -98,8 +113,6 @@ NOT_A_STANDARD_ERROR = {
     ("findings/leaderboard.py", "sd / np.sqrt(2)"): "a simulator's per-arm SD, so that a difference has SD sd",
     ("findings/dynamic.py", "sd / np.sqrt(2.0)"): "a simulator's per-run noise beside the split's",
     ("findings/dynamic.py", "sd / np.sqrt(3.0)"): "a simulator's noise, so that a Domain+ difference has SD sd",
-    ("scripts/collect_results.py", "np.asarray(list(data)) / np.sqrt(len(data))"):
-        "DomainBed's collect_results verbatim (np.std of the values scaled by 1/√n), its numbers bit for bit",
 }
 #: a function of numpy's or math's square root
 SQRT = {"np.sqrt", "numpy.sqrt", "math.sqrt", "sqrt"}
