@@ -51,7 +51,11 @@ each side), or present on one side only. Exit status 1 on any difference. Normal
   (``commit``, ``dirty``, ``dganalysis`` — the package version —, ``host``), wherever it is nested (records,
   ``spec.json``, the audit's ``settings.provenance``, ``runs.json``);
 - in any text, the one-line stamp ``dganalysis <version> (commit <hash>[, modified])`` (``index.md``,
-  ``report.html``).
+  ``report.html``) and a date with a time of day (:data:`TIMESTAMP`: ``report.html``'s "Generated ... UTC").
+
+The temporary folder is ``<tmp>/dgasnap<8 hex digits>``, as long in every snapshot and free of characters LaTeX
+escapes: the tables that print a store's path (``08_audit_*.md`` pads its columns to it, the ``.tex`` escapes it)
+then normalise alike.
 
 Nothing else is normalised: a changed number, key order, float formatting, line or file is a difference.
 """
@@ -64,6 +68,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -79,6 +84,8 @@ CLOCK_KEYS = ("elapsed", "step_time", "seconds", "minutes")
 PROVENANCE_KEYS = ("commit", "dirty", "dganalysis", "host")
 #: the one-line provenance stamp of index.md and report.html (dganalysis.provenance.one_line)
 STAMP = re.compile(r"dganalysis [0-9][^\s()]* \(commit [0-9a-f]{7,40}(, modified)?\)")
+#: a date with a time of day (report.html's "Generated 2026-11-29 06:15 UTC"); a date alone is kept
+TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?( ?UTC|Z|[+-]\d{2}:?\d{2})?")
 #: what compare leaves out (timings and stderr, kept to read)
 NOT_COMPARED = ("manifest.json", "logs")
 
@@ -260,6 +267,18 @@ def copy_jobs(store: Path, dest: Path, names: tuple[str, ...]) -> None:
                 shutil.copy(job / n, dest / job.name / n)
 
 
+def work_folder() -> Path:
+    """A new folder ``<tmp>/dgasnap<8 hex digits>``: as long in every snapshot, and nothing in it that LaTeX escapes,
+    so the padded Markdown and escaped TeX tables that print a path read alike once the path is normalised."""
+    while True:
+        path = Path(tempfile.gettempdir()) / f"dgasnap{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
 
@@ -278,7 +297,7 @@ def snapshot(checkout: Path, out: Path, quick: Path | None, python: str) -> int:
     if out.exists():
         raise SystemExit(f"{out}: exists; give a new folder")
     t0, load0 = time.time(), load_average()
-    work = Path(tempfile.mkdtemp(prefix="dga_snapshot_"))
+    work = work_folder()
     snap = Snapshot(checkout, out, work, python)
     commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -331,7 +350,8 @@ def normalise(text: str, paths: dict[str, str]) -> str:
         if path:
             text = text.replace(path, name)
     text = _blank_json_values(text, CLOCK_KEYS + PROVENANCE_KEYS)
-    return STAMP.sub("dganalysis <version> (commit <commit>)", text)
+    text = STAMP.sub("dganalysis <version> (commit <commit>)", text)
+    return TIMESTAMP.sub("<time>", text)
 
 
 def _paths(snapshot_dir: Path) -> dict[str, str]:
