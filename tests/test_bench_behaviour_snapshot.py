@@ -14,12 +14,14 @@ RECORD = {"args": {"job_id": "ab12", "steps": 20}, "elapsed": 3.1, "env0_in_acc"
                          "python": "3.11.7", "threads": 1}, "step": 0, "step_time": 0.088}
 
 
-def _snapshot(root: Path, work: str, record: dict, stamp: str, extra: dict | None = None) -> Path:
+def _snapshot(root: Path, work: str, record: dict, stamp: str, extra: dict | None = None,
+              made: str = "2026-11-29 04:38 UTC", pilot: str = "2026-11-22") -> Path:
     (root / "sweep" / "ab12").mkdir(parents=True)
     (root / "sweep" / "ab12" / "results.jsonl").write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
     (root / "audit.json").write_text(json.dumps({"settings": {"seed": 0, "provenance": record["provenance"]},
                                                  "sweep": {f"{work}/store": {"n": 2}}, **(extra or {})}, indent=1))
-    (root / "index.md").write_text(f"Made with {stamp}, Python 3.11.7.\n\naudit {work}/store: 6 claims\n")
+    (root / "index.md").write_text(f"Made with {stamp}, Python 3.11.7. Generated {made}.\n\naudit {work}/store: 6 claims "
+                                   f"(pilot run of {pilot})\n")
     (root / "logs").mkdir()
     (root / "logs" / "a.stderr").write_text(f"{work}: took 3 s\n")
     (root / "manifest.json").write_text(json.dumps({"work": work, "checkout": "/c", "outdir": str(root)}))
@@ -34,7 +36,8 @@ def _later(record: dict) -> dict:
 
 def test_clocks_paths_and_provenance_are_normalised(tmp_path, capsys):
     before = _snapshot(tmp_path / "before", "/tmp/w1", RECORD, "dganalysis 0.1.0 (commit 5499a28a2be9)")
-    after = _snapshot(tmp_path / "after", "/tmp/w2", _later(RECORD), "dganalysis 0.2.0 (commit ffffffffffff, modified)")
+    after = _snapshot(tmp_path / "after", "/tmp/w2", _later(RECORD), "dganalysis 0.2.0 (commit ffffffffffff, modified)",
+                      made="2026-11-30T06:15:02Z")
     assert bs.compare(before, after) == 0
     out = capsys.readouterr().out
     assert "3 files: 3 identical" in out and "logs" not in out and "manifest" not in out
@@ -54,6 +57,8 @@ def test_a_result_a_key_order_or_a_file_is_a_difference(tmp_path, capsys):
     assert bs.compare(before, more) == 1
     out = capsys.readouterr().out
     assert "only in more" in out and "audit.json" in out and "4 files: 2 identical" in out
+    dated = _snapshot(tmp_path / "dated", "/tmp/w5", RECORD, "dganalysis 0.1.0 (commit 5499a28a2be9)", pilot="2026-11-23")
+    assert bs.compare(before, dated) == 1  # a date alone is content, not a clock
 
 
 def test_blanking_keeps_every_other_byte_and_skips_escaped_keys():
