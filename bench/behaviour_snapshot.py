@@ -36,7 +36,9 @@
   (kept to read, not compared); ``manifest.json``: the commands, seconds per step, the CPU and the load average
   (not compared).
 
-Every run starts from empty caches: ``$DGANALYSIS_CACHE`` is a fresh folder (the design-power cache), store
+Every command runs with ``PYTHONHASHSEED=0``: the order of a set of strings is then the same in every run (the
+critical-difference diagrams of the audit page differ by a few antialiased pixels otherwise: the same figure drawn
+in another order). Every run starts from empty caches: ``$DGANALYSIS_CACHE`` is a fresh folder (the design-power cache), store
 indexes are built anew, and ``$DGANALYSIS_PROJECT``, ``$DGANALYSIS_IMPORT``, ``$DGANALYSIS_PROGRESS_FILE`` and
 ``$DGANALYSIS_THREADS`` are unset (``DGANALYSIS_THREADS=1`` for the two sweeps and the DomainBed runs only).
 
@@ -51,7 +53,9 @@ each side), or present on one side only. Exit status 1 on any difference. Normal
   (``commit``, ``dirty``, ``dganalysis`` — the package version —, ``host``), wherever it is nested (records,
   ``spec.json``, the audit's ``settings.provenance``, ``runs.json``);
 - in any text, the one-line stamp ``dganalysis <version> (commit <hash>[, modified])`` (``index.md``,
-  ``report.html``) and a date with a time of day (:data:`TIMESTAMP`: ``report.html``'s "Generated ... UTC").
+  ``report.html``), a date with a time of day (:data:`TIMESTAMP`: ``report.html``'s "Generated ... UTC") and the
+  minutes ``dganalysis run`` took (:data:`RUN_MINUTES`: "N min in total", "N min in K sweeps", the minutes column
+  of the notebooks' table in ``index.md`` and ``report.html``, "status: ok · N min" in ``report.html``).
 
 The temporary folder is ``<tmp>/dgasnap<8 hex digits>``, as long in every snapshot and free of characters LaTeX
 escapes: the tables that print a store's path (``08_audit_*.md`` pads its columns to it, the ``.tex`` escapes it)
@@ -86,6 +90,14 @@ PROVENANCE_KEYS = ("commit", "dirty", "dganalysis", "host")
 STAMP = re.compile(r"dganalysis [0-9][^\s()]* \(commit [0-9a-f]{7,40}(, modified)?\)")
 #: a date with a time of day (report.html's "Generated 2026-11-29 06:15 UTC"); a date alone is kept
 TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?( ?UTC|Z|[+-]\d{2}:?\d{2})?")
+#: the minutes `dganalysis run` reports per notebook and in all (index.md, report.html): clocks in text
+RUN_MINUTES = (
+    (re.compile(r"\b\d+\.\d min in total\b"), "<min> min in total"),
+    (re.compile(r"\b\d+\.\d min in (\d+ sweeps?)\b"), r"<min> min in \1"),
+    (re.compile(r"^(\| \[[^]]*\]\([^)]*\) \| \w+ \| )\d+\.\d( \|)", re.M), r"\1<min>\2"),
+    (re.compile(r"(</a></td>\n<td>\w+</td>\n<td>)\d+\.\d(</td>)"), r"\1<min>\2"),
+    (re.compile(r"(status: (<span[^>]*>)?\w+(</span>)? · )\d+\.\d( min ·)"), r"\1<min>\4"),
+)
 #: what compare leaves out (timings and stderr, kept to read)
 NOT_COMPARED = ("manifest.json", "logs")
 
@@ -134,6 +146,7 @@ class Snapshot:
         env = {k: v for k, v in os.environ.items() if k not in (
             "DGANALYSIS_PROJECT", "DGANALYSIS_IMPORT", "DGANALYSIS_PROGRESS_FILE", "DGANALYSIS_THREADS", "PYTHONPATH")}
         env.update(PYTHONPATH=str(self.checkout), DGANALYSIS_CACHE=str(self.work / "cache"), MPLBACKEND="Agg",
+                   PYTHONHASHSEED="0",
                    PATH=f"{Path(self.python).parent}{os.pathsep}{env.get('PATH', '')}")
         if threads is not None:
             env["DGANALYSIS_THREADS"] = str(threads)
@@ -351,6 +364,8 @@ def normalise(text: str, paths: dict[str, str]) -> str:
             text = text.replace(path, name)
     text = _blank_json_values(text, CLOCK_KEYS + PROVENANCE_KEYS)
     text = STAMP.sub("dganalysis <version> (commit <commit>)", text)
+    for pattern, replacement in RUN_MINUTES:
+        text = pattern.sub(replacement, text)
     return TIMESTAMP.sub("<time>", text)
 
 
