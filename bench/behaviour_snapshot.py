@@ -28,19 +28,21 @@
   ``notebooks/`` and ``params/`` and of ``--quick-outputs`` (default ``/work/main/outputs/quick``, a finished quick
   run) as ``outputs/quick`` (its ``data`` sibling as ``outputs/data``), of which only the job folders of ``store/``
   and ``pretrained/`` are kept, the absolute paths in their records and ``spec.json`` moved to the copy (notebook
-  04 finds its pretrained checkpoints by path): nothing is trained (``runs.json`` says so) and every table, finding,
-  audit and page is written again by ``CHECKOUT``'s code. Copied back: ``tables/``, ``findings/``, ``design/``, ``audits/``,
-  ``audit.json``, the audit report's HTML, CSV, TeX and selected-hparams JSON, ``index.md``, ``report.html`` and
-  ``runs.json``; ``store_jobs.txt`` lists the store's job folders (two snapshots from different inputs differ there);
+  04 finds its pretrained checkpoints by path): nothing is trained (``runs.json`` says so) and every table,
+  finding, audit and page is written again by ``CHECKOUT``'s code. Copied back: ``tables/``, ``findings/``,
+  ``design/``, ``audits/``, ``audit.json``, the audit report's HTML, CSV, TeX and selected-hparams JSON,
+  ``index.md``, ``report.html`` and ``runs.json``; ``store_jobs.txt`` lists the store's job folders (two snapshots
+  made from different inputs differ there);
 - ``exit_codes.txt``: every command's exit status; ``logs/``: every command's stderr and DomainBed's ``out.txt``
   (kept to read, not compared); ``manifest.json``: the commands, seconds per step, the CPU and the load average
   (not compared).
 
 Every command runs with ``PYTHONHASHSEED=0``: the order of a set of strings is then the same in every run (the
 critical-difference diagrams of the audit page differ by a few antialiased pixels otherwise: the same figure drawn
-in another order). Every run starts from empty caches: ``$DGANALYSIS_CACHE`` is a fresh folder (the design-power cache), store
-indexes are built anew, and ``$DGANALYSIS_PROJECT``, ``$DGANALYSIS_IMPORT``, ``$DGANALYSIS_PROGRESS_FILE`` and
-``$DGANALYSIS_THREADS`` are unset (``DGANALYSIS_THREADS=1`` for the two sweeps and the DomainBed runs only).
+in another order). Every run starts from empty caches: ``$DGANALYSIS_CACHE`` is a fresh folder (the design-power
+cache), store indexes are built anew, and ``$DGANALYSIS_PROJECT``, ``$DGANALYSIS_IMPORT``,
+``$DGANALYSIS_PROGRESS_FILE`` and ``$DGANALYSIS_THREADS`` are unset (``DGANALYSIS_THREADS=1`` for the two sweeps
+and the DomainBed runs only).
 
 ``compare`` diffs every file of the two snapshots but ``manifest.json`` and ``logs/``, after normalising clocks
 and provenance only, and prints one row per file: ``identical``, ``differs`` (with the first differing line of
@@ -259,7 +261,8 @@ class Snapshot:
         dest.mkdir(parents=True)
         jobs = sorted(p.name for p in (out / "store").iterdir()) if (out / "store").is_dir() else []
         (dest / "store_jobs.txt").write_text("".join(f"{j}\n" for j in jobs))
-        self.run("run_quick", ["run", "--profile", "quick", "--no-progress"], root, self.out / "logs" / "run_quick.stdout")
+        self.run("run_quick", ["run", "--profile", "quick", "--no-progress"], root,
+                 self.out / "logs" / "run_quick.stdout")
         for name in NOTEBOOK_OUTPUTS:
             src = out / name
             if src.is_dir():
