@@ -252,11 +252,17 @@ class Snapshot:
                 shutil.copytree(quick / sub, out / sub, ignore=shutil.ignore_patterns(".*"))  # no index, memo, lock
         if (quick.parent / "data").is_dir():
             shutil.copytree(quick.parent / "data", root / "outputs" / "data")
-        old = str(quick.parent.resolve())
+        # absolute paths (output_dir, data_dir, pretrained: 04 matches checkpoints by path) moved to the copy: the
+        # outputs folder the records were written in (a frozen copy's records still name the original one) and this
+        found = re.compile(r'"(/[^"]*?)/quick/(?:pretrained|store)/')
         for f in [*out.glob("store/*/results.jsonl"), *out.glob("store/*/spec.json")]:
             text = f.read_text(encoding="utf-8")
-            if old in text:  # absolute paths: output_dir, data_dir, pretrained (04 matches checkpoints by path)
-                f.write_text(text.replace(old, str(root / "outputs")), encoding="utf-8")
+            olds = {str(quick.parent.resolve()), *found.findall(text)} - {str(root / "outputs")}
+            new = text
+            for old in sorted(olds, key=len, reverse=True):
+                new = new.replace(old, str(root / "outputs"))
+            if new != text:
+                f.write_text(new, encoding="utf-8")
         dest = self.out / "notebooks"
         dest.mkdir(parents=True)
         jobs = sorted(p.name for p in (out / "store").iterdir()) if (out / "store").is_dir() else []
