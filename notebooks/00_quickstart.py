@@ -40,7 +40,7 @@ image_size = 16
 # (seed 0 gives the defaults) × n_trials trials of each algorithm, steps steps, a checkpoint every checkpoint_freq
 sweep = {"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
          "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
-workers = 2
+n_workers = 2
 datasets = {}               # name -> kwargs replacing the rotated digits (DomainBed's table: MNISTs, PACS, …)
 dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset
 
@@ -87,7 +87,7 @@ plots.save_figure(fig, "00_rotated_digits_samples", P.output_dir)
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
 jobs = S.plan(P).jobs
-status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.workers)
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 display(status["status"].value_counts().to_frame())
 df = records.load(P.store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]

@@ -202,7 +202,7 @@ def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str],
 #: (``datasets``, ``dataset_overrides``, ``featurizer``, …) or by a rule across parameters in the class's check
 #: (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
-    **dict.fromkeys(("n_workers", "workers", "batch_size", "image_size"), _shared(_count_rule(1))),
+    **dict.fromkeys(("n_workers", "batch_size", "image_size"), _shared(_count_rule(1))),
     "seed": _shared(_count_rule(0)),
     "lr": _positive,
     "alpha": lambda obj, name: _unit(obj, name),
@@ -222,7 +222,7 @@ class QuickstartParams(NotebookParams):
     #: the sweep on each dataset (leave-one-out and two held-out domains; the datasets are ``datasets``'s)
     sweep: Sweep = sweep_field({"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40,
                                 "checkpoint_freq": 20, "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
-    workers: int = 2
+    n_workers: int = 2
     datasets: dict = _default({})
     dataset_overrides: dict = _default({})
 

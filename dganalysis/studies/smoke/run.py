@@ -164,7 +164,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         out["batch_size"] = min(out["batch_size"], BATCH)
     if "pretrain_batch_size" in out:
         out["pretrain_batch_size"] = min(out["pretrain_batch_size"], BATCH)
-    for k in ("workers", "n_workers", "n_threads"):
+    for k in ("n_workers", "n_threads"):
         if k in out:
             out[k] = 1
     return _shrink(out)
