@@ -217,22 +217,22 @@ class QuickstartParams(NotebookParams):
 
     notebook: ClassVar[str] = "00_quickstart"
 
-    angles: list = _default([0, 45, 75])
-    image_size: int = 16
-    #: the sweep on each dataset (leave-one-out and two held-out domains; the datasets are ``datasets``'s)
-    sweep: Sweep = sweep_field({"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40,
-                                "checkpoint_freq": 20, "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
+    #: the sweep on each of its ``datasets`` (leave-one-out and two held-out domains on each; an entry's ``hparams``
+    #: go on top of ``hparams_overrides`` for that dataset)
+    sweep: Sweep = sweep_field({
+        "datasets": [{"name": "RotatedDigits", "kwargs": {"image_size": 16, "angles": [0, 45, 75]}}],
+        "algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
     n_workers: int = 2
-    datasets: dict = _default({})
-    dataset_overrides: dict = _default({})
 
     def check(self) -> None:
-        if not self.datasets and len(self.angles) < 3:
-            raise _fail("angles", "at least 3 rotations (leave-one-out with two held-out domains needs 3)",
-                        self.angles)
-        for name, over in self.dataset_overrides.items():  # entries for datasets not run are ignored
-            if not isinstance(over, Mapping):
-                raise _fail(f"dataset_overrides[{name!r}]", "a mapping of hparams", over)
+        if not self.sweep.datasets:
+            raise _fail("sweep.datasets", "a non-empty list of datasets", self.sweep.datasets)
+        for i, entry in enumerate(self.sweep.datasets):
+            angles = entry.get("kwargs", {}).get("angles")
+            if "train" in entry or (angles is not None and len(angles) < 3):
+                raise _fail(f"sweep.datasets[{i}]", "a dataset with at least 3 domains and no split of its own "
+                            "(leave-one-out with two held-out domains needs 3)", entry)
 
 
 @dataclass(frozen=True)

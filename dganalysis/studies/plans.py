@@ -65,29 +65,19 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
 
-def quickstart_datasets(p: QuickstartParams) -> dict[str, dict]:
-    """The DomainBed-protocol datasets: ``p.datasets`` (name → kwargs) when given, else RotatedDigits at
-    ``p.angles`` and ``p.image_size``."""
-    check_params(p, QuickstartParams, "quickstart_datasets")
-    return dict(p.datasets) if p.datasets else {"RotatedDigits": {"image_size": p.image_size, "angles": p.angles}}
-
-
 def quickstart_plan(p: QuickstartParams) -> Plan:
     """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
-    leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on RotatedDigits or on each of
-    ``datasets`` (DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
-    ``dataset_overrides`` (name → hparams) goes on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for
-    the MNISTs, ImageNet ResNet-50 for the others, as DomainBed)."""
+    leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on each of ``p.sweep.datasets``
+    (RotatedDigits, or DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
+    an entry's ``hparams`` go on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for the MNISTs,
+    ImageNet ResNet-50 for the others, as DomainBed)."""
     check_params(p, QuickstartParams, "quickstart_plan")
     jobs: list[Job] = []
-    specs = quickstart_datasets(p)
-    for name, kwargs in specs.items():
-        domains = domain_names(name, kwargs, p.data_dir)
-        sweep = p.sweep.replace(dataset=name, dataset_kwargs=kwargs, hparams_overrides={
-            **p.sweep.hparams_overrides, **(p.dataset_overrides or {}).get(name, {})})
-        jobs += make_jobs(sweep.replace(splits="leave_one_out"), domains)
-        jobs += make_jobs(sweep.replace(splits={"leave_one_group_out": 2}), domains)
-    return Plan({"leave-one-out": jobs}, list(specs.items()))
+    for one in p.sweep.per_dataset():
+        domains = domain_names(one.dataset, one.dataset_kwargs, p.data_dir)
+        jobs += make_jobs(one.replace(splits="leave_one_out"), domains)
+        jobs += make_jobs(one.replace(splits={"leave_one_group_out": 2}), domains)
+    return Plan({"leave-one-out": jobs}, [(e["name"], e.get("kwargs", {})) for e in p.sweep.datasets])
 
 
 def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:

@@ -229,7 +229,7 @@ _SHARED_BAD = {"n_workers": 0, "batch_size": 0, "image_size": 0, "seed": -1, "lr
 _SHARED_KIND_ONLY = {"datasets", "dataset_overrides", "featurizer", "train_domains", "test_domains"}
 #: a bad value for each key of a sweep (every notebook's nested sweep refuses it, naming ``parameter.key``)
 _SWEEP_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "algorithms": [],
-              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X"}], "dataset_kwargs": [1],
+              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X", "train": ["0"]}], "dataset_kwargs": [1],
               "dataset": "", "hparams_overrides": [1], "search_overrides": [1]}
 
 
