@@ -199,7 +199,7 @@ def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str],
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
 #: kind is checked, before the class's own :meth:`NotebookParams.check`): "alpha" means the same in every notebook.
 #: The sweep's keys are checked by :class:`dganalysis.sweep.Sweep`. The other shared names are checked by kind alone
-#: (``datasets``, ``dataset_overrides``, ``featurizer``, …) or by a rule across parameters in the class's check
+#: (``featurizer``, …) or by a rule across parameters in the class's check
 #: (``train_domains``/``test_domains``: a split).
 SHARED_RULES: dict[str, Any] = {
     **dict.fromkeys(("n_workers", "batch_size", "image_size"), _shared(_count_rule(1))),
@@ -377,21 +377,21 @@ class LeaderboardsParams(NotebookParams):
 
     notebook: ClassVar[str] = "05_leaderboards"
 
-    datasets: dict = _default({"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}})
-    logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
-    #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
-    lodo_domains: dict = _default({})
-    #: the sweep on each dataset and board (steps: ``dataset_steps`` and a board's may replace them)
-    sweep: Sweep = sweep_field({"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
+    #: the sweep on each of its ``datasets`` and each board (an entry's ``hparams`` go on top of
+    #: ``hparams_overrides``, its ``steps`` replace ``steps`` for that dataset; a board's settings go on top)
+    sweep: Sweep = sweep_field({"datasets": [{"name": "RotatedDigits",
+                                              "kwargs": {"image_size": 16, "angles": [0, 20, 40, 60]}}],
+                                "algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
                                 "checkpoint_freq": 10,
                                 "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32},
                                 "search_overrides": {}})
+    logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
+    #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
+    lodo_domains: dict = _default({})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     n_bootstrap: int = 2000
     n_workers: int = 2
-    dataset_overrides: dict = _default({})
-    dataset_steps: dict = _default({})
     leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
     #: "domainbed" (every draw in every trial) or "yu2024" (dganalysis.sweep.search_protocol)
     search_protocol: str = "domainbed"
@@ -405,15 +405,15 @@ class LeaderboardsParams(NotebookParams):
         if self.search_protocol not in SEARCH_PROTOCOLS:
             raise _fail("search_protocol", f"one of {list(SEARCH_PROTOCOLS)}", self.search_protocol)
         _at_least(self, 1, "n_bootstrap")
-        if not self.datasets:
-            raise _fail("datasets", "a non-empty mapping of dataset names to builder arguments", self.datasets)
+        names = [e["name"] for e in self.sweep.datasets]
+        if not names or len(set(names)) < len(names) or any("train" in e for e in self.sweep.datasets):
+            raise _fail("sweep.datasets", "a non-empty list of datasets, each named once, without a split of its own "
+                        "(the splits are LODO's and LOGO's)", self.sweep.datasets)
         for name, groups in self.logo_groups.items():  # entries for datasets not run are ignored
             for i, g in enumerate(_names(f"logo_groups[{name!r}]", groups, "a list of domain groups")):
                 _names(f"logo_groups[{name!r}][{i}]", g, "a non-empty list of domains")
         for name, held in self.lodo_domains.items():
             _names(f"lodo_domains[{name!r}]", held, "a non-empty list of domains")
-        for name, steps in self.dataset_steps.items():
-            Check("int", low=1)(steps, f"parameter 'dataset_steps[{name!r}]'")
         try:
             self.boards()
         except ValueError as e:
@@ -423,8 +423,7 @@ class LeaderboardsParams(NotebookParams):
         """Each board with its settings in full (:func:`dganalysis.protocols.leaderboard.leaderboard_boards`)."""
         from dganalysis.protocols.leaderboard import leaderboard_boards
 
-        return leaderboard_boards(self.leaderboards, datasets=self.datasets, sweep=self.sweep,
-                                  dataset_overrides=self.dataset_overrides, dataset_steps=self.dataset_steps)
+        return leaderboard_boards(self.leaderboards, sweep=self.sweep)
 
 
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}

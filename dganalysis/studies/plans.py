@@ -195,7 +195,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
 def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
-    ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
+    The datasets are ``p.sweep.datasets``: an entry's ``hparams`` (on top of ``hparams_overrides``) and ``steps`` set
     one dataset apart, as Yu et al. (Sec. 3.1) train DomainNet 15,000 and NICO++ 10,000 steps; ``search_overrides``
     replaces search distributions (:func:`dganalysis.training.hparams.parse_distribution`, e.g. Yu et al.'s MMD γ space).
     ``leaderboards`` names several boards (Table 5 / App. C.4: MoCo-v2 ResNet-50, from scratch, MoCo-v3 ViT-B/16),
@@ -213,13 +213,13 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
 
     check_protocol(p.search_protocol)
     specs = p.boards()
-    domains = {name: domain_names(name, kwargs, p.data_dir) for name, kwargs in p.datasets.items()}
+    domains = {e["name"]: domain_names(e["name"], e.get("kwargs", {}), p.data_dir) for e in p.sweep.datasets}
     sweeps: dict[str, list[Job]] = {}
     for board, spec in specs.items():
         for proto in ("LODO", "LOGO"):
             sweeps[board_label(board, proto)] = []
-        for name in spec["datasets"]:
-            kwargs, doms = p.datasets[name], domains[name]
+        for one in spec["sweep"].per_dataset():
+            name, doms = one.dataset, domains[one.dataset]
             held = p.lodo_domains.get(name) or doms
             unknown = [d for d in held if d not in doms]
             if unknown:
@@ -229,11 +229,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
             logo = [{"train": _rest(g, doms), "test": list(g)} for g in p.logo_groups.get(name, [])]
             for proto, splits in (("LODO", lodo), ("LOGO", logo)):
                 if splits:
-                    s = spec["sweep"]
-                    sweeps[board_label(board, proto)] += make_jobs(s.replace(
-                        dataset=name, dataset_kwargs=kwargs, splits=splits,
-                        steps=int(spec["dataset_steps"].get(name, s.steps)),
-                        hparams_overrides={**s.hparams_overrides, **spec["dataset_overrides"].get(name, {})}), doms)
+                    sweeps[board_label(board, proto)] += make_jobs(one.replace(splits=splits), doms)
     other = []
     from dganalysis.studies.design import leaderboards_design
 
@@ -248,7 +244,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
                 other.append(f"search protocol yu2024 (Yu et al. 2024), sweep {label}: runs {c['yu2024']:,} jobs, "
                              f"{c['search']:,} searched at trial 0 + {c['reruns']:,} reruns of the selected draws "
                              f"(their ids are known after the search), instead of DomainBed's {c['domainbed']:,}")
-    return Plan(sweeps, [(name, kwargs) for name, kwargs in p.datasets.items()], other=other,
+    return Plan(sweeps, [(e["name"], e.get("kwargs", {})) for e in p.sweep.datasets], other=other,
                 search_protocol=p.search_protocol)
 
 

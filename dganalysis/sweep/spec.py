@@ -152,7 +152,7 @@ class Sweep:
         """The sweep made minimal (the smoke run): ``steps`` and ``checkpoint_freq`` at most ``steps``, one draw and
         one trial (``at_least``: key -> the least the notebook's cells need), the first two algorithms plus those in
         ``keep``, the first split of a list, ``batch_size`` in ``hparams_overrides``, and ``datasets`` through
-        ``one_per_kind``. Only the keys this sweep takes change."""
+        ``one_per_kind``, each entry's own ``steps`` at most ``steps``. Only the keys this sweep takes change."""
         at_least = at_least or {}
         taken = set(self.keys or KEYS)
         out: dict[str, Any] = {}
@@ -162,8 +162,9 @@ class Sweep:
         for k in ("n_hparams", "n_trials"):
             out[k] = at_least.get(k, 1)
         out["algorithms"] = list(dict.fromkeys(self.algorithms[:2] + [a for a in self.algorithms if a in keep]))
-        if self.datasets and one_per_kind is not None:
-            out["datasets"] = one_per_kind(self.datasets)
+        if self.datasets:
+            kept = one_per_kind(self.datasets) if one_per_kind is not None else self.datasets
+            out["datasets"] = [{**e, "steps": min(e["steps"], steps)} if "steps" in e else e for e in kept]
         if isinstance(self.splits, list):
             out["splits"] = self.splits[:1]
         if batch_size is not None:
