@@ -199,8 +199,7 @@ def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str],
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
 #: kind is checked, before the class's own :meth:`NotebookParams.check`): "alpha" means the same in every notebook.
 #: The sweep's keys are checked by :class:`dganalysis.sweep.Sweep`. The other shared names are checked by kind alone
-#: (``featurizer``, …) or by a rule across parameters in the class's check
-#: (``train_domains``/``test_domains``: a split).
+#: (``featurizer``, …) or by a rule across parameters in the class's check.
 SHARED_RULES: dict[str, Any] = {
     **dict.fromkeys(("n_workers", "batch_size", "image_size"), _shared(_count_rule(1))),
     "seed": _shared(_count_rule(0)),
@@ -323,12 +322,11 @@ class LeakageOracleParams(NotebookParams):
 
     notebook: ClassVar[str] = "04_leakage_oracle"
 
-    #: the LP/FT sweep (its splits are ``lp_ft_splits``, or ``train_domains`` -> ``test_domains``; its
-    #: hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
+    #: the LP/FT sweep (its splits, e.g. each domain held out; the first split's training domains are the own
+    #: pretrainings' too; its hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
     sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "splits": [{"train": ["0", "15", "30"], "test": ["45", "60", "75"]}],
                                 "algorithms": ["ERM"], "steps": 10, "checkpoint_freq": 5, "n_trials": 1})
-    train_domains: list = _default(["0", "15", "30"])
-    test_domains: list = _default(["45", "60", "75"])
     featurizer: str = "smallcnn"
     test_like_angles: list = _default([45, 90])
     source_copies: int = 1
@@ -345,7 +343,6 @@ class LeakageOracleParams(NotebookParams):
         "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2})
     inception_weights: Any = None
     published_weights: dict = _default({})
-    lp_ft_splits: list = _default([])
     fid_reference: Any = None
     fid_n_samples: int = 16
     n_workers: int = 1
@@ -355,13 +352,12 @@ class LeakageOracleParams(NotebookParams):
         _at_least(self, 2, "fid_n_samples")
         _at_least(self, 0, "pretrain_steps")
         _positive(self, "pretrain_lr")
-        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        for i, s in enumerate(self.sweep.splits):
+            _split(f"sweep.splits[{i}]", s)
         if len(self.test_like_angles) != 2 or self.test_like_angles[0] > self.test_like_angles[1]:
             raise _fail("test_like_angles", "[low, high] rotation range", self.test_like_angles)
         for i, k in enumerate(self.frozen_stages):
             Check("int", low=0)(k, f"parameter 'frozen_stages[{i}]'")
-        for i, s in enumerate(self.lp_ft_splits):
-            _split(f"lp_ft_splits[{i}]", s)
         for label, spec in self.published_weights.items():
             if not isinstance(spec, Mapping) or set(spec) != {"path", "featurizer"}:
                 raise _fail(f"published_weights[{label!r}]", "{path: <file>, featurizer: <arch>}", spec)
@@ -369,6 +365,12 @@ class LeakageOracleParams(NotebookParams):
             raise ConfigError("parameter 'published_weights': with pretrain_steps = 0 the notebook pretrains "
                               "nothing, so it needs two published weights (a supervised and a self-supervised one) "
                               f"to compare; got {list(self.published_weights)}")
+
+    @property
+    def pretrain_domains(self) -> list:
+        """The domains the own pretrainings read (the SimCLR images, the digits of the supervised source): the
+        training domains of the LP/FT sweep's first split."""
+        return list(self.sweep.splits[0]["train"])
 
 
 @dataclass(frozen=True)
@@ -501,12 +503,11 @@ class WorstCaseParams(NotebookParams):
 
     notebook: ClassVar[str] = "07_worst_case"
 
-    #: one model per (algorithm, draw) on the split ``train_domains`` -> ``test_domains``, one trial
+    #: one model per (algorithm, draw) on its one split (training domains -> test domains), one trial
     sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "splits": [{"train": ["15", "30", "45", "60"], "test": ["0", "75"]}],
                                 "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20,
                                 "checkpoint_freq": 10})
-    train_domains: list = _default(["15", "30", "45", "60"])
-    test_domains: list = _default(["0", "75"])
     featurizer: str = "mlp"
     batch_size: int = 32
     lr: float = 3e-3
@@ -524,7 +525,9 @@ class WorstCaseParams(NotebookParams):
     def check(self) -> None:
         _at_least(self, 1, "n_eval", "n_input", "n_threads")
         Check("float", low=0.0)(self.wc_rho, "parameter 'wc_rho'")
-        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        if len(self.sweep.splits) != 1 or "val" in self.sweep.splits[0]:
+            raise _fail("sweep.splits", "one split {train, test} (the models' source and test domains)",
+                        self.sweep.splits)
         for n in ("rhos", "input_rhos"):
             for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of radii")):
                 Check("float", low=0.0)(r, f"parameter '{n}[{i}]'")

@@ -126,7 +126,7 @@ def leakage_checkpoints(p: LeakageOracleParams) -> dict[str, Path]:
 
     common = dict(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
                   lr=p.pretrain_lr, seed=0)
-    key = dict(dataset=p.sweep.dataset, **p.sweep.dataset_kwargs, train=p.train_domains, **common)
+    key = dict(dataset=p.sweep.dataset, **p.sweep.dataset_kwargs, train=p.pretrain_domains, **common)
     folder = Path(p.output_dir) / "pretrained"
     return {"supervised": checkpoint_path(folder, "supervised", {**key, "angles": p.test_like_angles,
                                                                  "copies": p.source_copies}),
@@ -159,8 +159,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
     Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
-    featurizer. ``p.lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3
-    hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
+    featurizer, on the splits of ``p.sweep`` (several let Tables 1 and 3 hold out each domain in turn). The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
     checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
@@ -171,12 +170,11 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     inits = leakage_pretrainings(p)
-    lp_ft = p.sweep.replace(splits=list(p.lp_ft_splits or [{"train": p.train_domains, "test": p.test_domains}]))
     jobs = []
     for label, (path, feat) in inits.items():
         hp = {"featurizer": feat, "batch_size": p.batch_size, "lr": p.lr}
         modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in p.frozen_stages] if path else [])
-        jobs += make_leakage_jobs(lp_ft.replace(hparams_overrides=hp), {label: path}, modes)
+        jobs += make_leakage_jobs(p.sweep.replace(hparams_overrides=hp), {label: path}, modes)
     o = p.oracle
     oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=max(1, o.steps // 2),
                                          hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
@@ -275,8 +273,7 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
     if set(p.sweep.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
-    jobs = make_jobs(p.sweep.replace(splits=[{"train": p.train_domains, "test": p.test_domains}], n_trials=1,
-                                     hparams_overrides=overrides, save_model=True))
+    jobs = make_jobs(p.sweep.replace(n_trials=1, hparams_overrides=overrides, save_model=True))
     return Plan({"models": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 

@@ -102,7 +102,7 @@ NEW_VALUES = {
     "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
     "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3],
     "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
-    "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
+    "ranking_dominant": {"RotatedDigits": "diversity"},
     "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
     "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
     # nested sweeps: some keys only (the others keep the cell's values)
@@ -225,7 +225,7 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
 _SHARED_BAD = {"n_workers": 0, "batch_size": 0, "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5,
                "selection_method": "trainig_domain"}
 #: shared names checked by kind only, or by a rule across parameters in the class's own check
-_SHARED_KIND_ONLY = {"featurizer", "train_domains", "test_domains"}
+_SHARED_KIND_ONLY = {"featurizer"}
 #: a bad value for each key of a sweep (every notebook's nested sweep refuses it, naming ``parameter.key``)
 _SWEEP_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "algorithms": [],
               "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X", "train": ["0"]}], "dataset_kwargs": [1],

@@ -154,8 +154,6 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         # 05: LODO holds out one domain, the first of the first kept group (NICO++: 1 split, not 6)
         out["lodo_domains"] = {n: [g[0][0]] for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
-    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its sweeps: Sweep.shrunk)
-        out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
     if "batch_size" in out:

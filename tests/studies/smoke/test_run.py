@@ -60,7 +60,7 @@ def test_smoke_shrinks_every_variant_and_runs_one():
     variants = load_variants("paper", "04_leakage_oracle", ROOT)
     for v, p in variants.items():
         s = smoke_params("04_leakage_oracle", p, defaults)
-        assert s["sweep"]["steps"] == s["oracle"]["steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
+        assert s["sweep"]["steps"] == s["oracle"]["steps"] == SWEEP_STEPS and len(s["sweep"]["splits"]) == 1, v
         assert s["oracle"]["n_hparams"] == s["oracle"]["n_trials"] == 2 and len(s["oracle"]["splits"]) == 1, v
         assert s["oracle"]["dataset"] == p["oracle"]["dataset"], v  # the variant's own oracle dataset (DomainNet)
         assert s["sweep"]["dataset"] == p["sweep"]["dataset"], v
