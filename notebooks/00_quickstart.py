@@ -34,15 +34,14 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-angles = [0, 45, 75]        # rotations (domains); DomainBed uses 0, 15, 30, 45, 60, 75
-image_size = 16
-# the sweep on each dataset (dganalysis.sweep.Sweep; a YAML may give some keys only): n_hparams random-search draws
-# (seed 0 gives the defaults) × n_trials trials of each algorithm, steps steps, a checkpoint every checkpoint_freq
-sweep = {"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
+# the sweep on each dataset (dganalysis.sweep.Sweep; a YAML may give some keys only): datasets, each {name, kwargs,
+# hparams} (hparams on top of hparams_overrides for that dataset; DomainBed's table: MNISTs, PACS, …; the rotated
+# digits' domains are rotations, DomainBed's 0, 15, 30, 45, 60, 75), n_hparams random-search draws (seed 0 gives the
+# defaults) × n_trials trials of each algorithm, steps steps, a checkpoint every checkpoint_freq
+sweep = {"datasets": [{"name": "RotatedDigits", "kwargs": {"image_size": 16, "angles": [0, 45, 75]}}],
+         "algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
          "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}}
-workers = 2
-datasets = {}               # name -> kwargs replacing the rotated digits (DomainBed's table: MNISTs, PACS, …)
-dataset_overrides = {}      # name -> hparams on top of hparams_overrides for that dataset
+n_workers = 2
 
 # %%
 # the parameters above (papermill's injected ones included) as one frozen, checked object; the planner
@@ -68,15 +67,15 @@ from IPython.display import Markdown, display
 
 from dganalysis import plots, records, tables
 from dganalysis.data import load_dataset
-from dganalysis.studies.plans import quickstart_datasets
 from dganalysis.sweep import run_sweep
 
 plots.setup_style()
-name0, dataset_kwargs = next(iter(quickstart_datasets(P).items()))
-ds = load_dataset(name0, data_dir=P.data_dir, **dataset_kwargs)
+first = P.sweep.datasets[0]
+ds = load_dataset(first["name"], data_dir=P.data_dir, **first.get("kwargs", {}))
 display(ds.stats())
 print(ds.info["source"])
-fig = plots.domain_grid(ds, per_domain=10, title=f"{name0}: one row per domain" + ("" if P.datasets else " (rotation in degrees)"))
+fig = plots.domain_grid(ds, per_domain=10, title=f"{first['name']}: one row per domain"
+                        + (" (rotation in degrees)" if first["name"] == "RotatedDigits" else ""))
 plots.save_figure(fig, "00_rotated_digits_samples", P.output_dir)
 
 # %% [markdown]
@@ -87,7 +86,7 @@ plots.save_figure(fig, "00_rotated_digits_samples", P.output_dir)
 # %%
 # the same call as `dganalysis run --dry-run` makes to list and count these jobs
 jobs = S.plan(P).jobs
-status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.workers)
+status = run_sweep(jobs, P.store_dir, data_dir=P.data_dir, n_workers=P.n_workers)
 display(status["status"].value_counts().to_frame())
 df = records.load(P.store_dir)
 df = df[df["job_id"].isin({j.job_id for j in jobs})]

@@ -41,11 +41,11 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-# the LP/FT sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its splits: lp_ft_splits)
-sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16}, "algorithms": ["ERM"], "steps": 10,
+# the LP/FT sweep (dganalysis.sweep.Sweep; a YAML may give some keys only): its splits, e.g. each domain held out
+# (the first split's training domains are also the own pretrainings')
+sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+         "splits": [{"train": ["0", "15", "30"], "test": ["45", "60", "75"]}], "algorithms": ["ERM"], "steps": 10,
          "checkpoint_freq": 5, "n_trials": 1}
-train_domains = ["0", "15", "30"]
-test_domains = ["45", "60", "75"]
 featurizer = "smallcnn"
 test_like_angles = [45, 90]      # rotation range of the supervised (test-like) pretraining source
 source_copies = 1                # rotated copies of each training digit in that source
@@ -66,7 +66,6 @@ oracle = {
 }
 inception_weights = None         # pytorch-fid's pt_inception-2015-12-05-*.pth (or a torchvision inception_v3 state dict) → FID; None → substitute
 published_weights = {}           # Yu et al. Tables 1-3: label -> {"path": published file, "featurizer": arch}
-lp_ft_splits = []                # LP/FT splits, e.g. each domain held out; [] → train_domains → test_domains
 fid_reference = None             # folder of pretraining-data images (ImageNet) for the published weights' FID
 fid_n_samples = 16               # that FID: at most this many images of each domain and of fid_reference
 n_workers = 1
@@ -239,7 +238,7 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
 # "not decided" (`dganalysis.verdicts.decide`).
 
 # %%
-lp_test = sorted({d for s in P.lp_ft_splits for d in s["test"]}) or P.test_domains
+lp_test = sorted({d for s in P.sweep.splits for d in s["test"]})
 otest = [d for d in ods.domain_names if any(d in s["test"] for s in P.oracle.splits)]
 onote = {"held_out": "selects on the 20% out split, reports the 80% in", "literal": "selects and reports on all"}
 odata = {name: data_label(ods, otest, note=onote[name]) for name in oracle_k.ORACLES}

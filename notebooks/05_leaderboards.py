@@ -59,19 +59,19 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-datasets = {"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}}
+# the sweep on each dataset and board (dganalysis.sweep.Sweep; a YAML may give some keys only): datasets, each {name,
+# kwargs, hparams, steps} (hparams on top of hparams_overrides, steps in place of steps for that dataset, e.g. Yu et
+# al.'s DomainNet 15,000 and NICO++ 10,000, or no pretraining on DomainNet); search_overrides: hparam -> search
+# distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
+sweep = {"datasets": [{"name": "RotatedDigits", "kwargs": {"image_size": 16, "angles": [0, 20, 40, 60]}}],
+         "algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
+         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}, "search_overrides": {}}
 logo_groups = {"RotatedDigits": [["0", "20"], ["40", "60"]]}
 lodo_domains = {}  # dataset -> the domains LODO holds out, one at a time; a dataset not named: every domain
-# the sweep on each dataset and board (dganalysis.sweep.Sweep; a YAML may give some keys only); search_overrides:
-# hparam -> search distribution, e.g. {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}}
-sweep = {"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20, "checkpoint_freq": 10,
-         "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}, "search_overrides": {}}
 selection_method = "training_domain"
 alpha = 0.05  # Friedman / Nemenyi level, and the level of C2's family
 n_bootstrap = 2000  # resamples of the blocks for the rank CIs
 n_workers = 2
-dataset_overrides = {}  # name -> hparams on top of the sweep's hparams_overrides (e.g. no pretraining on DomainNet)
-dataset_steps = {}  # name -> steps (Yu et al.: DomainNet 15,000, NICO++ 10,000)
 # board -> {datasets, hparams_overrides, search_overrides, dataset_overrides, steps, dataset_steps} (each optional,
 # see dganalysis.protocols.leaderboard.leaderboard_boards); {} = one board with the settings above
 leaderboards = {}
@@ -214,7 +214,7 @@ rows = finding_rows(pub, boards, alpha=P.alpha)
 # the claims the design left out: "not run: <why>; the paper profile decides it with ..."
 rows += not_run_findings(DESIGN, "Yu et al. 2024", data="no runs")
 ours_data = "; ".join(data_label(d, d.domain_names) for d in
-                      (load_dataset(n, data_dir=P.data_dir, **kw) for n, kw in P.datasets.items())) if ran else "no runs"
+                      (load_dataset(e["name"], data_dir=P.data_dir, **e.get("kwargs", {})) for e in P.sweep.datasets)) if ran else "no runs"
 replace_findings(P.output_dir, "05", rows, data=ours_data)
 display(Markdown(decisions_markdown(rows, P.alpha)))
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

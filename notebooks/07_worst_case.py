@@ -44,12 +44,11 @@
 output_dir = "../outputs/default"
 store_dir = "../outputs/default/store"
 data_dir = "../outputs/data"
-# one model per (algorithm, draw) on train_domains -> test_domains (dganalysis.sweep.Sweep; a YAML may give some
-# keys only)
+# one model per (algorithm, draw) on its one split, training domains -> test domains (dganalysis.sweep.Sweep; a YAML
+# may give some keys only)
 sweep = {"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+         "splits": [{"train": ["15", "30", "45", "60"], "test": ["0", "75"]}],
          "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20, "checkpoint_freq": 10}
-train_domains = ["15", "30", "45", "60"]
-test_domains = ["0", "75"]
 featurizer = "mlp"
 batch_size = 32
 lr = 3e-3
@@ -116,8 +115,8 @@ for job in jobs:
     label = f"{job.algorithm}#{job.hparams_seed}"
     models[label] = load_model(f"{P.store_dir}/{job.job_id}")
     info.append({"model": label, "algorithm": job.algorithm, "hparams_seed": job.hparams_seed,
-                 "source_acc": study.domain_accuracy(models[label], ds, P.train_domains),
-                 "test_acc": study.domain_accuracy(models[label], ds, P.test_domains)})
+                 "source_acc": study.domain_accuracy(models[label], ds, P.sweep.splits[0]["train"]),
+                 "test_acc": study.domain_accuracy(models[label], ds, P.sweep.splits[0]["test"])})
 info = pd.DataFrame(info)
 display(info.round(3))
 
@@ -129,7 +128,7 @@ display(info.round(3))
 # (the certificate; equal to the dual value up to the γ grid).
 
 # %%
-x_src, y_src = study.source_sample(ds, P.train_domains, P.n_eval, seed=0)
+x_src, y_src = study.source_sample(ds, P.sweep.splits[0]["train"], P.n_eval, seed=0)
 curves = study.curves_for_models(models, x_src, y_src, P.rhos, losses=("ce", "hinge", "01"), scale="std")
 curves = curves.merge(info[["model", "algorithm"]], on="model")
 ce = curves[curves.loss == "ce"]
@@ -233,7 +232,7 @@ from dganalysis.findings import worst_case as wcf
 decisions = {"a": wcf.high_near_source(pred), "b": wcf.not_overestimate(cmp), "c": wcf.losses_agree(pred),
              "d": wcf.predicts_better(pred)}
 rows = wcf.finding_rows(decisions, P.rho_small)
-replace_findings(P.output_dir, "07", rows, data=provenance.data_label(ds, P.test_domains), steps=P.sweep.steps)
+replace_findings(P.output_dir, "07", rows, data=provenance.data_label(ds, P.sweep.splits[0]["test"]), steps=P.sweep.steps)
 plots.save_table(pd.DataFrame(rows).drop(columns="decision"), "07_findings", P.output_dir,
                  caption="WC-DG poster claims vs this run")
 pd.DataFrame(rows)[["finding", "verdict", "ours"]]

@@ -35,7 +35,7 @@ from scipy import stats
 from dganalysis.latex import latex_escape
 from dganalysis.stats.moments import standard_error
 from dganalysis.sweep.spec import Sweep
-from dganalysis.validation import ConfigError, check_frame, check_mapping, check_path, check_scalar, check_str, describe
+from dganalysis.validation import ConfigError, check_frame, check_path, check_scalar, check_str, describe
 
 log = logging.getLogger(__name__)
 
@@ -62,34 +62,32 @@ BOARD_SWEEP_KEYS = ("hparams_overrides", "search_overrides", "steps")
 BOARD_KEYS = ("datasets", *BOARD_SWEEP_KEYS, "dataset_overrides", "dataset_steps")
 
 
-def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapping[str, dict], sweep: Sweep,
-                       dataset_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                       dataset_steps: Mapping[str, int] | None = None) -> dict[str, dict[str, Any]]:
-    """Each board of the leaderboard study with its settings in full: board name → ``datasets`` (names), ``sweep``
-    (the study's :class:`~dganalysis.sweep.Sweep` with the board's ``hparams_overrides``, ``search_overrides`` and
-    ``steps``), ``dataset_overrides``, ``dataset_steps``.
+def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, sweep: Sweep) -> dict[str, dict[str, Any]]:
+    """Each board of the leaderboard study with its settings in full: board name → ``datasets`` (names) and
+    ``sweep`` (the study's :class:`~dganalysis.sweep.Sweep` with the board's settings, its ``datasets`` the board's
+    entries of the study's sweep, in the board's order).
 
     Yu et al. (2024) Table 5 and App. C.2-C.4 present three boards of the same ten algorithms: MoCo-v2 ResNet-50 and
     MoCo-v3 ViT-B/16 on PACS, VLCS, OfficeHome, NICO++ and DomainNet, and ResNet-50 trained from scratch on DomainNet
     and NICO++ only (App. C.4: learning rate searched over 10^U(-4.5, -3), 60,000 iterations). ``leaderboards`` (board
-    name → the keys of :data:`BOARD_KEYS`, each optional) expresses them: ``datasets`` is a subset of the notebook's
-    ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the study's sweep's
-    key by key, ``dataset_overrides`` dataset by dataset (so a board states only what sets it apart, e.g.
-    ``{featurizer: vit_b_16, pretrained: <file>}``, or ``pretrained: null`` with ``search_overrides: {lr:
-    {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` and ``dataset_steps`` replace the study's values
-    (a board with ``steps: 60000`` and no per-dataset steps says ``dataset_steps: {}``).
+    name → the keys of :data:`BOARD_KEYS`, each optional) expresses them: ``datasets`` names some of the study's
+    sweep's ``datasets`` (default: all); ``hparams_overrides`` and ``search_overrides`` go on top of the study's
+    sweep's key by key, ``dataset_overrides`` (name → hparams) on top of each entry's ``hparams`` (so a board states
+    only what sets it apart, e.g. ``{featurizer: vit_b_16, pretrained: <file>}``, or ``pretrained: null`` with
+    ``search_overrides: {lr: {log10_uniform: [-4.5, -3]}}`` for App. C.4); ``steps`` replaces the sweep's steps and
+    ``dataset_steps`` (name → steps) the entries' own (a board with ``steps: 60000`` and no per-dataset steps says
+    ``dataset_steps: {}``).
 
-    ``None`` or ``{}``: one unnamed board ``""`` with the study's settings (the notebook without boards).
+    ``None`` or ``{}``: one unnamed board ``""`` with the study's sweep (the notebook without boards).
     Everything is checked before any job is built; a bad board raises ValueError naming the board.
     """
-    check_mapping(datasets, "datasets", func="leaderboard_boards", what="a mapping dataset name → builder kwargs")
     if not isinstance(sweep, Sweep):
         raise ConfigError(f"leaderboard_boards: parameter 'sweep': expected a dganalysis.sweep.Sweep, got {sweep!r}")
-    base = {"datasets": list(datasets), "sweep": sweep,
-            "dataset_overrides": {k: dict(v) for k, v in (dataset_overrides or {}).items()},
-            "dataset_steps": dict(dataset_steps or {})}
+    entries = {e["name"]: e for e in sweep.datasets}
+    if not entries:
+        raise ConfigError("leaderboard_boards: parameter 'sweep': expected a sweep with datasets, got none")
     if not leaderboards:
-        return {"": base}
+        return {"": {"datasets": list(entries), "sweep": sweep}}
     if not isinstance(leaderboards, Mapping):
         raise ValueError(f"leaderboards: expected a mapping of board names to settings, got {leaderboards!r}")
     out: dict[str, dict[str, Any]] = {}
@@ -106,29 +104,39 @@ def leaderboard_boards(leaderboards: Mapping[str, Any] | None, *, datasets: Mapp
         for key in ("hparams_overrides", "search_overrides", "dataset_overrides", "dataset_steps"):
             if spec.get(key) is not None and not isinstance(spec[key], Mapping):
                 raise ValueError(f"{where}.{key}: expected a mapping, got {spec[key]!r}")
-        names = spec.get("datasets", base["datasets"])
+        names = spec.get("datasets", list(entries))
         if isinstance(names, str) or not isinstance(names, Sequence) or not names:
             raise ValueError(f"{where}.datasets: expected a non-empty list of dataset names, got {names!r}")
         for name in names:
-            if name not in datasets:
-                raise ValueError(f"{where}: dataset {name!r} is not in the notebook's datasets {list(datasets)}")
+            if name not in entries:
+                raise ValueError(f"{where}: dataset {name!r} is not in the notebook's sweep.datasets {list(entries)}")
+        names = list(dict.fromkeys(names))
         for key in ("dataset_overrides", "dataset_steps"):
             stray = [n for n in (spec.get(key) or {}) if n not in names]
             if stray:
-                raise ValueError(f"{where}.{key}: dataset(s) {stray} are not among the board's datasets {list(names)}")
-        dover = {k: dict(v) for k, v in base["dataset_overrides"].items()}
-        for name, over in (spec.get("dataset_overrides") or {}).items():
-            dover[name] = {**dover.get(name, {}), **over}
+                raise ValueError(f"{where}.{key}: dataset(s) {stray} are not among the board's datasets {names}")
         try:
             board_sweep = sweep.replace(
                 hparams_overrides={**sweep.hparams_overrides, **(spec.get("hparams_overrides") or {})},
                 search_overrides={**(sweep.search_overrides or {}), **(spec.get("search_overrides") or {})},
-                steps=spec.get("steps", sweep.steps))
+                steps=spec.get("steps", sweep.steps),
+                datasets=[_board_entry(entries[n], spec) for n in names])
         except ConfigError as e:
             raise ValueError(f"{where}: {e}") from None
-        out[board] = {"datasets": list(dict.fromkeys(names)), "sweep": board_sweep, "dataset_overrides": dover,
-                      "dataset_steps": dict(spec["dataset_steps"] or {}) if "dataset_steps" in spec
-                      else base["dataset_steps"]}
+        out[board] = {"datasets": names, "sweep": board_sweep}
+    return out
+
+
+def _board_entry(entry: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataset entry of the study's sweep with a board's ``dataset_overrides`` on its ``hparams`` and the board's
+    ``dataset_steps`` (when the board gives them) in place of its ``steps``."""
+    name = entry["name"]
+    out = {k: v for k, v in entry.items() if k != "steps" or "dataset_steps" not in spec}
+    over = (spec.get("dataset_overrides") or {}).get(name)
+    if over:
+        out["hparams"] = {**entry.get("hparams", {}), **over}
+    if name in (spec.get("dataset_steps") or {}):
+        out["steps"] = spec["dataset_steps"][name]
     return out
 
 

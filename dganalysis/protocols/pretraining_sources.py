@@ -32,16 +32,16 @@ def own_pretrainings(ds, p: LeakageOracleParams, checkpoints: Mapping[str, Path]
     angles, source copies, featurizer and pretraining steps, batch size and learning rate, saved to ``checkpoints``
     (:func:`dganalysis.studies.plans.leakage_checkpoints`); returns label → (result, source images)."""
     check_domain_dataset(ds, "ds", func="own_pretrainings")
-    if not hasattr(p, "train_domains"):
+    if not hasattr(p, "pretrain_domains"):
         from dganalysis.validation import ConfigError, describe
 
         raise ConfigError(f"own_pretrainings: parameter 'p': expected a LeakageOracleParams (dganalysis.studies.params), got {describe(p)}")
     check_mapping(checkpoints, "checkpoints", func="own_pretrainings", what="a mapping name → checkpoint path")
     from dganalysis.pretrain import PretrainConfig, pretrain_simclr, pretrain_supervised, rotated_digits_source
 
-    sup_x, sup_y = rotated_digits_source(ds, p.train_domains, tuple(p.test_like_angles), copies=p.source_copies,
+    sup_x, sup_y = rotated_digits_source(ds, p.pretrain_domains, tuple(p.test_like_angles), copies=p.source_copies,
                                          seed=0)
-    unlab_x = np.concatenate([d.images for d in ds.domains if d.name in p.train_domains])
+    unlab_x = np.concatenate([d.images for d in ds.domains if d.name in p.pretrain_domains])
     cfg = PretrainConfig(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
                          lr=p.pretrain_lr, seed=0)
     sup = pretrain_supervised(sup_x, sup_y, cfg, n_classes=len(ds.classes), out_path=checkpoints["supervised"])

@@ -361,7 +361,7 @@ def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:
             return out
         out.plan = plan_for(name, params)
         out.design = design_for(name, build_params(name, params))
-        out.workers = max(1, int(params.get("n_workers", params.get("workers", 1)) or 1))
+        out.workers = max(1, int(params.get("n_workers", 1) or 1))
     except ERRORS as e:
         out.error = f"{type(e).__name__}: {e}"
         return out

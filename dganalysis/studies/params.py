@@ -199,10 +199,9 @@ def _shared(rule: Callable[[Any, str], None]) -> Callable[[NotebookParams, str],
 #: One rule per parameter name that several notebooks share (applied to every class that has the field, after its
 #: kind is checked, before the class's own :meth:`NotebookParams.check`): "alpha" means the same in every notebook.
 #: The sweep's keys are checked by :class:`dganalysis.sweep.Sweep`. The other shared names are checked by kind alone
-#: (``datasets``, ``dataset_overrides``, ``featurizer``, …) or by a rule across parameters in the class's check
-#: (``train_domains``/``test_domains``: a split).
+#: (``featurizer``, …) or by a rule across parameters in the class's check.
 SHARED_RULES: dict[str, Any] = {
-    **dict.fromkeys(("n_workers", "workers", "batch_size", "image_size"), _shared(_count_rule(1))),
+    **dict.fromkeys(("n_workers", "batch_size", "image_size"), _shared(_count_rule(1))),
     "seed": _shared(_count_rule(0)),
     "lr": _positive,
     "alpha": lambda obj, name: _unit(obj, name),
@@ -217,22 +216,22 @@ class QuickstartParams(NotebookParams):
 
     notebook: ClassVar[str] = "00_quickstart"
 
-    angles: list = _default([0, 45, 75])
-    image_size: int = 16
-    #: the sweep on each dataset (leave-one-out and two held-out domains; the datasets are ``datasets``'s)
-    sweep: Sweep = sweep_field({"algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40,
-                                "checkpoint_freq": 20, "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
-    workers: int = 2
-    datasets: dict = _default({})
-    dataset_overrides: dict = _default({})
+    #: the sweep on each of its ``datasets`` (leave-one-out and two held-out domains on each; an entry's ``hparams``
+    #: go on top of ``hparams_overrides`` for that dataset)
+    sweep: Sweep = sweep_field({
+        "datasets": [{"name": "RotatedDigits", "kwargs": {"image_size": 16, "angles": [0, 45, 75]}}],
+        "algorithms": ["ERM"], "n_hparams": 2, "n_trials": 2, "steps": 40, "checkpoint_freq": 20,
+        "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32}})
+    n_workers: int = 2
 
     def check(self) -> None:
-        if not self.datasets and len(self.angles) < 3:
-            raise _fail("angles", "at least 3 rotations (leave-one-out with two held-out domains needs 3)",
-                        self.angles)
-        for name, over in self.dataset_overrides.items():  # entries for datasets not run are ignored
-            if not isinstance(over, Mapping):
-                raise _fail(f"dataset_overrides[{name!r}]", "a mapping of hparams", over)
+        if not self.sweep.datasets:
+            raise _fail("sweep.datasets", "a non-empty list of datasets", self.sweep.datasets)
+        for i, entry in enumerate(self.sweep.datasets):
+            angles = entry.get("kwargs", {}).get("angles")
+            if "train" in entry or (angles is not None and len(angles) < 3):
+                raise _fail(f"sweep.datasets[{i}]", "a dataset with at least 3 domains and no split of its own "
+                            "(leave-one-out with two held-out domains needs 3)", entry)
 
 
 @dataclass(frozen=True)
@@ -323,12 +322,11 @@ class LeakageOracleParams(NotebookParams):
 
     notebook: ClassVar[str] = "04_leakage_oracle"
 
-    #: the LP/FT sweep (its splits are ``lp_ft_splits``, or ``train_domains`` -> ``test_domains``; its
-    #: hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
+    #: the LP/FT sweep (its splits, e.g. each domain held out; the first split's training domains are the own
+    #: pretrainings' too; its hyperparameters ``featurizer``, ``batch_size``, ``lr`` and each pretraining's)
     sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "splits": [{"train": ["0", "15", "30"], "test": ["45", "60", "75"]}],
                                 "algorithms": ["ERM"], "steps": 10, "checkpoint_freq": 5, "n_trials": 1})
-    train_domains: list = _default(["0", "15", "30"])
-    test_domains: list = _default(["45", "60", "75"])
     featurizer: str = "smallcnn"
     test_like_angles: list = _default([45, 90])
     source_copies: int = 1
@@ -345,7 +343,6 @@ class LeakageOracleParams(NotebookParams):
         "search_overrides": {"augment": {"choice": [True, False]}}, "steps": 10, "n_trials": 2})
     inception_weights: Any = None
     published_weights: dict = _default({})
-    lp_ft_splits: list = _default([])
     fid_reference: Any = None
     fid_n_samples: int = 16
     n_workers: int = 1
@@ -355,13 +352,12 @@ class LeakageOracleParams(NotebookParams):
         _at_least(self, 2, "fid_n_samples")
         _at_least(self, 0, "pretrain_steps")
         _positive(self, "pretrain_lr")
-        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        for i, s in enumerate(self.sweep.splits):
+            _split(f"sweep.splits[{i}]", s)
         if len(self.test_like_angles) != 2 or self.test_like_angles[0] > self.test_like_angles[1]:
             raise _fail("test_like_angles", "[low, high] rotation range", self.test_like_angles)
         for i, k in enumerate(self.frozen_stages):
             Check("int", low=0)(k, f"parameter 'frozen_stages[{i}]'")
-        for i, s in enumerate(self.lp_ft_splits):
-            _split(f"lp_ft_splits[{i}]", s)
         for label, spec in self.published_weights.items():
             if not isinstance(spec, Mapping) or set(spec) != {"path", "featurizer"}:
                 raise _fail(f"published_weights[{label!r}]", "{path: <file>, featurizer: <arch>}", spec)
@@ -370,6 +366,12 @@ class LeakageOracleParams(NotebookParams):
                               "nothing, so it needs two published weights (a supervised and a self-supervised one) "
                               f"to compare; got {list(self.published_weights)}")
 
+    @property
+    def pretrain_domains(self) -> list:
+        """The domains the own pretrainings read (the SimCLR images, the digits of the supervised source): the
+        training domains of the LP/FT sweep's first split."""
+        return list(self.sweep.splits[0]["train"])
+
 
 @dataclass(frozen=True)
 class LeaderboardsParams(NotebookParams):
@@ -377,21 +379,21 @@ class LeaderboardsParams(NotebookParams):
 
     notebook: ClassVar[str] = "05_leaderboards"
 
-    datasets: dict = _default({"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40, 60]}})
-    logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
-    #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
-    lodo_domains: dict = _default({})
-    #: the sweep on each dataset and board (steps: ``dataset_steps`` and a board's may replace them)
-    sweep: Sweep = sweep_field({"algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
+    #: the sweep on each of its ``datasets`` and each board (an entry's ``hparams`` go on top of
+    #: ``hparams_overrides``, its ``steps`` replace ``steps`` for that dataset; a board's settings go on top)
+    sweep: Sweep = sweep_field({"datasets": [{"name": "RotatedDigits",
+                                              "kwargs": {"image_size": 16, "angles": [0, 20, 40, 60]}}],
+                                "algorithms": ["ERM", "CORAL", "Mixup"], "n_hparams": 1, "n_trials": 1, "steps": 20,
                                 "checkpoint_freq": 10,
                                 "hparams_overrides": {"featurizer": "smallcnn", "batch_size": 32},
                                 "search_overrides": {}})
+    logo_groups: dict = _default({"RotatedDigits": [["0", "20"], ["40", "60"]]})
+    #: dataset -> the domains LODO holds out, one at a time (a dataset not named: every domain)
+    lodo_domains: dict = _default({})
     selection_method: str = "training_domain"
     alpha: float = 0.05
     n_bootstrap: int = 2000
     n_workers: int = 2
-    dataset_overrides: dict = _default({})
-    dataset_steps: dict = _default({})
     leaderboards: dict = _own_check({})  # checked by leaderboard_boards (None: no boards)
     #: "domainbed" (every draw in every trial) or "yu2024" (dganalysis.sweep.search_protocol)
     search_protocol: str = "domainbed"
@@ -405,15 +407,15 @@ class LeaderboardsParams(NotebookParams):
         if self.search_protocol not in SEARCH_PROTOCOLS:
             raise _fail("search_protocol", f"one of {list(SEARCH_PROTOCOLS)}", self.search_protocol)
         _at_least(self, 1, "n_bootstrap")
-        if not self.datasets:
-            raise _fail("datasets", "a non-empty mapping of dataset names to builder arguments", self.datasets)
+        names = [e["name"] for e in self.sweep.datasets]
+        if not names or len(set(names)) < len(names) or any("train" in e for e in self.sweep.datasets):
+            raise _fail("sweep.datasets", "a non-empty list of datasets, each named once, without a split of its own "
+                        "(the splits are LODO's and LOGO's)", self.sweep.datasets)
         for name, groups in self.logo_groups.items():  # entries for datasets not run are ignored
             for i, g in enumerate(_names(f"logo_groups[{name!r}]", groups, "a list of domain groups")):
                 _names(f"logo_groups[{name!r}][{i}]", g, "a non-empty list of domains")
         for name, held in self.lodo_domains.items():
             _names(f"lodo_domains[{name!r}]", held, "a non-empty list of domains")
-        for name, steps in self.dataset_steps.items():
-            Check("int", low=1)(steps, f"parameter 'dataset_steps[{name!r}]'")
         try:
             self.boards()
         except ValueError as e:
@@ -423,8 +425,7 @@ class LeaderboardsParams(NotebookParams):
         """Each board with its settings in full (:func:`dganalysis.protocols.leaderboard.leaderboard_boards`)."""
         from dganalysis.protocols.leaderboard import leaderboard_boards
 
-        return leaderboard_boards(self.leaderboards, datasets=self.datasets, sweep=self.sweep,
-                                  dataset_overrides=self.dataset_overrides, dataset_steps=self.dataset_steps)
+        return leaderboard_boards(self.leaderboards, sweep=self.sweep)
 
 
 _MAP_KEYS = {"label", "name", "kwargs", "train", "test"}
@@ -502,12 +503,11 @@ class WorstCaseParams(NotebookParams):
 
     notebook: ClassVar[str] = "07_worst_case"
 
-    #: one model per (algorithm, draw) on the split ``train_domains`` -> ``test_domains``, one trial
+    #: one model per (algorithm, draw) on its one split (training domains -> test domains), one trial
     sweep: Sweep = sweep_field({"dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
+                                "splits": [{"train": ["15", "30", "45", "60"], "test": ["0", "75"]}],
                                 "algorithms": ["ERM", "CORAL", "WM", "G2DM", "ERM_WC"], "n_hparams": 1, "steps": 20,
                                 "checkpoint_freq": 10})
-    train_domains: list = _default(["15", "30", "45", "60"])
-    test_domains: list = _default(["0", "75"])
     featurizer: str = "mlp"
     batch_size: int = 32
     lr: float = 3e-3
@@ -525,7 +525,9 @@ class WorstCaseParams(NotebookParams):
     def check(self) -> None:
         _at_least(self, 1, "n_eval", "n_input", "n_threads")
         Check("float", low=0.0)(self.wc_rho, "parameter 'wc_rho'")
-        _split("train_domains/test_domains", {"train": self.train_domains, "test": self.test_domains})
+        if len(self.sweep.splits) != 1 or "val" in self.sweep.splits[0]:
+            raise _fail("sweep.splits", "one split {train, test} (the models' source and test domains)",
+                        self.sweep.splits)
         for n in ("rhos", "input_rhos"):
             for i, r in enumerate(_names(n, getattr(self, n), "a non-empty list of radii")):
                 Check("float", low=0.0)(r, f"parameter '{n}[{i}]'")

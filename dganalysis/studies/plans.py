@@ -65,29 +65,19 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
 
-def quickstart_datasets(p: QuickstartParams) -> dict[str, dict]:
-    """The DomainBed-protocol datasets: ``p.datasets`` (name → kwargs) when given, else RotatedDigits at
-    ``p.angles`` and ``p.image_size``."""
-    check_params(p, QuickstartParams, "quickstart_datasets")
-    return dict(p.datasets) if p.datasets else {"RotatedDigits": {"image_size": p.image_size, "angles": p.angles}}
-
-
 def quickstart_plan(p: QuickstartParams) -> Plan:
     """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
-    leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on RotatedDigits or on each of
-    ``datasets`` (DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
-    ``dataset_overrides`` (name → hparams) goes on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for
-    the MNISTs, ImageNet ResNet-50 for the others, as DomainBed)."""
+    leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on each of ``p.sweep.datasets``
+    (RotatedDigits, or DomainBed's table: Rotated/Colored MNIST, VLCS, PACS, OfficeHome, TerraIncognita, DomainNet);
+    an entry's ``hparams`` go on top of ``hparams_overrides`` for that dataset (e.g. MNIST-CNN for the MNISTs,
+    ImageNet ResNet-50 for the others, as DomainBed)."""
     check_params(p, QuickstartParams, "quickstart_plan")
     jobs: list[Job] = []
-    specs = quickstart_datasets(p)
-    for name, kwargs in specs.items():
-        domains = domain_names(name, kwargs, p.data_dir)
-        sweep = p.sweep.replace(dataset=name, dataset_kwargs=kwargs, hparams_overrides={
-            **p.sweep.hparams_overrides, **(p.dataset_overrides or {}).get(name, {})})
-        jobs += make_jobs(sweep.replace(splits="leave_one_out"), domains)
-        jobs += make_jobs(sweep.replace(splits={"leave_one_group_out": 2}), domains)
-    return Plan({"leave-one-out": jobs}, list(specs.items()))
+    for one in p.sweep.per_dataset():
+        domains = domain_names(one.dataset, one.dataset_kwargs, p.data_dir)
+        jobs += make_jobs(one.replace(splits="leave_one_out"), domains)
+        jobs += make_jobs(one.replace(splits={"leave_one_group_out": 2}), domains)
+    return Plan({"leave-one-out": jobs}, [(e["name"], e.get("kwargs", {})) for e in p.sweep.datasets])
 
 
 def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
@@ -136,7 +126,7 @@ def leakage_checkpoints(p: LeakageOracleParams) -> dict[str, Path]:
 
     common = dict(featurizer=p.featurizer, steps=p.pretrain_steps, batch_size=p.pretrain_batch_size,
                   lr=p.pretrain_lr, seed=0)
-    key = dict(dataset=p.sweep.dataset, **p.sweep.dataset_kwargs, train=p.train_domains, **common)
+    key = dict(dataset=p.sweep.dataset, **p.sweep.dataset_kwargs, train=p.pretrain_domains, **common)
     folder = Path(p.output_dir) / "pretrained"
     return {"supervised": checkpoint_path(folder, "supervised", {**key, "angles": p.test_like_angles,
                                                                  "copies": p.source_copies}),
@@ -169,8 +159,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     """LP vs FT (and frozen stages) from each pretraining, and the Table 4 oracle-vs-K sweep (Yu et al. 2024).
 
     Initialisations: :func:`leakage_pretrainings` (own pretrainings, the published files, random init), each with its
-    featurizer. ``p.lp_ft_splits`` (default: the one split ``train_domains`` → ``test_domains``) lets Tables 1 and 3
-    hold out each domain in turn. The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
+    featurizer, on the splits of ``p.sweep`` (several let Tables 1 and 3 hold out each domain in turn). The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
     checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
@@ -181,12 +170,11 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     from dganalysis.protocols.leakage import make_leakage_jobs
 
     inits = leakage_pretrainings(p)
-    lp_ft = p.sweep.replace(splits=list(p.lp_ft_splits or [{"train": p.train_domains, "test": p.test_domains}]))
     jobs = []
     for label, (path, feat) in inits.items():
         hp = {"featurizer": feat, "batch_size": p.batch_size, "lr": p.lr}
         modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in p.frozen_stages] if path else [])
-        jobs += make_leakage_jobs(lp_ft.replace(hparams_overrides=hp), {label: path}, modes)
+        jobs += make_leakage_jobs(p.sweep.replace(hparams_overrides=hp), {label: path}, modes)
     o = p.oracle
     oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=max(1, o.steps // 2),
                                          hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
@@ -205,7 +193,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
 def leaderboards_plan(p: LeaderboardsParams) -> Plan:
     """Leave-one-domain-out and leave-one-group-out sweeps per dataset (Yu et al. 2024, Table 5), per board.
 
-    ``dataset_overrides`` (name → hparams on top of ``hparams_overrides``) and ``dataset_steps`` (name → steps) set
+    The datasets are ``p.sweep.datasets``: an entry's ``hparams`` (on top of ``hparams_overrides``) and ``steps`` set
     one dataset apart, as Yu et al. (Sec. 3.1) train DomainNet 15,000 and NICO++ 10,000 steps; ``search_overrides``
     replaces search distributions (:func:`dganalysis.training.hparams.parse_distribution`, e.g. Yu et al.'s MMD γ space).
     ``leaderboards`` names several boards (Table 5 / App. C.4: MoCo-v2 ResNet-50, from scratch, MoCo-v3 ViT-B/16),
@@ -223,13 +211,13 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
 
     check_protocol(p.search_protocol)
     specs = p.boards()
-    domains = {name: domain_names(name, kwargs, p.data_dir) for name, kwargs in p.datasets.items()}
+    domains = {e["name"]: domain_names(e["name"], e.get("kwargs", {}), p.data_dir) for e in p.sweep.datasets}
     sweeps: dict[str, list[Job]] = {}
     for board, spec in specs.items():
         for proto in ("LODO", "LOGO"):
             sweeps[board_label(board, proto)] = []
-        for name in spec["datasets"]:
-            kwargs, doms = p.datasets[name], domains[name]
+        for one in spec["sweep"].per_dataset():
+            name, doms = one.dataset, domains[one.dataset]
             held = p.lodo_domains.get(name) or doms
             unknown = [d for d in held if d not in doms]
             if unknown:
@@ -239,11 +227,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
             logo = [{"train": _rest(g, doms), "test": list(g)} for g in p.logo_groups.get(name, [])]
             for proto, splits in (("LODO", lodo), ("LOGO", logo)):
                 if splits:
-                    s = spec["sweep"]
-                    sweeps[board_label(board, proto)] += make_jobs(s.replace(
-                        dataset=name, dataset_kwargs=kwargs, splits=splits,
-                        steps=int(spec["dataset_steps"].get(name, s.steps)),
-                        hparams_overrides={**s.hparams_overrides, **spec["dataset_overrides"].get(name, {})}), doms)
+                    sweeps[board_label(board, proto)] += make_jobs(one.replace(splits=splits), doms)
     other = []
     from dganalysis.studies.design import leaderboards_design
 
@@ -258,7 +242,7 @@ def leaderboards_plan(p: LeaderboardsParams) -> Plan:
                 other.append(f"search protocol yu2024 (Yu et al. 2024), sweep {label}: runs {c['yu2024']:,} jobs, "
                              f"{c['search']:,} searched at trial 0 + {c['reruns']:,} reruns of the selected draws "
                              f"(their ids are known after the search), instead of DomainBed's {c['domainbed']:,}")
-    return Plan(sweeps, [(name, kwargs) for name, kwargs in p.datasets.items()], other=other,
+    return Plan(sweeps, [(e["name"], e.get("kwargs", {})) for e in p.sweep.datasets], other=other,
                 search_protocol=p.search_protocol)
 
 
@@ -289,8 +273,7 @@ def worst_case_plan(p: WorstCaseParams) -> Plan:
     overrides: dict[str, Any] = {"featurizer": p.featurizer, "batch_size": p.batch_size, "lr": p.lr}
     if set(p.sweep.algorithms) & set(algorithm_names(tag="wc")):  # the worst-case family reads wc_rho
         overrides["wc_rho"] = p.wc_rho
-    jobs = make_jobs(p.sweep.replace(splits=[{"train": p.train_domains, "test": p.test_domains}], n_trials=1,
-                                     hparams_overrides=overrides, save_model=True))
+    jobs = make_jobs(p.sweep.replace(n_trials=1, hparams_overrides=overrides, save_model=True))
     return Plan({"models": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 

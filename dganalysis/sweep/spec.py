@@ -2,9 +2,11 @@
 
 DomainBed's random search (Gulrajani & Lopez-Paz 2021, Sec. 4): ``n_hparams`` hyperparameter draws of each of
 ``algorithms``, repeated over ``n_trials`` trials, each job trained ``steps`` steps and evaluated every
-``checkpoint_freq`` steps, on ``dataset`` (built with ``dataset_kwargs``) over ``splits`` — or on ``datasets``, a
-list of ``{name, kwargs, train, test, hparams}`` entries, one split each. ``hparams_overrides`` fix hyperparameters of
-every job; ``search_overrides`` change the search space (YAML distribution specs,
+``checkpoint_freq`` steps, on ``dataset`` (built with ``dataset_kwargs``) over ``splits`` — or on each of
+``datasets``, a list of ``{name, kwargs, hparams, steps, train, test}`` entries (only ``name`` required): an entry's
+``kwargs`` build it, its ``hparams`` go on top of ``hparams_overrides``, its ``steps`` replace ``steps``, and its one
+split ``train`` → ``test`` replaces ``splits`` (an entry without one takes ``splits``, e.g. leave-one-out on each
+dataset's domains). ``hparams_overrides`` fix hyperparameters of every job; ``search_overrides`` change the search space (YAML distribution specs,
 :func:`dganalysis.training.hparams.parse_distribution`; ``None``: DomainBed's). ``save_model``, ``holdout_fraction`` and
 ``domainbed_exact`` are the fields every job of the sweep shares.
 
@@ -127,14 +129,18 @@ class Sweep:
         return new
 
     def per_dataset(self) -> list[Sweep]:
-        """One single-dataset sweep per entry of ``datasets`` (its split, its ``kwargs``, its ``hparams`` on top of
-        ``hparams_overrides``), or ``[self]`` when the sweep has one ``dataset``."""
+        """One single-dataset sweep per entry of ``datasets`` (its ``kwargs``, its ``hparams`` on top of
+        ``hparams_overrides``, its ``steps`` if it has them, its split if it has one, else ``splits``), or ``[self]``
+        when the sweep has one ``dataset``."""
         if not self.datasets:
             return [self]
-        return [self.replace(dataset=e["name"], dataset_kwargs=e.get("kwargs", {}), datasets=[],
-                             splits=[{"train": e["train"], "test": e["test"]}],
-                             hparams_overrides={**self.hparams_overrides, **e.get("hparams", {})})
-                for e in self.datasets]
+        out = []
+        for e in self.datasets:
+            own = {"splits": [{"train": e["train"], "test": e["test"]}]} if "train" in e else {}
+            out.append(self.replace(dataset=e["name"], dataset_kwargs=e.get("kwargs", {}), datasets=[],
+                                    hparams_overrides={**self.hparams_overrides, **e.get("hparams", {})},
+                                    **({"steps": e["steps"]} if "steps" in e else {}), **own))
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         """Key -> value of the keys this sweep takes (the values themselves, not copies)."""
@@ -146,7 +152,7 @@ class Sweep:
         """The sweep made minimal (the smoke run): ``steps`` and ``checkpoint_freq`` at most ``steps``, one draw and
         one trial (``at_least``: key -> the least the notebook's cells need), the first two algorithms plus those in
         ``keep``, the first split of a list, ``batch_size`` in ``hparams_overrides``, and ``datasets`` through
-        ``one_per_kind``. Only the keys this sweep takes change."""
+        ``one_per_kind``, each entry's own ``steps`` at most ``steps``. Only the keys this sweep takes change."""
         at_least = at_least or {}
         taken = set(self.keys or KEYS)
         out: dict[str, Any] = {}
@@ -156,8 +162,9 @@ class Sweep:
         for k in ("n_hparams", "n_trials"):
             out[k] = at_least.get(k, 1)
         out["algorithms"] = list(dict.fromkeys(self.algorithms[:2] + [a for a in self.algorithms if a in keep]))
-        if self.datasets and one_per_kind is not None:
-            out["datasets"] = one_per_kind(self.datasets)
+        if self.datasets:
+            kept = one_per_kind(self.datasets) if one_per_kind is not None else self.datasets
+            out["datasets"] = [{**e, "steps": min(e["steps"], steps)} if "steps" in e else e for e in kept]
         if isinstance(self.splits, list):
             out["splits"] = self.splits[:1]
         if batch_size is not None:
@@ -223,23 +230,28 @@ def _splits(value: Any, label: str) -> None:
             _split(f"{label}[{i}]", s, {"train", "test", "val"})
 
 
-_ENTRY_KEYS = {"name", "kwargs", "train", "test", "hparams"}
+_ENTRY_KEYS = ("name", "kwargs", "hparams", "steps", "train", "test")
 
 
 def _datasets(value: Any, label: str) -> None:
-    """``[]`` (one ``dataset``) or a list of ``{name, train, test}`` entries (optional ``kwargs``, and ``hparams``
-    on top of the sweep's ``hparams_overrides`` for that dataset), each with a split."""
+    """``[]`` (one ``dataset``) or a list of ``{name}`` entries, each with optional ``kwargs``, ``hparams`` (on top
+    of the sweep's ``hparams_overrides`` for that dataset), ``steps`` and one split ``train`` → ``test`` (both or
+    neither)."""
     if isinstance(value, list) and not value:
         return
-    required = {"name", "train", "test"}
     for i, spec in enumerate(_domains(label, value, "datasets")):
-        if not isinstance(spec, Mapping) or not required <= set(spec) or not set(spec) <= _ENTRY_KEYS:
-            raise _fail(f"{label}[{i}]", f"a mapping with keys {sorted(required)} (optional: "
-                        f"{sorted(_ENTRY_KEYS - required)})", spec)
-        _split(f"{label}[{i}]", {"train": spec["train"], "test": spec["test"]}, {"train", "test"})
+        if (not isinstance(spec, Mapping) or "name" not in spec or not set(spec) <= set(_ENTRY_KEYS)
+                or ("train" in spec) != ("test" in spec)):
+            raise _fail(f"{label}[{i}]", f"a mapping with keys {list(_ENTRY_KEYS)} (only 'name' required; 'train' "
+                        "and 'test' together)", spec)
+        _dataset(spec["name"], f"{label}[{i}].name")
+        if "train" in spec:
+            _split(f"{label}[{i}]", {"train": spec["train"], "test": spec["test"]}, {"train", "test"})
         for key in ("kwargs", "hparams"):
             if not isinstance(spec.get(key, {}), Mapping):
                 raise _fail(f"{label}[{i}].{key}", "a mapping", spec[key])
+        if "steps" in spec:
+            Check("int", low=1)(spec["steps"], f"{label}[{i}].steps")
 
 
 def _algorithms(value: Any, label: str) -> None:

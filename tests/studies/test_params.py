@@ -100,9 +100,9 @@ NEW_VALUES = {
     "bandwidth": "shared", "evaluate_on": "test_domain", "correction": "bonferroni", "selection_method": "oracle",
     "featurizer": "cnn",
     "test_domain": "60", "rho_small": 0.1, "test_like_angles": [30, 90], "frozen_stages": [1, 2],
-    "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3], "angles": [0, 30, 60, 90],
+    "loss_models": ["G2DM"], "compare_models": ["WM"], "rhos": [0.0, 0.05, 0.3],
     "published_weights": {"moco": {"path": "/w/moco.pth", "featurizer": "resnet50"}},
-    "lp_ft_splits": [{"train": ["0"], "test": ["15"]}], "ranking_dominant": {"RotatedDigits": "diversity"},
+    "ranking_dominant": {"RotatedDigits": "diversity"},
     "leaderboards": {"A": {}, "B": {"steps": 5}}, "calibrate": True, "env_steps": None,
     "train_sets": [["d0", "d1"], ["d0", "d2"], ["d1", "d2"], ["d0", "d1", "d2"], ["d0"]],
     # nested sweeps: some keys only (the others keep the cell's values)
@@ -110,9 +110,8 @@ NEW_VALUES = {
     "oracle": {"dataset": "ColoredDigits", "dataset_kwargs": {"image_size": 12}, "search_overrides": None,
                "splits": [{"train": ["+90%"], "test": ["-90%"]}], "steps": 15},
     "ranking": {"algorithms": ["ERM"], "n_trials": 1, "hparams_overrides": {"featurizer": "cnn"}},
-    "datasets": {"RotatedDigits": {"image_size": 12, "angles": [0, 15, 30]}}, "full_dataset_kwargs": {"size": "full"},
-    "dataset_overrides": {"RotatedDigits": {"lr": 0.01}}, "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
-    "dataset_steps": {"RotatedDigits": 5},
+    "full_dataset_kwargs": {"size": "full"},
+    "logo_groups": {"RotatedDigits": [["0"]]}, "lodo_domains": {"RotatedDigits": ["15"]},
     "search_protocol": "yu2024", "family": "table",
 }
 
@@ -226,10 +225,10 @@ def test_bad_yaml_fails_in_the_runner_before_anything_runs(tmp_path):
 _SHARED_BAD = {"n_workers": 0, "batch_size": 0, "image_size": 0, "seed": -1, "lr": 0.0, "alpha": 1.5,
                "selection_method": "trainig_domain"}
 #: shared names checked by kind only, or by a rule across parameters in the class's own check
-_SHARED_KIND_ONLY = {"datasets", "dataset_overrides", "featurizer", "train_domains", "test_domains"}
+_SHARED_KIND_ONLY = {"featurizer"}
 #: a bad value for each key of a sweep (every notebook's nested sweep refuses it, naming ``parameter.key``)
 _SWEEP_BAD = {"n_hparams": 0, "n_trials": 0, "steps": 0, "checkpoint_freq": 0, "algorithms": [],
-              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X"}], "dataset_kwargs": [1],
+              "splits": [{"train": ["0"], "test": ["0"]}], "datasets": [{"name": "X", "train": ["0"]}], "dataset_kwargs": [1],
               "dataset": "", "hparams_overrides": [1], "search_overrides": [1]}
 
 

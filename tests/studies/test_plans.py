@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: sha256 of the sorted job ids of the quick profile's notebook 05, computed with the plan before boards existed
 #: (commit 8464116): the quick run's stored results stay valid
 
-SMALL = dict(datasets={"RotatedDigits": {"image_size": 8, "angles": [0, 30, 60]},
-                       "ColoredDigits": {"image_size": 8}},
-             logo_groups={"RotatedDigits": [["0", "30"]]},
-             sweep={"algorithms": ["ERM", "MMD"], "n_hparams": 2, "n_trials": 1, "steps": 3, "checkpoint_freq": 3,
-                    "hparams_overrides": {"featurizer": "smallcnn"}})
+DATASETS = [{"name": "RotatedDigits", "kwargs": {"image_size": 8, "angles": [0, 30, 60]}},
+            {"name": "ColoredDigits", "kwargs": {"image_size": 8}}]
+SMALL = dict(logo_groups={"RotatedDigits": [["0", "30"]]},
+             sweep={"datasets": DATASETS, "algorithms": ["ERM", "MMD"], "n_hparams": 2, "n_trials": 1, "steps": 3,
+                    "checkpoint_freq": 3, "hparams_overrides": {"featurizer": "smallcnn"}})
 
 
 def _plan(**params):
@@ -83,22 +83,28 @@ def test_lodo_domains_choose_the_held_out_domains():
 
 def test_board_settings_merge_or_replace():
     sweep = Sweep(algorithms=["ERM", "MMD"], steps=3, hparams_overrides={"featurizer": "smallcnn"},
-                  search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}})
+                  search_overrides={"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}}},
+                  datasets=[{**DATASETS[0], "hparams": {"augment": True}}, {**DATASETS[1], "steps": 5}])
     specs = leaderboard_boards(
         {"scratch": {"datasets": ["RotatedDigits"], "hparams_overrides": {"lr": 0.1},
                      "search_overrides": {"lr": {"log10_uniform": [-4.5, -3]}}, "steps": 7, "dataset_steps": {},
                      "dataset_overrides": {"RotatedDigits": {"batch_size": 4}}},
-         "default": {}},
-        datasets=SMALL["datasets"], sweep=sweep, dataset_overrides={"RotatedDigits": {"augment": True}},
-        dataset_steps={"ColoredDigits": 5})
+         "long": {"datasets": ["ColoredDigits", "RotatedDigits"], "dataset_steps": {"RotatedDigits": 9}},
+         "default": {}}, sweep=sweep)
     s = specs["scratch"]
-    assert s["datasets"] == ["RotatedDigits"] and s["sweep"].steps == 7 and s["dataset_steps"] == {}
+    assert s["datasets"] == ["RotatedDigits"] and s["sweep"].steps == 7
     assert s["sweep"].hparams_overrides == {"featurizer": "smallcnn", "lr": 0.1}
     assert s["sweep"].search_overrides == {"MMD": {"mmd_gamma": {"log10_uniform": [-2, 0]}},
                                            "lr": {"log10_uniform": [-4.5, -3]}}
-    assert s["dataset_overrides"] == {"RotatedDigits": {"augment": True, "batch_size": 4}}
+    assert s["sweep"].datasets == [{**DATASETS[0], "hparams": {"augment": True, "batch_size": 4}}]
+    (one,) = s["sweep"].per_dataset()
+    assert one.steps == 7 and one.hparams_overrides == {"featurizer": "smallcnn", "lr": 0.1, "augment": True,
+                                                         "batch_size": 4}
+    long = specs["long"]["sweep"]  # the board's order; its dataset_steps replace the entries' own
+    assert [(e["name"], e.get("steps")) for e in long.datasets] == [("ColoredDigits", None), ("RotatedDigits", 9)]
     d = specs["default"]
-    assert d["datasets"] == list(SMALL["datasets"]) and d["sweep"] == sweep and d["dataset_steps"] == {"ColoredDigits": 5}
+    assert d["datasets"] == ["RotatedDigits", "ColoredDigits"] and d["sweep"] == sweep
+    assert [o.steps for o in d["sweep"].per_dataset()] == [3, 5]
 
 
 @pytest.mark.parametrize("boards, match", [

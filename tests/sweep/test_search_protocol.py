@@ -76,8 +76,9 @@ def test_leaderboards_plan_states_both_counts():
     from dganalysis.studies.params import LeaderboardsParams
     from dganalysis.studies.plans import leaderboards_plan
 
-    kw = dict(datasets={"RotatedDigits": {"image_size": 16, "angles": [0, 20, 40]}}, logo_groups={},
-              sweep={"algorithms": ["ERM"], "n_hparams": 4, "n_trials": 3, "steps": 5, "checkpoint_freq": 5,
+    kw = dict(logo_groups={},
+              sweep={"datasets": [{"name": "RotatedDigits", "kwargs": {"image_size": 16, "angles": [0, 20, 40]}}],
+                     "algorithms": ["ERM"], "n_hparams": 4, "n_trials": 3, "steps": 5, "checkpoint_freq": 5,
                      "hparams_overrides": {"featurizer": "smallcnn"}})
     plan = leaderboards_plan(LeaderboardsParams(**kw, search_protocol="yu2024"))
     assert plan.search_protocol == "yu2024" and len(plan.sweeps["LODO"]) == 36

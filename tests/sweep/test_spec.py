@@ -30,7 +30,8 @@ def test_one_key_list_from_the_fields():
     ("algorithms", ["ERM", "Nope"], r"^x\.yaml: algorithms: unknown algorithm 'Nope'"),
     ("splits", "leave_two_out", r"^x\.yaml: splits: unknown protocol 'leave_two_out'"),
     ("splits", [{"train": ["0"], "test": ["0"]}], r"^x\.yaml: splits\[0\]: domains \['0'\] in two roles"),
-    ("datasets", [{"name": "X"}], r"^x\.yaml: datasets\[0\]: expected a mapping with keys"),
+    ("datasets", [{"name": "X", "train": ["0"]}], r"^x\.yaml: datasets\[0\]: expected a mapping with keys"),
+    ("datasets", [{"name": "X", "steps": 0}], r"^x\.yaml: datasets\[0\]\.steps: expected an integer in \[1"),
     ("holdout_fraction", 1.0, r"^x\.yaml: holdout_fraction: expected a number in \[0, 1\)"),
 ])
 def test_a_file_value_is_checked_when_the_sweep_is_built(key, bad, match):
@@ -77,6 +78,10 @@ def test_per_dataset_and_shrunk():
     assert (one.dataset, one.dataset_kwargs, one.splits) == ("RotatedDigits", {"image_size": 8},
                                                             [{"train": ["0"], "test": ["15"]}])
     assert one.hparams_overrides == {"lr": 0.1, "featurizer": "mlp"} and two.hparams_overrides == {"lr": 0.1}
+    own = s.replace(splits="leave_one_out", datasets=[{"name": "VLCS", "kwargs": {"image_size": 8}, "steps": 7}])
+    (vlcs,) = own.per_dataset()  # no split of its own: the sweep's; its own steps
+    assert (vlcs.dataset, vlcs.splits, vlcs.steps, vlcs.datasets) == ("VLCS", "leave_one_out", 7, [])
+    assert one.steps == two.steps == 100
     small = s.shrunk(1, {"n_trials": 2}, keep=["Mixup"], batch_size=8, one_per_kind=lambda d: d[:1])
     assert (small.steps, small.checkpoint_freq, small.n_hparams, small.n_trials) == (1, 1, 1, 2)
     assert small.algorithms == ["ERM", "CORAL", "Mixup"] and small.hparams_overrides == {"lr": 0.1, "batch_size": 8}

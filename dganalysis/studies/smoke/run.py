@@ -130,8 +130,6 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
             out[k] = min(v, d)
     if "pretrain_steps" in out:
         out["pretrain_steps"] = min(out["pretrain_steps"], SWEEP_STEPS)
-    if isinstance(out.get("dataset_steps"), dict):  # 05: per-dataset steps (DomainNet 15,000, NICO++ 10,000)
-        out["dataset_steps"] = {n: min(int(v), SWEEP_STEPS) for n, v in out["dataset_steps"].items()}
     named = {a for k in ("loss_models", "compare_models") for a in out.get(k, [])}
     at_least = _AT_LEAST.get(name.split("@", 1)[0], {})
     for k in nested:  # each sweep shrinks itself; the keys a YAML leaves out take the notebook's defaults first
@@ -140,31 +138,29 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
             least = {key.split(".", 1)[1]: n for key, n in at_least.items() if key.startswith(f"{k}.")}
             out[k] = sweep.shrunk(SWEEP_STEPS, least, keep=sorted(named), batch_size=BATCH,
                                   one_per_kind=_one_per_kind).as_dict()
-    if isinstance(out.get("datasets"), dict):  # 00, 05: name -> builder kwargs
-        out["datasets"] = _one_per_kind(out["datasets"])
     if out.get("map_datasets"):
         out["map_datasets"] = _one_per_kind(out["map_datasets"])
     if out.get("map_datasets"):  # the shift map fits a KDE per class: more images than the fake folder trees hold
         out["map_datasets"] = [m for m in out["map_datasets"] if _kind(m["name"]) in _MAP_KINDS]
-    if out.get("logo_groups") and isinstance(out.get("datasets"), dict):  # 05: the datasets with both protocols
-        out["datasets"] = {n: kw for n, kw in out["datasets"].items() if n in out["logo_groups"]} or out["datasets"]
-    if isinstance(out.get("leaderboards"), dict) and isinstance(out.get("datasets"), dict):
-        out["leaderboards"] = {b: _smoke_board(spec or {}, list(out["datasets"]))
+    entries = out.get("sweep", {}).get("datasets") if isinstance(out.get("sweep"), Mapping) else None
+    if out.get("logo_groups") and entries:  # 05: the datasets with both protocols
+        entries = [e for e in entries if e["name"] in out["logo_groups"]] or entries
+        out["sweep"] = {**out["sweep"], "datasets": entries}
+    if isinstance(out.get("leaderboards"), dict) and entries:
+        out["leaderboards"] = {b: _smoke_board(spec or {}, [e["name"] for e in entries])
                                for b, spec in out["leaderboards"].items()}
     if isinstance(out.get("logo_groups"), dict):  # 05: two groups per dataset, as the notebook's own default
         out["logo_groups"] = {n: list(g)[:2] for n, g in out["logo_groups"].items()}
         # 05: LODO holds out one domain, the first of the first kept group (NICO++: 1 split, not 6)
         out["lodo_domains"] = {n: [g[0][0]] for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
-    if out.get("lp_ft_splits"):  # 04: one split, as the notebook's own default (its sweeps: Sweep.shrunk)
-        out["lp_ft_splits"] = out["lp_ft_splits"][:1]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
     if "batch_size" in out:
         out["batch_size"] = min(out["batch_size"], BATCH)
     if "pretrain_batch_size" in out:
         out["pretrain_batch_size"] = min(out["pretrain_batch_size"], BATCH)
-    for k in ("workers", "n_workers", "n_threads"):
+    for k in ("n_workers", "n_threads"):
         if k in out:
             out[k] = 1
     return _shrink(out)
@@ -172,7 +168,7 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
 
 def _smoke_board(spec: Mapping[str, Any], datasets: list[str]) -> dict[str, Any]:
     """One board of the leaderboards' ``leaderboards`` parameter, shrunk: its steps at :data:`SWEEP_STEPS`, its datasets those of
-    the shrunk ``datasets`` (all of them when it keeps none), its per-dataset settings on those datasets only; its
+    the shrunk sweep's ``datasets`` (all of them when it keeps none), its per-dataset settings on those datasets only; its
     networks, weights and search spaces stay (every board still runs, minimally)."""
     out = dict(spec)
     names = [n for n in out.get("datasets") or datasets if n in datasets] or datasets

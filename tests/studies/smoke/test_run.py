@@ -26,10 +26,11 @@ def test_smoke_params_keep_the_paper_path():
     assert p04["fid_n_samples"] == 2000 and s04["fid_n_samples"] == FID_SAMPLES == 2  # the FID's images: the least it accepts
     p05 = load_params("paper", "05_leaderboards", ROOT)
     s05 = smoke_params("05_leaderboards", p05, notebook_defaults(ROOT / "notebooks" / "05_leaderboards.ipynb"))
-    assert list(s05["datasets"]) == ["NICO++"] and s05["sweep"]["algorithms"] == ["ERM", "SWAD"]
+    assert [e["name"] for e in s05["sweep"]["datasets"]] == ["NICO++"] and s05["sweep"]["algorithms"] == ["ERM", "SWAD"]
     assert [b["hparams_overrides"] for b in s05["leaderboards"].values()] == \
         [b["hparams_overrides"] for b in p05["leaderboards"].values()]  # every board's weights (Table 5 / App. C.4)
-    assert set(s05["dataset_steps"].values()) == {SWEEP_STEPS} and s05["sweep"]["steps"] == SWEEP_STEPS
+    assert [e["steps"] for e in s05["sweep"]["datasets"]] == [SWEEP_STEPS] and s05["sweep"]["steps"] == SWEEP_STEPS
+    assert s05["leaderboards"]["no pretraining ResNet-50"]["datasets"] == ["NICO++"]
     groups = s05["logo_groups"]["NICO++"]
     assert len(groups) == 2 and s05["lodo_domains"]["NICO++"] == [groups[0][0]]  # two LOGO groups, one LODO split
     p06 = load_params("paper", "06_shift_estimation", ROOT)
@@ -59,7 +60,7 @@ def test_smoke_shrinks_every_variant_and_runs_one():
     variants = load_variants("paper", "04_leakage_oracle", ROOT)
     for v, p in variants.items():
         s = smoke_params("04_leakage_oracle", p, defaults)
-        assert s["sweep"]["steps"] == s["oracle"]["steps"] == SWEEP_STEPS and len(s["lp_ft_splits"]) == 1, v
+        assert s["sweep"]["steps"] == s["oracle"]["steps"] == SWEEP_STEPS and len(s["sweep"]["splits"]) == 1, v
         assert s["oracle"]["n_hparams"] == s["oracle"]["n_trials"] == 2 and len(s["oracle"]["splits"]) == 1, v
         assert s["oracle"]["dataset"] == p["oracle"]["dataset"], v  # the variant's own oracle dataset (DomainNet)
         assert s["sweep"]["dataset"] == p["sweep"]["dataset"], v
