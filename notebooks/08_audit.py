@@ -86,8 +86,8 @@ plots.setup_style()
 paths, notes = resolve_inputs(P.inputs, P.store_dir)
 result = run_audit(paths, baseline=P.baseline, selection=P.selections, alpha=P.alpha, rope=P.rope,
                    reference_table=P.reference or None, reps=P.reps, optional=[P.store_dir], family=P.family)
-record_audit_lines(P.output_dir, result.summary_lines() + notes)
-display(pd.DataFrame({"audit": result.summary_lines() + notes}))
+record_audit_lines(P.output_dir, result.summary + notes)
+display(pd.DataFrame({"audit": result.summary + notes}))
 
 # %% [markdown]
 # ## Claims

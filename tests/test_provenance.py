@@ -175,6 +175,7 @@ def test_index_keeps_the_stamps_of_unchanged_jobs(tmp_path):
 
 
 def test_audit_notes_the_differences_and_stamps_its_json(tmp_path):
+    from dganalysis.audit.contract import to_json
     from dganalysis.audit.inputs import load_input
     from dganalysis.audit.run import run_audit
 
@@ -184,7 +185,7 @@ def test_audit_notes_the_differences_and_stamps_its_json(tmp_path):
         shutil.copytree(d, a / f"{d.name}_copy")
     notes = load_input(a, ["training_domain"]).notes
     assert [n for n in notes if n.startswith("runs made under different numpy versions: 1.24.0 (16 runs")]
-    settings = run_audit(["shipped:domainbed"], sweep_analyses=False).to_json()["settings"]
+    settings = to_json(run_audit(["shipped:domainbed"], sweep_analyses=False))["settings"]
     assert settings["provenance"] == json.loads(json.dumps(provenance.stamp()))
 
 

@@ -59,7 +59,6 @@ from dganalysis.stats.improvement import (
 )
 from dganalysis.stats.multiplicity import holm
 from dganalysis.stats.rank_tests import friedman, wilcoxon_ps
-from dganalysis.validation import ConfigError
 
 AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "ci_method",
                "ci_coverage", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "iqm_delta_ci_method",
@@ -108,21 +107,21 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
             if tr:
                 x, y = _runs(tr, alg, datasets), _runs(tr, baseline, datasets)
                 basis = BASIS_RUNS
-                lo, hi, dlo, dhi = sweep_intervals(x, y, rng, reps, confidence)
                 n_runs = min(len(x), len(y))
                 size = dict(runs=n_runs)
                 methods = ("poi_sweep_bootstrap_se_t", "iqm_delta_sweep_bootstrap_se_t")
             else:
                 x, y = pair[[alg]].to_numpy().T, pair[[baseline]].to_numpy().T
                 basis = BASIS_TABLE
-                lo, hi, dlo, dhi = table_intervals(x[0], y[0], confidence)
                 n_runs = 1
                 size = dict(n_datasets=len(datasets))
                 methods = ("poi_table_clopper_pearson", "iqm_delta_table_trimmed_t")
+            pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
+            lo, hi, dlo, dhi = (sweep_intervals(x, y, rng, reps, confidence) if tr else
+                                table_intervals(x[0], y[0], confidence))
             poi = float(probability_of_improvement(x, y))
             iqm_d = float(iqm(x - y.mean(axis=0)))
             cov = [coverage.coverage(m, confidence, **size) for m in methods]
-            pb, pe, pw = signed_rank_probs(pair[alg].to_numpy(), pair[baseline].to_numpy(), rope, bayes_samples, seed)
             rows.append(dict(board=board, selection=selection, algorithm=alg, baseline=baseline,
                              prob_improvement=poi, ci_low=lo, ci_high=hi, ci_method=coverage.CI_METHODS[methods[0]],
                              ci_coverage=cov[0], iqm_delta=iqm_d, iqm_delta_low=dlo, iqm_delta_high=dhi,
@@ -166,25 +165,6 @@ def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["board", "selection", "a", "b", "median_diff", "n_datasets", "p", "p_adj", "direction", "test",
                  "correction"])
-
-
-def wilcoxon_summary(wil: pd.DataFrame, alpha: float) -> str:
-    """One family's Wilcoxon outcome in a sentence (:func:`wilcoxon_pairs`' rows of one board and selection): how many
-    pairs Holm decides at ``alpha``, and, when none can be, why — with n datasets no sign pattern gives a two-sided p
-    below 2/2^n (the exact test's smallest; the normal approximation's is larger), so when that exceeds Holm's first
-    threshold α/m over m pairs the test cannot decide any pair, whatever the data."""
-    if not 0 < alpha < 1:
-        raise ConfigError(f"wilcoxon_summary: parameter 'alpha': expected a level in (0, 1), got {alpha!r}")
-    if wil.empty:
-        return "Wilcoxon signed-rank: no pair tested"
-    m, n = len(wil), int(wil["n_datasets"].iloc[0])
-    decided = int((wil["direction"] != 0).sum())
-    text = f"Wilcoxon signed-rank over {n} datasets, Holm over {m} pairs at α = {alpha:g}: {decided} pair(s) decided"
-    floor = 2.0 ** (1 - n)
-    if floor > alpha / m:
-        text += (f"; none can be with {n} datasets: the smallest two-sided p is 2/2^{n} = {floor:.3g}, above Holm's "
-                 f"first threshold α/{m} = {alpha / m:.2g}")
-    return text
 
 
 def friedman_tests(cells: pd.DataFrame, alpha: float = 0.05) -> dict:

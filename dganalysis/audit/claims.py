@@ -453,7 +453,7 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             text = (_why_zero_variance(r, rows.iloc[i], alpha, rope) if r["test"] == "none (zero variance)"
                     else "no test: the cell has no standard error or fewer than 2 trials")
             if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
-                text += "; " + _pairing_words(r)
+                text += "; " + pairing_words(r)
             out.append(text)
             continue
         reasons = []
@@ -480,7 +480,7 @@ def why_undecided(cl: pd.DataFrame, rows: pd.DataFrame, alpha: float, rope: floa
             reasons.append(f"too few trials for this noise (p = {r['p']:.2g}, CI [{r['ci_low']:+.1f}, "
                            f"{r['ci_high']:+.1f}])")
         if r["paired"] and r["dropped"] + r["baseline_dropped"] > 0:
-            reasons.append(_pairing_words(r))
+            reasons.append(pairing_words(r))
         out.append("; ".join(reasons))
     return out
 
@@ -529,7 +529,7 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
     return f"no test: zero variance — {what}; {tail}"
 
 
-def _pairing_words(r: pd.Series) -> str:
+def pairing_words(r: pd.Series) -> str:
     """How a paired claim was paired: the shared trial seeds used and the trials of each arm dropped."""
     return (f"paired on the {int(r['n_paired'])} trial seeds both arms ran, dropping {int(r['dropped'])} trial(s) of "
             f"{r['algorithm']} and {int(r['baseline_dropped'])} of {r['baseline']} without a partner")
@@ -551,30 +551,3 @@ def _check_cells(cells: pd.DataFrame, baseline: str) -> None:
         close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"baseline {baseline!r} is not among the algorithms {algs}{hint}")
-
-
-def summary_counts(claims_df: pd.DataFrame, column: str = "verdict") -> dict[str, int]:
-    """Number of claims per verdict (all four keys) and ``total``; ``column``: ``verdict`` (the chosen family) or
-    ``verdict_table`` (the strict all-claims family)."""
-    counts = claims_df[column].value_counts()
-    return {**{v: int(counts.get(v, 0)) for v in VERDICTS}, "total": len(claims_df)}
-
-
-def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
-    """One sentence stating a claim's verdict with n, the test, the family and, if undecided, why."""
-    what = {"better": "better than", "worse": "worse than", "equivalent": f"equivalent (within ±{rope:g} points) to",
-            "undecided": "undecided (not shown better, worse or equivalent) against"}[row["verdict"]]
-    ci = (f"95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] (simultaneous over the family "
-          f"[{row['sim_low']:+.2f}, {row['sim_high']:+.2f}])" if np.isfinite(row["ci_low"]) else "no CI (no SE)")
-    p = (f"p = {row['p']:.3g}, adjusted {row['p_adj']:.3g}" + (f", TOST p adjusted {row['p_equiv_adj']:.3g}"
-                                                               if rope > 0 else "")
-         if np.isfinite(row["p_adj"]) else "no test")
-    extra = (f" (the printed numbers taken at face value would say {row['verdict_nominal']}: the difference rests on "
-             "rounding)") if row.get("rounding_changed") else ""
-    why = f" Why undecided: {row['why']}." if row.get("why") else ""
-    if row.get("paired") and not row.get("why") and row.get("dropped", 0) + row.get("baseline_dropped", 0) > 0:
-        extra += f" ({_pairing_words(row)})"
-    sel = f"{row['selection']}{', ' + row['board'] if row['board'] else ''}"
-    return (f"{row['algorithm']} is {what} {row['baseline']} on {row['dataset']} ({sel}): Δ = {row['delta']:+.2f} "
-            f"points, {ci}, n = {int(row['n'])} vs {int(row['baseline_n'])} trials, {row['test']}, {p} "
-            f"({row['correction']}, α = {alpha:g}){extra}.{why}")

@@ -90,7 +90,7 @@ def main_audit(args: argparse.Namespace) -> int:
     result = run_audit(args.inputs, baseline=args.baseline, selection=args.selection, alpha=args.alpha, rope=args.rope,
                        reference_table=args.reference, trials=args.trials, seed=args.seed, family=args.family,
                        paired=not args.unpaired, indexes=memo.indexes if memo is not None else ())
-    for line in result.summary_lines():
+    for line in result.summary:
         out.append(line + "\n")
     for a in result.audits:
         for note in a.notes + a.input.notes:

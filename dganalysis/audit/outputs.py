@@ -5,7 +5,8 @@ Figures (:func:`figures`): a forest plot of Δ with its CI per dataset (one pane
 probability of improvement with its CI, the critical-difference diagram (Friedman/Nemenyi) beside the Wilcoxon map
 (each pair's median difference, the pairs Holm decides marked: :func:`wilcoxon_plot`), and — when the raw-sweep
 analyses ran — expected best accuracy vs search budget and the selection regret. Every verdict sentence of the page states n, the test and the correction
-(:func:`dganalysis.audit.claims.verdict_sentence`).
+(:func:`dganalysis.audit.words.verdict_sentence`). The words and counts come with the result
+(:attr:`dganalysis.audit.run.InputAudit.words`); this module renders them.
 """
 
 from __future__ import annotations
@@ -14,15 +15,18 @@ import base64
 import io as _io
 import textwrap
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dganalysis import io, templates
-from dganalysis.audit.aggregate import wilcoxon_summary
-from dganalysis.audit.claims import FAMILY_WORDS, verdict_sentence
+from dganalysis.audit.claims import FAMILY_WORDS
+from dganalysis.audit.contract import to_json
 from dganalysis.audit.run import AuditResult, InputAudit
+from dganalysis.validation import ConfigError
 
 COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
 PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
@@ -130,10 +134,10 @@ def poi_plot(agg: pd.DataFrame, title: str):
     return fig
 
 
-def wilcoxon_plot(wil: pd.DataFrame, title: str, alpha: float):
+def wilcoxon_plot(wil: pd.DataFrame, title: str, outcome: str):
     """Every pair's median difference over the datasets (row − column, points; blue: the row higher), the pairs Holm
-    decides at ``alpha`` marked ✱ — with the family's outcome (:func:`~dganalysis.audit.aggregate.wilcoxon_summary`)
-    under the title, so a map without marks says whether the test could have decided anything."""
+    decides marked ✱ — with the family's ``outcome`` (:func:`~dganalysis.audit.words.wilcoxon_summary`) under the
+    title, so a map without marks says whether the test could have decided anything."""
     import matplotlib.pyplot as plt
 
     algs = sorted(set(wil["a"]) | set(wil["b"]))
@@ -152,7 +156,7 @@ def wilcoxon_plot(wil: pd.DataFrame, title: str, alpha: float):
     ax.set_xticks(range(len(algs)), algs, rotation=90, fontsize="x-small")
     ax.set_yticks(range(len(algs)), algs, fontsize="x-small")
     fig.colorbar(im, ax=ax, label="median Δ, row − column (points)", shrink=0.8)
-    summary = textwrap.fill(f"{wilcoxon_summary(wil, alpha)} (✱; each pair on its own)", int(width * 14))
+    summary = textwrap.fill(f"{outcome} (✱; each pair on its own)", int(width * 14))
     ax.set_title(f"{title}\n{summary}", fontsize="x-small")
     fig.tight_layout()
     return fig
@@ -218,10 +222,15 @@ def figures(result: AuditResult) -> dict:
                 out[f"{key}_poi"] = poi_plot(agg, title)
             wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
             if not wil.empty:
-                out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title, result.settings["alpha"])
+                out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title, a.words.families[(board, sel)].wilcoxon)
             if (board, sel) in a.friedman:
-                out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=title)
+                out[f"{key}_cd"] = None  # the critical-difference diagram, drawn below in this place among the names
         out.update(sweep_plots(a, f"{PREFIX}{i}"))
+    for i, a in enumerate(result.audits):  # the critical-difference diagrams, by the rank tests' own plot
+        for (board, sel), _ in _families(a):
+            if (board, sel) in a.friedman:
+                key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+                out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=_label(a, board, sel))
     return out
 
 
@@ -293,21 +302,18 @@ def _table_html(df: pd.DataFrame, max_rows: int = 400) -> templates.Html:
                                                     classes="t", na_rep="—"))
 
 
-def _family_view(a: InputAudit, board: str, sel: str, fam: pd.DataFrame, note: str, images: list[str],
-                 settings: dict) -> dict:
+def _family_view(a: InputAudit, board: str, sel: str, fam: pd.DataFrame, images: list[str]) -> dict:
     """One family's part of the page: the decided claims in sentences, those resting on rounding, its figures, the
     table of all claims, the across-datasets table, Friedman's line and the Wilcoxon pairs it decides."""
-    alpha, rope = settings["alpha"], settings["rope"]
+    said = a.words.families[(board, sel)]
     agg = a.aggregate[(a.aggregate["board"] == board) & (a.aggregate["selection"] == sel)]
     wil = a.wilcoxon[(a.wilcoxon["board"] == board) & (a.wilcoxon["selection"] == sel)]
     dec = wil[wil["direction"] != 0]
-    return {"selection": sel, "board": board, "note": note, "n_claims": len(fam), "n_range": _n_range(fam),
-            "decided": [verdict_sentence(r, alpha, rope) for _, r in fam[fam["verdict"] != "undecided"].iterrows()],
-            "changed": [verdict_sentence(r, alpha, rope) for _, r in fam[fam["rounding_changed"]].iterrows()],
-            "images": images,
+    return {"selection": sel, "board": board, "note": said.notes["note"], "n_claims": len(fam),
+            "n_range": _n_range(fam), "decided": said.decided, "changed": said.changed, "images": images,
             "claims": _table_html(fam[CLAIM_TABLE]), "aggregate": _table_html(agg.drop(columns=["board", "selection"])),
             "friedman": a.friedman[(board, sel)].summary() if (board, sel) in a.friedman else "",
-            "wilcoxon": wilcoxon_summary(wil, alpha), "wilcoxon_table": _table_html(dec)}
+            "wilcoxon": said.wilcoxon, "wilcoxon_table": _table_html(dec)}
 
 
 def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = None) -> str:
@@ -323,13 +329,11 @@ def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = N
     family = s.get("family", "algorithm")
     audits = []
     for i, a in enumerate(result.audits):
-        notes = {(n["board"], n["selection"]): n["note"] for n in a.family_notes()}
         families = []
         for (board, sel), fam in _families(a):
             key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
-            families.append(_family_view(a, board, sel, fam, notes.get((board, sel), ""),
-                                         pngs(*(f"{key}_{suffix}" for suffix in ("forest", "poi", "wilcoxon", "cd"))),
-                                         s))
+            families.append(_family_view(a, board, sel, fam,
+                                         pngs(*(f"{key}_{suffix}" for suffix in ("forest", "poi", "wilcoxon", "cd")))))
         reference = None
         if a.reference is not None:
             reference = {"name": str(s["reference"]), "counts": str(a.reference["verdict"].value_counts().to_dict()),
@@ -342,7 +346,34 @@ def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = N
     settings = {"baseline": s["baseline"], "selections": ", ".join(s["selections"]), "alpha": f"{s['alpha']:g}",
                 "rope": f"{s['rope']:g}", "confidence": int(s["confidence"] * 100), "family": family,
                 "family_words": FAMILY_WORDS[family].format(b=s["baseline"])}
-    return templates.render("audit.html.j2", s=settings, summary=result.summary_lines(), audits=audits)
+    return templates.render("audit.html.j2", s=settings, summary=result.summary, audits=audits)
+
+
+#: fields of a selected-hparams record that become fields of a job in the re-run file
+_JOB_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "hparams_seed", "trial_seed",
+               "steps", "checkpoint_freq", "holdout_fraction", "dataset_kwargs")
+
+
+def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write :func:`dganalysis.audit.sweep_analyses.selected_hparams` records as a JSON file ``dganalysis sweep --config FILE`` re-runs: a top-level
+    ``jobs`` list, each job the selected run (same split, trial and hparams_seed) with its hyperparameters fixed
+    through ``hparams_overrides``, and ``selected`` keeping the records themselves (step, job_id, selection).
+    A re-run with the same code reproduces the selected run; ``--steps`` shortens every job."""
+    if isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records):
+        raise ConfigError("write_selected_hparams: expected a list of records from selected_hparams()")
+    jobs = []
+    for i, r in enumerate(records):
+        missing = [k for k in ("dataset", "algorithm", "train_domains", "test_domains", "hparams") if k not in r]
+        if missing:
+            raise ConfigError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
+        job = {k: r[k] for k in _JOB_FIELDS if k in r}
+        hparams = dict(r["hparams"])
+        if "steps" in hparams:  # our engine records the job's steps among the hparams; it is a job field
+            job.setdefault("steps", hparams.pop("steps"))
+            hparams.pop("steps", None)
+        job["hparams_overrides"] = hparams
+        jobs.append(job)
+    return io.write_json(path, {"jobs": jobs, "selected": [dict(r) for r in records]})
 
 
 def write_outputs(result: AuditResult, html_path: str | Path | None = None, json_path: str | Path | None = None,
@@ -356,7 +387,7 @@ def write_outputs(result: AuditResult, html_path: str | Path | None = None, json
     if json_path:
         import json
 
-        written.append(io.write_text(json_path, json.dumps(result.to_json(), indent=1, allow_nan=False) + "\n"))
+        written.append(io.write_text(json_path, json.dumps(to_json(result), indent=1, allow_nan=False) + "\n"))
     if not (html_path or output_dir):
         return written
     import matplotlib.pyplot as plt
@@ -379,11 +410,9 @@ def write_outputs(result: AuditResult, html_path: str | Path | None = None, json
             for a in result.audits:
                 hp = a.sweep.get("selected_hparams")
                 if hp:
-                    from dganalysis.audit import sweep_analyses as sw
-
                     stem = _slug(Path(a.input.name).name)
                     target = html_path.with_name(f"{html_path.stem}.{stem}.selected_hparams.json")
-                    sw.write_selected_hparams(hp, target)
+                    write_selected_hparams(hp, target)
                     written.append(target)
         if output_dir:
             written += plots.save_table(all_claims, "08_audit_claims", output_dir, caption="Audit claims")

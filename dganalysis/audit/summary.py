@@ -1,6 +1,6 @@
 """One line per audit in the run index's summary (``outputs/<profile>/index.md``, :func:`dganalysis.studies.runner.write_index`).
 
-The audit notebook writes its audits' summary lines (:meth:`dganalysis.audit.run.AuditResult.summary_lines`) to
+The audit notebook writes its audits' summary lines (:attr:`dganalysis.audit.run.AuditResult.summary`) to
 ``<output_dir>/audits/summary.json`` (atomic write; a rerun replaces them); the runner lists them under the findings.
 """
 

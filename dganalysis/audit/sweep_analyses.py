@@ -18,15 +18,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dganalysis import io
 from dganalysis.audit import coverage
+from dganalysis.audit.inputs import AuditInput, main_selection
 from dganalysis.records.selection import select
 from dganalysis.records.selection_methods import CONFIG, METHODS
 from dganalysis.stats import intervals
@@ -404,28 +403,37 @@ def _names(joined: str) -> list[str]:
     return [d for d in str(joined).split(",") if d]
 
 
-#: fields of a selected-hparams record that become fields of a job in the re-run file
-_JOB_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_domains", "hparams_seed", "trial_seed",
-               "steps", "checkpoint_freq", "holdout_fraction", "dataset_kwargs")
-
-
-def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
-    """Write :func:`selected_hparams` records as a JSON file ``dganalysis sweep --config FILE`` re-runs: a top-level
-    ``jobs`` list, each job the selected run (same split, trial and hparams_seed) with its hyperparameters fixed
-    through ``hparams_overrides``, and ``selected`` keeping the records themselves (step, job_id, selection).
-    A re-run with the same code reproduces the selected run; ``--steps`` shortens every job."""
-    if isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records):
-        raise ConfigError("write_selected_hparams: expected a list of records from selected_hparams()")
-    jobs = []
-    for i, r in enumerate(records):
-        missing = [k for k in ("dataset", "algorithm", "train_domains", "test_domains", "hparams") if k not in r]
-        if missing:
-            raise ConfigError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
-        job = {k: r[k] for k in _JOB_FIELDS if k in r}
-        hparams = dict(r["hparams"])
-        if "steps" in hparams:  # our engine records the job's steps among the hparams; it is a job field
-            job.setdefault("steps", hparams.pop("steps"))
-            hparams.pop("steps", None)
-        job["hparams_overrides"] = hparams
-        jobs.append(job)
-    return io.write_json(path, {"jobs": jobs, "selected": [dict(r) for r in records]})
+def analyse_input(inp: AuditInput, selections: list[str], confidence: float) -> tuple[dict, list[str]]:
+    """This module's analyses of a sweep input (:func:`dganalysis.audit.inputs.load_input`) on its audited
+    ``selections``, in one sequence; an analysis the sweep cannot give (e.g. one hparams draw, no pair runs) is left
+    out with a note saying why."""
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    main_sel = main_selection(selections)
+    have = inp.selected  # the audited methods, the oracle and training-domain validation (load_input)
+    picks = {m: have[m] for m in selections}
+    # ranking_changes compares a single method with the oracle (the oracle alone with training-domain validation)
+    other = "training_domain" if "oracle" in picks else "oracle"
+    ranked = picks if len(picks) > 1 else {**picks, other: have[other]}
+    steps = [
+        ("selection_regret", lambda: selection_regret(None, {**picks, "oracle": have["oracle"]},
+                                                         confidence=confidence)),
+        ("ranking_changes", lambda: ranking_changes(None, ranked)),
+        ("expected_max", lambda: expected_max_curve(None, main_sel, draws=inp.draws[main_sel])),
+        ("lodo_vs_logo", lambda: lodo_vs_logo(None, "training_domain", have["training_domain"])),
+        ("selected_hparams", lambda: selected_hparams(None, main_sel, have[main_sel])),
+    ]
+    for key, call in steps:
+        try:
+            value = call()
+        except ValueError as e:  # this sweep cannot give the analysis (e.g. no oracle, one hparam draw)
+            notes.append(f"{key}: {e}")
+            continue
+        if value is not None:
+            out[key] = value
+    if "expected_max" in out:
+        try:
+            out["saturation"] = saturation(out["expected_max"])
+        except ValueError as e:
+            notes.append(f"saturation: {e}")
+    return out, notes

@@ -269,7 +269,7 @@ JOB_LIST_OVERRIDES = ("steps", "checkpoint_freq", "save_model")
 
 def _listed_jobs(path: Path, cfg: dict, data_dir: str | Path | None, overrides: dict[str, Any]) -> list[Job]:
     """Jobs listed one by one (``{"jobs": [{dataset, algorithm, train_domains, test_domains, ...}, ...]}``, e.g. the
-    selected hyperparameters written by :func:`dganalysis.audit.sweep_analyses.write_selected_hparams`), each checked as a
+    selected hyperparameters written by :func:`dganalysis.audit.outputs.write_selected_hparams`), each checked as a
     grid's jobs are (domain names, hyperparameters)."""
     import dataclasses
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dganalysis.audit import aggregate, coverage
+from dganalysis.audit import aggregate, coverage, words
 from dganalysis.audit.aggregate import wilcoxon_pairs
 from dganalysis.stats.intervals import trimmed_mean_t
 
@@ -78,16 +78,16 @@ def test_wilcoxon_summary_says_when_no_pair_can_be_decided():
     that no pair can be decided, and why; with 12 datasets and 6 pairs it can (and a planted pair is)."""
     rng = np.random.default_rng(2)
     pool = wilcoxon_pairs(_cells(np.round(rng.normal(60, 5, (7, 14)), 1)))
-    text = aggregate.wilcoxon_summary(pool, 0.05)
+    text = words.wilcoxon_summary(pool, 0.05)
     assert "over 7 datasets, Holm over 91 pairs" in text and "none can be" in text and "0.0156" in text
     means = np.round(rng.normal(60, 5, (12, 1)) + rng.normal(0, 0.5, (12, 4)), 1)
     means[:, 0] += 3
     few = wilcoxon_pairs(_cells(means))
-    text = aggregate.wilcoxon_summary(few, 0.05)
+    text = words.wilcoxon_summary(few, 0.05)
     assert "none can be" not in text and not text.startswith("Wilcoxon signed-rank over 12 datasets, Holm over 6 "
                                                              "pairs at α = 0.05: 0 ")
     with pytest.raises(ValueError, match="parameter 'alpha'"):
-        aggregate.wilcoxon_summary(few, 1.5)
+        words.wilcoxon_summary(few, 1.5)
 
 
 # ---------------------------------------------------------------- intervals and their measured coverage

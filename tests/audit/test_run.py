@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from dganalysis.audit.contract import to_json
 from dganalysis.audit.run import run_audit
 from dganalysis.cli import main
 from tests.audit._simulated_sweep import write_sweep
@@ -81,7 +82,7 @@ def test_sweep_audit_needs_no_tidy_frame(tmp_path, monkeypatch, selection):
     assert not got.audits[0].notes
     assert set(got.audits[0].sweep) >= {"selection_regret", "ranking_changes", "expected_max", "saturation",
                                         "lodo_vs_logo", "selected_hparams"}
-    assert got.to_json() == want.to_json()
+    assert to_json(got) == to_json(want)
     monkeypatch.undo()
     frame = got.audits[0].input.records
     pd.testing.assert_frame_equal(frame.astype({c: str for c in frame.columns if frame[c].dtype == "category"}),
@@ -272,7 +273,7 @@ def test_audit_reads_our_own_job_store(tmp_path):
     cl = r.audits[0].claims
     assert len(cl) == 1 and cl["algorithm"].item() == "CORAL" and cl["n"].item() == 2
     assert cl["verdict"].item() in ("better", "worse", "equivalent", "undecided")
-    lines = r.summary_lines()
+    lines = r.summary
     assert lines[0].startswith(f"audit {tmp_path / 'store'} (sweep): family = ") and "α=0.05" in lines[0]
     assert lines[1].startswith("  training_domain: ") and "of 1 claims [all-claims family: " in lines[1]
 
@@ -298,7 +299,7 @@ def test_sweep_analyses_are_called_and_reported(tmp_path):
     sw = r.audits[0].sweep
     assert set(sw) == {"selection_regret", "ranking_changes", "expected_max", "saturation", "lodo_vs_logo",
                        "selected_hparams"}
-    data = r.to_json()["sweep"][str(planted)]
+    data = to_json(r)["sweep"][str(planted)]
     assert {row["selection"] for row in data["selection_regret"]} == {"training_domain"}
     assert {row["budget"] for row in data["expected_max"]} == {1, 2}  # two hparams draws
     assert len(data["selected_hparams"]) == 2 * (4 + 6) * 3  # algorithms × test-environment sets × trials
@@ -334,7 +335,7 @@ def test_optional_input_without_baseline_is_noted_not_fatal(tmp_path):
     r = run_audit(["shipped:yu2024_table5", store], selection="training_domain", optional=[str(store)],
                   sweep_analyses=False, reps=50)
     assert len(r.audits) == 1 and "baseline 'ERM'" in r.notes[0]
-    assert any(line.startswith(f"audit {store}: not audited") for line in r.summary_lines())
+    assert any(line.startswith(f"audit {store}: not audited") for line in r.summary)
     with pytest.raises(ValueError, match="baseline 'ERM'"):
         run_audit([store], selection="training_domain", sweep_analyses=False)
 
