@@ -4,8 +4,8 @@ for many methods, and the Wilcoxon signed-rank test for one pair.
 Following Demšar (2006), a *block* is one unit on which every method has a score (a test cell of a leaderboard, a
 dataset of the audit's table). Methods are ranked within each block (1 = best, ties share the mean rank); the
 Friedman test (``scipy.stats.friedmanchisquare``) asks whether the average ranks differ at all, and the Nemenyi
-post-hoc test (:func:`nemenyi_friedman`, the formula scikit-posthocs uses, held equal to it by a test) says which
-pairs do *given the whole pool* — adding or removing a method can change a Nemenyi verdict on A vs B. The
+post-hoc test (``scikit_posthocs.posthoc_nemenyi_friedman``, :attr:`FriedmanResult.nemenyi`) says which pairs do
+*given the whole pool* — adding or removing a method can change a Nemenyi verdict on A vs B. The
 critical-difference diagram is drawn by ``scikit-posthocs``. :func:`bootstrap_rank_ci` resamples blocks with
 replacement (``scipy.stats.bootstrap``, percentile intervals) to give each method's average rank a confidence
 interval; blocks are treated as independent, which they need not be (read the intervals as a guide).
@@ -22,8 +22,9 @@ Wolfe & Chicken 2014, Ch. 8); :func:`spearman_min_p` is the smallest p-value suc
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,20 @@ class FriedmanResult:
     n_blocks: int
     n_methods: int
     avg_rank: pd.Series
-    nemenyi: pd.DataFrame
     critical_difference: float
     alpha: float
+    #: the blocks × methods scores tested
+    scores: pd.DataFrame = field(repr=False)
+
+    @functools.cached_property
+    def nemenyi(self) -> pd.DataFrame:
+        """Nemenyi post-hoc p-values, methods × methods (Demšar 2006, Sec. 3.2.2: the average ranks' differences
+        over √(k(k+1)/(6N)), referred to the studentized range with infinite df), by scikit-posthocs'
+        ``posthoc_nemenyi_friedman``. Computed when first asked for (the critical-difference diagram asks): importing
+        scikit-posthocs imports matplotlib and seaborn, and an audit that draws no figure imports no plotting stack."""
+        import scikit_posthocs as sp
+
+        return sp.posthoc_nemenyi_friedman(self.scores.reset_index(drop=True))
 
     def summary(self) -> str:
         verdict = "average ranks differ" if self.p < self.alpha else "no evidence that average ranks differ"
@@ -69,40 +81,10 @@ def friedman(scores: pd.DataFrame, alpha: float = 0.05) -> FriedmanResult:
     if k < 3 or n < 2:
         raise ValueError(f"scores: the Friedman test needs >= 3 methods and >= 2 blocks, got {k} methods, {n} blocks")
     res = stats.friedmanchisquare(*[scores[c].to_numpy() for c in scores.columns])
-    nem = nemenyi_friedman(scores)
     q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
     cd = float(q * np.sqrt(k * (k + 1) / (6 * n)))
     avg = block_ranks(scores).mean().sort_values()
-    return FriedmanResult(float(res.statistic), float(res.pvalue), n, k, avg, nem, cd, alpha)
-
-
-def nemenyi_friedman(scores: pd.DataFrame) -> pd.DataFrame:
-    """Nemenyi post-hoc p-values after the Friedman test (Demšar 2006, Sec. 3.2.2), methods × methods: with R_i the
-    average rank of method i over the N blocks of ``scores`` (k methods, ties averaged), q_ij = ``|R_i − R_j|`` /
-    √(k(k+1)/(6N)) and p_ij = P(Q > q_ij √2), Q the studentized range of k means with infinite degrees of freedom
-    (``scipy.stats.studentized_range``); 1 on the diagonal.
-
-    scikit-posthocs' ``posthoc_nemenyi_friedman`` computes exactly this, the same numpy and scipy calls in the same
-    order (``tests/stats/test_rank_tests.py`` holds the two equal bit for bit on random and labelled tables, ties,
-    two methods and one block included). The definitions do not differ; it is not called because importing
-    scikit-posthocs imports matplotlib and seaborn (0.26–0.5 CPU-s by machine): most of what an audit's statistics
-    cost when it draws no figure, and an audit without a page imports no plotting stack
-    (``tests/audit/test_run.py``). scikit-posthocs has no critical difference to offer (:func:`friedman` computes
-    Demšar's); its critical-difference diagram (:func:`plot_cd_diagram`) is still drawn by scikit-posthocs."""
-    check_frame(scores, (), "scores", func="nemenyi_friedman")
-    values = scores.to_numpy(dtype=float)
-    n, k = values.shape
-    nan = bool(np.isnan(values).any())
-    if k < 2 or n < 1 or nan:
-        raise ValueError(f"nemenyi_friedman: parameter 'scores': expected complete blocks × methods scores (≥ 2 "
-                         f"methods, ≥ 1 block, no NaN), got {n} blocks × {k} methods{' with NaN' if nan else ''}")
-    mean_ranks = stats.rankdata(values, axis=1, method="average").mean(axis=0)
-    upper = np.triu_indices(k, 1)
-    q = np.abs(mean_ranks[upper[0]] - mean_ranks[upper[1]]) / np.sqrt(k * (k + 1.0) / (6.0 * n))
-    p = np.ones((k, k))
-    p[upper] = stats.studentized_range.sf(q * np.sqrt(2.0), k, np.inf)
-    p[upper[1], upper[0]] = p[upper]
-    return pd.DataFrame(p, index=scores.columns, columns=scores.columns)
+    return FriedmanResult(float(res.statistic), float(res.pvalue), n, k, avg, cd, alpha, scores)
 
 
 def plot_cd_diagram(result: FriedmanResult, title: str = "", ax=None):
