@@ -463,12 +463,12 @@ def main_args(args: argparse.Namespace) -> int:
     except Refused as err:
         sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
         return 2
-    from dganalysis.sweep.store import Claim, try_claim
+    from dganalysis.sweep.store import JobClaim, try_claim
 
     os.makedirs(args.output_dir, exist_ok=True)
     out_dir = Path(args.output_dir)
     claim = try_claim(out_dir)
-    if not isinstance(claim, Claim):
+    if not isinstance(claim, JobClaim):
         sys.stderr.write(f"dganalysis.scripts.train: --output_dir {args.output_dir}: another live process is "
                          f"training this run ({claim.describe()}); nothing written\n")
         return 2
