@@ -66,7 +66,7 @@ def published_finding(published: pd.DataFrame, *, paper_spearman: float = PAPER_
     rho = float(lb.spearman_matrix(published).loc[names[1], names[2]])
     prk = lb.ranks(published)
     moved = int((lb.delta_rank(prk, prk.columns[0], prk.columns[1]) != 0).sum())
-    return engine.decide([
+    return engine.decide_finding([
         engine.Measurement("Spearman ρ, new vs new", rho,
                            f"recomputed Spearman {rho:.3f} ({names[1]} vs {names[2]}; paper {paper_spearman})"),
         engine.Measurement("algorithms moving old → new", float(moved),
@@ -113,7 +113,7 @@ def reversal_finding(frame: pd.DataFrame, *, pair: Sequence[str] = PAIR, protoco
         base = f[f["algorithm"] == b].set_index("trial_seed")["acc"]
         claims.append(engine.Claim(f"{proto}: {a} − {b}", arm, base, direction=direction, rope=rope,
                                    units="trials", unit_of_measure="points"))
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 def finding_rows(published: pd.DataFrame, boards: Mapping[str, Mapping[str, pd.DataFrame]] | None = None, *,

@@ -1,5 +1,5 @@
 """Yu et al. (2024, CVPR), "Rethinking the Evaluation Protocol of Domain Generalization": its leakage findings as
-claims decided by the audit's engine (:func:`dganalysis.findings.engine.decide`).
+claims decided by the audit's engine (:func:`dganalysis.findings.engine.decide_finding`).
 
 Five findings, one public decision function each, every one taking a frame with **one row per unit** (a trial: its
 ``trial_seed``; the oracle frames one row per training group and trial) and returning a
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings.engine import ALPHA, Claim, FindingResult, decide
+from dganalysis.findings.engine import ALPHA, Claim, FindingResult, decide_finding
 from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str
 
 PAPER = "Yu et al. 2024"
@@ -77,7 +77,7 @@ def _per_group(frame: pd.DataFrame, arm: str, base: str, name: str, direction: i
     """One paired claim ``arm − base`` per training group, all in one step-down."""
     claims = [Claim(f"train {g}: {name}", _series(sub, arm), _series(sub, base), direction, rope, units="trials")
               for g, sub in frame.groupby(GROUP, sort=False)]
-    return decide(claims, alpha)
+    return decide_finding(claims, alpha)
 
 
 # ------------------------------------------------------------------------------------------------- LP vs FT
@@ -102,7 +102,7 @@ def lp_ft_leakage(frame: pd.DataFrame, *, alpha: float = ALPHA, rope: float = RO
     claims = [Claim("supervised: LP − FT", _series(frame, "supervised_lp"), _series(frame, "supervised_ft"), +1, rope),
               Claim("self-supervised: LP − FT", _series(frame, "self_supervised_lp"),
                     _series(frame, "self_supervised_ft"), -1, rope)]
-    return decide(claims, alpha)
+    return decide_finding(claims, alpha)
 
 
 def simulate_lp_ft_leakage(rng: np.random.Generator, n: int, *, effect: float, sd: float,

@@ -295,7 +295,7 @@ def pooled_by_notebook(rows: list[dict]) -> dict[str, dict]:
 
     Returns ``{notebook: {"claims": N tested claims, "counts": {verdict: count}, "without": findings without a
     recorded decision (left out), "too_small": whether the run was too short to refute}}`` for each notebook with at
-    least one decision. As for each finding (:func:`dganalysis.verdicts.decide`), when the run's findings say
+    least one decision. As for each finding (:func:`dganalysis.verdicts.verdict_to_record`), when the run's findings say
     ``too small: steps = …`` the pooled *not reproduced* and *partly* count as *not decided*."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
