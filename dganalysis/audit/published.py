@@ -43,7 +43,7 @@ CELL_COLUMNS = ["board", "selection", "dataset", "env", "algorithm", "mean", "se
                 "se_res", "source"]
 DATA_DIR = Path(__file__).parent / "data"
 #: the tables shipped with the package (name → file); see the ``*.SOURCE.txt`` / comment header of each
-SHIPPED = {
+SHIPPED_TABLES = {
     "domainbed": DATA_DIR / "domainbed_2020_10_06_7df6f06_results.tex",
     "yu2024_table5": DATA_DIR / "yu2024_table5.csv",
 }
@@ -60,9 +60,9 @@ _TEXTBF = re.compile(r"\\textbf\{(.*)\}")
 def shipped(name: str) -> Path:
     """Path of a table shipped with the package: ``"domainbed"`` (DomainBed's published results.tex) or
     ``"yu2024_table5"`` (Yu et al. 2024, Table 5)."""
-    if name not in SHIPPED:
-        raise ConfigError(f"shipped table {name!r}: expected one of {sorted(SHIPPED)}")
-    return SHIPPED[name]
+    if name not in SHIPPED_TABLES:
+        raise ConfigError(f"shipped table {name!r}: expected one of {sorted(SHIPPED_TABLES)}")
+    return SHIPPED_TABLES[name]
 
 
 def resolve(path: str | Path) -> Path:

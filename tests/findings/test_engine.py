@@ -177,14 +177,14 @@ def test_trials_for_power_finds_the_smallest_n():
     def sim(rng, n):
         return [E.Claim("c", pd.Series(rng.normal(1.2, 1.0, n)))]
 
-    res = P.trials_for_power(E.decide_finding, sim, 0.8, reps=300, seed=2)
+    res = P.simulated_trials_for_power(E.decide_finding, sim, 0.8, reps=300, seed=2)
     from statsmodels.stats.power import TTestPower
 
     exact = TTestPower().power(effect_size=1.2, nobs=res.n, alpha=ALPHA)
     below = TTestPower().power(effect_size=1.2, nobs=res.n - 1, alpha=ALPHA)
     assert abs(res.power - exact) < 3 * res.mc_se + 0.01
     assert below < 0.8 + 3 * res.mc_se
-    assert P.trials_for_power(E.decide_finding, lambda rng, n: [E.Claim("c", pd.Series(rng.normal(0, 1, n)))], 0.8,
+    assert P.simulated_trials_for_power(E.decide_finding, lambda rng, n: [E.Claim("c", pd.Series(rng.normal(0, 1, n)))], 0.8,
                               n_max=8, reps=50) is None
 
 
@@ -200,7 +200,7 @@ def test_design_power_is_cached(tmp_path, monkeypatch):
     k = len(calls)
     second = P.design_power(E.decide_finding, sim, 4, reps=20, cache_key="test-finding|effect=3")
     assert second == first and len(calls) == k  # the second answer came from the cache
-    assert (tmp_path / P.SHIPPED).exists()
+    assert (tmp_path / P.DESIGN_POWER_FILE).exists()
 
 
 def test_existential_reversal_rule_is_kept_by_pooled_and_records():
