@@ -23,7 +23,7 @@ REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "
                "correction"]
 
 
-def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
+def compare_with_reference(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
             confidence: float = 0.95) -> pd.DataFrame:
     """Cell-by-cell comparison of two cells frames (dataset averages, ``env == ""``); columns :data:`REF_COLUMNS`.
     Raises when no (selection, dataset, algorithm) is shared."""
