@@ -65,7 +65,7 @@ def shipped(name: str) -> Path:
     return SHIPPED_TABLES[name]
 
 
-def resolve(path: str | Path) -> Path:
+def resolve_table(path: str | Path) -> Path:
     """``path`` itself, or the shipped table it names (``shipped:domainbed``, ``shipped:yu2024_table5``)."""
     text = str(path)
     if text.startswith("shipped:"):
@@ -81,7 +81,7 @@ def is_table(path: str | Path) -> bool:
 def read_table(path: str | Path, trials: int | None = None) -> pd.DataFrame:
     """Cells of a published table (``.tex`` from DomainBed's ``collect_results --latex``, or ``.csv``); ``trials``
     overrides n for every cell. See the module docstring for the conventions."""
-    p = resolve(path)
+    p = resolve_table(path)
     if trials is not None and (not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 2):
         raise ConfigError(f"trials={trials!r}: expected an integer ≥ 2 (the number of runs behind each cell)")
     if not p.is_file():
