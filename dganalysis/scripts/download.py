@@ -532,7 +532,7 @@ def problem(dataset: str, data_dir: Path) -> str | None:
 # the driver ####################################################################################################
 
 @dataclass
-class Plan:
+class DownloadPlan:
     dataset: str
     folder: Path
     sources: list[Source]
@@ -540,14 +540,14 @@ class Plan:
     problem: str | None  #: why a present folder is not usable
 
 
-def plan(data_dir: Path, names: Sequence[str], sources: Sequence[Source]) -> list[Plan]:
+def plan(data_dir: Path, names: Sequence[str], sources: Sequence[Source]) -> list[DownloadPlan]:
     out = []
     for d in names:
         folder = data_dir / FOLDERS[d]
         present = folder.exists()
         if present and d in {w[0] for w in WILDS}:  # wilds writes its RELEASE file last, and redoes an unfinished one
             present = problem(d, data_dir) is None
-        out.append(Plan(d, folder, [s for s in sources if s.dataset == d], present,
+        out.append(DownloadPlan(d, folder, [s for s in sources if s.dataset == d], present,
                         problem(d, data_dir) if present else None))
     return out
 
@@ -556,7 +556,7 @@ def _target(s: Source, data_dir: Path, work: Path) -> Path:
     return work / s.target[1:] if s.target.startswith("@") else data_dir / s.target
 
 
-def describe(p: Plan, data_dir: Path) -> list[str]:
+def describe(p: DownloadPlan, data_dir: Path) -> list[str]:
     """The dry run's lines for one dataset."""
     if p.present:
         return [f"{p.dataset}: present at {p.folder}, skipped" if p.problem is None else
@@ -575,7 +575,7 @@ def describe(p: Plan, data_dir: Path) -> list[str]:
     return lines
 
 
-def fetch_dataset(p: Plan, data_dir: Path, *, retries: int, timeout: float, progress: bool,
+def fetch_dataset(p: DownloadPlan, data_dir: Path, *, retries: int, timeout: float, progress: bool,
                   log: Callable[[str], None]) -> None:
     """Fetch, unpack and build one dataset into ``p.folder``; raises :class:`DownloadError`."""
     if not p.sources:
