@@ -346,7 +346,7 @@ def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = N
     settings = {"baseline": s["baseline"], "selections": ", ".join(s["selections"]), "alpha": f"{s['alpha']:g}",
                 "rope": f"{s['rope']:g}", "confidence": int(s["confidence"] * 100), "family": family,
                 "family_words": FAMILY_WORDS[family].format(b=s["baseline"])}
-    return templates.render("audit.html.j2", s=settings, summary=result.summary, audits=audits)
+    return templates.render_template("audit.html.j2", s=settings, summary=result.summary, audits=audits)
 
 
 #: fields of a selected-hparams record that become fields of a job in the re-run file

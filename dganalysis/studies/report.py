@@ -454,7 +454,7 @@ def render_report(out: Path, profile: str) -> str:
         if tables.is_dir() else []
     other = ({"figures": [_figure_view(p) for p in other_fig], "tables": [_table_view(tables, s) for s in other_tab]}
              if other_fig or other_tab else None)
-    return templates.render(
+    return templates.render_template(
         "report.html.j2", profile=profile, outcome_colours=OUTCOME_COLOURS, out=str(out),
         stamp=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         made_with=made_with or f"Made with {provenance.one_line(provenance.stamp())}.", findings=findings_view(rows),
