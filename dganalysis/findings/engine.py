@@ -390,7 +390,7 @@ def _outcome(c: ClaimResult, alpha: float) -> str:
     return UNDECIDED
 
 
-def verdict_of(outcomes: Sequence[str]) -> str:
+def verdict_from_outcomes(outcomes: Sequence[str]) -> str:
     """The finding's verdict from its claims' outcomes (module docstring)."""
     if not outcomes:
         return MEASURED
@@ -415,11 +415,11 @@ def state(c: ClaimResult, alpha: float) -> str:
 
 def verdict_by(results: Sequence[ClaimResult], rule: str, groups: Sequence[Sequence[str]], alpha: float) -> str:
     """The finding's verdict from its decided claims under ``rule`` (:data:`RULES`): :data:`EVERY_CLAIM` is
-    :func:`verdict_of`; :data:`SOME_GROUP_REVERSES`: *reproduced* when some group holds a contrast decided above 0
+    :func:`verdict_from_outcomes`; :data:`SOME_GROUP_REVERSES`: *reproduced* when some group holds a contrast decided above 0
     and one decided below 0, *not reproduced* when every group is decided without a reversal (each contrast decided,
     one sign or equivalent within its ROPE), *not decided* otherwise."""
     if rule == EVERY_CLAIM:
-        return verdict_of([r.outcome for r in results])
+        return verdict_from_outcomes([r.outcome for r in results])
     if rule != SOME_GROUP_REVERSES:
         raise ConfigError(f"rule={rule!r}: expected one of {RULES}")
     by = {r.name: r for r in results}

@@ -52,7 +52,7 @@ from dganalysis.findings.engine import (
     PermutationClaim,
     RankClaim,
     decide_finding,
-    verdict_of,
+    verdict_from_outcomes,
 )
 from dganalysis.validation import ConfigError, check_frame, check_scalar
 
@@ -334,7 +334,7 @@ def _with_untested(res: FindingResult, untested: list[ClaimResult], alpha: float
         return res
     claims = res.claims + untested
     why = "; ".join(w for w in [res.why] + [f"{c.name}: {c.why}" for c in untested] if w)
-    return FindingResult(claims, verdict_of([c.outcome for c in claims]), why, res.m, alpha, res.measurements)
+    return FindingResult(claims, verdict_from_outcomes([c.outcome for c in claims]), why, res.m, alpha, res.measurements)
 
 
 # ------------------------------------------------------------------------------------------------- the rows

@@ -117,7 +117,7 @@ def test_outcomes_and_the_verdict_rule():
     r = E.decide_finding([E.Claim("flat", zero, None, 0, rope=1.0)])  # the paper says no difference: equivalence is its way
     assert r.verdict == "reproduced"
     assert E.decide_finding([E.Measurement("rho", 0.79)]).verdict == "measured"
-    assert E.verdict_of(["undecided", "undecided"]) == "not decided"
+    assert E.verdict_from_outcomes(["undecided", "undecided"]) == "not decided"
 
 
 def test_family_is_the_findings_claims():
