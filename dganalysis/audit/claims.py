@@ -83,7 +83,7 @@ from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
 
 VERDICTS = ("better", "worse", "equivalent", "undecided")
-KEY = ["board", "selection", "dataset", "algorithm"]
+CLAIM_KEY = ["board", "selection", "dataset", "algorithm"]
 FAMILIES = {"algorithm": ["board", "selection", "algorithm"], "dataset": ["board", "selection", "dataset"],
             "table": ["board", "selection"]}
 DEFAULT_FAMILY = "algorithm"

@@ -70,7 +70,7 @@ DOMAINBED_FLAGS = ("data_dir", "dataset", "algorithm", "task", "hparams", "hpara
 
 
 #: ``--mode`` values: ``auto`` resolves to one of the other two (:func:`resolved_mode`)
-MODES = ("auto", "domainbed_exact", "default")
+TRAIN_MODES = ("auto", "domainbed_exact", "default")
 
 
 class Refused(ConfigError):
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save_model_every_checkpoint", action="store_true",
                    help="also save model_step{step}.pkl at every checkpoint (DomainBed's; none with --skip_model_save)")
     ours = p.add_argument_group("dganalysis (not DomainBed's)")
-    ours.add_argument("--mode", choices=list(MODES), default="auto",
+    ours.add_argument("--mode", choices=list(TRAIN_MODES), default="auto",
                       help="auto (default): domainbed_exact where it replays the run, else default (out.txt and "
                            "every record say which); domainbed_exact: DomainBed's random draws, records equal to its "
                            "train.py's (refused where it cannot replay the run); default: our engine (other draws, "

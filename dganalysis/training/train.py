@@ -397,7 +397,7 @@ def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None
     clear_job_dir(job_dir)
     spec = {**job.to_dict(), "job_id": job.job_id}
     if stamp is not None:
-        spec[provenance.KEY] = dict(stamp)
+        spec[provenance.PROVENANCE_KEY] = dict(stamp)
     io.write_json(job_dir / "spec.json", spec)
     return job_dir
 
@@ -537,7 +537,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
-        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
+        provenance.PROVENANCE_KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
     }
 
 
