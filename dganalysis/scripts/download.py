@@ -556,7 +556,7 @@ def _target(s: Source, data_dir: Path, work: Path) -> Path:
     return work / s.target[1:] if s.target.startswith("@") else data_dir / s.target
 
 
-def describe(p: DownloadPlan, data_dir: Path) -> list[str]:
+def describe_plan(p: DownloadPlan, data_dir: Path) -> list[str]:
     """The dry run's lines for one dataset."""
     if p.present:
         return [f"{p.dataset}: present at {p.folder}, skipped" if p.problem is None else
@@ -635,7 +635,7 @@ def download(data_dir: str | Path, datasets: Iterable[str] | None = None, *, mir
     plans = plan(data_dir, names, srcs)
     if dry_run:
         for p in plans:
-            for line in describe(p, data_dir):
+            for line in describe_plan(p, data_dir):
                 log(line)
         return []
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -645,7 +645,7 @@ def download(data_dir: str | Path, datasets: Iterable[str] | None = None, *, mir
             if p.problem is None:
                 log(f"{p.dataset}: present at {p.folder}, skipped")
             else:
-                failures.append(describe(p, data_dir)[0])
+                failures.append(describe_plan(p, data_dir)[0])
                 err(f"download: {failures[-1]}")
             continue
         try:
