@@ -39,7 +39,7 @@ PILOT = ("pilot: quick run in docs/executed/02_binarization_study.ipynb (ERM, 30
 PILOT_SD = float(np.hypot(5.1 * np.sqrt(2), 1.5 * np.sqrt(2)))
 
 
-def trials_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, train_domains: str, domain: str,
+def binarization_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, train_domains: str, domain: str,
                  *, method_col: str = "algorithm", acc_col: str = "acc", scale: float = 100.0) -> pd.DataFrame:
     """The decision's frame from two selected frames (contract of :func:`dganalysis.records.selection.select`):
     one row per (algorithm, colour, trial) on the task ``train_domains → domain`` (e.g. ``"d0,d1,d2"``, ``"hw"``),

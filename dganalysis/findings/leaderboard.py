@@ -74,7 +74,7 @@ def published_finding(published: pd.DataFrame, *, paper_spearman: float = PAPER_
 
 
 # ------------------------------------------------------------------------------------------------- C2
-def trials_frame(selected: Mapping[str, pd.DataFrame], *, method_col: str = "algorithm", acc_col: str = "acc",
+def reversal_frame(selected: Mapping[str, pd.DataFrame], *, method_col: str = "algorithm", acc_col: str = "acc",
                  scale: float = 100.0) -> pd.DataFrame:
     """The frame of :func:`reversal_finding` from selected frames per protocol (``{"LODO": frame, "LOGO": frame}``,
     contract of :func:`dganalysis.records.selection.select`): per protocol, algorithm and trial seed, the mean over
@@ -127,7 +127,7 @@ def finding_rows(published: pd.DataFrame, boards: Mapping[str, Mapping[str, pd.D
                  data="published numbers (Yu et al. 2024, Table 5), no images of ours")]
     a, b = PAIR
     for board, protos in (boards or {}).items():
-        res = reversal_finding(trials_frame(protos), alpha=alpha)
+        res = reversal_finding(reversal_frame(protos), alpha=alpha)
         rows.append(dict(paper=PAPER, finding=f"the protocol (LODO vs LOGO) reorders the leaderboard: {a} ahead of {b} "
                          f"under LODO, behind under LOGO (our runs{', ' + board if board else ''})",
                          ours=res.ours(2), verdict=res.verdict, decision=res))

@@ -225,7 +225,7 @@ def simulate_literal_leakage_falls(rng: np.random.Generator, n: int, *, effect: 
 
 
 #: the five findings' texts, as the summary lists them
-FINDINGS = {
+FINDING_TEXTS = {
     "lp_ft": "supervised test-like pretraining leaks: LP beats FT; self-supervised: LP below FT (Tables 1–3)",
     "held_out_leaks": "held-out oracle (DomainBed's: selects on the test domains' out split, reports in): oracle − IID "
                       "accuracy > 0 at K=1 (Table 4)",
@@ -247,7 +247,7 @@ def finding_rows(lp_frame: pd.DataFrame, held_out: pd.DataFrame, literal: pd.Dat
                ("held_out_falls", held_out_leakage_falls(held_out, alpha=alpha), held_out_data),
                ("literal_small", literal_leakage_small(literal, alpha=alpha), literal_data),
                ("literal_falls", literal_leakage_falls(literal, alpha=alpha), literal_data)]
-    return [dict(paper=PAPER, finding=FINDINGS[k], ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
+    return [dict(paper=PAPER, finding=FINDING_TEXTS[k], ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
                  verdict=d.verdict, decision=d, data=data) for k, d, data in decided]
 
 
