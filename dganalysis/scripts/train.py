@@ -14,8 +14,9 @@ With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, t
 benchmarks, ``class_balanced`` / ``augment``: other draws, the same experiment; faster, bf16 where it pays).
 ``--mode domainbed_exact`` / ``--mode default`` pick one (the first refused by name where it cannot replay the run).
 What we add is said in ``out.txt`` (the mode used and why, ``threads``, ``precision``, the cuDNN/TF32 settings) and
-in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` — :func:`cuda_backends`, not
-applicable on a CPU —, ``threads``, ``provenance``, the domain names, ``spec.json`` beside them).
+in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` —
+:func:`dganalysis.provenance.cuda_backends`, not applicable on a CPU —, ``threads``, ``provenance``, the domain
+names, ``spec.json`` beside them).
 
 Failures are said: the run's data (:func:`data_problems`) is checked once ``out.txt`` and ``err.txt`` are open, so
 a missing folder or weight file is one line in ``err.txt`` (exit status 2); any other failure leaves its traceback in
@@ -51,7 +52,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis import provenance
 from dganalysis.preflight import mnist_problem
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.validation import ConfigError
@@ -338,15 +338,8 @@ def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
         print_row([rec[k] for k in keys])
 
 
-#: what a record's ``cuda_backends`` holds on a CPU (:data:`dganalysis.provenance.NOT_CUDA`)
-NOT_CUDA = provenance.NOT_CUDA
-#: the cuDNN and TF32 settings in force (:func:`dganalysis.provenance.cuda_backends`, the one reader of them: the
-#: records' ``cuda_backends`` and their provenance stamp's say the same)
-cuda_backends = provenance.cuda_backends
-
-
 def describe_backends(backends: dict[str, Any] | str) -> str:
-    """:func:`cuda_backends` in words, for ``out.txt``."""
+    """:func:`dganalysis.provenance.cuda_backends` in words, for ``out.txt``."""
     if isinstance(backends, str):
         return backends
     return " ".join(f"{k}={v}" for k, v in backends.items())
