@@ -150,7 +150,7 @@ WILDS = (
 FOLDERS = {"VLCS": "VLCS", "PACS": "PACS", "OfficeHome": "office_home", "TerraIncognita": "terra_incognita",
            "DomainNet": "domain_net", "MNIST": "MNIST/raw", **{w[0]: w[2] for w in WILDS}, "SVIRO": "sviro",
            "Spawrious": "spawrious224"}
-DATASETS = tuple(FOLDERS)
+DOWNLOAD_DATASETS = tuple(FOLDERS)
 
 #: DomainBed's TerraIncognita split (its ``include_locations`` and ``include_categories``)
 TERRA_LOCATIONS = ("38", "46", "100", "43")
@@ -170,7 +170,7 @@ class DownloadError(Exception):
 
 def _aliases() -> dict[str, str]:
     """Lower-cased name → dataset: our names, the folder names, DomainBed's download functions' and dataset classes'."""
-    out = {n.lower(): n for n in DATASETS}
+    out = {n.lower(): n for n in DOWNLOAD_DATASETS}
     out.update({f.split("/")[0].lower(): n for n, f in FOLDERS.items()})
     out.update({w[1]: w[0] for w in WILDS})
     for n in ("ColoredMNIST", "RotatedMNIST"):
@@ -182,20 +182,20 @@ def _aliases() -> dict[str, str]:
 
 
 def resolve_names(names: Iterable[str] | None) -> list[str]:
-    """The datasets to fetch, in :data:`DATASETS` order (all when ``names`` is empty); an unknown name raises
+    """The datasets to fetch, in :data:`DOWNLOAD_DATASETS` order (all when ``names`` is empty); an unknown name raises
     :class:`ConfigError`."""
     names = list(names or [])
     if not names:
-        return list(DATASETS)
+        return list(DOWNLOAD_DATASETS)
     aliases = _aliases()
     wanted = set()
     for n in names:
         if n.lower() not in aliases:
             from dganalysis.registry import unknown_name
 
-            raise ConfigError(f"--datasets: {unknown_name('dataset', n, DATASETS)}")
+            raise ConfigError(f"--datasets: {unknown_name('dataset', n, DOWNLOAD_DATASETS)}")
         wanted.add(aliases[n.lower()])
-    return [d for d in DATASETS if d in wanted]
+    return [d for d in DOWNLOAD_DATASETS if d in wanted]
 
 
 def mirrored(url: str, mirror: str | None) -> str:
@@ -677,7 +677,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of the drop-in and of ``dganalysis download``."""
     parser.add_argument("--data_dir", "--data-dir", type=str, required=True, help="the data root to fill")
     parser.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
-                        help=f"the datasets to fetch (default: all): {', '.join(DATASETS)}; DomainBed's dataset and "
+                        help=f"the datasets to fetch (default: all): {', '.join(DOWNLOAD_DATASETS)}; DomainBed's dataset and "
                              "folder names are accepted too (e.g. RotatedMNIST, office_home)")
     parser.add_argument("--dry_run", "--dry-run", action="store_true",
                         help="fetch nothing: list each file's URL, checksum and where it would go")

@@ -65,7 +65,7 @@ from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyErro
 log = logging.getLogger(__name__)
 
 #: files a job writes into its folder (removed before a rerun)
-JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
+JOB_OUTPUT_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 #: record fields that depend on the clock, the machine or where the job folder lives, not on the computation
 RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb", "provenance", "packing")
 #: ``args`` entries that say where the run read and wrote (DomainBed's ``data_dir``, ``output_dir``)
@@ -190,7 +190,7 @@ def domain_indices(names: Sequence[str], all_names: Sequence[str], role: str) ->
 def clear_job_dir(job_dir: str | Path) -> None:
     """Remove what a previous (partial or failed) run of the job left behind."""
     job_dir = Path(job_dir)
-    for name in JOB_FILES:
+    for name in JOB_OUTPUT_FILES:
         p = job_dir / name
         if p.is_dir():
             shutil.rmtree(p)
