@@ -24,7 +24,7 @@ from dganalysis.studies.runner import load_params
 from dganalysis.studies.study import STUDIES, build_params, design_for, params_class
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "dganalysis" / "findings" / "data" / P.SHIPPED
+TABLE = ROOT / "dganalysis" / "findings" / "data" / P.DESIGN_POWER_FILE
 
 
 def _params(profile: str, name: str) -> list:
@@ -68,7 +68,7 @@ def main() -> None:
                         continue
                     print(f"{profile} {name} {c.key}: n = {sim.n}, power {sim.power:.3f} ± {sim.mc_se:.3f}, "
                           f"trials for 80%: {sim.n_for_target} ({took:.1f} s)", flush=True)
-        cache = Path(tmp) / P.SHIPPED
+        cache = Path(tmp) / P.DESIGN_POWER_FILE
         fresh = json.loads(cache.read_text(encoding="utf-8")) if cache.exists() else {}
     shipped.update(fresh)
     io.write_json(args.out, dict(sorted(shipped.items())))

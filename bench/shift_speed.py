@@ -123,7 +123,7 @@ def main() -> None:
     else:
         print(f"baseline: scipy transcription of quantify.py ({_oodbench.skip_reason()}; a faster baseline)")
     print(f"features: simulated, {args.classes} classes; {args.samples} Monte-Carlo points; ours on the CPU, "
-          f"threads from dganalysis.threads ({threads.ENV}={os.environ.get(threads.ENV, 'auto')})")
+          f"threads from dganalysis.threads ({threads.THREADS_ENV}={os.environ.get(threads.THREADS_ENV, 'auto')})")
     seed = 0
     data = {(d, n): make_features(n, d, args.classes, seed=d) for d in args.dims for n in args.ns}
     z_p, y_p, z_q, y_q = data[args.dims[0], args.ns[0]]

@@ -90,7 +90,7 @@ def main() -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     print(f"{os.cpu_count()} CPUs, torch threads {torch.get_num_threads()} (lowered to the free cores by "
-          f"dganalysis.threads, {threads.ENV}={os.environ.get(threads.ENV, 'auto')})")
+          f"dganalysis.threads, {threads.THREADS_ENV}={os.environ.get(threads.THREADS_ENV, 'auto')})")
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     res = {}
     for label, load in (("idle", 0), ("loaded", args.load)):

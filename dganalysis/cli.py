@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "refused by name.")
     t.set_defaults(func=_cmd_train)
 
-    from dganalysis.scripts.download import DATASETS
+    from dganalysis.scripts.download import DOWNLOAD_DATASETS
     from dganalysis.scripts.download import add_arguments as add_download_arguments
 
     dl = sub.add_parser("download", help="fetch DomainBed's datasets into a data root (resumable; --dry-run lists)",
@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "status 1 when any dataset failed.")
     add_download_arguments(dl)
     dl.add_argument("names", nargs="*", metavar="DATASET",
-                    help=f"datasets to fetch, as --datasets (default: all): {', '.join(DATASETS)}")
+                    help=f"datasets to fetch, as --datasets (default: all): {', '.join(DOWNLOAD_DATASETS)}")
     dl.set_defaults(func=_cmd_download)
 
     c = sub.add_parser("collect", help="print the model-selection table for a sweep directory")

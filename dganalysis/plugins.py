@@ -4,7 +4,7 @@ A user module registers algorithms (``@register_algorithm``, :mod:`dganalysis.al
 (``@register_dataset``, :mod:`dganalysis.data.registry`) when it is imported. Every command that takes names imports
 the same modules first, from two places, in this order (each item once):
 
-* ``$DGANALYSIS_IMPORT`` (:data:`ENV`): comma-separated module names (``mylab.algos``, found on ``sys.path`` /
+* ``$DGANALYSIS_IMPORT`` (:data:`IMPORT_ENV`): comma-separated module names (``mylab.algos``, found on ``sys.path`` /
   ``PYTHONPATH``) or ``.py`` file paths;
 * ``--import`` (repeatable) of ``dganalysis train``, ``dganalysis sweep`` and the drop-ins
   ``python -m dganalysis.scripts.train`` / ``python -m dganalysis.scripts.sweep``.
@@ -27,12 +27,12 @@ from pathlib import Path
 from dganalysis.validation import ConfigError
 
 #: the environment variable listing modules to import (comma-separated)
-ENV = "DGANALYSIS_IMPORT"
+IMPORT_ENV = "DGANALYSIS_IMPORT"
 
 
 def requested(imports: Sequence[str] = ()) -> list[str]:
     """``$DGANALYSIS_IMPORT``'s items, then ``imports``, each once, in that order (empty items dropped)."""
-    items = [x.strip() for x in os.environ.get(ENV, "").split(",")] + [str(x).strip() for x in imports]
+    items = [x.strip() for x in os.environ.get(IMPORT_ENV, "").split(",")] + [str(x).strip() for x in imports]
     return list(dict.fromkeys(x for x in items if x))
 
 
@@ -47,7 +47,7 @@ def import_plugins(imports: Sequence[str]) -> None:
             if name in sys.modules:
                 continue
             if not path.is_file():
-                raise ConfigError(f"import {item}: no such file (a .py file from --import or ${ENV})")
+                raise ConfigError(f"import {item}: no such file (a .py file from --import or ${IMPORT_ENV})")
             spec = importlib.util.spec_from_file_location(name, path)
             if spec is None or spec.loader is None:
                 raise ConfigError(f"import {item}: cannot import it as a module")
@@ -64,7 +64,7 @@ def import_plugins(imports: Sequence[str]) -> None:
             except ModuleNotFoundError as e:
                 if e.name is None or not (item == e.name or item.startswith(e.name + ".")):
                     raise  # the module was found; something it imports is missing
-                raise ConfigError(f"import {item}: no module named {e.name!r} (from --import or ${ENV}; is its "
+                raise ConfigError(f"import {item}: no module named {e.name!r} (from --import or ${IMPORT_ENV}; is its "
                                   "folder on PYTHONPATH?)") from None
 
 
@@ -80,4 +80,4 @@ def export(imports: Sequence[str]) -> None:
     import the same modules."""
     items = [str(Path(x).expanduser().resolve()) if x.endswith(".py") else x for x in imports]
     if items:
-        os.environ[ENV] = ",".join(dict.fromkeys(items))
+        os.environ[IMPORT_ENV] = ",".join(dict.fromkeys(items))

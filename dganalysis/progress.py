@@ -3,7 +3,7 @@ the command line (:func:`bars`).
 
 A notebook runs in a Jupyter kernel, so its sweeps' progress bars land in the notebook, not in the terminal that
 ran ``dganalysis run``. The plumbing: the runner (:mod:`dganalysis.studies.runner`) sets ``$DGANALYSIS_PROGRESS_FILE``
-(:data:`ENV`) before it starts each notebook's kernel, which inherits it; every
+(:data:`PROGRESS_FILE_ENV`) before it starts each notebook's kernel, which inherits it; every
 :func:`~dganalysis.sweep.launcher.run_sweep` of that kernel appends one entry to that JSON file and rewrites it
 atomically after each job (:class:`SweepProgress`); a thread of the runner polls it (:class:`ProgressWatcher`) and
 draws, on stderr under papermill's bar, the jobs done of the current sweep with an ETA (elapsed time per finished
@@ -27,7 +27,7 @@ from typing import Any
 
 from dganalysis import io
 
-ENV = "DGANALYSIS_PROGRESS_FILE"
+PROGRESS_FILE_ENV = "DGANALYSIS_PROGRESS_FILE"
 REDRAW_S = 10.0  #: the watcher redraws an unchanged line (its ETA) at most this often
 
 _BARS: contextvars.ContextVar[bool] = contextvars.ContextVar("dganalysis_progress_bars", default=False)
@@ -52,7 +52,7 @@ def bars_shown() -> bool:
 
 def progress_file() -> Path | None:
     """The file named by ``$DGANALYSIS_PROGRESS_FILE`` (None when unset: nobody is watching)."""
-    value = os.environ.get(ENV)
+    value = os.environ.get(PROGRESS_FILE_ENV)
     return Path(value) if value else None
 
 
@@ -207,5 +207,5 @@ class ProgressWatcher:
         self._bar.refresh()
 
 
-__all__ = ["ENV", "ProgressWatcher", "SweepProgress", "eta_seconds", "progress_file", "read_progress", "sweep_line",
+__all__ = ["PROGRESS_FILE_ENV", "ProgressWatcher", "SweepProgress", "eta_seconds", "progress_file", "read_progress", "sweep_line",
            "sweep_totals"]

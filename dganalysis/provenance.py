@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 #: the key under which spec.json, records and audit settings carry the stamp
-KEY = "provenance"
+PROVENANCE_KEY = "provenance"
 #: the stamp's fields in order (see the module docstring)
 FIELDS = ("dganalysis", "commit", "dirty", "python", "torch", "numpy", "cuda", "cpu", "cpu_bf16", "gpu", "device",
           "precision", "threads", "cuda_backends")
@@ -173,11 +173,11 @@ def device_name(device: Any) -> str:
 
 
 #: the modes :func:`cuda_flags` knows: our engine's and DomainBed's ``train.py`` replayed (:mod:`dganalysis.training.exact`)
-MODES = ("default", "domainbed_exact")
+CUDA_FLAG_MODES = ("default", "domainbed_exact")
 
 
 def cuda_flags(mode: str, device_type: str) -> dict[str, bool]:
-    """The cuDNN and TF32 settings a job of ``mode`` (:data:`MODES`) sets on a device of type ``device_type``
+    """The cuDNN and TF32 settings a job of ``mode`` (:data:`CUDA_FLAG_MODES`) sets on a device of type ``device_type``
     (``cuda``, ``cpu``, ...); ``{}`` off CUDA, where they do not apply.
 
     ``domainbed_exact`` sets what DomainBed's ``scripts/train.py`` runs under: ``cudnn.deterministic = True`` and
@@ -186,8 +186,8 @@ def cuda_flags(mode: str, device_type: str) -> dict[str, bool]:
     (``torch.backends.cudnn.allow_tf32``, True). ``default`` is our engine's speed setting: TF32 on for both and
     cuDNN autotuning (``benchmark``), not deterministic. Every flag is set either way, so a process that runs jobs of
     both modes one after the other leaves none of one mode's settings to the next."""
-    if mode not in MODES:
-        raise ValueError(f"cuda_flags: mode {mode!r}, expected one of {MODES}")
+    if mode not in CUDA_FLAG_MODES:
+        raise ValueError(f"cuda_flags: mode {mode!r}, expected one of {CUDA_FLAG_MODES}")
     if device_type != "cuda":
         return {}
     exact = mode == "domainbed_exact"

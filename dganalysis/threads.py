@@ -42,14 +42,14 @@ from pathlib import Path
 
 from dganalysis.validation import ConfigError
 
-ENV = "DGANALYSIS_THREADS"
+THREADS_ENV = "DGANALYSIS_THREADS"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _lock = threading.Lock()
 
 
 def env_override(environ: dict | None = None) -> int | None:
     """The thread count ``$DGANALYSIS_THREADS`` pins (None when unset or ``auto``); a bad value is an error."""
-    value = (os.environ if environ is None else environ).get(ENV, "").strip()
+    value = (os.environ if environ is None else environ).get(THREADS_ENV, "").strip()
     if value in ("", "auto"):
         return None
     try:
@@ -57,7 +57,7 @@ def env_override(environ: dict | None = None) -> int | None:
     except ValueError:
         n = 0
     if n < 1:
-        raise ConfigError(f"${ENV}: expected a positive integer or 'auto', got {value!r}")
+        raise ConfigError(f"${THREADS_ENV}: expected a positive integer or 'auto', got {value!r}")
     return n
 
 

@@ -11,7 +11,7 @@ Two rules say when a run is too small to decide, applied where verdicts are made
   permutation p-value for small n and :func:`spearman_too_small` says when no outcome can reach p < α: a two-sided
   Spearman test over n items has smallest p = 2/n! (both perfect orders), 1/12 ≈ 0.083 at n = 4, so it needs
   n ≥ 5 for α = 0.05. p-values are printed with :func:`format_p`, never as ``p=0``.
-- **too short a run to refute** — :func:`decide` (called by :func:`record_finding` / :func:`replace_findings` with
+- **too short a run to refute** — :func:`verdict_to_record` (called by :func:`record_finding` / :func:`replace_findings` with
   the run's ``steps``) turns "not reproduced" and "partly" from a run shorter than :data:`PAPER_STEPS` (DomainBed's
   5,000 steps, Gulrajani & Lopez-Paz 2021, the training length of the claims tested here) into
   ``"not decided (too small: steps = 10 < 5,000 …)"``; a positive verdict stands (a short run that shows the
@@ -59,7 +59,7 @@ def too_small(reason: str) -> str:
     return f"{Verdict.NOT_DECIDED.value} (too small: {reason})"
 
 
-def decide(verdict: str | Verdict, *, steps: int | None = None, min_steps: int = PAPER_STEPS) -> str:
+def verdict_to_record(verdict: str | Verdict, *, steps: int | None = None, min_steps: int = PAPER_STEPS) -> str:
     """The verdict to record: a negative one ("not reproduced", "partly") from a run of fewer than ``min_steps``
     training steps becomes ``not decided (too small: steps = …)``; anything else is returned unchanged."""
     v, _ = Verdict.parse(verdict)

@@ -73,7 +73,7 @@ from dganalysis.data.provenance import data_label
 from dganalysis.studies.findings import replace_findings
 from dganalysis.protocols.binarization import binarization_table, plot_binarization_bars, side_by_side
 from dganalysis.findings import engine
-from dganalysis.findings.binarization import binarization_finding, trials_frame
+from dganalysis.findings.binarization import binarization_finding, binarization_frame
 from dganalysis.records import load, select
 from dganalysis.sweep import run_sweep
 logging.basicConfig(level=logging.WARNING)
@@ -133,7 +133,7 @@ display(Markdown(
 # share), ROPE ±10 points, one joint step-down over the methods (`dganalysis.findings.binarization`; docs/findings/02.md).
 
 # %%
-hw_trials = trials_frame(selected["gray"], selected["binary"], tasks[-1][0], tasks[-1][1])
+hw_trials = binarization_frame(selected["gray"], selected["binary"], tasks[-1][0], tasks[-1][1])
 decision = binarization_finding(hw_trials, methods=[m for m in P.sweep.algorithms if m in set(hw_trials["algorithm"])])
 row = dict(paper="Zhang, Zhang & Liu (Table 7)",
            finding="trained on printed characters, ERM fails on grayscale handwriting and recovers after binarization "

@@ -235,7 +235,7 @@ leak_k[["oracle", "train_domains", "k", "leakage", "ci_low", "ci_high", "n_trial
 #
 # One frame per finding, one row per trial (per training group and trial for the oracle), each decided by its own
 # function in `dganalysis.findings.leakage`. A negative verdict from runs shorter than 5,000 steps is recorded as
-# "not decided" (`dganalysis.verdicts.decide`).
+# "not decided" (`dganalysis.verdicts.verdict_to_record`).
 
 # %%
 lp_test = sorted({d for s in P.sweep.splits for d in s["test"]})

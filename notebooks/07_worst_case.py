@@ -219,7 +219,7 @@ display(pred.round(3))
 # ## The poster's findings, decided by the audit's engine
 #
 # Each finding is one function of `dganalysis.findings.worst_case` that takes one row per unit and returns the
-# engine's decision (`dganalysis.findings.engine.decide`: its claims' tests in one step-down family). (a) paired t on
+# engine's decision (`dganalysis.findings.engine.decide_finding`: its claims' tests in one step-down family). (a) paired t on
 # the per-model log(WC/nominal) against log 2, ROPE ±log 1.25; (b) equivalence (TOST within ±log 1.25) of the
 # representation and input excess losses over models (each the mean over its radii); (c) three Spearman permutation tests, one family;
 # (d) a permutation test in which the worst case and the nominal loss are swapped within models at random

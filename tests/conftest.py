@@ -33,10 +33,10 @@ def pytest_configure(config):
     and their OpenMP teams wait on one another (the paper smoke run took ~3× as long). A count set by the user is kept;
     tests of the thread rule clear the variable themselves."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not workers or os.environ.get(threads.ENV):
+    if not workers or os.environ.get(threads.THREADS_ENV):
         return
     share = threads.launcher_share(int(workers))
-    os.environ[threads.ENV] = str(share)
+    os.environ[threads.THREADS_ENV] = str(share)
     torch.set_num_threads(share)
 
 

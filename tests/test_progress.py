@@ -8,7 +8,7 @@ import json
 import time
 
 from dganalysis.progress import (
-    ENV,
+    PROGRESS_FILE_ENV,
     ProgressWatcher,
     SweepProgress,
     eta_seconds,
@@ -26,7 +26,7 @@ from tests.studies.test_runner import _project  # the one-notebook project the r
 
 def test_run_sweep_reports_to_the_progress_file(tmp_path, monkeypatch):
     path = tmp_path / "progress.json"
-    monkeypatch.setenv(ENV, str(path))
+    monkeypatch.setenv(PROGRESS_FILE_ENV, str(path))
     jobs = make_jobs(Sweep(dataset="RotatedDigits", dataset_kwargs={"image_size": 8, "angles": [0, 30]},
                            algorithms=["ERM"], splits="leave_one_out", n_hparams=1, n_trials=1, steps=2,
                            checkpoint_freq=1))
@@ -62,12 +62,12 @@ def test_watcher_draws_the_current_sweep(tmp_path):
 
 
 def test_sweep_progress_sets_and_restores_the_variable(tmp_path, monkeypatch):
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
     import os
 
     with sweep_progress(tmp_path / ".progress" / "x.json", "x", show=False):
-        assert os.environ[ENV] == str(tmp_path / ".progress" / "x.json")
-    assert ENV not in os.environ
+        assert os.environ[PROGRESS_FILE_ENV] == str(tmp_path / ".progress" / "x.json")
+    assert PROGRESS_FILE_ENV not in os.environ
 
 
 def test_index_records_jobs_and_minutes(tmp_path):
@@ -97,7 +97,7 @@ def test_run_shows_a_notebooks_sweep_under_papermill(tmp_path, capfd):
 
 
 def test_progress_file_is_optional(tmp_path, monkeypatch):
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv(PROGRESS_FILE_ENV, raising=False)
     p = SweepProgress(None, 2)
     p.tick()
     p.close()  # writes nothing, raises nothing

@@ -30,7 +30,7 @@ REL, ABS = 1e-4, 1e-6
 
 @pytest.fixture(autouse=True)
 def _restore(monkeypatch):
-    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
     n = torch.get_num_threads()
     yield
     torch.set_num_threads(n)
@@ -78,7 +78,7 @@ def _records(job_dir: Path) -> list[str]:
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_same_job_idle_and_with_every_core_busy_gives_byte_identical_records(tmp_path, n):
-    env = {k: v for k, v in os.environ.items() if k != threads.ENV}
+    env = {k: v for k, v in os.environ.items() if k != threads.THREADS_ENV}
     with threads.worker_environment():
         env.update({k: os.environ[k] for k in threads.WAIT_POLICY})
     tests = str(Path(__file__).parent)
@@ -133,7 +133,7 @@ def test_thread_counts_change_the_last_bits_of_the_job(tmp_path, dispatch):
     from dganalysis.provenance import cpu_kind
 
     tests = str(Path(__file__).parent)
-    env = {**{k: v for k, v in os.environ.items() if k != threads.ENV}, **(AVX2_DISPATCH if dispatch == "avx2" else {})}
+    env = {**{k: v for k, v in os.environ.items() if k != threads.THREADS_ENV}, **(AVX2_DISPATCH if dispatch == "avx2" else {})}
     env["PYTHONPATH"] = os.pathsep.join([tests, str(Path(tests).parent), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", _DIFFER_CHILD, tests, str(tmp_path)], env=env, capture_output=True,
                          text=True, timeout=600)
@@ -159,14 +159,14 @@ def test_a_sweep_records_its_workers_share_and_the_job_id_ignores_it(tmp_path, m
 
 def test_the_store_refuses_to_reuse_a_job_recorded_on_another_count(tmp_path, monkeypatch):
     job, store = _job(), tmp_path / "s"
-    monkeypatch.setenv(threads.ENV, "1")
+    monkeypatch.setenv(threads.THREADS_ENV, "1")
     first = run_sweep([job], store, progress=False, execution=CPU)
     assert list(first["status"]) == ["done"]
     done_before = (store / job.job_id / "done").read_text()
-    monkeypatch.setenv(threads.ENV, "2")  # as a process that would use two threads
+    monkeypatch.setenv(threads.THREADS_ENV, "2")  # as a process that would use two threads
     with pytest.raises(ConfigError, match=r"another number of CPU threads.*2 this sweep.*\(1\)"):
         run_sweep([job], store, progress=False, execution=CPU)
-    monkeypatch.delenv(threads.ENV)
+    monkeypatch.delenv(threads.THREADS_ENV)
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 2)
     with pytest.raises(ConfigError, match=r"2 usable cores // 1 workers"):  # --workers 1 on 2 cores: 2 threads
         run_sweep([job], store, n_workers=1, progress=False, execution=CPU)

@@ -14,7 +14,7 @@ from dganalysis.shift.kde import grouped_kde_logpdf, pack_groups
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch):
-    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
     monkeypatch.setattr(threads, "_measured", None)
     n = torch.get_num_threads()
     yield
@@ -75,12 +75,12 @@ def test_cgroup_cpu_limit(tmp_path):
 
 def test_env_override(monkeypatch):
     assert threads.env_override({}) is None
-    assert threads.env_override({threads.ENV: "auto"}) is None
-    assert threads.env_override({threads.ENV: " 3 "}) == 3
+    assert threads.env_override({threads.THREADS_ENV: "auto"}) is None
+    assert threads.env_override({threads.THREADS_ENV: " 3 "}) == 3
     for bad in ("0", "-2", "two"):
-        with pytest.raises(ValueError, match=threads.ENV):
-            threads.env_override({threads.ENV: bad})
-    monkeypatch.setenv(threads.ENV, "5")
+        with pytest.raises(ValueError, match=threads.THREADS_ENV):
+            threads.env_override({threads.THREADS_ENV: bad})
+    monkeypatch.setenv(threads.THREADS_ENV, "5")
     assert threads.compute_threads() == 5
     assert threads.compute_threads(limit=2) == 2
 
@@ -105,7 +105,7 @@ def test_busy_cores_reads_proc():
 
 def test_torch_threads_restores_and_explicit_n_wins_over_env(monkeypatch):
     torch.set_num_threads(2)
-    monkeypatch.setenv(threads.ENV, "3")
+    monkeypatch.setenv(threads.THREADS_ENV, "3")
     with threads.torch_threads(1) as n:
         assert n == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == 2
@@ -131,7 +131,7 @@ def test_fixed_count_is_the_configuration_never_the_load(monkeypatch):
     assert threads.fixed_count(np.int64(3)) == 3
     with threads.torch_threads(None) as n:
         assert n == 2
-    monkeypatch.setenv(threads.ENV, "1")
+    monkeypatch.setenv(threads.THREADS_ENV, "1")
     assert threads.fixed_count() == 1
     assert threads.fixed_count(2) == 2  # an explicit count wins
     for bad in (0, -1, 1.5, "2", True):
@@ -148,7 +148,7 @@ def test_launcher_share(usable, workers, expected, monkeypatch):
 def test_launcher_share_env_and_errors(monkeypatch):
     monkeypatch.setattr(threads, "usable_cores", lambda affinity=None, quota=None: 6)
     assert threads.launcher_share(2) == 3
-    monkeypatch.setenv(threads.ENV, "4")
+    monkeypatch.setenv(threads.THREADS_ENV, "4")
     assert threads.launcher_share(2) == 4
     for bad in (0, 1.0, True):
         with pytest.raises(ValueError, match="n_workers"):
@@ -223,7 +223,7 @@ def test_kde_result_does_not_depend_on_the_worker_count(monkeypatch):
     pts = rng.normal(size=(2000, 3)) * 2
     out = {}
     for w in (1, 2, 3):
-        monkeypatch.setenv(threads.ENV, str(w))
+        monkeypatch.setenv(threads.THREADS_ENV, str(w))
         out[w] = grouped_kde_logpdf(pts, packed, valid, chol, chunk_elems=2**14, device="cpu")  # ~40 chunks
         out[w, "g"] = grouped_kde_logpdf(pts, packed, valid, np.stack([chol] * 4), chunk_elems=2**14, device="cpu")
     for w in (2, 3):
@@ -242,6 +242,6 @@ def test_worst_case_curve_does_not_depend_on_the_thread_count(monkeypatch):
     torch.set_num_threads(2)
     out = {}
     for n in (1, 2):
-        monkeypatch.setenv(threads.ENV, str(n))
+        monkeypatch.setenv(threads.THREADS_ENV, str(n))
         out[n] = worst_case_curve(z, y, head, [0.0, 0.2, 0.5], loss="ce", scale="std")
     assert out[1].equals(out[2])

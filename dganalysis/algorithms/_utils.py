@@ -27,7 +27,7 @@ def domain_index(minibatches: Minibatches) -> torch.Tensor:
     )
 
 
-def split_sizes(minibatches: Minibatches) -> list[int]:
+def minibatch_sizes(minibatches: Minibatches) -> list[int]:
     return [len(y) for _, y in minibatches]
 
 

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import autograd, nn
 
-from dganalysis.algorithms._utils import concat, multi_step, no_autocast, split_sizes
+from dganalysis.algorithms._utils import concat, minibatch_sizes, multi_step, no_autocast
 from dganalysis.algorithms.base import Algorithm, Minibatches
 from dganalysis.algorithms.registry import register_algorithm
 from dganalysis.nets import build_classifier
@@ -148,8 +148,8 @@ class TRM(Algorithm):
         nll = F.cross_entropy(self.classifier(z), y)
         loss = nll
         if trm_on:
-            zs = list(z.split(split_sizes(minibatches)))
-            ys = list(y.split(split_sizes(minibatches)))
+            zs = list(z.split(minibatch_sizes(minibatches)))
+            ys = list(y.split(minibatch_sizes(minibatches)))
             self.fit_heads(zs, ys)
             loss = nll + self.transfer_risk(zs, ys)
         multi_step(loss, [self.opt_f, self.opt_c])

@@ -82,8 +82,8 @@ from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
 from dganalysis.validation import ConfigError
 
-VERDICTS = ("better", "worse", "equivalent", "undecided")
-KEY = ["board", "selection", "dataset", "algorithm"]
+CLAIM_VERDICTS = ("better", "worse", "equivalent", "undecided")
+CLAIM_KEY = ["board", "selection", "dataset", "algorithm"]
 FAMILIES = {"algorithm": ["board", "selection", "algorithm"], "dataset": ["board", "selection", "dataset"],
             "table": ["board", "selection"]}
 DEFAULT_FAMILY = "algorithm"
@@ -118,7 +118,7 @@ class Decision:
     p_adj: np.ndarray
     p_equiv: np.ndarray
     p_equiv_adj: np.ndarray
-    verdict: np.ndarray  # int codes into VERDICTS
+    verdict: np.ndarray  # int codes into CLAIM_VERDICTS
     p_nominal: np.ndarray
     verdict_nominal: np.ndarray
     paired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -334,7 +334,7 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
                               confidence)["verdict"])
     m = pd.Series(np.isfinite(d["p"])).groupby(fam_id).transform("sum").to_numpy().astype(int)
     where = rows[keys].astype(str).agg(lambda r: ", ".join(x for x in r if x), axis=1)
-    verdict = np.asarray(VERDICTS)[d["verdict"]]
+    verdict = np.asarray(CLAIM_VERDICTS)[d["verdict"]]
     tested = np.isfinite(d["p"])
     test = np.where(d["paired"], TEST_PAIRED, np.where(tested, TEST, "none (no SE or n < 2)")).astype(object)
     test = np.where(d["zero_variance"], "none (zero variance)", test).astype(object)
@@ -346,8 +346,8 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
         "algorithm": rows["algorithm"], "baseline": baseline, "mean": rows["mean"], "baseline_mean": rows["mean_b"],
         **{c: d[c] for c in ("delta", "se", "df", "ci_low", "ci_high", "sim_low", "sim_high", "p_welch", "p", "p_adj",
                              "p_equiv", "p_equiv_adj")},
-        "verdict": verdict, "verdict_nominal": np.asarray(VERDICTS)[d["verdict_nominal"]],
-        "verdict_table": np.asarray(VERDICTS)[strict], "family": family, "m": m, "n": rows["n"],
+        "verdict": verdict, "verdict_nominal": np.asarray(CLAIM_VERDICTS)[d["verdict_nominal"]],
+        "verdict_table": np.asarray(CLAIM_VERDICTS)[strict], "family": family, "m": m, "n": rows["n"],
         "baseline_n": rows["n_b"], "paired": d["paired"], "test": test,
         "correction": [f"joint step-down over {k} claims ({words}: {w})" for k, w in zip(m, where, strict=True)],
     })
@@ -415,7 +415,7 @@ def _add_plans(frame: pd.DataFrame, rows: pd.DataFrame, d: dict[str, np.ndarray]
         return
     sd_a, sd_b = trial_sds(rows)
     m = frame["m"].to_numpy()
-    und = (d["verdict"] == VERDICTS.index("undecided")) & np.isfinite(d["p"]) & (m > 0)
+    und = (d["verdict"] == CLAIM_VERDICTS.index("undecided")) & np.isfinite(d["p"]) & (m > 0)
     for k in np.unique(m[und]):
         level = alpha / k
         unp = und & (m == k) & ~d["paired"] & (sd_a > 0) & (sd_b > 0)
@@ -519,12 +519,12 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
                 f"{'that mean' if len(arms) == 1 else 'those means'} as exact")
         whose = "that trial SD" if len(arms) == 1 else "those trial SDs"
     v = np.asarray(dec.verdict)[:, 0]
-    hit = np.flatnonzero(v != VERDICTS.index("undecided"))
+    hit = np.flatnonzero(v != CLAIM_VERDICTS.index("undecided"))
     if hit.size == 0:
         tail = f"no spread of {ZERO_SD_GRID[0]:g} points or more would decide it alone (Δ = {r['delta']:+.2f} points)"
     else:
         k = hit.max()
-        tail = (f"alone it would be {VERDICTS[v[k]]} if {whose} were at most {ZERO_SD_GRID[k]:.2g} points (at "
+        tail = (f"alone it would be {CLAIM_VERDICTS[v[k]]} if {whose} were at most {ZERO_SD_GRID[k]:.2g} points (at "
                 f"{ZERO_SD_GRID[min(k + 1, len(ZERO_SD_GRID) - 1)]:.2g} it would not)")
     return f"no test: zero variance — {what}; {tail}"
 

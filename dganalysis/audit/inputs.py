@@ -96,7 +96,7 @@ def check_input_paths(paths: Sequence[str | Path]) -> None:
         raise ConfigError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
     for p in paths:
         if str(p).startswith("shipped:"):
-            published.resolve(p)  # raises on an unknown name
+            published.resolve_table(p)  # raises on an unknown name
             continue
         path = Path(p)
         if not path.exists():

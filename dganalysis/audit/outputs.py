@@ -29,7 +29,7 @@ from dganalysis.audit.run import AuditResult, InputAudit
 from dganalysis.validation import ConfigError
 
 COLORS = {"better": "#0072B2", "worse": "#D55E00", "equivalent": "#009E73", "undecided": "#999999"}
-PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
+NAME_PREFIX = "08_audit"  #: figure and table names start with the notebook's number, as the other notebooks' do
 CLAIM_TABLE = ["selection", "dataset", "algorithm", "delta", "ci_low", "ci_high", "sim_low", "sim_high", "p", "p_adj",
                "p_equiv_adj", "verdict", "verdict_table", "verdict_nominal", "trials_needed", "trials_equivalence", "n",
                "test", "why"]
@@ -212,7 +212,7 @@ def figures(result: AuditResult) -> dict:
     out = {}
     for i, a in enumerate(result.audits):
         for (board, sel), fam in _families(a):
-            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            key = f"{NAME_PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             title = _label(a, board, sel)
             out[f"{key}_forest"] = forest_plot(fam, f"{title}\nΔ with {int(result.settings['confidence'] * 100)}% CI "
                                                     "(thick: per claim; thin: simultaneous over the family, "
@@ -225,11 +225,11 @@ def figures(result: AuditResult) -> dict:
                 out[f"{key}_wilcoxon"] = wilcoxon_plot(wil, title, a.words.families[(board, sel)].wilcoxon)
             if (board, sel) in a.friedman:
                 out[f"{key}_cd"] = None  # the critical-difference diagram, drawn below in this place among the names
-        out.update(sweep_plots(a, f"{PREFIX}{i}"))
+        out.update(sweep_plots(a, f"{NAME_PREFIX}{i}"))
     for i, a in enumerate(result.audits):  # the critical-difference diagrams, by the rank tests' own plot
         for (board, sel), _ in _families(a):
             if (board, sel) in a.friedman:
-                key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+                key = f"{NAME_PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
                 out[f"{key}_cd"] = plot_cd_diagram(a.friedman[(board, sel)], title=_label(a, board, sel))
     return out
 
@@ -331,7 +331,7 @@ def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = N
     for i, a in enumerate(result.audits):
         families = []
         for (board, sel), fam in _families(a):
-            key = f"{PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
+            key = f"{NAME_PREFIX}{i}_{sel}" + (f"_{_slug(board)}" if board else "")
             families.append(_family_view(a, board, sel, fam,
                                          pngs(*(f"{key}_{suffix}" for suffix in ("forest", "poi", "wilcoxon", "cd")))))
         reference = None
@@ -342,11 +342,11 @@ def html_page(result: AuditResult, figs: dict, saved: dict[str, Path] | None = N
                        "families": families, "reference": reference,
                        "sweep_tables": [(name.replace("_", " "), _table_html(value)) for name, value in a.sweep.items()
                                         if isinstance(value, pd.DataFrame)],
-                       "images": pngs(f"{PREFIX}{i}_expected_max", f"{PREFIX}{i}_selection_regret")})
+                       "images": pngs(f"{NAME_PREFIX}{i}_expected_max", f"{NAME_PREFIX}{i}_selection_regret")})
     settings = {"baseline": s["baseline"], "selections": ", ".join(s["selections"]), "alpha": f"{s['alpha']:g}",
                 "rope": f"{s['rope']:g}", "confidence": int(s["confidence"] * 100), "family": family,
                 "family_words": FAMILY_WORDS[family].format(b=s["baseline"])}
-    return templates.render("audit.html.j2", s=settings, summary=result.summary, audits=audits)
+    return templates.render_template("audit.html.j2", s=settings, summary=result.summary, audits=audits)
 
 
 #: fields of a selected-hparams record that become fields of a job in the re-run file

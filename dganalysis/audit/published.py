@@ -43,7 +43,7 @@ CELL_COLUMNS = ["board", "selection", "dataset", "env", "algorithm", "mean", "se
                 "se_res", "source"]
 DATA_DIR = Path(__file__).parent / "data"
 #: the tables shipped with the package (name → file); see the ``*.SOURCE.txt`` / comment header of each
-SHIPPED = {
+SHIPPED_TABLES = {
     "domainbed": DATA_DIR / "domainbed_2020_10_06_7df6f06_results.tex",
     "yu2024_table5": DATA_DIR / "yu2024_table5.csv",
 }
@@ -60,12 +60,12 @@ _TEXTBF = re.compile(r"\\textbf\{(.*)\}")
 def shipped(name: str) -> Path:
     """Path of a table shipped with the package: ``"domainbed"`` (DomainBed's published results.tex) or
     ``"yu2024_table5"`` (Yu et al. 2024, Table 5)."""
-    if name not in SHIPPED:
-        raise ConfigError(f"shipped table {name!r}: expected one of {sorted(SHIPPED)}")
-    return SHIPPED[name]
+    if name not in SHIPPED_TABLES:
+        raise ConfigError(f"shipped table {name!r}: expected one of {sorted(SHIPPED_TABLES)}")
+    return SHIPPED_TABLES[name]
 
 
-def resolve(path: str | Path) -> Path:
+def resolve_table(path: str | Path) -> Path:
     """``path`` itself, or the shipped table it names (``shipped:domainbed``, ``shipped:yu2024_table5``)."""
     text = str(path)
     if text.startswith("shipped:"):
@@ -81,7 +81,7 @@ def is_table(path: str | Path) -> bool:
 def read_table(path: str | Path, trials: int | None = None) -> pd.DataFrame:
     """Cells of a published table (``.tex`` from DomainBed's ``collect_results --latex``, or ``.csv``); ``trials``
     overrides n for every cell. See the module docstring for the conventions."""
-    p = resolve(path)
+    p = resolve_table(path)
     if trials is not None and (not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 2):
         raise ConfigError(f"trials={trials!r}: expected an integer ≥ 2 (the number of runs behind each cell)")
     if not p.is_file():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dganalysis.audit.claims import VERDICTS, Summaries, decide, trial_sds
+from dganalysis.audit.claims import CLAIM_VERDICTS, Summaries, decide, trial_sds
 from dganalysis.stats import planning
 from dganalysis.validation import ConfigError
 
@@ -23,7 +23,7 @@ REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "
                "correction"]
 
 
-def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
+def compare_with_reference(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
             confidence: float = 0.95) -> pd.DataFrame:
     """Cell-by-cell comparison of two cells frames (dataset averages, ``env == ""``); columns :data:`REF_COLUMNS`.
     Raises when no (selection, dataset, algorithm) is shared."""
@@ -42,7 +42,7 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
         m = int(np.isfinite(d.p).sum())
         sd_a, sd_b = trial_sds(fam, "_r")
         need = np.full(len(fam), np.nan)
-        ok = (d.verdict == VERDICTS.index("undecided")) & np.isfinite(d.p) & np.isfinite(sd_a) & np.isfinite(sd_b)
+        ok = (d.verdict == CLAIM_VERDICTS.index("undecided")) & np.isfinite(d.p) & np.isfinite(sd_a) & np.isfinite(sd_b)
         if rope > 0:
             need[ok & ((sd_a == 0) | (sd_b == 0))] = 2.0  # a noiseless difference
             pos = ok & (sd_a > 0) & (sd_b > 0)
@@ -55,7 +55,7 @@ def compare(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, ro
             "algorithm": fam["algorithm"].to_numpy(), "mean": fam["mean"].to_numpy(),
             "reference_mean": fam["mean_r"].to_numpy(), "delta": d.delta, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_adj": d.p_adj, "p_equiv_adj": d.p_equiv_adj,
-            "verdict": [REFERENCE_VERDICTS[VERDICTS[v]] for v in d.verdict], "n": fam["n"].to_numpy(),
+            "verdict": [REFERENCE_VERDICTS[CLAIM_VERDICTS[v]] for v in d.verdict], "n": fam["n"].to_numpy(),
             "reference_n": fam["n_r"].to_numpy(), "trials_needed": need,
             "test": f"Welch t calibrated over the variance ratio + TOST, rope ±{rope:g}; reference rounding honoured",
             "correction": f"joint step-down over {m} cells ({selection}{', ' + board if board else ''})",

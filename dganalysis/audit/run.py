@@ -139,8 +139,8 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
                                aggregate.friedman_tests(inp.cells, alpha=alpha))
         if ref_cells is not None:
             try:
-                audit.reference = reference.compare(inp.cells, ref_cells, alpha=alpha, rope=rope,
-                                                    confidence=confidence)
+                audit.reference = reference.compare_with_reference(inp.cells, ref_cells, alpha=alpha, rope=rope,
+                                                                   confidence=confidence)
             except ValueError as e:
                 audit.notes.append(f"reference {reference_table}: {e}")
         if inp.kind == "sweep" and sweep_analyses:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dganalysis.audit.claims import FAMILY_WORDS, VERDICTS, pairing_words
+from dganalysis.audit.claims import CLAIM_VERDICTS, FAMILY_WORDS, pairing_words
 from dganalysis.validation import ConfigError
 
 REASONS = {"the published rounding": "rounding", "the printed precision": "printed precision",
@@ -44,7 +44,7 @@ def summary_counts(claims_df: pd.DataFrame, column: str = "verdict") -> dict[str
     """Number of claims per verdict (all four keys) and ``total``; ``column``: ``verdict`` (the chosen family) or
     ``verdict_table`` (the strict all-claims family)."""
     counts = claims_df[column].value_counts()
-    return {**{v: int(counts.get(v, 0)) for v in VERDICTS}, "total": len(claims_df)}
+    return {**{v: int(counts.get(v, 0)) for v in CLAIM_VERDICTS}, "total": len(claims_df)}
 
 
 def reason_counts(cl: pd.DataFrame) -> dict[str, int]:

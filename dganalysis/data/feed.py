@@ -34,7 +34,7 @@ from dganalysis.data.stream import HostSource, StreamSplit
 from dganalysis.validation import ConfigError
 
 log = logging.getLogger(__name__)
-MODES = ("auto", "device", "stream")
+FEED_MODES = ("auto", "device", "stream")
 #: the share of free device memory the decoded dataset may take on the ``device`` path
 DEVICE_FRACTION = 0.5
 
@@ -117,8 +117,8 @@ def choose_mode(dataset: DomainDataset | EncodedDataset, device: torch.device, m
                 pipeline=None) -> str:
     """``device`` or ``stream`` (see the module doc); an explicit ``mode`` or ``$DGANALYSIS_FEED`` wins."""
     mode = mode or os.environ.get("DGANALYSIS_FEED", "auto")
-    if mode not in MODES:
-        raise ConfigError(f"feed mode {mode!r} ($DGANALYSIS_FEED or mode=): expected one of {MODES}")
+    if mode not in FEED_MODES:
+        raise ConfigError(f"feed mode {mode!r} ($DGANALYSIS_FEED or mode=): expected one of {FEED_MODES}")
     if mode != "auto":
         return mode
     if (device.type == "cpu" and isinstance(dataset, EncodedDataset) and getattr(pipeline, "augment", False)

@@ -54,6 +54,7 @@ from tqdm.auto import tqdm
 
 from dganalysis import threads
 from dganalysis.dro import inner
+from dganalysis.dro.inner import Head
 from dganalysis.dro.losses import LOSSES, LossFn, get_loss, loss_name
 from dganalysis.validation import (
     ConfigError,
@@ -68,7 +69,6 @@ from dganalysis.validation import (
 )
 
 log = logging.getLogger(__name__)
-Head = Callable[[torch.Tensor], torch.Tensor]
 StatsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 #: distance units: the representation's spread (the default), or the WC-DG poster's raw distance (module docstring)
 SCALES = ("std", "none")

@@ -13,7 +13,7 @@ where the paper claims no shortcut, by up to about that much (the quick pilot's 
 ``docs/executed/02_binarization_study.ipynb``), and 10 points is under a quarter of the paper's 44-point gap; a
 gap within ±10 points is "binarization makes no practical difference", decided *against* the paper.
 
-**The family**: the methods' claims, one joint step-down (:func:`dganalysis.findings.engine.decide`). The finding
+**The family**: the methods' claims, one joint step-down (:func:`dganalysis.findings.engine.decide_finding`). The finding
 is *reproduced* when every method's gap is decided positive.
 """
 
@@ -39,7 +39,7 @@ PILOT = ("pilot: quick run in docs/executed/02_binarization_study.ipynb (ERM, 30
 PILOT_SD = float(np.hypot(5.1 * np.sqrt(2), 1.5 * np.sqrt(2)))
 
 
-def trials_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, train_domains: str, domain: str,
+def binarization_frame(selected_gray: pd.DataFrame, selected_binary: pd.DataFrame, train_domains: str, domain: str,
                  *, method_col: str = "algorithm", acc_col: str = "acc", scale: float = 100.0) -> pd.DataFrame:
     """The decision's frame from two selected frames (contract of :func:`dganalysis.records.selection.select`):
     one row per (algorithm, colour, trial) on the task ``train_domains → domain`` (e.g. ``"d0,d1,d2"``, ``"hw"``),
@@ -77,7 +77,7 @@ def binarization_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, ro
         base = f[f["colour"] == GRAY].set_index("trial_seed")["acc"]
         claims.append(engine.Claim(f"{m}: binary − gray", arm, base, direction=1, rope=rope, units="trials",
                                    unit_of_measure="points"))
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 def simulate_binarization(rng: np.random.Generator, n: int, *, effect: float = PAPER_GAP, sd: float = PILOT_SD,

@@ -179,7 +179,7 @@ def decide_swap_reversal(units: pd.DataFrame, *, methods: Sequence[str] | None =
         pairs.append((a, b, [f"{a} − {b} | {arms.name(c)}" for c in chosen]))
         claims += [_contrast(n, arms.arm(a, c), arms.arm(b, c), +1, rope) for n, c in zip(pairs[-1][2], chosen)]
     groups = [cnames for _, _, cnames in pairs]
-    res = engine.decide(claims, alpha, rule=engine.SOME_GROUP_REVERSES, groups=groups)
+    res = engine.decide_finding(claims, alpha, rule=engine.SOME_GROUP_REVERSES, groups=groups)
     by_name = {c.name: c for c in res.claims}
     reversing, open_pairs = [], []
     for a, b, cnames in pairs:
@@ -221,7 +221,7 @@ def decide_stable_advantage(units: pd.DataFrame, *, named: Sequence[str] = NAMED
                           f"got named={top}, others={rest}")
     claims = [_contrast(f"{m} − {o} | {arms.name(c)}", arms.arm(m, c), arms.arm(o, c), +1, rope)
               for m in top for o in rest for c in chosen]
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 # ------------------------------------------------------------------------------------------------- Domain+
@@ -251,7 +251,7 @@ def decide_domain_plus(units: pd.DataFrame, *, base: str | Sequence[str], extend
     added = ",".join(sorted(e - b))
     claims = [_contrast(f"{m}: {arms.name(b)} +{added}", arms.arm(m, e), arms.arm(m, b), direction, rope)
               for m in names]
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 def domain_plus_step(chains: Sequence[Sequence[str | Sequence[str]]], added: str) -> tuple[str, str] | None:

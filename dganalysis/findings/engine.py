@@ -3,7 +3,7 @@
 A **claim** says that a contrast between two sets of units — trials, trial seeds, datasets, models — points the way
 the paper says. It names its units, the paper's ``direction`` (+1: ``arm`` above ``base``; −1: below; 0: the paper
 says *no* difference) and a region of practical equivalence, the ROPE, in the quantity's own units (points of
-accuracy, a ratio, a correlation). A **finding** is a list of claims; :func:`decide` decides them together:
+accuracy, a ratio, a correlation). A **finding** is a list of claims; :func:`decide_finding` decides them together:
 
 * **the test of each claim** is the audit's (:func:`dganalysis.audit.claims.decide`): where the two arms share at
   least 2 unit ids (trial seeds) the paired t on the shared ones (:func:`dganalysis.stats.pairing.use_pairs`, chosen
@@ -390,7 +390,7 @@ def _outcome(c: ClaimResult, alpha: float) -> str:
     return UNDECIDED
 
 
-def verdict_of(outcomes: Sequence[str]) -> str:
+def verdict_from_outcomes(outcomes: Sequence[str]) -> str:
     """The finding's verdict from its claims' outcomes (module docstring)."""
     if not outcomes:
         return MEASURED
@@ -415,11 +415,11 @@ def state(c: ClaimResult, alpha: float) -> str:
 
 def verdict_by(results: Sequence[ClaimResult], rule: str, groups: Sequence[Sequence[str]], alpha: float) -> str:
     """The finding's verdict from its decided claims under ``rule`` (:data:`RULES`): :data:`EVERY_CLAIM` is
-    :func:`verdict_of`; :data:`SOME_GROUP_REVERSES`: *reproduced* when some group holds a contrast decided above 0
+    :func:`verdict_from_outcomes`; :data:`SOME_GROUP_REVERSES`: *reproduced* when some group holds a contrast decided above 0
     and one decided below 0, *not reproduced* when every group is decided without a reversal (each contrast decided,
     one sign or equivalent within its ROPE), *not decided* otherwise."""
     if rule == EVERY_CLAIM:
-        return verdict_of([r.outcome for r in results])
+        return verdict_from_outcomes([r.outcome for r in results])
     if rule != SOME_GROUP_REVERSES:
         raise ConfigError(f"rule={rule!r}: expected one of {RULES}")
     by = {r.name: r for r in results}
@@ -453,7 +453,7 @@ def _why(c: ClaimResult, m: int, alpha: float) -> str:
     return ", ".join(w for w in words if w)
 
 
-def decide(claims: Sequence[AnyClaim], alpha: float = ALPHA, *, seed: int = 0, rule: str = EVERY_CLAIM,
+def decide_finding(claims: Sequence[AnyClaim], alpha: float = ALPHA, *, seed: int = 0, rule: str = EVERY_CLAIM,
            groups: Sequence[Sequence[str]] = ()) -> FindingResult:
     """Decide a finding's claims as one family (module docstring). ``seed`` seeds the Monte-Carlo permutations;
     ``rule`` reads the verdict (:func:`verdict_by`; ``groups``: the claim names of each group, for

@@ -66,7 +66,7 @@ def published_finding(published: pd.DataFrame, *, paper_spearman: float = PAPER_
     rho = float(lb.spearman_matrix(published).loc[names[1], names[2]])
     prk = lb.ranks(published)
     moved = int((lb.delta_rank(prk, prk.columns[0], prk.columns[1]) != 0).sum())
-    return engine.decide([
+    return engine.decide_finding([
         engine.Measurement("Spearman ρ, new vs new", rho,
                            f"recomputed Spearman {rho:.3f} ({names[1]} vs {names[2]}; paper {paper_spearman})"),
         engine.Measurement("algorithms moving old → new", float(moved),
@@ -74,7 +74,7 @@ def published_finding(published: pd.DataFrame, *, paper_spearman: float = PAPER_
 
 
 # ------------------------------------------------------------------------------------------------- C2
-def trials_frame(selected: Mapping[str, pd.DataFrame], *, method_col: str = "algorithm", acc_col: str = "acc",
+def reversal_frame(selected: Mapping[str, pd.DataFrame], *, method_col: str = "algorithm", acc_col: str = "acc",
                  scale: float = 100.0) -> pd.DataFrame:
     """The frame of :func:`reversal_finding` from selected frames per protocol (``{"LODO": frame, "LOGO": frame}``,
     contract of :func:`dganalysis.records.selection.select`): per protocol, algorithm and trial seed, the mean over
@@ -113,7 +113,7 @@ def reversal_finding(frame: pd.DataFrame, *, pair: Sequence[str] = PAIR, protoco
         base = f[f["algorithm"] == b].set_index("trial_seed")["acc"]
         claims.append(engine.Claim(f"{proto}: {a} − {b}", arm, base, direction=direction, rope=rope,
                                    units="trials", unit_of_measure="points"))
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 def finding_rows(published: pd.DataFrame, boards: Mapping[str, Mapping[str, pd.DataFrame]] | None = None, *,
@@ -127,7 +127,7 @@ def finding_rows(published: pd.DataFrame, boards: Mapping[str, Mapping[str, pd.D
                  data="published numbers (Yu et al. 2024, Table 5), no images of ours")]
     a, b = PAIR
     for board, protos in (boards or {}).items():
-        res = reversal_finding(trials_frame(protos), alpha=alpha)
+        res = reversal_finding(reversal_frame(protos), alpha=alpha)
         rows.append(dict(paper=PAPER, finding=f"the protocol (LODO vs LOGO) reorders the leaderboard: {a} ahead of {b} "
                          f"under LODO, behind under LOGO (our runs{', ' + board if board else ''})",
                          ours=res.ours(2), verdict=res.verdict, decision=res))

@@ -1,5 +1,5 @@
 """Yu et al. (2024, CVPR), "Rethinking the Evaluation Protocol of Domain Generalization": its leakage findings as
-claims decided by the audit's engine (:func:`dganalysis.findings.engine.decide`).
+claims decided by the audit's engine (:func:`dganalysis.findings.engine.decide_finding`).
 
 Five findings, one public decision function each, every one taking a frame with **one row per unit** (a trial: its
 ``trial_seed``; the oracle frames one row per training group and trial) and returning a
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dganalysis.findings.engine import ALPHA, Claim, FindingResult, decide
+from dganalysis.findings.engine import ALPHA, Claim, FindingResult, decide_finding
 from dganalysis.validation import ConfigError, check_frame, check_scalar, check_str
 
 PAPER = "Yu et al. 2024"
@@ -77,7 +77,7 @@ def _per_group(frame: pd.DataFrame, arm: str, base: str, name: str, direction: i
     """One paired claim ``arm − base`` per training group, all in one step-down."""
     claims = [Claim(f"train {g}: {name}", _series(sub, arm), _series(sub, base), direction, rope, units="trials")
               for g, sub in frame.groupby(GROUP, sort=False)]
-    return decide(claims, alpha)
+    return decide_finding(claims, alpha)
 
 
 # ------------------------------------------------------------------------------------------------- LP vs FT
@@ -102,7 +102,7 @@ def lp_ft_leakage(frame: pd.DataFrame, *, alpha: float = ALPHA, rope: float = RO
     claims = [Claim("supervised: LP − FT", _series(frame, "supervised_lp"), _series(frame, "supervised_ft"), +1, rope),
               Claim("self-supervised: LP − FT", _series(frame, "self_supervised_lp"),
                     _series(frame, "self_supervised_ft"), -1, rope)]
-    return decide(claims, alpha)
+    return decide_finding(claims, alpha)
 
 
 def simulate_lp_ft_leakage(rng: np.random.Generator, n: int, *, effect: float, sd: float,
@@ -225,7 +225,7 @@ def simulate_literal_leakage_falls(rng: np.random.Generator, n: int, *, effect: 
 
 
 #: the five findings' texts, as the summary lists them
-FINDINGS = {
+FINDING_TEXTS = {
     "lp_ft": "supervised test-like pretraining leaks: LP beats FT; self-supervised: LP below FT (Tables 1–3)",
     "held_out_leaks": "held-out oracle (DomainBed's: selects on the test domains' out split, reports in): oracle − IID "
                       "accuracy > 0 at K=1 (Table 4)",
@@ -247,7 +247,7 @@ def finding_rows(lp_frame: pd.DataFrame, held_out: pd.DataFrame, literal: pd.Dat
                ("held_out_falls", held_out_leakage_falls(held_out, alpha=alpha), held_out_data),
                ("literal_small", literal_leakage_small(literal, alpha=alpha), literal_data),
                ("literal_falls", literal_leakage_falls(literal, alpha=alpha), literal_data)]
-    return [dict(paper=PAPER, finding=FINDINGS[k], ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
+    return [dict(paper=PAPER, finding=FINDING_TEXTS[k], ours=d.ours() + (f"; why: {d.why}" if d.why else ""),
                  verdict=d.verdict, decision=d, data=data) for k, d, data in decided]
 
 

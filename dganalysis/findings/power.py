@@ -13,7 +13,7 @@ The same machinery measures a decision's error rates (:func:`verdict_rates` at n
 and the docs' table call it with effect 0 and with the opposite effect at the ROPE's edge.
 
 Monte-Carlo error: a rate p over R draws has SE √(p(1 − p)/R) (0.02 at p = 0.8, R = 400), reported beside it.
-:func:`trials_for_power` searches the smallest n whose simulated power reaches the target, assuming power grows with
+:func:`simulated_trials_for_power` searches the smallest n whose simulated power reaches the target, assuming power grows with
 n (true of every decision here: each test's power grows with n at a fixed effect); its answer carries that n's own
 Monte-Carlo error.
 """
@@ -32,11 +32,11 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.findings.engine import PAPER, FindingResult
+from dganalysis.stats.planning import POWER
 from dganalysis.validation import ConfigError
 from dganalysis.verdicts import Verdict
 
 REPS = 400  #: simulated data sets per design point (Monte-Carlo SE 0.02 at power 0.8)
-POWER = 0.8
 N_MAX = 64
 
 Decide = Callable[[pd.DataFrame], FindingResult]
@@ -93,9 +93,9 @@ def simulated_power(decide: Decide, simulate: Simulate, n: int, reps: int = REPS
     return verdict_rates(decide, simulate, n, reps, seed)
 
 
-def trials_for_power(decide: Decide, simulate: Simulate, power: float = POWER, n_min: int = 2, n_max: int = N_MAX,
-                     reps: int = REPS, seed: int = 0,
-                     progress: Callable[[int, float], None] | None = None) -> PowerResult | None:
+def simulated_trials_for_power(decide: Decide, simulate: Simulate, power: float = POWER, n_min: int = 2,
+                               n_max: int = N_MAX, reps: int = REPS, seed: int = 0,
+                               progress: Callable[[int, float], None] | None = None) -> PowerResult | None:
     """The smallest n in [``n_min``, ``n_max``] whose simulated power reaches ``power`` (its :class:`PowerResult`),
     or None when even ``n_max`` does not. Doubling from ``n_min``, then bisection (power is taken to grow with n);
     each n is simulated with the same ``seed``. ``progress(n, power)`` is called after each n tried."""
@@ -158,7 +158,7 @@ def design_power(decide: Decide, simulate: Simulate, n: int, reps: int = REPS, s
         if hit is not None:
             return DesignPower(**hit)
     at = simulated_power(decide, simulate, n, reps, seed)
-    need = trials_for_power(decide, simulate, POWER, 2, n_max, reps, seed)
+    need = simulated_trials_for_power(decide, simulate, POWER, 2, n_max, reps, seed)
     out = DesignPower(n, at.power, at.mc_se, None if need is None else need.n,
                       None if need is None else need.power, reps)
     if key is not None:
@@ -166,17 +166,17 @@ def design_power(decide: Decide, simulate: Simulate, n: int, reps: int = REPS, s
     return out
 
 
-SHIPPED = "design_power.json"
+DESIGN_POWER_FILE = "design_power.json"
 
 
 def _user_cache() -> Path:
     root = os.environ.get("DGANALYSIS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "dganalysis")
-    return Path(root) / SHIPPED
+    return Path(root) / DESIGN_POWER_FILE
 
 
 def _shipped() -> dict:
     try:
-        text = resources.files("dganalysis.findings").joinpath("data", SHIPPED).read_text(encoding="utf-8")
+        text = resources.files("dganalysis.findings").joinpath("data", DESIGN_POWER_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, OSError):
         return {}
     return json.loads(text)

@@ -77,7 +77,7 @@ def correlation_shift_finding(frame: pd.DataFrame, *, rho_tr: float = RHO_TR, al
     for r in rhos:
         claims.append(engine.Claim(f"diversity at ρ_te {r:g}", _runs(at[r], "diversity"), None, direction=0,
                                    rope=rope, units="estimator runs", unit_of_measure="(shift)"))
-    return engine.decide(claims, alpha)
+    return engine.decide_finding(claims, alpha)
 
 
 def new_colour_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, rope: float = ROPE) -> engine.FindingResult:
@@ -87,7 +87,7 @@ def new_colour_finding(frame: pd.DataFrame, *, alpha: float = engine.ALPHA, rope
     blue = frame[frame["blue"].astype(bool)]
     if blue.empty:
         raise ConfigError("new_colour_finding: no row with blue = True (the Table 3 † setting)")
-    return engine.decide([
+    return engine.decide_finding([
         engine.Claim("blue: diversity > 0", _runs(blue, "diversity"), None, direction=1, rope=rope,
                      units="estimator runs", unit_of_measure="(shift)"),
         engine.Claim("blue: correlation ≈ 0", _runs(blue, "correlation"), None, direction=0, rope=rope,

@@ -17,7 +17,7 @@ one input radius):
     within models at random.
 
 Each function takes a frame with one row per unit (columns in its docstring), keyword parameters, and returns the
-:class:`~dganalysis.findings.engine.FindingResult` of ``engine.decide`` on its claims. Each has a
+:class:`~dganalysis.findings.engine.FindingResult` of ``engine.decide_finding`` on its claims. Each has a
 ``simulate_<finding>(rng, n, ...)`` that draws a SIMULATED frame of the same columns: the designs
 (:mod:`dganalysis.studies.design`) and the calibration tests run the decision on it.
 
@@ -51,8 +51,8 @@ from dganalysis.findings.engine import (
     FindingResult,
     PermutationClaim,
     RankClaim,
-    decide,
-    verdict_of,
+    decide_finding,
+    verdict_from_outcomes,
 )
 from dganalysis.validation import ConfigError, check_frame, check_scalar
 
@@ -107,7 +107,7 @@ def high_near_source(frame: pd.DataFrame, *, factor: float = FACTOR, rope: float
         arm, base = np.log(wc) - math.log(factor), np.log(nom)
     claim = Claim(f"log(WC/nominal) − log {factor:g}", arm, base, direction=+1, rope=rope, units="models",
                   unit_of_measure="log ratio")
-    return decide([claim], alpha)
+    return decide_finding([claim], alpha)
 
 
 def simulate_high_near_source(rng: np.random.Generator, n: int, *, effect: float, sd: float,
@@ -154,7 +154,7 @@ def not_overestimate(frame: pd.DataFrame, *, rope: float = LOG_ROPE, alpha: floa
     per_model = d.groupby(d["model"].astype(str), sort=True)["log_ratio"].mean()  # NaN rows skipped
     claim = Claim("log(representation excess / input excess), per model", per_model, None, direction=0, rope=rope,
                   units="models", unit_of_measure="log ratio")
-    return decide([claim], alpha)
+    return decide_finding([claim], alpha)
 
 
 def simulate_not_overestimate(rng: np.random.Generator, n: int, *, effect: float, sd: float,
@@ -193,7 +193,7 @@ def losses_agree(frame: pd.DataFrame, *, alpha: float = ALPHA) -> FindingResult:
                                       "identical, so they give no order and no test is made"))
         else:
             claims.append(RankClaim(name, d[a].to_numpy(), d[b].to_numpy(), direction=+1, units="models"))
-    return _with_untested(decide(claims, alpha), untested, alpha)
+    return _with_untested(decide_finding(claims, alpha), untested, alpha)
 
 
 def simulate_losses_agree(rng: np.random.Generator, n: int, *, effect: float) -> pd.DataFrame:
@@ -290,13 +290,13 @@ def predicts_better(frame: pd.DataFrame, *, alpha: float = ALPHA) -> FindingResu
     if n < 3 or flat:
         why = (f"zero variance: the {n} models' {flat[0]} are identical, so no rank correlation and no test"
                if flat else f"{n} models: a rank correlation needs at least 3")
-        return _with_untested(decide([], alpha), [_untested(name, "permutation", n, why)], alpha)
+        return _with_untested(decide_finding([], alpha), [_untested(name, "permutation", n, why)], alpha)
     acc = stats.rankdata(d["test_acc"].to_numpy())
     v = _Swap(stats.rankdata(d["wc_ce"].to_numpy()), stats.rankdata(d["nominal_ce"].to_numpy()), acc - acc.mean())
     claim = PermutationClaim(name, v, _statistic, _permute, count=2 ** n if n < 31 else 0,
                              enumerate=_enumerate if 2 ** n <= EXACT_PERMUTATIONS else None, direction=+1,
                              units="models", estimate_words="predictors swapped within models")
-    res = decide([claim], alpha)
+    res = decide_finding([claim], alpha)
     res.claims[0].n = n  # the engine does not count a permutation claim's units: say them in why as well
     res.why = "; ".join(w for w in (engine._why(c, res.m, alpha) for c in res.claims) if w)
     return res
@@ -334,7 +334,7 @@ def _with_untested(res: FindingResult, untested: list[ClaimResult], alpha: float
         return res
     claims = res.claims + untested
     why = "; ".join(w for w in [res.why] + [f"{c.name}: {c.why}" for c in untested] if w)
-    return FindingResult(claims, verdict_of([c.outcome for c in claims]), why, res.m, alpha, res.measurements)
+    return FindingResult(claims, verdict_from_outcomes([c.outcome for c in claims]), why, res.m, alpha, res.measurements)
 
 
 # ------------------------------------------------------------------------------------------------- the rows

@@ -18,7 +18,7 @@ import torch
 #: our architecture name → torchvision's weights enum
 WEIGHT_ENUMS = {"resnet18": "ResNet18_Weights", "resnet50": "ResNet50_Weights", "vit_b_16": "ViT_B_16_Weights"}
 DEFAULT_WEIGHTS = "IMAGENET1K_V1"
-PREFIX = "imagenet"
+WEIGHTS_PREFIX = "imagenet"
 
 
 def hub_checkpoint_dir() -> Path:
@@ -44,7 +44,7 @@ def torchvision_weights_file(arch: str, weights: str = DEFAULT_WEIGHTS) -> Path:
 
 def is_hub_spec(spec: str) -> bool:
     """True for ``imagenet`` / ``imagenet:<weights>``."""
-    return spec == PREFIX or spec.startswith(PREFIX + ":")
+    return spec == WEIGHTS_PREFIX or spec.startswith(WEIGHTS_PREFIX + ":")
 
 
 def resolve_pretrained(spec: str | Path, arch: str | None) -> Path:

@@ -54,7 +54,7 @@ import pandas as pd
 
 from dganalysis.validation import check_choice, check_frame, check_mapping, check_scalar, check_str
 
-GROUP = ["dataset", "algorithm", "train_domains"]
+GROUP_COLUMNS = ["dataset", "algorithm", "train_domains"]
 
 #: The named oracles: name → (split the oracle selects on, split it reports). See the module docstring.
 ORACLES: dict[str, tuple[str, str]] = {"held_out": ("out", "in"), "literal": ("all", "all")}
@@ -162,7 +162,7 @@ def oracle_k_select(
     test = tidy[tidy["role"] == "test"]
     if test.empty:
         raise ValueError("tidy frame: no rows with role == 'test'")
-    keys = GROUP + ["test_domains"] + (["setting"] if "setting" in tidy else []) + ["trial_seed"]
+    keys = GROUP_COLUMNS + ["test_domains"] + (["setting"] if "setting" in tidy else []) + ["trial_seed"]
     rows = []
     for key, g in test.groupby(keys, sort=False):
         if last_step:
@@ -194,7 +194,7 @@ def oracle_k_select(
 def oracle_k_table(
     iid_selected: pd.DataFrame,
     oracle_selected: pd.DataFrame,
-    by: Sequence[str] = tuple(GROUP),
+    by: Sequence[str] = tuple(GROUP_COLUMNS),
     scale: float = 100.0,
     min_leakage: float = 0.5,
 ) -> pd.DataFrame:

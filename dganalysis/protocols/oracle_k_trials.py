@@ -21,7 +21,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dganalysis.protocols.oracle_k import GROUP, ORACLES, oracle_k_select, oracle_k_table, report_on, with_pooled_split
+from dganalysis.protocols.oracle_k import (
+    GROUP_COLUMNS,
+    ORACLES,
+    oracle_k_select,
+    oracle_k_table,
+    report_on,
+    with_pooled_split,
+)
 from dganalysis.stats.intervals import mean_t_interval, paired_percentile_bootstrap
 from dganalysis.validation import check_frame, check_mapping, check_scalar, check_series, check_str
 
@@ -35,7 +42,7 @@ def last_checkpoints(tidy: pd.DataFrame) -> pd.DataFrame:
 
 
 def leakage_by_trial(iid_selected: pd.DataFrame, oracle_selected: pd.DataFrame,
-                     by: Sequence[str] = tuple(GROUP), scale: float = 100.0) -> pd.DataFrame:
+                     by: Sequence[str] = tuple(GROUP_COLUMNS), scale: float = 100.0) -> pd.DataFrame:
     """Table 4 per trial: :func:`oracle_k_table` grouped by ``by`` + ``trial_seed``."""
     check_frame(iid_selected, (), "iid_selected", func="leakage_by_trial")
     check_frame(oracle_selected, (), "oracle_selected", func="leakage_by_trial")
@@ -81,7 +88,7 @@ def _paired_fall(x: pd.Series, base: pd.Series, confidence: float) -> tuple[floa
     return mean, low, high
 
 
-def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP), confidence: float = 0.95) -> pd.DataFrame:
+def leakage_vs_k(per_trial: pd.DataFrame, by: Sequence[str] = tuple(GROUP_COLUMNS), confidence: float = 0.95) -> pd.DataFrame:
     """Mean leakage per K over trials with a t-interval, and its change from K=1 and from K−1 (paired over trials).
 
     One row per (``by``, K ≥ 1): ``leakage`` (points), ``ci_low, ci_high``, ``n_trials``; ``fall`` =

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
+from dganalysis.training.hparams import DOMAINBED_DATASETS
 from dganalysis.validation import ConfigError
 
 #: DomainBed's ``algorithms.ALGORITHMS`` (b93c22a), the row order of its tables; others follow in order of appearance.
@@ -24,9 +25,6 @@ DOMAINBED_ALGORITHMS = (
     "SagNet", "ARM", "VREx", "RSC", "SD", "ANDMask", "SANDMask", "IGA", "SelfReg", "Fishr", "TRM", "IB_ERM",
     "IB_IRM", "CAD", "CondCAD", "Transfer", "CausIRL_CORAL", "CausIRL_MMD", "EQRM", "RDM", "ADRMX", "URM",
 )
-
-#: DomainBed's ``datasets.DATASETS``: the datasets its tables show, in this order (the keys of our environment names).
-DOMAINBED_DATASETS = tuple(DOMAINBED_ENVIRONMENTS)
 
 #: (trial_seed, dataset, algorithm, test_env): one group of DomainBed's ``reporting.get_grouped_records``
 Group = tuple[int, str, str, int]

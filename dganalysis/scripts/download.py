@@ -150,7 +150,7 @@ WILDS = (
 FOLDERS = {"VLCS": "VLCS", "PACS": "PACS", "OfficeHome": "office_home", "TerraIncognita": "terra_incognita",
            "DomainNet": "domain_net", "MNIST": "MNIST/raw", **{w[0]: w[2] for w in WILDS}, "SVIRO": "sviro",
            "Spawrious": "spawrious224"}
-DATASETS = tuple(FOLDERS)
+DOWNLOAD_DATASETS = tuple(FOLDERS)
 
 #: DomainBed's TerraIncognita split (its ``include_locations`` and ``include_categories``)
 TERRA_LOCATIONS = ("38", "46", "100", "43")
@@ -170,7 +170,7 @@ class DownloadError(Exception):
 
 def _aliases() -> dict[str, str]:
     """Lower-cased name → dataset: our names, the folder names, DomainBed's download functions' and dataset classes'."""
-    out = {n.lower(): n for n in DATASETS}
+    out = {n.lower(): n for n in DOWNLOAD_DATASETS}
     out.update({f.split("/")[0].lower(): n for n, f in FOLDERS.items()})
     out.update({w[1]: w[0] for w in WILDS})
     for n in ("ColoredMNIST", "RotatedMNIST"):
@@ -182,20 +182,20 @@ def _aliases() -> dict[str, str]:
 
 
 def resolve_names(names: Iterable[str] | None) -> list[str]:
-    """The datasets to fetch, in :data:`DATASETS` order (all when ``names`` is empty); an unknown name raises
+    """The datasets to fetch, in :data:`DOWNLOAD_DATASETS` order (all when ``names`` is empty); an unknown name raises
     :class:`ConfigError`."""
     names = list(names or [])
     if not names:
-        return list(DATASETS)
+        return list(DOWNLOAD_DATASETS)
     aliases = _aliases()
     wanted = set()
     for n in names:
         if n.lower() not in aliases:
             from dganalysis.registry import unknown_name
 
-            raise ConfigError(f"--datasets: {unknown_name('dataset', n, DATASETS)}")
+            raise ConfigError(f"--datasets: {unknown_name('dataset', n, DOWNLOAD_DATASETS)}")
         wanted.add(aliases[n.lower()])
-    return [d for d in DATASETS if d in wanted]
+    return [d for d in DOWNLOAD_DATASETS if d in wanted]
 
 
 def mirrored(url: str, mirror: str | None) -> str:
@@ -532,7 +532,7 @@ def problem(dataset: str, data_dir: Path) -> str | None:
 # the driver ####################################################################################################
 
 @dataclass
-class Plan:
+class DownloadPlan:
     dataset: str
     folder: Path
     sources: list[Source]
@@ -540,14 +540,14 @@ class Plan:
     problem: str | None  #: why a present folder is not usable
 
 
-def plan(data_dir: Path, names: Sequence[str], sources: Sequence[Source]) -> list[Plan]:
+def plan(data_dir: Path, names: Sequence[str], sources: Sequence[Source]) -> list[DownloadPlan]:
     out = []
     for d in names:
         folder = data_dir / FOLDERS[d]
         present = folder.exists()
         if present and d in {w[0] for w in WILDS}:  # wilds writes its RELEASE file last, and redoes an unfinished one
             present = problem(d, data_dir) is None
-        out.append(Plan(d, folder, [s for s in sources if s.dataset == d], present,
+        out.append(DownloadPlan(d, folder, [s for s in sources if s.dataset == d], present,
                         problem(d, data_dir) if present else None))
     return out
 
@@ -556,7 +556,7 @@ def _target(s: Source, data_dir: Path, work: Path) -> Path:
     return work / s.target[1:] if s.target.startswith("@") else data_dir / s.target
 
 
-def describe(p: Plan, data_dir: Path) -> list[str]:
+def describe_plan(p: DownloadPlan, data_dir: Path) -> list[str]:
     """The dry run's lines for one dataset."""
     if p.present:
         return [f"{p.dataset}: present at {p.folder}, skipped" if p.problem is None else
@@ -575,7 +575,7 @@ def describe(p: Plan, data_dir: Path) -> list[str]:
     return lines
 
 
-def fetch_dataset(p: Plan, data_dir: Path, *, retries: int, timeout: float, progress: bool,
+def fetch_dataset(p: DownloadPlan, data_dir: Path, *, retries: int, timeout: float, progress: bool,
                   log: Callable[[str], None]) -> None:
     """Fetch, unpack and build one dataset into ``p.folder``; raises :class:`DownloadError`."""
     if not p.sources:
@@ -635,7 +635,7 @@ def download(data_dir: str | Path, datasets: Iterable[str] | None = None, *, mir
     plans = plan(data_dir, names, srcs)
     if dry_run:
         for p in plans:
-            for line in describe(p, data_dir):
+            for line in describe_plan(p, data_dir):
                 log(line)
         return []
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -645,7 +645,7 @@ def download(data_dir: str | Path, datasets: Iterable[str] | None = None, *, mir
             if p.problem is None:
                 log(f"{p.dataset}: present at {p.folder}, skipped")
             else:
-                failures.append(describe(p, data_dir)[0])
+                failures.append(describe_plan(p, data_dir)[0])
                 err(f"download: {failures[-1]}")
             continue
         try:
@@ -677,7 +677,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of the drop-in and of ``dganalysis download``."""
     parser.add_argument("--data_dir", "--data-dir", type=str, required=True, help="the data root to fill")
     parser.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
-                        help=f"the datasets to fetch (default: all): {', '.join(DATASETS)}; DomainBed's dataset and "
+                        help=f"the datasets to fetch (default: all): {', '.join(DOWNLOAD_DATASETS)}; DomainBed's dataset and "
                              "folder names are accepted too (e.g. RotatedMNIST, office_home)")
     parser.add_argument("--dry_run", "--dry-run", action="store_true",
                         help="fetch nothing: list each file's URL, checksum and where it would go")

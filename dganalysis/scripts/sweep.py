@@ -58,8 +58,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
-from dganalysis.scripts._sweepdir import DOMAINBED_ALGORITHMS, DOMAINBED_DATASETS
-from dganalysis.training.hparams import seed_hash
+from dganalysis.scripts._sweepdir import DOMAINBED_ALGORITHMS
+from dganalysis.training.hparams import DOMAINBED_DATASETS, seed_hash
 from dganalysis.validation import ConfigError
 
 #: DomainBed's default ``--datasets``: its datasets but the Debug ones

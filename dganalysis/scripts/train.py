@@ -14,8 +14,9 @@ With DomainBed's flags only it runs what DomainBed would run (``--mode auto``, t
 benchmarks, ``class_balanced`` / ``augment``: other draws, the same experiment; faster, bf16 where it pays).
 ``--mode domainbed_exact`` / ``--mode default`` pick one (the first refused by name where it cannot replay the run).
 What we add is said in ``out.txt`` (the mode used and why, ``threads``, ``precision``, the cuDNN/TF32 settings) and
-in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` — :func:`cuda_backends`, not
-applicable on a CPU —, ``threads``, ``provenance``, the domain names, ``spec.json`` beside them).
+in each record (``mode``, ``mode_requested``, ``precision``, ``cuda_backends`` —
+:func:`dganalysis.provenance.cuda_backends`, not applicable on a CPU —, ``threads``, ``provenance``, the domain
+names, ``spec.json`` beside them).
 
 Failures are said: the run's data (:func:`data_problems`) is checked once ``out.txt`` and ``err.txt`` are open, so
 a missing folder or weight file is one line in ``err.txt`` (exit status 2); any other failure leaves its traceback in
@@ -51,7 +52,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dganalysis import provenance
 from dganalysis.preflight import mnist_problem
 from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
 from dganalysis.validation import ConfigError
@@ -70,7 +70,7 @@ DOMAINBED_FLAGS = ("data_dir", "dataset", "algorithm", "task", "hparams", "hpara
 
 
 #: ``--mode`` values: ``auto`` resolves to one of the other two (:func:`resolved_mode`)
-MODES = ("auto", "domainbed_exact", "default")
+TRAIN_MODES = ("auto", "domainbed_exact", "default")
 
 
 class Refused(ConfigError):
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save_model_every_checkpoint", action="store_true",
                    help="also save model_step{step}.pkl at every checkpoint (DomainBed's; none with --skip_model_save)")
     ours = p.add_argument_group("dganalysis (not DomainBed's)")
-    ours.add_argument("--mode", choices=list(MODES), default="auto",
+    ours.add_argument("--mode", choices=list(TRAIN_MODES), default="auto",
                       help="auto (default): domainbed_exact where it replays the run, else default (out.txt and "
                            "every record say which); domainbed_exact: DomainBed's random draws, records equal to its "
                            "train.py's (refused where it cannot replay the run); default: our engine (other draws, "
@@ -338,15 +338,8 @@ def _rows(records: list[dict[str, Any]], loss_keys: set[str]) -> None:
         print_row([rec[k] for k in keys])
 
 
-#: what a record's ``cuda_backends`` holds on a CPU (:data:`dganalysis.provenance.NOT_CUDA`)
-NOT_CUDA = provenance.NOT_CUDA
-#: the cuDNN and TF32 settings in force (:func:`dganalysis.provenance.cuda_backends`, the one reader of them: the
-#: records' ``cuda_backends`` and their provenance stamp's say the same)
-cuda_backends = provenance.cuda_backends
-
-
 def describe_backends(backends: dict[str, Any] | str) -> str:
-    """:func:`cuda_backends` in words, for ``out.txt``."""
+    """:func:`dganalysis.provenance.cuda_backends` in words, for ``out.txt``."""
     if isinstance(backends, str):
         return backends
     return " ".join(f"{k}={v}" for k, v in backends.items())
@@ -463,12 +456,12 @@ def main_args(args: argparse.Namespace) -> int:
     except Refused as err:
         sys.stderr.write(f"dganalysis.scripts.train: {err}\n")
         return 2
-    from dganalysis.sweep.store import Claim, try_claim
+    from dganalysis.sweep.store import JobClaim, try_claim
 
     os.makedirs(args.output_dir, exist_ok=True)
     out_dir = Path(args.output_dir)
     claim = try_claim(out_dir)
-    if not isinstance(claim, Claim):
+    if not isinstance(claim, JobClaim):
         sys.stderr.write(f"dganalysis.scripts.train: --output_dir {args.output_dir}: another live process is "
                          f"training this run ({claim.describe()}); nothing written\n")
         return 2

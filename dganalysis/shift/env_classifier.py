@@ -165,7 +165,7 @@ class EnvClassifier(nn.Module):
                                for i in range(0, len(x), batch_size)])
 
 
-def to_float(images: np.ndarray, device: torch.device) -> torch.Tensor:
+def images_to_float(images: np.ndarray, device: torch.device) -> torch.Tensor:
     """uint8 images ``[n, C, H, W]`` (values 0–255) → float tensor in [0, 1] on ``device``."""
     check_features(images, "images", func="to_float", ndim=None, min_ndim=2, to=None)
     return torch.as_tensor(np.asarray(images), device=device).float().div_(255.0)
@@ -273,7 +273,7 @@ def train_env_classifier(
         torch.manual_seed(seed)
         model = EnvClassifier(tuple(x_p.shape[1:]), n_classes, cfg).to(device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    xp, xq = to_float(x_p, device), to_float(x_q, device)
+    xp, xq = images_to_float(x_p, device), images_to_float(x_q, device)
     yp, yq = torch.as_tensor(y_p, device=device), torch.as_tensor(y_q, device=device)
     if cfg.recipe == "oodbench":
         model = _train_oodbench(model, xp, yp, xq, yq, cfg, gen, progress)

@@ -27,7 +27,7 @@ from dganalysis.shift.env_classifier import (
     EnvClassifierConfig,
     balance_and_split,
     iid_split,
-    to_float,
+    images_to_float,
     train_env_classifier,
 )
 from dganalysis.shift.estimator import EPS_COR, EPS_DIV, N_SAMPLES, fit_densities
@@ -80,8 +80,8 @@ def trial_features(
     dev = next(model.parameters()).device
     with torch.no_grad():
         acc = _holdout_accuracy(model, x_p[ho_p], y_p[ho_p], x_q[ho_q], y_q[ho_q], dev)
-    return {"z_p": model.features(to_float(x_p[ho_p], dev)), "y_p": y_p[ho_p],
-            "z_q": model.features(to_float(x_q[ho_q], dev)), "y_q": y_q[ho_q], "env_acc": acc}
+    return {"z_p": model.features(images_to_float(x_p[ho_p], dev)), "y_p": y_p[ho_p],
+            "z_q": model.features(images_to_float(x_q[ho_q], dev)), "y_q": y_q[ho_q], "env_acc": acc}
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def _subsample(n_p: int, n_q: int, max_per_env: int | None, rng: np.random.Gener
 def _holdout_accuracy(model: EnvClassifier, x_p, y_p, x_q, y_q, device) -> float:
     correct = 0
     for x, y, e in ((x_p, y_p, 0), (x_q, y_q, 1)):
-        logit = model.q_logit(to_float(x, device), torch.as_tensor(y, device=device))
+        logit = model.q_logit(images_to_float(x, device), torch.as_tensor(y, device=device))
         correct += int(((logit > 0).long() == e).sum())
     return correct / (len(y_p) + len(y_q))
 

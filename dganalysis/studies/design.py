@@ -12,7 +12,7 @@ study's parameter object by its design function (its :class:`dganalysis.studies.
   (:func:`~dganalysis.stats.planning.trials_for_power`);
 * what it **cannot decide** here, and why: power below :data:`MIN_POWER`; a run shorter than the papers' training
   length (:data:`~dganalysis.verdicts.PAPER_STEPS`) when only a negative verdict is in reach (a short run
-  cannot refute a claim, :func:`~dganalysis.verdicts.decide`); too few items for a rank test
+  cannot refute a claim, :func:`~dganalysis.verdicts.verdict_to_record`); too few items for a rank test
   (:func:`~dganalysis.verdicts.spearman_too_small`); no expected effect to plan from.
 
 A claim the design says cannot be decided is not trained for (``runs=False``) unless its runs are shared with claims

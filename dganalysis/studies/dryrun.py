@@ -47,8 +47,8 @@ from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
 THROUGHPUT_YAML = Path(__file__).with_name("throughput.yaml")
-#: image side of each built-in dataset when ``image_size`` is not given
-DEFAULT_IMAGE_SIZE = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 28, "ColoredMNIST": 28,
+#: image side of each built-in dataset when ``image_size`` is not given (others: 32)
+DATASET_IMAGE_SIZES = {"RotatedDigits": 28, "ColoredDigits": 28, "RotatedMNIST": 28, "ColoredMNIST": 28,
                       "RotatedMNIST_Fixed": 28, "ColoredMNIST_Fixed": 28, "PaHCC": 64}
 ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError)
 
@@ -169,7 +169,7 @@ def _network_and_batch(algorithm: str, hparams_seed: int, overrides: str, search
 
 def job_cost(job, throughput: Throughput) -> dict[str, Any]:
     """Featurizer, image size, batch size, training images and estimated hours of one job."""
-    size = int(job.dataset_kwargs.get("image_size", DEFAULT_IMAGE_SIZE.get(job.dataset, 32)))
+    size = int(job.dataset_kwargs.get("image_size", DATASET_IMAGE_SIZES.get(job.dataset, 32)))
     featurizer, batch = _network_and_batch(job.algorithm, job.hparams_seed,
                                            json.dumps(job.hparams_overrides, sort_keys=True),
                                            json.dumps(job.search_overrides, sort_keys=True), job.dataset,
@@ -326,9 +326,11 @@ def _check_files(plan: Plan) -> tuple[list[str], list[str]]:
             missing.append(f"{key}: {path}{_howto(path)}")
     weights = {j.hparams_overrides.get("pretrained") for js in plan.sweeps.values() for j in js} - {None}
     for w in sorted(weights):
+        from dganalysis.nets.torchhub import is_hub_spec  # torch: only where a run names weights
+
         if w in produced:
             found.append(f"weights {w} (written by the notebook's pretraining)")
-        elif is_hub_spec(w):
+        elif is_hub_spec(str(w)):
             path = resolve_hub_path(w, plan)
             (found if path.is_file() else missing).append(f"weights {w} → {path}" + ("" if path.is_file() else
                                                                                      _howto(str(path))))
@@ -344,12 +346,6 @@ def resolve_hub_path(spec: str, plan: Plan) -> Path:
     arch = next(j.hparams_overrides.get("featurizer") for js in plan.sweeps.values() for j in js
                 if j.hparams_overrides.get("pretrained") == spec)
     return torchvision_weights_file(str(arch), spec.split(":", 1)[1] if ":" in spec else DEFAULT_WEIGHTS)
-
-
-def is_hub_spec(spec: str) -> bool:
-    from dganalysis.nets.torchhub import is_hub_spec as hub
-
-    return hub(str(spec))
 
 
 def _plan(out: NotebookPlan, name: str, params: dict) -> NotebookPlan:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dganalysis import io
 from dganalysis.findings.engine import FindingResult, pooled
-from dganalysis.verdicts import PAPER_STEPS, Verdict, decide
+from dganalysis.verdicts import PAPER_STEPS, Verdict, verdict_to_record
 
 
 def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, ours: str, verdict: str | Verdict,
@@ -28,11 +28,11 @@ def record_finding(output_dir: str | Path, key: str, paper: str, finding: str, o
     ``verdict`` is a :class:`~dganalysis.verdicts.Verdict` (or its text, optionally with `` (reason)``); ``ours`` holds the number(s) that
     decide it; ``data`` says what the number rests on: real (which set) or SIMULATED, and each test domain's size
     (:func:`dganalysis.data.provenance.data_label`); ``steps``: the training length of the runs behind it
-    (:func:`~dganalysis.verdicts.decide` makes a negative verdict from a run shorter than ``min_steps`` "not decided");
+    (:func:`~dganalysis.verdicts.verdict_to_record` makes a negative verdict from a run shorter than ``min_steps`` "not decided");
     ``decision``: the :class:`~dganalysis.findings.engine.FindingResult` the verdict came from (its claims, family,
     p-values and why are kept in the record under ``"decision"``, for the report's forest plots and for re-adjusting).
     """
-    verdict = decide(verdict, steps=steps, min_steps=min_steps)
+    verdict = verdict_to_record(verdict, steps=steps, min_steps=min_steps)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", key):
         raise ValueError(f"key={key!r}: expected letters, digits, '_', '.', '-'")
     rec = {"key": key, "paper": paper, "finding": finding, "ours": ours, "verdict": verdict, "data": data}
@@ -111,7 +111,7 @@ def replace_findings(output_dir: str | Path, prefix: str, rows: list[dict], data
     Each row has ``paper, finding, ours, verdict`` and may have ``data`` and ``decision`` (the
     :class:`~dganalysis.findings.engine.FindingResult` behind the verdict); ``data`` here is the default for rows
     without one. Use one prefix per notebook so a rerun drops stale lines. ``steps``: the training length of the
-    runs behind the rows (see :func:`~dganalysis.verdicts.decide`).
+    runs behind the rows (see :func:`~dganalysis.verdicts.verdict_to_record`).
     """
     folder = Path(output_dir) / "findings"
     for row in rows:  # validate everything before removing anything

@@ -295,7 +295,7 @@ def pooled_by_notebook(rows: list[dict]) -> dict[str, dict]:
 
     Returns ``{notebook: {"claims": N tested claims, "counts": {verdict: count}, "without": findings without a
     recorded decision (left out), "too_small": whether the run was too short to refute}}`` for each notebook with at
-    least one decision. As for each finding (:func:`dganalysis.verdicts.decide`), when the run's findings say
+    least one decision. As for each finding (:func:`dganalysis.verdicts.verdict_to_record`), when the run's findings say
     ``too small: steps = …`` the pooled *not reproduced* and *partly* count as *not decided*."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
@@ -454,7 +454,7 @@ def render_report(out: Path, profile: str) -> str:
         if tables.is_dir() else []
     other = ({"figures": [_figure_view(p) for p in other_fig], "tables": [_table_view(tables, s) for s in other_tab]}
              if other_fig or other_tab else None)
-    return templates.render(
+    return templates.render_template(
         "report.html.j2", profile=profile, outcome_colours=OUTCOME_COLOURS, out=str(out),
         stamp=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         made_with=made_with or f"Made with {provenance.one_line(provenance.stamp())}.", findings=findings_view(rows),

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dganalysis import io
-from dganalysis.progress import ENV as PROGRESS_ENV
-from dganalysis.progress import ProgressWatcher, sweep_totals
+from dganalysis.progress import PROGRESS_FILE_ENV, ProgressWatcher, sweep_totals
 from dganalysis.studies.param_checks import check_notebook_params
 from dganalysis.studies.paths import expand, profile_paths
 from dganalysis.studies.report import write_report
@@ -284,8 +283,8 @@ def sweep_progress(path: Path, label: str, show: bool = True) -> Iterator[None]:
     kernel's sweeps report there (:mod:`dganalysis.progress`), and, with ``show``, a thread draws the current
     sweep's jobs done and ETA on stderr under papermill's cell counter. The variable is restored afterwards."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get(PROGRESS_ENV)
-    os.environ[PROGRESS_ENV] = str(path)
+    old = os.environ.get(PROGRESS_FILE_ENV)
+    os.environ[PROGRESS_FILE_ENV] = str(path)
     try:
         if show:
             with ProgressWatcher(path, label):
@@ -294,9 +293,9 @@ def sweep_progress(path: Path, label: str, show: bool = True) -> Iterator[None]:
             yield
     finally:
         if old is None:
-            os.environ.pop(PROGRESS_ENV, None)
+            os.environ.pop(PROGRESS_FILE_ENV, None)
         else:
-            os.environ[PROGRESS_ENV] = old
+            os.environ[PROGRESS_FILE_ENV] = old
 
 
 def _jobs_cell(jobs: dict) -> str:

@@ -260,7 +260,7 @@ def run_batched(
     """
     from torch.func import functional_call, stack_module_state, vmap
 
-    from dganalysis.sweep.packing import KEY, packing_field
+    from dganalysis.sweep.packing import PACKING_KEY, packing_field
     from dganalysis.training.train import (
         algorithm_precision,
         build_algorithm,
@@ -298,8 +298,8 @@ def run_batched(
             algorithms = [build_algorithm(job, data, runtime) for job, data in zip(jobs, datas)]
             _check_models(jobs, algorithms, datas)
             extra = dict(extra_fields or {})
-            pack = dict(extra.get(KEY) or packing_field(1, False))
-            extra[KEY] = {**pack, "batched": m}
+            pack = dict(extra.get(PACKING_KEY) or packing_field(1, False))
+            extra[PACKING_KEY] = {**pack, "batched": m}
             statics = [{**record_fields(job, data, runtime, d, data_dir), **extra}
                        for job, data, d in zip(jobs, datas, dirs)]
             log.info("batched runs: %d %s jobs as one vmapped model on %s (%s)", m, jobs[0].algorithm,

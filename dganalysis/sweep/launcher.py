@@ -364,7 +364,7 @@ def _auto_runs_per_device(todo, store, data_dir, options, policy, bar, devices: 
     if peak is None:
         first, todo = _flat(todo[:1])[0], _unbatch_first(todo)
         probe_opts = {**options, "device": devices[0],
-                      "extra_fields": {packing.KEY: packing.packing_field(1, False, 1)}}
+                      "extra_fields": {packing.PACKING_KEY: packing.packing_field(1, False, 1)}}
         log.info("runs per GPU auto: probing with job %s alone on %s", first.job_id, devices[0])
         res = _run_pool([first], store, data_dir, probe_opts, policy, 1, bar, n_gpus=0, probe=True)
         results.update(res)
@@ -635,7 +635,7 @@ def run_sweep(
             f"{n_threads} this sweep gives each job ({_threads_origin(launcher, n_workers, slurm)}): "
             f"{', '.join(other_threads[:5])}{' …' if len(other_threads) > 5 else ''}. Float32 results depend on the "
             "thread count and it is not part of the job hash, so mixing them would mix two computations under one "
-            f"id: set ${threads.ENV} (or the number of workers) to the recorded count, use another store, or pass "
+            f"id: set ${threads.THREADS_ENV} (or the number of workers) to the recorded count, use another store, or pass "
             "ExecutionOptions(mixed_threads=True) (CLI --mixed-threads) to reuse them as they are"
         )
     if dry_run:
@@ -688,7 +688,7 @@ def run_sweep(
 def _packing_extra(runs_per_device: int, mps: bool) -> dict[str, Any]:
     from dganalysis.sweep import packing
 
-    return {packing.KEY: packing.packing_field(runs_per_device, mps, 1)}
+    return {packing.PACKING_KEY: packing.packing_field(runs_per_device, mps, 1)}
 
 
 def _run_local(units, jobs, store, data, options, policy, bar, n_workers, runs_per_gpu, use_mps, progress
@@ -747,7 +747,7 @@ def _planned_threads(launcher: str, n_workers: int, device: str | None,
 
 def _threads_origin(launcher: str, n_workers: int, slurm: Mapping[str, Any] | None) -> str:
     if threads.env_override() is not None:
-        return f"${threads.ENV}"
+        return f"${threads.THREADS_ENV}"
     if launcher == "slurm":
         return "the Slurm tasks' cpus_per_task"
     return f"{threads.usable_cores(quota=threads.cgroup_cpu_limit())} usable cores // {n_workers} workers"

@@ -55,10 +55,10 @@ MAX_RUNS_PER_DEVICE = 8
 #: the MPS control binary
 MPS_CONTROL = "nvidia-cuda-mps-control"
 #: the record field
-KEY = "packing"
+PACKING_KEY = "packing"
 #: the environment variable through which a launcher of shell commands (the DomainBed drop-in's ``multi_gpu``) tells
 #: each run's ``train`` how it was packed (a JSON :func:`packing_field`)
-ENV = "DGANALYSIS_PACKING"
+PACKING_ENV = "DGANALYSIS_PACKING"
 
 
 def run_footprint(peak_allocated_bytes: float) -> int:
@@ -139,16 +139,16 @@ def packing_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]
     """``{"packing": ...}`` from ``$DGANALYSIS_PACKING`` (a JSON :func:`packing_field`), or ``{}`` when unset."""
     import json
 
-    text = (os.environ if environ is None else environ).get(ENV, "").strip()
+    text = (os.environ if environ is None else environ).get(PACKING_ENV, "").strip()
     if not text:
         return {}
     try:
         value = json.loads(text)
     except ValueError:
-        raise ConfigError(f"${ENV}: not JSON: {text!r}") from None
+        raise ConfigError(f"${PACKING_ENV}: not JSON: {text!r}") from None
     if not isinstance(value, dict) or set(value) != {"runs_per_device", "mps", "batched"}:
-        raise ConfigError(f"${ENV}: expected {{runs_per_device, mps, batched}}, got {text!r}")
-    return {KEY: packing_field(value["runs_per_device"], value["mps"], value["batched"])}
+        raise ConfigError(f"${PACKING_ENV}: expected {{runs_per_device, mps, batched}}, got {text!r}")
+    return {PACKING_KEY: packing_field(value["runs_per_device"], value["mps"], value["batched"])}
 
 
 def gpu_slots(gpus: list[str], runs_per_gpu: int) -> list[str]:

@@ -182,7 +182,7 @@ def append_history(job_dir: str | Path, event: str, **fields: Any) -> None:
 
 
 # --------------------------------------------------------------------------- holding claims
-class Claim:
+class JobClaim:
     """A claim this process holds; renewed by a heartbeat thread until :meth:`release`.
 
     Use :func:`try_claim` to get one. ``check()`` raises :class:`ClaimLost` when another runner took the
@@ -235,7 +235,7 @@ class Claim:
             if info is not None and info.token == self.token:
                 self.path.unlink()
 
-    def __enter__(self) -> Claim:
+    def __enter__(self) -> JobClaim:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -255,8 +255,8 @@ def _create_exclusive(tmp: Path, path: Path) -> None:
             fh.write(tmp.read_text())
 
 
-def try_claim(job_dir: str | Path, lease_s: float | None = None) -> Claim | ClaimInfo:
-    """Claim ``job_dir`` for this process: a :class:`Claim`, or the live holder's :class:`ClaimInfo`.
+def try_claim(job_dir: str | Path, lease_s: float | None = None) -> JobClaim | ClaimInfo:
+    """Claim ``job_dir`` for this process: a :class:`JobClaim`, or the live holder's :class:`ClaimInfo`.
 
     A stale claim is taken over (and the takeover logged in ``history.log``).
     """
@@ -275,7 +275,7 @@ def try_claim(job_dir: str | Path, lease_s: float | None = None) -> Claim | Clai
             except FileExistsError:
                 pass
             else:
-                return Claim(job_dir, token, lease)
+                return JobClaim(job_dir, token, lease)
             info = read_claim(job_dir)
             if info is None:
                 continue  # released between our link and our read: try again

@@ -1,4 +1,4 @@
-"""The HTML pages' jinja2 templates, shipped beside this module as package data, and :func:`render`.
+"""The HTML pages' jinja2 templates, shipped beside this module as package data, and :func:`render_template`.
 
 * ``report.html.j2`` — a profile's report page (:mod:`dganalysis.studies.report`);
 * ``audit.html.j2`` — the audit's page (:mod:`dganalysis.audit.outputs`).
@@ -36,7 +36,7 @@ def _escaped(value: Any) -> Any:
 
 
 @functools.cache
-def environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     """The templates' environment: loaded from this package, autoescaped (see the module docstring), undefined names
     an error. jinja2 is imported here, when a page is first rendered (~0.06 s), not with the package."""
     import jinja2
@@ -45,6 +45,6 @@ def environment() -> jinja2.Environment:
                               finalize=_escaped, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def render(name: str, **context: Any) -> str:
+def render_template(name: str, **context: Any) -> str:
     """The template ``name`` (e.g. ``"report.html.j2"``) rendered with ``context``."""
-    return environment().get_template(name).render(**context)
+    return template_environment().get_template(name).render(**context)

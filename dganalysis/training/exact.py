@@ -220,7 +220,7 @@ def check_exact(job: Job, names: list[str], hparams: dict[str, Any], info: dict)
     return [names.index(d) for d in job.test_domains]
 
 
-def accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> float:
+def domainbed_accuracy(algorithm, x: torch.Tensor, y: torch.Tensor, loader: Loader) -> float:
     """DomainBed's ``misc.accuracy`` over one pass of ``loader`` (eval mode inside, train mode after)."""
     correct, total = 0.0, 0.0
     algorithm.eval()
@@ -297,8 +297,8 @@ class DomainBedDraws:
 
     def evaluate(self, algorithm) -> dict[str, float]:
         """``env{i}_in_acc`` for every i, then ``env{i}_out_acc``, then ``env{k}_uda_acc``, each over its loader's next
-        pass (:func:`accuracy`)."""
-        return {name + "_acc": accuracy(algorithm, x, y, loader) for name, (x, y), loader in self.evals}
+        pass (:func:`domainbed_accuracy`)."""
+        return {name + "_acc": domainbed_accuracy(algorithm, x, y, loader) for name, (x, y), loader in self.evals}
 
     def close(self) -> None:
         """Release the splits (:meth:`ExactSplits.close`)."""

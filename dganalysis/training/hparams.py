@@ -44,14 +44,15 @@ Sampler = Callable[[np.random.RandomState], Any]
 #: ``featurizer: domainbed`` with ``pretrained: domainbed`` (DomainBed's network and ImageNet weights).
 DRAW_VERSION = 2
 
-#: Every dataset DomainBed has (``datasets.DATASETS``): their default featurizer is DomainBed's own rule
-#: (``featurizer: domainbed``, :mod:`dganalysis.nets.domainbed`) with DomainBed's ImageNet weights
-#: (``pretrained: domainbed``); our own datasets keep ``featurizer: auto`` and no weights (the named departure).
-DOMAINBED_DATASETS: frozenset[str] = frozenset({
+#: Every dataset DomainBed has (``datasets.DATASETS``, in its order: the row order of its tables): their default
+#: featurizer is DomainBed's own rule (``featurizer: domainbed``, :mod:`dganalysis.nets.domainbed`) with DomainBed's
+#: ImageNet weights (``pretrained: domainbed``); our own datasets keep ``featurizer: auto`` and no weights (the named
+#: departure).
+DOMAINBED_DATASETS: tuple[str, ...] = (
     "Debug28", "Debug224", "ColoredMNIST", "RotatedMNIST", "VLCS", "PACS", "OfficeHome", "TerraIncognita", "DomainNet",
     "SVIRO", "WILDSCamelyon", "WILDSFMoW", "SpawriousO2O_easy", "SpawriousO2O_medium", "SpawriousO2O_hard",
     "SpawriousM2M_easy", "SpawriousM2M_medium", "SpawriousM2M_hard",
-})
+)
 
 
 def _on_domainbed_datasets(value: Any) -> dict[str, tuple[Any, Sampler]]:

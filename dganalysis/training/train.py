@@ -65,7 +65,7 @@ from dganalysis.validation import ConfigError, MissingInputError, UnknownKeyErro
 log = logging.getLogger(__name__)
 
 #: files a job writes into its folder (removed before a rerun)
-JOB_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
+JOB_OUTPUT_FILES = ("spec.json", "results.jsonl", "model.pt", "done", "failed")
 #: record fields that depend on the clock, the machine or where the job folder lives, not on the computation
 RUN_FIELDS = ("elapsed", "step_time", "host", "mem_gb", "provenance", "packing")
 #: ``args`` entries that say where the run read and wrote (DomainBed's ``data_dir``, ``output_dir``)
@@ -190,7 +190,7 @@ def domain_indices(names: Sequence[str], all_names: Sequence[str], role: str) ->
 def clear_job_dir(job_dir: str | Path) -> None:
     """Remove what a previous (partial or failed) run of the job left behind."""
     job_dir = Path(job_dir)
-    for name in JOB_FILES:
+    for name in JOB_OUTPUT_FILES:
         p = job_dir / name
         if p.is_dir():
             shutil.rmtree(p)
@@ -397,7 +397,7 @@ def start_job_dir(job: Job, job_dir: str | Path, stamp: Mapping[str, Any] | None
     clear_job_dir(job_dir)
     spec = {**job.to_dict(), "job_id": job.job_id}
     if stamp is not None:
-        spec[provenance.KEY] = dict(stamp)
+        spec[provenance.PROVENANCE_KEY] = dict(stamp)
     io.write_json(job_dir / "spec.json", spec)
     return job_dir
 
@@ -537,7 +537,7 @@ def record_fields(job: Job, data: JobData, runtime: Runtime, job_dir: str | Path
         "threads": runtime.threads,
         "data_path": data.splits.mode,
         "host": socket.gethostname(),
-        provenance.KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
+        provenance.PROVENANCE_KEY: provenance.stamp(runtime.device, runtime.precision, runtime.threads, runtime.backends),
     }
 
 

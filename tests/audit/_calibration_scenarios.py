@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dganalysis.audit.claims import VERDICTS, Summaries, decide
+from dganalysis.audit.claims import CLAIM_VERDICTS, Summaries, decide
 
 ALPHA = 0.05
-BETTER, WORSE, EQUIV = VERDICTS.index("better"), VERDICTS.index("worse"), VERDICTS.index("equivalent")
+BETTER, WORSE, EQUIV = CLAIM_VERDICTS.index("better"), CLAIM_VERDICTS.index("worse"), CLAIM_VERDICTS.index("equivalent")
 #: baseline trial SDs per dataset, points (DomainBed-like: SE × √3 of its ERM rows)
 BASE_SD = np.array([0.17, 0.09, 1.0, 1.4, 0.87, 3.1, 0.35])
 

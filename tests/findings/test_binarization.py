@@ -72,6 +72,6 @@ def test_missing_columns_named():
 def test_trials_frame_from_selected_frames():
     sel = pd.DataFrame({"algorithm": "ERM", "train_domains": "d0,d1,d2", "domain": ["hw", "hw", "hw", "d0"],
                         "trial_seed": [0, 0, 1, 0], "acc": [0.2, 0.4, 0.5, 0.9]})
-    f = fb.trials_frame(sel, sel.assign(acc=sel["acc"] + 0.4), "d0,d1,d2", "hw")
+    f = fb.binarization_frame(sel, sel.assign(acc=sel["acc"] + 0.4), "d0,d1,d2", "hw")
     assert list(f.columns) == list(fb.COLUMNS) and len(f) == 4
     assert f.loc[(f["colour"] == "gray") & (f["trial_seed"] == 0), "acc"].item() == pytest.approx(30.0)

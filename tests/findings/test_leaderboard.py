@@ -81,6 +81,6 @@ def test_published_recomputation_is_measured():
 def test_trials_frame_averages_test_domains_then_datasets():
     sel = pd.DataFrame({"dataset": ["A", "A", "B", "A", "A", "B"], "algorithm": "ERM", "trial_seed": [0] * 3 + [1] * 3,
                         "acc": [0.5, 0.7, 0.9, 0.4, 0.6, 0.8]})
-    f = fl.trials_frame({"LODO": sel})
+    f = fl.reversal_frame({"LODO": sel})
     assert list(f.columns) == list(fl.COLUMNS)
     assert f.set_index("trial_seed")["acc"].to_dict() == pytest.approx({0: 75.0, 1: 65.0})

@@ -100,7 +100,8 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     assert where.returncode == 0 and Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), where
 
     loaded = run("python", "-c", "from dganalysis import templates as t; "
-                 "print([t.environment().get_template(n).name for n in t.environment().list_templates(['j2'])])")
+                 "env = t.template_environment(); "
+                 "print([env.get_template(n).name for n in env.list_templates(['j2'])])")
     assert loaded.returncode == 0 and "audit.html.j2" in loaded.stdout and "report.html.j2" in loaded.stdout, loaded
 
     listed = run("dganalysis", "list")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from dganalysis import provenance
 from dganalysis.scripts import train as drop_in
 from dganalysis.training.hparams import seed_hash
 from tests.reference.test_domainbed_train_e2e import FREQ, HPARAMS, STEPS, _domainbed_records, data_root  # noqa: F401
@@ -51,7 +52,7 @@ def test_train_records_equal_domainbeds(domainbed, data_root, tmp_path):  # noqa
     out = (tmp_path / "ours" / "out.txt").read_text()
     assert "dganalysis: mode domainbed_exact (--mode auto" in out and "precision fp32" in out and "threads 1" in out
     assert all(r["mode"] == "domainbed_exact" and r["mode_requested"] == "auto" and r["precision"] == "fp32"
-               and r["cuda_backends"] == drop_in.NOT_CUDA for r in ours)  # DomainBed's flags only: exact mode
+               and r["cuda_backends"] == provenance.NOT_CUDA for r in ours)  # DomainBed's flags only: exact mode
     assert "\tseed: " + str(seed) in out and "HParams:" in out and "env0_in_acc" in out
     assert (tmp_path / "ours" / "done").read_text() == (tmp_path / "db" / "done").read_text()
 

@@ -170,7 +170,7 @@ def test_sweep_launch_checks_the_data_first(tmp_path, capsys):
 def test_a_run_still_training_is_neither_trained_twice_nor_deleted(tmp_path, capsys):
     """The drop-in ``train`` holds a claim on its ``--output_dir`` (our store's): a second ``train`` on the folder
     is refused before writing, and ``sweep delete_incomplete`` leaves the folder alone (DomainBed deletes it)."""
-    from dganalysis.sweep.store import Claim, try_claim
+    from dganalysis.sweep.store import JobClaim, try_claim
 
     argv = ["--datasets", "ColoredMNIST", "--algorithms", "ERM", "--n_hparams", "1", "--n_trials", "1",
             "--single_test_envs", "--data_dir", str(tmp_path / "d"), "--output_dir", str(tmp_path / "runs"),
@@ -180,7 +180,7 @@ def test_a_run_still_training_is_neither_trained_twice_nor_deleted(tmp_path, cap
         Path(job.output_dir).mkdir(parents=True)
     Path(jobs[0].output_dir, "out.txt").write_text("the live run's\n")
     claim = try_claim(jobs[0].output_dir)  # this process plays the run still training
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, JobClaim)
     try:
         assert drop_in_train.main(["--dataset", "ColoredMNIST", "--output_dir", jobs[0].output_dir]) == 2
         assert "another live process" in capsys.readouterr().err

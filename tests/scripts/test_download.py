@@ -246,7 +246,7 @@ def test_table_keeps_torchvisions_mnist_files_and_checksums():
     assert [(s.member + ".gz", s.checksum) for s in rows] == [(f, "md5:" + m) for f, m in MNIST.resources]
     assert [(s.url, *s.mirrors) for s in rows] == [tuple(m + f for m in MNIST.mirrors) for f, _ in MNIST.resources]
     assert all(s.checksum is None and "none published" in s.checksum_note for s in D.SOURCES if s.dataset != "MNIST")
-    assert set(D.DATASETS) == {s.dataset for s in D.SOURCES} | {w[0] for w in D.WILDS}
+    assert set(D.DOWNLOAD_DATASETS) == {s.dataset for s in D.SOURCES} | {w[0] for w in D.WILDS}
 
 
 def _domainbed_src() -> Path | None:
@@ -473,7 +473,7 @@ def test_the_cli_verb_and_names(tmp_path, mirror, capsys, monkeypatch):
     assert cli.main(["download", "--data_dir", str(tmp_path), "PAC"]) == 2
     assert "did you mean 'PACS'" in capsys.readouterr().err
     assert D.resolve_names(["office_home", "SpawriousM2M_hard", "fmow"]) == ["OfficeHome", "WILDSFMoW", "Spawrious"]
-    assert D.resolve_names(None) == list(D.DATASETS)
+    assert D.resolve_names(None) == list(D.DOWNLOAD_DATASETS)
 
 
 def test_archives_with_paths_outside_their_folder_are_refused(tmp_path, mirror):

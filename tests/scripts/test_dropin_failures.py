@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dganalysis import provenance
 from dganalysis.scripts import sweep as drop_in_sweep
 from dganalysis.scripts import train as drop_in_train
 from dganalysis.studies.smoke.trees import write_benchmark_tree
@@ -38,12 +39,12 @@ def test_pacs_with_domainbeds_flags_runs_our_engine_and_says_so(tmp_path, monkey
     assert drop_in_train.main(argv) == 0, (out / "err.txt").read_text()
     text = (out / "out.txt").read_text()
     assert "dganalysis: mode default (--mode auto: --dataset PACS goes through DomainBed's torchvision" in text
-    assert f"cuDNN/TF32: {drop_in_train.NOT_CUDA}" in text
+    assert f"cuDNN/TF32: {provenance.NOT_CUDA}" in text
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [0]
     for r in records:
         assert r["mode"] == "default" and r["mode_requested"] == "auto"
-        assert r["cuda_backends"] == drop_in_train.NOT_CUDA and r["precision"] in ("fp32", "bf16")
+        assert r["cuda_backends"] == provenance.NOT_CUDA and r["precision"] in ("fp32", "bf16")
         assert f"precision {r['precision']}" in text
         assert r["args"]["dataset"] == "PACS" and r["args"]["test_envs"] == [0]
     assert (out / "done").is_file()

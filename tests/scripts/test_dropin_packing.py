@@ -32,10 +32,10 @@ def test_gpu_slots_and_env_field():
     assert packing.gpu_slots(["0", "1"], 2) == ["0", "1", "0", "1"]
     assert packing.gpu_slots(["3"], 1) == ["3"]
     assert packing.packing_from_env({}) == {}
-    assert packing.packing_from_env({packing.ENV: '{"runs_per_device": 2, "mps": true, "batched": 1}'}) == {
+    assert packing.packing_from_env({packing.PACKING_ENV: '{"runs_per_device": 2, "mps": true, "batched": 1}'}) == {
         "packing": {"runs_per_device": 2, "mps": True, "batched": 1}}
     with pytest.raises(ConfigError, match="DGANALYSIS_PACKING"):
-        packing.packing_from_env({packing.ENV: '{"runs": 2}'})
+        packing.packing_from_env({packing.PACKING_ENV: '{"runs": 2}'})
 
 
 def test_multi_gpu_two_runs_per_gpu_under_mps(tmp_path, dropin_mps):

@@ -59,7 +59,7 @@ def _records(out: Path) -> list[dict]:
 
 
 def test_drop_in_train_takes_the_users_names_and_hparam(user_module, tmp_path, monkeypatch):
-    monkeypatch.delenv(plugins.ENV, raising=False)
+    monkeypatch.delenv(plugins.IMPORT_ENV, raising=False)
     out = tmp_path / "run"
     hp = '{"logit_penalty": 0.5, "batch_size": 8}'
     assert drop_in_train.main(["--import", MODULE, *TRAIN, "--hparams", hp, "--output_dir", str(out)]) == 0
@@ -70,7 +70,7 @@ def test_drop_in_train_takes_the_users_names_and_hparam(user_module, tmp_path, m
 
 
 def test_an_undeclared_hparam_is_one_line_naming_the_algorithm(user_module, tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(plugins.ENV, raising=False)
+    monkeypatch.delenv(plugins.IMPORT_ENV, raising=False)
     base = ["--import", MODULE, "--dataset", "Debug28", "--output_dir", str(tmp_path / "o")]
     for argv in ([*base, "--algorithm", "ERM", "--hparams", '{"logit_penalty": 1}'],
                  [*base, "--algorithm", "ERM", "--hparams", '{"my_new_lambda": 1}'],
@@ -87,17 +87,17 @@ def test_an_undeclared_hparam_is_one_line_naming_the_algorithm(user_module, tmp_
 
 
 def test_unknown_module_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv(plugins.ENV, "no_such_lab_module")
+    monkeypatch.setenv(plugins.IMPORT_ENV, "no_such_lab_module")
     assert drop_in_train.main(["--output_dir", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "no module named 'no_such_lab_module'" in err and plugins.ENV in err and len(err.splitlines()) == 1
+    assert "no module named 'no_such_lab_module'" in err and plugins.IMPORT_ENV in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.slow  # one train in a fresh process: ~10 s on a busy 2-core machine
 def test_drop_in_sweep_commands_import_the_module(user_module, tmp_path, capsys, monkeypatch):
     """The dummy launcher lists the runs of the user's dataset and algorithm; one of its commands, run in a fresh
     process that finds the module only through the exported ``$DGANALYSIS_IMPORT``, trains."""
-    monkeypatch.delenv(plugins.ENV, raising=False)
+    monkeypatch.delenv(plugins.IMPORT_ENV, raising=False)
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # dganalysis, not the user's folder
     out = tmp_path / "sweep"
@@ -109,7 +109,7 @@ def test_drop_in_sweep_commands_import_the_module(user_module, tmp_path, capsys,
     commands = [x.removeprefix("Dummy launcher: ") for x in capsys.readouterr().out.splitlines()
                 if x.startswith("Dummy launcher:")]
     assert len(commands) == 3 and all("--algorithm ERMLogitPenalty" in c for c in commands)
-    assert os.environ[plugins.ENV] == str(user_module.resolve())
+    assert os.environ[plugins.IMPORT_ENV] == str(user_module.resolve())
     proc = subprocess.run(commands[0] + " --threads 1 --device cpu", shell=True, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -126,7 +126,7 @@ def test_drop_in_sweep_commands_import_the_module(user_module, tmp_path, capsys,
 @pytest.mark.slow  # two spawned workers: ~20 s on a busy 2-core machine
 def test_dganalysis_sweep_workers_import_the_module(user_module, tmp_path, capsys, monkeypatch):
     """``$DGANALYSIS_IMPORT`` (a file path) reaches the spawned workers of ``dganalysis sweep --workers 2``."""
-    monkeypatch.setenv(plugins.ENV, str(user_module))
+    monkeypatch.setenv(plugins.IMPORT_ENV, str(user_module))
     split = json.dumps([{"train": ["clean", "noisy"], "test": ["noisier"]}])
     status = cli.main(["sweep", "--dataset", "Stripes", "--algorithms", "ERMLogitPenalty", "--splits", split,
                        "--n-hparams", "2", "--steps", "2", "--checkpoint-freq", "1", "--hparams",

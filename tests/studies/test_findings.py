@@ -16,7 +16,7 @@ from dganalysis.studies.findings import (
     replace_findings,
 )
 from dganalysis.studies.runner import NotebookRun, write_index
-from dganalysis.verdicts import PAPER_STEPS, Verdict, decide, format_p, spearman_too_small
+from dganalysis.verdicts import PAPER_STEPS, Verdict, format_p, spearman_too_small, verdict_to_record
 
 
 def test_record_read_and_index_summary(tmp_path):
@@ -122,15 +122,15 @@ def test_verdict_parse_and_text():
 
 @pytest.mark.parametrize("verdict", ["not reproduced", "partly"])
 def test_a_short_run_cannot_refute(verdict):
-    out = decide(verdict, steps=10)
+    out = verdict_to_record(verdict, steps=10)
     assert out.startswith("not decided (too small: steps = 10 < 5,000")
-    assert decide(verdict, steps=PAPER_STEPS) == verdict
-    assert decide(verdict) == verdict  # steps unknown: unchanged
+    assert verdict_to_record(verdict, steps=PAPER_STEPS) == verdict
+    assert verdict_to_record(verdict) == verdict  # steps unknown: unchanged
 
 
 def test_a_short_run_keeps_a_positive_verdict():
-    assert decide(Verdict.REPRODUCED, steps=10) == "reproduced"
-    assert decide("not decided", steps=10) == "not decided"
+    assert verdict_to_record(Verdict.REPRODUCED, steps=10) == "reproduced"
+    assert verdict_to_record("not decided", steps=10) == "not decided"
 
 
 def test_replace_findings_applies_the_rule_once(tmp_path):

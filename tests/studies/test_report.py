@@ -248,28 +248,28 @@ def simulated_decisions(seed: int = 0) -> list[tuple[str, str, str, object]]:
 
     rng = np.random.default_rng(seed)
     s8 = range(8)
-    a06 = engine.decide([
+    a06 = engine.decide_finding([
         engine.Claim("DANN − ERM", pd.Series(rng.normal(2.0, 0.5, 8), index=s8),
                      pd.Series(rng.normal(0, 0.5, 8), index=s8), 1, rope=0.5),
         engine.Claim("CORAL − ERM (paper: no difference)", pd.Series(rng.normal(0.02, 0.1, 10)), None, 0, rope=0.5)])
     x = rng.normal(size=8)
-    b06 = engine.decide([
+    b06 = engine.decide_finding([
         engine.Claim("SagNet − ERM", pd.Series(rng.normal(-1.5, 0.4, 6), index=range(6)),
                      pd.Series(rng.normal(0, 0.4, 8), index=range(2, 10)), 1, rope=0.3),
         engine.RankClaim("test ranking agrees with validation ranking", x, x + rng.normal(0, 0.3, 8), 1),
         engine.Claim("IRM − ERM", pd.Series([70.0] * 4, index=range(10, 14)),
                      pd.Series(rng.normal(70, 1, 4), index=range(20, 24)), 1, rope=0.5)])
-    c06 = engine.decide([engine.Claim("MixStyle − ERM", pd.Series(rng.normal(0.4, 0.5, 8)), None, 1)])
+    c06 = engine.decide_finding([engine.Claim("MixStyle − ERM", pd.Series(rng.normal(0.4, 0.5, 8)), None, 1)])
     d = rng.normal(0.4, 0.5, 6)
     flips = [np.array(f) for f in itertools.product([-1, 1], repeat=6)]
-    a07 = engine.decide([
+    a07 = engine.decide_finding([
         engine.Claim("ERM − Oracle", pd.Series(rng.normal(0.5, 1, 5), index=range(5)),
                      pd.Series(rng.normal(0, 1, 5), index=range(10, 15)), 1),
         engine.PermutationClaim("predictor A ranks models better than B", d, statistic=lambda v: float(np.mean(v)),
                                 permute=lambda v, r: v * r.choice([-1, 1], len(v)), count=64,
                                 enumerate=lambda v: [v * f for f in flips], estimate_words="mean gain"),
         engine.Measurement("shift estimate", 0.31, "0.31 of a domain")])
-    a08 = engine.decide([engine.Measurement("Spearman of the published table", 0.62, "ρ = 0.62 (12 models)")])
+    a08 = engine.decide_finding([engine.Measurement("Spearman of the published table", 0.62, "ρ = 0.62 (12 models)")])
     return [("06a", "SIMULATED paper F", "DANN beats ERM; CORAL and ERM are equivalent", a06),
             ("06b", "SIMULATED paper F", "SagNet beats ERM; rankings agree; IRM beats ERM", b06),
             ("06c", "SIMULATED paper F", "MixStyle beats ERM", c06),
@@ -368,7 +368,7 @@ def test_pooled_counts_per_notebook(tmp_path):
     got = pooled_by_notebook(rows)
     assert got["06"]["counts"] == want and got["06"]["claims"] == 5 and got["07"]["counts"]["not decided"] == 1
     assert (notebook_of("03b"), notebook_of("03b@long"), notebook_of("x")) == ("03", "03@long", "x")
-    # a run too short to refute (as verdicts.decide does per finding): pooled negatives read "not decided"
+    # a run too short to refute (as verdicts.verdict_to_record does per finding): pooled negatives read "not decided"
     short = [{**r, "verdict": "not decided (too small: steps = 300 < 5,000, …)"} if r["key"] == "06b" else r
              for r in rows]
     assert pooled_by_notebook(short)["06"]["counts"] == {**want, "not reproduced": 0, "not decided": 2}

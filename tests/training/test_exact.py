@@ -116,4 +116,4 @@ def test_domainbeds_datasets_are_named_once():
     from dganalysis.records.read import DOMAINBED_ENVIRONMENTS
     from dganalysis.training.hparams import DOMAINBED_DATASETS
 
-    assert DOMAINBED_DATASETS == set(DOMAINBED_ENVIRONMENTS)
+    assert DOMAINBED_DATASETS == tuple(DOMAINBED_ENVIRONMENTS)
