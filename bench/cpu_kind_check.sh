@@ -13,10 +13,24 @@
 # bench/results/cpu_kind_<host>_<date>/): lscpu.txt, throughput.log, quickstart.log, ci.log and summary.txt with
 # the three figures and the precision the quick profile chose. Takes about an hour on 2 cores. $THROUGHPUT_ARGS
 # replaces the throughput bench's arguments.
+#
+# EMULATE=avx2 (root, Linux) runs all three as an AVX2-only CPU would, on a CPU with more: the kernels' dispatch
+# capped at AVX2 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_ENABLE_INSTRUCTIONS), training in fp32
+# (DGANALYSIS_CPU_PRECISION) and, in a private mount namespace, a /proc/cpuinfo without the AVX-512 and AMX flags
+# (so the tests and the quick profile see the CPU as an AVX2-only one). It reproduces a Zen 3's instruction set,
+# not its clock or caches: the summary says EMULATED, and its times are this CPU's at AVX2.
 set -u
 cd "$(dirname "$0")/.."
 REPO="$PWD"
-OUT="${1:-$REPO/bench/results/cpu_kind_$(hostname -s)_$(date -u +%Y%m%d)}"
+if [ "${EMULATE:-}" = avx2 ] && [ -z "${_DGA_EMULATED:-}" ]; then
+  fake="$(mktemp /tmp/dga_cpuinfo_avx2.XXXXXX)"
+  sed -E -e 's/ (avx512[a-z_0-9]*|amx[a-z_0-9]*)//g' \
+      -e 's/^(model name[[:space:]]*: .*)$/\1 [EMULATED: dispatch capped at AVX2]/' /proc/cpuinfo > "$fake"
+  export _DGA_EMULATED=1 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+    DGANALYSIS_CPU_PRECISION=fp32
+  exec unshare -m bash -c 'mount --bind "$1" /proc/cpuinfo && shift && exec bash "$@"' _ "$fake" "$0" "$@"
+fi
+OUT="${1:-$REPO/bench/results/cpu_kind_$(hostname -s)_$(date -u +%Y%m%d)${_DGA_EMULATED:+_avx2emu}}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/dga_kind.XXXXXX)"
 SUMMARY="$OUT/summary.txt"
@@ -29,6 +43,7 @@ kind() {  # dganalysis.provenance.cpu_kind(): model name (family F model M; inst
   "$REPO/.venv/bin/python" -c "from dganalysis.provenance import cpu_kind; print(cpu_kind())" 2>/dev/null \
     || grep -m1 'Model name' "$OUT/lscpu.txt" | sed 's/.*: *//'
 }
+[ -n "${_DGA_EMULATED:-}" ] && say "EMULATED AVX2-only CPU (EMULATE=avx2): dispatch capped at AVX2, fp32, AVX-512/AMX flags hidden"
 say "machine: $(kind), $(nproc) CPUs; AMX-bf16: $(grep -qw amx_bf16 /proc/cpuinfo && echo yes || echo no); commit $(git -C "$REPO" rev-parse --short HEAD); $(date -u +%FT%TZ)"
 
 git clone -q "$REPO" "$WORK/main" && git clone -q "$REPO" "$WORK/ci" || { say "git clone failed"; exit 1; }
