@@ -134,23 +134,24 @@ def _printed(args: argparse.Namespace) -> dict[str, Any]:
     from dganalysis.records import gc_pause
     from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
+    from dganalysis.records.summaries import summarize_selections
     from dganalysis.tables import selections_text
 
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
     with gc_pause.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
         got = select_for_tables(args.dirs, methods, include_unfinished=args.include_unfinished, strict=args.strict,
                                 indexes=memo.indexes)
+        summaries = summarize_selections(got.selections, methods, test_domains=args.test_domains, ddof=args.se_ddof,
+                                         domain_order=got.orders)
         first = got.selections[methods[0]]  # every selection carries the reading's attrs
         err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
         err += "".join(f"collect: {line}\n" for line in provenance_differences(got.indexes))
         if got.rows == 0:
-            from dganalysis.records.read import summary_line
-
-            err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary_line(first)})\n"
+            err += (f"collect: no finished jobs with records under {', '.join(args.dirs)} "
+                    f"({summaries.summary_line})\n")
             printed = {"stdout": "", "stderr": err, "status": 1}
         else:
-            text, note = selections_text(got.selections, methods, fmt=args.format, test_domains=args.test_domains,
-                                         ddof=args.se_ddof, digits=args.digits, domain_order=got.orders)
+            text, note = selections_text(summaries, fmt=args.format, digits=args.digits)
             printed = {"stdout": text, "stderr": err + "".join(f"collect: {line}\n" for line in note), "status": 0}
     memo.put(printed)
     return printed
