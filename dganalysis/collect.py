@@ -5,10 +5,11 @@ training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof
 
 Records are read through the sweep's columnar index (:mod:`dganalysis.records.index`: ``.dganalysis_index.bin`` beside
 the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and the selections are made on its
-arrays (:mod:`dganalysis.records.rules`, the selection rules :func:`dganalysis.records.select` runs too). The printed
-output is kept beside the index under a key of every job folder's state, the options and the code
-(:class:`~dganalysis.records.memo.SweepMemo`): the same command on an unchanged sweep prints it again after
-checking the job folders, without reading a record or importing numpy or pandas.
+arrays (:mod:`dganalysis.records.rules`, the selection rules :func:`dganalysis.records.select` runs too); the tables'
+numbers and the line counting the job folders come from :mod:`dganalysis.records.summaries`, laid out by
+:mod:`dganalysis.tables`. The printed output is kept beside the index under a key of every job folder's state, the
+options and the code (:class:`~dganalysis.records.memo.SweepMemo`): the same command on an unchanged sweep prints it
+again after checking the job folders, without reading a record or importing numpy or pandas.
 
 Runs made under other versions, commits, devices or (for one algorithm) precisions — as their records'
 ``provenance`` says (:mod:`dganalysis.provenance`) — are combined, with one warning line per difference on stderr.
