@@ -5,10 +5,11 @@ training-domain validation, leave-one-domain-out and oracle tables); ``--se-ddof
 
 Records are read through the sweep's columnar index (:mod:`dganalysis.records.index`: ``.dganalysis_index.bin`` beside
 the store, or in ``~/.cache/dganalysis/index`` when the store cannot be written) and the selections are made on its
-arrays (:mod:`dganalysis.records.rules`, the selection rules :func:`dganalysis.records.select` runs too). The printed
-output is kept beside the index under a key of every job folder's state, the options and the code
-(:class:`~dganalysis.records.memo.SweepMemo`): the same command on an unchanged sweep prints it again after
-checking the job folders, without reading a record or importing numpy or pandas.
+arrays (:mod:`dganalysis.records.rules`, the selection rules :func:`dganalysis.records.select` runs too); the tables'
+numbers and the line counting the job folders come from :mod:`dganalysis.records.summaries`, laid out by
+:mod:`dganalysis.tables`. The printed output is kept beside the index under a key of every job folder's state, the
+options and the code (:class:`~dganalysis.records.memo.SweepMemo`): the same command on an unchanged sweep prints it
+again after checking the job folders, without reading a record or importing numpy or pandas.
 
 Runs made under other versions, commits, devices or (for one algorithm) precisions — as their records'
 ``provenance`` says (:mod:`dganalysis.provenance`) — are combined, with one warning line per difference on stderr.
@@ -134,23 +135,24 @@ def _printed(args: argparse.Namespace) -> dict[str, Any]:
     from dganalysis.records import gc_pause
     from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
+    from dganalysis.records.summaries import summarize_selections
     from dganalysis.tables import selections_text
 
     methods = DOMAINBED_METHODS if args.selection == "all" else (args.selection,)
     with gc_pause.paused():  # reading, selecting, importing numpy, pandas and tabulate: no cycles to find
         got = select_for_tables(args.dirs, methods, include_unfinished=args.include_unfinished, strict=args.strict,
                                 indexes=memo.indexes)
+        summaries = summarize_selections(got.selections, methods, test_domains=args.test_domains, ddof=args.se_ddof,
+                                         domain_order=got.orders)
         first = got.selections[methods[0]]  # every selection carries the reading's attrs
         err = "".join(f"collect: skipped a job: {problem}\n" for problem in first.attrs.get("problems", []))
         err += "".join(f"collect: {line}\n" for line in provenance_differences(got.indexes))
         if got.rows == 0:
-            from dganalysis.records.read import summary_line
-
-            err += f"collect: no finished jobs with records under {', '.join(args.dirs)} ({summary_line(first)})\n"
+            err += (f"collect: no finished jobs with records under {', '.join(args.dirs)} "
+                    f"({summaries.summary_line})\n")
             printed = {"stdout": "", "stderr": err, "status": 1}
         else:
-            text, note = selections_text(got.selections, methods, fmt=args.format, test_domains=args.test_domains,
-                                         ddof=args.se_ddof, digits=args.digits, domain_order=got.orders)
+            text, note = selections_text(summaries, fmt=args.format, digits=args.digits)
             printed = {"stdout": text, "stderr": err + "".join(f"collect: {line}\n" for line in note), "status": 0}
     memo.put(printed)
     return printed

@@ -99,11 +99,11 @@ print(f"{df['job_id'].nunique()} finished jobs, {len(df)} tidy rows")
 summaries, chosen = [], []
 for method in ["training_domain", "leave_one_out", "oracle"]:
     selected = records.select(df, method)
-    tabs = tables.build_tables(selected, test_domains=1, domain_order=records.domain_orders(df))
+    tabs = records.build_tables(selected, test_domains=1, domain_order=records.domain_orders(df))
     display(Markdown(tables.format_tables(tabs, "markdown")))
     for i, tab in enumerate(tabs[:-1] if len(tabs) > 2 else tabs[:1]):  # one per dataset (+ "Averages" when several)
-        plots.save_table(tab.wide().reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""), P.output_dir,
-                         caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
+        plots.save_table(tables.wide(tab).reset_index(), f"00_selection_{method}" + (f"_{i}" if i else ""),
+                         P.output_dir, caption=tab.title + " (test accuracy %, mean ± SE over trials)", float_format=None)
     single = selected[selected["test_domains"].str.count(",") == 0]
     summaries.append(records.summarize(single, by=["dataset", "algorithm", "domain"]).assign(selection=method))
     chosen.append(single)

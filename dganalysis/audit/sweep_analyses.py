@@ -6,7 +6,7 @@ where a function takes ``selections``, either method names or ``{method: dganaly
 already computed. Selection is always :func:`dganalysis.records.selection.select` (DomainBed's methods, bit for bit).
 Accuracies are reported in points (percent). A dataset's *average* is DomainBed's "Avg" computed per trial: the mean
 over the dataset's columns (its test domains, from the runs with the fewest test domains, as
-:func:`dganalysis.tables.build_tables` with ``test_domains="auto"``); a trial missing a column has no average.
+:func:`dganalysis.records.summaries.build_tables` with ``test_domains="auto"``); a trial missing a column has no average.
 
 References: Gulrajani & Lopez-Paz 2021 (model selection, Sec. 3); Dodge et al. 2019, *Show Your Work* (expected
 validation performance, Sec. 3, eq. 1-2); Tang et al. 2020, *Showing Your Work Doesn't Always Work* (the unbiased

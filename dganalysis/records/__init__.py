@@ -17,6 +17,9 @@ Gulrajani & Lopez-Paz 2021, ``domainbed/scripts/train.py``). The floors, from th
   of a selection;
 * :mod:`~dganalysis.records.selection` — :func:`select` on the tidy frame (a frame becomes the rules' arrays),
   :func:`summarize` and :func:`picks`;
+* :mod:`~dganalysis.records.summaries` — the numbers of DomainBed-style tables of selections (:func:`build_tables`:
+  cells of mean and SE over trials in row and column order; every method's, with the line counting the job
+  folders, for `dganalysis collect`), which :mod:`dganalysis.tables` lays out;
 * :mod:`~dganalysis.records.indexed` — a sweep's selections through its index, kept beside it for an unchanged
   sweep; :mod:`~dganalysis.records.memo` — the key and the files under which such results are kept;
   :mod:`~dganalysis.records.gc_pause` — the garbage collector paused around the bulk work.
@@ -31,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from dganalysis.records.read import domain_orders, summary_line
 from dganalysis.records.selection import picks, select, summarize
+from dganalysis.records.summaries import build_tables
 
 if TYPE_CHECKING:
     from dganalysis.records.index import load, load_many
 
-__all__ = ["domain_orders", "load", "load_many", "picks", "select", "summarize", "summary_line"]
+__all__ = ["build_tables", "domain_orders", "load", "load_many", "picks", "select", "summarize", "summary_line"]
 
 
 def __getattr__(name: str) -> Any:

@@ -584,19 +584,24 @@ def _bar(root: Path, to_parse: int) -> Any:
 
 
 def update_index(root: str | Path, cache_dir: str | Path | None = None, lazy: bool = False,
-                 checked: IndexHead | None = None) -> Index | IndexHead:
+                 checked: IndexHead | None = None, stale: bool = False) -> Index | IndexHead:
     """The index of the store ``root``, brought up to date (only new or changed job folders are parsed) and
     written back atomically when anything changed. See the module docstring for where it lives. ``lazy``: when the
     index on disk is up to date, its head only (:meth:`Index.from_head` reads the records). ``checked``: its head as
     just found up to date (:func:`~dganalysis.records.index_file.unchanged_head`), returned as it is when of the current
-    hparams draw version (with ``lazy``: the job folders are not scanned twice)."""
+    hparams draw version (with ``lazy``: the job folders are not scanned twice). ``stale``: the job folders were just
+    found changed (:func:`~dganalysis.records.index_file.unchanged_head` gave None): the scan decides at once, without
+    the flat store's check first."""
     if lazy and checked is not None and checked.draw_version == _draw_version():
         return checked
     root = Path(root)
     path = index_location(root, cache_dir)
     old = Index.read(path, lazy=lazy)
-    # up_to_date's two ways, with the job folders scanned once: the flat store's check, else the scan compared
-    flat = index_file.flat_up_to_date(str(root), old.keys) if old is not None else False
+    # up_to_date's two ways, with the job folders scanned once: the flat store's check, else (None) the scan compared
+    if old is None:
+        flat: bool | None = False
+    else:
+        flat = None if stale else index_file.flat_up_to_date(str(root), old.keys)
     if flat:
         return old
     keys = index_file.scan(root, index_file.known_keys(old.keys if old is not None else None))

@@ -53,6 +53,7 @@ class SweepMemo:
         self._name = f"{name}-{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]}"
         self._indexes: list[tuple[Path, Any]] | None = None
         self._checked: dict[Path, index_file.IndexHead] = {}  # heads :meth:`get` found up to date
+        self._stale: set[Path] = set()  # stores :meth:`get` found changed
 
     @functools.cached_property
     def file(self) -> Path:
@@ -71,8 +72,8 @@ class SweepMemo:
         if self._indexes is None:
             from dganalysis.records.index import update_index
 
-            self._indexes = [(p, update_index(p, self._cache_dir, lazy=True, checked=self._checked.get(p)))
-                             for p in self.paths]
+            self._indexes = [(p, update_index(p, self._cache_dir, lazy=True, checked=self._checked.get(p),
+                                              stale=p in self._stale)) for p in self.paths]
         return self._indexes
 
     def _key(self, indexes: list[tuple[Path, Any]]) -> str:
@@ -85,6 +86,7 @@ class SweepMemo:
         for p in self.paths:
             head = index_file.unchanged_head(p, self._cache_dir)
             if head is None:
+                self._stale.add(p)
                 return None
             heads.append((p, head))
             self._checked[p] = head

@@ -213,7 +213,7 @@ def left_out_words(c: dict[str, int]) -> str:
 
 def domain_orders(df: pd.DataFrame) -> dict[str, list[str]]:
     """Each dataset's domains in environment order: as they first appear in a tidy frame (records list their
-    environments in order); the columns of its tables follow it (:mod:`dganalysis.tables`)."""
+    environments in order); the columns of its tables follow it (:mod:`dganalysis.records.summaries`)."""
     check_frame(df, ("dataset", "domain"), "df", func="domain_orders", what="a tidy frame of dganalysis.records.load")
     return {str(ds): [str(d) for d in doms] for ds, doms in df.groupby("dataset", sort=False)["domain"].unique().items()}
 

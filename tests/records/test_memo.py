@@ -236,14 +236,17 @@ def test_put_under_the_indexes_the_caller_read(sweep, tmp_path):
 @pytest.mark.parametrize("verb", ["collect", "audit"])
 def test_a_command_checks_each_sweep_once(verb, sweep, tmp_path, monkeypatch):
     """collect and audit missing their output memo check a sweep's job folders once: the memo's check of the index is
-    the one the reading uses (the walk of a large sweep's folders is most of a repeated command's time)."""
+    the one the reading uses (the walk of a large sweep's folders is most of a repeated command's time); on a changed
+    sweep, that check is followed by the one scan that finds the changed folders."""
+    import shutil
+
     from dganalysis.cli import main
 
     checks = []
 
     def counted(walk):
         def walked(*a, **k):
-            checks.append(a[0])
+            checks.append((walk.__name__, a[0]))
             return walk(*a, **k)
         return walked
 
@@ -254,4 +257,10 @@ def test_a_command_checks_each_sweep_once(verb, sweep, tmp_path, monkeypatch):
     assert main(argv) == 0  # builds the index, reads and selects
     checks.clear()
     assert main([*argv, "--digits", "2"] if verb == "collect" else [*argv, "--rope", "0.5"]) == 0  # a memo miss
-    assert [Path(p) for p in checks] == [sweep]
+    assert [(name, Path(p)) for name, p in checks] == [("flat_up_to_date", sweep)]
+    first = sorted(p.parent for p in sweep.glob("*/results.jsonl"))[0]
+    shutil.copytree(first, sweep / "copy")  # one more job folder
+    _settled(sweep)
+    checks.clear()
+    assert main(argv) == 0
+    assert [(name, Path(p)) for name, p in checks] == [("flat_up_to_date", sweep), ("scan", sweep)]

@@ -17,7 +17,7 @@ import pytest
 
 from dganalysis import tables
 from dganalysis.collect import add_collect_arguments, main_collect
-from dganalysis.records import load, load_many, selection, selection_methods
+from dganalysis.records import load, load_many, selection, selection_methods, summaries
 from dganalysis.records import read as results
 from dganalysis.validation import ConfigError
 from tests.records._frame_oracle import SCORERS, select_frame, with_meta
@@ -463,21 +463,21 @@ def test_column_labels_name_splits_and_settings():
                                       "setting", "domain", "want"])
     sel = sel.sample(frac=1, random_state=0)
     sel.index = sel.index * 10 + 3
-    got = tables._column_labels(sel)
+    got = summaries._column_labels(sel)
     assert got.index.equals(sel.index)
     assert got.tolist() == sel["want"].tolist()
     # without a setting column only the splits tell columns apart
-    plain = tables._column_labels(sel.drop(columns="setting"))
+    plain = summaries._column_labels(sel.drop(columns="setting"))
     assert plain[sel["want"] == "c (train: a,b; steps=200)"].tolist() == ["c (train: a,b)"]
     assert plain[sel["dataset"] == "Other"].tolist() == ["c", "c"]
     # a missing split value: that row keeps the bare name, the other split of its domain names its training domains
     gap = pd.DataFrame({"dataset": "Toy", "algorithm": "ERM", "train_domains": "a,b", "test_domains": "c",
                         "val_domains": ["", np.nan, ""], "domain": "c"})
-    assert tables._column_labels(gap).tolist() == ["c (train: a,b)", "c", "c (train: a,b)"]
+    assert summaries._column_labels(gap).tolist() == ["c (train: a,b)", "c", "c (train: a,b)"]
 
 
 def test_text_formats_print_the_wide_frames(tmp_path):
-    """format_tables prints, for text and markdown, what tabulate prints for each table's ``wide()`` frame, and
+    """format_tables prints, for text and markdown, what tabulate prints for each table's ``wide`` frame, and
     leaves the caller's attrs alone."""
     from tabulate import tabulate
 
@@ -485,13 +485,13 @@ def test_text_formats_print_the_wide_frames(tmp_path):
     sel = selection.select(load(tmp_path, progress=False), "training_domain")
     sel.attrs["jobs"] = {"read": 1}
     before = repr(sel.attrs)
-    built = tables.build_tables(sel, test_domains="all")
+    built = summaries.build_tables(sel, test_domains="all")
     assert repr(sel.attrs) == before and len(built) == 2
     text = tables.format_tables(built, "text", digits=2)
     md = tables.format_tables(built, "markdown")
     for t in built:
-        assert tabulate(t.wide(2), headers="keys", tablefmt="simple", stralign="left", disable_numparse=True) in text
-        assert tabulate(t.wide(), headers="keys", tablefmt="github", disable_numparse=True) in md
+        assert tabulate(tables.wide(t, 2), headers="keys", tablefmt="simple", stralign="left", disable_numparse=True) in text
+        assert tabulate(tables.wide(t), headers="keys", tablefmt="github", disable_numparse=True) in md
 
 
 def test_test_domains_option(multi_test):
