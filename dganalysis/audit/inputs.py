@@ -150,10 +150,10 @@ def read_inputs(inputs: Sequence[str | Path], selection: str | Sequence[str], ba
                 if not picks.rows:
                     raise ConfigError(f"{path}: no finished runs with records (expected a job store or a DomainBed "
                                      "sweep dir)")
-                # a verdict is about the runs that were read: the folders read and left out, as collect prints them
+                # a verdict is about the runs that were read: the folders read and left out, as collect prints
+                # them, and the runs made under other versions, devices, precisions
                 read.append((i, path, (picks, summary_line(picks.selections[selections[0]]),
-                                       provenance_differences(picks.indexes))))  # runs made under other versions,
-                # devices, precisions
+                                       provenance_differences(picks.indexes))))
             log.info("audit %s: read and selected in %.1f s", path, time.perf_counter() - start)
         except ValueError as e:
             if str(path) not in optional:
