@@ -176,14 +176,14 @@ def test_index_keeps_the_stamps_of_unchanged_jobs(tmp_path):
 
 def test_audit_notes_the_differences_and_stamps_its_json(tmp_path):
     from dganalysis.audit.contract import to_json
-    from dganalysis.audit.inputs import load_input
+    from dganalysis.audit.inputs import read_inputs
     from dganalysis.audit.run import run_audit
 
     a, b = _stores(tmp_path, {})
     _stamp_records(b.parent / "a", numpy="1.24.0")  # store a: every run now says numpy 1.24.0
     for d in list(b.iterdir())[:3]:  # three runs of store b under another numpy
         shutil.copytree(d, a / f"{d.name}_copy")
-    notes = load_input(a, ["training_domain"]).notes
+    notes = read_inputs([a], ["training_domain"], "ERM")[1][0].notes
     assert [n for n in notes if n.startswith("runs made under different numpy versions: 1.24.0 (16 runs")]
     settings = to_json(run_audit(["shipped:domainbed"], sweep_analyses=False))["settings"]
     assert settings["provenance"] == json.loads(json.dumps(provenance.stamp()))

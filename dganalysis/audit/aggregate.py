@@ -1,9 +1,9 @@
-"""Across datasets, per algorithm against the baseline: probability of improvement, IQM, Wilcoxon signed-rank with
-Holm beside Friedman/Nemenyi, and the Bayesian signed-rank test with a ROPE.
+"""Across datasets, per algorithm against the baseline: probability of improvement, IQM and the Bayesian
+signed-rank test with a ROPE (every pair of algorithms, Wilcoxon and Friedman/Nemenyi: :mod:`dganalysis.audit.ranks`).
 
 Each analysis runs on one *family* (one board and selection method of one input); datasets are the tasks / blocks.
-This module arranges the audit's cells into those families; the statistics are :mod:`dganalysis.stats.improvement`,
-:mod:`dganalysis.stats.rank_tests` and :mod:`dganalysis.stats.intervals`.
+This module arranges the audit's cells into those families; the statistics are :mod:`dganalysis.stats.improvement`
+and :mod:`dganalysis.stats.intervals`.
 
 * **Probability of improvement** (Agarwal et al. 2021, rliable's ``metrics.probability_of_improvement``, computed here and tested equal): the
   probability that a run of the algorithm beats a run of the baseline on a randomly drawn dataset, ties counting ½
@@ -31,11 +31,6 @@ This module arranges the audit's cells into those families; the statistics are :
   coverage of that construction measured on simulated data at the nearest simulated size (the smallest over the
   scenarios simulated there; ``bench/audit_interval_coverage.py``, :func:`dganalysis.audit.coverage.coverage`);
   NaN at a level other than 0.95.
-* **Wilcoxon signed-rank** (``scipy.stats.wilcoxon``'s p-value, two-sided, Pratt's zeros:
-  :func:`dganalysis.stats.rank_tests.wilcoxon_p`) for every pair of algorithms over the datasets' means,
-  Holm-adjusted over all pairs: it decides *this pair*, whatever else is in the pool (Benavoli, Corani & Mangili 2016). **Friedman / Nemenyi** (:mod:`dganalysis.stats.rank_tests`,
-  Demšar 2006) ask whether the average ranks differ at all and which pairs differ *given the whole pool* — adding or
-  removing an algorithm can change a Nemenyi verdict on A vs B, not a Wilcoxon one. With 7 datasets the smallest two-sided Wilcoxon p is 1/64.
 * **Bayesian signed-rank** (Benavoli et al. 2017, ``baycomp.two_on_multiple``'s numbers on the datasets' means,
   seeded; :func:`dganalysis.stats.improvement.signed_rank_probs`):
   posterior P(better), P(equivalent: |Δ| < rope), P(worse) of the algorithm against the baseline, from 5000
@@ -43,8 +38,6 @@ This module arranges the audit's cells into those families; the statistics are :
 """
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import pandas as pd
@@ -57,8 +50,6 @@ from dganalysis.stats.improvement import (
     sweep_intervals,
     table_intervals,
 )
-from dganalysis.stats.multiplicity import holm
-from dganalysis.stats.rank_tests import friedman, wilcoxon_ps
 
 AGG_COLUMNS = ["board", "selection", "algorithm", "baseline", "prob_improvement", "ci_low", "ci_high", "ci_method",
                "ci_coverage", "iqm_delta", "iqm_delta_low", "iqm_delta_high", "iqm_delta_ci_method",
@@ -129,50 +120,3 @@ def per_algorithm(cells: pd.DataFrame, trials: pd.DataFrame | None, baseline: st
                              p_better=float(pb), p_equivalent=float(pe), p_worse=float(pw), n_datasets=len(datasets),
                              n_runs=n_runs, basis=basis))
     return pd.DataFrame(rows, columns=AGG_COLUMNS)
-
-
-def block_means(cells: pd.DataFrame, board: str, selection: str) -> pd.DataFrame:
-    """Datasets × algorithms of the dataset-average means of one family, complete rows only."""
-    avg = cells[(cells["env"].fillna("") == "") & (cells["board"] == board) & (cells["selection"] == selection)]
-    wide = avg.pivot_table(index="dataset", columns="algorithm", values="mean").dropna(axis=0, how="any")
-    wide.columns.name = None
-    return wide
-
-
-def wilcoxon_pairs(cells: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Two-sided Wilcoxon signed-rank test of every pair of algorithms over the datasets' means, Holm over the
-    pairs of one family. ``direction``: +1 where ``a`` is decided better than ``b``, −1 worse, 0 undecided."""
-    rows = []
-    for (board, selection), _ in cells.groupby(["board", "selection"], sort=False):
-        wide = block_means(cells, board, selection)
-        if len(wide) < 2 or wide.shape[1] < 2:
-            continue
-        pairs = list(itertools.combinations(range(wide.shape[1]), 2))
-        values = wide.to_numpy(float)
-        x, y = values[:, [a for a, _ in pairs]].T, values[:, [b for _, b in pairs]].T
-        p = np.ones(len(pairs))
-        differ = (x != y).any(axis=1)
-        p[differ] = wilcoxon_ps(x[differ], y[differ])
-        names = list(wide.columns)
-        frame = pd.DataFrame(dict(board=board, selection=selection, a=[names[a] for a, _ in pairs],
-                                  b=[names[b] for _, b in pairs], median_diff=np.median(x - y, axis=1),
-                                  n_datasets=len(wide), p=p))
-        frame["p_adj"] = holm(frame["p"].to_numpy())
-        frame["direction"] = np.where(frame["p_adj"] < alpha, np.sign(frame["median_diff"]), 0).astype(int)
-        frame["test"] = "Wilcoxon signed-rank (two-sided, Pratt zeros)"
-        frame["correction"] = f"Holm over {len(frame)} pairs"
-        rows.append(frame)
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        columns=["board", "selection", "a", "b", "median_diff", "n_datasets", "p", "p_adj", "direction", "test",
-                 "correction"])
-
-
-def friedman_tests(cells: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """(board, selection) → :class:`dganalysis.stats.rank_tests.FriedmanResult` over datasets (≥ 3 algorithms,
-    ≥ 2 complete datasets; otherwise left out)."""
-    out = {}
-    for (board, selection), _ in cells.groupby(["board", "selection"], sort=False):
-        wide = block_means(cells, board, selection)
-        if wide.shape[1] >= 3 and len(wide) >= 2:
-            out[(board, selection)] = friedman(wide, alpha=alpha)
-    return out

@@ -1,5 +1,6 @@
 """Claims against a baseline, one per (board, selection, dataset, algorithm ≠ baseline), with verdicts whose
-family-wise error is at most α for every ratio of the two arms' variances.
+family-wise error is at most α for every ratio of the two arms' variances; and the same tests of an input's cells
+against a published reference table (the reproduction check, :func:`compare_with_reference`).
 
 A *claim* is "algorithm A differs from the baseline B on dataset D under selection method S", measured by
 Δ = mean(A) − mean(B) in accuracy points on D's average over test environments (DomainBed's Avg column, computed per
@@ -62,6 +63,15 @@ give, so the error rates hold. ``verdict_nominal`` takes the printed numbers at 
 what a naive reader computes; same test and family) and ``rounding_changed`` marks where the two differ. An SE with
 ``se_ddof = 0`` (population standard deviation, DomainBed's) is converted to the sample one by × √(n/(n−1)).
 
+**Reproduction check** (:func:`compare_with_reference`): "I can't reproduce your numbers — is my lower number
+noise?" Each (selection, dataset, algorithm) present both in an input and in a published reference table gets
+Δ = ours − reference on the dataset average (points) and the same tests — Welch's statistic with its p-value
+calibrated over the variance ratio, TOST within ±rope, the published table's rounding honoured (worst case over its
+rounding box), one joint step-down over the cells of one selection (and reference board) — and a verdict:
+``consistent`` (equivalent within ±rope), ``lower`` / ``higher`` (a decided difference), or ``undecided`` (neither;
+``trials_needed``: trials per arm that would decide a difference of ±rope with 80% power). Consistency is the TOST: it
+is claimed for a true |Δ| = rope in at most α of the checks.
+
 The numerical core (:func:`decide`) works on arrays with any leading batch shape (the calibration tests run
 thousands of simulated families at once); :func:`claims` is the frame-level entry point.
 """
@@ -76,7 +86,7 @@ import pandas as pd
 from scipy import special
 
 from dganalysis.stats import behrens_fisher as bf
-from dganalysis.stats import pairing, planning
+from dganalysis.stats import planning
 from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.stats.multiplicity import joint_step_down
 from dganalysis.stats.ttests import ZERO_SD, tost_p, zero_variance
@@ -292,21 +302,14 @@ def decide(a: Summaries, b: Summaries, *, alpha: float = 0.05, rope: float = 0.0
                     p_nom, verdict_nom, is_paired, zero)
 
 
-def _paired_frame(trials: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Per (board, selection, dataset, algorithm ≠ baseline): the pairing with the baseline by the one rule of
-    :func:`dganalysis.stats.pairing.use_pairs` (≥ 2 shared trial seeds; the shared ones only) — the mean, SE and
-    number of the per-seed differences, and the trials each arm had outside the shared seeds (dropped)."""
-    per = pairing.paired_differences(trials, ["board", "selection", "dataset"], "algorithm", baseline)
-    return per[["board", "selection", "dataset", "algorithm", "d_mean", "d_se", "n_pair", "dropped_a", "dropped_b"]]
-
-
 def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope: float = 1.0,
-           confidence: float = 0.95, family: str = DEFAULT_FAMILY, trials: pd.DataFrame | None = None,
+           confidence: float = 0.95, family: str = DEFAULT_FAMILY, pairs: pd.DataFrame | None = None,
            plan: bool = True) -> pd.DataFrame:
     """One row per (board, selection, dataset, algorithm ≠ ``baseline``) of the dataset-average cells (``env ==
-    ""``) of a cells frame (:mod:`dganalysis.audit.published` or :func:`dganalysis.audit.inputs.cells_from_trials`),
-    columns :data:`CLAIM_COLUMNS`. ``family``: a key of :data:`FAMILIES`. ``trials``: a sweep's per-trial frame
-    (board, selection, dataset, algorithm, trial_seed, acc); claims whose arms share ≥ 2 trial seeds are tested
+    ""``) of a cells frame (:mod:`dganalysis.audit.published` or
+    :func:`dganalysis.audit.sweep_cells.cells_from_trials`), columns :data:`CLAIM_COLUMNS`. ``family``: a key of
+    :data:`FAMILIES`. ``pairs``: a sweep's paired differences with the baseline
+    (:func:`dganalysis.audit.sweep_cells.pairs_from_trials`); claims whose arms share ≥ 2 trial seeds are tested
     paired on the shared ones (:func:`dganalysis.stats.pairing.use_pairs`; ``n_paired``, ``dropped``,
     ``baseline_dropped`` count them). ``plan``: compute the planning figures of undecided claims. A dataset without a baseline cell gives no
     claims. Families of equal size are decided together (one vectorised call). See the module docstring."""
@@ -320,9 +323,8 @@ def claims(cells: pd.DataFrame, baseline: str = "ERM", alpha: float = 0.05, rope
     if rows.empty:
         return pd.DataFrame(columns=CLAIM_COLUMNS)
     rows = rows.reset_index(drop=True)
-    if trials is not None and not trials.empty:
-        rows = rows.merge(_paired_frame(trials, baseline), on=["board", "selection", "dataset", "algorithm"],
-                          how="left")
+    if pairs is not None and not pairs.empty:
+        rows = rows.merge(pairs, on=["board", "selection", "dataset", "algorithm"], how="left")
     else:
         rows = rows.assign(d_mean=np.nan, d_se=np.nan, n_pair=np.nan, dropped_a=0, dropped_b=0)
     rows[["n_pair", "dropped_a", "dropped_b"]] = rows[["n_pair", "dropped_a", "dropped_b"]].fillna(0)
@@ -527,6 +529,53 @@ def _why_zero_variance(r: pd.Series, row: pd.Series, alpha: float, rope: float) 
         tail = (f"alone it would be {CLAIM_VERDICTS[v[k]]} if {whose} were at most {ZERO_SD_GRID[k]:.2g} points (at "
                 f"{ZERO_SD_GRID[min(k + 1, len(ZERO_SD_GRID) - 1)]:.2g} it would not)")
     return f"no test: zero variance — {what}; {tail}"
+
+
+REFERENCE_VERDICTS = {"better": "higher", "worse": "lower", "equivalent": "consistent", "undecided": "undecided"}
+REF_COLUMNS = ["reference_board", "selection", "dataset", "algorithm", "mean", "reference_mean", "delta", "ci_low",
+               "ci_high", "p_adj", "p_equiv_adj", "verdict", "n", "reference_n", "trials_needed", "test",
+               "correction"]
+
+
+def compare_with_reference(ours: pd.DataFrame, reference: pd.DataFrame, alpha: float = 0.05, rope: float = 1.0,
+                           confidence: float = 0.95) -> pd.DataFrame:
+    """The reproduction check (see the module docstring): cell-by-cell comparison of two cells frames (dataset
+    averages, ``env == ""``), decided by :func:`decide` with one joint step-down per selection and reference board;
+    columns :data:`REF_COLUMNS`. Raises when no (selection, dataset, algorithm) is shared."""
+    a = ours[ours["env"].fillna("") == ""]
+    b = reference[reference["env"].fillna("") == ""]
+    key = ["selection", "dataset", "algorithm"]
+    joined = a.merge(b, on=key, suffixes=("", "_r"))
+    if joined.empty:
+        raise ConfigError(f"reference: no (selection, dataset, algorithm) in common; ours has datasets "
+                         f"{sorted(a['dataset'].unique())}, algorithms {sorted(a['algorithm'].unique())}; the "
+                         f"reference has {sorted(b['dataset'].unique())}, {sorted(b['algorithm'].unique())}")
+    out = []
+    for (board, selection), fam in joined.groupby(["board_r", "selection"], sort=False):
+        d = decide(Summaries.from_frame(fam), Summaries.from_frame(fam, "_r"), alpha=alpha, rope=rope,
+                   confidence=confidence)
+        m = int(np.isfinite(d.p).sum())
+        sd_a, sd_b = trial_sds(fam, "_r")
+        need = np.full(len(fam), np.nan)
+        ok = (d.verdict == CLAIM_VERDICTS.index("undecided")) & np.isfinite(d.p) & np.isfinite(sd_a) & np.isfinite(sd_b)
+        if rope > 0:
+            need[ok & ((sd_a == 0) | (sd_b == 0))] = 2.0  # a noiseless difference
+            pos = ok & (sd_a > 0) & (sd_b > 0)
+            if pos.any():
+                need[pos] = planning.trials_to_decide(sd_a[pos], sd_b[pos], fam["n"].to_numpy()[pos],
+                                                      fam["n_r"].to_numpy()[pos], rope, alpha / max(m, 1),
+                                                      max_n=10_000)[0]
+        out.append(pd.DataFrame({
+            "reference_board": board, "selection": selection, "dataset": fam["dataset"].to_numpy(),
+            "algorithm": fam["algorithm"].to_numpy(), "mean": fam["mean"].to_numpy(),
+            "reference_mean": fam["mean_r"].to_numpy(), "delta": d.delta, "ci_low": d.ci_low, "ci_high": d.ci_high,
+            "p_adj": d.p_adj, "p_equiv_adj": d.p_equiv_adj,
+            "verdict": [REFERENCE_VERDICTS[CLAIM_VERDICTS[v]] for v in d.verdict], "n": fam["n"].to_numpy(),
+            "reference_n": fam["n_r"].to_numpy(), "trials_needed": need,
+            "test": f"Welch t calibrated over the variance ratio + TOST, rope ±{rope:g}; reference rounding honoured",
+            "correction": f"joint step-down over {m} cells ({selection}{', ' + board if board else ''})",
+        }))
+    return pd.concat(out, ignore_index=True)[REF_COLUMNS]
 
 
 def pairing_words(r: pd.Series) -> str:

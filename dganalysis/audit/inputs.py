@@ -1,48 +1,36 @@
-"""Audit inputs: a sweep directory (ours or DomainBed's) or a published table, checked before any work.
+"""Audit inputs: a sweep directory (ours or DomainBed's) or a published table, checked and read before any work
+(:func:`read_inputs`).
 
 A sweep is read by the same code as ``dganalysis collect`` (the columnar index of :mod:`dganalysis.records.index`,
 :func:`~dganalysis.records.indexed.select_for_tables`) and selected as :func:`dganalysis.records.selection.select`
-selects.
-Each (selection, dataset, algorithm, trial seed) then gets DomainBed's Avg value: the mean over the dataset's test
-environments of the selected test accuracy, in points, from the single-test-environment runs (``collect``'s
-``--test-domains auto``). A trial missing a test environment gives no value (it is counted in
-``trials.attrs["incomplete"]``; DomainBed would average the environments it has). Runs of one dataset under different
-*settings* (``dataset_kwargs``, steps, overrides, …; see :mod:`dganalysis.records.read`) are different experiments: the
-dataset is then labelled with the setting keys that differ, ``"RotatedDigits (image_size=16)"``; so are runs with
-different numbers of training domains (``"… [2 training domains]"``). Several training-domain sets of one size
-reaching the same test environment are averaged (and counted in ``attrs["incomplete"]``).
-:func:`cells_from_trials` summarises the trials into the cells frame of :mod:`dganalysis.audit.published` (sample SD,
-``se_ddof = 1``, no rounding), so sweeps and tables go through the same claims.
+selects; its selections become per-trial dataset averages, cells and pairs as :mod:`dganalysis.audit.sweep_cells`
+describes. A table is read by :mod:`dganalysis.audit.published`.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
-import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from dganalysis.audit import published
-from dganalysis.records.selection import select
+from dganalysis.audit import published, sweep_cells
 from dganalysis.records.selection_methods import DOMAINBED_METHODS, METHODS
-from dganalysis.stats.moments import standard_error_from_sd
 from dganalysis.validation import ConfigError, MissingInputError
 
 log = logging.getLogger(__name__)
-TRIAL_COLUMNS = ["board", "selection", "dataset", "algorithm", "trial_seed", "acc"]
 
 
 @dataclass
 class AuditInput:
     """One input: ``kind`` "sweep" or "table"; ``cells`` (:data:`dganalysis.audit.published.CELL_COLUMNS`); for a sweep
-    also ``trials`` (:data:`TRIAL_COLUMNS`, accuracy in points), ``selected`` (``{method: select(records, method)}``
+    also ``trials`` (:data:`dganalysis.audit.sweep_cells.TRIAL_COLUMNS`, accuracy in points), ``pairs`` (the paired
+    differences with the baseline, :func:`dganalysis.audit.sweep_cells.pairs_from_trials`), ``selected`` (``{method: select(records, method)}``
     for the audited methods, the oracle and training-domain validation), ``draws`` (``{method: select(records,
     method, per_draw=True)}`` for :func:`main_selection`), ``path`` and ``index`` (its job keys as read,
     :class:`~dganalysis.records.memo.StoreKeys`: what the selections are of, the key under which
@@ -59,6 +47,7 @@ class AuditInput:
     draws: dict[str, pd.DataFrame] = field(default_factory=dict)
     path: Path | None = None
     index: Any = None
+    pairs: pd.DataFrame | None = None
 
     @functools.cached_property
     def records(self) -> pd.DataFrame | None:
@@ -90,13 +79,18 @@ def parse_selections(selection: str | Sequence[str]) -> list[str]:
     return names
 
 
+def is_table(path: str | Path) -> bool:
+    """Whether ``path`` is read as a published table (``.tex``/``.csv`` file, or ``shipped:<name>``)."""
+    return str(path).startswith(published.SHIPPED_PREFIX) or Path(path).suffix.lower() in published.TABLE_SUFFIXES
+
+
 def check_input_paths(paths: Sequence[str | Path]) -> None:
-    """Every input exists and is a table file or a folder; raise naming the first that is not."""
+    """Every input exists and is a table file or a folder; raise naming the first that is not (a shipped table's
+    name is checked where it is read, :func:`dganalysis.audit.published.shipped`)."""
     if not paths:
         raise ConfigError("audit: expected at least one INPUT (a sweep directory or a .tex/.csv table)")
     for p in paths:
-        if str(p).startswith("shipped:"):
-            published.resolve_table(p)  # raises on an unknown name
+        if str(p).startswith(published.SHIPPED_PREFIX):
             continue
         path = Path(p)
         if not path.exists():
@@ -112,153 +106,87 @@ def read_inputs(inputs: Sequence[str | Path], selection: str | Sequence[str], ba
                 optional: Sequence[str | Path] = (), indexes: Sequence[tuple[Path, Any]] = (),
                 ) -> tuple[list[str], list[AuditInput], list[str], pd.DataFrame | None]:
     """Every input of an audit read and checked, before any statistic: (the audited selections
-    (:func:`parse_selections` of ``selection``), the inputs read (:func:`load_input`; a table keeps the cells of those
-    selections), the notes on optional inputs left out, the reference table's cells or None). Each input must have
-    ``baseline``; one listed in ``optional`` that gives no usable cells or lacks it is left out with a note.
-    ``indexes``: (path, index brought up to date) of sweep inputs, read as they are (:func:`load_input`)."""
-    selections = parse_selections(selection)
-    explicit = selection != "all"
-    check_input_paths(list(inputs) + ([reference_table] if reference_table else []))
-    if trials is not None and not any(published.is_table(p) for p in inputs):
-        raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
-                         "directory, whose trials are counted")
-    if reference_table is not None and not published.is_table(reference_table):
-        raise ConfigError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
-    ref_cells = published.read_table(reference_table) if reference_table else None
-    loaded, skipped = [], []
-    optional = {str(p) for p in optional}
-    known = {Path(p).resolve(): idx for p, idx in indexes}
-    for path in inputs:
-        try:
-            start = time.perf_counter()
-            inp = load_input(path, selections, trials=trials if published.is_table(path) else None,
-                             index=known.get(Path(path).resolve()))
-            log.info("audit %s: read and selected in %.1f s", path, time.perf_counter() - start)
-            if inp.kind == "table":  # the audited selections' cells
-                have = list(dict.fromkeys(inp.cells["selection"]))
-                keep = inp.cells[inp.cells["selection"].isin(selections)]
-                if keep.empty or (explicit and set(selections) - set(have)):
-                    raise ConfigError(f"{inp.name}: no cells for selection {sorted(set(selections) - set(have))}; "
-                                     f"the table has {have}")
-                inp.cells = keep
-            check_baseline(inp.cells, baseline, inp.name)
-        except ValueError as e:
-            if str(path) not in optional:
-                raise
-            skipped.append(f"{path}: not audited ({e})")
-            continue
-        loaded.append(inp)
-    return selections, loaded, skipped, ref_cells
+    (:func:`parse_selections` of ``selection``), the inputs read, the notes on optional inputs left out, the reference
+    table's cells or None). Each input must have ``baseline``; one listed in ``optional`` that gives no usable cells or
+    lacks it is left out with a note. ``trials`` overrides n of the tables' cells; ``indexes``: (path, index brought
+    up to date, :func:`dganalysis.records.index.update_index`) of sweep inputs, read as they are.
 
-
-def load_input(path: str | Path, selections: Sequence[str] = DOMAINBED_METHODS,
-               trials: int | None = None, index: Any = None) -> AuditInput:
-    """Read one audit input (see the module docstring); ``trials`` overrides n of a table's cells; ``index``: a
-    sweep's index already brought up to date (:func:`dganalysis.records.index.update_index`), else it is here.
-
-    A sweep is read through its columnar index
-    (:func:`~dganalysis.records.indexed.select_for_tables`, the selections cached beside it): ``selections``,
-    the oracle and training-domain validation (the raw-sweep analyses compare with them), and the per-draw selection
-    of :func:`main_selection` (the expected-max curve), without building the tidy frame."""
+    First every input is read, in one pass: a table's cells (:func:`dganalysis.audit.published.read_table`; a table
+    keeps the cells of the audited selections), a sweep's selections through its columnar index
+    (:func:`~dganalysis.records.indexed.select_for_tables`, cached beside it: the audited selections, the oracle and
+    training-domain validation, which the raw-sweep analyses compare with, and the per-draw selection of
+    :func:`main_selection`, for the expected-max curve, without building the tidy frame) with the folders read and
+    left out (:func:`~dganalysis.records.read.summary_line`). Then a sweep's selections become its per-trial dataset
+    averages, cells and pairs (:mod:`dganalysis.audit.sweep_cells`), and every input's baseline is checked."""
     from dganalysis.records.index import provenance_differences
     from dganalysis.records.indexed import select_for_tables
     from dganalysis.records.memo import StoreKeys
     from dganalysis.records.read import summary_line
 
-    check_input_paths([path])
-    name = str(path)
-    if published.is_table(path):
-        cells = published.read_table(path, trials=trials)
-        return AuditInput(name, "table", cells)
-    if trials is not None:
-        raise ConfigError(f"--trials applies to tables; {path} is a sweep directory (its trials are counted)")
+    selections = parse_selections(selection)
+    explicit = selection != "all"
+    check_input_paths(list(inputs) + ([reference_table] if reference_table else []))
+    table = {str(p): is_table(p) for p in [*inputs, *([reference_table] if reference_table else [])]}
+    if trials is not None and not any(table[str(p)] for p in inputs):
+        raise ConfigError(f"--trials {trials}: sets n of a published table's cells; every INPUT here is a sweep "
+                         "directory, whose trials are counted")
+    if reference_table is not None and not table[str(reference_table)]:
+        raise ConfigError(f"--reference {reference_table}: expected a published table (.tex or .csv)")
     methods = list(dict.fromkeys([*selections, "oracle", "training_domain"]))
-    picks = select_for_tables(path, methods, per_draw=[main_selection(selections)],
-                              indexes=None if index is None else [(Path(path), index)])
-    if not picks.rows:
-        raise ConfigError(f"{path}: no finished runs with records (expected a job store or a DomainBed sweep dir)")
-    tr = sweep_trials(None, selections, picks.selections)
-    # a verdict is about the runs that were read: the folders read and left out, as collect prints them
-    read = summary_line(picks.selections[selections[0]])
-    notes = [*([read] if read else []), *(f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items())]
-    notes += provenance_differences(picks.indexes)  # runs made under other versions, devices, precisions
-    if tr.empty:
-        raise ConfigError(f"{path}: no selected results for {list(selections)} (too few runs, or leave-one-out "
-                         "without its helper runs)")
-    return AuditInput(name, "sweep", cells_from_trials(tr), tr, notes, picks.selections, picks.draws, Path(path),
-                      StoreKeys(list(picks.indexes[0][1].keys)))
-
-
-def _dataset_labels(sel: pd.DataFrame) -> pd.Series:
-    """Dataset name, extended with the setting keys that differ where one dataset has several settings."""
-    labels = sel["dataset"].astype(str)
-    if "setting" not in sel:
-        return labels
-    for ds, grp in sel.groupby("dataset"):
-        settings = grp["setting"].unique()
-        if len(settings) < 2:
+    per_draw = [main_selection(selections)]
+    optional = {str(p) for p in optional}
+    known = {Path(p).resolve(): idx for p, idx in indexes}
+    ref_cells = published.read_table(reference_table) if reference_table else None
+    read, skipped = [], {}
+    for i, path in enumerate(inputs):  # read: a table's cells, a sweep's selections and the runs they are of
+        try:
+            start = time.perf_counter()
+            if table[str(path)]:
+                read.append((i, path, published.read_table(path, trials=trials)))
+            else:
+                index = known.get(Path(path).resolve())
+                picks = select_for_tables(path, methods, per_draw=per_draw,
+                                          indexes=None if index is None else [(Path(path), index)])
+                if not picks.rows:
+                    raise ConfigError(f"{path}: no finished runs with records (expected a job store or a DomainBed "
+                                     "sweep dir)")
+                # a verdict is about the runs that were read: the folders read and left out, as collect prints
+                # them, and the runs made under other versions, devices, precisions
+                read.append((i, path, (picks, summary_line(picks.selections[selections[0]]),
+                                       provenance_differences(picks.indexes))))
+            log.info("audit %s: read and selected in %.1f s", path, time.perf_counter() - start)
+        except ValueError as e:
+            if str(path) not in optional:
+                raise
+            skipped[i] = f"{path}: not audited ({e})"
+    loaded = []
+    for i, path, got in read:  # summarise and check
+        try:
+            if table[str(path)]:  # the audited selections' cells
+                have = list(dict.fromkeys(got["selection"]))
+                keep = got[got["selection"].isin(selections)]
+                if keep.empty or (explicit and set(selections) - set(have)):
+                    raise ConfigError(f"{path}: no cells for selection {sorted(set(selections) - set(have))}; "
+                                     f"the table has {have}")
+                sweep_cells.check_baseline(keep, baseline, str(path))
+                inp = AuditInput(str(path), "table", keep)
+            else:
+                picks, read_line, provenance = got
+                tr = sweep_cells.sweep_trials(None, selections, picks.selections)
+                if tr.empty:
+                    raise ConfigError(f"{path}: no selected results for {list(selections)} (too few runs, or "
+                                     "leave-one-out without its helper runs)")
+                cells = sweep_cells.cells_from_trials(tr)
+                sweep_cells.check_baseline(cells, baseline, str(path))
+                notes = [*([read_line] if read_line else []),
+                         *(f"{k}: {v}" for k, v in tr.attrs.get("incomplete", {}).items()), *provenance]
+                inp = AuditInput(str(path), "sweep", cells, tr, notes, picks.selections, picks.draws, Path(path),
+                                 StoreKeys(list(picks.indexes[0][1].keys)),
+                                 sweep_cells.pairs_from_trials(tr, baseline))
+        except ValueError as e:
+            if str(path) not in optional:
+                raise
+            skipped[i] = f"{path}: not audited ({e})"
             continue
-        parsed = {st: (json.loads(st) if st else {}) for st in settings}
-        keys = sorted(k for k in set().union(*parsed.values())
-                      if len({json.dumps(p.get(k), sort_keys=True) for p in parsed.values()}) > 1)
-        text = {st: f"{ds} ({'; '.join(f'{k}={json.dumps(p.get(k), sort_keys=True)}' for k in keys)})"
-                for st, p in parsed.items()}
-        mask = sel["dataset"] == ds
-        labels[mask] = sel.loc[mask, "setting"].map(text)
-    return labels
-
-
-def sweep_trials(df: pd.DataFrame | None, selections: Sequence[str],
-                 selected: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Per (selection, dataset, algorithm, trial seed): the mean over the test environments of the selected test
-    accuracy, in points (DomainBed's Avg per trial). ``attrs["incomplete"]``: dropped trials per selection.
-    ``selected``: ``{method: select(df, method)}`` already made (the others are selected here; ``df`` may be None
-    when every method is given)."""
-    out, incomplete = [], {}
-    for method in selections:
-        sel = selected[method] if selected and method in selected else select(df, method)
-        if sel.empty:
-            continue
-        k = sel["test_domains"].str.count(",") + 1
-        sel = sel[k == k.groupby(sel["dataset"]).transform("min")]  # single-test-domain runs (collect's auto)
-        sel = sel.assign(dataset=_dataset_labels(sel))
-        n_train = sel["train_domains"].astype(str).str.split(",").str.len()
-        several = n_train.groupby(sel["dataset"]).transform("nunique") > 1
-        if several.any():  # e.g. a Domain+ study: runs with 1, 2, 3 training domains are different experiments
-            sel.loc[several, "dataset"] = (sel.loc[several, "dataset"] + " [" + n_train[several].astype(str)
-                                           + " training domains]")
-        dup = sel.duplicated(["dataset", "algorithm", "trial_seed", "domain"])
-        if dup.any():
-            incomplete[f"{method} (averaged)"] = (f"{int(dup.sum())} selected results share a (dataset, algorithm, "
-                                                  "trial, test environment) with another training-domain set; "
-                                                  "their mean is used")
-        n_dom = sel.groupby("dataset")["domain"].nunique()
-        per = sel.groupby(["dataset", "algorithm", "trial_seed"]).agg(acc=("acc", "mean"), k=("domain", "nunique"))
-        per = per.reset_index()
-        full = per["k"] == per["dataset"].map(n_dom)
-        if (~full).any():
-            incomplete[method] = (f"{int((~full).sum())} (dataset, algorithm, trial) without every test environment "
-                                  "left out")
-        per = per[full]
-        out.append(per.assign(board="", selection=method, acc=100 * per["acc"])[TRIAL_COLUMNS])
-    trials = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=TRIAL_COLUMNS)
-    trials.attrs["incomplete"] = incomplete
-    return trials
-
-
-def cells_from_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Cells (mean, SE with the sample SD, n) of per-trial dataset averages; unrounded (resolution 0)."""
-    g = trials.groupby(["board", "selection", "dataset", "algorithm"], sort=False)["acc"]
-    cells = g.agg(mean="mean", sd=lambda a: a.std(ddof=1), n="count").reset_index()
-    cells["se"] = standard_error_from_sd(cells["sd"], cells["n"])
-    cells = cells.assign(env="", se_ddof=1, mean_res=0.0, se_res=0.0, source="sweep")
-    return cells[published.CELL_COLUMNS].reset_index(drop=True)
-
-
-def check_baseline(cells: pd.DataFrame, baseline: str, where: str) -> None:
-    """Raise naming ``where`` when ``baseline`` is not an algorithm of ``cells`` (with a close match)."""
-    algs = sorted(map(str, cells["algorithm"].unique()))
-    if baseline not in algs:
-        close = [a for a in algs if a.lower() == baseline.lower()] or difflib.get_close_matches(baseline, algs, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"{where}: baseline {baseline!r} is not among its algorithms {algs}{hint}")
+        loaded.append(inp)
+    return selections, loaded, [skipped[i] for i in sorted(skipped)], ref_cells

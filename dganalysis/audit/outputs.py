@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io as _io
+import json
 import textwrap
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -354,18 +355,20 @@ _JOB_FIELDS = ("dataset", "algorithm", "train_domains", "test_domains", "val_dom
                "steps", "checkpoint_freq", "holdout_fraction", "dataset_kwargs")
 
 
-def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
-    """Write :func:`dganalysis.audit.sweep_analyses.selected_hparams` records as a JSON file ``dganalysis sweep --config FILE`` re-runs: a top-level
-    ``jobs`` list, each job the selected run (same split, trial and hparams_seed) with its hyperparameters fixed
-    through ``hparams_overrides``, and ``selected`` keeping the records themselves (step, job_id, selection).
-    A re-run with the same code reproduces the selected run; ``--steps`` shortens every job."""
+def selected_hparams_config(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`dganalysis.audit.sweep_analyses.selected_hparams` records as the configuration ``dganalysis sweep --config
+    FILE`` re-runs: a top-level ``jobs`` list, each job the selected run (same split, trial and hparams_seed) with its
+    hyperparameters fixed through ``hparams_overrides``, and ``selected`` keeping the records themselves (step,
+    job_id, selection). A re-run with the same code reproduces the selected run; ``--steps`` shortens every job.
+    :func:`write_outputs` writes it beside the page (``<stem>.<input>.selected_hparams.json``)."""
     if isinstance(records, Mapping) or not all(isinstance(r, Mapping) for r in records):
-        raise ConfigError("write_selected_hparams: expected a list of records from selected_hparams()")
+        raise ConfigError("selected_hparams_config: expected a list of records from selected_hparams()")
     jobs = []
     for i, r in enumerate(records):
         missing = [k for k in ("dataset", "algorithm", "train_domains", "test_domains", "hparams") if k not in r]
         if missing:
-            raise ConfigError(f"write_selected_hparams: record {i} lacks {missing}; expected selected_hparams() output")
+            raise ConfigError(f"selected_hparams_config: record {i} lacks {missing}; expected selected_hparams() "
+                              "output")
         job = {k: r[k] for k in _JOB_FIELDS if k in r}
         hparams = dict(r["hparams"])
         if "steps" in hparams:  # our engine records the job's steps among the hparams; it is a job field
@@ -373,53 +376,54 @@ def write_selected_hparams(records: Sequence[Mapping[str, Any]], path: str | Pat
             hparams.pop("steps", None)
         job["hparams_overrides"] = hparams
         jobs.append(job)
-    return io.write_json(path, {"jobs": jobs, "selected": [dict(r) for r in records]})
+    return {"jobs": jobs, "selected": [dict(r) for r in records]}
 
 
 def write_outputs(result: AuditResult, html_path: str | Path | None = None, json_path: str | Path | None = None,
                   output_dir: str | Path | None = None) -> list[Path]:
     """Write the HTML page (with ``<stem>.claims.csv`` and ``<stem>.claims.tex`` beside it), the JSON, and — with
-    ``output_dir`` — every figure and table in the notebooks' layout (``figures/``, ``tables/``). Matplotlib is
-    imported only where a figure is drawn (the HTML page, ``output_dir``)."""
-    written: list[Path] = []
+    ``output_dir`` — every figure and table in the notebooks' layout (``figures/``, ``tables/``); the paths written,
+    in that order. Everything is made first (figures, page, tables, JSON), then written. Matplotlib is imported only
+    where a figure is drawn (the HTML page, ``output_dir``)."""
     frames = [a.claims.assign(input=a.input.name) for a in result.audits]
     all_claims = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if json_path:
-        import json
+    texts: dict[Path, str] = {}  # the page and the claims beside it
+    configs: dict[Path, dict[str, Any]] = {}  # the selected hparams' re-run files
+    figure_files: list[Path] = []
+    table_files: list[Path] = []
+    if html_path or output_dir:
+        import matplotlib.pyplot as plt
 
-        written.append(io.write_text(json_path, json.dumps(to_json(result), indent=1, allow_nan=False) + "\n"))
-    if not (html_path or output_dir):
-        return written
-    import matplotlib.pyplot as plt
+        from dganalysis import plots
 
-    from dganalysis import plots
-
-    figs = figures(result)
-    saved: dict[str, Path] = {}
-    try:
-        if output_dir:  # first, so that the page embeds these renders scaled down instead of drawing each again
-            for name, fig in figs.items():
-                paths = plots.save_figure(fig, name, output_dir)
-                written += paths
-                saved[name] = next(p for p in paths if p.suffix == ".png")
-        if html_path:
-            html_path = Path(html_path)
-            written.append(io.write_text(html_path, html_page(result, figs, saved)))
-            written.append(io.write_text(html_path.with_suffix(".claims.csv"), all_claims.to_csv(index=False)))
-            written.append(io.write_text(html_path.with_suffix(".claims.tex"), claims_latex(result)))
-            for a in result.audits:
-                hp = a.sweep.get("selected_hparams")
-                if hp:
-                    stem = _slug(Path(a.input.name).name)
-                    target = html_path.with_name(f"{html_path.stem}.{stem}.selected_hparams.json")
-                    write_selected_hparams(hp, target)
-                    written.append(target)
-        if output_dir:
-            written += plots.save_table(all_claims, "08_audit_claims", output_dir, caption="Audit claims")
-            aggs = pd.concat([a.aggregate.assign(input=a.input.name) for a in result.audits], ignore_index=True)
-            written += plots.save_table(aggs, "08_audit_aggregate", output_dir, caption="Across datasets",
-                                        float_format="%.3f")
-    finally:
-        for fig in figs.values():
-            plt.close(fig)
-    return written
+        figs = figures(result)
+        saved: dict[str, Path] = {}
+        try:
+            if output_dir:  # first, so that the page embeds these renders scaled down instead of drawing each again
+                for name, fig in figs.items():
+                    paths = plots.save_figure(fig, name, output_dir)
+                    figure_files += paths
+                    saved[name] = next(p for p in paths if p.suffix == ".png")
+                aggs = pd.concat([a.aggregate.assign(input=a.input.name) for a in result.audits], ignore_index=True)
+                table_files += plots.save_table(all_claims, "08_audit_claims", output_dir, caption="Audit claims")
+                table_files += plots.save_table(aggs, "08_audit_aggregate", output_dir, caption="Across datasets",
+                                                float_format="%.3f")
+            if html_path:
+                html_path = Path(html_path)
+                texts[html_path] = html_page(result, figs, saved)
+                texts[html_path.with_suffix(".claims.csv")] = all_claims.to_csv(index=False)
+                texts[html_path.with_suffix(".claims.tex")] = claims_latex(result)
+                for a in result.audits:
+                    hp = a.sweep.get("selected_hparams")
+                    if hp:
+                        name = f"{html_path.stem}.{_slug(Path(a.input.name).name)}.selected_hparams.json"
+                        configs[html_path.with_name(name)] = selected_hparams_config(hp)
+        finally:
+            for fig in figs.values():
+                plt.close(fig)
+    contract = json.dumps(to_json(result), indent=1, allow_nan=False) + "\n" if json_path else None
+    written = [io.write_text(json_path, contract)] if json_path else []
+    written += figure_files
+    written += [io.write_text(path, text) for path, text in texts.items()]
+    written += [io.write_json(path, config) for path, config in configs.items()]
+    return written + table_files

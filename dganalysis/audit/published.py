@@ -48,6 +48,7 @@ SHIPPED_TABLES = {
     "yu2024_table5": DATA_DIR / "yu2024_table5.csv",
 }
 TABLE_SUFFIXES = (".tex", ".csv")
+SHIPPED_PREFIX = "shipped:"  #: an input ``shipped:<name>`` is the shipped table ``name``
 #: DomainBed's section titles (``SelectionMethod.name``) → our selection keys
 _DOMAINBED_NAMES = {name: key for key, name in METHODS.items()}
 _SUBSECTION = re.compile(r"\\subsection\{Model selection:\s*(.+?)\}\s*$")
@@ -68,14 +69,9 @@ def shipped(name: str) -> Path:
 def resolve_table(path: str | Path) -> Path:
     """``path`` itself, or the shipped table it names (``shipped:domainbed``, ``shipped:yu2024_table5``)."""
     text = str(path)
-    if text.startswith("shipped:"):
+    if text.startswith(SHIPPED_PREFIX):
         return shipped(text.split(":", 1)[1])
     return Path(path)
-
-
-def is_table(path: str | Path) -> bool:
-    """Whether ``path`` is read as a published table (``.tex``/``.csv`` file, or ``shipped:<name>``)."""
-    return str(path).startswith("shipped:") or Path(path).suffix.lower() in TABLE_SUFFIXES
 
 
 def read_table(path: str | Path, trials: int | None = None) -> pd.DataFrame:

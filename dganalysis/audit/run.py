@@ -2,7 +2,11 @@
 reproduction check, raw-sweep analyses) with its outcome in words (:mod:`dganalysis.audit.words`), built once here
 for the command line, the JSON contract (:mod:`dganalysis.audit.contract`) and the page to render.
 
-Every input is read and checked (file, columns, baseline, selections, reference) before any statistic is computed.
+One pipeline, one pass per stage: every input is read and checked (file, columns, baseline, selections, reference)
+before any statistic is computed (:func:`dganalysis.audit.inputs.read_inputs`); then each input is analysed — its
+claims and the reproduction check (:mod:`dganalysis.audit.claims`), the across-dataset analyses
+(:mod:`dganalysis.audit.aggregate`, :mod:`dganalysis.audit.ranks`), the raw-sweep analyses — and the outcome is put in
+words (:mod:`dganalysis.audit.words`); the outputs are written by :func:`dganalysis.audit.outputs.write_outputs`.
 Raw-sweep analyses (selection regret, ranking changes, expected best accuracy vs search budget, LODO vs LOGO, the
 selected hparams) come from :mod:`dganalysis.audit.sweep_analyses` when it is installed; where it is not, the audit says so
 and does everything else.
@@ -22,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from dganalysis import provenance
-from dganalysis.audit import aggregate, claims, reference, words
+from dganalysis.audit import aggregate, claims, ranks, words
 from dganalysis.audit.inputs import AuditInput, read_inputs
 from dganalysis.audit.words import InputWords
 from dganalysis.validation import ConfigError
@@ -130,19 +134,21 @@ def run_audit(inputs: Sequence[str | Path], baseline: str = "ERM", selection: st
                                                          optional, indexes)
     audits = []
     for inp in loaded:
-        with _stage(inp.name, "claims and across-dataset tests"):
+        with _stage(inp.name, "claims"):
             cl = claims.claims(inp.cells, baseline, alpha=alpha, rope=rope, confidence=confidence, family=family,
-                               trials=inp.trials if paired else None)
+                               pairs=inp.pairs if paired else None)
+            ref, notes = None, []
+            if ref_cells is not None:
+                try:
+                    ref = claims.compare_with_reference(inp.cells, ref_cells, alpha=alpha, rope=rope,
+                                                        confidence=confidence)
+                except ValueError as e:
+                    notes.append(f"reference {reference_table}: {e}")
+        with _stage(inp.name, "across-dataset tests"):
             agg = aggregate.per_algorithm(inp.cells, inp.trials, baseline, rope=rope, confidence=confidence,
                                           reps=reps, seed=seed)
-            audit = InputAudit(inp, cl, agg, aggregate.wilcoxon_pairs(inp.cells, alpha=alpha),
-                               aggregate.friedman_tests(inp.cells, alpha=alpha))
-        if ref_cells is not None:
-            try:
-                audit.reference = reference.compare_with_reference(inp.cells, ref_cells, alpha=alpha, rope=rope,
-                                                                   confidence=confidence)
-            except ValueError as e:
-                audit.notes.append(f"reference {reference_table}: {e}")
+            audit = InputAudit(inp, cl, agg, ranks.wilcoxon_pairs(inp.cells, alpha=alpha),
+                               ranks.friedman_tests(inp.cells, alpha=alpha), ref, notes=notes)
         if inp.kind == "sweep" and sweep_analyses:
             from dganalysis.audit import sweep_analyses as sw
 

@@ -404,13 +404,13 @@ def _names(joined: str) -> list[str]:
 
 
 def analyse_input(inp: AuditInput, selections: list[str], confidence: float) -> tuple[dict, list[str]]:
-    """This module's analyses of a sweep input (:func:`dganalysis.audit.inputs.load_input`) on its audited
+    """This module's analyses of a sweep input (:func:`dganalysis.audit.inputs.read_inputs`) on its audited
     ``selections``, in one sequence; an analysis the sweep cannot give (e.g. one hparams draw, no pair runs) is left
     out with a note saying why."""
     out: dict[str, Any] = {}
     notes: list[str] = []
     main_sel = main_selection(selections)
-    have = inp.selected  # the audited methods, the oracle and training-domain validation (load_input)
+    have = inp.selected  # the audited methods, the oracle and training-domain validation (read_inputs)
     picks = {m: have[m] for m in selections}
     # ranking_changes compares a single method with the oracle (the oracle alone with training-domain validation)
     other = "training_domain" if "oracle" in picks else "oracle"

@@ -80,7 +80,7 @@ def verdict_sentence(row: pd.Series, alpha: float, rope: float) -> str:
 
 
 def wilcoxon_summary(wil: pd.DataFrame, alpha: float) -> str:
-    """One family's Wilcoxon outcome in a sentence (:func:`dganalysis.audit.aggregate.wilcoxon_pairs`' rows of one
+    """One family's Wilcoxon outcome in a sentence (:func:`dganalysis.audit.ranks.wilcoxon_pairs`' rows of one
     board and selection): how many pairs Holm decides at ``alpha``, and, when none can be, why — with n datasets no
     sign pattern gives a two-sided p below 2/2^n (the exact test's smallest; the normal approximation's is larger), so
     when that exceeds Holm's first threshold α/m over m pairs the test cannot decide any pair, whatever the data."""
@@ -140,7 +140,7 @@ def _family_notes(board: str, sel: str, part: pd.DataFrame) -> dict[str, Any]:
 def input_words(name: str, kind: str, cl: pd.DataFrame, wilcoxon: pd.DataFrame, alpha: float,
                 rope: float) -> InputWords:
     """The words of one input's audit: its claims ``cl`` (:func:`dganalysis.audit.claims.claims`) and Wilcoxon
-    pairs (:func:`dganalysis.audit.aggregate.wilcoxon_pairs`) at level ``alpha`` and ROPE ``rope``."""
+    pairs (:func:`dganalysis.audit.ranks.wilcoxon_pairs`) at level ``alpha`` and ROPE ``rope``."""
     families = {}
     for (board, sel), part in cl.groupby(["board", "selection"], sort=False):
         wil = wilcoxon[(wilcoxon["board"] == board) & (wilcoxon["selection"] == sel)]

@@ -269,8 +269,8 @@ JOB_LIST_OVERRIDES = ("steps", "checkpoint_freq", "save_model")
 
 def _listed_jobs(path: Path, cfg: dict, data_dir: str | Path | None, overrides: dict[str, Any]) -> list[Job]:
     """Jobs listed one by one (``{"jobs": [{dataset, algorithm, train_domains, test_domains, ...}, ...]}``, e.g. the
-    selected hyperparameters written by :func:`dganalysis.audit.outputs.write_selected_hparams`), each checked as a
-    grid's jobs are (domain names, hyperparameters)."""
+    selected hyperparameters of :func:`dganalysis.audit.outputs.selected_hparams_config`), each checked as a grid's
+    jobs are (domain names, hyperparameters)."""
     import dataclasses
 
     from dganalysis.validation import ConfigError

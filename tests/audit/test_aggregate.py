@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dganalysis.audit import aggregate, coverage, words
-from dganalysis.audit.aggregate import wilcoxon_pairs
+from dganalysis.audit import aggregate, coverage, ranks, words
+from dganalysis.audit.ranks import wilcoxon_pairs
 from dganalysis.stats.intervals import trimmed_mean_t
 
 
@@ -25,7 +25,7 @@ def test_wilcoxon_pairs_is_the_pairwise_loop():
         a, b = means[:, int(row.a[1:])], means[:, int(row.b[1:])]
         want = 1.0 if (a == b).all() else stats.wilcoxon(a, b, zero_method="pratt").pvalue
         assert row.p == want and row.median_diff == np.median(a - b)
-    assert np.allclose(got["p_adj"], aggregate.holm(got["p"].to_numpy()))
+    assert np.allclose(got["p_adj"], ranks.holm(got["p"].to_numpy()))
 
 
 def _cells(means: np.ndarray) -> pd.DataFrame:

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from dganalysis import io
 from dganalysis.audit import coverage, sweep_analyses
-from dganalysis.audit.outputs import write_selected_hparams
+from dganalysis.audit.outputs import selected_hparams_config
 from dganalysis.audit.sweep_analyses import expected_max
 from dganalysis.records import load, selection
 
@@ -261,12 +262,11 @@ def test_selected_hparams_records_and_file(planted, tmp_path):
     assert {r["hparams_seed"] for r in single} == {0}  # validation prefers draw 0 everywhere
     r = single[0]
     assert r["hparams"] == {"lr": 1e-3, "batch_size": 32} and r["step"] == 10 and r["steps"] == 11
-    path = write_selected_hparams(recs, tmp_path / "picked.json")
-    data = json.loads(path.read_text())
+    data = selected_hparams_config(recs)
     i = recs.index(r)
     assert data["jobs"][i]["hparams_overrides"] == r["hparams"] and data["selected"][i]["job_id"] == r["job_id"]
     with pytest.raises(ValueError, match="lacks"):
-        write_selected_hparams([{"dataset": "x"}], tmp_path / "bad.json")
+        selected_hparams_config([{"dataset": "x"}])
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -284,7 +284,7 @@ def test_selected_hparams_rerun_end_to_end(tmp_path):
     df = load(tmp_path / "store", progress=False)
     recs = sweep_analyses.selected_hparams(df, "training_domain")
     assert len(recs) == 1 and recs[0]["steps"] == 2 and recs[0]["checkpoint_freq"] == 1
-    path = write_selected_hparams(recs, tmp_path / "picked.json")
+    path = io.write_json(tmp_path / "picked.json", selected_hparams_config(recs))
     code = cli_main(["sweep", "--config", str(path), "--store", str(tmp_path / "rerun"), "--no-progress",
                      "--import", "tests/_tiny.py"])
     assert code == 0

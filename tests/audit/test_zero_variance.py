@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from dganalysis.audit.claims import claims
-from dganalysis.audit.inputs import cells_from_trials
+from dganalysis.audit.sweep_cells import cells_from_trials, pairs_from_trials
 
 
 def _trials(rows):
@@ -23,7 +23,7 @@ def test_identical_trials_in_both_arms_are_not_decided():
     """Two arms of 3 identical trials each, Δ = 2 points (unpaired: the seeds differ): before, SE = 0 gave p = 0 and
     'better'; now no test, out of the family, and ``why`` names the arm and the SD that would decide it."""
     t = _trials(_seeds("D", "A", [72.0, 72.0, 72.0], [10, 11, 12]) + _seeds("D", "ERM", [70.0, 70.0, 70.0]))
-    cl = claims(cells_from_trials(t), "ERM", rope=0.0, trials=t).iloc[0]
+    cl = claims(cells_from_trials(t), "ERM", rope=0.0, pairs=pairs_from_trials(t, "ERM")).iloc[0]
     assert cl["verdict"] == "undecided" and not np.isfinite(cl["p"]) and cl["m"] == 0
     assert "zero variance" in cl["why"] and "A" in cl["why"] and "ERM" in cl["why"]
     assert "points" in cl["why"]  # the number that would change it
@@ -42,7 +42,7 @@ def test_identical_paired_differences_are_not_decided():
     """Shared seeds, per-seed differences all exactly 1 point: the paired t's SE is 0 (p = 0 before); undecided
     now, ``why`` says the differences have zero variance."""
     t = _trials(_seeds("D", "A", [71.0, 72.5, 70.2]) + _seeds("D", "ERM", [70.0, 71.5, 69.2]))
-    cl = claims(cells_from_trials(t), "ERM", rope=1.0, trials=t).iloc[0]
+    cl = claims(cells_from_trials(t), "ERM", rope=1.0, pairs=pairs_from_trials(t, "ERM")).iloc[0]
     assert cl["paired"] and cl["verdict"] == "undecided" and not np.isfinite(cl["p"])
     assert "zero variance" in cl["why"] and "differences" in cl["why"]
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dganalysis.audit.claims import Paired, Summaries, claims, decide
-from dganalysis.audit.inputs import cells_from_trials
+from dganalysis.audit.sweep_cells import cells_from_trials, pairs_from_trials
 from dganalysis.stats import pairing
 from dganalysis.stats.ttests import PAIRED, WELCH, compare
 
@@ -37,7 +37,7 @@ def test_audit_pairs_partly_shared_seeds_like_compare():
     a, b = [71.0, 73.4, 70.1, 69.0, 74.2], [70.2, 71.9, 69.6, 72.5, 70.8]
     sa, sb = [0, 1, 2, 10, 11], [0, 1, 2, 3, 4]
     t = _frame(a, b, sa, sb)
-    cl = claims(cells_from_trials(t), "ERM", rope=0.0, trials=t).iloc[0]
+    cl = claims(cells_from_trials(t), "ERM", rope=0.0, pairs=pairs_from_trials(t, "ERM")).iloc[0]
     c = compare(pd.Series(a, index=sa), pd.Series(b, index=sb))
     assert c.test == PAIRED and c.n_pairs == 3 and (c.dropped_a, c.dropped_b) == (2, 2)
     assert cl["paired"] and cl["test"].startswith("paired t")
@@ -46,7 +46,7 @@ def test_audit_pairs_partly_shared_seeds_like_compare():
     assert cl["verdict"] == "undecided" and "paired on the 3 trial seeds" in cl["why"] and "dropping 2" in cl["why"]
     # one shared seed: unpaired for both, nothing dropped
     t1 = _frame(a, b, [0, 5, 6, 7, 8], sb)
-    cl1 = claims(cells_from_trials(t1), "ERM", rope=0.0, trials=t1).iloc[0]
+    cl1 = claims(cells_from_trials(t1), "ERM", rope=0.0, pairs=pairs_from_trials(t1, "ERM")).iloc[0]
     assert not cl1["paired"] and cl1["n_paired"] == 0 and cl1["dropped"] == 0
     assert compare(pd.Series(a, index=[0, 5, 6, 7, 8]), pd.Series(b, index=sb)).test == WELCH
 
