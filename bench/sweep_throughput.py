@@ -29,8 +29,8 @@ Sides:
 Each of ours runs its sweep in a fresh Python process (imports and dataset build counted in every round, as
 DomainBed's per run), at the trainer's ``auto`` precision (bf16 autocast on CUDA and on AMX-bf16 CPUs, else fp32) or
 at the one a side names after a colon: ``--sides domainbed,alone,alone:fp32`` compares DomainBed's fp32 with ours in
-both. ``--rounds`` alternating rounds (the order of the sides reversed every other round); per side the precision its
-records say, the median runs/hour, the ratio to DomainBed's (else to the first side) and the share of the device's
+both; ``domainbed:2`` is DomainBed at 2 loader workers (``domainbed`` at ``--domainbed-workers``). ``--rounds`` alternating rounds (the order of the sides reversed every other round); per side the precision its
+records say, the median runs/hour, the ratio to the first DomainBed side's (else to the first side's) and the share of the device's
 peak at that precision: training FLOPs (forward + backward of one step, counted by ``FlopCounterMode`` on the slice's
 network and batch, × steps × runs; evaluation not counted) over the wall time, against
 :func:`bench._network_peak.cuda_peak` or :func:`bench._network_peak.cpu_peak` (the cores of this process's threads).
@@ -277,12 +277,14 @@ def device_peak(device: torch.device):
 
 
 def parse_side(side: str) -> tuple[str, str]:
-    """``alone`` → (``alone``, ``auto``); ``alone:fp32`` → (``alone``, ``fp32``): one of our sides at a precision."""
-    kind, _, precision = side.partition(":")
-    if kind not in ("domainbed", "alone", "packed", "batched") or precision not in ("", "auto", "fp32", "bf16") \
-            or (kind == "domainbed" and precision):
-        raise SystemExit(f"--sides: unknown side {side!r} (domainbed, or alone/packed/batched[:auto|fp32|bf16])")
-    return kind, precision or "auto"
+    """``alone`` → (``alone``, ``auto``); ``alone:fp32`` → (``alone``, ``fp32``): one of our sides at a precision;
+    ``domainbed:2`` → (``domainbed``, ``2``): DomainBed at 2 loader workers (``domainbed``: ``--domainbed-workers``)."""
+    kind, _, setting = side.partition(":")
+    ok = (setting.isdigit() or not setting) if kind == "domainbed" else \
+        kind in ("alone", "packed", "batched") and setting in ("", "auto", "fp32", "bf16")
+    if not ok:
+        raise SystemExit(f"--sides: unknown side {side!r} (domainbed[:WORKERS], or alone/packed/batched[:auto|fp32|bf16])")
+    return kind, setting or ("" if kind == "domainbed" else "auto")
 
 
 def load() -> str:
@@ -307,20 +309,21 @@ def bench_slice(name: str, jobs, sides: list[str], a, tmp: Path, data_root: Path
     precisions = {}
     for r in range(a.rounds):
         for side in (active if r % 2 == 0 else active[::-1]):
-            kind, precision = parse_side(side)
+            kind, setting = parse_side(side)
             where = tmp / f"{name}_{side.replace(':', '_')}_{r}"
             if kind == "domainbed":
-                walls[side].append(run_domainbed(jobs, data_root, where, a.domainbed_workers, src))
+                workers = int(setting or a.domainbed_workers)
+                walls[side].append(run_domainbed(jobs, data_root, where, workers, src))
                 precisions[side] = "fp32"  # DomainBed trains without autocast
             else:
-                walls[side].append(run_ours(kind, precision, jobs, where, a.batch, cuda))
+                walls[side].append(run_ours(kind, setting, jobs, where, a.batch, cuda))
                 precisions[side] = stored_precision(where)
             print(f"  round {r}: {side:12s} {walls[side][-1]:8.1f} s", flush=True)
     print(f"  {load()} at the end")
     flops = train_flops(jobs[0], device) * jobs[0].steps * len(jobs)
     peak = device_peak(device)
-    ref = next((s for s in walls if s == "domainbed"), next(iter(walls), None))
-    workers = f", DomainBed's N_WORKERS {a.domainbed_workers}" if "domainbed" in walls else ""
+    ref = next((s for s in walls if s.startswith("domainbed")), next(iter(walls), None))
+    workers = f", DomainBed's N_WORKERS {a.domainbed_workers} where not named" if "domainbed" in walls else ""
     print(f"\n  {name}: {len(jobs)} runs × {jobs[0].steps} steps (batch {job_batch(jobs[0])} per domain) on {device} "
           f"({cpu_or_gpu_kind(device)}{workers}); training {flops / 1e12:.3f} TFLOP (forward + backward, evaluation "
           f"not counted); peak: {peak.how}")

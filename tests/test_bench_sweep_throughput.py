@@ -40,6 +40,7 @@ def test_domainbed_commands_number_pacs_test_envs_as_domainbed_and_keep_our_hpar
 
 def test_sides_and_their_precisions():
     assert st.parse_side("alone") == ("alone", "auto") and st.parse_side("batched:fp32") == ("batched", "fp32")
+    assert st.parse_side("domainbed") == ("domainbed", "") and st.parse_side("domainbed:2") == ("domainbed", "2")
     for bad in ("domainbed:fp32", "alone:fp16", "solo"):
         with pytest.raises(SystemExit, match="unknown side"):
             st.parse_side(bad)
