@@ -28,6 +28,12 @@ minutes while each notebook keeps its paper datasets' kinds, networks and weight
 * the leakage study's FID images (``fid_n_samples``) :data:`FID_SAMPLES` per domain and of the reference, the least
   the notebook accepts (its default is 16): pytorch-fid's Inception resizes every image to 299 px, about 1 s each
   on the 2-core fp32 CI machine, and the sampling cap, the Inception and the Fréchet distance run the same with 2.
+* the leakage study's published weights (``published_weights``) those its findings compare (the first two) and the
+  first of each other featurizer (:func:`_smoke_weights`): that every published layout maps completely onto our
+  networks is proved file by file in ``tests/nets/test_published.py``, and a further weight of a kept featurizer
+  runs the same LP/FT and FID code (the MoCo-v3 ViT layout is trained by the leaderboards' ViT board);
+* the audit's selection methods (``08_audit``'s ``selections``) the notebook's default, one method: every further
+  method runs the same claims, figures and tables once more (each audit figure costs ~0.5 s in matplotlib).
 
 Variants (``variants:`` in a YAML, see :mod:`dganalysis.studies.runner`): every variant of every notebook is validated and
 shrunk the same way (so a variant that cannot be shrunk, or names a weight file with no fake stand-in, fails here),
@@ -154,6 +160,10 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         # 05: LODO holds out one domain, the first of the first kept group (NICO++: 1 split, not 6)
         out["lodo_domains"] = {n: [g[0][0]] for n, g in out["logo_groups"].items()
                                if g and all(isinstance(grp, list) and grp for grp in g)}
+    if isinstance(out.get("published_weights"), dict):
+        out["published_weights"] = _smoke_weights(out["published_weights"])
+    if "selections" in out and "selections" in defaults:
+        out["selections"] = defaults["selections"]
     if isinstance(out.get("fid_n_samples"), int):
         out["fid_n_samples"] = min(out["fid_n_samples"], FID_SAMPLES)
     if "batch_size" in out:
@@ -164,6 +174,19 @@ def smoke_params(name: str, params: Mapping[str, Any], defaults: Mapping[str, An
         if k in out:
             out[k] = 1
     return _shrink(out)
+
+
+def _smoke_weights(weights: Mapping[str, Any]) -> dict[str, Any]:
+    """The leakage study's ``published_weights`` for the smoke run: the first two (the weights its findings compare)
+    and, after them, the first of each featurizer not yet kept; order kept."""
+    feats = {w.get("featurizer") for w in list(weights.values())[:2] if isinstance(w, Mapping)}
+    out = dict(list(weights.items())[:2])
+    for label, w in list(weights.items())[2:]:
+        feat = w.get("featurizer") if isinstance(w, Mapping) else None
+        if feat not in feats:
+            feats.add(feat)
+            out[label] = w
+    return out
 
 
 def _smoke_board(spec: Mapping[str, Any], datasets: list[str]) -> dict[str, Any]:

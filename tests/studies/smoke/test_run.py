@@ -19,7 +19,11 @@ def test_smoke_params_keep_the_paper_path():
 
     p04 = load_params("paper", "04_leakage_oracle", ROOT)
     s04 = smoke_params("04_leakage_oracle", p04, notebook_defaults(ROOT / "notebooks" / "04_leakage_oracle.ipynb"))
-    assert s04["published_weights"] == p04["published_weights"]  # every published layout is loaded
+    # the two weights the findings compare, then one per other featurizer (tests/nets/test_published.py loads every layout)
+    assert list(s04["published_weights"]) == ["supervised ResNet-50", "MoCo-v2 ResNet-50", "supervised ResNet-18",
+                                              "supervised ViT-B/16"]
+    assert all(s04["published_weights"][k] == p04["published_weights"][k] for k in s04["published_weights"])
+    assert len(p04["published_weights"]) == 8
     assert s04["sweep"]["steps"] == SWEEP_STEPS == 1 and s04["oracle"]["n_trials"] == 2
     assert s04["sweep"]["dataset_kwargs"]["image_size"] == MAX_IMAGE
     assert s04["inception_weights"] == p04["inception_weights"] and s04["frozen_stages"] == []
@@ -33,6 +37,10 @@ def test_smoke_params_keep_the_paper_path():
     assert s05["leaderboards"]["no pretraining ResNet-50"]["datasets"] == ["NICO++"]
     groups = s05["logo_groups"]["NICO++"]
     assert len(groups) == 2 and s05["lodo_domains"]["NICO++"] == [groups[0][0]]  # two LOGO groups, one LODO split
+    p08 = load_params("paper", "08_audit", ROOT)
+    s08 = smoke_params("08_audit", p08, notebook_defaults(ROOT / "notebooks" / "08_audit.ipynb"))
+    assert p08["selections"] == "all" and s08["selections"] == "training_domain"  # the notebook's default: one method
+    assert s08["inputs"] == p08["inputs"]  # every input kind: a shipped table, a second one, the smoke's own store
     p06 = load_params("paper", "06_shift_estimation", ROOT)
     s06 = smoke_params("06_shift_estimation", p06, notebook_defaults(ROOT / "notebooks" / "06_shift_estimation.ipynb"))
     # the shift map keeps the entries whose fake inputs are large enough: MNIST, Camelyon17-WILDS, OoD-Bench's CelebA
