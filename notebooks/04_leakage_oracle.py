@@ -58,7 +58,7 @@ frozen_stages = []               # Fig. 1: extra FT runs with the first k stages
 # Table 4's oracle sweep (dganalysis.sweep.Sweep; a YAML may give some keys only; its algorithms: sweep's): its dataset may
 # differ from the pretraining part's; each split trains on one group and tests on the other; n_hparams draws per
 # training group; search_overrides change the search space (YAML specs; None: DomainBed's); n_trials trials (each
-# gives one leakage per K; the CI is over them); evaluated at step 0 and the last step
+# gives one leakage per K; the CI is over them); checkpoints every steps // 2
 oracle = {
     "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
     "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,

@@ -336,7 +336,7 @@ class LeakageOracleParams(NotebookParams):
     batch_size: int = 32
     lr: float = 3e-3
     frozen_stages: list = _default([])
-    #: Table 4's oracle sweep (search_overrides None: DomainBed's search space; evaluated at step 0 and the last step)
+    #: Table 4's oracle sweep (search_overrides None: DomainBed's search space; checkpoints every steps // 2)
     oracle: Sweep = sweep_field({
         "dataset": "RotatedDigits", "dataset_kwargs": {"image_size": 16},
         "splits": [{"train": ["0", "30", "45"], "test": ["15", "60", "75"]}], "n_hparams": 2,

@@ -162,9 +162,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     featurizer, on the splits of ``p.sweep`` (several let Tables 1 and 3 hold out each domain in turn). The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
-    evaluated at step 0 and the last step only (``checkpoint_freq = oracle.steps``, DomainBed's rule): both the oracle
-    and training-domain validation choose among each run's last checkpoint (:func:`dganalysis.protocols.oracle_k_trials.oracle_leakage`),
-    so a checkpoint between them would be evaluated and never read. The leakage is computed per trial.
+    checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
     ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.training.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
@@ -178,7 +176,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
         modes = ["LP", "FT"] + ([f"FT-freeze{k}" for k in p.frozen_stages] if path else [])
         jobs += make_leakage_jobs(p.sweep.replace(hparams_overrides=hp), {label: path}, modes)
     o = p.oracle
-    oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=o.steps,
+    oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=max(1, o.steps // 2),
                                          hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
                                {"none": None}, ["FT"])
     files = {"inception_weights": p.inception_weights} if p.inception_weights else {}
