@@ -74,8 +74,9 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     """Add ``pretraining`` (a name for the ``pretrained`` path; ``"none"`` for random init),
     ``linear_probe``, ``freeze_stages`` and ``mode`` columns, parsed from the ``hparams`` JSON column.
 
-    ``pretrained_names`` maps a display name to a checkpoint path (paths are compared resolved);
-    unnamed paths keep their file stem.
+    ``pretrained_names`` maps a display name to a checkpoint path (paths are compared resolved, then by file name
+    where that names one checkpoint: a store copied to another folder keeps the paths its jobs ran with, while
+    their job ids do not depend on the folder); unnamed paths keep their file stem.
     """
     check_frame(df, (), "df", func="annotate")
     if pretrained_names is not None:
@@ -83,6 +84,8 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     if "hparams" not in df.columns:
         raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.records.load returns")
     by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
+    files = [Path(p).name for p in by_path]
+    by_file = {Path(p).name: name for p, name in by_path.items() if files.count(Path(p).name) == 1}
     cache: dict[str, dict[str, Any]] = {}
 
     def parse(s: Any) -> dict[str, Any]:
@@ -90,7 +93,8 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
         if key not in cache:
             hp = json.loads(s) if isinstance(s, str) else dict(s)
             path = hp.get("pretrained")
-            name = "none" if not path else by_path.get(str(Path(path).resolve()), Path(path).stem)
+            name = "none" if not path else by_path.get(str(Path(path).resolve()),
+                                                        by_file.get(Path(path).name, Path(path).stem))
             cache[key] = {"pretraining": name, "linear_probe": bool(hp.get("linear_probe", False)),
                           "freeze_stages": int(hp.get("freeze_stages", 0) or 0), "mode": mode_of(hp)}
         return cache[key]

@@ -96,6 +96,16 @@ def test_annotate_and_modes(tmp_path):
         annotate(pd.DataFrame({"a": [1]}))
 
 
+def test_annotate_names_a_moved_store_s_checkpoints_by_file_name(tmp_path):
+    """A store copied elsewhere keeps the paths its jobs ran with: a unique file name still names the checkpoint;
+    a file name two checkpoints share does not."""
+    old, new = tmp_path / "old" / "sup-1.pt", tmp_path / "new" / "sup-1.pt"
+    df = pd.DataFrame({"hparams": [_hp(str(old), True), _hp(str(tmp_path / "old" / "x.pt"))]})
+    assert list(annotate(df, {"supervised": str(new)})["pretraining"]) == ["supervised", "x"]
+    twins = {"a": str(tmp_path / "a" / "sup-1.pt"), "b": str(new)}
+    assert list(annotate(df, twins)["pretraining"]) == ["sup-1", "x"]
+
+
 def _selected():
     # two settings × two seeds × two test domains, accuracies chosen by hand
     rows = []
