@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +27,9 @@ import torch
 
 from dganalysis.scripts import train as drop_in
 from dganalysis.training.exact import EXACT_DATASETS
-from tests.reference.test_domainbed_train_e2e import RUNNER, SLOW_REFERENCE, data_root  # noqa: F401
+from tests.reference._zygote import run_train
+from tests.reference.test_domainbed_train_e2e import SLOW_REFERENCE, data_root  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMON = ["--algorithm", "ERM", "--test_envs", "1", "--seed", "5", "--trial_seed", "2"]
 #: per dataset: its flags beyond COMMON (steps, checkpoints, hparams)
 FLAGS = {
@@ -71,15 +69,7 @@ def _records(path: Path) -> list[dict]:
 
 
 def _theirs(domainbed, argv: list[str], out: Path, workers: int | None, env: dict[str, str]) -> list[dict]:
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER if workers is None else RUNNER.replace(
-        "sys.argv = ", f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\nsys.argv = "))
-    env = {**os.environ, **env, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return _records(out / "results.jsonl")
+    return run_train(domainbed.root, argv, out, workers=workers, env=env)
 
 
 def _argv(request, dataset: str) -> tuple[list[str], dict[str, str]]:
@@ -187,16 +177,7 @@ def test_exact_records_equal_domainbeds_resnet50_augmix(domainbed, tmp_path, mon
     argv = ["--dataset", "Debug224", *COMMON, "--steps", "2", "--checkpoint_freq", "1", "--skip_model_save",
             "--hparams", json.dumps({"batch_size": 8})]
     env = {"TORCH_HOME": str(torch_home), "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
-    runner = tmp_path / "runner_db.py"
-    runner.write_text(RUNNER.replace("sys.argv = ", "import os\n" + _TIMM_CACHE
-                                     + "import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = 0\n"
-                                     + "sys.argv = "))
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(tmp_path / "db")],
-                          env={**os.environ, **env, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}",
-                               "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""},
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = _records(tmp_path / "db" / "results.jsonl")
+    theirs = run_train(domainbed.root, argv, tmp_path / "db", workers=0, prelude="import os\n" + _TIMM_CACHE, env=env)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert drop_in.main([*argv, "--output_dir", str(tmp_path / "ours"), "--threads", "1", "--n_workers", "0"]) == 0

@@ -6,7 +6,7 @@ downloading, then
 - builds DomainBed's ``RotatedMNIST`` / ``ColoredMNIST`` in this process after ``torch.manual_seed(seed)`` (as
   ``train.py`` does) and ours with ``run_seed=seed``: the same images in every environment, in the same order,
   equal tensors, and the global generator left at the same place (:func:`replay_draws`);
-- runs DomainBed's ``train.py`` in a subprocess (ERM, default hparams, ``--seed`` as DomainBed's sweep gives it)
+- runs DomainBed's ``train.py`` in its own process (ERM, default hparams, ``--seed`` as DomainBed's sweep gives it)
   and ours in ``domainbed_exact`` mode, with DomainBed's ``N_WORKERS`` patched to 0 (its default 8 starts 8
   worker processes for each of 17 loaders: ~90 s here, so that run is marked ``slow``; our mode models both): the same record keys, and the same numbers (steps and epochs exactly,
   losses and accuracies to 1e-6, all on a CPU in fp32 with one thread);
@@ -14,9 +14,9 @@ downloading, then
   in exact mode over seeds (a two-sample test, see its docstring; the
   default mode draws other minibatches and initial weights, see docs/domainbed.md).
 
-The subprocess starts from a small runner script: ``import dganalysis.compat`` first, because importing torchvision
-before the shim fails in this venv ("operator torchvision::nms does not exist"); it stubs DomainBed's optional
-imports (wilds, timm, gdown) as ``conftest.py`` does, then runs ``domainbed.scripts.train`` with ``runpy``.
+DomainBed's runs are forked from a pre-imported helper process (``_zygote.py``): ``import dganalysis.compat`` first,
+because importing torchvision before the shim fails in this venv ("operator torchvision::nms does not exist"); the
+optional imports (wilds, timm, gdown) stubbed as ``conftest.py`` does; then ``domainbed.scripts.train`` with ``runpy``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -38,21 +35,12 @@ from dganalysis.training.hparams import seed_hash
 from dganalysis.training.job import Job
 from dganalysis.training.train import run_job, run_job_exact, start_job_dir
 
-from ._harness import SCRIPT_PRELUDE
+from ._zygote import run_train
 from .conftest import import_with_stubs
 
-ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["0", "15", "30", "45", "60", "75"]
 STEPS, FREQ = 12, 5
 HPARAMS = {"batch_size": 8}  # DomainBed's --hparams: 5 x 8 images a step keeps one CPU thread at ~0.1 s a step
-
-RUNNER = SCRIPT_PRELUDE + textwrap.dedent('''
-    import torch
-    torch.set_num_threads(1)
-    sys.argv = ["train.py"] + sys.argv[1:]
-    runpy.run_module("domainbed.scripts.train", run_name="__main__")
-''')
-
 
 def _write_idx(path: Path, arr: np.ndarray) -> None:
     arr = np.asarray(arr)
@@ -97,17 +85,10 @@ def test_environments_hold_domainbeds_images(domainbed, data_root, seed):
 
 def _domainbed_records(domainbed, data_root: Path, out: Path, seed: int, workers: int | None,
                        dataset: str = "RotatedMNIST", algorithm: str = "ERM") -> list[dict]:
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER if workers is None else RUNNER.replace(
-        "sys.argv = ", f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\nsys.argv = "))
-    env = {**os.environ, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(runner), "--data_dir", str(data_root), "--dataset", dataset, "--algorithm",
-           algorithm, "--test_envs", "0", "--steps", str(STEPS), "--checkpoint_freq", str(FREQ), "--seed", str(seed),
-           "--output_dir", str(out), "--skip_model_save", "--hparams", json.dumps(HPARAMS)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    argv = ["--data_dir", str(data_root), "--dataset", dataset, "--algorithm", algorithm, "--test_envs", "0",
+            "--steps", str(STEPS), "--checkpoint_freq", str(FREQ), "--seed", str(seed), "--skip_model_save",
+            "--hparams", json.dumps(HPARAMS)]
+    return run_train(domainbed.root, argv, out, workers=workers, timeout=300)
 
 
 #: cases another test already proves (ColoredMNIST's exact records, RotatedMNIST's with 8 loader workers:

@@ -23,9 +23,6 @@ keeps its 6-example ``uda`` split above one batch (DomainBed's loader drops a pa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -34,8 +31,9 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.erm import ERM
 from dganalysis.scripts import train as drop_in
-from tests.reference.test_domainbed_exact_datasets import ROOT, _records, _theirs
-from tests.reference.test_domainbed_train_e2e import RUNNER, data_root  # noqa: F401
+from tests.reference._zygote import run_train
+from tests.reference.test_domainbed_exact_datasets import _records
+from tests.reference.test_domainbed_train_e2e import data_root  # noqa: F401
 
 DA = ["--task", "domain_adaptation", "--uda_holdout_fraction", "0.5"]
 #: id → (dataset, flags); every case adds ``--seed 5 --trial_seed 2 --skip_model_save``
@@ -131,19 +129,8 @@ def _compare(theirs: list[dict], ours: list[dict], case: str) -> None:
 def _domainbeds(domainbed, argv: list[str], out, workers: int | None) -> list[dict]:
     """DomainBed's records for ``argv``, its ``N_WORKERS`` patched to ``workers`` (None: its default); the probe
     injected when ``argv`` names it."""
-    if "_UDAProbe" not in argv:
-        return _theirs(domainbed, argv, out, workers, {})
-    patch = DOMAINBED_PROBE
-    if workers is not None:
-        patch += f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\n"
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER.replace("sys.argv = ", patch + "sys.argv = "))
-    env = {**os.environ, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return _records(out / "results.jsonl")
+    prelude = DOMAINBED_PROBE if "_UDAProbe" in argv else ""
+    return run_train(domainbed.root, argv, out, workers=workers, prelude=prelude)
 
 
 def _ours(tmp_path, argv: list[str], workers: int) -> list[dict]:
