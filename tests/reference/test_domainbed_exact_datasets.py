@@ -3,9 +3,22 @@
 For each of :data:`dganalysis.training.exact.EXACT_DATASETS` both programs run with the same flags (ERM, ``--test_envs 1``,
 ``--seed 5``, a few steps) on a CPU with one thread, DomainBed's ``N_WORKERS`` left at its default (8: worker
 processes for every loader, ``slow``) or patched to 0, ours with ``--n_workers`` saying the same. Checked: the same
-steps and epochs, and losses and accuracies equal to 1e-6. Two cases take minutes on a 2-core CPU and run only with
-``DGA_SLOW_REFERENCE=1`` (skipped, saying so, otherwise): Debug224 at 8 workers (the loader code the other three
-datasets' 8-worker cases run) and Debug224 with DomainBed's default ``resnet50_augmix`` network.
+steps and epochs, and losses and accuracies equal to 1e-6.
+
+Each case that runs by default proves a property no other default case does (DomainBed's data kinds: ``torch.randn``
+tensors (Debug28), the 224-px ResNet path (Debug224), the MNIST files (RotatedMNIST, ColoredMNIST, one loader code);
+each at 0 and at 8 loader workers):
+
+- ``Debug28-workers0``, ``Debug28-workers8``: the randn data at 0 and 8 workers.
+- ``Debug224-workers0``: the ResNet featurizer's draws and 224-px data.
+- ``ColoredMNIST-workers8``: ColoredMNIST's per-run partition and colouring, and the MNIST loaders at 8 workers.
+- MNIST at 0 workers through this drop-in: ``test_domainbed_scripts_train.py`` (RotatedMNIST, 12 steps), and through
+  a sweep's job ``test_domainbed_train_e2e.py``.
+
+With ``DGA_SLOW_REFERENCE=1`` (skipped, saying what proves them, otherwise) also: ``RotatedMNIST-workers0``,
+``RotatedMNIST-workers8``, ``ColoredMNIST-workers0`` (each a combination of the properties above), Debug224 at 8
+workers (minutes on a 2-core CPU; the loader code the other 8-worker cases run) and Debug224 with DomainBed's default
+``resnet50_augmix`` network.
 
 - Debug28: the flags of the issue that found the Debug datasets trained on other data (``--hparams_seed 1
   --trial_seed 2``, batch 10); DomainBed's data are ``torch.randn`` floats drawn after its seeding.
@@ -28,7 +41,7 @@ import torch
 from dganalysis.scripts import train as drop_in
 from dganalysis.training.exact import EXACT_DATASETS
 from tests.reference._zygote import run_train
-from tests.reference.test_domainbed_train_e2e import SLOW_REFERENCE, data_root  # noqa: F401
+from tests.reference.test_domainbed_train_e2e import SLOW_REFERENCE, data_root, repeat_of  # noqa: F401
 
 COMMON = ["--algorithm", "ERM", "--test_envs", "1", "--seed", "5", "--trial_seed", "2"]
 #: per dataset: its flags beyond COMMON (steps, checkpoints, hparams)
@@ -86,16 +99,28 @@ def test_every_exact_dataset_is_tested():
     assert set(FLAGS) == set(EXACT_DATASETS)
 
 
+#: dataset-workers cases whose every property another default case proves (see the module docstring)
+REPEATS = {
+    "RotatedMNIST-workers0": "MNIST at 0 workers through the drop-in: test_domainbed_scripts_train.py",
+    "RotatedMNIST-workers8": "the MNIST loaders at 8 workers: ColoredMNIST-workers8",
+    "ColoredMNIST-workers0": "ColoredMNIST's data: ColoredMNIST-workers8; MNIST at 0 workers: "
+                             "test_domainbed_scripts_train.py",
+}
+
+
 def _cases():
     """Every dataset with 0 loader workers and DomainBed's 8; Debug224 at 8 workers (about a minute of ResNet
-    passes through 8 worker processes per loader on a 2-core CPU, the same loader code as the other three) only with
-    DGA_SLOW_REFERENCE=1."""
+    passes through 8 worker processes per loader on a 2-core CPU, the same loader code as the other 8-worker cases)
+    and the :data:`REPEATS` only with DGA_SLOW_REFERENCE=1."""
     for dataset in EXACT_DATASETS:
         for workers, wid in ((None, "workers8"), (0, "workers0")):
+            case = f"{dataset}-{wid}"
             marks = [pytest.mark.slow] if workers is None else []
             if dataset == "Debug224" and workers is None:
                 marks.append(SLOW_REFERENCE)
-            yield pytest.param(dataset, workers, marks=marks, id=f"{dataset}-{wid}")
+            if case in REPEATS:
+                marks.append(repeat_of(REPEATS[case]))
+            yield pytest.param(dataset, workers, marks=marks, id=case)
 
 
 @pytest.mark.usefixtures("one_thread")
