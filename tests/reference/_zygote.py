@@ -18,6 +18,7 @@ Needs ``os.fork`` (Linux, macOS); elsewhere the runs are skipped, saying so.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -25,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -108,8 +110,9 @@ class ScriptRunner:
         self.root = Path(root)
         self._log = tempfile.NamedTemporaryFile(prefix="dga_zygote_", suffix=".log", delete=False)  # noqa: SIM115
         env = {**os.environ, "PYTHONPATH": f"{self.root}{os.pathsep}{ROOT}", **BASE_ENV}
+        self._buf = b""
         self._proc = subprocess.Popen([sys.executable, "-c", SCRIPT_PRELUDE + _SERVER], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=self._log, env=env, text=True, bufsize=1)
+                                      stdout=subprocess.PIPE, stderr=self._log, env=env)
         ready = self._read(300)
         if ready.get("ready") != 1:
             self.close()
@@ -117,30 +120,37 @@ class ScriptRunner:
                                " a thread pool would be copied into each run broken)")
 
     def _read(self, timeout: float) -> dict:
-        out = self._proc.stdout
-        if not select.select([out], [], [], timeout)[0]:
-            raise TimeoutError(f"no answer from the DomainBed helper in {timeout} s")
-        line = out.readline()
-        if not line:
-            raise RuntimeError(f"the DomainBed helper died: {Path(self._log.name).read_text()[-3000:]}")
+        """The helper's next reply (one JSON line), waiting at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(f"no answer from the DomainBed helper in {timeout} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"the DomainBed helper died: {Path(self._log.name).read_text()[-3000:]}")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
     def run(self, argv: Sequence[str], *, logs: Path, module: str = "domainbed.scripts.train", prelude: str = "",
             env: Mapping[str, str] | None = None, timeout: float = 600) -> tuple[int, str]:
         """Run ``module`` as ``__main__`` with ``sys.argv[1:] = argv`` in a forked child; its stdout and stderr
-        are written to ``logs.stdout`` / ``logs.stderr``. Returns the exit status and the last 3,000 characters of
+        are written to ``<logs>.stdout`` / ``<logs>.stderr``. Returns the exit status and the last 3,000 characters of
         stderr. The child is killed after ``timeout`` seconds (status -9)."""
-        stderr = logs.with_suffix(".stderr")
+        stderr = Path(f"{logs}.stderr")
         req = {"module": module, "argv0": module.rsplit(".", 1)[-1] + ".py", "argv": list(argv), "prelude": prelude,
                "env": {**os.environ, **BASE_ENV, **(env or {})}, "cwd": os.getcwd(),
-               "stdout": str(logs.with_suffix(".stdout")), "stderr": str(stderr)}
-        self._proc.stdin.write(json.dumps(req) + "\n")
+               "stdout": f"{logs}.stdout", "stderr": str(stderr)}
+        self._proc.stdin.write(json.dumps(req).encode() + b"\n")
         self._proc.stdin.flush()
         pid = self._read(60)["pid"]
         try:
             status = self._read(timeout)["status"]
         except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             status = self._read(60)["status"]
         return status, stderr.read_text()[-3000:] if stderr.exists() else ""
 
@@ -153,7 +163,8 @@ class ScriptRunner:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
         self._log.close()
-        os.unlink(self._log.name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._log.name)
 
 
 _RUNNERS: dict[Path, ScriptRunner] = {}
@@ -164,6 +175,8 @@ def script_runner(root: Path) -> ScriptRunner:
     if not hasattr(os, "fork"):
         pytest.skip("DomainBed's scripts run from a forked, pre-imported process: os.fork is not available here")
     root = Path(root)
+    if root in _RUNNERS and _RUNNERS[root]._proc.poll() is not None:
+        _RUNNERS.pop(root).close()
     if root not in _RUNNERS:
         _RUNNERS[root] = ScriptRunner(root)
         atexit.register(_RUNNERS[root].close)
