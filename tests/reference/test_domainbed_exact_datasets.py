@@ -3,9 +3,22 @@
 For each of :data:`dganalysis.training.exact.EXACT_DATASETS` both programs run with the same flags (ERM, ``--test_envs 1``,
 ``--seed 5``, a few steps) on a CPU with one thread, DomainBed's ``N_WORKERS`` left at its default (8: worker
 processes for every loader, ``slow``) or patched to 0, ours with ``--n_workers`` saying the same. Checked: the same
-steps and epochs, and losses and accuracies equal to 1e-6. Two cases take minutes on a 2-core CPU and run only with
-``DGA_SLOW_REFERENCE=1`` (skipped, saying so, otherwise): Debug224 at 8 workers (the loader code the other three
-datasets' 8-worker cases run) and Debug224 with DomainBed's default ``resnet50_augmix`` network.
+steps and epochs, and losses and accuracies equal to 1e-6.
+
+Each case that runs by default proves a property no other default case does (DomainBed's data kinds: ``torch.randn``
+tensors (Debug28), the 224-px ResNet path (Debug224), the MNIST files (RotatedMNIST, ColoredMNIST, one loader code);
+each at 0 and at 8 loader workers):
+
+- ``Debug28-workers0``, ``Debug28-workers8``: the randn data at 0 and 8 workers.
+- ``Debug224-workers0``: the ResNet featurizer's draws and 224-px data.
+- ``ColoredMNIST-workers8``: ColoredMNIST's per-run partition and colouring, and the MNIST loaders at 8 workers.
+- MNIST at 0 workers through this drop-in: ``test_domainbed_scripts_train.py`` (RotatedMNIST, 12 steps), and through
+  a sweep's job ``test_domainbed_train_e2e.py``.
+
+With ``DGA_SLOW_REFERENCE=1`` (skipped, saying what proves them, otherwise) also: ``RotatedMNIST-workers0``,
+``RotatedMNIST-workers8``, ``ColoredMNIST-workers0`` (each a combination of the properties above), Debug224 at 8
+workers (minutes on a 2-core CPU; the loader code the other 8-worker cases run) and Debug224 with DomainBed's default
+``resnet50_augmix`` network.
 
 - Debug28: the flags of the issue that found the Debug datasets trained on other data (``--hparams_seed 1
   --trial_seed 2``, batch 10); DomainBed's data are ``torch.randn`` floats drawn after its seeding.
@@ -20,8 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +40,9 @@ import torch
 
 from dganalysis.scripts import train as drop_in
 from dganalysis.training.exact import EXACT_DATASETS
-from tests.reference.test_domainbed_train_e2e import RUNNER, SLOW_REFERENCE, data_root  # noqa: F401
+from tests.reference._zygote import run_train
+from tests.reference.test_domainbed_train_e2e import SLOW_REFERENCE, data_root, repeat_of  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMON = ["--algorithm", "ERM", "--test_envs", "1", "--seed", "5", "--trial_seed", "2"]
 #: per dataset: its flags beyond COMMON (steps, checkpoints, hparams)
 FLAGS = {
@@ -71,15 +82,7 @@ def _records(path: Path) -> list[dict]:
 
 
 def _theirs(domainbed, argv: list[str], out: Path, workers: int | None, env: dict[str, str]) -> list[dict]:
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER if workers is None else RUNNER.replace(
-        "sys.argv = ", f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\nsys.argv = "))
-    env = {**os.environ, **env, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return _records(out / "results.jsonl")
+    return run_train(domainbed.root, argv, out, workers=workers, env=env)
 
 
 def _argv(request, dataset: str) -> tuple[list[str], dict[str, str]]:
@@ -96,16 +99,28 @@ def test_every_exact_dataset_is_tested():
     assert set(FLAGS) == set(EXACT_DATASETS)
 
 
+#: dataset-workers cases whose every property another default case proves (see the module docstring)
+REPEATS = {
+    "RotatedMNIST-workers0": "MNIST at 0 workers through the drop-in: test_domainbed_scripts_train.py",
+    "RotatedMNIST-workers8": "the MNIST loaders at 8 workers: ColoredMNIST-workers8",
+    "ColoredMNIST-workers0": "ColoredMNIST's data: ColoredMNIST-workers8; MNIST at 0 workers: "
+                             "test_domainbed_scripts_train.py",
+}
+
+
 def _cases():
     """Every dataset with 0 loader workers and DomainBed's 8; Debug224 at 8 workers (about a minute of ResNet
-    passes through 8 worker processes per loader on a 2-core CPU, the same loader code as the other three) only with
-    DGA_SLOW_REFERENCE=1."""
+    passes through 8 worker processes per loader on a 2-core CPU, the same loader code as the other 8-worker cases)
+    and the :data:`REPEATS` only with DGA_SLOW_REFERENCE=1."""
     for dataset in EXACT_DATASETS:
         for workers, wid in ((None, "workers8"), (0, "workers0")):
+            case = f"{dataset}-{wid}"
             marks = [pytest.mark.slow] if workers is None else []
             if dataset == "Debug224" and workers is None:
                 marks.append(SLOW_REFERENCE)
-            yield pytest.param(dataset, workers, marks=marks, id=f"{dataset}-{wid}")
+            if case in REPEATS:
+                marks.append(repeat_of(REPEATS[case]))
+            yield pytest.param(dataset, workers, marks=marks, id=case)
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -187,16 +202,7 @@ def test_exact_records_equal_domainbeds_resnet50_augmix(domainbed, tmp_path, mon
     argv = ["--dataset", "Debug224", *COMMON, "--steps", "2", "--checkpoint_freq", "1", "--skip_model_save",
             "--hparams", json.dumps({"batch_size": 8})]
     env = {"TORCH_HOME": str(torch_home), "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
-    runner = tmp_path / "runner_db.py"
-    runner.write_text(RUNNER.replace("sys.argv = ", "import os\n" + _TIMM_CACHE
-                                     + "import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = 0\n"
-                                     + "sys.argv = "))
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(tmp_path / "db")],
-                          env={**os.environ, **env, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}",
-                               "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""},
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = _records(tmp_path / "db" / "results.jsonl")
+    theirs = run_train(domainbed.root, argv, tmp_path / "db", workers=0, prelude="import os\n" + _TIMM_CACHE, env=env)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert drop_in.main([*argv, "--output_dir", str(tmp_path / "ours"), "--threads", "1", "--n_workers", "0"]) == 0

@@ -6,17 +6,22 @@ downloading, then
 - builds DomainBed's ``RotatedMNIST`` / ``ColoredMNIST`` in this process after ``torch.manual_seed(seed)`` (as
   ``train.py`` does) and ours with ``run_seed=seed``: the same images in every environment, in the same order,
   equal tensors, and the global generator left at the same place (:func:`replay_draws`);
-- runs DomainBed's ``train.py`` in a subprocess (ERM, default hparams, ``--seed`` as DomainBed's sweep gives it)
-  and ours in ``domainbed_exact`` mode, with DomainBed's ``N_WORKERS`` patched to 0 (its default 8 starts 8
-  worker processes for each of 17 loaders: ~90 s here, so that run is marked ``slow``; our mode models both): the same record keys, and the same numbers (steps and epochs exactly,
-  losses and accuracies to 1e-6, all on a CPU in fp32 with one thread);
+- runs DomainBed's ``train.py`` in its own process (ERM, default hparams, ``--seed`` as DomainBed's sweep gives it)
+  and ours in ``domainbed_exact`` mode through a sweep's job (:func:`run_job_exact`), with DomainBed's
+  ``N_WORKERS`` patched to 0: the same record keys, and the same numbers (steps and epochs exactly, losses and
+  accuracies to 1e-6, all on a CPU in fp32 with one thread);
+- the same for CORAL, whose penalty over RotatedMNIST's 5 training domains must be summed in DomainBed's order;
 - runs ours in the default mode: same steps, epochs, keys and hparams, and the mean in-split accuracy distributed as
   in exact mode over seeds (a two-sample test, see its docstring; the
   default mode draws other minibatches and initial weights, see docs/domainbed.md).
 
-The subprocess starts from a small runner script: ``import dganalysis.compat`` first, because importing torchvision
-before the shim fails in this venv ("operator torchvision::nms does not exist"); it stubs DomainBed's optional
-imports (wilds, timm, gdown) as ``conftest.py`` does, then runs ``domainbed.scripts.train`` with ``runpy``.
+With ``DGA_SLOW_REFERENCE=1`` (skipped, saying what proves them, otherwise) also RotatedMNIST at DomainBed's 8 loader
+workers and ColoredMNIST's exact records, both proven by ``test_domainbed_exact_datasets.py``'s
+``ColoredMNIST-workers8`` (ColoredMNIST's data, and the MNIST loaders at 8 workers).
+
+DomainBed's runs are forked from a pre-imported helper process (``_zygote.py``): ``import dganalysis.compat`` first,
+because importing torchvision before the shim fails in this venv ("operator torchvision::nms does not exist"); the
+optional imports (wilds, timm, gdown) stubbed as ``conftest.py`` does; then ``domainbed.scripts.train`` with ``runpy``.
 """
 
 from __future__ import annotations
@@ -24,9 +29,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -38,21 +40,12 @@ from dganalysis.training.hparams import seed_hash
 from dganalysis.training.job import Job
 from dganalysis.training.train import run_job, run_job_exact, start_job_dir
 
-from ._harness import SCRIPT_PRELUDE
+from ._zygote import run_train
 from .conftest import import_with_stubs
 
-ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["0", "15", "30", "45", "60", "75"]
 STEPS, FREQ = 12, 5
 HPARAMS = {"batch_size": 8}  # DomainBed's --hparams: 5 x 8 images a step keeps one CPU thread at ~0.1 s a step
-
-RUNNER = SCRIPT_PRELUDE + textwrap.dedent('''
-    import torch
-    torch.set_num_threads(1)
-    sys.argv = ["train.py"] + sys.argv[1:]
-    runpy.run_module("domainbed.scripts.train", run_name="__main__")
-''')
-
 
 def _write_idx(path: Path, arr: np.ndarray) -> None:
     arr = np.asarray(arr)
@@ -97,25 +90,23 @@ def test_environments_hold_domainbeds_images(domainbed, data_root, seed):
 
 def _domainbed_records(domainbed, data_root: Path, out: Path, seed: int, workers: int | None,
                        dataset: str = "RotatedMNIST", algorithm: str = "ERM") -> list[dict]:
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER if workers is None else RUNNER.replace(
-        "sys.argv = ", f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\nsys.argv = "))
-    env = {**os.environ, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(runner), "--data_dir", str(data_root), "--dataset", dataset, "--algorithm",
-           algorithm, "--test_envs", "0", "--steps", str(STEPS), "--checkpoint_freq", str(FREQ), "--seed", str(seed),
-           "--output_dir", str(out), "--skip_model_save", "--hparams", json.dumps(HPARAMS)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    argv = ["--data_dir", str(data_root), "--dataset", dataset, "--algorithm", algorithm, "--test_envs", "0",
+            "--steps", str(STEPS), "--checkpoint_freq", str(FREQ), "--seed", str(seed), "--skip_model_save",
+            "--hparams", json.dumps(HPARAMS)]
+    return run_train(domainbed.root, argv, out, workers=workers, timeout=300)
 
 
-#: cases another test already proves (ColoredMNIST's exact records, RotatedMNIST's with 8 loader workers:
-#: test_domainbed_exact_datasets.py) and slow ones kept for a full check: run with DGA_SLOW_REFERENCE=1
+#: slow cases kept for a full check: run with DGA_SLOW_REFERENCE=1 (skipped, saying so, otherwise)
 SLOW_REFERENCE = pytest.mark.skipif(
     os.environ.get("DGA_SLOW_REFERENCE") != "1",
-    reason="a repeat of a case test_domainbed_exact_datasets.py runs, or minutes on a 2-core CPU: "
-           "DGA_SLOW_REFERENCE=1 runs it")
+    reason="minutes on a 2-core CPU: DGA_SLOW_REFERENCE=1 runs it")
+
+
+def repeat_of(proof: str) -> pytest.MarkDecorator:
+    """Like :data:`SLOW_REFERENCE`, for a case that proves nothing ``proof`` (the cases that do) does not."""
+    return pytest.mark.skipif(os.environ.get("DGA_SLOW_REFERENCE") != "1",
+                              reason=f"proven by {proof}: DGA_SLOW_REFERENCE=1 runs it too")
+
 
 NUMBERS = ["loss"] + [f"env{i}_{s}_acc" for i in range(6) for s in ("in", "out")]
 
@@ -129,22 +120,39 @@ def theirs_workers0(domainbed, data_root, tmp_path_factory) -> list[dict]:
     return _domainbed_records(domainbed, data_root, tmp_path_factory.mktemp("db0") / "db", SEED, 0)
 
 
+def _exact_job(data_root: Path, seed: int | None = None) -> Job:
+    """Our RotatedMNIST ERM job in exact mode, DomainBed's sweep's seed unless ``seed`` says another."""
+    return Job("RotatedMNIST", "ERM", NAMES[1:], NAMES[:1], steps=STEPS, checkpoint_freq=FREQ, seed=seed,
+               dataset_kwargs={"mnist_dir": str(data_root)}, domainbed_exact=True, hparams_overrides=HPARAMS)
+
+
+@pytest.fixture(scope="module")
+def ours_workers0(data_root, tmp_path_factory) -> list[dict]:
+    """Our exact-mode records of the run :func:`theirs_workers0` made, with 0 workers (shared by two tests)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # as ``one_thread``, which a module-scoped fixture cannot use
+    try:
+        job = _exact_job(data_root)
+        d = start_job_dir(job, tmp_path_factory.mktemp("ours0") / "ours")
+        run_job_exact(job, d, None, torch.device("cpu"), 0.0, num_workers=0)
+    finally:
+        torch.set_num_threads(n)
+    return [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
+
+
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("workers", [pytest.param(None, marks=[pytest.mark.slow, SLOW_REFERENCE]), 0],
+@pytest.mark.parametrize("workers", [pytest.param(None, marks=[pytest.mark.slow, repeat_of(
+    "the MNIST loaders at DomainBed's 8 workers: test_domainbed_exact_datasets.py's ColoredMNIST-workers8")]), 0],
                          ids=["workers8", "workers0"])
 def test_exact_mode_records_equal_domainbeds(request, domainbed, data_root, tmp_path, workers):
-    job = Job("RotatedMNIST", "ERM", NAMES[1:], NAMES[:1], steps=STEPS, checkpoint_freq=FREQ,
-              dataset_kwargs={"mnist_dir": str(data_root)}, domainbed_exact=True, hparams_overrides=HPARAMS)
+    job = _exact_job(data_root)
     assert job.domainbed_seed(NAMES) == SEED
     if workers is None:
         theirs = _domainbed_records(domainbed, data_root, tmp_path / "db", SEED, None)
         run_job(job, tmp_path / "ours", device="cpu", threads=1)
-        d = tmp_path / "ours"
+        ours = [json.loads(line) for line in (tmp_path / "ours" / "results.jsonl").read_text().splitlines()]
     else:
-        theirs = request.getfixturevalue("theirs_workers0")
-        d = start_job_dir(job, tmp_path / "ours")
-        run_job_exact(job, d, None, torch.device("cpu"), 0.0, num_workers=workers)
-    ours = [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
+        theirs, ours = request.getfixturevalue("theirs_workers0"), request.getfixturevalue("ours_workers0")
     assert [r["step"] for r in ours] == [r["step"] for r in theirs] == [0, 5, 10, 11]
     for t, o in zip(theirs, ours):
         assert set(t) <= set(o), sorted(set(t) - set(o))
@@ -157,7 +165,8 @@ def test_exact_mode_records_equal_domainbeds(request, domainbed, data_root, tmp_
 
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("dataset,algorithm,names", [
-    pytest.param("ColoredMNIST", "ERM", ["+90%", "+80%", "-90%"], marks=SLOW_REFERENCE),
+    pytest.param("ColoredMNIST", "ERM", ["+90%", "+80%", "-90%"], marks=repeat_of(
+        "ColoredMNIST's exact records: test_domainbed_exact_datasets.py's ColoredMNIST-workers8")),
     ("RotatedMNIST", "CORAL", NAMES)])
 def test_exact_mode_other_datasets_and_algorithms(domainbed, data_root, tmp_path, dataset, algorithm, names):
     """Exact mode beyond ERM on RotatedMNIST: ColoredMNIST's per-run partition and colouring, and CORAL, whose
@@ -189,7 +198,7 @@ K_RUNS = 6  # runs per mode in the two-sample test below (~2.5 s each here)
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_default_mode_same_experiment(theirs_workers0, data_root, tmp_path):
+def test_default_mode_same_experiment(theirs_workers0, ours_workers0, data_root, tmp_path):
     """Default mode runs DomainBed's experiment with other random draws (minibatches, initial weights), so its records
     cannot equal DomainBed's; what must hold is (a) everything fixed by the experiment is equal: steps, epochs,
     record keys, hyperparameters (checked on each of the default-mode runs of (b)); (b) its outcome has DomainBed's
@@ -197,16 +206,16 @@ def test_default_mode_same_experiment(theirs_workers0, data_root, tmp_path):
 
     (b) is a two-sample test on the mean in-split accuracy after 12 steps: ``K_RUNS`` runs in default mode against
     ``K_RUNS`` runs in exact mode with ``N_WORKERS`` = 0 (equal to DomainBed's ``train.py`` run for run, tested above), seeds
-    ``SEED + j``. Welch's t at level 0.001: a false failure once in 1,000 CI runs when the two modes agree. Its power
+    ``SEED + j`` (exact run 0 is the one tested above, shared through ``ours_workers0``). Welch's t at level 0.001: a false failure once in 1,000 CI runs when the two modes agree. Its power
     is shown on the same runs: their untrained (step 0) accuracies against their step-12 ones are rejected. One
     DomainBed run against one of ours (what this test did before) differed by 0.108 on a machine where the
     stated 0.1 tolerance had held: at 12 steps one run's accuracy has a standard deviation of ~0.1."""
     from scipy import stats
 
     theirs = theirs_workers0
-    runs: dict[bool, list[list[dict]]] = {False: [], True: []}
+    runs: dict[bool, list[list[dict]]] = {False: [], True: [ours_workers0]}  # exact run 0: the one tested above
     for exact in (False, True):
-        for j in range(K_RUNS):
+        for j in range(int(exact), K_RUNS):
             job = Job("RotatedMNIST", "ERM", NAMES[1:], NAMES[:1], steps=STEPS, checkpoint_freq=FREQ, seed=SEED + j,
                       dataset_kwargs={"mnist_dir": str(data_root)}, domainbed_exact=exact, hparams_overrides=HPARAMS)
             d = tmp_path / f"{'exact' if exact else 'default'}{j}"

@@ -16,6 +16,21 @@ which seeds: only the count of draws shows); ``_UDAProbe`` (ERM plus the mean pr
 batches, defined here on both sides: injected into DomainBed's ``algorithms`` module, registered in ours) makes every
 unlabelled image count, with 0 workers and with 8.
 
+Each case that runs by default proves a property no other default case does:
+
+- ``Debug28-ERM-da``: ERM given the unlabelled batches (and ignoring them), the ``uda`` split and its accuracy.
+- ``Debug28-ERM-dg-with-uda``: ``--task domain_generalization`` with ``uda`` splits (loaders built, never drawn).
+- ``Debug28-DANN-da``, ``Debug28-CORAL-da``: DANN's and CORAL's updates given the unlabelled batches.
+- ``Debug28-probe-da``: which images the unlabelled batches hold (randn data); with 8 workers: which loader
+  draws which seeds.
+- ``Debug28-probe-da-two-test-envs``: two ``uda`` splits, their order and their numbering.
+- ``RotatedMNIST-probe-da``: the ``uda`` split of the MNIST files, and which images its batches hold.
+
+With ``DGA_SLOW_REFERENCE=1`` (skipped, saying what proves them, otherwise) also the cases whose every property
+those prove: ``Debug28-ERM-da-two-test-envs``, ``RotatedMNIST-ERM-da``, ``RotatedMNIST-DANN-da``,
+``RotatedMNIST-CORAL-da``, ``ColoredMNIST-ERM-da`` (ColoredMNIST's data: ``test_domainbed_exact_datasets.py``) and
+``Debug28-ERM-da`` with 8 workers.
+
 Debug28's environments hold 16 examples (13 in the ``in`` split of a test environment at holdout 0.2): batch 4
 keeps its 6-example ``uda`` split above one batch (DomainBed's loader drops a partial batch and would never yield).
 """
@@ -23,9 +38,6 @@ keeps its 6-example ``uda`` split above one batch (DomainBed's loader drops a pa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -34,8 +46,9 @@ import torch.nn.functional as F
 
 from dganalysis.algorithms.erm import ERM
 from dganalysis.scripts import train as drop_in
-from tests.reference.test_domainbed_exact_datasets import ROOT, _records, _theirs
-from tests.reference.test_domainbed_train_e2e import RUNNER, data_root  # noqa: F401
+from tests.reference._zygote import run_train
+from tests.reference.test_domainbed_exact_datasets import _records
+from tests.reference.test_domainbed_train_e2e import data_root, repeat_of  # noqa: F401
 
 DA = ["--task", "domain_adaptation", "--uda_holdout_fraction", "0.5"]
 #: id → (dataset, flags); every case adds ``--seed 5 --trial_seed 2 --skip_model_save``
@@ -131,19 +144,8 @@ def _compare(theirs: list[dict], ours: list[dict], case: str) -> None:
 def _domainbeds(domainbed, argv: list[str], out, workers: int | None) -> list[dict]:
     """DomainBed's records for ``argv``, its ``N_WORKERS`` patched to ``workers`` (None: its default); the probe
     injected when ``argv`` names it."""
-    if "_UDAProbe" not in argv:
-        return _theirs(domainbed, argv, out, workers, {})
-    patch = DOMAINBED_PROBE
-    if workers is not None:
-        patch += f"import domainbed.datasets as _d\n_d.MultipleDomainDataset.N_WORKERS = {workers}\n"
-    runner = out.parent / f"runner_{out.name}.py"
-    runner.write_text(RUNNER.replace("sys.argv = ", patch + "sys.argv = "))
-    env = {**os.environ, "PYTHONPATH": f"{domainbed.root}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, str(runner), *argv, "--output_dir", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return _records(out / "results.jsonl")
+    prelude = DOMAINBED_PROBE if "_UDAProbe" in argv else ""
+    return run_train(domainbed.root, argv, out, workers=workers, prelude=prelude)
 
 
 def _ours(tmp_path, argv: list[str], workers: int) -> list[dict]:
@@ -152,8 +154,21 @@ def _ours(tmp_path, argv: list[str], workers: int) -> list[dict]:
     return _records(out / "results.jsonl")
 
 
+#: cases whose every property another default case proves (see the module docstring): case → what proves it
+REPEATS = {
+    "Debug28-ERM-da-two-test-envs": "Debug28-probe-da-two-test-envs (two uda splits) and Debug28-ERM-da (ERM)",
+    "RotatedMNIST-ERM-da": "RotatedMNIST-probe-da (its uda split) and Debug28-ERM-da (ERM)",
+    "RotatedMNIST-DANN-da": "RotatedMNIST-probe-da (its uda split) and Debug28-DANN-da (DANN)",
+    "RotatedMNIST-CORAL-da": "RotatedMNIST-probe-da (its uda split), Debug28-CORAL-da (CORAL given unlabelled "
+                             "batches) and test_domainbed_train_e2e.py's RotatedMNIST-CORAL (its penalty over 5 domains)",
+    "ColoredMNIST-ERM-da": "RotatedMNIST-probe-da (the MNIST files' uda split) and test_domainbed_exact_datasets.py's "
+                           "ColoredMNIST-workers8 (its data)",
+}
+
+
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[repeat_of(REPEATS[c])] if c in REPEATS else [])
+                                  for c in CASES])
 def test_uda_records_equal_domainbeds_without_workers(request, domainbed, tmp_path, case):
     argv = _argv(request, case)
     theirs = _domainbeds(domainbed, argv, tmp_path / "db", 0)
@@ -161,7 +176,9 @@ def test_uda_records_equal_domainbeds_without_workers(request, domainbed, tmp_pa
 
 
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("case", ["Debug28-ERM-da", "Debug28-probe-da"])
+@pytest.mark.parametrize("case", [
+    pytest.param("Debug28-ERM-da", marks=repeat_of("Debug28-probe-da with 8 workers (every draw counts)")),
+    "Debug28-probe-da"])
 def test_uda_records_equal_domainbeds_with_its_default_workers(request, domainbed, tmp_path, case):
     """DomainBed's ``N_WORKERS`` (8) on Debug28: each loader's prefetching draws its pass seeds when it is made, the
     ``uda`` loader's between the training loaders' and the evaluation loaders'. Not ``slow``: Debug28's 10 loaders
