@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,8 @@ def annotate(df: pd.DataFrame, pretrained_names: Mapping[str, str | None] | None
     if "hparams" not in df.columns:
         raise KeyError("annotate: the frame needs an 'hparams' column (JSON) as dganalysis.records.load returns")
     by_path = {str(Path(p).resolve()): name for name, p in (pretrained_names or {}).items() if p}
-    files = [Path(p).name for p in by_path]
-    by_file = {Path(p).name: name for p, name in by_path.items() if files.count(Path(p).name) == 1}
+    n_named = Counter(Path(p).name for p in by_path)
+    by_file = {Path(p).name: name for p, name in by_path.items() if n_named[Path(p).name] == 1}
     cache: dict[str, dict[str, Any]] = {}
 
     def parse(s: Any) -> dict[str, Any]:
