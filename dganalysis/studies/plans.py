@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +162,9 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     featurizer, on the splits of ``p.sweep`` (several let Tables 1 and 3 hold out each domain in turn). The oracle sweep (``p.oracle``, a :class:`~dganalysis.sweep.Sweep`)
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
-    checkpointing every ``oracle.steps // 2`` steps: the leakage is computed per trial.
+    with the seeds of checkpoints every ``oracle.steps // 2`` steps but evaluated at the last step only
+    (:attr:`~dganalysis.training.job.Job.evaluate_at` ``"last"``: every selection here reads the last checkpoint):
+    the leakage is computed per trial.
     ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.training.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
@@ -179,6 +181,8 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     oracle = make_leakage_jobs(o.replace(algorithms=p.sweep.algorithms, checkpoint_freq=max(1, o.steps // 2),
                                          hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
                                {"none": None}, ["FT"])
+    # both oracles and the IID selection read the last checkpoint only: evaluate nothing else (same seeds, Job.evaluate_at)
+    oracle = [replace(j, evaluate_at="last") for j in oracle]
     files = {"inception_weights": p.inception_weights} if p.inception_weights else {}
     if p.fid_reference:
         files["fid_reference"] = p.fid_reference

@@ -109,7 +109,7 @@ def batch_problem(job: Job, hparams: Mapping[str, Any] | None = None) -> str | N
 
 def batch_key(job: Job) -> str | None:
     """Jobs with equal keys may share a batch (None: the job trains alone): dataset and its keywords, algorithm,
-    number of training domains, steps, checkpoint frequency and every hparam but :data:`PER_RUN_HPARAMS`."""
+    number of training domains, steps, checkpoint frequency and steps evaluated, and every hparam but :data:`PER_RUN_HPARAMS`."""
     from dganalysis import io
     from dganalysis.training.job_draw import job_hparams
 
@@ -118,7 +118,7 @@ def batch_key(job: Job) -> str | None:
         return None
     shared = {k: v for k, v in hp.items() if k not in PER_RUN_HPARAMS}
     return json.dumps([job.dataset, dict(job.dataset_kwargs), job.algorithm, len(job.train_domains), job.steps,
-                       job.checkpoint_freq, shared], sort_keys=True, default=io._json_default)
+                       job.checkpoint_freq, job.evaluate_at, shared], sort_keys=True, default=io._json_default)
 
 
 def plan_batches(jobs: Sequence[Job], max_runs: int) -> list[Job | list[Job]]:
@@ -191,7 +191,7 @@ def check_batch(jobs: Sequence[Job]) -> None:
         odd = [j.job_id for j, k in zip(jobs, keys) if k != keys[0]]
         if odd:
             problems.append(f"jobs {', '.join(odd)} differ from job {jobs[0].job_id} in dataset, algorithm, training "
-                            "domains count, steps, checkpoint frequency or a shape-setting hparam (only "
+                            "domains count, steps, checkpoint frequency, evaluate_at or a shape-setting hparam (only "
                             f"{', '.join(PER_RUN_HPARAMS)}, seeds and domains may differ)")
     if problems:
         raise BatchRefused("batched runs refused: " + "; ".join(problems))
@@ -328,7 +328,7 @@ def run_batched(
             per_epoch = [min(len(s) for s in d.train_splits) / bs for d, bs in zip(datas, batch_sizes)]
             windows: list[dict[str, list[float]]] = [defaultdict(list) for _ in range(m)]
             step_times: list[float] = []
-            steps, freq = jobs[0].steps, jobs[0].checkpoint_freq
+            steps = jobs[0].steps
             for step in range(steps):
                 t0 = time.perf_counter()
                 xs, ys = [], []
@@ -360,7 +360,7 @@ def run_batched(
                     windows[i]["loss"].append(v)
                 if not any(alive):
                     break
-                if step % freq == 0 or step == steps - 1:
+                if jobs[0].records_at(step):
                     _copy_into(algorithms, params, buffers, alive)
                     for i in range(m):
                         if not alive[i]:

@@ -33,9 +33,13 @@ from dganalysis.validation import ConfigError, UnknownKeyError
 #: fields that do not change a job's results and so are not hashed
 UNHASHED_FIELDS = ("save_model",)
 #: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
-OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0}
-#: fields left out of the torch seed (:attr:`Job.seed_key`), as DomainBed's sweep leaves them out of its run seed
-SEED_FREE_FIELDS = ("task", "uda_holdout_fraction")
+OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0,
+                   "evaluate_at": "checkpoints"}
+#: fields left out of the torch seed (:attr:`Job.seed_key`): ``task`` and ``uda_holdout_fraction`` as DomainBed's sweep
+#: leaves them out of its run seed; ``evaluate_at`` because evaluating never changes what is trained
+SEED_FREE_FIELDS = ("task", "uda_holdout_fraction", "evaluate_at")
+#: :attr:`Job.evaluate_at` values: DomainBed's cadence, or the last step alone
+EVALUATE_AT = ("checkpoints", "last")
 #: DomainBed's datasets that ``domainbed_exact`` replays draw for draw (:mod:`dganalysis.training.exact`); it refuses the others
 EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 #: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
@@ -123,6 +127,17 @@ class Job:
     draws one batch from each ``uda`` split, which an algorithm whose ``update`` takes ``unlabeled`` receives
     (DomainBed's own algorithms all ignore it). Both left out of the spec at their defaults (DG, 0), and out of
     the torch seed always (:data:`SEED_FREE_FIELDS`).
+
+    ``evaluate_at``: which steps write a checkpoint record (:meth:`records_at`). ``"checkpoints"`` (the default) is
+    DomainBed's cadence: every ``checkpoint_freq``-th step and the last. ``"last"`` evaluates and records the last
+    step only, for a study that reads nothing else: the oracle selections of Yu et al. (2024, Table 4) and DomainBed's
+    ``OracleSelectionMethod`` take the last checkpoint, so the other evaluations cost time and decide nothing. The
+    field is a departure from DomainBed (``train.py`` always records at its cadence), so it has its own name and is
+    refused in ``domainbed_exact`` mode. It is part of the id (the records differ) but not of the torch seed: the job
+    draws and trains what its ``"checkpoints"`` twin does, and its one record holds the accuracies of its twin's last
+    record (an algorithm whose ``predict`` changes its state or draws random numbers aside); the losses in it are
+    averaged over every step instead of those since the previous checkpoint. ``checkpoint_freq`` still enters the
+    id and the seed, so a study that turns this on keeps the random numbers of its runs at DomainBed's cadence.
     """
 
     dataset: str
@@ -143,6 +158,7 @@ class Job:
     domainbed_exact: bool = False
     task: str = "domain_generalization"
     uda_holdout_fraction: float = 0.0
+    evaluate_at: str = "checkpoints"
 
     def __post_init__(self) -> None:
         for name in ("train_domains", "test_domains", "val_domains"):
@@ -176,6 +192,7 @@ class Job:
             ("domainbed_exact", Check("bool")),
             ("task", Check(choices=TASKS)),
             ("uda_holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
+            ("evaluate_at", Check(choices=EVALUATE_AT)),
         ):
             check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
@@ -185,6 +202,16 @@ class Job:
         if self.seed is not None:
             Check("int", low=0)(self.seed, "Job.seed")
             object.__setattr__(self, "seed", int(self.seed))
+        if self.domainbed_exact and self.evaluate_at != "checkpoints":
+            raise ConfigError(f"Job.evaluate_at: {self.evaluate_at!r} with domainbed_exact; DomainBed's train.py records "
+                              f"every checkpoint_freq-th step and the last, so exact mode takes 'checkpoints' only")
+
+    def records_at(self, step: int) -> bool:
+        """Whether the job evaluates and writes a checkpoint record after the updates of ``step`` (0-based): at the
+        last step always; with ``evaluate_at="checkpoints"`` also when ``step % checkpoint_freq == 0`` (DomainBed)."""
+        if step == self.steps - 1:
+            return True
+        return self.evaluate_at == "checkpoints" and step % self.checkpoint_freq == 0
 
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:

@@ -608,7 +608,7 @@ def train_loop(
     :class:`SampledDraws`, or DomainBed's :class:`dganalysis.training.exact.DomainBedDraws` in ``domainbed_exact``
     mode); a checkpoint
     (:func:`write_checkpoint` of ``draws``' accuracies, then ``on_checkpoint(step, algorithm)`` when given) after
-    step ``s`` when ``s % checkpoint_freq == 0`` or at the last step, its epoch ``s / draws.steps_per_epoch``. A
+    step ``s`` when :meth:`Job.records_at` says so (``s % checkpoint_freq == 0`` or the last step), its epoch ``s / draws.steps_per_epoch``. A
     non-finite ``update()`` output raises ``FloatingPointError``. Closes ``draws`` at the end."""
     window: dict[str, list[float]] = defaultdict(list)
     step_times: list[float] = []
@@ -633,7 +633,7 @@ def train_loop(
             step_times.append(time.perf_counter() - t0)
             if bar is not None:
                 bar.update(1)
-            if step % job.checkpoint_freq == 0 or step == job.steps - 1:
+            if job.records_at(step):
                 write_checkpoint(job, step, step / draws.steps_per_epoch, window, step_times,
                                  draws.evaluate(algorithm), data, runtime, static, results_path, t_start, heartbeat)
                 window.clear()

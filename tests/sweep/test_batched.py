@@ -116,3 +116,18 @@ def test_groupnorm_convnet_batches(tmp_path):
     alone, batched = _records(tmp_path / "a1"), _records(tmp_path / "b1")
     assert [r["step"] for r in batched] == [0, 1]
     assert batched[0]["loss"] == pytest.approx(alone[0]["loss"], rel=REL)
+
+
+def test_jobs_evaluated_at_their_last_step_batch_apart_and_record_it_alone(tmp_path):
+    last = [_job(evaluate_at="last"), _job(evaluate_at="last", trial_seed=1)]
+    with pytest.raises(BatchRefused, match="differ from job"):
+        check_batch([_job(), last[0]])
+    assert plan_batches([_job(), *last], 3) == [_job(), last]
+    run_batched(last, [tmp_path / "b0", tmp_path / "b1"], precision="fp32", threads=1)
+    for i, job in enumerate(last):
+        alone = _records(run_job(job, tmp_path / f"a{i}", precision="fp32", threads=1))
+        batched = _records(tmp_path / f"b{i}")
+        assert [r["step"] for r in batched] == [r["step"] for r in alone] == [5]
+        ca, cb = computed_part(alone[0]), computed_part(batched[0])
+        assert cb["loss"] == pytest.approx(ca["loss"], rel=REL)
+        assert {k: v for k, v in cb.items() if k != "loss"} == {k: v for k, v in ca.items() if k != "loss"}

@@ -12,6 +12,7 @@ from PIL import Image
 from dganalysis.data.registry import DATASETS, _import_builtin
 from dganalysis.training.job import Job, identity_spec, is_location_kwarg
 from dganalysis.training.train import job_seed, run_job
+from dganalysis.validation import ConfigError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -91,3 +92,16 @@ def test_a_copied_image_folder_trains_to_the_same_records(tmp_path):
         records.append(lines)
     assert len(ids) == 1
     assert len(records[0]) >= 2 and records[0] == records[1]
+
+
+def test_evaluating_the_last_step_only_is_another_job_with_the_same_seed():
+    job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
+    last = Job.from_dict({**job.to_dict(), "evaluate_at": "last"})
+    assert "evaluate_at" not in job.to_dict() and last.to_dict()["evaluate_at"] == "last"  # default ids unchanged
+    assert last.job_id != job.job_id and job_seed(last) == job_seed(job)
+    assert [s for s in range(5000) if job.records_at(s)] == [*range(0, 5000, 300), 4999]
+    assert [s for s in range(5000) if last.records_at(s)] == [4999]
+    with pytest.raises(ConfigError, match="evaluate_at"):
+        Job("PACS", "ERM", ["A"], ["S"], evaluate_at="first")
+    with pytest.raises(ConfigError, match="evaluate_at.*domainbed_exact"):
+        Job("RotatedMNIST", "ERM", ["0"], ["15"], domainbed_exact=True, evaluate_at="last")

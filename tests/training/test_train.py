@@ -172,3 +172,16 @@ def test_auto_precision_keeps_fp32_for_algorithms_bf16_does_not_track(tmp_path, 
         got[alg, precision] = _records(run_job(job, tmp_path / f"{alg}_{precision}", device="cpu",
                                                precision=precision))[-1]["precision"]
     assert got == {("ERM", "auto"): "bf16", ("WCDG", "auto"): "fp32", ("WCDG", "bf16"): "bf16"}
+
+
+def test_a_job_evaluated_at_its_last_step_only_trains_what_its_twin_trains(tmp_path):
+    """``evaluate_at="last"``: one record, the accuracies of the every-checkpoint twin's last record (same seed, the
+    evaluations in between change nothing trained); its losses average every step."""
+    every = _records(run_job(_job(), tmp_path / "every", device="cpu"))
+    job = _job(evaluate_at="last")
+    last = _records(run_job(job, tmp_path / "last", device="cpu"))
+    assert [r["step"] for r in every] == [0, 5, 10, 11] and [r["step"] for r in last] == [11]
+    accs = [k for k in every[-1] if k.endswith("_acc")]
+    assert len(accs) == 2 * len(DOMAINS) and {k: last[0][k] for k in accs} == {k: every[-1][k] for k in accs}
+    assert last[0]["args"]["seed"] == every[-1]["args"]["seed"] and last[0]["args"]["job_id"] == job.job_id
+    assert last[0]["epoch"] == every[-1]["epoch"] and last[0]["loss"] != every[-1]["loss"]
