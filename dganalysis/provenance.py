@@ -114,13 +114,25 @@ def cpu_has_amx_bf16(cpuinfo: str | None = None) -> bool:
     return re.search(r"\bamx_bf16\b", text) is not None
 
 
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The instruction-set flags of the CPU (the first ``flags`` line of ``/proc/cpuinfo``; empty elsewhere)."""
+    text = _cpuinfo() if cpuinfo is None else cpuinfo
+    m = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
+    return frozenset(m.group(1).split()) if m else frozenset()
+
+
+def cpu_has_bf16_instructions(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU computes in bf16 natively (AVX-512 BF16 or AMX-bf16); elsewhere torch emulates bf16 with
+    fp32 kernels and conversions, several times slower than fp32 itself."""
+    return bool(cpu_flags(cpuinfo) & {"avx512_bf16", "amx_bf16"})
+
+
 def cpu_kind(cpuinfo: str | None = None) -> str:
     """The CPU's kind in one line, for timings and skip reasons: its model name, family and model numbers and the
     widest vector and matrix instruction sets it has (AVX2, AVX-512F, AVX-512 BF16, AMX-bf16), e.g.
     ``AMD EPYC 7R13 Processor (family 25 model 1; avx2)``."""
     text = _cpuinfo() if cpuinfo is None else cpuinfo
-    flags_m = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
-    flags = set(flags_m.group(1).split()) if flags_m else set()
+    flags = cpu_flags(text)
     isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
     fam, mod = (re.search(rf"^{k}\s*:\s*(\S+)$", text, re.M) for k in ("cpu family", "model"))
     where = f"family {fam.group(1)} model {mod.group(1)}; " if fam and mod else ""

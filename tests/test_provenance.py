@@ -63,6 +63,10 @@ def test_cpu_model_and_amx_bf16_from_cpuinfo():
     assert provenance.cpu_has_amx_bf16(AMX_CPUINFO) is True
     assert provenance.cpu_model(AMD_CPUINFO) == "AMD EPYC 9654 96-Core Processor"
     assert provenance.cpu_has_amx_bf16(AMD_CPUINFO) is False  # avx512_bf16 is not AMX
+    assert provenance.cpu_has_bf16_instructions(AMX_CPUINFO) and provenance.cpu_has_bf16_instructions(AMD_CPUINFO)
+    zen3 = AMD_CPUINFO.replace("avx512f avx512_bf16", "avx2")
+    assert "avx2" in provenance.cpu_flags(zen3) and not provenance.cpu_has_bf16_instructions(zen3)
+    assert provenance.cpu_flags("") == frozenset()
     assert provenance.cpu_model("") == (platform.processor() or platform.machine() or "unknown")
 
 

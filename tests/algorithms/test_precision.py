@@ -12,9 +12,10 @@ optimiser state and global seeds, and compared with the fp32 step:
   of 370,947 parameters, by at most 0.13 of it, where rounding lets a masked gradient through).
 
 The check runs over the registry (:func:`tests.algorithms._build.registered`), so a new registration is checked
-without touching this file, on CPUs with AMX-bf16 (where ``precision="auto"`` trains in bf16); elsewhere bf16 is
-emulated (about 5× slower) and only one algorithm per update shape runs
-(:data:`tests.algorithms._build.UPDATE_SHAPES`; ``DGA_BF16_ALL_ALGORITHMS=1`` runs them all). Transfer and Transfer_NoGDA take 2 ascent steps per update instead of DomainBed's 10,
+without touching this file, on CPUs with AMX-bf16 (where ``precision="auto"`` trains in bf16); on other CPUs with
+bf16 instructions (AVX-512 BF16) one algorithm per update shape runs (:data:`tests.algorithms._build.UPDATE_SHAPES`),
+and on CPUs without them, where bf16 is emulated, none (:func:`tests.algorithms._build.bf16_registry_param`;
+``DGA_BF16_ALL_ALGORITHMS=1`` runs them all anywhere). Transfer and Transfer_NoGDA take 2 ascent steps per update instead of DomainBed's 10,
 for time. Measured (2-core CPU): losses within 0.25% for most algorithms; 1.1% (IRM; WM's penalty), 1.6% (IB_IRM,
 λ = 100 times a penalty computed from bf16 logits), 2.6% (Transfer's gap at the first update) and 2.8% (Fish's
 loss at the first update); cosines ≥ 0.95 but ADRMX's (0.938, featurizers in bf16, its contrastive losses in fp32)

@@ -12,8 +12,9 @@ about 1 s per algorithm (over the whole registry it would add about 45 s of CPU 
 a chosen subset: the algorithms whose update is more than one plain gradient step — two-player games (DANN, CDANN
 and their GRL variants, SagNet), inner loops and meta steps (Fish, Transfer), per-domain gradient masks and
 matching (ANDMask, SANDMask, IGA), models of the batch or domain context (ARM, MTL), contrastive pairs (SelfReg) —
-and our variants of them. A new algorithm of that kind belongs in ``ALGORITHMS``. Off AMX-bf16 CPUs (bf16 emulated,
-about 5× slower) only those of them in :data:`tests.algorithms._build.UPDATE_SHAPES` run. Transfer takes 2 ascent steps per
+and our variants of them. A new algorithm of that kind belongs in ``ALGORITHMS``. Off AMX-bf16 CPUs only those of
+them in :data:`tests.algorithms._build.UPDATE_SHAPES` run, and only where the CPU has bf16 instructions
+(:func:`tests.algorithms._build.bf16_registry_param`). Transfer takes 2 ascent steps per
 update instead of DomainBed's 10, for time. ADRMX is left out on purpose: free-running curves of its adversarial
 game drift apart either way (see its module docstring). Run once over the whole registry, the check also failed
 for ADRMX_ClassRemix, WM (tail 0.23: last-8 mean CE 0.051 in fp32, 0.063 in bf16, where each single step agrees)
