@@ -58,12 +58,14 @@ def relative_fall(leak_k: pd.Series, leak_1: pd.Series, confidence: float = 0.95
     percentile bootstrap CI over trials (trials resampled with their K=1 and K values together;
     :func:`dganalysis.stats.intervals.paired_percentile_bootstrap`, seeded). A ratio of means rather than a mean of
     per-trial ratios: a trial with a leakage near 0 at K=1 would dominate the latter. NaN where fewer than 3 paired trials or the mean K=1 leakage is 0.
+    The trials are taken in the order of their index (the trial seeds), so the interval does not depend on the order
+    of the rows (which follows the job ids).
     With a handful of trials a percentile bootstrap is narrow (anti-conservative): it describes the size, while the
     verdicts rest on the paired t of the absolute fall (:func:`leakage_vs_k`)."""
     leak_k = check_series(leak_k, "leak_k", func="relative_fall")
     leak_1 = check_series(leak_1, "leak_1", func="relative_fall")
     check_scalar(confidence, "confidence", func="relative_fall", low=0.0, high=1.0, low_open=True, high_open=True)
-    common = leak_k.index.intersection(leak_1.index)
+    common = leak_k.index.intersection(leak_1.index).sort_values()  # trial order: the resamples never follow row order
     a, b = leak_k[common].to_numpy(dtype=float), leak_1[common].to_numpy(dtype=float)
     if len(common) < 3 or b.mean() == 0:
         return (np.nan, np.nan, np.nan)

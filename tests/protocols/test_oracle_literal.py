@@ -118,6 +118,10 @@ def test_relative_fall_and_step_fall():
     assert np.isnan(okt.relative_fall(lk[:2], l1[:2])).all()  # < 3 trials: no bootstrap
     est, lo, hi = okt.relative_fall(pd.Series([1.0, 3.0, 2.0, 4.0]), pd.Series([2.0, 4.0, 6.0, 4.0]))
     assert est == pytest.approx(100 * (2.5 - 4.0) / 4.0) and lo <= est <= hi
+    # the trials' row order (it follows the job ids) does not move the interval: trial seeds 3, 0, 2, 1 shuffled
+    k, one = pd.Series([1.0, 3.0, 2.0, 4.0, 0.5], index=[3, 0, 2, 1, 4]), pd.Series([2.0, 4.0, 6.0, 4.0, 3.0], index=[3, 0, 2, 1, 4])
+    order = [4, 1, 0, 3, 2]
+    assert okt.relative_fall(k, one) == okt.relative_fall(k[order], one[order[::-1]])
 
 
 def k3_frames(leaks):
