@@ -2,9 +2,9 @@
 
 Each process is the real ``dganalysis sweep`` command. Jobs use ``_EngineLedger`` (tests/_ledger.py): it logs
 the first and the last update of every training with the job's seed and its pid, independently of the store
-code, and sleeps per step so a job lasts about a second without using CPU. Each kill waits until a process holds a
-claim and strikes at a random moment of the next job's length, so it lands in a job (or just after one), never in
-the interpreter's start-up where it would prove nothing. At the end every job must be finished exactly once
+code, and sleeps per step so a job lasts about a second without using CPU. Each kill waits until a process is
+training a job (a record written) and strikes at a random moment of a job's length, so it mostly leaves a partial
+job behind (or lands just after one), never in the interpreter's start-up where it would prove nothing. At the end every job must be finished exactly once
 (:func:`check_store`), with its records intact (every line JSON, steps exactly the checkpoints, one spec), no
 ``failed`` file and no live claim left behind. The random moments come from ``$DGA_STRESS_SEED`` (printed on
 failure) or the clock."""
@@ -111,12 +111,14 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _claim_holders(store: Path) -> set[int]:
-    """PIDs that the claim files of ``store`` name right now."""
+def _training(store: Path) -> set[int]:
+    """PIDs that hold a claim on a job that has written a record already (mid-training, not in its set-up)."""
     pids = set()
     for claim in store.glob("*/claim"):
         try:
-            pids.add(int(json.loads(claim.read_text())["pid"]))
+            pid = int(json.loads(claim.read_text())["pid"])
+            if (claim.parent / "results.jsonl").read_text().strip():
+                pids.add(pid)
         except (OSError, ValueError, KeyError):
             continue
     return pids
@@ -124,25 +126,25 @@ def _claim_holders(store: Path) -> set[int]:
 
 def _victim(store: Path, procs: list[subprocess.Popen], tasks: bool, rng: random.Random,
             timeout: float = 120.0) -> int | None:
-    """A process that holds a claim, picked at random once one does: a live sweep, or with ``tasks`` a process below
-    one (submitit's job processes); None when every sweep has ended first."""
+    """A process training a job (a live sweep, or with ``tasks`` a process below one: submitit's job processes),
+    picked at random once one is; None when every sweep has ended first."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         live = [p for p in procs if p.poll() is None]
         if not live:
             return None
         candidates = {k for p in live for k in _descendants(p.pid)} if tasks else {p.pid for p in live}
-        holders = sorted(candidates & _claim_holders(store))
-        if holders:
-            return rng.choice(holders)
+        busy = sorted(candidates & _training(store))
+        if busy:
+            return rng.choice(busy)
         time.sleep(0.02)
-    raise AssertionError(f"no sweep held a claim within {timeout:.0f} s")
+    raise AssertionError(f"no sweep was training within {timeout:.0f} s")
 
 
 def _stress(tmp_path: Path, n_procs: int, n_kills: int, extra: list[str] | None = None, tasks: bool = False,
             n_trials: int = 2) -> None:
-    """Each of the ``n_kills`` kills waits until a process holds a claim, then kills it at a random moment of the
-    next job's length (mid-job, or just after it, between two jobs). ``tasks``: kill the sweeps' child processes
+    """Each of the ``n_kills`` kills waits until a process is training a job (its first record written), then kills
+    it at a random moment of a job's length (mid-job, or just after it, between two jobs). ``tasks``: kill the sweeps' child processes
     (submitit's job processes) instead of the sweeps; their sweep then reports the job failed (exit 1), and one more
     sweep afterwards redoes it."""
     seed = int(os.environ.get("DGA_STRESS_SEED", time.time_ns() % 100_000))
@@ -157,7 +159,7 @@ def _stress(tmp_path: Path, n_procs: int, n_kills: int, extra: list[str] | None 
                                       stderr=subprocess.STDOUT, text=True))
         time.sleep(rng.uniform(0.0, 0.5))
     killed: set[int] = set()
-    for _ in range(n_kills):  # kill -9 a claim holder at a random moment, start a replacement
+    for _ in range(n_kills):  # kill -9 a training process at a random moment, start a replacement
         victim_pid = _victim(store, procs, tasks, rng)
         if victim_pid is None:
             break
