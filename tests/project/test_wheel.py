@@ -131,7 +131,7 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     assert audited.returncode == 0, audited.stderr
     assert audited.stdout.startswith("audit shipped:domainbed") and "claims" in audited.stdout, audited.stdout
 
-    # one notebook's plan from the wheel's own notebook and YAML (every notebook's is the checkout's tests' work)
+    # one notebook's plan, from the wheel's own notebook and YAML (the files of every other one are checked above)
     planned = run("dganalysis", "run", "--profile", "quick", "--dry-run", "00_quickstart")
     assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
     assert "every YAML valid" in planned.stdout

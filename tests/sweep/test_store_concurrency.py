@@ -29,6 +29,7 @@ from dganalysis.training.train import job_seed
 
 STEPS, FREQ = 10, 3
 STEP_SLEEP_S = 0.08  # a job sleeps STEPS × this, long enough to be killed mid-job
+LEASE_S = 30  # a killed holder's claim is stale at once (its pid is gone); a starved live one must not be taken over
 POLL_S = 0.2  # the sweeps' --poll-s: how soon a waiting runner looks again at a job another one holds
 CHECKPOINTS = [0, 3, 6, 9]
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def _env(ledger: Path) -> dict[str, str]:
 
 def _command(cfg: Path, store: Path, extra: list[str] | None = None) -> list[str]:
     return [sys.executable, "-m", "dganalysis.cli", "sweep", "--config", str(cfg), "--store", str(store),
-            "--import", TINY_FILE, "--import", LEDGER_FILE, "--lease-s", "5", "--no-progress", *(extra or [])]
+            "--import", TINY_FILE, "--import", LEDGER_FILE, "--lease-s", str(LEASE_S), "--no-progress", *(extra or [])]
 
 
 def check_store(store: Path, jobs, ledger: Path, killed: set[int], context: str) -> None:
@@ -125,9 +126,10 @@ def _training(store: Path) -> set[int]:
 
 
 def _victim(store: Path, procs: list[subprocess.Popen], tasks: bool, rng: random.Random,
-            timeout: float = 120.0) -> int | None:
+            timeout: float = 600.0) -> int | None:
     """A process training a job (a live sweep, or with ``tasks`` a process below one: submitit's job processes),
-    picked at random once one is; None when every sweep has ended first."""
+    picked at random once one is; None when every sweep has ended first. ``timeout`` only guards against a hang: on
+    a starved machine a sweep's start-up alone can take minutes."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         live = [p for p in procs if p.poll() is None]
