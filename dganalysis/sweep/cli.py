@@ -76,6 +76,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--lease-s", type=float, default=None,
                    help="claim lease in seconds: a runner silent this long is presumed dead and its job taken over "
                         "(default $DGANALYSIS_LEASE_S or 120)")
+    r.add_argument("--poll-s", type=float, default=None,
+                   help="seconds between looks at a job another runner holds and at the submitted tasks of the "
+                        "slurm launcher (default 1)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     r.add_argument("--mixed-threads", action="store_true",
                    help="reuse finished jobs recorded on another CPU thread count than this sweep gives its jobs "
@@ -257,7 +260,8 @@ def main_sweep(args: argparse.Namespace) -> int:
         execution=ExecutionOptions(device=args.device, compile=args.compile, precision=args.precision,
                                    imports=imports, mixed_threads=args.mixed_threads,
                                    runs_per_gpu=args.runs_per_gpu, mps=not args.no_mps, batch_runs=args.batch_runs),
-        claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s),
+        claims=ClaimPolicy(wait=not args.no_wait, lease_s=args.lease_s,
+                           **({} if args.poll_s is None else {"poll_s": args.poll_s})),
         slurm=slurm,
     )
     cols = ["job_id", "algorithm", "train_domains", "test_domains", "hparams_seed", "trial_seed", "status"]

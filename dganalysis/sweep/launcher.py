@@ -578,6 +578,8 @@ def run_sweep(
         raise ConfigError(f"run_sweep batch_runs={batch_runs}: batched runs train on the local launcher only")
     wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
+    if not float(poll_s) > 0:
+        raise ConfigError(f"run_sweep poll_s: expected a positive number of seconds, got {poll_s!r}")
     if launcher not in ("local", "slurm"):
         raise ConfigError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:

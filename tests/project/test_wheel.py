@@ -1,8 +1,8 @@
 """The built wheel works on its own: installed (not editable) into a fresh virtual environment, away from any
-checkout, ``dganalysis list``, ``env``, ``collect``, ``audit shipped:domainbed`` and ``run --profile quick --dry-run``
-work from it.
+checkout, ``dganalysis list``, ``env``, ``collect``, ``audit shipped:domainbed`` and ``run --profile quick --dry-run
+00_quickstart`` work from it; the wheel holds every module, notebook and profile YAML of the sources.
 
-SLOW (marked ``slow``; ~40-60 s on a loaded 2-core machine, most of it the dry run's notebook inspection). The wheel
+SLOW (marked ``slow``; ~20-40 s on a loaded 2-core machine, most of it the commands' start-ups). The wheel
 is built from a copy of the sources (the package, notebooks/, params/ and the top-level files, as git lists them, so
 nothing stale in the checkout's ``build/`` can leak in) with ``python -m build --wheel --no-isolation`` (``pip wheel
 --no-build-isolation`` where ``build`` is not installed: the same setuptools backend), and installed with ``--no-deps``
@@ -83,6 +83,12 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
         names = set(zf.namelist())
     templates = sorted(f"dganalysis/templates/{p.name}" for p in (src / "dganalysis" / "templates").glob("*.j2"))
     assert templates and set(templates) <= names, sorted(set(templates) - names)
+    modules = {p.relative_to(src).as_posix() for p in (src / "dganalysis").rglob("*.py")}
+    assert modules <= names, sorted(modules - names)  # every module ships, whichever notebook needs it
+    data = wheel.name.split("-py3")[0] + ".data/data/share/dganalysis/"  # pyproject's data-files
+    shipped = {data + p.relative_to(src).as_posix() for p in (*(src / "notebooks").glob("*.ipynb"),
+                                                              *(src / "params").glob("*/*.yaml"))}
+    assert len(shipped) > 20 and shipped <= names, sorted(shipped - names)  # every notebook and profile YAML
     bin_dir = _venv(tmp_path / "venv", wheel)
     work = tmp_path / "elsewhere"  # no notebooks/ or params/ here: the wheel's own copy must be found
     work.mkdir()
@@ -125,7 +131,8 @@ def test_wheel_installs_and_its_commands_work_outside_a_checkout(tmp_path):
     assert audited.returncode == 0, audited.stderr
     assert audited.stdout.startswith("audit shipped:domainbed") and "claims" in audited.stdout, audited.stdout
 
-    planned = run("dganalysis", "run", "--profile", "quick", "--dry-run")
+    # one notebook's plan, from the wheel's own notebook and YAML (the files of every other one are checked above)
+    planned = run("dganalysis", "run", "--profile", "quick", "--dry-run", "00_quickstart")
     assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
     assert "every YAML valid" in planned.stdout
     assert not (tmp_path / "venv" / "share" / "dganalysis" / "outputs").exists()  # runs write ./outputs, not there

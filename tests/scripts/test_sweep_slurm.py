@@ -69,5 +69,5 @@ def test_drop_in_sweep_through_slurm(tmp_path, monkeypatch):
         jobs = drop_in.domainbed_jobs(drop_in.build_parser().parse_args(argv))
         if all(j.state == drop_in.Job.DONE for j in jobs):
             break
-        time.sleep(2)
+        time.sleep(0.5)
     assert len(jobs) == 3 and all(j.state == drop_in.Job.DONE for j in jobs), [str(j) for j in jobs]

@@ -134,4 +134,6 @@ def test_store_that_is_a_file_is_an_error(tmp_path):
         run_sweep(_jobs()[:1], f, progress=False)
     with pytest.raises(ValueError, match="lease_s"):
         run_sweep(_jobs()[:1], tmp_path / "s", progress=False, claims=ClaimPolicy(lease_s=0))
+    with pytest.raises(ConfigError, match="poll_s"):
+        run_sweep(_jobs()[:1], tmp_path / "s", progress=False, claims=ClaimPolicy(poll_s=0))
     assert Job(TINY, "ERM", ["d0"], ["d1"]).job_id  # the spec module imports without the sweep package

@@ -1,11 +1,13 @@
-"""Several OS processes sweep one job store at once and are killed with SIGKILL at random moments.
+"""Several OS processes sweep one job store at once and are killed with SIGKILL at random moments of their jobs.
 
 Each process is the real ``dganalysis sweep`` command. Jobs use ``_EngineLedger`` (tests/_ledger.py): it logs
 the first and the last update of every training with the job's seed and its pid, independently of the store
-code, and sleeps per step so a job lasts about a second without using CPU. At the end every job must be
-finished exactly once (:func:`check_store`), with its records intact (every line JSON, steps exactly the
-checkpoints, one spec), no ``failed`` file and no live claim left behind. The random moments come from ``$DGA_STRESS_SEED`` (printed on failure) or the clock.
-"""
+code, and sleeps per step so a job lasts about a second without using CPU. Each kill waits until a process is
+training a job (a record written) and strikes at a random moment of a job's length, so it mostly leaves a partial
+job behind (or lands just after one), never in the interpreter's start-up where it would prove nothing. At the end every job must be finished exactly once
+(:func:`check_store`), with its records intact (every line JSON, steps exactly the checkpoints, one spec), no
+``failed`` file and no live claim left behind. The random moments come from ``$DGA_STRESS_SEED`` (printed on
+failure) or the clock."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ from dganalysis.sweep import ExecutionOptions, load_sweep_yaml, run_sweep
 from dganalysis.training.train import job_seed
 
 STEPS, FREQ = 10, 3
+STEP_SLEEP_S = 0.08  # a job sleeps STEPS × this, long enough to be killed mid-job
+LEASE_S = 30  # a killed holder's claim is stale at once (its pid is gone); a starved live one must not be taken over
+POLL_S = 0.2  # the sweeps' --poll-s: how soon a waiting runner looks again at a job another one holds
 CHECKPOINTS = [0, 3, 6, 9]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,13 +45,13 @@ def _sweep_yaml(tmp_path: Path, n_trials: int = 2) -> Path:
 
 
 def _env(ledger: Path) -> dict[str, str]:
-    return {**os.environ, "DGA_TEST_LEDGER": str(ledger), "DGA_TEST_STEP_SLEEP": "0.08", "OMP_NUM_THREADS": "1",
+    return {**os.environ, "DGA_TEST_LEDGER": str(ledger), "DGA_TEST_STEP_SLEEP": str(STEP_SLEEP_S), "OMP_NUM_THREADS": "1",
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 def _command(cfg: Path, store: Path, extra: list[str] | None = None) -> list[str]:
     return [sys.executable, "-m", "dganalysis.cli", "sweep", "--config", str(cfg), "--store", str(store),
-            "--import", TINY_FILE, "--import", LEDGER_FILE, "--lease-s", "5", "--no-progress", *(extra or [])]
+            "--import", TINY_FILE, "--import", LEDGER_FILE, "--lease-s", str(LEASE_S), "--no-progress", *(extra or [])]
 
 
 def check_store(store: Path, jobs, ledger: Path, killed: set[int], context: str) -> None:
@@ -107,40 +112,69 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _training(store: Path) -> set[int]:
+    """PIDs that hold a claim on a job that has written a record already (mid-training, not in its set-up)."""
+    pids = set()
+    for claim in store.glob("*/claim"):
+        try:
+            pid = int(json.loads(claim.read_text())["pid"])
+            if (claim.parent / "results.jsonl").read_text().strip():
+                pids.add(pid)
+        except (OSError, ValueError, KeyError):
+            continue
+    return pids
+
+
+def _victim(store: Path, procs: list[subprocess.Popen], tasks: bool, rng: random.Random,
+            timeout: float = 600.0) -> int | None:
+    """A process training a job (a live sweep, or with ``tasks`` a process below one: submitit's job processes),
+    picked at random once one is; None when every sweep has ended first. ``timeout`` only guards against a hang: on
+    a starved machine a sweep's start-up alone can take minutes."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        live = [p for p in procs if p.poll() is None]
+        if not live:
+            return None
+        candidates = {k for p in live for k in _descendants(p.pid)} if tasks else {p.pid for p in live}
+        busy = sorted(candidates & _training(store))
+        if busy:
+            return rng.choice(busy)
+        time.sleep(0.02)
+    raise AssertionError(f"no sweep was training within {timeout:.0f} s")
+
+
 def _stress(tmp_path: Path, n_procs: int, n_kills: int, extra: list[str] | None = None, tasks: bool = False,
             n_trials: int = 2) -> None:
-    """``tasks``: kill the sweeps' child processes (submitit's job processes) instead of the sweeps; their sweep
-    then reports the job failed (exit 1), and one more sweep afterwards redoes it."""
+    """Each of the ``n_kills`` kills waits until a process is training a job (its first record written), then kills
+    it at a random moment of a job's length (mid-job, or just after it, between two jobs). ``tasks``: kill the sweeps' child processes
+    (submitit's job processes) instead of the sweeps; their sweep then reports the job failed (exit 1), and one more
+    sweep afterwards redoes it."""
     seed = int(os.environ.get("DGA_STRESS_SEED", time.time_ns() % 100_000))
     rng = random.Random(seed)
     context = f"{n_procs} processes, {n_kills} kills, DGA_STRESS_SEED={seed}"
     cfg, store, ledger = _sweep_yaml(tmp_path, n_trials), tmp_path / "store", tmp_path / "ledger.txt"
     env = _env(ledger)
+    extra = ["--poll-s", str(POLL_S), *(extra or [])]
     procs = []
     for _ in range(n_procs):
         procs.append(subprocess.Popen(_command(cfg, store, extra), env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
         time.sleep(rng.uniform(0.0, 0.5))
     killed: set[int] = set()
-    for _ in range(n_kills):  # kill -9 a random live process at a random moment, start a replacement
-        time.sleep(rng.uniform(0.5, 3.0))
-        live = [p for p in procs if p.poll() is None]
-        if not live:
+    for _ in range(n_kills):  # kill -9 a training process at a random moment, start a replacement
+        victim_pid = _victim(store, procs, tasks, rng)
+        if victim_pid is None:
             break
-        if tasks:
-            kids = [k for p in live for k in _descendants(p.pid)]
-            if not kids:
-                continue
-            victim_pid = rng.choice(kids)
+        time.sleep(rng.uniform(0.0, STEPS * STEP_SLEEP_S))
+        try:
             os.kill(victim_pid, signal.SIGKILL)
-            killed.add(victim_pid)
+        except ProcessLookupError:  # a task process that ended meanwhile
             continue
-        victim = rng.choice(live)
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
-        killed.add(victim.pid)
-        procs.append(subprocess.Popen(_command(cfg, store, extra), env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        killed.add(victim_pid)
+        if not tasks:
+            next(p for p in procs if p.pid == victim_pid).wait()
+            procs.append(subprocess.Popen(_command(cfg, store, extra), env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
     outputs = []
     for p in procs:
         out, _ = p.communicate(timeout=240)
