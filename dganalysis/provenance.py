@@ -110,8 +110,7 @@ def cpu_model(cpuinfo: str | None = None) -> str:
 def cpu_has_amx_bf16(cpuinfo: str | None = None) -> bool:
     """Whether the CPU has AMX-bf16 tile units (the ``amx_bf16`` flag of ``/proc/cpuinfo``): where
     ``precision="auto"`` trains in bf16 on CPU (:func:`dganalysis.training.train.make_runtime`)."""
-    text = _cpuinfo() if cpuinfo is None else cpuinfo
-    return re.search(r"\bamx_bf16\b", text) is not None
+    return "amx_bf16" in cpu_flags(cpuinfo)
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:

@@ -562,7 +562,7 @@ def run_sweep(
     ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
     """
     from dganalysis.sweep.store import lease_seconds
-    from dganalysis.validation import ConfigError
+    from dganalysis.validation import Check, ConfigError
 
     execution = ExecutionOptions() if execution is None else execution
     claims = ClaimPolicy() if claims is None else claims
@@ -578,8 +578,7 @@ def run_sweep(
         raise ConfigError(f"run_sweep batch_runs={batch_runs}: batched runs train on the local launcher only")
     wait, lease_s, poll_s = claims.wait, claims.lease_s, claims.poll_s
 
-    if not float(poll_s) > 0:
-        raise ConfigError(f"run_sweep poll_s: expected a positive number of seconds, got {poll_s!r}")
+    Check("float", low=0.0, low_open=True)(poll_s, "run_sweep poll_s (seconds)")
     if launcher not in ("local", "slurm"):
         raise ConfigError(f"run_sweep launcher: expected 'local' or 'slurm', got {launcher!r}")
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:

@@ -79,17 +79,15 @@ def bf16_registry_param(name: str, *marks):
 
     from dganalysis.provenance import cpu_has_amx_bf16, cpu_has_bf16_instructions, cpu_kind
 
-    if cpu_has_amx_bf16() or os.environ.get(ALL_BF16_ENV) == "1":
-        reason = None
-    elif not cpu_has_bf16_instructions():
+    everywhere = cpu_has_amx_bf16() or os.environ.get(ALL_BF16_ENV) == "1"
+    reason = None
+    if not everywhere and not cpu_has_bf16_instructions():
         reason = (f"{cpu_kind()} has no bf16 instructions (bf16 is emulated here, and precision='auto' trains in "
                   f"fp32): the bf16 check runs over the whole registry on AMX-bf16 CPUs and for one algorithm per "
                   f"update shape on AVX-512 BF16 ones; {ALL_BF16_ENV}=1 runs it here")
-    elif name not in UPDATE_SHAPES:
+    elif not everywhere and name not in UPDATE_SHAPES:
         reason = (f"{cpu_kind()} has no AMX-bf16, so precision='auto' trains in fp32 here: the bf16 check runs over the "
                   f"whole registry on AMX CPUs and for one algorithm per update shape elsewhere "
                   f"({', '.join(UPDATE_SHAPES)}); {ALL_BF16_ENV}=1 runs it here")
-    else:
-        reason = None
     skip = () if reason is None else (pytest.mark.skip(reason=reason),)
     return pytest.param(name, marks=(*marks, *skip))
