@@ -65,6 +65,12 @@ def _rest(train: Sequence[str], domains: Sequence[str]) -> list[str]:
     return [d for d in domains if d not in train]
 
 
+def _held_out(jobs: list[Job]) -> list[Job]:
+    """``jobs`` evaluated on held-out data only (:attr:`~dganalysis.training.job.Job.evaluate_splits` ``"held_out"``:
+    no training accuracy, same seeds), for a study whose selections and findings read nothing else."""
+    return [replace(j, evaluate_splits="held_out") for j in jobs]
+
+
 def quickstart_plan(p: QuickstartParams) -> Plan:
     """DomainBed's protocol: leave-one-domain-out runs plus the runs with two held-out domains that
     leave-one-domain-out model selection needs (Gulrajani & Lopez-Paz 2021, Sec. 3), on each of ``p.sweep.datasets``
@@ -91,7 +97,9 @@ def dataset_construction_plan(p: DatasetConstructionParams) -> Plan:
 def binarization_plan(p: BinarizationParams) -> Plan:
     """The gray and binary arms of Table 7 (and the full-class binary arm of Table 8) of Zhang, Zhang & Liu,
     Sec. 4.1: each training set is tested on every domain it does not train on, so these jobs are the same
-    as the dynamic-DG study's (:func:`dynamic_dg_plan` with ``evaluate_on="rest"``) for the same settings."""
+    as the dynamic-DG study's (:func:`dynamic_dg_plan` with ``evaluate_on="rest"``) for the same settings. Both
+    evaluate held-out data only (:func:`_held_out`): their tables read test accuracies selected on the training
+    domains' ``out`` splits."""
     check_params(p, BinarizationParams, "binarization_plan")
     s = p.sweep
     domains = domain_names(s.dataset, s.dataset_kwargs, p.data_dir)
@@ -99,22 +107,23 @@ def binarization_plan(p: BinarizationParams) -> Plan:
     arms = {"gray": {**s.dataset_kwargs, "binarize": False}, "binary": {**s.dataset_kwargs, "binarize": True}}
     if p.full_dataset_kwargs:
         arms["full binary"] = {**p.full_dataset_kwargs, "binarize": True}
-    sweeps = {arm: make_jobs(s.replace(dataset_kwargs=kw, splits=splits if arm != "full binary" else splits[-1:]),
-                             domains)
+    sweeps = {arm: _held_out(make_jobs(s.replace(dataset_kwargs=kw,
+                                                 splits=splits if arm != "full binary" else splits[-1:]), domains))
               for arm, kw in arms.items()}
     return Plan(sweeps, [(s.dataset, kw) for kw in arms.values()],
                 files={"extra_bars_csv": p.extra_bars_csv} if p.extra_bars_csv else {})
 
 
 def dynamic_dg_plan(p: DynamicDGParams) -> Plan:
-    """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once."""
+    """Every training set of the swap test and of the Domain+ chains (Zhang, Zhang & Liu, Sec. 4.2–4.3), once,
+    evaluated on held-out data only (:func:`_held_out`)."""
     check_params(p, DynamicDGParams, "dynamic_dg_plan")
     domains = domain_names(p.sweep.dataset, p.sweep.dataset_kwargs, p.data_dir)
     train_sets = list(dict.fromkeys(tuple(t) for t in p.swap_choices
                                     + [s for chain in p.domain_plus_chains for s in chain]))
     splits = [{"train": list(t), "test": _rest(t, domains) if p.evaluate_on == "rest" else [p.test_domain]}
               for t in train_sets]
-    jobs = make_jobs(p.sweep.replace(splits=splits), domains)
+    jobs = _held_out(make_jobs(p.sweep.replace(splits=splits), domains))
     return Plan({"dynamic": jobs}, [(p.sweep.dataset, p.sweep.dataset_kwargs)])
 
 
@@ -163,8 +172,8 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
     trains from scratch on ``p.oracle.dataset`` (which may differ from the pretraining part's) over
     ``p.oracle.splits`` with a random search of ``oracle.n_hparams`` draws and ``oracle.n_trials`` trials,
     with the seeds of checkpoints every ``oracle.steps // 2`` steps but evaluated at the last step only
-    (:attr:`~dganalysis.training.job.Job.evaluate_at` ``"last"``: every selection here reads the last checkpoint):
-    the leakage is computed per trial.
+    (:attr:`~dganalysis.training.job.Job.evaluate_at` ``"last"``: every selection here reads the last checkpoint)
+    and on held-out data only (:func:`_held_out`): the leakage is computed per trial.
     ``p.oracle.search_overrides`` widens or narrows that search (YAML distribution specs,
     :func:`dganalysis.training.hparams.parse_distribution`), e.g. ``{"augment": {"choice": [true, false]}}``: a choice
     that moves test-domain accuracy more than training-domain validation accuracy is what an oracle can exploit."""
@@ -182,7 +191,7 @@ def leakage_oracle_plan(p: LeakageOracleParams) -> Plan:
                                          hparams_overrides={"featurizer": p.featurizer, "batch_size": p.batch_size}),
                                {"none": None}, ["FT"])
     # both oracles and the IID selection read the last checkpoint only: evaluate nothing else (same seeds, Job.evaluate_at)
-    oracle = [replace(j, evaluate_at="last") for j in oracle]
+    oracle = [replace(j, evaluate_at="last") for j in _held_out(oracle)]
     files = {"inception_weights": p.inception_weights} if p.inception_weights else {}
     if p.fid_reference:
         files["fid_reference"] = p.fid_reference

@@ -366,7 +366,8 @@ def run_batched(
                         if not alive[i]:
                             continue
                         try:
-                            accs = evaluate(algorithms[i], datas[i].splits, runtime.eval_batch_size, runtime.autocast)
+                            accs = evaluate(algorithms[i], datas[i].splits, runtime.eval_batch_size, runtime.autocast,
+                                            jobs[i].unevaluated_in_splits(datas[i].train_idx))
                             write_checkpoint(jobs[i], step, step / per_epoch[i], windows[i], step_times, accs,
                                              datas[i], runtime, statics[i], dirs[i] / "results.jsonl", t_start,
                                              heartbeats[i])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import Any
@@ -34,12 +34,15 @@ from dganalysis.validation import ConfigError, UnknownKeyError
 UNHASHED_FIELDS = ("save_model",)
 #: fields added later: left out of the spec (and so of the hash) at their default, so older jobs keep their ids
 OPTIONAL_FIELDS = {"seed": None, "domainbed_exact": False, "task": "domain_generalization", "uda_holdout_fraction": 0.0,
-                   "evaluate_at": "checkpoints"}
+                   "evaluate_at": "checkpoints", "evaluate_splits": "all"}
 #: fields left out of the torch seed (:attr:`Job.seed_key`): ``task`` and ``uda_holdout_fraction`` as DomainBed's sweep
-#: leaves them out of its run seed; ``evaluate_at`` because evaluating never changes what is trained
-SEED_FREE_FIELDS = ("task", "uda_holdout_fraction", "evaluate_at")
+#: leaves them out of its run seed; ``evaluate_at`` and ``evaluate_splits`` because evaluating never changes what is
+#: trained
+SEED_FREE_FIELDS = ("task", "uda_holdout_fraction", "evaluate_at", "evaluate_splits")
 #: :attr:`Job.evaluate_at` values: DomainBed's cadence, or the last step alone
 EVALUATE_AT = ("checkpoints", "last")
+#: :attr:`Job.evaluate_splits` values: every split (DomainBed), or all but the training domains' ``in`` splits
+EVALUATE_SPLITS = ("all", "held_out")
 #: DomainBed's datasets that ``domainbed_exact`` replays draw for draw (:mod:`dganalysis.training.exact`); it refuses the others
 EXACT_DATASETS = ("Debug28", "Debug224", "RotatedMNIST", "ColoredMNIST")
 #: DomainBed's ``train.py --task`` values (:attr:`Job.task`)
@@ -138,6 +141,16 @@ class Job:
     record (an algorithm whose ``predict`` changes its state or draws random numbers aside); the losses in it are
     averaged over every step instead of those since the previous checkpoint. ``checkpoint_freq`` still enters the
     id and the seed, so a study that turns this on keeps the random numbers of its runs at DomainBed's cadence.
+
+    ``evaluate_splits``: which splits a checkpoint record holds accuracies of. ``"all"`` (the default) is DomainBed's:
+    the ``in`` and ``out`` split of every domain. ``"held_out"`` leaves out the training domains' ``in`` splits, the
+    data the job trains on, whose accuracy (the training accuracy) no model selection reads: training-domain
+    validation reads the training domains' ``out`` splits, the oracle the test domains' ``out`` splits, and the
+    reported accuracy is a test domain's ``in`` split (Gulrajani & Lopez-Paz, 2021, Sec. 3; :mod:`dganalysis.records.selection`).
+    Those splits are most of the data of a job with several training domains, so a study that reads only held-out
+    accuracies evaluates about half as much (:meth:`unevaluated_in_splits`). A departure from DomainBed, with its own
+    name, refused in ``domainbed_exact`` mode; part of the id (the records hold fewer keys), not of the torch seed:
+    the job trains what its ``"all"`` twin trains and its records hold the same accuracies on the splits they keep.
     """
 
     dataset: str
@@ -159,6 +172,7 @@ class Job:
     task: str = "domain_generalization"
     uda_holdout_fraction: float = 0.0
     evaluate_at: str = "checkpoints"
+    evaluate_splits: str = "all"
 
     def __post_init__(self) -> None:
         for name in ("train_domains", "test_domains", "val_domains"):
@@ -193,6 +207,7 @@ class Job:
             ("task", Check(choices=TASKS)),
             ("uda_holdout_fraction", Check("float", low=0.0, high=1.0, high_open=True)),
             ("evaluate_at", Check(choices=EVALUATE_AT)),
+            ("evaluate_splits", Check(choices=EVALUATE_SPLITS)),
         ):
             check(getattr(self, name), f"Job.{name}")
         for name in ("hparams_seed", "trial_seed", "steps", "checkpoint_freq"):
@@ -205,6 +220,9 @@ class Job:
         if self.domainbed_exact and self.evaluate_at != "checkpoints":
             raise ConfigError(f"Job.evaluate_at: {self.evaluate_at!r} with domainbed_exact; DomainBed's train.py records "
                               f"every checkpoint_freq-th step and the last, so exact mode takes 'checkpoints' only")
+        if self.domainbed_exact and self.evaluate_splits != "all":
+            raise ConfigError(f"Job.evaluate_splits: {self.evaluate_splits!r} with domainbed_exact; DomainBed's train.py "
+                              f"evaluates every domain's in and out split, so exact mode takes 'all' only")
 
     def records_at(self, step: int) -> bool:
         """Whether the job evaluates and writes a checkpoint record after the updates of ``step`` (0-based): at the
@@ -212,6 +230,11 @@ class Job:
         if step == self.steps - 1:
             return True
         return self.evaluate_at == "checkpoints" and step % self.checkpoint_freq == 0
+
+    def unevaluated_in_splits(self, train_idx: Sequence[int]) -> tuple[int, ...]:
+        """The domains (indices into the dataset's domains) whose ``in`` split the records leave out: the training
+        domains ``train_idx`` with ``evaluate_splits="held_out"``, none with ``"all"``."""
+        return tuple(train_idx) if self.evaluate_splits == "held_out" else ()
 
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict[str, Any]:

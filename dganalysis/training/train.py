@@ -45,7 +45,7 @@ import socket
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -157,11 +157,12 @@ def accuracy(algorithm, split, batch_size: int = 1024, autocast: bool = False) -
     return correct.item() / len(split)
 
 
-def evaluate(algorithm, splits, batch_size: int, autocast: bool) -> dict[str, float]:
+def evaluate(algorithm, splits, batch_size: int, autocast: bool, skip_in: Collection[int] = ()) -> dict[str, float]:
     """``env{i}_in_acc`` and ``env{i}_out_acc`` for every domain, then ``env{k}_uda_acc`` for the k-th unlabelled
     split (:func:`uda_splits`; numbered in their own list, as DomainBed's ``train.py`` names them), in eval mode. An
     algorithm whose predictions depend on the batch (e.g. ARM's support sets) fixes its own evaluation batch size
-    (``EVAL_BATCH_SIZE``)."""
+    (``EVAL_BATCH_SIZE``). ``skip_in``: domains whose ``in`` split is not evaluated, and so has no key
+    (:meth:`Job.unevaluated_in_splits`)."""
     batch_size = getattr(algorithm, "EVAL_BATCH_SIZE", None) or batch_size
     was_training = algorithm.training
     algorithm.eval()
@@ -169,7 +170,8 @@ def evaluate(algorithm, splits, batch_size: int, autocast: bool) -> dict[str, fl
         with record_function("dganalysis.evaluate"):  # a label for bench/train_throughput.py --profile
             res = {}
             for i, (in_split, out_split, *_) in enumerate(splits):
-                res[f"env{i}_in_acc"] = accuracy(algorithm, in_split, batch_size, autocast)
+                if i not in skip_in:
+                    res[f"env{i}_in_acc"] = accuracy(algorithm, in_split, batch_size, autocast)
                 res[f"env{i}_out_acc"] = accuracy(algorithm, out_split, batch_size, autocast)
             for k, uda in enumerate(uda_splits(splits)):
                 res[f"env{k}_uda_acc"] = accuracy(algorithm, uda, batch_size, autocast)
@@ -573,6 +575,7 @@ class SampledDraws:
         self.batch_size = int(data.hparams["batch_size"])
         self.gen = torch.Generator(device=runtime.device)
         self.gen.manual_seed(data.seed)
+        self.skip_in = job.unevaluated_in_splits(data.train_idx)
         self.udas = uda_splits(data.splits) if job.task == "domain_adaptation" and unlabeled else []
         self.uda_gen = torch.Generator(device=runtime.device)
         self.uda_gen.manual_seed(seed_hash(data.seed, "uda"))
@@ -591,8 +594,9 @@ class SampledDraws:
         return out
 
     def evaluate(self, algorithm) -> dict[str, float]:
-        """Every domain's accuracies (:func:`evaluate`) at the runtime's evaluation batch size and precision."""
-        return evaluate(algorithm, self.data.splits, self.runtime.eval_batch_size, self.runtime.autocast)
+        """The domains' accuracies (:func:`evaluate`; those :attr:`Job.evaluate_splits` keeps) at the runtime's
+        evaluation batch size and precision."""
+        return evaluate(algorithm, self.data.splits, self.runtime.eval_batch_size, self.runtime.autocast, self.skip_in)
 
     def close(self) -> None:
         """Release the splits (streamed data's prefetch thread)."""

@@ -722,3 +722,23 @@ def test_a_registered_scorer_runs_through_the_same_argmax(every_role, monkeypatc
             got = selection.select(every_role, mine, per_draw=per_draw)
             assert set(got["selection"]) == {mine}
             pd.testing.assert_frame_equal(want, got.drop(columns="selection"), check_exact=True)
+
+
+@pytest.mark.parametrize("method", ["training_domain", "leave_one_out", "oracle"])
+def test_records_without_training_accuracy_select_what_full_records_select(tmp_path, method):
+    """Records of ``Job.evaluate_splits="held_out"`` jobs lack the training domains' ``in`` accuracies: DomainBed's
+    three selections read none of them, so they choose and report what the full records do."""
+    records = random_domainbed_sweep(tmp_path / "all")
+    runs = sorted((tmp_path / "all").iterdir())
+    assert len(runs) == len(records) // 3  # three checkpoints a run
+    for run in runs:
+        recs = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+        for r in recs:
+            for e in set(range(3)) - set(r["args"]["test_envs"]):
+                del r[f"env{e}_in_acc"]
+        write_run(tmp_path / "held_out", run.name, recs)
+    full = selection.select(load(tmp_path / "all", progress=False), method)
+    held = selection.select(load(tmp_path / "held_out", progress=False), method)
+    assert len(full) >= 3 * 2 * 3  # each trial, algorithm and single test domain
+    pd.testing.assert_frame_equal(held.drop(columns=["job_id"], errors="ignore"),
+                                  full.drop(columns=["job_id"], errors="ignore"))

@@ -234,3 +234,19 @@ def test_rank_changes_per_board():
                                 [[3, 2, 1], [1, 2, 3], [3, 2, 1], [3, 2, 1]]))
     assert list(two.columns)[-2:] == ["ΔR X", "ΔR Y"]
     assert two["ΔR X"].tolist() == [-2, 0, 2] and two["ΔR Y"].tolist() == [0, 0, 0]
+
+
+def test_studies_that_read_held_out_accuracies_only_evaluate_nothing_else():
+    """The binarization and dynamic-DG studies and Table 4's oracle sweep read test accuracies chosen by training-domain
+    validation or an oracle, never a training accuracy: their jobs evaluate held-out splits only
+    (``Job.evaluate_splits``), the oracle jobs at their last step only; DomainBed's protocol (notebook 00) and the LP/FT
+    jobs keep DomainBed's evaluation."""
+    def fields(name: str) -> dict[str, set]:
+        plan = plan_for(name, load_params("quick", name, ROOT))
+        return {s: {(j.evaluate_splits, j.evaluate_at) for j in jobs} for s, jobs in plan.sweeps.items() if jobs}
+
+    assert fields("02_binarization_study") == {"gray": {("held_out", "checkpoints")},
+                                               "binary": {("held_out", "checkpoints")}}
+    assert fields("03_dynamic_dg") == {"dynamic": {("held_out", "checkpoints")}}
+    assert fields("04_leakage_oracle") == {"LP/FT": {("all", "checkpoints")}, "oracle-K": {("held_out", "last")}}
+    assert list(fields("00_quickstart").values()) == [{("all", "checkpoints")}]

@@ -118,6 +118,21 @@ def test_groupnorm_convnet_batches(tmp_path):
     assert batched[0]["loss"] == pytest.approx(alone[0]["loss"], rel=REL)
 
 
+def test_jobs_evaluated_on_held_out_splits_batched_record_what_they_record_alone(tmp_path):
+    """Each run of a batch evaluates the splits its own job keeps (``evaluate_splits``): a ``"held_out"`` job and an
+    ``"all"`` job batch together, and each one's accuracies are those it records alone."""
+    jobs = [_job(evaluate_splits="held_out"), _job(trial_seed=1)]
+    assert plan_batches(jobs, 2) == [jobs]
+    run_batched(jobs, [tmp_path / "b0", tmp_path / "b1"], precision="fp32", threads=1)
+    for i, job in enumerate(jobs):
+        alone = _records(run_job(job, tmp_path / f"a{i}", precision="fp32", threads=1))
+        batched = _records(tmp_path / f"b{i}")
+        accs = [[k for k in r if k.endswith("_acc")] for r in (*alone, *batched)]
+        assert all(a == accs[0] for a in accs) and len(accs[0]) == (4 if i == 0 else 6), accs[0]
+        for a, b in zip(alone, batched, strict=True):
+            assert {k: b[k] for k in accs[0]} == {k: a[k] for k in accs[0]}
+
+
 def test_jobs_evaluated_at_their_last_step_batch_apart_and_record_it_alone(tmp_path):
     last = [_job(evaluate_at="last"), _job(evaluate_at="last", trial_seed=1)]
     with pytest.raises(BatchRefused, match="differ from job"):

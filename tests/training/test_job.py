@@ -105,3 +105,17 @@ def test_evaluating_the_last_step_only_is_another_job_with_the_same_seed():
         Job("PACS", "ERM", ["A"], ["S"], evaluate_at="first")
     with pytest.raises(ConfigError, match="evaluate_at.*domainbed_exact"):
         Job("RotatedMNIST", "ERM", ["0"], ["15"], domainbed_exact=True, evaluate_at="last")
+
+
+def test_evaluating_held_out_splits_only_is_another_job_with_the_same_seed():
+    job = Job("PACS", "ERM", ["A", "C", "P"], ["S"], hparams_seed=3, trial_seed=1, steps=5000, checkpoint_freq=300)
+    held = Job.from_dict({**job.to_dict(), "evaluate_splits": "held_out"})
+    assert "evaluate_splits" not in job.to_dict() and held.to_dict()["evaluate_splits"] == "held_out"
+    assert held.job_id != job.job_id and job_seed(held) == job_seed(job)
+    assert job.unevaluated_in_splits([0, 1, 2]) == () and held.unevaluated_in_splits([0, 1, 2]) == (0, 1, 2)
+    both = Job.from_dict({**held.to_dict(), "evaluate_at": "last"})
+    assert len({job.job_id, held.job_id, both.job_id}) == 3 and job_seed(both) == job_seed(job)
+    with pytest.raises(ConfigError, match="evaluate_splits"):
+        Job("PACS", "ERM", ["A"], ["S"], evaluate_splits="test")
+    with pytest.raises(ConfigError, match="evaluate_splits.*domainbed_exact"):
+        Job("RotatedMNIST", "ERM", ["0"], ["15"], domainbed_exact=True, evaluate_splits="held_out")

@@ -174,6 +174,23 @@ def test_auto_precision_keeps_fp32_for_algorithms_bf16_does_not_track(tmp_path, 
     assert got == {("ERM", "auto"): "bf16", ("WCDG", "auto"): "fp32", ("WCDG", "bf16"): "bf16"}
 
 
+def test_a_job_evaluated_on_held_out_splits_only_trains_what_its_twin_trains(tmp_path):
+    """``evaluate_splits="held_out"``: the records lack the training domains' ``in`` accuracies and hold every other
+    accuracy, loss and step of the ``"all"`` twin (same seed; evaluating changes nothing trained)."""
+    every = _records(run_job(_job(), tmp_path / "every", device="cpu"))
+    job = _job(evaluate_splits="held_out")
+    held = _records(run_job(job, tmp_path / "held", device="cpu"))
+    train = [DOMAINS.index(d) for d in job.train_domains]
+    gone = {f"env{i}_in_acc" for i in train}
+    assert train and len(gone) == len(train) and all(gone <= set(r) for r in every)
+    assert [r["step"] for r in held] == [r["step"] for r in every]
+    for h, e in zip(held, every, strict=True):
+        h, e = computed_part(h), computed_part(e)
+        assert list(h) == [k for k in e if k not in gone]
+        assert {k: v for k, v in h.items() if k != "args"} == {k: e[k] for k in h if k != "args"}
+        assert h["args"]["seed"] == e["args"]["seed"] and h["args"]["job_id"] == job.job_id != e["args"]["job_id"]
+
+
 def test_a_job_evaluated_at_its_last_step_only_trains_what_its_twin_trains(tmp_path):
     """``evaluate_at="last"``: one record, the accuracies of the every-checkpoint twin's last record (same seed, the
     evaluations in between change nothing trained); its losses average every step."""
