@@ -81,6 +81,8 @@ setup_style()
 
 # %% [markdown]
 # ## Runs: gray and binary arms (the same splits; `binarize` is part of the job spec)
+# The runs evaluate held-out data only (`Job.evaluate_splits = "held_out"`: no training accuracy, which no selection
+# reads; the same seeds and held-out accuracies as DomainBed's evaluation of every split).
 
 # %%
 base = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)

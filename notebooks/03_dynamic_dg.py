@@ -90,7 +90,9 @@ setup_style()
 
 # %% [markdown]
 # ## Runs
-# One job per (algorithm, training-domain set, hparams seed, trial). Jobs already in the store are reused.
+# One job per (algorithm, training-domain set, hparams seed, trial). Jobs already in the store are reused. Every
+# selection here reads held-out data only, so the runs evaluate no training accuracy (`Job.evaluate_splits =
+# "held_out"`: the same seeds and held-out accuracies as DomainBed's evaluation of every split).
 
 # %%
 base = load_dataset(P.sweep.dataset, data_dir=P.data_dir, **P.sweep.dataset_kwargs)

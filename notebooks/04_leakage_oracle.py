@@ -185,8 +185,9 @@ display(gap_vs_dist.round(3))
 # training-domain validation; oracle = the best test accuracy over the K-subset of test domains; each domain's accuracy
 # is averaged over all K-subsets that contain it. Leakage = oracle Avg − IID Avg. Both selections choose among the
 # **last checkpoints** of the draws (the oracle's candidates, as in Yu et al. and DomainBed), so the runs evaluate their
-# last step only (`Job.evaluate_at = "last"`: the same seeds and accuracies as at DomainBed's cadence, a third of the
-# evaluations). Two oracles from the same runs:
+# last step only and on held-out data only (`Job.evaluate_at = "last"`, `Job.evaluate_splits = "held_out"`: the same
+# seeds and accuracies as at DomainBed's cadence and splits, a third of the checkpoints and no training accuracy).
+# Two oracles from the same runs:
 #
 # * **held-out** (DomainBed's): chooses on the test domains' 20% `out` split, reports `in`. Its leakage at K=1 is a
 #   finding: test information that survives selection on held-out test data.

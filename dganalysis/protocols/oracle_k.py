@@ -85,17 +85,21 @@ def split_sizes(domain_sizes: Mapping[str, int], holdout_fraction: float = 0.2) 
 def with_pooled_split(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
     """``tidy`` plus rows with split :data:`POOLED` (``"all"``): each (job, step, domain)'s accuracy on the whole
     domain, ``(n_in · acc_in + n_out · acc_out) / (n_in + n_out)`` — exact, since an accuracy is correct/n. ``sizes``
-    as :func:`split_sizes`; a (job, step, domain) lacking either split, or a domain missing from ``sizes``, raises."""
+    as :func:`split_sizes`. A (job, step, domain) without an ``in`` row gets no pooled row: a training domain of a run
+    that evaluated held-out splits only (:attr:`~dganalysis.training.job.Job.evaluate_splits`), whose whole-domain
+    accuracy no selection reads. One with ``in`` but no ``out`` (or a null accuracy), or a domain missing from
+    ``sizes``, raises."""
     check_frame(tidy, (), "tidy", func="with_pooled_split")
     check_mapping(sizes, "sizes", func="with_pooled_split", what="split_sizes(...)")
     need = {"job_id", "step", "domain", "split", "acc"}
     if need - set(tidy.columns):
         raise ValueError(f"tidy frame: missing columns {sorted(need - set(tidy.columns))}")
     part = tidy[tidy["split"].isin(["in", "out"])]
+    keys = ["job_id", "step", "domain"]
+    part = part.merge(part.loc[part["split"] == "in", keys].drop_duplicates(), on=keys)  # those with an 'in' row
     unknown = sorted(set(part["domain"].astype(str)) - set(map(str, sizes)))
     if unknown:
         raise ValueError(f"sizes: no split sizes for domains {unknown}; expected split_sizes(...) of every domain")
-    keys = ["job_id", "step", "domain"]
     wide = part.pivot_table(index=keys, columns="split", values="acc", aggfunc="first").reindex(columns=["in", "out"])
     if wide.isna().to_numpy().any():
         raise ValueError("tidy frame: every (job_id, step, domain) needs both an 'in' and an 'out' accuracy to pool")

@@ -35,6 +35,20 @@ def test_pooled_split_by_hand():
         with_pooled_split(tidy_frame().query("split != 'out' or domain != 'a'"), SIZES)
 
 
+def test_runs_without_training_accuracy_pool_and_choose_as_full_runs():
+    """Runs that evaluated held-out splits only (``Job.evaluate_splits="held_out"``) lack the training domains' 'in'
+    rows: those domains get no pooled row, every other pooled row and both oracles' choices are the full runs'."""
+    full = tidy_frame()
+    held = full[~((full["role"] == "train") & (full["split"] == "in"))].reset_index(drop=True)
+    pooled_full, pooled_held = with_pooled_split(full, SIZES), with_pooled_split(held, SIZES)
+    kept = pooled_full[~((pooled_full["role"] == "train") & pooled_full["split"].isin(["in", "all"]))]
+    assert not ((pooled_held["role"] == "train") & (pooled_held["split"] == "all")).any()
+    pd.testing.assert_frame_equal(pooled_held.reset_index(drop=True), kept.reset_index(drop=True))
+    for oracle in ORACLES:
+        pd.testing.assert_frame_equal(oracle_k_select(held, oracle=oracle, sizes=SIZES),
+                                      oracle_k_select(full, oracle=oracle, sizes=SIZES))
+
+
 def test_literal_oracle_by_hand():
     # whole-domain accuracy at the last step: h0 a .825 b .175 c .5 | h1 a .275 b .675 c .45 | h2 a .5 b .5 c .85
     sel = oracle_k_select(tidy_frame(), oracle="literal", sizes=SIZES).set_index(["k", "subset", "domain"])
