@@ -138,7 +138,8 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
     leakage per K with CIs over trials (:func:`leakage_vs_k`) of one named oracle (:data:`dganalysis.protocols.oracle_k.ORACLES`), from the runs' tidy
     frame. Both selections choose among the same candidates, each job's last checkpoint (:func:`last_checkpoints`);
     IID is training-domain validation, reported on the split the oracle reports (``in`` for ``held_out``, the whole
-    domain for ``literal``). ``sizes``: :func:`dganalysis.protocols.oracle_k.split_sizes` of the dataset."""
+    domain for ``literal``). ``sizes``: :func:`dganalysis.protocols.oracle_k.split_sizes` of the dataset. The rows are
+    taken in trial order, so the numbers do not depend on the order of the runs (their job ids)."""
     check_frame(tidy, (), "tidy", func="oracle_leakage")
     check_mapping(sizes, "sizes", func="oracle_leakage", what="split_sizes(...)")
     check_str(oracle, "oracle", func="oracle_leakage")
@@ -146,7 +147,8 @@ def oracle_leakage(tidy: pd.DataFrame, sizes: Mapping[str, Mapping[str, int]], o
 
     if oracle not in ORACLES:
         raise ValueError(f"oracle: unknown oracle {oracle!r}; expected one of {list(ORACLES)}")
-    last = last_checkpoints(tidy)
+    # trial order, not the rows' (job-id) order: every mean and interval below sums its trials in one order
+    last = last_checkpoints(tidy).sort_values(["trial_seed", "hparams_seed"], kind="stable")
     iid = select(last, "training_domain_last")
     last = with_pooled_split(last, sizes)
     iid = report_on(iid, last, ORACLES[oracle][1])

@@ -178,3 +178,19 @@ def test_leakage_plan_widens_the_oracle_search_only(tmp_path):
     plain = plan_for("04_leakage_oracle", {**p, "oracle": {**p["oracle"], "search_overrides": None}}).sweeps["oracle-K"]
     assert not any(j.search_overrides for j in plain)
     assert {j.job_id for j in plain}.isdisjoint({j.job_id for j in plan.sweeps["oracle-K"]})
+
+
+@pytest.mark.parametrize("oracle", sorted(ORACLES))
+def test_tables_do_not_depend_on_the_runs_row_order(oracle):
+    """The runs' rows come in job-id order, which any spec field changes (e.g. ``Job.evaluate_splits``): Table 4, its
+    per-trial rows and the leakage per K are the same numbers, bit for bit, whatever that order."""
+    sizes = {d: {"in": 8, "out": 2} for d in "sabc"}
+    tidy = random_runs(1, n_trials=6)
+    order = {job: i for i, job in enumerate(np.random.default_rng(0).permutation(tidy["job_id"].unique()))}
+    shuffled = tidy.iloc[np.argsort(tidy["job_id"].map(order).to_numpy(), kind="stable")].reset_index(drop=True)
+    a, b = okt.oracle_leakage(tidy, sizes, oracle), okt.oracle_leakage(shuffled, sizes, oracle)
+    pd.testing.assert_frame_equal(a.table, b.table, check_exact=True)
+    for name in ("per_trial", "vs_k"):
+        x, y = (getattr(r, name).sort_values(["k", "trial_seed"] if name == "per_trial" else ["k"])
+                .reset_index(drop=True) for r in (a, b))
+        pd.testing.assert_frame_equal(x, y, check_exact=True)
