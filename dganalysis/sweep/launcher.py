@@ -559,7 +559,8 @@ def run_sweep(
     recorded as ``threads``; a finished job recorded on another count is an error before any work unless
     ``execution.mixed_threads`` (the thread count is not part of the job hash, and float32 results depend on it).
     ``slurm``: submitit parameters (``cluster``, ``slurm_partition``, ``timeout_min``, ``gpus_per_node``,
-    ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …).
+    ``cpus_per_task``, ``mem_gb``, ``slurm_array_parallelism`` …). The local launcher starts the longest jobs first
+    (:mod:`dganalysis.sweep.order`), so that a short one ends the sweep; the status table keeps the order of ``jobs``.
     """
     from dganalysis.sweep.store import lease_seconds
     from dganalysis.validation import Check, ConfigError
@@ -569,6 +570,7 @@ def run_sweep(
     device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
     mixed_threads = execution.mixed_threads
     from dganalysis.sweep import packing
+    from dganalysis.sweep.order import longest_first
 
     runs_per_gpu = packing.parse_runs_per_gpu(execution.runs_per_gpu)
     batch_runs = execution.batch_runs
@@ -652,7 +654,7 @@ def run_sweep(
     policy["failed_seen"] = {j.job_id: failed_stamp(store / j.job_id) for j in todo}  # only these failures are retried
     options = {"device": device, "compile": compile, "precision": precision, "imports": list(imports),
                "threads": n_threads}
-    units: list = list(todo)
+    units: list = longest_first(todo)  # the last job to start is a short one (dganalysis.sweep.order)
     if batch_runs > 1:
         from dganalysis.sweep.batched import plan_batches
 
