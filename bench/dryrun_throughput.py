@@ -2,12 +2,12 @@
 
 ``dganalysis run --profile paper --dry-run`` turns each job into training images
 (steps × batch size × training domains) and divides by an images/s figure for the job's
-featurizer and image size, taken from ``dganalysis/studies/throughput.yaml``. This script measures
+featurizer and image size, taken from ``dganalysis/sweep/throughput.yaml``. This script measures
 those figures on the machine it runs on: ERM's ``update`` (forward, backward, Adam step) on
 random uint8 images (simulated data; only the shapes matter), ``--domains`` training
 domains of ``--batch`` images each per step, after ``--warmup`` steps, in fp32 unless
 ``--precision bf16``. It prints one YAML entry per configuration; paste them into
-``dganalysis/studies/throughput.yaml`` with the machine, date, load and threads stated. On a GPU
+``dganalysis/sweep/throughput.yaml`` with the machine, date, load and threads stated. On a GPU
 (``--device cuda``) the same command gives the GPU figures the budget should use.
 
 Run: ``OMP_NUM_THREADS=1 python bench/dryrun_throughput.py``.

@@ -1,7 +1,7 @@
 """Forward multiply-accumulates (MACs) per image of the dry run's networks, and the GPU throughput *derived* from a
 published figure by the MAC ratio — for the networks no one publishes a GPU training figure for.
 
-``dganalysis/studies/throughput.yaml``'s ``gpu`` entries are published training throughputs (timm's
+``dganalysis/sweep/throughput.yaml``'s ``gpu`` entries are published training throughputs (timm's
 ``results/benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv``) where one exists; for the small networks of the
 quick and digit studies (MNIST-CNN, SmallCNN, MLP, ResNet-18 at 32 px) this script gives
 ``images/s = published ResNet-18 images/s × MACs(ResNet-18, 224 px) / MACs(network)``, labelled *derived*. Small
@@ -20,7 +20,7 @@ from torch import nn
 import dganalysis  # noqa: F401 - installs the torchvision shim
 from dganalysis.nets import build_featurizer
 
-#: the published reference (timm, RTX 3090, AMP, batch 512, 224 px): see dganalysis/studies/throughput.yaml
+#: the published reference (timm, RTX 3090, AMP, batch 512, 224 px): see dganalysis/sweep/throughput.yaml
 REFERENCE = ("resnet18", {}, 3, 224, 2764.22)
 CONFIGS = [("cnn", {}, 1, 28), ("smallcnn", {}, 1, 16), ("smallcnn_bn", {}, 1, 32), ("mlp", {}, 1, 16),
            ("resnet18", {"conv1_3x3": True}, 1, 32)]

@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
     r.add_argument("--dry-run", action="store_true",
                    help="train nothing: validate every YAML, list each notebook's jobs and their count, estimate "
-                        "CPU/GPU-hours from dganalysis/studies/throughput.yaml, report missing datasets and weights "
+                        "CPU/GPU-hours from dganalysis/sweep/throughput.yaml, report missing datasets and weights "
                         "(exit status 1 on any problem)")
     r.add_argument("--smoke", action="store_true",
                    help="with --profile paper: run every notebook end to end on FAKE dataset trees and FAKE weight "

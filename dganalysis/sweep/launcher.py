@@ -47,6 +47,7 @@ import pandas as pd
 
 from dganalysis import threads
 from dganalysis.plugins import import_plugins  # noqa: F401 - its home was here; callers import it from here
+from dganalysis.sweep.order import longest_first
 from dganalysis.sweep.store import ClaimInfo, failed_stamp, job_state, stored_precision, stored_threads
 from dganalysis.training.job import Job
 
@@ -570,7 +571,6 @@ def run_sweep(
     device, compile, precision, imports = execution.device, execution.compile, execution.precision, execution.imports
     mixed_threads = execution.mixed_threads
     from dganalysis.sweep import packing
-    from dganalysis.sweep.order import longest_first
 
     runs_per_gpu = packing.parse_runs_per_gpu(execution.runs_per_gpu)
     batch_runs = execution.batch_runs

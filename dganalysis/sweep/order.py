@@ -7,7 +7,7 @@ Handing out the longest job first (list scheduling, Graham 1969, "Bounds on mult
 SIAM J. Appl. Math. 17(2), Theorem 3) ends within 4/3 − 1/(3m) of the shortest possible time on m workers, and
 when the grid's jobs come in a few lengths it ends where the work divides evenly.
 
-A job's length is the dry run's estimate of it (:func:`dganalysis.studies.dryrun.job_cost`: the images it trains on,
+A job's length is the dry run's estimate of it (:func:`dganalysis.sweep.cost.job_cost`: the images it trains on,
 steps × batch size × training domains, at its network's measured images per second). Jobs whose network the
 estimate does not know count by their training images at the slowest listed rate, so they go early rather than last. The
 order decides nothing but the start times: each job trains on its own seeds and the thread count the sweep fixes,
@@ -20,21 +20,18 @@ import math
 from collections.abc import Sequence
 from functools import cache
 
+from dganalysis.sweep.cost import Throughput, job_cost, load_throughput
 from dganalysis.training.job import Job
 
 
 @cache
-def _throughput():
-    from dganalysis.studies.dryrun import load_throughput
-
+def _throughput() -> Throughput:
     return load_throughput()
 
 
 def expected_seconds(job: Job) -> float:
-    """The CPU seconds the dry run estimates ``job`` takes to train (:func:`dganalysis.studies.dryrun.job_cost`); a
+    """The CPU seconds the dry run estimates ``job`` takes to train (:func:`dganalysis.sweep.cost.job_cost`); a
     job whose network has no measured rate counts at the slowest rate of the table."""
-    from dganalysis.studies.dryrun import job_cost
-
     throughput = _throughput()
     cost = job_cost(job, throughput)
     hours = cost["cpu_hours"]

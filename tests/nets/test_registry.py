@@ -110,7 +110,7 @@ def test_what_is_built_is_what_the_rule_names(size, hp):
 
 def test_dry_run_estimates_the_network_training_builds():
     """The dry run resolves the featurizer with the training rule (DomainBed's WRN-16-2 at 32 px, resnet18 honoured)."""
-    from dganalysis.studies.dryrun import job_cost, load_throughput
+    from dganalysis.sweep.cost import job_cost, load_throughput
     from dganalysis.training.job import Job
 
     tp = load_throughput()

@@ -11,10 +11,11 @@ import papermill as pm
 import pytest
 
 from dganalysis.cli import main
-from dganalysis.studies.dryrun import Throughput, dry_run, format_dry_run, job_cost, load_throughput
+from dganalysis.studies.dryrun import dry_run, format_dry_run
 from dganalysis.studies.plans import domain_names
 from dganalysis.studies.study import STUDIES, params_class, plan_for
 from dganalysis.sweep import Job
+from dganalysis.sweep.cost import Throughput, job_cost, load_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 
