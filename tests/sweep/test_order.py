@@ -13,9 +13,10 @@ from dganalysis.sweep.order import expected_seconds, longest_first
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _job(train, steps=4, trial=0, **hp):
+def _job(train, steps=4, trial=0, data_seed=0, **hp):
     return Job(dataset=TINY, algorithm="ERM", train_domains=tuple(train), test_domains=("d2",), steps=steps,
-               checkpoint_freq=2, trial_seed=trial, hparams_overrides={**FAST_HPARAMS, **hp})
+               checkpoint_freq=2, trial_seed=trial, hparams_overrides={**FAST_HPARAMS, **hp},
+               dataset_kwargs={"seed": data_seed} if data_seed else {})
 
 
 def test_longer_jobs_are_estimated_longer():
@@ -32,6 +33,16 @@ def test_longest_first_and_ties_keep_their_order():
     listed = [short[0], long[0], short[1], short[2], long[1], long[2]]
     assert longest_first(listed) == [long[0], long[1], long[2], short[0], short[1], short[2]]
     assert longest_first([]) == []
+
+
+def test_jobs_stay_together_by_the_data_they_load():
+    """A worker caches the datasets it loaded: jobs of one dataset are kept together, the groups ordered by their longest
+    job, each group longest first (one listed short, long, short per dataset, the datasets interleaved)."""
+    a_short, a_long = _job(["d0"], data_seed=1), _job(["d0"], steps=8, data_seed=1)
+    b_short, b_long, b_longest = _job(["d0"], data_seed=2), _job(["d0"], steps=8, data_seed=2), _job(["d0"], steps=12,
+                                                                                                     data_seed=2)
+    listed = [a_short, b_short, a_long, b_long, b_longest]
+    assert longest_first(listed) == [b_longest, b_long, b_short, a_long, a_short]
 
 
 def test_a_network_without_a_measured_rate_counts_at_the_slowest_rate():
